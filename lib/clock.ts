@@ -1,0 +1,40 @@
+/**
+ * Time is passed in, so tests drive it. The library never reads the wall clock or schedules a
+ * timer except through a Clock.
+ */
+export interface Clock {
+  /** Milliseconds, monotonic enough for windows and deadlines. */
+  now(): number;
+  /** Schedules `fn` after `ms`; the timer must not keep the process alive. */
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+export const systemClock: Clock = {
+  now: () => performance.timeOrigin + performance.now(),
+  setTimeout(fn, ms) {
+    const handle = setTimeout(fn, ms) as unknown as { unref?: () => void };
+    // Web APIs return a number; Node returns an object that can be unref'd.
+    if (typeof handle === 'object' && handle !== null && typeof handle.unref === 'function') handle.unref();
+    return handle;
+  },
+  clearTimeout(handle) {
+    clearTimeout(handle as Parameters<typeof clearTimeout>[0]);
+  },
+};
+
+/** Resolves after `ms` on `clock`, or rejects with the signal's reason when it aborts first. */
+export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clock.clearTimeout(handle);
+      reject(signal!.reason);
+    };
+    const handle = clock.setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

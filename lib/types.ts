@@ -1,0 +1,161 @@
+/** Types shared across the core and its adapters. Addresses and ids are lower-case 0x hex. */
+
+/** POST /relay request body (spec §2.4). */
+export interface RelayRequest {
+  origin_chain: string;
+  tx_hash: string;
+}
+
+/** One accepted message in the POST /relay response (spec §2.5). */
+export interface MessageSummary {
+  message_id: string;
+  origin: number;
+  destination: number;
+  nonce: number;
+}
+
+/** POST /relay success body (spec §2.5). */
+export interface RelayResponse {
+  messages: MessageSummary[];
+}
+
+/** A decoded Hyperlane message (version 3). */
+export interface HyperlaneMessage {
+  /** keccak256 of the raw message, 0x + 64 lower-case hex. */
+  id: string;
+  version: number;
+  nonce: number;
+  origin: number;
+  /** 32-byte word, 0x + 64 lower-case hex. */
+  sender: string;
+  destination: number;
+  /** 32-byte word, 0x + 64 lower-case hex. */
+  recipient: string;
+  body: Uint8Array;
+  raw: Uint8Array;
+}
+
+/** An EVM log as the pipeline reads it: nothing else of the receipt matters. */
+export interface Log {
+  /** 20-byte address, lower-case. */
+  address: string;
+  /** 32-byte words, lower-case hex. */
+  topics: string[];
+  data: Uint8Array;
+}
+
+export interface Receipt {
+  /** true when the transaction succeeded (status 0x1); a reverted receipt carries no messages. */
+  success: boolean;
+  logs: Log[];
+}
+
+/** A chain as the relayer knows it (normalised from the config file). */
+export interface ChainConfig {
+  name: string;
+  domainId: number;
+  chainId?: number;
+  /** Mailbox address, 20 bytes, lower-case. */
+  mailbox: string;
+  /** CCTP V2 MessageTransmitter address(es), 20 bytes, lower-case. */
+  cctpMessageTransmitters: string[];
+  rpcUrls: string[];
+}
+
+/**
+ * A Hyperlane MatchingList rule: matches when every field it names matches. Each field is "*",
+ * one value or an array of values. Addresses are compared as 32-byte words, case-insensitive.
+ */
+export interface MatchingRule {
+  messageId?: string | string[];
+  originDomain?: number | number[] | '*';
+  senderAddress?: string | string[];
+  destinationDomain?: number | number[] | '*';
+  recipientAddress?: string | string[];
+  bodyRegex?: string;
+}
+
+export interface RateLimitConfig {
+  burst: number;
+  perMinute: number;
+}
+
+export interface RelayApiConfig {
+  rateLimit: RateLimitConfig;
+  dedupWindowSeconds: number;
+  dedupCapacity: number;
+  receiptTimeoutSeconds: number;
+  maxMessagesPerTx: number;
+}
+
+export interface ServerConfig {
+  host: string;
+  port: number;
+  adminToken: string | null;
+  corsOrigins: string[];
+  maxRelayBodyBytes: number;
+  maxMerkleBodyBytes: number;
+}
+
+/** The whole configuration after validation and defaults (DESIGN.md §5). */
+export interface RelayerConfig {
+  chains: Record<string, ChainConfig>;
+  /** Names of the chains messages may be relayed to. */
+  relayChains: string[];
+  whitelist: MatchingRule[];
+  blacklist: MatchingRule[];
+  /** 20-byte addresses, lower-case. */
+  addressBlacklist: string[];
+  relayApi: RelayApiConfig;
+  server: ServerConfig;
+  /** SQLite file path or ":memory:". */
+  db: string;
+}
+
+/** A message as it is stored in the relay outbox. */
+export interface OutboxMessage {
+  id: string;
+  originChain: string;
+  /** lower-case 0x + 64 hex */
+  txHash: string;
+  origin: number;
+  destination: number;
+  nonce: number;
+  /** The raw Hyperlane message. */
+  raw: Uint8Array;
+  /** Milliseconds since the epoch when it was enqueued. */
+  enqueuedAt: number;
+}
+
+/** An outbox row read back by a delivery worker. */
+export interface PendingMessage extends OutboxMessage {
+  deliveredAt: number | null;
+}
+
+/**
+ * Where accepted messages go. `enqueue` stores the whole batch atomically (all or nothing) and
+ * is idempotent by message id: a message already present is not stored twice.
+ * Returns the number of messages newly stored.
+ */
+export interface RelayQueue {
+  enqueue(batch: readonly OutboxMessage[]): number | Promise<number>;
+}
+
+/** The outbox a delivery worker reads: the queue plus reading and acknowledging. */
+export interface Outbox extends RelayQueue {
+  /** Undelivered messages, oldest first. */
+  pending(limit?: number): PendingMessage[] | Promise<PendingMessage[]>;
+  /** Marks messages delivered; returns how many changed. Unknown ids are ignored. */
+  markDelivered(ids: readonly string[], at?: number): number | Promise<number>;
+  /** Number of undelivered messages. */
+  depth(): number | Promise<number>;
+  get(id: string): PendingMessage | undefined | Promise<PendingMessage | undefined>;
+}
+
+/** A merkle tree insertion record (spec §2.1). */
+export interface MerkleInsertion {
+  chain: number;
+  insertion_block_number: number;
+  leaf_index: number;
+  message_id: string;
+}
