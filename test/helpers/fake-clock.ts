@@ -1,0 +1,79 @@
+/**
+ * A Clock whose time moves only when a test says so. Timers fire in time order (ties in the order
+ * they were scheduled), `now()` reads each timer's own time while it runs, and promise jobs are
+ * flushed between firings so async code awaiting `sleep()` or a fetch progresses before the next
+ * timer is considered. Test helpers may use Node APIs (setImmediate); the library may not.
+ */
+import type { Clock } from '../../lib/clock.ts';
+
+export interface FakeClock extends Clock {
+  /** Moves time forward by `ms`, firing every timer due on the way. */
+  advance(ms: number): Promise<void>;
+  /** Moves time forward to the absolute time `at` (no-op when `at` is in the past). */
+  advanceTo(at: number): Promise<void>;
+  /** Lets pending promise jobs and I/O callbacks run without moving time. */
+  flush(): Promise<void>;
+  /** Number of scheduled timers not yet fired or cleared. */
+  pending(): number;
+}
+
+interface Timer {
+  at: number;
+  seq: number;
+  fn: () => void;
+}
+
+/** Enough macrotask turns for chains of awaits (fetch → Response body → JSON → next call). */
+const FLUSH_TURNS = 10;
+
+export async function flushJobs(turns = FLUSH_TURNS): Promise<void> {
+  for (let i = 0; i < turns; i++) await new Promise<void>((resolve) => setImmediate(resolve));
+}
+
+export function createFakeClock(start = 1_700_000_000_000): FakeClock {
+  let now = start;
+  let nextId = 1;
+  const timers = new Map<number, Timer>();
+
+  function earliestDue(limit: number): [number, Timer] | undefined {
+    let best: [number, Timer] | undefined;
+    for (const entry of timers) {
+      const t = entry[1];
+      if (t.at > limit) continue;
+      if (!best || t.at < best[1].at || (t.at === best[1].at && t.seq < best[1].seq)) best = entry;
+    }
+    return best;
+  }
+
+  async function advanceTo(target: number): Promise<void> {
+    await flushJobs();
+    for (;;) {
+      const due = earliestDue(target);
+      if (!due) break;
+      timers.delete(due[0]);
+      // Never move time backwards: a timer scheduled "in the past" fires at the current time.
+      if (due[1].at > now) now = due[1].at;
+      due[1].fn();
+      await flushJobs();
+    }
+    if (target > now) now = target;
+    await flushJobs();
+  }
+
+  return {
+    now: () => now,
+    setTimeout(fn, ms) {
+      const delay = Number.isFinite(ms) && ms > 0 ? ms : 0;
+      const id = nextId++;
+      timers.set(id, { at: now + delay, seq: id, fn });
+      return id;
+    },
+    clearTimeout(handle) {
+      timers.delete(handle as number);
+    },
+    advance: (ms) => advanceTo(now + ms),
+    advanceTo,
+    flush: () => flushJobs(),
+    pending: () => timers.size,
+  };
+}
