@@ -1,0 +1,106 @@
+/**
+ * Strict decoding of the two EVM logs the relay reads: Hyperlane `Dispatch` and CCTP `MessageSent`.
+ *
+ * Strict means every byte is accounted for: exact topic count, clean high bytes in indexed words,
+ * the single ABI offset equal to 32, a length that fits, zero padding to a word boundary and
+ * nothing after it. A log that a real contract cannot emit is rejected, never guessed at: the
+ * only thing that throws out of here for bad input is DecodeError.
+ */
+import { keccak256 } from './keccak.ts';
+import { bytesToHex, hexToBytes, readUint32 } from './hex.ts';
+import type { Log } from './types.ts';
+
+export class DecodeError extends Error {
+  /** Stable machine-readable kind: 'topic_count', 'topic0', 'topic', 'short', 'offset', ... */
+  readonly code: string;
+
+  constructor(code: string, message: string) {
+    super(message);
+    this.name = 'DecodeError';
+    this.code = code;
+  }
+}
+
+function eventTopic(signature: string): string {
+  return bytesToHex(keccak256(new TextEncoder().encode(signature)));
+}
+
+export const DISPATCH_TOPIC: string = eventTopic('Dispatch(address,uint32,bytes32,bytes)');
+export const MESSAGE_SENT_TOPIC: string = eventTopic('MessageSent(bytes)');
+
+/** Mailbox.Dispatch(address indexed sender, uint32 indexed destination, bytes32 indexed recipient, bytes message). */
+export interface DispatchEvent {
+  /** 20-byte address, lower-case 0x hex. */
+  sender: string;
+  destination: number;
+  /** 32-byte word, lower-case 0x hex. */
+  recipient: string;
+  message: Uint8Array;
+}
+
+const WORD = 32;
+
+function isZero(bytes: Uint8Array, from: number, to: number): boolean {
+  for (let i = from; i < to; i++) if (bytes[i] !== 0) return false;
+  return true;
+}
+
+/** Reads an ABI uint word that must fit in 32 bits; anything larger is `code`. */
+function readSmallWord(data: Uint8Array, at: number, code: string, what: string): number {
+  if (!isZero(data, at, at + WORD - 4)) throw new DecodeError(code, `${what} does not fit in 32 bits`);
+  return readUint32(data, at + WORD - 4);
+}
+
+/**
+ * Decodes non-indexed event data holding exactly one `bytes` value:
+ * offset word (= 32), length word, the bytes, zero padding to 32, end of data.
+ */
+export function decodeBytesData(data: Uint8Array): Uint8Array {
+  if (!(data instanceof Uint8Array)) throw new DecodeError('data', 'log data is not bytes');
+  if (data.length < 2 * WORD) throw new DecodeError('short', `log data has ${data.length} bytes, need at least 64`);
+  const offset = readSmallWord(data, 0, 'offset', 'bytes offset');
+  if (offset !== WORD) throw new DecodeError('offset', `bytes offset is ${offset}, must be 32`);
+  const length = readSmallWord(data, WORD, 'length', 'bytes length');
+  const start = 2 * WORD;
+  if (length > data.length - start) throw new DecodeError('length', `bytes length ${length} runs past the data`);
+  const end = start + length;
+  const padded = start + Math.ceil(length / WORD) * WORD;
+  if (padded > data.length) throw new DecodeError('padding', 'bytes are not padded to a 32-byte boundary');
+  if (!isZero(data, end, padded)) throw new DecodeError('padding', 'bytes padding is not zero');
+  if (data.length !== padded) throw new DecodeError('trailing', `${data.length - padded} bytes after the padding`);
+  return data.slice(start, end);
+}
+
+/** The topics as 32-byte words after checking the count and topic0 (any hex case). */
+function readTopics(log: Log, count: number, topic0: string): Uint8Array[] {
+  if (log === null || typeof log !== 'object' || !Array.isArray(log.topics)) {
+    throw new DecodeError('topic_count', 'log has no topics array');
+  }
+  if (log.topics.length !== count) {
+    throw new DecodeError('topic_count', `log has ${log.topics.length} topics, expected ${count}`);
+  }
+  const words = log.topics.map((topic, i) => {
+    const word = hexToBytes(topic);
+    if (word === undefined || word.length !== WORD) throw new DecodeError('topic', `topic ${i} is not a 32-byte word`);
+    return word;
+  });
+  if (bytesToHex(words[0]) !== topic0) throw new DecodeError('topic0', 'topic0 is not the expected event signature');
+  return words;
+}
+
+export function decodeDispatchLog(log: Log): DispatchEvent {
+  const [, senderWord, destinationWord, recipientWord] = readTopics(log, 4, DISPATCH_TOPIC);
+  if (!isZero(senderWord, 0, 12)) throw new DecodeError('topic', 'sender topic has dirty high bytes');
+  if (!isZero(destinationWord, 0, 28)) throw new DecodeError('topic', 'destination topic has dirty high bytes');
+  return {
+    sender: bytesToHex(senderWord.subarray(12)),
+    destination: readUint32(destinationWord, 28),
+    recipient: bytesToHex(recipientWord),
+    message: decodeBytesData(log.data),
+  };
+}
+
+export function decodeMessageSentLog(log: Log): Uint8Array {
+  readTopics(log, 1, MESSAGE_SENT_TOPIC);
+  return decodeBytesData(log.data);
+}

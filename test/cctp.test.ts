@@ -1,0 +1,255 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { encodeAbiParameters, encodeEventTopics, encodePacked, getAddress, keccak256 as viemKeccak, parseAbi, toHex, type Hex } from 'viem';
+import { DecodeError } from '../lib/abi.ts';
+import { CCTP_V2_MESSAGE_VERSION, DEFAULT_CCTP_V2_TRANSMITTER, extractMessages, parseCctpV2Message } from '../lib/cctp.ts';
+import { RelayError } from '../lib/errors.ts';
+import { hexToBytes } from '../lib/hex.ts';
+import type { ChainConfig, Log, Receipt } from '../lib/types.ts';
+
+const abi = parseAbi([
+  'event Dispatch(address indexed sender, uint32 indexed destination, bytes32 indexed recipient, bytes message)',
+  'event DispatchId(bytes32 indexed messageId)',
+  'event MessageSent(bytes message)',
+]);
+const bytes = (hex: Hex): Uint8Array => hexToBytes(hex)!;
+const word = (byte: string): Hex => `0x${byte.repeat(32)}`;
+const addr = (byte: string): Hex => `0x${byte.repeat(20)}`;
+const toWord = (a: Hex): Hex => `0x${'0'.repeat(24)}${a.slice(2)}`;
+
+// Ethereum's Mailbox (Hyperlane registry); any address works, a real one reads better.
+const MAILBOX = '0xc005dc82818d67af737725bd4bf75435d065d239';
+const FOREIGN = addr('ee');
+const chain: ChainConfig = {
+  name: 'ethereum',
+  domainId: 1,
+  mailbox: MAILBOX,
+  cctpMessageTransmitters: [DEFAULT_CCTP_V2_TRANSMITTER],
+  rpcUrls: [],
+};
+
+/** BurnMessageV2.sol layout, packed as TokenMessengerV2 does (feeExecuted and expirationBlock zero). */
+function burnMessageV2(amount: bigint, hookData: Hex = '0x'): Hex {
+  return encodePacked(
+    ['uint32', 'bytes32', 'bytes32', 'uint256', 'bytes32', 'uint256', 'uint256', 'uint256', 'bytes'],
+    [1, toWord(addr('a0')), toWord(addr('b0')), amount, toWord(addr('c0')), 500n, 0n, 0n, hookData],
+  );
+}
+
+/** MessageV2.sol `_formatMessageForRelay` (nonce and finalityThresholdExecuted are zero when sent). */
+function cctpMessage(version: number, body: Hex, sourceDomain = 0, destinationDomain = 6): Hex {
+  return encodePacked(
+    ['uint32', 'uint32', 'uint32', 'bytes32', 'bytes32', 'bytes32', 'bytes32', 'uint32', 'uint32', 'bytes'],
+    [version, sourceDomain, destinationDomain, word('00'), toWord(addr('d1')), toWord(addr('d2')), word('00'), 2000, 0, body],
+  );
+}
+
+interface Msg {
+  version?: number;
+  nonce?: number;
+  origin?: number;
+  sender?: Hex;
+  destination?: number;
+  recipient?: Hex;
+  body?: Hex;
+}
+
+/** Hyperlane Message.sol packing, independent of lib/message.ts. */
+function hyperlaneMessage(m: Msg = {}): Hex {
+  return encodePacked(
+    ['uint8', 'uint32', 'uint32', 'bytes32', 'uint32', 'bytes32', 'bytes'],
+    [m.version ?? 3, m.nonce ?? 7, m.origin ?? chain.domainId, toWord(m.sender ?? addr('51')), m.destination ?? 8453, m.recipient ?? word('72'), m.body ?? '0xbeef'],
+  );
+}
+
+/** A Dispatch log whose topics index the message's own fields unless `topics` overrides them. */
+function dispatchLog(m: Msg = {}, address = MAILBOX, topics: Msg = m): Log {
+  const t = encodeEventTopics({
+    abi,
+    eventName: 'Dispatch',
+    args: { sender: topics.sender ?? addr('51'), destination: topics.destination ?? 8453, recipient: topics.recipient ?? word('72') },
+  });
+  return { address, topics: t as string[], data: bytes(encodeAbiParameters([{ type: 'bytes' }], [hyperlaneMessage(m)])) };
+}
+
+function messageSentLog(message: Hex = cctpMessage(1, burnMessageV2(1_000_000n)), address = DEFAULT_CCTP_V2_TRANSMITTER): Log {
+  const t = encodeEventTopics({ abi, eventName: 'MessageSent' });
+  return { address, topics: t as string[], data: bytes(encodeAbiParameters([{ type: 'bytes' }], [message])) };
+}
+
+function dispatchIdLog(id: Hex): Log {
+  return { address: MAILBOX, topics: encodeEventTopics({ abi, eventName: 'DispatchId', args: { messageId: id } }) as string[], data: new Uint8Array() };
+}
+
+/** One bridge transfer as a real transaction logs it: Dispatch, DispatchId, MessageSent. */
+function transfer(m: Msg = {}): Log[] {
+  return [dispatchLog(m), dispatchIdLog(viemKeccak(hyperlaneMessage(m))), messageSentLog()];
+}
+
+const ok = (logs: Log[]): Receipt => ({ success: true, logs });
+
+function decodeCode(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (error) {
+    assert.ok(error instanceof DecodeError, `expected DecodeError, got ${String(error)}`);
+    return error.code;
+  }
+  assert.fail('expected a DecodeError');
+}
+
+test('DESIGN 3: the default CCTP V2 MessageTransmitter is the documented address (valid EIP-55 checksum)', () => {
+  assert.equal(getAddress(DEFAULT_CCTP_V2_TRANSMITTER), '0x81D40F21F12A8F0E3252Bccb954D722d4c464B64');
+});
+
+test('MessageV2.sol layout: every field of a packed V2 burn message is read at its index', () => {
+  const body = burnMessageV2(123_456_789n, '0xdeadbeef');
+  const raw = bytes(cctpMessage(CCTP_V2_MESSAGE_VERSION, body, 3, 6));
+  assert.equal(raw.length, 148 + 228 + 4);
+  const m = parseCctpV2Message(raw);
+  assert.deepEqual(
+    { ...m, body: toHex(m.body) },
+    {
+      version: 1,
+      sourceDomain: 3,
+      destinationDomain: 6,
+      nonce: word('00'),
+      sender: toWord(addr('d1')),
+      recipient: toWord(addr('d2')),
+      destinationCaller: word('00'),
+      minFinalityThreshold: 2000,
+      finalityThresholdExecuted: 0,
+      body,
+    },
+  );
+  // BurnMessageV2.sol: amount is the uint256 at 68 of the body, hookData from 228.
+  assert.equal(BigInt(toHex(m.body.subarray(68, 100))), 123_456_789n);
+  assert.equal(toHex(m.body.subarray(228)), '0xdeadbeef');
+});
+
+test('MessageV2.sol: a V1 message (version 0) or one shorter than 148 bytes is not a V2 message', () => {
+  assert.equal(decodeCode(() => parseCctpV2Message(bytes(cctpMessage(0, burnMessageV2(1n))))), 'version');
+  assert.equal(decodeCode(() => parseCctpV2Message(bytes(cctpMessage(1, '0x')).subarray(0, 147))), 'short');
+  assert.equal(parseCctpV2Message(bytes(cctpMessage(1, '0x'))).body.length, 0);
+});
+
+test('spec 4.4.2: one Dispatch and one MessageSent is eligible', () => {
+  const [message] = extractMessages(ok(transfer()), chain, 10);
+  const raw = hyperlaneMessage();
+  assert.equal(message.id, viemKeccak(raw));
+  assert.equal(toHex(message.raw), raw);
+  assert.deepEqual([message.origin, message.destination, message.nonce], [1, 8453, 7]);
+});
+
+test('spec 4.4.2: three transfers in one transaction are returned in log order', () => {
+  const fields = [{ nonce: 3, destination: 10 }, { nonce: 4, destination: 8453 }, { nonce: 5, destination: 42161 }];
+  const logs = fields.flatMap((m) => transfer(m));
+  const messages = extractMessages(ok(logs), chain, 10);
+  assert.deepEqual(messages.map((m) => [m.nonce, m.destination]), [[3, 10], [4, 8453], [5, 42161]]);
+  assert.deepEqual(messages.map((m) => m.id), fields.map((m) => viemKeccak(hyperlaneMessage(m))));
+});
+
+test('spec 4.4.3: a Dispatch without a MessageSent is not eligible', () => {
+  assert.deepEqual(extractMessages(ok([dispatchLog()]), chain, 10), []);
+});
+
+test('spec 4.4.3: a MessageSent without a Dispatch is not eligible', () => {
+  assert.deepEqual(extractMessages(ok([messageSentLog()]), chain, 10), []);
+  assert.deepEqual(extractMessages(ok([]), chain, 10), []);
+});
+
+test('spec 4.4.2: counts that differ are not eligible', () => {
+  assert.deepEqual(extractMessages(ok([...transfer(), dispatchLog({ nonce: 8 })]), chain, 10), []);
+  assert.deepEqual(extractMessages(ok([...transfer(), messageSentLog()]), chain, 10), []);
+});
+
+test('spec 8: 11 Dispatch messages is too_many_messages, checked before eligibility', () => {
+  const eleven = Array.from({ length: 11 }, (_, i) => transfer({ nonce: i })).flat();
+  for (const logs of [eleven, eleven.filter((l) => l.address === MAILBOX)]) {
+    assert.throws(
+      () => extractMessages(ok(logs), chain, 10),
+      (error: unknown) => error instanceof RelayError && error.reason === 'too_many_messages' && error.status === 400,
+    );
+  }
+});
+
+test('spec 8: exactly 10 messages is accepted', () => {
+  const ten = Array.from({ length: 10 }, (_, i) => transfer({ nonce: i })).flat();
+  assert.deepEqual(extractMessages(ok(ten), chain, 10).map((m) => m.nonce), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+});
+
+test('DESIGN 3: a look-alike Dispatch from a foreign address is ignored, even a malformed one', () => {
+  const lookAlike = dispatchLog({ nonce: 99 }, FOREIGN);
+  const broken = { ...dispatchLog({}, FOREIGN), data: new Uint8Array(3) };
+  const messages = extractMessages(ok([lookAlike, ...transfer(), broken]), chain, 10);
+  assert.deepEqual(messages.map((m) => m.nonce), [7]);
+});
+
+test('DESIGN 3: a MessageSent from a foreign address is ignored, even a malformed one', () => {
+  const foreign = messageSentLog(undefined, FOREIGN);
+  assert.deepEqual(extractMessages(ok([dispatchLog(), foreign]), chain, 10), []);
+  const broken = { ...messageSentLog(undefined, FOREIGN), data: new Uint8Array(3) };
+  assert.equal(extractMessages(ok([...transfer(), broken]), chain, 10).length, 1);
+});
+
+test('DESIGN 3: other Mailbox events (DispatchId) are not counted as Dispatch', () => {
+  const logs = [dispatchIdLog(word('01')), dispatchIdLog(word('02')), ...transfer()];
+  assert.equal(extractMessages(ok(logs), chain, 10).length, 1);
+});
+
+test('DESIGN 3: addresses compare case-insensitively (checksummed and upper-case logs and config)', () => {
+  const upper = (a: string): string => '0x' + a.slice(2).toUpperCase();
+  const logs = [
+    { ...dispatchLog(), address: getAddress(MAILBOX) },
+    { ...messageSentLog(), address: upper(DEFAULT_CCTP_V2_TRANSMITTER) },
+  ];
+  assert.equal(extractMessages(ok(logs), chain, 10).length, 1);
+  const checksummedChain = { ...chain, mailbox: getAddress(MAILBOX), cctpMessageTransmitters: [getAddress(DEFAULT_CCTP_V2_TRANSMITTER)] };
+  assert.equal(extractMessages(ok(transfer()), checksummedChain, 10).length, 1);
+});
+
+test('DESIGN 3: every configured MessageTransmitter counts', () => {
+  const other = addr('cc');
+  const twoTransmitters = { ...chain, cctpMessageTransmitters: [DEFAULT_CCTP_V2_TRANSMITTER, other] };
+  const logs = [dispatchLog({ nonce: 1 }), messageSentLog(), dispatchLog({ nonce: 2 }), messageSentLog(undefined, other)];
+  assert.equal(extractMessages(ok(logs), twoTransmitters, 10).length, 2);
+  assert.deepEqual(extractMessages(ok(logs), chain, 10), []);
+});
+
+test('DESIGN 3: a reverted receipt has no messages', () => {
+  assert.deepEqual(extractMessages({ success: false, logs: transfer() }, chain, 10), []);
+});
+
+test('spec 4.4.1: a MessageSent that is not a V2 message (V1 version 0, too short) is not counted', () => {
+  const v1 = messageSentLog(cctpMessage(0, burnMessageV2(1n)));
+  const short = messageSentLog('0x00000001');
+  assert.deepEqual(extractMessages(ok([dispatchLog(), v1]), chain, 10), []);
+  assert.deepEqual(extractMessages(ok([dispatchLog(), short]), chain, 10), []);
+  assert.equal(extractMessages(ok([dispatchLog(), v1, messageSentLog()]), chain, 10).length, 1);
+});
+
+test('DESIGN 3: a Dispatch whose message origin is not the chain domain is a DecodeError', () => {
+  assert.equal(decodeCode(() => extractMessages(ok(transfer({ origin: 2 })), chain, 10)), 'origin');
+});
+
+test('DESIGN 3: a Dispatch whose topics disagree with its message is a DecodeError', () => {
+  const cases: Msg[] = [{ sender: addr('52') }, { destination: 8454 }, { recipient: word('73') }];
+  for (const topics of cases) {
+    const logs = [dispatchLog({}, MAILBOX, topics), messageSentLog()];
+    assert.equal(decodeCode(() => extractMessages(ok(logs), chain, 10)), 'mismatch', JSON.stringify(topics));
+  }
+});
+
+test('DESIGN 3: a Dispatch carrying a version 2 message is a DecodeError', () => {
+  assert.equal(decodeCode(() => extractMessages(ok(transfer({ version: 2 })), chain, 10)), 'version');
+});
+
+test('DESIGN 3: a malformed Dispatch or MessageSent from a trusted address is a DecodeError, not ignored', () => {
+  const trailing = (log: Log): Log => ({ ...log, data: new Uint8Array([...log.data, 0]) });
+  assert.equal(decodeCode(() => extractMessages(ok([trailing(dispatchLog()), messageSentLog()]), chain, 10)), 'trailing');
+  assert.equal(decodeCode(() => extractMessages(ok([dispatchLog(), trailing(messageSentLog())]), chain, 10)), 'trailing');
+  const threeTopics = { ...dispatchLog(), topics: dispatchLog().topics.slice(0, 3) };
+  assert.equal(decodeCode(() => extractMessages(ok([threeTopics, messageSentLog()]), chain, 10)), 'topic_count');
+  const shortMessage = { ...dispatchLog(), data: bytes(encodeAbiParameters([{ type: 'bytes' }], ['0x03'])) };
+  assert.equal(decodeCode(() => extractMessages(ok([shortMessage, messageSentLog()]), chain, 10)), 'short');
+});

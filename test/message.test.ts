@@ -1,0 +1,132 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import fc from 'fast-check';
+import { encodePacked, keccak256 as viemKeccak, toHex, type Hex } from 'viem';
+import { keccak_256 } from '@noble/hashes/sha3.js';
+import { DecodeError } from '../lib/abi.ts';
+import { parseHyperlaneMessage, messageFromDispatch } from '../lib/message.ts';
+import { bytesToHex, hexToBytes } from '../lib/hex.ts';
+
+interface Vector {
+  nonce: number;
+  version: number;
+  origin: number;
+  sender: Hex;
+  destination: number;
+  recipient: Hex;
+  body: number[];
+  id: Hex;
+}
+const file = JSON.parse(readFileSync(new URL('./vectors/hyperlane-message.json', import.meta.url), 'utf8')) as {
+  sets: { commit: string; vectors: Vector[] }[];
+};
+const [v3Set, v0Set] = file.sets;
+
+interface Fields {
+  version: number;
+  nonce: number;
+  origin: number;
+  sender: Hex;
+  destination: number;
+  recipient: Hex;
+  body: Hex;
+}
+
+/** Packs a message the way Message.sol's abi.encodePacked does, independently of lib/message.ts. */
+function packMessage(f: Fields): Uint8Array {
+  const hex = encodePacked(
+    ['uint8', 'uint32', 'uint32', 'bytes32', 'uint32', 'bytes32', 'bytes'],
+    [f.version, f.nonce, f.origin, f.sender, f.destination, f.recipient, f.body],
+  );
+  return hexToBytes(hex)!;
+}
+
+function fromVector(v: Vector): Uint8Array {
+  return packMessage({ ...v, body: toHex(new Uint8Array(v.body)) });
+}
+
+function decodeCode(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (error) {
+    assert.ok(error instanceof DecodeError, `expected DecodeError, got ${String(error)}`);
+    return error.code;
+  }
+  assert.fail('expected a DecodeError');
+}
+
+test('message id: keccak256 of the packed message equals the monorepo vectors/message.json id (v3)', () => {
+  assert.ok(v3Set.vectors.length > 0);
+  for (const v of v3Set.vectors) {
+    const raw = fromVector(v);
+    const m = parseHyperlaneMessage(raw);
+    assert.equal(m.id, v.id);
+    assert.equal(m.id, viemKeccak(raw));
+    assert.equal(m.version, v.version);
+    assert.equal(m.nonce, v.nonce);
+    assert.equal(m.origin, v.origin);
+    assert.equal(m.sender, v.sender);
+    assert.equal(m.destination, v.destination);
+    assert.equal(m.recipient, v.recipient);
+    assert.deepEqual([...m.body], v.body);
+    assert.deepEqual(m.raw, raw);
+  }
+});
+
+test('message layout: the older version-0 vector hashes to its published id, yet only version 3 is accepted', () => {
+  for (const v of v0Set.vectors) {
+    const raw = fromVector(v);
+    assert.equal(bytesToHex(keccak_256(raw)), v.id, 'our packing reproduces the published id');
+    assert.equal(decodeCode(() => parseHyperlaneMessage(raw)), 'version');
+  }
+});
+
+test('DESIGN 3: a message shorter than the 77-byte header is refused; exactly 77 bytes has an empty body', () => {
+  const raw = fromVector({ ...v3Set.vectors[0], body: [] });
+  assert.equal(raw.length, 77);
+  assert.equal(parseHyperlaneMessage(raw).body.length, 0);
+  assert.equal(decodeCode(() => parseHyperlaneMessage(raw.subarray(0, 76))), 'short');
+  assert.equal(decodeCode(() => parseHyperlaneMessage(new Uint8Array())), 'short');
+});
+
+test('DESIGN 3: message versions other than 3 are refused with code version', () => {
+  for (const version of [0, 1, 2, 4, 255]) {
+    const raw = fromVector({ ...v3Set.vectors[0], version });
+    assert.equal(decodeCode(() => parseHyperlaneMessage(raw)), 'version', `version ${version}`);
+  }
+});
+
+const word = fc.uint8Array({ minLength: 32, maxLength: 32 }).map((b) => toHex(b));
+const u32 = fc.integer({ min: 0, max: 0xffffffff });
+
+test('message fields and id agree with viem packing and keccak on random messages', () => {
+  fc.assert(
+    fc.property(u32, u32, word, u32, word, fc.uint8Array({ maxLength: 300 }), (nonce, origin, sender, destination, recipient, body) => {
+      const raw = packMessage({ version: 3, nonce, origin, sender, destination, recipient, body: toHex(body) });
+      const m = parseHyperlaneMessage(raw);
+      assert.equal(m.id, viemKeccak(raw));
+      assert.deepEqual(
+        [m.nonce, m.origin, m.sender, m.destination, m.recipient, toHex(m.body)],
+        [nonce, origin, sender, destination, recipient, toHex(body)],
+      );
+    }),
+    { numRuns: 300 },
+  );
+});
+
+test('DESIGN 3: the Dispatch topics must agree with the message they index, and origin must be the chain domain', () => {
+  const v = v3Set.vectors[0];
+  const message = fromVector(v);
+  const event = {
+    sender: '0x' + v.sender.slice(26),
+    destination: v.destination,
+    recipient: v.recipient,
+    message,
+  };
+  assert.equal(messageFromDispatch(event, 1000).id, v.id);
+  assert.equal(decodeCode(() => messageFromDispatch(event, 1001)), 'origin');
+  assert.equal(decodeCode(() => messageFromDispatch({ ...event, sender: '0x' + '33'.repeat(20) }, 1000)), 'mismatch');
+  assert.equal(decodeCode(() => messageFromDispatch({ ...event, destination: 2001 }, 1000)), 'mismatch');
+  assert.equal(decodeCode(() => messageFromDispatch({ ...event, recipient: '0x' + '22'.repeat(32) }, 1000)), 'mismatch');
+});
