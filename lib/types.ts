@@ -159,3 +159,11 @@ export interface MerkleInsertion {
   leaf_index: number;
   message_id: string;
 }
+
+/** Where merkle tree insertions are kept (the SQLite store implements it). */
+export interface MerkleStore {
+  /** Writes all records in one transaction (a repeated (chain, leaf_index) replaces); returns rows written. */
+  insertMerkle(records: readonly MerkleInsertion[]): number | Promise<number>;
+  /** Records of `domain` with start <= leaf_index <= end, ordered by leaf_index. */
+  listMerkle(domain: number, start: number, end: number): MerkleInsertion[] | Promise<MerkleInsertion[]>;
+}

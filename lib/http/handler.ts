@@ -1,0 +1,298 @@
+/**
+ * The HTTP API of DESIGN.md §2 as one `(req, res)` handler, for a ready server or for mounting in
+ * an existing node:http server. Every error is JSON `{"reason","message"}`; every 408/429/503 has
+ * `Retry-After`. The handler never throws and never leaks a stack or a cause to the client.
+ */
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { systemClock, type Clock } from '../clock.ts';
+import { RelayError, toRelayError } from '../errors.ts';
+import { silentLogger, type Logger } from '../log.ts';
+import { createRelayPipeline, type RelayPipeline } from '../pipeline.ts';
+import { createMemoryOutbox } from '../queue.ts';
+import type { FetchLike, ReceiptFetchEvent } from '../receipt.ts';
+import type { MerkleStore, Outbox, RelayQueue, RelayerConfig } from '../types.ts';
+import { parseJsonBody, validateMerkleRange, validateMerkleRequest } from '../validate.ts';
+import { readBody } from './body.ts';
+import { createMetricsRegistry, type MetricsRegistry } from './metrics.ts';
+
+export interface RelayApiOptions {
+  config: RelayerConfig;
+  /** Where accepted relay messages go. Defaults to an in-memory outbox. */
+  outbox?: RelayQueue & Partial<Pick<Outbox, 'depth'>>;
+  /** Backs the merkle endpoints; without it they answer 404. */
+  merkle?: MerkleStore;
+  /** Replaces the pipeline built from config, outbox, clock and fetch. */
+  pipeline?: RelayPipeline;
+  clock?: Clock;
+  fetch?: FetchLike;
+  logger?: Logger;
+  metrics?: MetricsRegistry;
+  /** The OpenAPI document served at GET /openapi.json, if any. */
+  openapi?: unknown;
+}
+
+export interface RelayApi {
+  /** The request handler; never throws. */
+  handle(req: IncomingMessage, res: ServerResponse): void;
+  readonly pipeline: RelayPipeline;
+  readonly metrics: MetricsRegistry;
+  /** Requests being handled right now. */
+  inFlight(): number;
+}
+
+const JSON_TYPE = 'application/json';
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+type Route = '/relay' | '/merkle_tree_insertions' | '/metrics' | '/openapi.json';
+const ALLOW: Record<Route, string> = {
+  '/relay': 'GET, HEAD, POST, OPTIONS',
+  '/merkle_tree_insertions': 'GET, HEAD, POST, OPTIONS',
+  '/metrics': 'GET, HEAD, OPTIONS',
+  '/openapi.json': 'GET, HEAD, OPTIONS',
+};
+
+/** Context of one request, for the log line and the metrics. */
+interface Exchange {
+  req: IncomingMessage;
+  res: ServerResponse;
+  id: string;
+  route: string;
+  reason?: string;
+  originChain?: string;
+  txHash?: string;
+  messages?: number;
+}
+
+export function createRelayApi(options: RelayApiOptions): RelayApi {
+  const { config } = options;
+  const clock = options.clock ?? systemClock;
+  const logger = options.logger ?? silentLogger;
+  const metrics = options.metrics ?? createMetricsRegistry();
+  const outbox = options.outbox ?? createMemoryOutbox(clock);
+  const merkle = options.merkle;
+  const knownDomains = new Set(Object.values(config.chains).map((c) => c.domainId));
+  const corsOrigins = new Set(config.server.corsOrigins);
+  const adminDigest =
+    config.server.adminToken === null ? undefined : createHash('sha256').update(config.server.adminToken).digest();
+  let inFlight = 0;
+
+  const requests = metrics.counter('hyperlane_relay_api_requests_total', 'Relay API requests by HTTP status and error type.');
+  const duration = metrics.histogram('hyperlane_relay_api_request_duration_seconds', 'Relay API request duration by route.');
+  const rateLimited = metrics.counter('hyperlane_relay_api_rate_limited_total', 'POST /relay requests refused by the global rate limit.');
+  const receiptDuration = metrics.histogram(
+    'hyperlane_relay_api_receipt_fetch_duration_seconds',
+    'Duration of eth_getTransactionReceipt attempts by chain and RPC endpoint (origin only).',
+  );
+  const receiptFailures = metrics.counter(
+    'hyperlane_relay_api_receipt_fetch_failures_total',
+    'Failed eth_getTransactionReceipt attempts by chain and RPC endpoint (origin only).',
+  );
+  const messagesEnqueued = metrics.counter('hyperlane_relay_api_messages_enqueued_total', 'Messages accepted by POST /relay.');
+  const merkleRows = metrics.counter('hyperlane_relay_api_merkle_rows_written_total', 'Merkle tree insertion rows written.');
+
+  const onReceiptAttempt = (event: ReceiptFetchEvent) => {
+    const labels = { chain: event.chain, rpc: event.rpc };
+    receiptDuration.observe(labels, event.durationMs / 1000);
+    if (!event.ok) receiptFailures.inc(labels);
+  };
+  const pipeline =
+    options.pipeline ??
+    createRelayPipeline({ config, queue: outbox, clock, fetch: options.fetch, onReceiptAttempt });
+
+  metrics.gauge('hyperlane_relay_api_dedup_cache_size', 'Live entries in the POST /relay dedup cache.', () => pipeline.dedup.size());
+  metrics.gauge('hyperlane_relay_api_in_flight_requests', 'Requests being handled.', () => inFlight);
+  if (typeof outbox.depth === 'function') {
+    const depth = outbox.depth.bind(outbox);
+    metrics.gauge('hyperlane_relay_api_outbox_depth', 'Messages in the relay outbox not yet delivered.', () => {
+      const value = depth();
+      return typeof value === 'number' ? value : NaN;
+    });
+  }
+
+  function send(ex: Exchange, status: number, body: string, type: string, headers: Record<string, string> = {}): void {
+    const { res } = ex;
+    if (res.headersSent) return;
+    res.statusCode = status;
+    res.setHeader('Content-Type', type);
+    res.setHeader('Content-Length', Buffer.byteLength(body));
+    res.setHeader('Cache-Control', 'no-store');
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.setHeader('X-Request-Id', ex.id);
+    for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+    res.end(ex.req.method === 'HEAD' ? undefined : body);
+  }
+
+  function sendJson(ex: Exchange, status: number, value: unknown): void {
+    send(ex, status, JSON.stringify(value), JSON_TYPE);
+  }
+
+  function sendError(ex: Exchange, error: RelayError, extra: Record<string, string> = {}): void {
+    ex.reason = error.reason;
+    const headers: Record<string, string> = { ...extra };
+    if (error.status === 408 || error.status === 429 || error.status === 503) {
+      headers['Retry-After'] = String(Math.max(1, Math.ceil(error.retryAfterSeconds ?? 1)));
+    }
+    if (error.reason === 'rate_limited') rateLimited.inc();
+    if (error.reason === 'internal_error') {
+      // The cause is for the operator's log only, reduced to its name and first line.
+      const cause = error.cause instanceof Error ? `${error.cause.name}: ${error.cause.message.split('\n')[0]}` : undefined;
+      logger.error('internal error', { request_id: ex.id, route: ex.route, error: error.message, cause });
+    }
+    send(ex, error.status, JSON.stringify(error.toJSON()), JSON_TYPE, headers);
+  }
+
+  function applyCors(ex: Exchange): boolean {
+    const origin = ex.req.headers.origin;
+    if (origin === undefined || corsOrigins.size === 0) return false;
+    ex.res.setHeader('Vary', 'Origin');
+    if (!corsOrigins.has(origin) && !corsOrigins.has('*')) return false;
+    ex.res.setHeader('Access-Control-Allow-Origin', origin);
+    ex.res.setHeader('Access-Control-Expose-Headers', 'Retry-After, X-Request-Id');
+    return true;
+  }
+
+  function requireJson(ex: Exchange): void {
+    const type = ex.req.headers['content-type'];
+    const media = type?.split(';')[0].trim().toLowerCase();
+    if (media !== JSON_TYPE) {
+      throw new RelayError('unsupported_media_type', 'Content-Type must be application/json');
+    }
+  }
+
+  function requireAdmin(ex: Exchange): void {
+    if (adminDigest === undefined) return;
+    const header = ex.req.headers.authorization ?? '';
+    const match = /^Bearer ([\x21-\x7e]+)$/.exec(header);
+    const given = createHash('sha256').update(match ? match[1] : '').digest();
+    // Equal-length digests: the comparison time does not depend on where the tokens differ.
+    if (!match || !timingSafeEqual(given, adminDigest)) {
+      throw new RelayError('unauthorized', 'a valid admin bearer token is required');
+    }
+  }
+
+  async function postRelay(ex: Exchange): Promise<void> {
+    requireJson(ex);
+    const text = await readBody(ex.req, config.server.maxRelayBodyBytes);
+    const info: { originChain?: string; txHash?: string } = {};
+    try {
+      const result = await pipeline.relayText(text, { info });
+      ex.messages = result.messages.length;
+      if (result.messages.length > 0) messagesEnqueued.inc({}, result.messages.length);
+      sendJson(ex, 200, result);
+    } finally {
+      ex.originChain = info.originChain;
+      ex.txHash = info.txHash;
+    }
+  }
+
+  async function postMerkle(ex: Exchange, store: MerkleStore): Promise<void> {
+    requireAdmin(ex);
+    requireJson(ex);
+    const text = await readBody(ex.req, config.server.maxMerkleBodyBytes);
+    const { records, sent } = validateMerkleRequest(parseJsonBody(text));
+    const known = records.filter((r) => knownDomains.has(r.chain));
+    const skipped = sent.filter((_, i) => !knownDomains.has(records[i].chain));
+    const count = known.length > 0 ? await store.insertMerkle(known) : 0;
+    merkleRows.inc({}, count);
+    sendJson(ex, 200, { count, skipped });
+  }
+
+  async function getMerkle(ex: Exchange, store: MerkleStore, url: URL): Promise<void> {
+    requireAdmin(ex);
+    const { domain, start, end } = validateMerkleRange(url.searchParams);
+    sendJson(ex, 200, { merkle_tree_insertions: await store.listMerkle(domain, start, end) });
+  }
+
+  async function route(ex: Exchange): Promise<void> {
+    const { req } = ex;
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://localhost');
+    } catch {
+      throw new RelayError('not_found', 'no such endpoint');
+    }
+    const path = url.pathname as Route;
+    const allow = Object.hasOwn(ALLOW, path) ? ALLOW[path] : undefined;
+    if (allow === undefined || (path === '/merkle_tree_insertions' && merkle === undefined) ||
+        (path === '/openapi.json' && options.openapi === undefined)) {
+      throw new RelayError('not_found', 'no such endpoint');
+    }
+    ex.route = path;
+    const allowedOrigin = applyCors(ex);
+    const method = req.method === 'HEAD' ? 'GET' : req.method;
+
+    if (method === 'OPTIONS') {
+      const headers: Record<string, string> = { Allow: allow };
+      if (allowedOrigin && req.headers['access-control-request-method'] !== undefined) {
+        headers['Access-Control-Allow-Methods'] = allow;
+        headers['Access-Control-Allow-Headers'] = 'Content-Type, Authorization, X-Request-Id';
+        headers['Access-Control-Max-Age'] = '600';
+      }
+      ex.res.statusCode = 204;
+      for (const [name, value] of Object.entries(headers)) ex.res.setHeader(name, value);
+      ex.res.setHeader('X-Request-Id', ex.id);
+      ex.res.end();
+      return;
+    }
+
+    if (path === '/relay' && method === 'GET') return send(ex, 200, 'up', 'text/plain; charset=utf-8');
+    if (path === '/relay' && method === 'POST') return postRelay(ex);
+    if (path === '/merkle_tree_insertions' && method === 'POST') return postMerkle(ex, merkle!);
+    if (path === '/merkle_tree_insertions' && method === 'GET') return getMerkle(ex, merkle!, url);
+    if (path === '/metrics' && method === 'GET') {
+      return send(ex, 200, metrics.render(), 'text/plain; version=0.0.4; charset=utf-8');
+    }
+    if (path === '/openapi.json' && method === 'GET') return sendJson(ex, 200, options.openapi);
+    throw new RelayError('method_not_allowed', `${req.method} is not allowed on ${path}`);
+  }
+
+  function handle(req: IncomingMessage, res: ServerResponse): void {
+    const started = clock.now();
+    const given = req.headers['x-request-id'];
+    const ex: Exchange = {
+      req,
+      res,
+      id: typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID(),
+      route: 'unknown',
+    };
+    inFlight++;
+    let finished = false;
+    const done = () => {
+      if (finished) return;
+      finished = true;
+      inFlight--;
+      const seconds = (clock.now() - started) / 1000;
+      const status = res.statusCode;
+      requests.inc({ status: String(status), error_type: ex.reason ?? 'none' });
+      duration.observe({ route: ex.route }, seconds);
+      logger.info('request', {
+        request_id: ex.id,
+        method: req.method,
+        route: ex.route,
+        status,
+        reason: ex.reason,
+        duration_ms: Math.round(seconds * 1e6) / 1000,
+        origin_chain: ex.originChain,
+        tx_hash: ex.txHash,
+        messages: ex.messages,
+      });
+    };
+    res.once('finish', done);
+    res.once('close', done);
+    route(ex).catch((thrown: unknown) => {
+      const error = toRelayError(thrown);
+      const headers: Record<string, string> = {};
+      if (error.reason === 'method_not_allowed' && ex.route !== 'unknown') headers.Allow = ALLOW[ex.route as Route];
+      if (error.reason === 'unauthorized') headers['WWW-Authenticate'] = 'Bearer';
+      // An unread or partly read body leaves the connection unusable: close it after answering.
+      if (!req.complete) headers.Connection = 'close';
+      sendError(ex, error, headers);
+      if (!req.complete) {
+        res.once('finish', () => req.socket.destroySoon?.());
+      }
+    });
+  }
+
+  return { handle, pipeline, metrics, inFlight: () => inFlight };
+}

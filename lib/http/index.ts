@@ -1,0 +1,5 @@
+/** relayer-api/server: the node:http adapter. */
+export { createRelayApi, type RelayApi, type RelayApiOptions } from './handler.ts';
+export { createRelayServer, type RelayServer, type RelayServerOptions } from './server.ts';
+export { createMetricsRegistry, type MetricsRegistry, type Counter, type Histogram } from './metrics.ts';
+export { readBody } from './body.ts';

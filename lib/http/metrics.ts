@@ -1,0 +1,151 @@
+/**
+ * A small Prometheus registry writing the text exposition format (version 0.0.4) by hand: counters
+ * and histograms with labels, and gauges read at scrape time. No dependency.
+ */
+
+type Labels = Record<string, string>;
+
+interface Family {
+  name: string;
+  help: string;
+  type: 'counter' | 'gauge' | 'histogram';
+  render(): string[];
+}
+
+export interface Counter {
+  inc(labels?: Labels, by?: number): void;
+}
+
+export interface Histogram {
+  observe(labels: Labels, seconds: number): void;
+}
+
+export interface MetricsRegistry {
+  counter(name: string, help: string): Counter;
+  histogram(name: string, help: string, buckets?: readonly number[]): Histogram;
+  /** A gauge whose value is read when /metrics is scraped. */
+  gauge(name: string, help: string, read: () => number | Array<[Labels, number]>): void;
+  /** The exposition text. */
+  render(): string;
+}
+
+export const DEFAULT_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30] as const;
+
+const NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
+const LABEL = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
+
+export function escapeLabelValue(value: string): string {
+  return value.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');
+}
+
+function escapeHelp(text: string): string {
+  return text.replace(/\\/g, '\\\\').replace(/\n/g, '\\n');
+}
+
+function labelText(labels: Labels, extra?: [string, string]): string {
+  const parts: string[] = [];
+  for (const key of Object.keys(labels).sort()) {
+    if (!LABEL.test(key) || key.startsWith('__')) throw new Error(`invalid label name ${key}`);
+    parts.push(`${key}="${escapeLabelValue(labels[key])}"`);
+  }
+  if (extra) parts.push(`${extra[0]}="${extra[1]}"`);
+  return parts.length === 0 ? '' : `{${parts.join(',')}}`;
+}
+
+function formatNumber(value: number): string {
+  if (Number.isNaN(value)) return 'NaN';
+  if (value === Infinity) return '+Inf';
+  if (value === -Infinity) return '-Inf';
+  return String(value);
+}
+
+export function createMetricsRegistry(): MetricsRegistry {
+  const families = new Map<string, Family>();
+
+  function register(family: Family): void {
+    if (!NAME.test(family.name)) throw new Error(`invalid metric name ${family.name}`);
+    if (families.has(family.name)) throw new Error(`metric ${family.name} registered twice`);
+    families.set(family.name, family);
+  }
+
+  return {
+    counter(name, help) {
+      const series = new Map<string, { labels: Labels; value: number }>();
+      register({
+        name,
+        help,
+        type: 'counter',
+        render: () => [...series.values()].map((s) => `${name}${labelText(s.labels)} ${formatNumber(s.value)}`),
+      });
+      return {
+        inc(labels = {}, by = 1) {
+          const key = labelText(labels);
+          const entry = series.get(key);
+          if (entry) entry.value += by;
+          else series.set(key, { labels: { ...labels }, value: by });
+        },
+      };
+    },
+
+    histogram(name, help, buckets = DEFAULT_BUCKETS) {
+      const bounds = [...buckets].sort((a, b) => a - b);
+      const series = new Map<string, { labels: Labels; counts: number[]; sum: number; count: number }>();
+      register({
+        name,
+        help,
+        type: 'histogram',
+        render() {
+          const lines: string[] = [];
+          for (const s of series.values()) {
+            let cumulative = 0;
+            bounds.forEach((bound, i) => {
+              cumulative += s.counts[i];
+              lines.push(`${name}_bucket${labelText(s.labels, ['le', formatNumber(bound)])} ${cumulative}`);
+            });
+            lines.push(`${name}_bucket${labelText(s.labels, ['le', '+Inf'])} ${s.count}`);
+            lines.push(`${name}_sum${labelText(s.labels)} ${formatNumber(s.sum)}`);
+            lines.push(`${name}_count${labelText(s.labels)} ${s.count}`);
+          }
+          return lines;
+        },
+      });
+      return {
+        observe(labels, seconds) {
+          const key = labelText(labels);
+          let entry = series.get(key);
+          if (!entry) {
+            entry = { labels: { ...labels }, counts: new Array(bounds.length).fill(0), sum: 0, count: 0 };
+            series.set(key, entry);
+          }
+          const i = bounds.findIndex((bound) => seconds <= bound);
+          if (i >= 0) entry.counts[i]++;
+          entry.sum += seconds;
+          entry.count++;
+        },
+      };
+    },
+
+    gauge(name, help, read) {
+      register({
+        name,
+        help,
+        type: 'gauge',
+        render() {
+          const value = read();
+          if (typeof value === 'number') return [`${name} ${formatNumber(value)}`];
+          return value.map(([labels, v]) => `${name}${labelText(labels)} ${formatNumber(v)}`);
+        },
+      });
+    },
+
+    render() {
+      const out: string[] = [];
+      for (const family of families.values()) {
+        out.push(`# HELP ${family.name} ${escapeHelp(family.help)}`);
+        out.push(`# TYPE ${family.name} ${family.type}`);
+        out.push(...family.render());
+      }
+      return out.join('\n') + '\n';
+    },
+  };
+}

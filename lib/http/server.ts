@@ -1,0 +1,78 @@
+/**
+ * A ready node:http server around the relay API: timeouts against slow clients, a bound on
+ * headers, and a graceful close that lets in-flight requests finish within a deadline.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createRelayApi, type RelayApi, type RelayApiOptions } from './handler.ts';
+
+export interface RelayServerOptions extends RelayApiOptions {
+  /** Time allowed to receive a whole request (headers and body). Default 30 s. */
+  requestTimeoutMs?: number;
+  /** Time allowed to receive the headers. Default 10 s. */
+  headersTimeoutMs?: number;
+  /** Idle keep-alive time. Default 5 s. */
+  keepAliveTimeoutMs?: number;
+}
+
+export interface RelayServer {
+  readonly server: Server;
+  readonly api: RelayApi;
+  /** Listens on host:port (defaults from config.server); resolves with the bound address. */
+  listen(port?: number, host?: string): Promise<{ host: string; port: number; url: string }>;
+  /**
+   * Stops accepting connections, lets in-flight requests finish (at most `graceMs`, default 10 s),
+   * then closes whatever is left. Resolves when the server is closed.
+   */
+  close(graceMs?: number): Promise<void>;
+}
+
+export function createRelayServer(options: RelayServerOptions): RelayServer {
+  const api = createRelayApi(options);
+  const server = createServer(
+    {
+      requestTimeout: options.requestTimeoutMs ?? 30_000,
+      headersTimeout: options.headersTimeoutMs ?? 10_000,
+      keepAliveTimeout: options.keepAliveTimeoutMs ?? 5_000,
+      maxHeaderSize: 16 * 1024,
+    },
+    api.handle,
+  );
+  server.maxHeadersCount = 100;
+  server.maxRequestsPerSocket = 10_000;
+
+  let closing: Promise<void> | undefined;
+
+  return {
+    server,
+    api,
+    listen(port = options.config.server.port, host = options.config.server.host) {
+      return new Promise((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, host, () => {
+          server.off('error', reject);
+          const address = server.address() as AddressInfo;
+          const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+          resolve({ host: address.address, port: address.port, url: `http://${shown}:${address.port}` });
+        });
+      });
+    },
+    close(graceMs = 10_000) {
+      closing ??= new Promise<void>((resolve) => {
+        if (!server.listening) return resolve();
+        server.close(() => resolve());
+        server.closeIdleConnections();
+        // Keep-alive sockets that become idle after their last response are closed as they go idle.
+        const sweep = setInterval(() => server.closeIdleConnections(), 100);
+        const deadline = setTimeout(() => server.closeAllConnections(), graceMs);
+        sweep.unref();
+        deadline.unref();
+        server.once('close', () => {
+          clearInterval(sweep);
+          clearTimeout(deadline);
+        });
+      });
+      return closing;
+    },
+  };
+}

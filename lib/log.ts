@@ -1,0 +1,37 @@
+/**
+ * Structured logs: one JSON object per line, written to an injected sink. Fields are chosen by the
+ * caller; nothing here adds stacks or error causes, so secrets and internals stay out unless a
+ * caller puts them in (callers must not).
+ */
+
+export const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export interface Logger {
+  debug(msg: string, fields?: Record<string, unknown>): void;
+  info(msg: string, fields?: Record<string, unknown>): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
+  error(msg: string, fields?: Record<string, unknown>): void;
+}
+
+export interface LoggerOptions {
+  level?: LogLevel;
+  write: (line: string) => void;
+  now?: () => number;
+}
+
+export function isLogLevel(value: unknown): value is LogLevel {
+  return typeof value === 'string' && (LOG_LEVELS as readonly string[]).includes(value);
+}
+
+export function createLogger(options: LoggerOptions): Logger {
+  const threshold = LOG_LEVELS.indexOf(options.level ?? 'info');
+  const now = options.now ?? Date.now;
+  const emit = (level: LogLevel) => (msg: string, fields?: Record<string, unknown>) => {
+    if (LOG_LEVELS.indexOf(level) < threshold) return;
+    options.write(JSON.stringify({ time: new Date(now()).toISOString(), level, msg, ...fields }) + '\n');
+  };
+  return { debug: emit('debug'), info: emit('info'), warn: emit('warn'), error: emit('error') };
+}
+
+export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };

@@ -1,0 +1,144 @@
+/**
+ * The relay pipeline of POST /relay: request → accepted messages, or a RelayError. The order of
+ * checks is DESIGN.md §3's: rate limit → validation → dedup reservation → receipt → extraction →
+ * limits and eligibility → policy → enqueue. The reservation is committed only when the request
+ * succeeds and released on every failure (including an exception from the queue or the fetcher)
+ * before the error propagates, so an immediate retry is never `duplicate_tx`.
+ */
+import { DecodeError } from './abi.ts';
+import { extractMessages } from './cctp.ts';
+import { systemClock, type Clock } from './clock.ts';
+import { createDedupCache, type DedupStore } from './dedup.ts';
+import { RelayError, toRelayError } from './errors.ts';
+import { createPolicy } from './policy.ts';
+import { createTokenBucket, type RateLimiter } from './rate-limit.ts';
+import { createReceiptFetcher, type FetchLike, type ReceiptFetchEvent } from './receipt.ts';
+import type { ChainConfig, HyperlaneMessage, OutboxMessage, Receipt, RelayQueue, RelayResponse, RelayerConfig } from './types.ts';
+import { parseJsonBody, validateRelayRequest } from './validate.ts';
+
+export type ReceiptSource = (chain: ChainConfig, txHash: string, signal?: AbortSignal) => Promise<Receipt>;
+
+export interface RelayPipelineOptions {
+  config: RelayerConfig;
+  /** Where accepted messages go (the SQLite outbox, or createMemoryOutbox()). */
+  queue: RelayQueue;
+  clock?: Clock;
+  /** Used by the default receipt fetcher; defaults to the global fetch. */
+  fetch?: FetchLike;
+  /** Replaces the JSON-RPC receipt fetcher altogether. */
+  fetchReceipt?: ReceiptSource;
+  /** Replaces the per-process dedup cache (e.g. with a shared store, DESIGN.md §8). */
+  dedup?: DedupStore;
+  /** Replaces the per-process token bucket. */
+  rateLimiter?: RateLimiter;
+  /** Observes every JSON-RPC attempt (metrics). */
+  onReceiptAttempt?: (event: ReceiptFetchEvent) => void;
+}
+
+export interface RelayCallOptions {
+  signal?: AbortSignal;
+  /** Filled in once the request is valid: the chain name and lower-case tx hash (for logs). */
+  info?: { originChain?: string; txHash?: string };
+}
+
+export interface RelayPipeline {
+  /** Runs the pipeline on an already parsed body. */
+  relay(body: unknown, options?: RelayCallOptions): Promise<RelayResponse>;
+  /** Runs the pipeline on the raw body text: the rate limit is taken before the JSON is parsed. */
+  relayText(text: string, options?: RelayCallOptions): Promise<RelayResponse>;
+  readonly dedup: DedupStore;
+  readonly rateLimiter: RateLimiter;
+}
+
+export function createRelayPipeline(options: RelayPipelineOptions): RelayPipeline {
+  const { config, queue } = options;
+  const clock = options.clock ?? systemClock;
+  const chains = new Map(Object.entries(config.chains));
+  const api = config.relayApi;
+  const dedup =
+    options.dedup ??
+    createDedupCache({ clock, windowMs: api.dedupWindowSeconds * 1000, capacity: api.dedupCapacity });
+  const rateLimiter =
+    options.rateLimiter ??
+    createTokenBucket({ clock, burst: api.rateLimit.burst, perMinute: api.rateLimit.perMinute });
+  const fetchReceipt =
+    options.fetchReceipt ??
+    createReceiptFetcher({
+      fetch: options.fetch,
+      clock,
+      timeoutMs: api.receiptTimeoutSeconds * 1000,
+      onAttempt: options.onReceiptAttempt,
+    });
+  const checkPolicy = createPolicy(config);
+
+  function takeToken(): void {
+    const taken = rateLimiter.take();
+    if (!taken.ok) {
+      throw new RelayError('rate_limited', 'global rate limit exceeded; retry after a short backoff', {
+        retryAfterSeconds: taken.retryAfterSeconds,
+      });
+    }
+  }
+
+  async function run(body: unknown, { signal, info }: RelayCallOptions = {}): Promise<RelayResponse> {
+    const { chain, txHash } = validateRelayRequest(body, chains);
+    if (info) {
+      info.originChain = chain.name;
+      info.txHash = txHash;
+    }
+    const reservation = await dedup.reserve(`${chain.name}\n${txHash}`);
+    try {
+      const receipt = await fetchReceipt(chain, txHash, signal);
+      const messages = extract(receipt, chain);
+      for (const message of messages) checkPolicy(message);
+      if (messages.length > 0) await queue.enqueue(messages.map((m) => toOutbox(m, chain, txHash, clock)));
+      reservation.commit();
+      return {
+        messages: messages.map((m) => ({ message_id: m.id, origin: m.origin, destination: m.destination, nonce: m.nonce })),
+      };
+    } catch (error) {
+      reservation.release();
+      throw toRelayError(error);
+    }
+  }
+
+  function extract(receipt: Receipt, chain: ChainConfig): HyperlaneMessage[] {
+    try {
+      return extractMessages(receipt, chain, api.maxMessagesPerTx);
+    } catch (error) {
+      // A real Mailbox or MessageTransmitter cannot emit a malformed event: the RPC is lying or broken.
+      if (error instanceof DecodeError) {
+        throw new RelayError('internal_error', 'the origin chain RPC returned a receipt with a malformed message log', {
+          cause: error,
+        });
+      }
+      throw error;
+    }
+  }
+
+  return {
+    dedup,
+    rateLimiter,
+    async relay(body, options) {
+      takeToken();
+      return run(body, options);
+    },
+    async relayText(text, options) {
+      takeToken();
+      return run(parseJsonBody(text), options);
+    },
+  };
+}
+
+function toOutbox(message: HyperlaneMessage, chain: ChainConfig, txHash: string, clock: Clock): OutboxMessage {
+  return {
+    id: message.id,
+    originChain: chain.name,
+    txHash,
+    origin: message.origin,
+    destination: message.destination,
+    nonce: message.nonce,
+    raw: message.raw,
+    enqueuedAt: Math.floor(clock.now()),
+  };
+}

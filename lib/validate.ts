@@ -1,0 +1,122 @@
+/**
+ * Request validation for both POST endpoints. Pure functions from parsed JSON to typed values, or a
+ * RelayError 'invalid_request' whose message names the offending field. Unknown keys are ignored
+ * (as the reference relayer's serde structs do); only own properties are read, so `__proto__` or
+ * `constructor` keys in a body can neither match nor pollute anything.
+ */
+import { RelayError } from './errors.ts';
+import { isHexOfLength } from './hex.ts';
+import type { ChainConfig, MerkleInsertion } from './types.ts';
+
+export const MAX_ORIGIN_CHAIN_BYTES = 128;
+export const MAX_UINT32 = 0xffff_ffff;
+
+const utf8 = new TextEncoder();
+
+function invalid(message: string): RelayError {
+  return new RelayError('invalid_request', message);
+}
+
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function own(object: Record<string, unknown>, key: string): unknown {
+  return Object.hasOwn(object, key) ? object[key] : undefined;
+}
+
+/** Parses a request body; malformed JSON is the client's error, never a 500. */
+export function parseJsonBody(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw invalid('request body is not valid JSON');
+  }
+}
+
+export interface ValidRelayRequest {
+  chain: ChainConfig;
+  /** lower-case, the dedup key's second half */
+  txHash: string;
+}
+
+/** POST /relay body (spec §2.4, DESIGN.md §3). */
+export function validateRelayRequest(body: unknown, chains: ReadonlyMap<string, ChainConfig>): ValidRelayRequest {
+  if (!isPlainObject(body)) throw invalid('request body must be a JSON object');
+  const originChain = own(body, 'origin_chain');
+  const txHash = own(body, 'tx_hash');
+  if (typeof originChain !== 'string') throw invalid('origin_chain must be a string');
+  if (originChain.length === 0) throw invalid('origin_chain must not be empty');
+  if (utf8.encode(originChain).length > MAX_ORIGIN_CHAIN_BYTES) {
+    throw invalid(`origin_chain exceeds ${MAX_ORIGIN_CHAIN_BYTES} bytes`);
+  }
+  if (typeof txHash !== 'string') throw invalid('tx_hash must be a string');
+  if (txHash.length === 0) throw invalid('tx_hash must not be empty');
+  if (txHash.length > 66) throw invalid('tx_hash exceeds 66 characters');
+  const lower = txHash.toLowerCase();
+  if (!txHash.startsWith('0x') || !isHexOfLength(lower, 32)) {
+    throw invalid('tx_hash must be 0x followed by 64 hex digits');
+  }
+  const chain = chains.get(originChain);
+  if (chain === undefined) throw invalid('origin_chain is not a chain known to this relayer');
+  return { chain, txHash: lower };
+}
+
+function isUint(value: unknown, max: number): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= max && !Object.is(value, -0);
+}
+
+/** POST /merkle_tree_insertions body (spec §2.1-2.2, DESIGN.md §4). */
+export function validateMerkleRequest(body: unknown): { records: MerkleInsertion[]; sent: unknown[] } {
+  if (!isPlainObject(body)) throw invalid('request body must be a JSON object');
+  const list = own(body, 'merkle_tree_insertions');
+  if (!Array.isArray(list)) throw invalid('merkle_tree_insertions must be an array');
+  if (list.length === 0) throw invalid('merkle_tree_insertions must hold at least one record');
+  const records: MerkleInsertion[] = new Array(list.length);
+  for (let i = 0; i < list.length; i++) {
+    const item: unknown = list[i];
+    const at = `merkle_tree_insertions[${i}]`;
+    if (!isPlainObject(item)) throw invalid(`${at} must be an object`);
+    const chain = own(item, 'chain');
+    const block = own(item, 'insertion_block_number');
+    const leaf = own(item, 'leaf_index');
+    const id = own(item, 'message_id');
+    if (!isUint(chain, MAX_UINT32)) throw invalid(`${at}.chain must be an integer from 0 to ${MAX_UINT32}`);
+    if (!isUint(block, Number.MAX_SAFE_INTEGER)) {
+      throw invalid(`${at}.insertion_block_number must be an integer from 0 to ${Number.MAX_SAFE_INTEGER}`);
+    }
+    if (!isUint(leaf, MAX_UINT32)) throw invalid(`${at}.leaf_index must be an integer from 0 to ${MAX_UINT32}`);
+    if (typeof id !== 'string' || !id.startsWith('0x') || !isHexOfLength(id.toLowerCase(), 32)) {
+      throw invalid(`${at}.message_id must be 0x followed by 64 hex digits`);
+    }
+    records[i] = { chain, insertion_block_number: block, leaf_index: leaf, message_id: id.toLowerCase() };
+  }
+  return { records, sent: list };
+}
+
+export interface MerkleRange {
+  domain: number;
+  start: number;
+  end: number;
+}
+
+export const MAX_MERKLE_LIST = 10_000;
+
+/** GET /merkle_tree_insertions query (DESIGN.md §2, §4). */
+export function validateMerkleRange(params: URLSearchParams): MerkleRange {
+  const read = (name: string): number => {
+    const values = params.getAll(name);
+    if (values.length !== 1) throw invalid(`${name} is required exactly once`);
+    const text = values[0];
+    if (!/^(0|[1-9][0-9]{0,9})$/.test(text) || Number(text) > MAX_UINT32) {
+      throw invalid(`${name} must be an integer from 0 to ${MAX_UINT32}`);
+    }
+    return Number(text);
+  };
+  const domain = read('domain_id');
+  const start = read('leaf_index_start');
+  const end = read('leaf_index_end');
+  if (start > end) throw invalid('leaf_index_start must not exceed leaf_index_end');
+  if (end - start + 1 > MAX_MERKLE_LIST) throw invalid(`at most ${MAX_MERKLE_LIST} leaves per query`);
+  return { domain, start, end };
+}
