@@ -1,0 +1,91 @@
+/**
+ * viem clients for one anvil node, with the few helpers the e2e tests and the demo need: deploy a
+ * contract, send a transaction and wait for its receipt, hold and release mining.
+ */
+import {
+  createPublicClient,
+  createWalletClient,
+  getAddress,
+  http,
+  type Abi,
+  type Address,
+  type Hash,
+  type Hex,
+  type PublicClient,
+  type TransactionReceipt,
+} from 'viem';
+import { foundry } from 'viem/chains';
+
+/** anvil's first dev account (mnemonic "test … junk"); anvil signs for it over eth_sendTransaction. */
+export const DEV_ACCOUNT: Address = getAddress('0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266');
+
+/**
+ * Gas for transactions that must reach the chain even when they revert: with a gas limit given,
+ * neither viem nor anvil estimates, and estimation would refuse a reverting call.
+ */
+export const FIXED_GAS = 5_000_000n;
+
+export interface Chain {
+  rpcUrl: string;
+  publicClient: PublicClient;
+  /** A raw JSON-RPC call, for node controls viem does not type (evm_mine). */
+  rpc(method: string, params?: unknown[]): Promise<unknown>;
+  /** Waits for the receipt (automine on, or a block mined meanwhile). */
+  receipt(hash: Hash): Promise<TransactionReceipt>;
+  /** Deploys and returns the new contract's address; throws if the deployment reverted. */
+  deploy(abi: Abi, bytecode: Hex, args?: readonly unknown[]): Promise<Address>;
+  /** Sends a contract call with a fixed gas limit and returns its hash without waiting. */
+  call(address: Address, abi: Abi, functionName: string, args: readonly unknown[]): Promise<Hash>;
+  /** Sends a contract call and waits for it to be mined (automine must be on). */
+  callAndWait(address: Address, abi: Abi, functionName: string, args: readonly unknown[]): Promise<TransactionReceipt>;
+  /** Automine off: sent transactions wait in the pool until `mineBlock`. */
+  setAutomine(enabled: boolean): Promise<void>;
+  mineBlock(): Promise<void>;
+}
+
+export function connectChain(rpcUrl: string): Chain {
+  // viem's default polling follows a 12 s block time; anvil mines on send, so poll fast.
+  const transport = http(rpcUrl, { retryCount: 0 });
+  const publicClient = createPublicClient({ chain: foundry, transport, pollingInterval: 25 });
+  const wallet = createWalletClient({ chain: foundry, transport, account: DEV_ACCOUNT, pollingInterval: 25 });
+
+  async function receipt(hash: Hash): Promise<TransactionReceipt> {
+    return publicClient.waitForTransactionReceipt({ hash, pollingInterval: 25, timeout: 10_000 });
+  }
+
+  async function deploy(abi: Abi, bytecode: Hex, args: readonly unknown[] = []): Promise<Address> {
+    const hash = await wallet.deployContract({ abi, bytecode, args });
+    const mined = await receipt(hash);
+    if (mined.status !== 'success' || !mined.contractAddress) throw new Error(`deployment reverted: ${hash}`);
+    return mined.contractAddress;
+  }
+
+  async function call(address: Address, abi: Abi, functionName: string, args: readonly unknown[]): Promise<Hash> {
+    return wallet.writeContract({ address, abi, functionName, args, gas: FIXED_GAS, chain: foundry, account: DEV_ACCOUNT });
+  }
+
+  async function callAndWait(address: Address, abi: Abi, functionName: string, args: readonly unknown[]) {
+    return receipt(await call(address, abi, functionName, args));
+  }
+
+  async function rpc(method: string, params: unknown[] = []): Promise<unknown> {
+    const response = await fetch(rpcUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+    });
+    const reply = (await response.json()) as { result?: unknown; error?: { message: string } };
+    if (reply.error) throw new Error(`${method}: ${reply.error.message}`);
+    return reply.result;
+  }
+
+  async function setAutomine(enabled: boolean): Promise<void> {
+    await rpc('evm_setAutomine', [enabled]);
+  }
+
+  async function mineBlock(): Promise<void> {
+    await rpc('evm_mine');
+  }
+
+  return { rpcUrl, publicClient: publicClient as PublicClient, rpc, receipt, deploy, call, callAndWait, setAutomine, mineBlock };
+}
