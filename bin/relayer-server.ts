@@ -1,0 +1,174 @@
+#!/usr/bin/env node
+/**
+ * relayer-server: runs the relay API on node:http with a node:sqlite store. Only wiring lives here;
+ * everything it wires is in lib/.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { parseArgs } from 'node:util';
+import { ConfigError, defaultConfig, parseConfig } from '../lib/config.ts';
+import { createRelayServer } from '../lib/http/server.ts';
+import { createLogger, isLogLevel, LOG_LEVELS, type LogLevel } from '../lib/log.ts';
+import { openStore } from '../lib/sqlite/index.ts';
+import type { RelayerConfig } from '../lib/types.ts';
+
+const HELP = `Usage: relayer-server [options]
+
+Runs the relayer HTTP API (GET/POST /relay, POST/GET /merkle_tree_insertions, GET /metrics).
+
+Options:
+  --config FILE       JSON configuration (Hyperlane agent-config style). Without it the
+                      built-in default is used: known mainnet chains, ./relayer.db.
+  --host HOST         address to bind (default 127.0.0.1; overrides the config file)
+  --port N            port to bind, 0 for any free port (default 9090)
+  --db FILE           SQLite database file, or :memory: (default ./relayer.db)
+  --log-level LEVEL   ${LOG_LEVELS.join(' | ')} (default info; env RELAYER_LOG_LEVEL)
+  -h, --help          show this help
+
+Exit codes: 0 after a clean shutdown (SIGINT/SIGTERM), 2 for bad flags or an invalid config,
+1 when the server cannot start (e.g. the port is taken).
+`;
+
+/** Ends the process with `code` after printing `message` (for start-up failures). */
+function fail(code: number, message: string): never {
+  process.stderr.write(`relayer-server: ${message}\n`);
+  process.exit(code);
+}
+
+function parseFlags() {
+  try {
+    return parseArgs({
+      options: {
+        config: { type: 'string' },
+        host: { type: 'string' },
+        port: { type: 'string' },
+        db: { type: 'string' },
+        'log-level': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+      allowPositionals: false,
+    }).values;
+  } catch (error) {
+    return fail(2, `${(error as Error).message}\n\n${HELP}`);
+  }
+}
+
+function loadConfig(path: string | undefined): RelayerConfig {
+  if (path === undefined) return defaultConfig();
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch {
+    return fail(2, `cannot read config file ${path}`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    return fail(2, `config file ${path} is not valid JSON: ${(error as Error).message}`);
+  }
+  try {
+    return parseConfig(json);
+  } catch (error) {
+    if (error instanceof ConfigError) return fail(2, `invalid config: ${error.message}`);
+    throw error;
+  }
+}
+
+function applyFlags(config: RelayerConfig, flags: ReturnType<typeof parseFlags>): void {
+  if (flags.host !== undefined) {
+    if (flags.host.length === 0) fail(2, '--host must not be empty');
+    config.server.host = flags.host;
+  }
+  if (flags.port !== undefined) {
+    if (!/^\d{1,5}$/.test(flags.port) || Number(flags.port) > 65535) fail(2, '--port must be an integer from 0 to 65535');
+    config.server.port = Number(flags.port);
+  }
+  if (flags.db !== undefined) {
+    if (flags.db.length === 0) fail(2, '--db must not be empty');
+    config.db = flags.db;
+  }
+}
+
+function readOpenApi(): unknown {
+  // From bin/ in the repository, or from dist/bin/ in the published package.
+  for (const relative of ['../docs/openapi.json', '../../docs/openapi.json']) {
+    const url = new URL(relative, import.meta.url);
+    if (existsSync(url)) return JSON.parse(readFileSync(url, 'utf8'));
+  }
+  return undefined;
+}
+
+function isLoopback(host: string): boolean {
+  if (host === 'localhost') return true;
+  if (isIP(host) === 4) return host.startsWith('127.');
+  return host === '::1';
+}
+
+async function main(): Promise<void> {
+  const flags = parseFlags();
+  if (flags.help) {
+    process.stdout.write(HELP);
+    return;
+  }
+  const level = flags['log-level'] ?? process.env.RELAYER_LOG_LEVEL ?? 'info';
+  if (!isLogLevel(level)) fail(2, `--log-level must be one of ${LOG_LEVELS.join(', ')}`);
+  const config = loadConfig(flags.config);
+  applyFlags(config, flags);
+  const logger = createLogger({ level: level as LogLevel, write: (line) => process.stdout.write(line) });
+
+  let store: ReturnType<typeof openStore>;
+  try {
+    store = openStore(config.db);
+  } catch (error) {
+    return fail(1, `cannot open database ${config.db}: ${(error as Error).message}`);
+  }
+  const relay = createRelayServer({
+    config,
+    outbox: store.outbox,
+    merkle: store,
+    logger,
+    openapi: readOpenApi(),
+  });
+
+  let address;
+  try {
+    address = await relay.listen();
+  } catch (error) {
+    store.close();
+    return fail(1, `cannot listen on ${config.server.host}:${config.server.port}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+  if (!isLoopback(config.server.host) && config.server.adminToken === null) {
+    logger.warn('bound to a non-loopback address without server.adminToken: the merkle endpoints are open to the network', {
+      host: config.server.host,
+    });
+  }
+  logger.info('started', {
+    chains: Object.keys(config.chains).length,
+    relay_chains: config.relayChains.length,
+    db: config.db,
+  });
+  process.stdout.write(`relayer-server listening on ${address.url}\n`);
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info('shutting down', { signal, in_flight: relay.api.inFlight() });
+    await relay.close(10_000);
+    store.close();
+    logger.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+}
+
+process.on('uncaughtException', (error) => {
+  // No stack in the log: the name and message are enough to find the fault, and safe to show.
+  process.stderr.write(JSON.stringify({ time: new Date().toISOString(), level: 'error', msg: 'uncaught exception', error: `${error.name}: ${error.message}` }) + '\n');
+  process.exit(1);
+});
+
+await main();
