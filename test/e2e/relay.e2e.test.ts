@@ -1,0 +1,285 @@
+/**
+ * POST /relay end to end: real contracts emit the events (the Hyperlane Mailbox from
+ * @hyperlane-xyz/core and a CCTP V2 transmitter stand-in), a real node (anvil) serves the receipts
+ * over JSON-RPC, and the real `bin/relayer-server.ts` answers over HTTP. Expected message ids come
+ * from the Mailbox's own DispatchId events, expected fields from the Dispatch bytes read by the
+ * test's own reader (wire.ts), never from lib/.
+ */
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { after, before, describe, test } from 'node:test';
+import { keccak256, pad, toHex, type Address, type Hash, type Hex } from 'viem';
+import { startLocalChain, ORIGIN_DOMAIN, type LocalChain } from './fixture.ts';
+import { mailboxLogs } from './hyperlane.ts';
+import { startRpcProxy, type RpcProxy } from './rpc-proxy.ts';
+import { SERVER_BIN, startRelayerServer, type RelayerServer } from './server.ts';
+import { sendForgery, sendForgeryAroundTransfer, sendRevertingTransfer, sendTransfer, type Transfer } from './stand-ins.ts';
+import { formatHyperlaneMessage, readHyperlaneMessage } from './wire.ts';
+import { DEV_ACCOUNT } from './chain.ts';
+
+const ORIGIN_CHAIN = 'anvil1';
+const DESTINATION_DOMAIN = 2;
+/** Short, so the timeout scenario stays within the suite's budget; the 10 s default is unit-tested with a fake clock. */
+const RECEIPT_TIMEOUT_SECONDS = 3;
+const RECIPIENT: Address = '0x00000000000000000000000000000000000000b0';
+
+let local: LocalChain;
+let proxy: RpcProxy;
+let server: RelayerServer;
+
+function serverConfig(): unknown {
+  return {
+    chains: {
+      [ORIGIN_CHAIN]: {
+        domainId: ORIGIN_DOMAIN,
+        chainId: 31337,
+        mailbox: local.hyperlane.mailbox,
+        cctpMessageTransmitter: local.standIns.transmitter,
+        // Through the watching proxy, so the mined-later test sees the server's polls.
+        rpcUrls: [{ http: proxy.url }],
+      },
+      // A destination the relayer may deliver to; nothing listens on its RPC URL, nothing calls it.
+      dest2: {
+        domainId: DESTINATION_DOMAIN,
+        chainId: 2,
+        mailbox: '0x0000000000000000000000000000000000000002',
+        rpcUrls: [{ http: 'http://127.0.0.1:1' }],
+      },
+    },
+    relayChains: ['dest2'],
+    relayApi: { receiptTimeoutSeconds: RECEIPT_TIMEOUT_SECONDS },
+    db: ':memory:',
+  };
+}
+
+interface HttpReply {
+  status: number;
+  headers: Headers;
+  body: any;
+}
+
+async function relay(txHash: string, originChain = ORIGIN_CHAIN): Promise<HttpReply> {
+  const res = await fetch(`${server.url}/relay`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ origin_chain: originChain, tx_hash: txHash }),
+  });
+  const text = await res.text();
+  let body: unknown = text;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // left as text: the assertion shows it
+  }
+  return { status: res.status, headers: res.headers, body };
+}
+
+/** What the server must answer for a mined transaction: the Mailbox's own account of it. */
+async function expectedMessages(hash: Hash) {
+  const receipt = await local.chain.receipt(hash);
+  assert.equal(receipt.status, 'success', 'the transfer itself was mined');
+  const { messages, ids } = mailboxLogs(receipt, local.hyperlane.mailbox);
+  assert.equal(messages.length, ids.length, 'one DispatchId per Dispatch');
+  return messages.map((raw, i) => {
+    const m = readHyperlaneMessage(raw);
+    assert.equal(m.id, ids[i], 'DispatchId = keccak256(message)');
+    return { message_id: ids[i].toLowerCase(), origin: m.origin, destination: m.destination, nonce: m.nonce };
+  });
+}
+
+async function mined(t: Transfer): Promise<Hash> {
+  const hash = await sendTransfer(local.chain, local.standIns, t);
+  await local.chain.receipt(hash);
+  return hash;
+}
+
+function assertError(reply: HttpReply, status: number, reason: string): void {
+  assert.equal(reply.status, status, `expected ${status} ${reason}, got ${reply.status} ${JSON.stringify(reply.body)}`);
+  assert.match(reply.headers.get('content-type') ?? '', /^application\/json/);
+  assert.equal(reply.body.reason, reason);
+  assert.equal(typeof reply.body.message, 'string');
+}
+
+function assertMessages(reply: HttpReply, expected: unknown[]): void {
+  assert.equal(reply.status, 200, `expected 200, got ${reply.status} ${JSON.stringify(reply.body)}`);
+  assert.match(reply.headers.get('content-type') ?? '', /^application\/json/);
+  assert.deepEqual(reply.body, { messages: expected });
+}
+
+const transfer = (extra: Partial<Transfer> = {}): Transfer => ({ destination: DESTINATION_DOMAIN, recipient: RECIPIENT, amount: 1_000_000n, ...extra });
+
+describe(
+  'POST /relay end to end: anvil, the real Mailbox, bin/relayer-server.ts',
+  { skip: !existsSync(SERVER_BIN) && 'server not written yet', timeout: 60_000 },
+  () => {
+    before(async () => {
+      local = await startLocalChain();
+      proxy = await startRpcProxy(local.anvil.rpcUrl);
+      server = await startRelayerServer(serverConfig());
+    });
+
+    after(async () => {
+      // Each step runs even when an earlier one throws: nothing may outlive the suite.
+      const steps = [() => server?.stop(), () => proxy?.close(), () => local?.anvil.stop()];
+      const results = await Promise.allSettled(steps.map((step) => step()));
+      const failed = results.find((r) => r.status === 'rejected');
+      if (failed) throw (failed as PromiseRejectedResult).reason;
+    });
+
+    test('spec 4.3: GET /relay on the started server answers 200 up', async () => {
+      const res = await fetch(`${server.url}/relay`);
+      assert.equal(res.status, 200);
+      assert.equal(await res.text(), 'up');
+    });
+
+    test('spec 4.2: one CCTP V2 transfer is relayed; message_id is the Mailbox DispatchId', async () => {
+      const hash = await mined(transfer());
+      const expected = await expectedMessages(hash);
+      assert.equal(expected.length, 1);
+      assert.equal(expected[0].origin, ORIGIN_DOMAIN);
+      assert.equal(expected[0].destination, DESTINATION_DOMAIN);
+      assertMessages(await relay(hash), expected);
+    });
+
+    test('spec 4.5.2: the same transaction again within the window is 429 duplicate_tx with Retry-After', async () => {
+      const hash = await mined(transfer());
+      assertMessages(await relay(hash), await expectedMessages(hash));
+      // Upper-case hex names the same transaction (DESIGN §3: the dedup key is lower-cased).
+      const again = await relay(`0x${hash.slice(2).toUpperCase()}`);
+      assertError(again, 429, 'duplicate_tx');
+      const retryAfter = Number(again.headers.get('retry-after'));
+      assert.ok(retryAfter > 0 && retryAfter <= 300, `Retry-After ${again.headers.get('retry-after')}`);
+    });
+
+    test('spec 4.4.2: several transfers in one transaction are all relayed, in transaction order', async () => {
+      const hash = await mined(transfer({ dispatches: 3 }));
+      const expected = await expectedMessages(hash);
+      assert.equal(expected.length, 3);
+      assert.deepEqual(
+        expected.map((m) => m.nonce),
+        [expected[0].nonce, expected[0].nonce + 1, expected[0].nonce + 2],
+      );
+      assertMessages(await relay(hash), expected);
+    });
+
+    test('spec 8: 10 transfers in one transaction (the limit) are all relayed', async () => {
+      const hash = await mined(transfer({ dispatches: 10 }));
+      const expected = await expectedMessages(hash);
+      assert.equal(expected.length, 10);
+      assertMessages(await relay(hash), expected);
+    });
+
+    test('spec 7: 11 transfers in one transaction is 400 too_many_messages', async () => {
+      const hash = await mined(transfer({ dispatches: 11 }));
+      assert.equal((await expectedMessages(hash)).length, 11);
+      assertError(await relay(hash), 400, 'too_many_messages');
+    });
+
+    test('spec 4.4.2: a Dispatch without MessageSent is not eligible: 200 with no messages', async () => {
+      const hash = await mined(transfer({ burns: 0, dispatches: 1 }));
+      assert.equal((await expectedMessages(hash)).length, 1, 'the Mailbox did dispatch');
+      assertMessages(await relay(hash), []);
+    });
+
+    test('spec 4.4.2: MessageSent and Dispatch counts that differ (2 vs 3, 3 vs 2) are not eligible', async () => {
+      for (const [burns, dispatches] of [
+        [2, 3],
+        [3, 2],
+      ]) {
+        const hash = await mined(transfer({ burns, dispatches }));
+        assert.equal((await expectedMessages(hash)).length, dispatches);
+        assertMessages(await relay(hash), []);
+      }
+    });
+
+    test('DESIGN §3: look-alike Dispatch and MessageSent from a rogue contract are ignored', async () => {
+      const forgery = {
+        destination: DESTINATION_DOMAIN,
+        recipient: RECIPIENT,
+        // A well-formed message claiming our origin: only its emitter gives it away.
+        message: formatHyperlaneMessage({
+          nonce: 424242,
+          origin: ORIGIN_DOMAIN,
+          sender: pad(DEV_ACCOUNT),
+          destination: DESTINATION_DOMAIN,
+          recipient: pad(RECIPIENT),
+          body: '0x',
+        }),
+        cctpMessage: toHex(new Uint8Array(376)),
+      };
+      // Next to one genuine transfer: counting the forgeries would list two messages (or none,
+      // if only one kind were counted); the genuine one alone is right.
+      const around = await sendForgeryAroundTransfer(local.chain, local.standIns, forgery, 5n);
+      const expected = await expectedMessages(around);
+      assert.equal(expected.length, 1);
+      assertMessages(await relay(around), expected);
+      // Forgeries alone: nothing from the Mailbox, nothing to relay.
+      const alone = await sendForgery(local.chain, local.standIns, forgery);
+      assert.equal((await expectedMessages(alone)).length, 0);
+      assertMessages(await relay(alone), []);
+    });
+
+    test('spec 7: a destination that is not configured is 400 unsupported_destination; a retry is not duplicate_tx (4.5.4)', async () => {
+      // 999 is no chain at all; 1 is a known chain (the origin) that is not in relayChains.
+      for (const destination of [999, ORIGIN_DOMAIN]) {
+        const hash = await mined(transfer({ destination }));
+        assert.equal((await expectedMessages(hash))[0].destination, destination);
+        assertError(await relay(hash), 400, 'unsupported_destination');
+        assertError(await relay(hash), 400, 'unsupported_destination');
+      }
+    });
+
+    test('spec 7: an origin_chain that is not configured is 400 invalid_request', async () => {
+      const hash = await mined(transfer());
+      assertError(await relay(hash, 'dest3'), 400, 'invalid_request');
+    });
+
+    test('DESIGN §3: a reverted transaction has no messages: 200 with an empty list', async () => {
+      const hash = await sendRevertingTransfer(local.chain, local.standIns, transfer({ dispatches: 2 }));
+      const receipt = await local.chain.receipt(hash);
+      assert.equal(receipt.status, 'reverted');
+      assertMessages(await relay(hash), []);
+    });
+
+    test('DESIGN §3: a transaction not mined yet is waited for and relayed once a block is mined', async () => {
+      await local.chain.setAutomine(false);
+      let hash: Hash;
+      let pending: Promise<HttpReply>;
+      try {
+        hash = await sendTransfer(local.chain, local.standIns, transfer({ dispatches: 2 }));
+        pending = relay(hash);
+        // Mine only after the server has been told "not mined yet"; fail fast if it answered instead.
+        const early = await Promise.race([
+          proxy.nullReceiptServed(hash).then(() => undefined),
+          pending.then((reply) => reply),
+        ]);
+        assert.equal(early, undefined, `the server answered before the transaction was mined: ${JSON.stringify(early)}`);
+        await local.chain.mineBlock();
+      } finally {
+        await local.chain.setAutomine(true);
+      }
+      const reply = await pending;
+      const expected = await expectedMessages(hash);
+      assert.equal(expected.length, 2);
+      assertMessages(reply, expected);
+      const answers = proxy.receiptAnswers(hash);
+      assert.ok(answers.nulls >= 1 && answers.total > answers.nulls, `receipt answers: ${JSON.stringify(answers)}`);
+    });
+
+    test('spec 7/8: a hash that never appears is 408 timeout with Retry-After, after the configured wait', async () => {
+      const hash: Hex = keccak256(toHex(`never sent ${Date.now()}`));
+      const started = performance.now();
+      const reply = await relay(hash);
+      const elapsedMs = performance.now() - started;
+      assertError(reply, 408, 'timeout');
+      assert.ok(Number(reply.headers.get('retry-after')) > 0, `Retry-After ${reply.headers.get('retry-after')}`);
+      assert.ok(elapsedMs >= RECEIPT_TIMEOUT_SECONDS * 1000 - 100, `answered after ${elapsedMs} ms`);
+      assert.ok(elapsedMs < RECEIPT_TIMEOUT_SECONDS * 1000 + 3000, `answered after ${elapsedMs} ms`);
+      assert.ok(proxy.receiptAnswers(hash).nulls >= 2, 'the server polled the node more than once');
+    });
+
+    test('DESIGN §6: SIGTERM stops the server with exit code 0', async () => {
+      assert.equal(await server.stop(), 0, server.output());
+    });
+  },
+);

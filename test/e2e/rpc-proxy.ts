@@ -1,0 +1,86 @@
+/**
+ * A JSON-RPC pass-through between the relayer server and anvil that watches the
+ * `eth_getTransactionReceipt` answers. The mined-later scenario needs to know that the server has
+ * really seen "not mined yet" (a null receipt) before the test mines the block; a fixed sleep
+ * could not prove that.
+ */
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface RpcProxy {
+  url: string;
+  /** How many receipt requests for `hash` were answered, and how many of them with null. */
+  receiptAnswers(hash: string): { total: number; nulls: number };
+  /** Resolves once a receipt request for `hash` has been answered with null. */
+  nullReceiptServed(hash: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+interface RpcCall {
+  id?: unknown;
+  method?: string;
+  params?: unknown[];
+}
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+export async function startRpcProxy(target: string): Promise<RpcProxy> {
+  const answers = new Map<string, { total: number; nulls: number }>();
+  const waiters = new Map<string, (() => void)[]>();
+
+  function record(call: RpcCall, reply: { id?: unknown; result?: unknown }): void {
+    if (call.method !== 'eth_getTransactionReceipt' || typeof call.params?.[0] !== 'string') return;
+    const hash = call.params[0].toLowerCase();
+    const seen = answers.get(hash) ?? { total: 0, nulls: 0 };
+    seen.total++;
+    if (reply.result === null) {
+      seen.nulls++;
+      for (const wake of waiters.get(hash) ?? []) wake();
+      waiters.delete(hash);
+    }
+    answers.set(hash, seen);
+  }
+
+  const server = createServer(async (req, res) => {
+    try {
+      const body = await readBody(req);
+      const upstream = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      const text = await upstream.text();
+      try {
+        const calls = [JSON.parse(body)].flat() as RpcCall[];
+        const replies = [JSON.parse(text)].flat() as { id?: unknown; result?: unknown }[];
+        for (const call of calls) {
+          const reply = replies.find((r) => r.id === call.id);
+          if (reply) record(call, reply);
+        }
+      } catch {
+        // Not JSON either way: pass it through unrecorded.
+      }
+      res.writeHead(upstream.status, { 'content-type': upstream.headers.get('content-type') ?? 'application/json' });
+      res.end(text);
+    } catch {
+      res.writeHead(502).end();
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    url: `http://127.0.0.1:${port}`,
+    receiptAnswers: (hash) => ({ ...(answers.get(hash.toLowerCase()) ?? { total: 0, nulls: 0 }) }),
+    nullReceiptServed(hash) {
+      const key = hash.toLowerCase();
+      if ((answers.get(key)?.nulls ?? 0) > 0) return Promise.resolve();
+      return new Promise((resolve) => waiters.set(key, [...(waiters.get(key) ?? []), resolve]));
+    },
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
