@@ -8,10 +8,31 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 
 const running = new Set<ChildProcess>();
+const syncCleanups = new Set<() => void>();
 
 function killAll(): void {
   for (const child of running) child.kill('SIGKILL');
   running.clear();
+  for (const cleanup of syncCleanups) {
+    try {
+      cleanup();
+    } catch {
+      // best effort at exit
+    }
+  }
+  syncCleanups.clear();
+}
+
+/**
+ * Registers a synchronous clean-up (e.g. removing a temp dir) that also runs if the test process
+ * exits or is interrupted; returns a function that runs it now and unregisters it.
+ */
+export function onExitCleanup(cleanup: () => void): () => void {
+  installHandlers();
+  syncCleanups.add(cleanup);
+  return () => {
+    if (syncCleanups.delete(cleanup)) cleanup();
+  };
 }
 
 let handlersInstalled = false;

@@ -6,15 +6,14 @@
  * test's own reader (wire.ts), never from lib/.
  */
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { keccak256, pad, toHex, type Address, type Hash, type Hex } from 'viem';
 import { startLocalChain, ORIGIN_DOMAIN, type LocalChain } from './fixture.ts';
 import { mailboxLogs } from './hyperlane.ts';
 import { startRpcProxy, type RpcProxy } from './rpc-proxy.ts';
-import { SERVER_BIN, startRelayerServer, type RelayerServer } from './server.ts';
-import { sendForgery, sendForgeryAroundTransfer, sendRevertingTransfer, sendTransfer, type Transfer } from './stand-ins.ts';
-import { formatHyperlaneMessage, readHyperlaneMessage } from './wire.ts';
+import { startRelayerServer, type RelayerServer } from './server.ts';
+import { genuineCctpMessage, sendForgery, sendForgeryAroundTransfer, sendRevertingTransfer, sendTransfer, type Transfer } from './stand-ins.ts';
+import { formatHyperlaneMessage, readCctpV2Message, readHyperlaneMessage } from './wire.ts';
 import { DEV_ACCOUNT } from './chain.ts';
 
 const ORIGIN_CHAIN = 'anvil1';
@@ -110,7 +109,7 @@ const transfer = (extra: Partial<Transfer> = {}): Transfer => ({ destination: DE
 
 describe(
   'POST /relay end to end: anvil, the real Mailbox, bin/relayer-server.ts',
-  { skip: !existsSync(SERVER_BIN) && 'server not written yet', timeout: 60_000 },
+  { timeout: 60_000 },
   () => {
     before(async () => {
       local = await startLocalChain();
@@ -205,10 +204,12 @@ describe(
           recipient: pad(RECIPIENT),
           body: '0x',
         }),
-        cctpMessage: toHex(new Uint8Array(376)),
+        // A valid V2 message with a BurnMessageV2 body, as the real transmitter would emit.
+        cctpMessage: await genuineCctpMessage(local.chain, local.standIns, RECIPIENT, 5n),
       };
-      // Next to one genuine transfer: counting the forgeries would list two messages (or none,
-      // if only one kind were counted); the genuine one alone is right.
+      assert.equal(readCctpV2Message(forgery.cctpMessage).version, 1);
+      // Next to one genuine transfer: counting both forgeries would list two messages, counting
+      // one kind only would make the counts differ and list none; the genuine one alone is right.
       const around = await sendForgeryAroundTransfer(local.chain, local.standIns, forgery, 5n);
       const expected = await expectedMessages(around);
       assert.equal(expected.length, 1);

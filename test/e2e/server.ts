@@ -5,7 +5,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { spawnTracked, stopProcess, waitForLine } from './processes.ts';
+import { onExitCleanup, spawnTracked, stopProcess, waitForLine } from './processes.ts';
 
 export const REPO_ROOT = join(import.meta.dirname, '..', '..');
 export const SERVER_BIN = join(REPO_ROOT, 'bin', 'relayer-server.ts');
@@ -20,6 +20,7 @@ export interface RelayerServer {
 
 export async function startRelayerServer(config: unknown, options: { startTimeoutMs?: number } = {}): Promise<RelayerServer> {
   const dir = mkdtempSync(join(tmpdir(), 'relayer-e2e-'));
+  const removeDir = onExitCleanup(() => rmSync(dir, { recursive: true, force: true }));
   const configFile = join(dir, 'config.json');
   writeFileSync(configFile, JSON.stringify(config, null, 2));
   // process.execPath: the Node that runs the tests (24, with type stripping) runs the server too.
@@ -30,7 +31,7 @@ export async function startRelayerServer(config: unknown, options: { startTimeou
   );
   let exitCode: Promise<number | null> | undefined;
   const stop = () => {
-    exitCode ??= stopProcess(tracked.child, 12_000).finally(() => rmSync(dir, { recursive: true, force: true }));
+    exitCode ??= stopProcess(tracked.child, 12_000).finally(removeDir);
     return exitCode;
   };
   try {

@@ -2,7 +2,7 @@
  * Deploys the Solidity stand-ins of test/e2e/contracts/ (compiled at test time) next to a Mailbox,
  * and sends the transactions the scenarios need.
  */
-import { pad, type Address, type Hash } from 'viem';
+import { pad, type Address, type Hash, type Hex } from 'viem';
 import type { Chain } from './chain.ts';
 import { compiledContract } from './solidity.ts';
 
@@ -86,4 +86,15 @@ export function sendForgeryAroundTransfer(chain: Chain, standIns: StandIns, f: F
     f.message,
     f.cctpMessage,
   ]);
+}
+
+/**
+ * A CCTP V2 message exactly as the transmitter stand-in would emit it (its own formatting
+ * functions, over eth_call), for forgeries that only their emitter address gives away.
+ */
+export async function genuineCctpMessage(chain: Chain, standIns: StandIns, recipient: Address, amount: bigint): Promise<Hex> {
+  const { abi } = compiledContract('CctpV2TransmitterStandIn');
+  const read = (functionName: string, args: readonly unknown[]) =>
+    chain.publicClient.readContract({ address: standIns.transmitter, abi, functionName, args }) as Promise<Hex>;
+  return read('formatMessage', [await read('formatBurnMessage', [pad(recipient), amount])]);
 }
