@@ -1,0 +1,447 @@
+/**
+ * Configuration (DESIGN.md §5): validates a parsed JSON config file and fills in defaults.
+ * Pure core: the caller reads the file and calls `parseConfig(JSON.parse(text))`.
+ *
+ * Decisions where DESIGN.md is silent:
+ * - `chains`, when present, REPLACES the built-in table (an operator who lists chains means
+ *   exactly those); when absent, the built-in mainnet table (lib/chains.generated.ts) is used.
+ * - Unknown keys are refused at every level. In a chain entry four Hyperlane chain-metadata keys
+ *   are tolerated, checked and dropped: `name` (must equal the entry's key), `protocol` (must be
+ *   "ethereum": this relayer reads EVM receipts only), `displayName` (string), `isTestnet`
+ *   (boolean). Everything else Hyperlane's metadata carries (blocks, nativeToken, hook
+ *   addresses…) is refused rather than silently ignored.
+ * - Chain names follow the registry schema `^[a-z][a-z0-9]*$`. `chainId` is optional and, when
+ *   given, a positive integer (EVM chain ids). `domainId` is a uint32 number, unique per chain.
+ * - Every chain needs at least one `rpcUrls` entry (`{"http": "http(s)://…"}`): without one a
+ *   relay from it could only time out.
+ * - `cctpMessageTransmitter`: one address or an array (`[]` = no CCTP on that chain); absent =
+ *   DEFAULT_CCTP_V2_TRANSMITTER.
+ * - Addresses: 0x + 40 hex, any case. A mixed-case address (upper- and lower-case letters) must
+ *   carry a valid EIP-55 checksum, which then catches typos; all-lower or all-upper case carries
+ *   no checksum (as ethers' getAddress reads it; viem's strict mode would also check all-upper).
+ *   Stored lower-case.
+ * - `relayChains` must name at least one configured chain; duplicates are dropped.
+ * - Matching rules: each field "*", one value or an array (`[]` matches nothing); domains may be
+ *   numbers or decimal strings (Hyperlane writes both) and are stored as numbers; `messageId` is
+ *   32-byte hex; addresses 20- or 32-byte hex; `bodyRegex` must compile with the `u` flag (as
+ *   lib/policy.ts compiles it).
+ * - Numbers are integers. Durations that become timers are capped at 2^31-1 ms (the largest
+ *   setTimeout delay): `dedupWindowSeconds`, `receiptTimeoutSeconds` <= 2147483.
+ * - `server.adminToken`: null or 16..1024 visible ASCII characters (it travels in a header).
+ *   `server.corsOrigins`: "*" or origins `http(s)://host[:port]` without path, stored as
+ *   `URL.origin`.
+ * - Error keys are dotted paths with array indexes in brackets: `chains.base.rpcUrls[0].http`,
+ *   `whitelist[2].bodyRegex`. A non-object root has key "".
+ * - The `chains` record has a null prototype, so looking up a request's `origin_chain` such as
+ *   "constructor" finds nothing instead of an Object.prototype member.
+ */
+import { BUILTIN_CHAINS } from './chains.generated.ts';
+import { keccak256 } from './keccak.ts';
+import type {
+  ChainConfig,
+  MatchingRule,
+  RelayApiConfig,
+  RelayerConfig,
+  ServerConfig,
+} from './types.ts';
+
+export class ConfigError extends Error {
+  /** Dotted path of the offending key, e.g. `chains.ethereum.mailbox`. */
+  readonly key: string;
+
+  constructor(key: string, problem: string) {
+    super(key === '' ? problem : `${key}: ${problem}`);
+    this.name = 'ConfigError';
+    this.key = key;
+  }
+}
+
+/** Circle's CCTP V2 MessageTransmitter, the same address on every EVM chain it serves. */
+export const DEFAULT_CCTP_V2_TRANSMITTER = '0x81d40f21f12a8f0e3252bccb954d722d4c464b64';
+
+export const DEFAULTS: {
+  readonly relayApi: Readonly<RelayApiConfig>;
+  readonly server: Readonly<ServerConfig>;
+  readonly db: string;
+} = Object.freeze({
+  relayApi: Object.freeze({
+    rateLimit: Object.freeze({ burst: 100, perMinute: 100 }),
+    dedupWindowSeconds: 300,
+    dedupCapacity: 10_000,
+    receiptTimeoutSeconds: 10,
+    maxMessagesPerTx: 10,
+  }),
+  server: Object.freeze({
+    host: '127.0.0.1',
+    port: 9090,
+    adminToken: null,
+    corsOrigins: Object.freeze([]) as unknown as string[],
+    maxRelayBodyBytes: 65_536,
+    maxMerkleBodyBytes: 16_777_216,
+  }),
+  db: './relayer.db',
+});
+
+const MAX_TIMER_SECONDS = Math.floor((2 ** 31 - 1) / 1000);
+const UINT32_MAX = 0xffffffff;
+const CHAIN_NAME = /^[a-z][a-z0-9]*$/;
+
+type Obj = Record<string, unknown>;
+
+// ---------------------------------------------------------------------------------------------
+// Primitive checks. Each takes the value and its key path and returns the normalised value or
+// throws a ConfigError naming that key.
+
+function join(parent: string, child: string): string {
+  return parent === '' ? child : `${parent}.${child}`;
+}
+
+function typeName(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return `a ${typeof value}`;
+}
+
+function object(value: unknown, key: string): Obj {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    const what = key === '' ? 'the configuration must be a JSON object' : 'expected an object';
+    throw new ConfigError(key, `${what}, got ${typeName(value)}`);
+  }
+  return value as Obj;
+}
+
+function onlyKeys(obj: Obj, key: string, allowed: readonly string[]): void {
+  for (const k of Object.keys(obj)) {
+    if (!allowed.includes(k)) throw new ConfigError(join(key, k), 'unknown key');
+  }
+}
+
+function array(value: unknown, key: string): unknown[] {
+  if (!Array.isArray(value)) throw new ConfigError(key, `expected an array, got ${typeName(value)}`);
+  return value;
+}
+
+function string(value: unknown, key: string): string {
+  if (typeof value !== 'string') throw new ConfigError(key, `expected a string, got ${typeName(value)}`);
+  return value;
+}
+
+function nonEmptyString(value: unknown, key: string): string {
+  const s = string(value, key);
+  if (s.trim() === '') throw new ConfigError(key, 'must not be empty');
+  return s;
+}
+
+function integer(value: unknown, key: string, min: number, max: number): number {
+  if (typeof value !== 'number' || !Number.isInteger(value)) {
+    throw new ConfigError(key, `expected an integer, got ${typeof value === 'number' ? value : typeName(value)}`);
+  }
+  if (value < min || value > max) throw new ConfigError(key, `must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+function required(obj: Obj, name: string, key: string): unknown {
+  if (!Object.hasOwn(obj, name)) throw new ConfigError(join(key, name), 'required');
+  return obj[name];
+}
+
+/** A value given as a uint32 number or its decimal string (Hyperlane configs write both). */
+function domainValue(value: unknown, key: string): number {
+  if (typeof value === 'string' && /^(0|[1-9][0-9]{0,9})$/.test(value)) return integer(Number(value), key, 0, UINT32_MAX);
+  return integer(value, key, 0, UINT32_MAX);
+}
+
+function hexBody(value: string): boolean {
+  return /^[0-9a-fA-F]*$/.test(value);
+}
+
+/** EIP-55: a letter is upper-case iff the matching nibble of keccak256(lower-case hex) is >= 8. */
+function hasValidChecksum(address: string): boolean {
+  const hex = address.slice(2);
+  const hash = keccak256(new TextEncoder().encode(hex.toLowerCase()));
+  for (let i = 0; i < 40; i++) {
+    const c = hex[i];
+    if (c >= '0' && c <= '9') continue;
+    const nibble = (hash[i >> 1] >> (i % 2 === 0 ? 4 : 0)) & 15;
+    if ((c >= 'A' && c <= 'F') !== nibble >= 8) return false;
+  }
+  return true;
+}
+
+/** 20-byte address, any case; mixed case must be a valid EIP-55 checksum. Returns lower-case. */
+function address20(value: unknown, key: string): string {
+  const s = string(value, key);
+  if (s.length !== 42 || !s.startsWith('0x') || !hexBody(s.slice(2))) {
+    throw new ConfigError(key, `expected a 20-byte 0x address, got ${JSON.stringify(s)}`);
+  }
+  const body = s.slice(2);
+  const mixedCase = body !== body.toLowerCase() && body !== body.toUpperCase();
+  if (mixedCase && !hasValidChecksum(s)) throw new ConfigError(key, `bad EIP-55 checksum in ${s}`);
+  return s.toLowerCase();
+}
+
+function word32(value: unknown, key: string, what: string): string {
+  const s = string(value, key);
+  if (s.length !== 66 || !s.startsWith('0x') || !hexBody(s.slice(2))) {
+    throw new ConfigError(key, `expected ${what} (0x + 64 hex), got ${JSON.stringify(s)}`);
+  }
+  return s.toLowerCase();
+}
+
+/** 20-byte address (checksum-checked) or 32-byte word, lower-case, length kept. */
+function anyAddress(value: unknown, key: string): string {
+  if (typeof value === 'string' && value.length === 66) return word32(value, key, 'a 32-byte address');
+  return address20(value, key);
+}
+
+function httpUrl(value: unknown, key: string): string {
+  const s = nonEmptyString(value, key);
+  let url: URL;
+  try {
+    url = new URL(s);
+  } catch {
+    throw new ConfigError(key, `not a URL: ${JSON.stringify(s)}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(key, `expected an http(s) URL, got ${url.protocol}`);
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Chains
+
+const CHAIN_KEYS = ['domainId', 'chainId', 'mailbox', 'cctpMessageTransmitter', 'rpcUrls'] as const;
+/** Hyperlane chain-metadata keys accepted for copy-paste convenience, checked, then dropped. */
+const TOLERATED_CHAIN_KEYS = ['name', 'protocol', 'displayName', 'isTestnet'] as const;
+
+function parseTransmitters(value: unknown, key: string): string[] {
+  if (value === undefined) return [DEFAULT_CCTP_V2_TRANSMITTER];
+  const list = Array.isArray(value) ? value.map((v, i) => address20(v, `${key}[${i}]`)) : [address20(value, key)];
+  return [...new Set(list)];
+}
+
+function parseRpcUrls(value: unknown, key: string): string[] {
+  const list = array(value, key);
+  if (list.length === 0) throw new ConfigError(key, 'needs at least one {"http": "…"} entry');
+  return list.map((entry, i) => {
+    const where = `${key}[${i}]`;
+    const obj = object(entry, where);
+    onlyKeys(obj, where, ['http']);
+    return httpUrl(required(obj, 'http', where), join(where, 'http'));
+  });
+}
+
+function checkToleratedKeys(name: string, obj: Obj, key: string): void {
+  if (obj.name !== undefined && obj.name !== name) {
+    throw new ConfigError(join(key, 'name'), `must equal the chain's key ${JSON.stringify(name)}`);
+  }
+  if (obj.protocol !== undefined && obj.protocol !== 'ethereum') {
+    throw new ConfigError(join(key, 'protocol'), `only "ethereum" (EVM) chains are supported, got ${JSON.stringify(obj.protocol)}`);
+  }
+  if (obj.displayName !== undefined) string(obj.displayName, join(key, 'displayName'));
+  if (obj.isTestnet !== undefined && typeof obj.isTestnet !== 'boolean') {
+    throw new ConfigError(join(key, 'isTestnet'), `expected a boolean, got ${typeName(obj.isTestnet)}`);
+  }
+}
+
+function parseChain(name: string, value: unknown, key: string): ChainConfig {
+  const obj = object(value, key);
+  onlyKeys(obj, key, [...CHAIN_KEYS, ...TOLERATED_CHAIN_KEYS]);
+  checkToleratedKeys(name, obj, key);
+  const chain: ChainConfig = {
+    name,
+    domainId: integer(required(obj, 'domainId', key), join(key, 'domainId'), 0, UINT32_MAX),
+    mailbox: address20(required(obj, 'mailbox', key), join(key, 'mailbox')),
+    cctpMessageTransmitters: parseTransmitters(obj.cctpMessageTransmitter, join(key, 'cctpMessageTransmitter')),
+    rpcUrls: parseRpcUrls(required(obj, 'rpcUrls', key), join(key, 'rpcUrls')),
+  };
+  if (obj.chainId !== undefined) chain.chainId = integer(obj.chainId, join(key, 'chainId'), 1, Number.MAX_SAFE_INTEGER);
+  return chain;
+}
+
+function parseChains(value: unknown, key: string): Record<string, ChainConfig> {
+  const obj = object(value, key);
+  const chains: Record<string, ChainConfig> = Object.create(null);
+  const byDomain = new Map<number, string>();
+  for (const name of Object.keys(obj)) {
+    const where = join(key, name);
+    if (!CHAIN_NAME.test(name) || name.length > 128) {
+      throw new ConfigError(where, 'chain names are lower-case letters and digits, starting with a letter (at most 128)');
+    }
+    const chain = parseChain(name, obj[name], where);
+    const taken = byDomain.get(chain.domainId);
+    if (taken !== undefined) throw new ConfigError(join(where, 'domainId'), `domain ${chain.domainId} is already used by chain ${taken}`);
+    byDomain.set(chain.domainId, name);
+    chains[name] = chain;
+  }
+  if (byDomain.size === 0) throw new ConfigError(key, 'needs at least one chain');
+  return chains;
+}
+
+function builtinChains(): Record<string, ChainConfig> {
+  const chains: Record<string, ChainConfig> = Object.create(null);
+  for (const c of BUILTIN_CHAINS) {
+    chains[c.name] = {
+      name: c.name,
+      domainId: c.domainId,
+      chainId: c.chainId,
+      mailbox: c.mailbox,
+      cctpMessageTransmitters: [DEFAULT_CCTP_V2_TRANSMITTER],
+      rpcUrls: [...c.rpcUrls],
+    };
+  }
+  return chains;
+}
+
+function parseRelayChains(value: unknown, key: string, chains: Record<string, ChainConfig>): string[] {
+  const names =
+    typeof value === 'string'
+      ? value.split(',').map((part) => ({ name: part.trim(), where: key }))
+      : array(value, key).map((v, i) => ({ name: string(v, `${key}[${i}]`), where: `${key}[${i}]` }));
+  const out: string[] = [];
+  for (const { name, where } of names) {
+    if (!Object.hasOwn(chains, name)) throw new ConfigError(where, `unknown chain ${JSON.stringify(name)}`);
+    if (!out.includes(name)) out.push(name);
+  }
+  if (out.length === 0) throw new ConfigError(key, 'must name at least one chain');
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Matching lists (Hyperlane MatchingList)
+
+const RULE_KEYS = ['messageId', 'originDomain', 'senderAddress', 'destinationDomain', 'recipientAddress', 'bodyRegex'] as const;
+
+/** "*", one value, or an array of values, each checked by `one`. */
+function filter<T>(value: unknown, key: string, one: (v: unknown, k: string) => T): T | T[] | '*' {
+  if (value === '*') return '*';
+  if (Array.isArray(value)) return value.map((v, i) => one(v, `${key}[${i}]`));
+  return one(value, key);
+}
+
+function parseRule(value: unknown, key: string): MatchingRule {
+  const obj = object(value, key);
+  onlyKeys(obj, key, RULE_KEYS);
+  const rule: MatchingRule = {};
+  if (obj.messageId !== undefined) {
+    rule.messageId = filter(obj.messageId, join(key, 'messageId'), (v, k) => word32(v, k, 'a 32-byte message id'));
+  }
+  if (obj.originDomain !== undefined) rule.originDomain = filter(obj.originDomain, join(key, 'originDomain'), domainValue);
+  if (obj.senderAddress !== undefined) rule.senderAddress = filter(obj.senderAddress, join(key, 'senderAddress'), anyAddress);
+  if (obj.destinationDomain !== undefined) {
+    rule.destinationDomain = filter(obj.destinationDomain, join(key, 'destinationDomain'), domainValue);
+  }
+  if (obj.recipientAddress !== undefined) {
+    rule.recipientAddress = filter(obj.recipientAddress, join(key, 'recipientAddress'), anyAddress);
+  }
+  if (obj.bodyRegex !== undefined) rule.bodyRegex = parseRegex(obj.bodyRegex, join(key, 'bodyRegex'));
+  return rule;
+}
+
+function parseRegex(value: unknown, key: string): string {
+  const source = string(value, key);
+  try {
+    new RegExp(source, 'u');
+  } catch (err) {
+    throw new ConfigError(key, `does not compile: ${(err as Error).message}`);
+  }
+  return source;
+}
+
+function parseRules(value: unknown, key: string): MatchingRule[] {
+  return array(value, key).map((rule, i) => parseRule(rule, `${key}[${i}]`));
+}
+
+// ---------------------------------------------------------------------------------------------
+// relayApi, server
+
+/** Reads an optional integer field, falling back to its default. */
+function optionalInt(obj: Obj, name: string, key: string, fallback: number, min: number, max: number): number {
+  return obj[name] === undefined ? fallback : integer(obj[name], join(key, name), min, max);
+}
+
+function parseRelayApi(value: unknown, key: string): RelayApiConfig {
+  const d = DEFAULTS.relayApi;
+  const obj = value === undefined ? {} : object(value, key);
+  onlyKeys(obj, key, ['rateLimit', 'dedupWindowSeconds', 'dedupCapacity', 'receiptTimeoutSeconds', 'maxMessagesPerTx']);
+  const rlKey = join(key, 'rateLimit');
+  const rl = obj.rateLimit === undefined ? {} : object(obj.rateLimit, rlKey);
+  onlyKeys(rl, rlKey, ['burst', 'perMinute']);
+  const max = Number.MAX_SAFE_INTEGER;
+  return {
+    rateLimit: {
+      burst: optionalInt(rl, 'burst', rlKey, d.rateLimit.burst, 1, max),
+      perMinute: optionalInt(rl, 'perMinute', rlKey, d.rateLimit.perMinute, 1, max),
+    },
+    dedupWindowSeconds: optionalInt(obj, 'dedupWindowSeconds', key, d.dedupWindowSeconds, 1, MAX_TIMER_SECONDS),
+    dedupCapacity: optionalInt(obj, 'dedupCapacity', key, d.dedupCapacity, 1, max),
+    receiptTimeoutSeconds: optionalInt(obj, 'receiptTimeoutSeconds', key, d.receiptTimeoutSeconds, 1, MAX_TIMER_SECONDS),
+    maxMessagesPerTx: optionalInt(obj, 'maxMessagesPerTx', key, d.maxMessagesPerTx, 1, max),
+  };
+}
+
+function parseAdminToken(value: unknown, key: string): string | null {
+  if (value === null || value === undefined) return null;
+  const token = string(value, key);
+  if (token.length < 16 || token.length > 1024 || !/^[\x21-\x7e]+$/.test(token)) {
+    throw new ConfigError(key, 'must be null or 16 to 1024 visible ASCII characters');
+  }
+  return token;
+}
+
+function parseOrigin(value: unknown, key: string): string {
+  const s = nonEmptyString(value, key);
+  if (s === '*') return s;
+  // scheme://host[:port] and at most a trailing slash: no credentials, path, query or fragment.
+  const bad = () => new ConfigError(key, `expected "*" or an origin like "https://app.example.org", got ${JSON.stringify(s)}`);
+  if (!/^https?:\/\/[^/?#@\\]+\/?$/i.test(s)) throw bad();
+  try {
+    return new URL(s).origin;
+  } catch {
+    throw bad();
+  }
+}
+
+function parseServer(value: unknown, key: string): ServerConfig {
+  const d = DEFAULTS.server;
+  const obj = value === undefined ? {} : object(value, key);
+  onlyKeys(obj, key, ['host', 'port', 'adminToken', 'corsOrigins', 'maxRelayBodyBytes', 'maxMerkleBodyBytes']);
+  const max = Number.MAX_SAFE_INTEGER;
+  const corsKey = join(key, 'corsOrigins');
+  return {
+    host: obj.host === undefined ? d.host : nonEmptyString(obj.host, join(key, 'host')),
+    port: optionalInt(obj, 'port', key, d.port, 0, 65_535),
+    adminToken: parseAdminToken(obj.adminToken, join(key, 'adminToken')),
+    corsOrigins: obj.corsOrigins === undefined ? [] : array(obj.corsOrigins, corsKey).map((o, i) => parseOrigin(o, `${corsKey}[${i}]`)),
+    maxRelayBodyBytes: optionalInt(obj, 'maxRelayBodyBytes', key, d.maxRelayBodyBytes, 1, max),
+    maxMerkleBodyBytes: optionalInt(obj, 'maxMerkleBodyBytes', key, d.maxMerkleBodyBytes, 1, max),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const TOP_KEYS = ['chains', 'relayChains', 'whitelist', 'blacklist', 'addressBlacklist', 'relayApi', 'server', 'db'] as const;
+
+/** Validates a parsed config file (DESIGN.md §5). Throws ConfigError naming the offending key. */
+export function parseConfig(input: unknown): RelayerConfig {
+  const root = object(input, '');
+  onlyKeys(root, '', TOP_KEYS);
+  const chains = root.chains === undefined ? builtinChains() : parseChains(root.chains, 'chains');
+  return {
+    chains,
+    relayChains: root.relayChains === undefined ? Object.keys(chains) : parseRelayChains(root.relayChains, 'relayChains', chains),
+    whitelist: root.whitelist === undefined ? [] : parseRules(root.whitelist, 'whitelist'),
+    blacklist: root.blacklist === undefined ? [] : parseRules(root.blacklist, 'blacklist'),
+    addressBlacklist:
+      root.addressBlacklist === undefined
+        ? []
+        : array(root.addressBlacklist, 'addressBlacklist').map((a, i) => address20(a, `addressBlacklist[${i}]`)),
+    relayApi: parseRelayApi(root.relayApi, 'relayApi'),
+    server: parseServer(root.server, 'server'),
+    db: root.db === undefined ? DEFAULTS.db : nonEmptyString(root.db, 'db'),
+  };
+}
+
+/** The built-in configuration: every registry mainnet chain, default limits, ./relayer.db. */
+export function defaultConfig(): RelayerConfig {
+  return parseConfig({});
+}
