@@ -1,0 +1,139 @@
+/**
+ * Deduplication of POST /relay per (origin_chain, tx_hash) (spec §4.5, DESIGN.md §3, §8).
+ *
+ * A request first reserves its key; the reservation is committed when the request succeeds (the
+ * window then runs from the commit) or released when it fails (the key is free at once). The store
+ * is an interface so a shared engine (Redis SET NX PX, for one) can replace this per-process cache.
+ *
+ * Memory: one Map entry per live key, key → expiry time (a number), with a separate set for the
+ * keys still in flight. No per-entry timer: expired entries are dropped lazily on access, by one
+ * sweeping timer, and before a full cache refuses a reservation.
+ */
+import type { Clock } from './clock.ts';
+import { RelayError } from './errors.ts';
+
+export interface Reservation {
+  /** Keeps the key for the window, counted from now. Idempotent; no-op after release. */
+  commit(): void;
+  /** Frees the key at once. Idempotent; no-op after commit. */
+  release(): void;
+}
+
+export interface DedupStore {
+  /** Reserves `key` or throws RelayError `duplicate_tx` / `cache_full`. */
+  reserve(key: string): Reservation | Promise<Reservation>;
+  /** Number of live (pending or committed, unexpired) entries. */
+  size(): number;
+}
+
+export interface DedupCacheOptions {
+  clock: Clock;
+  windowMs: number;
+  capacity: number;
+}
+
+/**
+ * The sweep only reclaims memory (every read checks expiry itself), so under steady traffic it
+ * runs at most once a second and drops everything expired by then in one pass.
+ */
+const SWEEP_MIN_INTERVAL_MS = 1000;
+
+function secondsUntil(at: number, now: number): number {
+  return Math.max(1, Math.ceil((at - now) / 1000));
+}
+
+export function createDedupCache(opts: DedupCacheOptions): DedupStore {
+  const { clock, windowMs, capacity } = opts;
+  if (!(windowMs > 0)) throw new RangeError('windowMs must be positive');
+  if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError('capacity must be a positive integer');
+
+  // key → expiry. Map order is insertion order; a commit re-inserts its key, and every expiry is
+  // `insertion time + windowMs`, so expiries are non-decreasing along the map and the first entry
+  // is always the next to expire.
+  const expiries = new Map<string, number>();
+  // Keys reserved and neither committed nor released yet, each with a token so that a stale
+  // reservation (expired, then the key reserved again) cannot commit or release the new one.
+  const inFlight = new Map<string, object>();
+  let sweepTimer: unknown;
+
+  function drop(key: string): void {
+    expiries.delete(key);
+    inFlight.delete(key);
+  }
+
+  function dropExpired(now: number): void {
+    for (const [key, expiry] of expiries) {
+      if (expiry > now) break;
+      drop(key);
+    }
+  }
+
+  function scheduleSweep(): void {
+    if (sweepTimer !== undefined || expiries.size === 0) return;
+    const first = expiries.values().next().value as number;
+    sweepTimer = clock.setTimeout(() => {
+      sweepTimer = undefined;
+      dropExpired(clock.now());
+      scheduleSweep();
+    }, Math.max(SWEEP_MIN_INTERVAL_MS, first - clock.now()));
+  }
+
+  function insert(key: string, expiry: number): void {
+    expiries.delete(key); // re-insert at the end to keep the map ordered by expiry
+    expiries.set(key, expiry);
+    scheduleSweep();
+  }
+
+  function refuseIfLive(key: string, now: number): void {
+    const expiry = expiries.get(key);
+    if (expiry === undefined) return;
+    if (expiry <= now) return drop(key);
+    throw new RelayError('duplicate_tx', 'this transaction was already submitted within the deduplication window', {
+      retryAfterSeconds: secondsUntil(expiry, now),
+    });
+  }
+
+  function refuseIfFull(now: number): void {
+    if (expiries.size < capacity) return;
+    dropExpired(now);
+    if (expiries.size < capacity) return;
+    const oldest = expiries.values().next().value as number;
+    throw new RelayError('cache_full', 'the deduplication cache is full', { retryAfterSeconds: secondsUntil(oldest, now) });
+  }
+
+  function reserve(key: string): Reservation {
+    const now = clock.now();
+    refuseIfLive(key, now);
+    refuseIfFull(now);
+    const token = {};
+    // A pending entry expires one window after reservation at the latest, so a request that never
+    // settles (a bug, a lost promise) cannot hold its key forever.
+    insert(key, now + windowMs);
+    inFlight.set(key, token);
+
+    let settled = false;
+    const mine = () => inFlight.get(key) === token;
+    return {
+      commit() {
+        if (settled) return;
+        settled = true;
+        if (!mine()) return;
+        inFlight.delete(key);
+        insert(key, clock.now() + windowMs);
+      },
+      release() {
+        if (settled) return;
+        settled = true;
+        if (mine()) drop(key);
+      },
+    };
+  }
+
+  return {
+    reserve,
+    size() {
+      dropExpired(clock.now());
+      return expiries.size;
+    },
+  };
+}
