@@ -1,0 +1,50 @@
+/**
+ * Global rate limit for POST /relay (spec §7 rate_limited, DESIGN.md §3): a token bucket that
+ * starts full with `burst` tokens and refills continuously at `perMinute` per minute, capped at
+ * `burst`. An interface so a shared store can replace it when running several replicas (§8).
+ */
+import type { Clock } from './clock.ts';
+
+export type TakeResult = { ok: true } | { ok: false; retryAfterSeconds: number };
+
+export interface RateLimiter {
+  take(): TakeResult;
+}
+
+export interface TokenBucketOptions {
+  clock: Clock;
+  burst: number;
+  perMinute: number;
+}
+
+export function createTokenBucket(opts: TokenBucketOptions): RateLimiter {
+  const { clock, burst, perMinute } = opts;
+  if (!Number.isFinite(burst) || burst < 1) throw new RangeError('burst must be at least 1');
+  if (!Number.isFinite(perMinute) || perMinute <= 0) throw new RangeError('perMinute must be positive');
+  // Tokens are counted in 1/60 000ths so that with whole milliseconds and a whole perMinute the
+  // refill is exact integer arithmetic: one token is UNIT, and one ms adds `perMinute` units.
+  const UNIT = 60_000;
+  const capacity = burst * UNIT;
+
+  let units = capacity;
+  let updatedAt = clock.now();
+
+  function refill(now: number): void {
+    // A clock that steps backwards must not drain the bucket.
+    const elapsed = Math.max(0, now - updatedAt);
+    units = Math.min(capacity, units + elapsed * perMinute);
+    updatedAt = now;
+  }
+
+  return {
+    take() {
+      refill(clock.now());
+      if (units >= UNIT) {
+        units -= UNIT;
+        return { ok: true };
+      }
+      const waitMs = (UNIT - units) / perMinute;
+      return { ok: false, retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)) };
+    },
+  };
+}
