@@ -474,7 +474,7 @@ describe('HTTP surface (DESIGN 2)', () => {
       const res = await httpRequest(h.url, { path: '/metrics' });
       assert.equal(res.status, 200);
       assert.match(String(res.headers['content-type']), /^text\/plain; version=0\.0\.4/);
-      assert.match(res.text, /^hyperlane_relay_api_requests_total\{error_type="invalid_request",status="400"\} 1$/m);
+      assert.match(res.text, /^hyperlane_relay_api_requests_total\{error_type="invalid_request",status="failure"\} 1$/m);
       assert.match(res.text, /^hyperlane_relay_api_dedup_cache_size 0$/m);
     } finally {
       await h.close();

@@ -43,6 +43,8 @@ export interface RelayApi {
 
 const JSON_TYPE = 'application/json';
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/** Log and metric reason of a request whose client went away before the answer (no RelayError). */
+const CLIENT_CLOSED = 'client_closed';
 
 type Route = '/relay' | '/merkle_tree_insertions' | '/metrics' | '/openapi.json';
 const ALLOW: Record<Route, string> = {
@@ -77,7 +79,13 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
     config.server.adminToken === null ? undefined : createHash('sha256').update(config.server.adminToken).digest();
   let inFlight = 0;
 
-  const requests = metrics.counter('hyperlane_relay_api_requests_total', 'Relay API requests by HTTP status and error type.');
+  // Same name, labels and label values as the reference relayer (relay_api/metrics.rs), so its
+  // dashboards work: POST /relay only, status "success" | "failure", error_type "" on success.
+  const requests = metrics.counter(
+    'hyperlane_relay_api_requests_total',
+    'POST /relay requests by status ("success" or "failure") and error_type (the failure reason, "" on success).',
+  );
+  const responses = metrics.counter('hyperlane_relay_api_http_responses_total', 'HTTP responses by route and status code.');
   const duration = metrics.histogram('hyperlane_relay_api_request_duration_seconds', 'Relay API request duration by route.');
   const rateLimited = metrics.counter('hyperlane_relay_api_rate_limited_total', 'POST /relay requests refused by the global rate limit.');
   const receiptDuration = metrics.histogram(
@@ -174,16 +182,12 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
   async function postRelay(ex: Exchange): Promise<void> {
     requireJson(ex);
     const text = await readBody(ex.req, config.server.maxRelayBodyBytes);
-    const info: { originChain?: string; txHash?: string } = {};
-    try {
-      const result = await pipeline.relayText(text, { info });
-      ex.messages = result.messages.length;
-      if (result.messages.length > 0) messagesEnqueued.inc({}, result.messages.length);
-      sendJson(ex, 200, result);
-    } finally {
-      ex.originChain = info.originChain;
-      ex.txHash = info.txHash;
-    }
+    // The pipeline fills ex.originChain and ex.txHash as soon as they are valid, so even a request
+    // whose client leaves early is logged with them.
+    const result = await pipeline.relayText(text, { info: ex });
+    ex.messages = result.messages.length;
+    if (result.messages.length > 0) messagesEnqueued.inc({}, result.messages.length);
+    sendJson(ex, 200, result);
   }
 
   async function postMerkle(ex: Exchange, store: MerkleStore): Promise<void> {
@@ -263,8 +267,14 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
       finished = true;
       inFlight--;
       const seconds = (clock.now() - started) / 1000;
-      const status = res.statusCode;
-      requests.inc({ status: String(status), error_type: ex.reason ?? 'none' });
+      // A connection closed before the answer was sent must not count as the default 200: it gets
+      // nginx's 499 "client closed request".
+      if (!res.writableFinished) ex.reason = CLIENT_CLOSED;
+      const status = res.writableFinished ? res.statusCode : 499;
+      if (ex.route === '/relay' && req.method === 'POST') {
+        requests.inc(status < 400 ? { status: 'success', error_type: '' } : { status: 'failure', error_type: ex.reason ?? 'internal_error' });
+      }
+      responses.inc({ route: ex.route, code: String(status) });
       duration.observe({ route: ex.route }, seconds);
       logger.info('request', {
         request_id: ex.id,
