@@ -4,8 +4,8 @@
  * pay the compiler once.
  */
 import { readdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import solc from 'solc';
 import type { Abi, Hex } from 'viem';
 
 export interface CompiledContract {
@@ -21,6 +21,19 @@ interface SolcOutput {
 }
 
 let cache: Map<string, CompiledContract> | undefined;
+
+/**
+ * Loads solc-js on first use. Its emscripten glue adds a process-wide `unhandledRejection`
+ * listener that rethrows; it is removed again so the test runner keeps reporting rejections itself.
+ */
+function loadSolc(): { compile(input: string): string } {
+  const before = new Set(process.listeners('unhandledRejection'));
+  const solc = createRequire(import.meta.url)('solc') as { compile(input: string): string };
+  for (const listener of process.listeners('unhandledRejection')) {
+    if (!before.has(listener)) process.off('unhandledRejection', listener);
+  }
+  return solc;
+}
 
 /** Standard JSON input: every .sol file of contracts/, keyed by file name so `./X.sol` imports resolve. */
 function standardJsonInput(): string {
@@ -43,7 +56,7 @@ function standardJsonInput(): string {
 /** Compiles every contract under test/e2e/contracts/; throws with solc's messages on any error. */
 export function compileContracts(): Map<string, CompiledContract> {
   if (cache) return cache;
-  const output = JSON.parse(solc.compile(standardJsonInput())) as SolcOutput;
+  const output = JSON.parse(loadSolc().compile(standardJsonInput())) as SolcOutput;
   const errors = (output.errors ?? []).filter((e) => e.severity === 'error');
   if (errors.length > 0) throw new Error(`solc failed:\n${errors.map((e) => e.formattedMessage).join('\n')}`);
   const compiled = new Map<string, CompiledContract>();
