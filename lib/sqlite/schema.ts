@@ -1,0 +1,80 @@
+/**
+ * The store's schema, versioned through `PRAGMA user_version`: migration N (1-based) takes a
+ * database from version N-1 to N. Append new migrations; never edit a released one.
+ *
+ * Tables are STRICT (a float leaf index or a text nonce is refused, not coerced) and carry CHECK
+ * constraints mirroring the API's validation, so a caller that skipped validation cannot store
+ * a row the API would refuse.
+ */
+import type { DatabaseSync } from 'node:sqlite';
+
+const HEX_ID = (column: string) =>
+  `length(${column}) = 66 AND substr(${column}, 1, 2) = '0x' AND substr(${column}, 3) NOT GLOB '*[^0-9a-f]*'`;
+const UINT32 = (column: string) => `${column} BETWEEN 0 AND 4294967295`;
+
+export const MIGRATIONS: readonly string[] = [
+  // 1: merkle tree insertions (DESIGN.md §4). Key (chain, leaf_index): a repeated key replaces
+  // the row. WITHOUT ROWID: the primary key is the only access path (listing a leaf range).
+  `CREATE TABLE merkle_insertions (
+     chain INTEGER NOT NULL CHECK (${UINT32('chain')}),
+     leaf_index INTEGER NOT NULL CHECK (${UINT32('leaf_index')}),
+     insertion_block_number INTEGER NOT NULL CHECK (insertion_block_number BETWEEN 0 AND 9007199254740991),
+     message_id TEXT NOT NULL CHECK (${HEX_ID('message_id')}),
+     PRIMARY KEY (chain, leaf_index)
+   ) STRICT, WITHOUT ROWID;`,
+
+  // 2: relay outbox (DESIGN.md §7): one row per message id. The rowid records arrival order,
+  // which breaks ties between messages enqueued in the same millisecond (one batch).
+  // Times are REAL milliseconds: the system clock has sub-millisecond precision.
+  `CREATE TABLE outbox (
+     id TEXT PRIMARY KEY NOT NULL CHECK (${HEX_ID('id')}),
+     origin_chain TEXT NOT NULL CHECK (length(origin_chain) BETWEEN 1 AND 128),
+     tx_hash TEXT NOT NULL CHECK (${HEX_ID('tx_hash')}),
+     origin INTEGER NOT NULL CHECK (${UINT32('origin')}),
+     destination INTEGER NOT NULL CHECK (${UINT32('destination')}),
+     nonce INTEGER NOT NULL CHECK (${UINT32('nonce')}),
+     raw BLOB NOT NULL,
+     enqueued_at REAL NOT NULL,
+     delivered_at REAL
+   ) STRICT;
+   CREATE INDEX outbox_pending ON outbox (enqueued_at) WHERE delivered_at IS NULL;`,
+];
+
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+export class SchemaVersionError extends Error {
+  readonly found: number;
+  readonly supported: number;
+
+  constructor(found: number, supported: number) {
+    super(
+      `the database has schema version ${found}, newer than the ${supported} this relayer knows: ` +
+        'it was written by a newer release; upgrade the relayer or open another file',
+    );
+    this.name = 'SchemaVersionError';
+    this.found = found;
+    this.supported = supported;
+  }
+}
+
+export function readSchemaVersion(db: DatabaseSync): number {
+  return Number((db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version);
+}
+
+/**
+ * Brings the database to SCHEMA_VERSION in one IMMEDIATE transaction. The version is read inside
+ * the transaction so two processes opening a fresh file do not both run migration 1.
+ */
+export function migrate(db: DatabaseSync): void {
+  db.exec('BEGIN IMMEDIATE');
+  try {
+    const found = readSchemaVersion(db);
+    if (found > SCHEMA_VERSION) throw new SchemaVersionError(found, SCHEMA_VERSION);
+    for (let v = found; v < SCHEMA_VERSION; v++) db.exec(MIGRATIONS[v]);
+    if (found !== SCHEMA_VERSION) db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);
+    db.exec('COMMIT');
+  } catch (err) {
+    if (db.isTransaction) db.exec('ROLLBACK');
+    throw err;
+  }
+}
