@@ -1,5 +1,10 @@
-/** Raw HTTP over loopback, so tests control every header and byte the server sees. */
+/**
+ * Raw HTTP over loopback, so tests control every header and byte the server sees. Every response is
+ * checked against docs/openapi.json before it is returned (see ./openapi.ts), so each HTTP suite also
+ * tests the document; `openapi: false` skips that for a server that is not the relay API.
+ */
 import { request } from 'node:http';
+import { checkAgainstOpenApi } from './openapi.ts';
 
 export interface RawResponse {
   status: number;
@@ -10,7 +15,7 @@ export interface RawResponse {
 
 export function httpRequest(
   url: string,
-  options: { method?: string; path?: string; headers?: Record<string, string | number>; body?: string | Buffer } = {},
+  options: { method?: string; path?: string; headers?: Record<string, string | number>; body?: string | Buffer; openapi?: boolean } = {},
 ): Promise<RawResponse> {
   const target = new URL(options.path ?? '/', url);
   return new Promise((resolve, reject) => {
@@ -21,7 +26,13 @@ export function httpRequest(
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: () => JSON.parse(text) });
+          const response: RawResponse = { status: res.statusCode ?? 0, headers: res.headers, text, json: () => JSON.parse(text) };
+          try {
+            if (options.openapi !== false) checkAgainstOpenApi(options.method ?? 'GET', target.pathname, response);
+          } catch (error) {
+            return reject(error);
+          }
+          resolve(response);
         });
         res.on('error', reject);
       },
