@@ -35,6 +35,7 @@
  * - The `chains` record has a null prototype, so looking up a request's `origin_chain` such as
  *   "constructor" finds nothing instead of an Object.prototype member.
  */
+import { DEFAULT_CCTP_V2_TRANSMITTER } from './cctp.ts';
 import { BUILTIN_CHAINS } from './chains.generated.ts';
 import { keccak256 } from './keccak.ts';
 import type {
@@ -56,8 +57,7 @@ export class ConfigError extends Error {
   }
 }
 
-/** Circle's CCTP V2 MessageTransmitter, the same address on every EVM chain it serves. */
-export const DEFAULT_CCTP_V2_TRANSMITTER = '0x81d40f21f12a8f0e3252bccb954d722d4c464b64';
+export { DEFAULT_CCTP_V2_TRANSMITTER };
 
 export const DEFAULTS: {
   readonly relayApi: Readonly<RelayApiConfig>;
