@@ -79,6 +79,8 @@ export function createMetricsRegistry(): MetricsRegistry {
       });
       return {
         inc(labels = {}, by = 1) {
+          // A counter that goes down breaks rate() and increase() for every scraper.
+          if (!(by >= 0 && by !== Infinity)) throw new Error(`counter ${name}: invalid increment ${by}`);
           const key = labelText(labels);
           const entry = series.get(key);
           if (entry) entry.value += by;
@@ -111,6 +113,7 @@ export function createMetricsRegistry(): MetricsRegistry {
       });
       return {
         observe(labels, seconds) {
+          if (Object.hasOwn(labels, 'le')) throw new Error(`histogram ${name}: "le" is the bucket label`);
           const key = labelText(labels);
           let entry = series.get(key);
           if (!entry) {
