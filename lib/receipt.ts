@@ -53,6 +53,35 @@ export function redactUrl(url: string): string {
   }
 }
 
+/**
+ * The global fetch refuses a URL with credentials ("https://user:key@host/…", a form RPC providers
+ * hand out), so the default fetch sends them as HTTP Basic auth instead, as curl and the reference
+ * relayer's reqwest do. An injected fetch gets the URL as configured.
+ */
+function fetchWithUrlCredentials(input: string, init: RequestInit): Promise<Response> {
+  let url: URL;
+  try {
+    url = new URL(input);
+  } catch {
+    return fetch(input, init);
+  }
+  if (url.username === '' && url.password === '') return fetch(input, init);
+  const decode = (part: string) => {
+    try {
+      return decodeURIComponent(part);
+    } catch {
+      return part;
+    }
+  };
+  let binary = '';
+  for (const byte of new TextEncoder().encode(`${decode(url.username)}:${decode(url.password)}`)) binary += String.fromCharCode(byte);
+  const headers = new Headers(init.headers);
+  headers.set('authorization', `Basic ${btoa(binary)}`);
+  url.username = '';
+  url.password = '';
+  return fetch(url.href, { ...init, headers });
+}
+
 /** One endpoint's failure; `message` is fixed text, never derived from the URL or the response. */
 class AttemptFailure extends Error {}
 
@@ -158,7 +187,7 @@ const DEFAULTS = {
 };
 
 export function createReceiptFetcher(opts: ReceiptFetcherOptions = {}): ReceiptFetcher {
-  const fetchFn: FetchLike = opts.fetch ?? ((input, init) => fetch(input, init));
+  const fetchFn: FetchLike = opts.fetch ?? fetchWithUrlCredentials;
   const clock = opts.clock ?? systemClock;
   const timeoutMs = opts.timeoutMs ?? DEFAULTS.timeoutMs;
   const pollIntervalMs = opts.pollIntervalMs ?? DEFAULTS.pollIntervalMs;
