@@ -1,0 +1,342 @@
+/**
+ * The defences SECURITY.md lists, each tried: the start-up warning for a non-loopback bind
+ * without an admin token, RPC URLs (API keys in userinfo, path and query) kept out of responses,
+ * metrics and logs even when a hostile RPC echoes them back, no stack or cause in any answer,
+ * exact-match CORS, look-alike events from foreign contracts, and a dedup cache the default rate
+ * limit cannot fill.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { type Clock } from '../lib/clock.ts';
+import { createRelayServer } from '../lib/http/server.ts';
+import { createLogger } from '../lib/log.ts';
+import { createRelayPipeline } from '../lib/pipeline.ts';
+import { createMemoryOutbox } from '../lib/queue.ts';
+import type { RelayerConfig } from '../lib/types.ts';
+import { spawnTracked, stopProcess, waitForLine } from './e2e/processes.ts';
+import { testConfig } from './helpers/config.ts';
+import { createFakeClock } from './helpers/fake-clock.ts';
+import { fakeRpcFetch } from './helpers/fake-rpc.ts';
+import { startFaultyRpcServer, type FaultyRpcServer } from './helpers/faulty-rpc.ts';
+import { CCTP_V2_TRANSMITTER, dispatchLog, MAILBOX, messageSentLog, rpcReceipt, transferLogs, txHash } from './helpers/fixtures.ts';
+import { httpRequest, postJson, type RawResponse } from './helpers/http.ts';
+
+const BIN = new URL('../bin/relayer-server.ts', import.meta.url).pathname;
+const LOOPBACK_LISTEN = new URL('./helpers/loopback-listen.ts', import.meta.url).pathname;
+const ADMIN_TOKEN = 'an-admin-token-of-some-length';
+
+let rpc: FaultyRpcServer;
+const dir = mkdtempSync(join(tmpdir(), 'relayer-security-'));
+let nextTx = 0x9000;
+
+before(async () => {
+  rpc = await startFaultyRpcServer(new Map(), { mailbox: MAILBOX });
+});
+after(async () => {
+  await rpc.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function minedTx(logs = transferLogs(1, { nonce: nextTx })): string {
+  const hash = txHash(nextTx++);
+  rpc.table.set(hash, rpcReceipt(hash, logs));
+  return hash;
+}
+
+/** Moves the fake clock on until `pending` settles, so a wait that should not happen ends as a 408, not a hang. */
+async function settle<T>(clock: ReturnType<typeof createFakeClock>, pending: Promise<T>): Promise<T> {
+  let done = false;
+  void pending.then(
+    () => (done = true),
+    () => (done = true),
+  );
+  for (let i = 0; i < 100 && !done; i++) {
+    await clock.advance(500);
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+  return pending;
+}
+
+function withRpcUrls(rpcUrls: string[], overrides: Parameters<typeof testConfig>[0] = {}): RelayerConfig {
+  const base = testConfig(overrides);
+  return { ...base, chains: { ...base.chains, ethereum: { ...base.chains.ethereum, rpcUrls } } };
+}
+
+describe('start-up warning for a non-loopback bind (issue 7.5)', () => {
+  async function startBin(args: string[], config: Record<string, unknown>): Promise<string> {
+    const path = join(dir, `config-${nextTx++}.json`);
+    writeFileSync(path, JSON.stringify({
+      chains: { ethereum: { domainId: 1, mailbox: MAILBOX, cctpMessageTransmitter: CCTP_V2_TRANSMITTER, rpcUrls: [{ http: rpc.endpoint('ok') }] } },
+      db: ':memory:',
+      ...config,
+    }));
+    // The preload sends every listen() to 127.0.0.1, whatever host the server was told.
+    const proc = spawnTracked(process.execPath, ['--import', LOOPBACK_LISTEN, BIN, '--config', path, '--port', '0', ...args]);
+    try {
+      const [, url] = await waitForLine(proc, /listening on (http:\/\/127\.0\.0\.1:\d+)/, 15_000);
+      assert.equal((await httpRequest(url, { path: '/relay' })).text, 'up');
+      await waitForLine(proc, /"msg":"started"/, 5_000);
+    } finally {
+      assert.equal(await stopProcess(proc.child), 0, proc.output());
+    }
+    return proc.output();
+  }
+
+  const warned = (output: string) =>
+    output.split('\n').filter((line) => line.includes('"level":"warn"') && /non-loopback/.test(line) && /adminToken/.test(line));
+
+  test('DESIGN 2/issue 7.5: --host 0.0.0.0 without server.adminToken logs one warning naming the host', async () => {
+    const lines = warned(await startBin(['--host', '0.0.0.0'], {}));
+    assert.equal(lines.length, 1);
+    assert.equal(JSON.parse(lines[0]).host, '0.0.0.0');
+  });
+
+  test('issue 7.5: --host 0.0.0.0 with an admin token, and the loopback default without one, warn nothing', async () => {
+    const withToken = await startBin(['--host', '0.0.0.0'], { server: { adminToken: ADMIN_TOKEN } });
+    assert.equal(warned(withToken).length, 0);
+    assert.doesNotMatch(withToken, /"level":"warn"/);
+    assert.doesNotMatch(withToken, new RegExp(ADMIN_TOKEN), 'the token itself is never printed');
+    const loopback = await startBin([], {});
+    assert.doesNotMatch(loopback, /"level":"warn"/);
+  });
+});
+
+describe('RPC URLs carry API keys: never in responses, metrics or logs (DESIGN 3, issue 7.5)', () => {
+  const SECRET = /secret/i;
+
+  async function run(rpcUrls: string[], drive: (url: string, clock: ReturnType<typeof createFakeClock>) => Promise<RawResponse[]>) {
+    const clock = createFakeClock();
+    const lines: string[] = [];
+    const logger = createLogger({ level: 'debug', write: (line) => lines.push(line) });
+    const server = createRelayServer({ config: withRpcUrls(rpcUrls), clock, logger });
+    const { url } = await server.listen(0, '127.0.0.1');
+    try {
+      const responses = await drive(url, clock);
+      const metrics = await httpRequest(url, { path: '/metrics' });
+      return { responses, metrics: metrics.text, log: lines.join(''), clock };
+    } finally {
+      await server.close(100);
+    }
+  }
+
+  function assertClean(text: string, where: string): void {
+    assert.doesNotMatch(text, SECRET, `${where} holds no part of a key`);
+    assert.doesNotMatch(text, /apikey|\/v3\/|user-|pw-/i, `${where} holds no URL path, query or userinfo`);
+  }
+
+  test('keys in path and query, echoed back by hostile endpoints (500 body, JSON-RPC error): the relay fails over, nothing leaks', async () => {
+    const keyed = (fault: 'rpc-error' | 'http500' | 'http429' | 'ok') =>
+      rpc.endpoint(fault, `/v3/KEY-secret-${fault}?apikey=QUERY-secret-${fault}`);
+    const hash = minedTx();
+    const seen = rpc.paths.length;
+    const { responses, metrics, log } = await run([keyed('rpc-error'), keyed('http500'), keyed('http429'), keyed('ok')], async (url) => [
+      await postJson(url, '/relay', { origin_chain: 'ethereum', tx_hash: hash }),
+    ]);
+    assert.equal(responses[0].status, 200, responses[0].text);
+    // The keys did travel to the endpoints (the URL is used whole), and came back in their answers.
+    assert.ok(rpc.paths.slice(seen).some((p) => p.includes('KEY-secret-ok') && p.includes('apikey=QUERY-secret-ok')));
+    for (const res of responses) assertClean(res.text + JSON.stringify(res.headers), 'a response');
+    assertClean(metrics, '/metrics');
+    assertClean(log, 'the log');
+    assert.match(metrics, new RegExp(`receipt_fetch_failures_total\\{chain="ethereum",rpc="${rpc.url.replace(/[.:/]/g, '\\$&')}"\\} 3`));
+  });
+
+  test('every endpoint failing: the 408 names the chain, not a URL; the log and metrics stay clean', async () => {
+    const hash = minedTx();
+    const seen = rpc.requests('rpc-error');
+    const { responses, metrics, log } = await run(
+      [rpc.endpoint('rpc-error', '/KEY-secret-a?apikey=QUERY-secret-a'), 'http://user-secret:pw-secret@127.0.0.1:9/KEY-secret-b'],
+      async (url, clock) => {
+        const pending = postJson(url, '/relay', { origin_chain: 'ethereum', tx_hash: hash });
+        await rpc.waitForRequest('rpc-error', seen + 1);
+        return [await settle(clock, pending)];
+      },
+    );
+    assert.equal(responses[0].status, 408, responses[0].text);
+    assert.match(responses[0].json().message, /RPC endpoints of chain ethereum failed/);
+    for (const res of responses) assertClean(res.text + JSON.stringify(res.headers), 'the 408');
+    assertClean(metrics, '/metrics');
+    assertClean(log, 'the log');
+  });
+
+  test('credentials in an RPC URL are sent as HTTP Basic auth (fetch refuses URLs with credentials), and not leaked', async () => {
+    const hash = minedTx();
+    const seen = rpc.authorizations.length;
+    const url = rpc.endpoint('ok', '/KEY-secret').replace('http://', 'http://user-secret:p%40ss-secret@');
+    const { responses, log, metrics } = await run([url], async (base, clock) => [
+      await settle(clock, postJson(base, '/relay', { origin_chain: 'ethereum', tx_hash: hash })),
+    ]);
+    assert.equal(responses[0].status, 200, responses[0].text);
+    assert.equal(rpc.authorizations[seen], `Basic ${Buffer.from('user-secret:p@ss-secret').toString('base64')}`);
+    assertClean(log, 'the log');
+    assertClean(metrics, '/metrics');
+  });
+});
+
+describe('no stack, cause or internals in any answer (DESIGN 2)', () => {
+  test('an exception in the queue (multi-line message, stack, a non-Error) answers the fixed internal_error body; the log has one line, no stack', async () => {
+    const thrown: unknown[] = [
+      Object.assign(new Error('disk I/O error\n    at enqueue (/srv/relayer/lib/sqlite/outbox.ts:42:7)'), { code: 'SQLITE_IOERR' }),
+      'a string',
+      { toString: () => { throw new Error('hostile toString'); } },
+    ];
+    for (const value of thrown) {
+      const clock = createFakeClock();
+      const table = new Map();
+      const hash = txHash(nextTx++);
+      table.set(hash, rpcReceipt(hash, transferLogs(1)));
+      const lines: string[] = [];
+      const server = createRelayServer({
+        config: testConfig(),
+        clock,
+        fetch: fakeRpcFetch(table).fetch,
+        outbox: { enqueue: () => { throw value; } },
+        logger: createLogger({ level: 'debug', write: (line) => lines.push(line) }),
+      });
+      const { url } = await server.listen(0, '127.0.0.1');
+      try {
+        const res = await postJson(url, '/relay', { origin_chain: 'ethereum', tx_hash: hash });
+        assert.equal(res.status, 500);
+        assert.equal(res.text, '{"reason":"internal_error","message":"internal error"}');
+        assert.equal(res.headers['x-powered-by'], undefined);
+        assert.equal(res.headers.server, undefined);
+        const log = lines.join('');
+        assert.doesNotMatch(log, /\n\s+at |outbox\.ts:42|hostile toString/, 'no stack frame or later line of a message');
+        assert.equal(lines.filter((l) => JSON.parse(l).level === 'error').length, 1, 'one error line');
+        assert.equal(server.api.pipeline.dedup.size(), 0);
+      } finally {
+        await server.close(100);
+      }
+    }
+  });
+});
+
+describe('CORS: off by default, an exact allowlist when configured (DESIGN 2)', () => {
+  test('only the exact configured origin is allowed; look-alikes get nothing; credentials are never allowed', async () => {
+    const allowed = 'https://app.example.org';
+    const server = createRelayServer({ config: testConfig({ server: { corsOrigins: [allowed] } }), clock: createFakeClock() });
+    const { url } = await server.listen(0, '127.0.0.1');
+    try {
+      const cases: Array<[string, boolean]> = [
+        [allowed, true],
+        ['https://app.example.org.evil.example', false],
+        ['https://evil-app.example.org', false],
+        ['http://app.example.org', false],
+        ['https://app.example.org:8443', false],
+        ['https://APP.EXAMPLE.ORG', false],
+        ['https://app.example.org/', false],
+        ['null', false],
+        ['*', false],
+      ];
+      for (const [origin, ok] of cases) {
+        for (const method of ['GET', 'OPTIONS']) {
+          const res = await httpRequest(url, { method, path: '/relay', headers: { Origin: origin, 'Access-Control-Request-Method': 'POST' } });
+          assert.notEqual(res.status, 500);
+          assert.equal(res.headers['access-control-allow-origin'], ok ? origin : undefined, `${method} ${origin}`);
+          assert.equal(res.headers['access-control-allow-credentials'], undefined);
+          if (!ok) assert.equal(res.headers['access-control-allow-methods'], undefined, `${method} ${origin}`);
+          assert.match(String(res.headers.vary), /Origin/, 'caches keep answers per Origin');
+        }
+      }
+    } finally {
+      await server.close(100);
+    }
+  });
+
+  test('with no corsOrigins configured no answer carries a CORS header, whatever the Origin', async () => {
+    const server = createRelayServer({ config: testConfig(), clock: createFakeClock() });
+    const { url } = await server.listen(0, '127.0.0.1');
+    try {
+      for (const origin of ['https://app.example.org', 'null', 'http://127.0.0.1']) {
+        for (const method of ['GET', 'OPTIONS', 'POST']) {
+          const res = await httpRequest(url, { method, path: '/relay', headers: { Origin: origin, 'Access-Control-Request-Method': 'POST', 'Content-Type': 'application/json' }, body: method === 'POST' ? '{}' : undefined });
+          const cors = Object.keys(res.headers).filter((h) => h.startsWith('access-control-'));
+          assert.deepEqual(cors, [], `${method} ${origin}`);
+        }
+      }
+    } finally {
+      await server.close(100);
+    }
+  });
+});
+
+describe('look-alike events from foreign contracts (DESIGN 3)', () => {
+  const FOREIGN = '0x' + 'ee'.repeat(20);
+
+  async function relayLogs(logs: ReturnType<typeof transferLogs>): Promise<RawResponse> {
+    const server = createRelayServer({ config: withRpcUrls([rpc.endpoint('ok')]), clock: createFakeClock() });
+    const { url } = await server.listen(0, '127.0.0.1');
+    try {
+      return await postJson(url, '/relay', { origin_chain: 'ethereum', tx_hash: minedTx(logs) });
+    } finally {
+      await server.close(100);
+    }
+  }
+
+  test('copies of a real transfer emitted by a foreign contract add nothing: exactly the real message is relayed', async () => {
+    const real = transferLogs(1, { nonce: 1 });
+    const res = await relayLogs([...real, { ...real[0], address: FOREIGN }, { ...real[1], address: FOREIGN }, dispatchLog(FOREIGN, { nonce: 2 })]);
+    assert.equal(res.status, 200, res.text);
+    assert.deepEqual(res.json().messages.map((m: { nonce: number }) => m.nonce), [1]);
+  });
+
+  test('a foreign MessageSent cannot make a Mailbox Dispatch eligible; a foreign Dispatch cannot ride on a real MessageSent', async () => {
+    const a = await relayLogs([{ ...messageSentLog(), address: FOREIGN }, dispatchLog(MAILBOX, { nonce: 3 })]);
+    assert.equal(a.status, 200, a.text);
+    assert.deepEqual(a.json().messages, []);
+    const b = await relayLogs([messageSentLog(), dispatchLog(FOREIGN, { nonce: 4 })]);
+    assert.equal(b.status, 200, b.text);
+    assert.deepEqual(b.json().messages, []);
+  });
+
+  test('a log from the Mailbox that the Mailbox cannot have emitted (origin of another chain) is refused as a lying RPC: 500, nothing enqueued', async () => {
+    const res = await relayLogs([messageSentLog(), dispatchLog(MAILBOX, { origin: 8453 })]);
+    assert.equal(res.status, 500);
+    assert.equal(res.json().reason, 'internal_error');
+  });
+});
+
+describe('dedup cache exhaustion (spec 7 cache_full, DESIGN 3)', () => {
+  /** A clock the test sets by hand; timers never fire (the dedup sweep only reclaims memory). */
+  function manualClock(): Clock & { set(ms: number): void } {
+    let now = 0;
+    return { now: () => now, set: (ms) => (now = ms), setTimeout: () => 0, clearTimeout() {} };
+  }
+
+  /** Six minutes of a request every 50 ms, each for a different mined transaction. */
+  async function flood(config: RelayerConfig) {
+    const clock = manualClock();
+    const pipeline = createRelayPipeline({ config, queue: createMemoryOutbox(clock), clock, fetchReceipt: async () => ({ success: true, logs: [] }) });
+    const counts: Record<string, number> = {};
+    let maxSize = 0;
+    for (let t = 0, n = 0; t <= 6 * 60_000; t += 50, n++) {
+      clock.set(t);
+      let outcome = 'ok';
+      try {
+        await pipeline.relay({ origin_chain: 'ethereum', tx_hash: txHash(n) });
+      } catch (error) {
+        outcome = (error as { reason: string }).reason;
+      }
+      counts[outcome] = (counts[outcome] ?? 0) + 1;
+      maxSize = Math.max(maxSize, pipeline.dedup.size());
+    }
+    return { counts, maxSize };
+  }
+
+  test('with the defaults the global rate limit bounds live entries to burst + perMinute x window (600) < capacity (10 000): never cache_full', async () => {
+    const { counts, maxSize } = await flood(testConfig());
+    assert.equal(counts.cache_full, undefined);
+    assert.ok(counts.rate_limited > 0, 'the flood was over the rate limit');
+    assert.ok(maxSize <= 100 + 100 * 5, `at most 600 live entries (saw ${maxSize})`);
+    assert.ok(maxSize >= 500, `the cache did fill to the bound (saw ${maxSize})`);
+  });
+
+  test('control: a capacity below that bound does fill, and then answers cache_full (so the test above can fail)', async () => {
+    const { counts, maxSize } = await flood(testConfig({ relayApi: { dedupCapacity: 200 } }));
+    assert.ok(counts.cache_full > 0);
+    assert.equal(maxSize, 200);
+  });
+});
