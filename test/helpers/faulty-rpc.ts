@@ -25,6 +25,7 @@ export const FAULTS = [
   'endless', // 200 with a body that never ends, written as fast as the reader takes it
   'stall-body', // 200, half a JSON body, then nothing
   'null-result', // always "not mined yet"
+  'slow', // like ok, 25 ms later (keeps relays in flight)
 ] as const;
 
 export type Fault = (typeof FAULTS)[number];
@@ -146,6 +147,8 @@ export async function startFaultyRpcServer(table: ReceiptTable = new Map(), opti
         return reply(receipt);
       case 'null-result':
         return reply(null);
+      case 'slow':
+        return void setTimeout(() => reply(receipt), 25);
       case 'hang':
         return hold(req, res);
       case 'reset':
