@@ -63,6 +63,17 @@ async function start(options: { level?: LogLevel; queue?: RelayQueue; rpcUrls?: 
   return { url, port, clock, table, raw, lines, requestLines, nextCall, close: () => server.close(100) };
 }
 
+/** Sends `text` as is over a raw socket (bytes node's client would refuse) and returns the whole answer. */
+function rawExchange(port: number, text: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.end(text));
+    let answer = '';
+    socket.on('data', (c) => (answer += c));
+    socket.on('end', () => resolve(answer));
+    socket.on('error', reject);
+  });
+}
+
 describe('one JSON line per request (issue 8.2)', () => {
   test('issue 8.2: each request logs exactly one line with time, request id, route, status, reason, duration, origin chain, tx hash', async () => {
     const h = await start();
@@ -216,15 +227,8 @@ describe('X-Request-Id (issue 8.2)', () => {
       const lines = h.requestLines();
       assert.equal(lines.length, hostile.length);
       for (const line of lines) assert.match(String(line.request_id), UUID);
-      const twice = await new Promise<string>((resolve, reject) => {
-        // two X-Request-Id headers: node joins them with ", ", which the id pattern refuses
-        const socket = connect(h.port, '127.0.0.1', () =>
-          socket.end('GET /relay HTTP/1.1\r\nHost: x\r\nX-Request-Id: one\r\nX-Request-Id: two\r\nConnection: close\r\n\r\n'));
-        let text = '';
-        socket.on('data', (c) => (text += c));
-        socket.on('end', () => resolve(text));
-        socket.on('error', reject);
-      });
+      // two X-Request-Id headers: node joins them with ", ", which the id pattern refuses
+      const twice = await rawExchange(h.port, 'GET /relay HTTP/1.1\r\nHost: x\r\nX-Request-Id: one\r\nX-Request-Id: two\r\nConnection: close\r\n\r\n');
       assert.match(twice, /^HTTP\/1\.1 200/);
       assert.match(twice, /\r\nX-Request-Id: [0-9a-f-]{36}\r\n/i);
     } finally {
@@ -235,14 +239,7 @@ describe('X-Request-Id (issue 8.2)', () => {
   test('a newline in X-Request-Id never reaches a header or a log line (node refuses the request: 400)', async () => {
     const h = await start();
     try {
-      const answer = await new Promise<string>((resolve, reject) => {
-        const socket = connect(h.port, '127.0.0.1', () =>
-          socket.end('GET /relay HTTP/1.1\r\nHost: x\r\nX-Request-Id: abc\nSet-Cookie: injected=1\r\n\r\n'));
-        let text = '';
-        socket.on('data', (c) => (text += c));
-        socket.on('end', () => resolve(text));
-        socket.on('error', reject);
-      });
+      const answer = await rawExchange(h.port, 'GET /relay HTTP/1.1\r\nHost: x\r\nX-Request-Id: abc\nSet-Cookie: injected=1\r\n\r\n');
       assert.match(answer, /^HTTP\/1\.1 400/);
       assert.doesNotMatch(answer, /injected/);
       assert.doesNotMatch(h.raw.join(''), /injected/);
