@@ -1,0 +1,72 @@
+/**
+ * A short, bounded load run inside npm test (issue 7.4): 5 s of mixed requests over 100 keep-alive
+ * connections against relayer-server with a SQLite file and a fake JSON-RPC endpoint. The 60 s
+ * version is scripts/soak.ts; its figures are in RELIABILITY.md.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
+import { gauge, runLoad, startLoadTarget } from './helpers/load.ts';
+
+const DURATION_MS = 5_000;
+const CONNECTIONS = 100;
+/** Live heap after a full collection (the leak indicator): ~15-20 MB under this load. */
+const MAX_LIVE_HEAP_BYTES = 64 * 1024 * 1024;
+/** RSS ceiling, generous: V8 keeps a large young generation on a machine with plenty of memory. */
+const MAX_RSS_BYTES = 512 * 1024 * 1024;
+
+test('issue 7.4: 5 s of mixed requests at 100 connections: only documented outcomes (429s are rate_limited or duplicate_tx), no stuck reservation, outbox complete, memory bounded', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'relayer-load-'));
+  // The server forces a full collection every second and reports the heap left (memory-probe.ts).
+  process.env.RELAYER_PROBE_MS = '1000';
+  const target = await startLoadTarget(dir, { probeMemory: true });
+  try {
+    const rss: number[] = [];
+    const report = await runLoad({
+      url: target.url,
+      durationMs: DURATION_MS,
+      connections: CONNECTIONS,
+      seed: 7,
+      sampleEveryMs: 250,
+      onSample: () => {
+        const value = target.rss();
+        if (value !== undefined) rss.push(value);
+      },
+    });
+    const peak = rss.length > 0 ? Math.max(...rss) : undefined;
+    const liveHeap = target.probes.map((p) => p.heapUsed);
+    t.diagnostic(JSON.stringify({
+      requests: report.requests,
+      perSecond: report.perSecond,
+      peakRssMB: peak && Math.round(peak / 2 ** 20),
+      liveHeapMB: liveHeap.map((b) => Math.round(b / 2 ** 20)),
+      committedPairs: report.committedPairs,
+    }));
+    for (const [kind, k] of Object.entries(report.kinds)) t.diagnostic(`${kind}: ${JSON.stringify(k)}`);
+
+    assert.deepEqual(report.errors, [], 'no connection was reset or refused');
+    assert.deepEqual(report.unexpected, [], 'every answer is one its kind may have');
+    assert.ok(report.requests > 500, `the load ran (${report.requests} requests)`);
+    assert.ok(report.kinds['relay-new'].outcomes['200'] > 0 && report.kinds['relay-duplicate'].outcomes['429 duplicate_tx'] > 0);
+
+    // Once nothing is in flight (the scrape itself is), the dedup cache holds exactly the pairs
+    // answered 200: every failure released its reservation.
+    let metrics = await target.metrics();
+    for (let i = 0; i < 100 && gauge(metrics, 'hyperlane_relay_api_in_flight_requests') > 1; i++) {
+      await delay(20);
+      metrics = await target.metrics();
+    }
+    assert.equal(gauge(metrics, 'hyperlane_relay_api_in_flight_requests'), 1);
+    assert.equal(gauge(metrics, 'hyperlane_relay_api_dedup_cache_size'), report.committedPairs, 'no stuck reservation');
+    assert.equal(gauge(metrics, 'hyperlane_relay_api_outbox_depth'), report.messagesAcknowledged, 'every acknowledged message is in the outbox');
+    if (peak !== undefined) assert.ok(peak < MAX_RSS_BYTES, `peak RSS ${Math.round(peak / 2 ** 20)} MB`);
+    assert.ok(liveHeap.length >= 3, 'the memory probe reported');
+    assert.ok(Math.max(...liveHeap) < MAX_LIVE_HEAP_BYTES, `live heap ${liveHeap.map((b) => Math.round(b / 2 ** 20)).join(', ')} MB`);
+  } finally {
+    assert.equal(await target.stop(), 0, 'a clean shutdown after the load');
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
