@@ -102,6 +102,9 @@ try {
     outboxDepthAfter: depth,
     probe: values.probe,
     rss: { idle: mb(idle), peakFirstHalf: mb(peakFirst), peakSecondHalf: mb(peakSecond), fiveSecondsAfter: mb(after) },
+    serverLoopDelayMaxMs: target.probes.map((p) => p.loopDelayMaxMs).join(' '),
+    clientLoopDelayMaxMs: report.clientLoopDelayMaxMs,
+    connectionsOpened: report.connectionsOpened,
     // t: heap used / heap total / external (Buffers) / RSS, in MB, right after a full collection.
     heapAfterFullGc: target.probes.map((p) => `${Math.round(p.t / 1000)}s:${[p.heapUsed, p.heapTotal, p.external, p.rss].map((v) => Math.round(v / MB)).join('/')}`).join(' '),
     rssTimeline: samples.filter((_, i) => i % 5 === 4).map((s) => `${Math.round(s.t / 1000)}s:${Math.round(s.rss / MB)}`).join(' '),

@@ -9,6 +9,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { join } from 'node:path';
 import { spawnTracked, stopProcess, waitForLine, type Tracked } from '../e2e/processes.ts';
 import { startFaultyRpcServer, type FaultyRpcServer } from './faulty-rpc.ts';
@@ -51,6 +52,8 @@ export interface MemoryProbe {
   heapTotal: number;
   external: number;
   rss: number;
+  /** Longest event-loop stall since the previous probe. */
+  loopDelayMaxMs: number;
 }
 
 export interface LoadTarget {
@@ -88,7 +91,7 @@ export async function startLoadTarget(dir: string, options: { probeMemory?: bool
     for (const line of lines) {
       if (!line.startsWith('{"probe":"memory"')) continue;
       const m = JSON.parse(line) as MemoryProbe;
-      probes.push({ t: performance.now() - started, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, rss: m.rss });
+      probes.push({ t: performance.now() - started, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, rss: m.rss, loopDelayMaxMs: m.loopDelayMaxMs });
     }
   });
   const [, url] = await waitForLine(proc, /listening on (http:\/\/127\.0\.0\.1:\d+)/, 15_000);
@@ -129,6 +132,9 @@ interface Reply {
   text: string;
 }
 
+const opened = new WeakSet<object>();
+let connectionsOpened = 0;
+
 function send(agent: Agent, url: string, method: string, path: string, body?: string): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const target = new URL(path, url);
@@ -144,6 +150,11 @@ function send(agent: Agent, url: string, method: string, path: string, body?: st
       res.on('error', reject);
     });
     req.on('error', reject);
+    req.on('socket', (socket) => {
+      if (opened.has(socket)) return;
+      opened.add(socket);
+      connectionsOpened++;
+    });
     req.end(body);
   });
 }
@@ -193,6 +204,10 @@ export interface LoadReport {
   committedPairs: number;
   /** Messages acknowledged by 200 relays. */
   messagesAcknowledged: number;
+  /** Longest stall of this (load-generating) process's event loop: it inflates latencies too. */
+  clientLoopDelayMaxMs: number;
+  /** TCP connections the workers opened (= connections when keep-alive held throughout). */
+  connectionsOpened: number;
 }
 
 /** Park-Miller generator: the same mix on every run with the same seed. */
@@ -263,6 +278,9 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
     }
   }
 
+  const loop = monitorEventLoopDelay({ resolution: 10 });
+  loop.enable();
+  const openedBefore = connectionsOpened;
   const started = performance.now();
   const deadline = started + options.durationMs;
   let requests = 0;
@@ -313,6 +331,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
   } finally {
     if (sampler) clearInterval(sampler);
     agent.destroy();
+    loop.disable();
   }
   const durationMs = performance.now() - started;
   const report: Record<string, KindReport> = {};
@@ -335,5 +354,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
     errors,
     committedPairs: committed.size,
     messagesAcknowledged,
+    clientLoopDelayMaxMs: Math.round(loop.max / 1e6),
+    connectionsOpened: connectionsOpened - openedBefore,
   };
 }
