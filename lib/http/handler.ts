@@ -121,13 +121,15 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
   function send(ex: Exchange, status: number, body: string, type: string, headers: Record<string, string> = {}): void {
     const { res } = ex;
     if (res.headersSent) return;
-    res.statusCode = status;
-    res.setHeader('Content-Type', type);
-    res.setHeader('Content-Length', Buffer.byteLength(body));
-    res.setHeader('Cache-Control', 'no-store');
-    res.setHeader('X-Content-Type-Options', 'nosniff');
-    res.setHeader('X-Request-Id', ex.id);
-    for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+    // One writeHead instead of a setHeader per field: each setHeader validates and stores its field.
+    res.writeHead(status, {
+      'Content-Type': type,
+      'Content-Length': Buffer.byteLength(body),
+      'Cache-Control': 'no-store',
+      'X-Content-Type-Options': 'nosniff',
+      'X-Request-Id': ex.id,
+      ...headers,
+    });
     res.end(ex.req.method === 'HEAD' ? undefined : body);
   }
 
@@ -210,13 +212,17 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
 
   async function route(ex: Exchange): Promise<void> {
     const { req } = ex;
-    let url: URL;
-    try {
-      url = new URL(req.url ?? '/', 'http://localhost');
-    } catch {
-      throw new RelayError('not_found', 'no such endpoint');
+    const target = req.url ?? '/';
+    // A request line that is exactly a route (the usual case) has nothing to normalise or query.
+    let url: URL | undefined;
+    if (!Object.hasOwn(ALLOW, target)) {
+      try {
+        url = new URL(target, 'http://localhost');
+      } catch {
+        throw new RelayError('not_found', 'no such endpoint');
+      }
     }
-    const path = url.pathname as Route;
+    const path = (url === undefined ? target : url.pathname) as Route;
     const allow = Object.hasOwn(ALLOW, path) ? ALLOW[path] : undefined;
     if (allow === undefined || (path === '/merkle_tree_insertions' && merkle === undefined) ||
         (path === '/openapi.json' && options.openapi === undefined)) {
@@ -243,7 +249,7 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
     if (path === '/relay' && method === 'GET') return send(ex, 200, 'up', 'text/plain; charset=utf-8');
     if (path === '/relay' && method === 'POST') return postRelay(ex);
     if (path === '/merkle_tree_insertions' && method === 'POST') return postMerkle(ex, merkle!);
-    if (path === '/merkle_tree_insertions' && method === 'GET') return getMerkle(ex, merkle!, url);
+    if (path === '/merkle_tree_insertions' && method === 'GET') return getMerkle(ex, merkle!, url ?? new URL(target, 'http://localhost'));
     if (path === '/metrics' && method === 'GET') {
       return send(ex, 200, metrics.render(), 'text/plain; version=0.0.4; charset=utf-8');
     }
