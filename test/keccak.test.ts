@@ -4,8 +4,10 @@
  * from an independent implementation (@noble/hashes), never from the code under test.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { keccak_256 } from '@noble/hashes/sha3.js';
 import { keccak256 } from '../lib/keccak.ts';
 
@@ -119,4 +121,10 @@ test('DESIGN keccak256: input that is not a Uint8Array is rejected, not hashed a
   assert.throws(() => keccak256('abc' as unknown as Uint8Array), TypeError);
   assert.throws(() => keccak256([1, 2, 3] as unknown as Uint8Array), TypeError);
   assert.throws(() => keccak256(new Uint32Array(4) as unknown as Uint8Array), TypeError);
+});
+
+test('DESIGN keccak256: lib/keccak-f.generated.ts is exactly what scripts/gen-keccak.ts derives from the reference definitions', () => {
+  const script = fileURLToPath(new URL('../scripts/gen-keccak.ts', import.meta.url));
+  const run = spawnSync(process.execPath, [script, '--check'], { encoding: 'utf8' });
+  assert.equal(run.status, 0, run.stderr);
 });
