@@ -11,11 +11,11 @@ export function bytesToHex(bytes: Uint8Array): string {
   return out;
 }
 
-function nibble(code: number): number {
-  if (code >= 48 && code <= 57) return code - 48; // 0-9
-  if (code >= 97 && code <= 102) return code - 87; // a-f
-  if (code >= 65 && code <= 70) return code - 55; // A-F
-  return -1;
+/** Nibble value of an ASCII hex digit (either case), -1 for every other code below 128. */
+const NIBBLE = new Int8Array(128).fill(-1);
+for (let i = 0; i < 16; i++) {
+  NIBBLE['0123456789abcdef'.charCodeAt(i)] = i;
+  NIBBLE['0123456789ABCDEF'.charCodeAt(i)] = i;
 }
 
 /**
@@ -25,22 +25,26 @@ function nibble(code: number): number {
 export function hexToBytes(hex: string): Uint8Array | undefined {
   if (typeof hex !== 'string' || hex.length < 2 || hex.length % 2 !== 0) return undefined;
   if (hex.charCodeAt(0) !== 48 || (hex.charCodeAt(1) | 0x20) !== 120) return undefined; // "0x" / "0X"
-  const out = new Uint8Array((hex.length - 2) / 2);
-  for (let i = 0, j = 2; i < out.length; i++, j += 2) {
-    const hi = nibble(hex.charCodeAt(j));
-    const lo = nibble(hex.charCodeAt(j + 1));
-    if (hi < 0 || lo < 0) return undefined;
+  const length = (hex.length - 2) >> 1;
+  const out = new Uint8Array(length);
+  for (let i = 0, j = 2; i < length; i++, j += 2) {
+    const a = hex.charCodeAt(j);
+    const b = hex.charCodeAt(j + 1);
+    const hi = NIBBLE[a & 127];
+    const lo = NIBBLE[b & 127];
+    // A code of 128 or more is never hex, though its low 7 bits may look like a digit.
+    if ((hi | lo) < 0 || (a | b) > 127) return undefined;
     out[i] = (hi << 4) | lo;
   }
   return out;
 }
 
+const HEX_STRING = /^0x[0-9a-fA-F]*$/;
+
 /** True for "0x" followed by exactly `bytes` bytes of hex, any case. */
 export function isHexOfLength(value: unknown, bytes: number): value is string {
   if (typeof value !== 'string' || value.length !== 2 + bytes * 2) return false;
-  if (value.charCodeAt(0) !== 48 || value.charCodeAt(1) !== 120) return false; // lower-case 0x only
-  for (let i = 2; i < value.length; i++) if (nibble(value.charCodeAt(i)) < 0) return false;
-  return true;
+  return HEX_STRING.test(value); // lower-case 0x only, digits in either case
 }
 
 export function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
