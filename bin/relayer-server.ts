@@ -7,6 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
 import { ConfigError, defaultConfig, parseConfig } from '../lib/config.ts';
+import { createLineSink } from '../lib/http/log-sink.ts';
 import { createRelayServer } from '../lib/http/server.ts';
 import { createLogger, isLogLevel, LOG_LEVELS, type LogLevel } from '../lib/log.ts';
 import { openStore } from '../lib/sqlite/index.ts';
@@ -116,7 +117,10 @@ async function main(): Promise<void> {
   if (!isLogLevel(level)) fail(2, `--log-level must be one of ${LOG_LEVELS.join(', ')}`);
   const config = loadConfig(flags.config);
   applyFlags(config, flags);
-  const logger = createLogger({ level: level as LogLevel, write: (line) => process.stdout.write(line) });
+  // Log lines of one event-loop turn go out in one write; whatever waits is written on exit.
+  const sink = createLineSink(process.stdout);
+  process.on('exit', () => sink.flush());
+  const logger = createLogger({ level: level as LogLevel, write: sink.write });
 
   let store: ReturnType<typeof openStore>;
   try {
@@ -149,7 +153,8 @@ async function main(): Promise<void> {
     relay_chains: config.relayChains.length,
     db: config.db,
   });
-  process.stdout.write(`relayer-server listening on ${address.url}\n`);
+  sink.write(`relayer-server listening on ${address.url}\n`);
+  sink.flush();
 
   let stopping = false;
   const stop = async (signal: string) => {

@@ -27,9 +27,19 @@ export function isLogLevel(value: unknown): value is LogLevel {
 export function createLogger(options: LoggerOptions): Logger {
   const threshold = LOG_LEVELS.indexOf(options.level ?? 'info');
   const now = options.now ?? Date.now;
-  const emit = (level: LogLevel) => (msg: string, fields?: Record<string, unknown>) => {
-    if (LOG_LEVELS.indexOf(level) < threshold) return;
-    options.write(JSON.stringify({ time: new Date(now()).toISOString(), level, msg, ...fields }) + '\n');
+  // Under load many lines share a millisecond: format its timestamp once.
+  let lastMs = NaN;
+  let lastTime = '';
+  const emit = (level: LogLevel) => {
+    if (LOG_LEVELS.indexOf(level) < threshold) return () => {};
+    return (msg: string, fields?: Record<string, unknown>) => {
+      const ms = now();
+      if (ms !== lastMs) {
+        lastMs = ms;
+        lastTime = new Date(ms).toISOString();
+      }
+      options.write(JSON.stringify({ time: lastTime, level, msg, ...fields }) + '\n');
+    };
   };
   return { debug: emit('debug'), info: emit('info'), warn: emit('warn'), error: emit('error') };
 }

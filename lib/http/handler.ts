@@ -267,10 +267,7 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
       route: 'unknown',
     };
     inFlight++;
-    let finished = false;
     const done = () => {
-      if (finished) return;
-      finished = true;
       inFlight--;
       const seconds = (clock.now() - started) / 1000;
       // A connection closed before the answer was sent must not count as the default 200: it gets
@@ -294,7 +291,7 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
         messages: ex.messages,
       });
     };
-    res.once('finish', done);
+    // 'close' follows 'finish' on every answered response and also ends one whose client left.
     res.once('close', done);
     route(ex).catch((thrown: unknown) => {
       const error = toRelayError(thrown);

@@ -3,3 +3,4 @@ export { createRelayApi, type RelayApi, type RelayApiOptions } from './handler.t
 export { createRelayServer, type RelayServer, type RelayServerOptions } from './server.ts';
 export { createMetricsRegistry, type MetricsRegistry, type Counter, type Histogram } from './metrics.ts';
 export { readBody } from './body.ts';
+export { createLineSink, type LineSink, type LineSinkOptions } from './log-sink.ts';

@@ -52,6 +52,40 @@ function labelText(labels: Labels, extra?: [string, string]): string {
   return parts.length === 0 ? '' : `{${parts.join(',')}}`;
 }
 
+/**
+ * The series of a family by labels. The canonical key (sorted, validated, escaped label text) is
+ * built once per distinct labels object shape and values; later lookups use a cheap key made of
+ * the names and values in the caller's order, so counting a request costs a string join and one
+ * map lookup instead of a sort, regex checks and escaping (bench/http.ts: about 1 us a request).
+ */
+function seriesTable<T extends { labels: Labels }>(create: (labels: Labels) => T): { get(labels: Labels): T; values(): IterableIterator<T> } {
+  const canonical = new Map<string, T>();
+  const fast = new Map<string, T>();
+  return {
+    get(labels) {
+      let key = '';
+      // Length-prefixed, so no name or value, whatever it contains, can make two label sets meet.
+      for (const name in labels) {
+        const value = labels[name];
+        key += `${name.length}:${name}${value.length}:${value}`;
+      }
+      let entry = fast.get(key);
+      if (entry === undefined) {
+        const text = labelText(labels);
+        entry = canonical.get(text);
+        if (entry === undefined) {
+          entry = create({ ...labels });
+          canonical.set(text, entry);
+        }
+        // Bounded like the canonical map: only distinct label sets (and their key orders) land here.
+        fast.set(key, entry);
+      }
+      return entry;
+    },
+    values: () => canonical.values(),
+  };
+}
+
 function formatNumber(value: number): string {
   if (Number.isNaN(value)) return 'NaN';
   if (value === Infinity) return '+Inf';
@@ -70,7 +104,7 @@ export function createMetricsRegistry(): MetricsRegistry {
 
   return {
     counter(name, help) {
-      const series = new Map<string, { labels: Labels; value: number }>();
+      const series = seriesTable((labels) => ({ labels, value: 0 }));
       register({
         name,
         help,
@@ -81,17 +115,14 @@ export function createMetricsRegistry(): MetricsRegistry {
         inc(labels = {}, by = 1) {
           // A counter that goes down breaks rate() and increase() for every scraper.
           if (!(by >= 0 && by !== Infinity)) throw new Error(`counter ${name}: invalid increment ${by}`);
-          const key = labelText(labels);
-          const entry = series.get(key);
-          if (entry) entry.value += by;
-          else series.set(key, { labels: { ...labels }, value: by });
+          series.get(labels).value += by;
         },
       };
     },
 
     histogram(name, help, buckets = DEFAULT_BUCKETS) {
       const bounds = [...buckets].sort((a, b) => a - b);
-      const series = new Map<string, { labels: Labels; counts: number[]; sum: number; count: number }>();
+      const series = seriesTable((labels) => ({ labels, counts: new Array<number>(bounds.length).fill(0), sum: 0, count: 0 }));
       register({
         name,
         help,
@@ -114,12 +145,7 @@ export function createMetricsRegistry(): MetricsRegistry {
       return {
         observe(labels, seconds) {
           if (Object.hasOwn(labels, 'le')) throw new Error(`histogram ${name}: "le" is the bucket label`);
-          const key = labelText(labels);
-          let entry = series.get(key);
-          if (!entry) {
-            entry = { labels: { ...labels }, counts: new Array(bounds.length).fill(0), sum: 0, count: 0 };
-            series.set(key, entry);
-          }
+          const entry = series.get(labels);
           const i = bounds.findIndex((bound) => seconds <= bound);
           if (i >= 0) entry.counts[i]++;
           entry.sum += seconds;
