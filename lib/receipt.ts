@@ -161,11 +161,29 @@ export function parseReceipt(value: unknown, txHash: string): Receipt {
   return { success: value.status === '0x1', logs: value.logs.map(parseLog) };
 }
 
+/** Stateless when used without `stream`, so one instance serves every response. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * A signal that aborts with `outer`'s reason when `outer` aborts, and also through `local`.
+ * Cheaper than AbortSignal.any (no weak references for the GC to sweep) and undone by the
+ * returned function, which every caller runs in `finally`.
+ */
+function follow(outer: AbortSignal, local: AbortController): () => void {
+  if (outer.aborted) {
+    local.abort(outer.reason);
+    return () => {};
+  }
+  const onAbort = () => local.abort(outer.reason);
+  outer.addEventListener('abort', onAbort, { once: true });
+  return () => outer.removeEventListener('abort', onAbort);
+}
+
 /** The JSON-RPC `result` for request `id`: a Receipt, or null when not mined yet. */
 function parseRpcResponse(body: Uint8Array, id: number, txHash: string): Receipt | null {
   let json: unknown;
   try {
-    json = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(body));
+    json = JSON.parse(UTF8.decode(body));
   } catch {
     fail('invalid JSON');
   }
@@ -201,7 +219,8 @@ export function createReceiptFetcher(opts: ReceiptFetcherOptions = {}): ReceiptF
     const id = nextId++;
     const local = new AbortController();
     const timer = clock.setTimeout(() => local.abort(new AttemptFailure('attempt timed out')), attemptTimeoutMs);
-    const signal = AbortSignal.any([outer, local.signal]);
+    const unfollow = follow(outer, local);
+    const signal = local.signal;
     try {
       let response: Response;
       try {
@@ -229,6 +248,7 @@ export function createReceiptFetcher(opts: ReceiptFetcherOptions = {}): ReceiptF
       if (local.signal.aborted) throw local.signal.reason;
       throw new AttemptFailure('transport error', { cause: err });
     } finally {
+      unfollow();
       clock.clearTimeout(timer);
     }
   }
@@ -251,7 +271,8 @@ export function createReceiptFetcher(opts: ReceiptFetcherOptions = {}): ReceiptF
     }
     const deadline = new AbortController();
     const timer = clock.setTimeout(() => deadline.abort(new AttemptFailure('deadline')), timeoutMs);
-    const signal = callerSignal ? AbortSignal.any([deadline.signal, callerSignal]) : deadline.signal;
+    const unfollow = callerSignal ? follow(callerSignal, deadline) : () => {};
+    const signal = deadline.signal;
     // Whether any endpoint answered (with null) during the wait, for the timeout's message.
     let answered = false;
     try {
@@ -281,6 +302,7 @@ export function createReceiptFetcher(opts: ReceiptFetcherOptions = {}): ReceiptF
       if (deadline.signal.aborted) throw timeoutError(chain, answered);
       throw err;
     } finally {
+      unfollow();
       clock.clearTimeout(timer);
     }
   };
