@@ -86,10 +86,11 @@ describe('one JSON line per request (issue 8.2)', () => {
       const missing = await httpRequest(h.url, { path: '/nothing/here' });
       const probe = await httpRequest(h.url, { path: '/relay' });
       const lines = h.requestLines();
-      assert.equal(lines.length, 5, 'one line per request');
+      assert.equal(lines.length, 4, 'one line per request, but the successful health check (debug level)');
+      assert.equal(probe.status, 200);
 
-      const [l1, l2, l3, l4, l5] = lines;
-      for (const [line, res] of [[l1, ok], [l2, dup], [l3, bad], [l4, missing], [l5, probe]] as const) {
+      const [l1, l2, l3, l4] = lines;
+      for (const [line, res] of [[l1, ok], [l2, dup], [l3, bad], [l4, missing]] as const) {
         assert.equal(line.level, 'info');
         assert.equal(line.time, new Date(h.clock.now()).toISOString());
         assert.equal(line.request_id, res.headers['x-request-id'], 'the id the client got');
@@ -104,7 +105,21 @@ describe('one JSON line per request (issue 8.2)', () => {
       assert.deepEqual([l3.status, l3.reason, l3.origin_chain, l3.tx_hash], [400, 'invalid_request', undefined, undefined],
         'nothing unvalidated from the body is logged');
       assert.deepEqual([l4.route, l4.status, l4.reason], ['unknown', 404, 'not_found'], 'unknown paths are not logged as sent');
-      assert.deepEqual([l5.method, l5.route, l5.status, l5.reason], ['GET', '/relay', 200, undefined]);
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('a successful health check (GET/HEAD /relay) is logged at debug, a refused one at info', async () => {
+    const h = await start({ level: 'debug' });
+    try {
+      const probe = await httpRequest(h.url, { path: '/relay' });
+      const head = await httpRequest(h.url, { path: '/relay', method: 'HEAD' });
+      const refused = await httpRequest(h.url, { path: '/relay', method: 'DELETE' });
+      const [l1, l2, l3] = h.requestLines();
+      assert.deepEqual([l1.level, l1.method, l1.route, l1.status, l1.request_id], ['debug', 'GET', '/relay', 200, probe.headers['x-request-id']]);
+      assert.deepEqual([l2.level, l2.method, l2.status, l2.request_id], ['debug', 'HEAD', 200, head.headers['x-request-id']]);
+      assert.deepEqual([l3.level, l3.method, l3.status, l3.reason], ['info', 'DELETE', 405, 'method_not_allowed']);
     } finally {
       await h.close();
     }
@@ -198,7 +213,7 @@ describe('log level (issue 8.2)', () => {
 
 describe('X-Request-Id (issue 8.2)', () => {
   test('a safe X-Request-Id is echoed and logged; a missing one is generated (UUID v4), distinct per request', async () => {
-    const h = await start();
+    const h = await start({ level: 'debug' }); // GET /relay is logged at debug
     try {
       const safe = ['abc-123', 'A.b_c:d-e', 'x'.repeat(128), '0'];
       for (const id of safe) {
@@ -217,7 +232,7 @@ describe('X-Request-Id (issue 8.2)', () => {
   });
 
   test('a hostile X-Request-Id (too long, quotes, spaces, markup, non-ASCII, two values) is replaced, never echoed or logged', async () => {
-    const h = await start();
+    const h = await start({ level: 'debug' });
     try {
       const hostile = ['x'.repeat(129), 'a"b', "a'b", 'a b', '<script>', '{"x":1}', 'id\\u000a', 'ümlaut', '', 'a,b'];
       for (const id of hostile) {

@@ -279,7 +279,9 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
       }
       responses.inc({ route: ex.route, code: String(status) });
       duration.observe({ route: ex.route }, seconds);
-      logger.info('request', {
+      // A successful health check (GET or HEAD /relay) is logged at debug: probes from load
+      // balancers and orchestrators come every few seconds and would bury the relay requests.
+      const fields = {
         request_id: ex.id,
         method: req.method,
         route: ex.route,
@@ -289,7 +291,9 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
         origin_chain: ex.originChain,
         tx_hash: ex.txHash,
         messages: ex.messages,
-      });
+      };
+      if (ex.route === '/relay' && status === 200 && req.method !== 'POST') logger.debug('request', fields);
+      else logger.info('request', fields);
     };
     // 'close' follows 'finish' on every answered response and also ends one whose client left.
     res.once('close', done);

@@ -2,9 +2,9 @@
  * A log sink for node streams that writes the lines of one event-loop turn in one call.
  *
  * process.stdout is synchronous for files and pipes on Linux, so a write per request log line is a
- * write(2) per request: with the request log on, that system call was a third of the server's CPU
- * time for GET /relay (bench/http.ts under `node --cpu-prof`). Lines are gathered and written
- * together from setImmediate, or at once when `maxBytes` are waiting. The order of lines is kept.
+ * write(2) per request, the largest single item of a CPU profile of GET /relay under load
+ * (bench/http.ts with BENCH_CPU_PROF). Lines are gathered and written together `delayMs` after the
+ * first of them, or at once when `maxBytes` are waiting. The order of lines is kept.
  *
  * What can be lost: lines of the current turn when the process is killed with SIGKILL. A normal
  * exit loses nothing as long as the owner calls flush() on process 'exit' (relayer-server does).
