@@ -1,0 +1,131 @@
+/**
+ * POST /merkle_tree_insertions with 10 000 records over HTTP (our server in a child process, a
+ * SQLite file, synchronous=FULL), against the floor a user could write by hand: a node:sqlite
+ * prepared INSERT loop in one transaction on a plain table, same pragmas, in this process.
+ * A third contender, our store's insertMerkle called in-process, splits the HTTP + JSON +
+ * validation cost from the cost of our table's STRICT/CHECK constraints.
+ * Every run writes 10 000 new leaves (the tables grow as they would in service).
+ * Run alone: node bench/merkle.ts
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { openStore } from '../lib/sqlite/index.ts';
+import { parseJsonBody, validateMerkleRequest } from '../lib/validate.ts';
+import type { MerkleInsertion } from '../lib/types.ts';
+import { startServer } from './http.ts';
+import { formatOps, median, printTable } from './lib.ts';
+import type { BenchRow } from './run.ts';
+
+const RECORDS = 10_000;
+
+function records(round: number): MerkleInsertion[] {
+  const out: MerkleInsertion[] = new Array(RECORDS);
+  for (let i = 0; i < RECORDS; i++) {
+    const leaf = round * RECORDS + i;
+    out[i] = {
+      chain: 1,
+      insertion_block_number: 20_000_000 + leaf,
+      leaf_index: leaf,
+      message_id: '0x' + (leaf * 2654435761).toString(16).padStart(64, '0').slice(-64),
+    };
+  }
+  return out;
+}
+
+function post(url: string, agent: Agent, body: Buffer): Promise<{ status: number; text: string }> {
+  const target = new URL('/merkle_tree_insertions', url);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      { host: target.hostname, port: target.port, path: target.pathname, method: 'POST', agent,
+        headers: { 'content-type': 'application/json', 'content-length': body.length } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** The hand-written floor: one prepared statement, one transaction, the same durability pragmas. */
+function rawLoop(path: string): (rows: MerkleInsertion[]) => void {
+  const db = new DatabaseSync(path);
+  db.exec('PRAGMA journal_mode = WAL');
+  db.exec('PRAGMA synchronous = FULL');
+  db.exec(`CREATE TABLE merkle (chain INTEGER NOT NULL, leaf_index INTEGER NOT NULL,
+           insertion_block_number INTEGER NOT NULL, message_id TEXT NOT NULL,
+           PRIMARY KEY (chain, leaf_index)) WITHOUT ROWID`);
+  const insert = db.prepare('INSERT OR REPLACE INTO merkle (chain, leaf_index, insertion_block_number, message_id) VALUES (?, ?, ?, ?)');
+  return (rows) => {
+    db.exec('BEGIN IMMEDIATE');
+    for (const r of rows) insert.run(r.chain, r.leaf_index, r.insertion_block_number, r.message_id);
+    db.exec('COMMIT');
+  };
+}
+
+export async function run(options: { rounds?: number } = {}): Promise<BenchRow[]> {
+  const rounds = options.rounds ?? 9;
+  const dir = mkdtempSync(join(tmpdir(), 'relayer-bench-merkle-'));
+  const server = await startServer('relay', { merkle: true, log: true });
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  const store = openStore(join(dir, 'store.db'));
+  const raw = rawLoop(join(dir, 'raw.db'));
+  try {
+    // Round 0 warms every contender up and is not counted.
+    const data = Array.from({ length: rounds + 1 }, (_, round) => records(round));
+    const bodies = data.map((rows) => Buffer.from(JSON.stringify({ merkle_tree_insertions: rows })));
+    const times: Record<'http' | 'store' | 'raw' | 'parse', number[]> = { http: [], store: [], raw: [], parse: [] };
+    for (let round = 0; round <= rounds; round++) {
+      const contenders: [keyof typeof times, () => Promise<void> | void][] = [
+        ['http', async () => {
+          const res = await post(server.url, agent, bodies[round]);
+          if (res.status !== 200 || JSON.parse(res.text).count !== RECORDS) throw new Error(`merkle POST: ${res.status} ${res.text.slice(0, 200)}`);
+        }],
+        ['store', () => void store.insertMerkle(data[round])],
+        ['raw', () => raw(data[round])],
+        // What the HTTP path adds before the store: decoding, JSON.parse and validation of the body.
+        ['parse', () => void validateMerkleRequest(parseJsonBody(new TextDecoder('utf-8', { fatal: true }).decode(bodies[round])))],
+      ];
+      for (let k = 0; k < contenders.length; k++) {
+        const [name, fn] = contenders[(round + k) % contenders.length];
+        const start = performance.now();
+        await fn();
+        if (round > 0) times[name].push(performance.now() - start);
+      }
+    }
+    const rowsPerSecond = (ms: number[]) => (RECORDS * 1000) / median(ms);
+    const http = rowsPerSecond(times.http);
+    const inStore = rowsPerSecond(times.store);
+    const floor = rowsPerSecond(times.raw);
+    console.log(`\n## POST /merkle_tree_insertions, ${RECORDS} records (${(bodies[1].length / 1024).toFixed(0)} KiB), median of ${rounds} rounds`);
+    printTable(['contender', 'ms', 'rows/s', 'vs raw loop'], [
+      ['ours over HTTP (child process: body, JSON, validation, store)', median(times.http).toFixed(1), formatOps(http), `${(http / floor).toFixed(2)}x`],
+      ['ours, store.insertMerkle in-process (STRICT + CHECK table)', median(times.store).toFixed(1), formatOps(inStore), `${(inStore / floor).toFixed(2)}x`],
+      ['raw node:sqlite prepared-insert loop, one transaction', median(times.raw).toFixed(1), formatOps(floor), '1.00x'],
+      ['(part of ours) UTF-8 decode + JSON.parse + validateMerkleRequest, in-process', median(times.parse).toFixed(1), '', ''],
+    ]);
+    return [
+      {
+        what: `POST /merkle_tree_insertions ${RECORDS / 1000}k rows`,
+        ours: `${formatOps(http)} rows/s`,
+        peer: `${formatOps(floor)} rows/s (raw sqlite loop)`,
+        ratio: http / floor,
+        target: '>= 0.7x',
+        met: http / floor >= 0.7,
+      },
+    ];
+  } finally {
+    agent.destroy();
+    store.close();
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (import.meta.main) await run();

@@ -1,0 +1,123 @@
+/**
+ * One server under test, in its own process so the load generator never shares its event loop.
+ * Started by bench/http.ts, bench/merkle.ts and bench/memory.ts with child_process.fork:
+ *
+ *   node bench/server-child.ts <kind> [options JSON]
+ *
+ * kinds: `bare` (the peer: plain node:http answering "up" and JSON), `relay` (our server as
+ * relayer-server wires it: metrics, a JSON log line per request to stdout (batched per event-loop turn), an outbox, the merkle
+ * store when `db` is given). It reports `{ port }` over IPC once listening, and answers
+ * `{ type: 'memory', gc }` with process.memoryUsage() (after a full GC when asked).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createLineSink } from '../lib/http/log-sink.ts';
+import { createRelayServer } from '../lib/http/server.ts';
+import { createLogger, silentLogger } from '../lib/log.ts';
+import { createMemoryOutbox } from '../lib/queue.ts';
+import type { FetchLike } from '../lib/receipt.ts';
+import { openStore, type RelayerStore } from '../lib/sqlite/index.ts';
+import type { RelayerConfig } from '../lib/types.ts';
+import { testConfig } from '../test/helpers/config.ts';
+import { rpcReceipt, transferLogs } from '../test/helpers/fixtures.ts';
+
+export interface RelayChildOptions {
+  /** 'memory' (default) or 'sqlite' (a fresh file in a temporary directory, synchronous=FULL). */
+  outbox?: 'memory' | 'sqlite';
+  /** Serve the merkle endpoints from a fresh SQLite file. */
+  merkle?: boolean;
+  /** Write the request log (JSON lines to stdout, as relayer-server does). Default true. */
+  log?: boolean;
+  /** A different message (nonce) per transaction, so a durable outbox really writes each. */
+  distinctMessages?: boolean;
+  relayApi?: Partial<RelayerConfig['relayApi']>;
+}
+
+const TX_PLACEHOLDER = '0x' + 'ee'.repeat(32);
+
+/**
+ * An RPC that answers at once, in process: every transaction hash has a receipt with one CCTP
+ * transfer (a MessageSent and a Dispatch), so POST /relay accepts one message per request.
+ */
+function instantRpc(distinctMessages: boolean): FetchLike {
+  const receipt = rpcReceipt(TX_PLACEHOLDER, transferLogs(1, { nonce: 0 }));
+  const template = JSON.stringify({ jsonrpc: '2.0', id: 999_999_999, result: receipt });
+  // The Dispatch data: offset word, length word, then version (1 byte) and the 4-byte nonce.
+  const dispatchData = (receipt.logs as { data: string }[])[1].data;
+  const nonceAt = 2 + 128 + 2;
+  return async (_url, init) => {
+    const request = JSON.parse(String(init.body)) as { id: number; params: [string] };
+    const hash = request.params[0];
+    let text = template;
+    if (distinctMessages) {
+      text = text.replace(dispatchData, dispatchData.slice(0, nonceAt) + hash.slice(-8) + dispatchData.slice(nonceAt + 8));
+    }
+    text = text.split(TX_PLACEHOLDER).join(hash).replace('999999999', String(request.id));
+    return new Response(text, { status: 200, headers: { 'content-type': 'application/json' } });
+  };
+}
+
+function bare(): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    if (req.method === 'GET') {
+      res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8', 'content-length': 2 }).end('up');
+      return;
+    }
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { tx_hash?: string };
+      const text = JSON.stringify({ messages: [{ message_id: body.tx_hash, origin: 1, destination: 8453, nonce: 0 }] });
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
+    });
+  };
+}
+
+async function main(): Promise<void> {
+  const [kind, json] = process.argv.slice(2);
+  const options = JSON.parse(json ?? '{}') as RelayChildOptions;
+  let port: number;
+  let cleanup = () => {};
+  if (kind === 'bare') {
+    const server = createServer(bare());
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as AddressInfo).port;
+  } else if (kind === 'relay') {
+    const config = testConfig({ relayApi: options.relayApi });
+    let store: RelayerStore | undefined;
+    if (options.outbox === 'sqlite' || options.merkle) {
+      const dir = mkdtempSync(join(tmpdir(), 'relayer-bench-'));
+      store = openStore(join(dir, 'relayer.db'));
+      cleanup = () => {
+        store?.close();
+        rmSync(dir, { recursive: true, force: true });
+      };
+    }
+    const relay = createRelayServer({
+      config,
+      outbox: options.outbox === 'sqlite' ? store!.outbox : createMemoryOutbox(),
+      merkle: options.merkle ? store : undefined,
+      fetch: instantRpc(options.distinctMessages ?? false),
+      logger: options.log === false ? silentLogger : createLogger({ level: 'info', write: createLineSink(process.stdout).write }),
+    });
+    port = (await relay.listen(0, '127.0.0.1')).port;
+  } else {
+    throw new Error(`unknown server kind ${kind}`);
+  }
+  process.on('message', (message: { type: string; gc?: boolean }) => {
+    if (message.type === 'memory') {
+      if (message.gc) (globalThis as { gc?: () => void }).gc?.();
+      process.send!({ type: 'memory', ...process.memoryUsage() });
+    }
+  });
+  process.on('disconnect', () => {
+    cleanup();
+    process.exit(0);
+  });
+  process.send!({ type: 'ready', port });
+}
+
+await main();
