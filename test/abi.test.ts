@@ -6,6 +6,7 @@ import { keccak_256 } from '@noble/hashes/sha3.js';
 import { DecodeError, DISPATCH_TOPIC, MESSAGE_SENT_TOPIC, decodeDispatchLog, decodeMessageSentLog, decodeBytesData } from '../lib/abi.ts';
 import { bytesToHex, concatBytes, hexToBytes } from '../lib/hex.ts';
 import type { Log } from '../lib/types.ts';
+import { decodeCode } from './helpers/decode-error.ts';
 
 const abi = parseAbi([
   'event Dispatch(address indexed sender, uint32 indexed destination, bytes32 indexed recipient, bytes message)',
@@ -23,16 +24,6 @@ function dispatchLog(sender: Hex, destination: number, recipient: Hex, message: 
 function messageSentLog(message: Hex): Log {
   const topics = encodeEventTopics({ abi, eventName: 'MessageSent' });
   return { address: MAILBOX, topics: topics as string[], data: hexToBytes(encodeAbiParameters([{ type: 'bytes' }], [message]))! };
-}
-
-function decodeCode(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (error) {
-    assert.ok(error instanceof DecodeError, `expected DecodeError, got ${String(error)}`);
-    return error.code;
-  }
-  assert.fail('expected a DecodeError');
 }
 
 test('event topics: DISPATCH_TOPIC and MESSAGE_SENT_TOPIC are keccak256 of the signatures (noble, known hex)', () => {

@@ -1,11 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { encodeAbiParameters, encodeEventTopics, encodePacked, getAddress, keccak256 as viemKeccak, parseAbi, toHex, type Hex } from 'viem';
-import { DecodeError } from '../lib/abi.ts';
 import { CCTP_V2_MESSAGE_VERSION, DEFAULT_CCTP_V2_TRANSMITTER, extractMessages, parseCctpV2Message } from '../lib/cctp.ts';
 import { RelayError } from '../lib/errors.ts';
 import { hexToBytes } from '../lib/hex.ts';
 import type { ChainConfig, Log, Receipt } from '../lib/types.ts';
+import { decodeCode } from './helpers/decode-error.ts';
 
 const abi = parseAbi([
   'event Dispatch(address indexed sender, uint32 indexed destination, bytes32 indexed recipient, bytes message)',
@@ -87,16 +87,6 @@ function transfer(m: Msg = {}): Log[] {
 }
 
 const ok = (logs: Log[]): Receipt => ({ success: true, logs });
-
-function decodeCode(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (error) {
-    assert.ok(error instanceof DecodeError, `expected DecodeError, got ${String(error)}`);
-    return error.code;
-  }
-  assert.fail('expected a DecodeError');
-}
 
 test('DESIGN 3: the default CCTP V2 MessageTransmitter is the documented address (valid EIP-55 checksum)', () => {
   assert.equal(getAddress(DEFAULT_CCTP_V2_TRANSMITTER), '0x81D40F21F12A8F0E3252Bccb954D722d4c464B64');

@@ -4,9 +4,9 @@ import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { encodePacked, keccak256 as viemKeccak, toHex, type Hex } from 'viem';
 import { keccak_256 } from '@noble/hashes/sha3.js';
-import { DecodeError } from '../lib/abi.ts';
 import { parseHyperlaneMessage, messageFromDispatch } from '../lib/message.ts';
 import { bytesToHex, hexToBytes } from '../lib/hex.ts';
+import { decodeCode } from './helpers/decode-error.ts';
 
 interface Vector {
   nonce: number;
@@ -44,16 +44,6 @@ function packMessage(f: Fields): Uint8Array {
 
 function fromVector(v: Vector): Uint8Array {
   return packMessage({ ...v, body: toHex(new Uint8Array(v.body)) });
-}
-
-function decodeCode(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (error) {
-    assert.ok(error instanceof DecodeError, `expected DecodeError, got ${String(error)}`);
-    return error.code;
-  }
-  assert.fail('expected a DecodeError');
 }
 
 test('message id: keccak256 of the packed message equals the monorepo vectors/message.json id (v3)', () => {
