@@ -55,6 +55,11 @@ export function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
 }
 
 export function concatBytes(...parts: Uint8Array[]): Uint8Array {
+  return joinBytes(parts);
+}
+
+/** concatBytes for a list of any length (a spread of many chunks would overflow the call stack). */
+export function joinBytes(parts: readonly Uint8Array[]): Uint8Array {
   let length = 0;
   for (const p of parts) length += p.length;
   const out = new Uint8Array(length);

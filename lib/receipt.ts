@@ -11,7 +11,7 @@
  */
 import { sleep, systemClock, type Clock } from './clock.ts';
 import { RelayError } from './errors.ts';
-import { hexToBytes, isHexOfLength } from './hex.ts';
+import { hexToBytes, isHexOfLength, joinBytes } from './hex.ts';
 import type { ChainConfig, Log, Receipt } from './types.ts';
 
 export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;
@@ -115,13 +115,7 @@ async function readBounded(response: Response, maxBytes: number, signal: AbortSi
       }
       chunks.push(value);
     }
-    const out = new Uint8Array(total);
-    let offset = 0;
-    for (const c of chunks) {
-      out.set(c, offset);
-      offset += c.byteLength;
-    }
-    return out;
+    return joinBytes(chunks);
   } finally {
     signal.removeEventListener('abort', onAbort);
     reader.releaseLock();
