@@ -159,7 +159,8 @@ export function freshTxHash(): string {
 
 const GET_UP: LoadSpec = { requests: [{ method: 'GET', path: '/relay' }] };
 
-const POST_RELAY: LoadSpec = {
+/** A POST /relay with a transaction hash never sent before. */
+export const POST_RELAY: LoadSpec = {
   requests: [
     {
       method: 'POST',

@@ -5,14 +5,13 @@
  * outbox, request log), with a 5 s dedup window so entries keep expiring and being replaced.
  * Run alone: node bench/memory.ts
  */
-import type { Request } from 'autocannon';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { createRelayPipeline } from '../lib/pipeline.ts';
 import { createMemoryOutbox } from '../lib/queue.ts';
 import { testConfig } from '../test/helpers/config.ts';
-import { freshTxHash, load, startServer, type ServerHandle } from './http.ts';
+import { freshTxHash, load, POST_RELAY, startServer, type ServerHandle } from './http.ts';
 import { median, printTable } from './lib.ts';
 import type { BenchRow } from './run.ts';
 
@@ -74,14 +73,6 @@ interface RssResult {
 const CHUNK_SECONDS = 5;
 const WARMUP_SECONDS = 10;
 
-function postRelay(): Request {
-  return {
-    method: 'POST',
-    path: '/relay',
-    headers: { 'content-type': 'application/json' },
-    setupRequest: (request) => ({ ...request, body: JSON.stringify({ origin_chain: 'ethereum', tx_hash: freshTxHash() }) }),
-  };
-}
 
 /**
  * Load in 5 s chunks; after each the server is asked for its heap after a full GC (the live
@@ -96,7 +87,7 @@ async function rssUnderLoad(seconds: number): Promise<RssResult> {
   try {
     // Warm-up, not measured: V8 sizes its heap to the allocation rate and SQLite fills its page
     // cache during the first seconds of load, so RSS climbs before it levels off.
-    const warmup = await load(server, { requests: [postRelay()] }, WARMUP_SECONDS);
+    const warmup = await load(server, POST_RELAY, WARMUP_SECONDS);
     if (warmup.errors > 0) throw new Error('memory: the warm-up load had errors');
     const samples: number[] = [];
     const timer = setInterval(() => samples.push(rssOf(server.pid)), 1000);
@@ -104,7 +95,7 @@ async function rssUnderLoad(seconds: number): Promise<RssResult> {
     const rates: number[] = [];
     const statuses: Record<string, number> = {};
     for (let t = 0; t < seconds; t += CHUNK_SECONDS) {
-      const result = await load(server, { requests: [postRelay()] }, CHUNK_SECONDS);
+      const result = await load(server, POST_RELAY, CHUNK_SECONDS);
       rates.push(result.rps);
       for (const [code, n] of Object.entries(result.statuses)) statuses[code] = (statuses[code] ?? 0) + n;
       liveHeap.push((await server.memory(true)).heapUsed);
