@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { createRelayPipeline } from '../lib/pipeline.ts';
-import { createMemoryOutbox } from '../lib/queue.ts';
+import { createMemoryOutbox } from '../lib/outbox.ts';
 import { testConfig } from '../test/helpers/config.ts';
 import { freshTxHash, load, POST_RELAY, startServer, type ServerHandle } from './http.ts';
 import { median, printTable } from './lib.ts';

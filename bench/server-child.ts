@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { createLineSink } from '../lib/http/log-sink.ts';
 import { createRelayServer } from '../lib/http/server.ts';
 import { createLogger, silentLogger } from '../lib/log.ts';
-import { createMemoryOutbox } from '../lib/queue.ts';
+import { createMemoryOutbox } from '../lib/outbox.ts';
 import type { FetchLike } from '../lib/receipt.ts';
 import { openStore, type RelayerStore } from '../lib/sqlite/index.ts';
 import type { RelayerConfig } from '../lib/types.ts';

@@ -10,7 +10,7 @@ export { createPolicy, matchesList } from './policy.ts';
 export { createDedupCache, type DedupStore, type Reservation } from './dedup.ts';
 export { createTokenBucket, type RateLimiter } from './rate-limit.ts';
 export { createReceiptFetcher, redactUrl, type FetchLike, type ReceiptFetchEvent } from './receipt.ts';
-export { createMemoryOutbox } from './queue.ts';
+export { createMemoryOutbox, type Outbox, type OutboxMessage, type PendingMessage, type RelayQueue } from './outbox.ts';
 export { ConfigError, parseConfig, defaultConfig } from './config.ts';
 export { createRelayPipeline, type RelayPipeline, type RelayPipelineOptions, type RelayCallOptions, type ReceiptSource } from './pipeline.ts';
 export { validateRelayRequest, validateMerkleRequest, validateMerkleRange, MAX_ORIGIN_CHAIN_BYTES } from './validate.ts';

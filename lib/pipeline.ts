@@ -13,7 +13,8 @@ import { RelayError, toRelayError } from './errors.ts';
 import { createPolicy } from './policy.ts';
 import { createTokenBucket, type RateLimiter } from './rate-limit.ts';
 import { createReceiptFetcher, type FetchLike, type ReceiptFetchEvent } from './receipt.ts';
-import type { ChainConfig, HyperlaneMessage, OutboxMessage, Receipt, RelayQueue, RelayResponse, RelayerConfig } from './types.ts';
+import type { OutboxMessage, RelayQueue } from './outbox.ts';
+import type { ChainConfig, HyperlaneMessage, Receipt, RelayResponse, RelayerConfig } from './types.ts';
 import { parseJsonBody, validateRelayRequest } from './validate.ts';
 
 export type ReceiptSource = (chain: ChainConfig, txHash: string, signal?: AbortSignal) => Promise<Receipt>;

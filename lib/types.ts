@@ -112,46 +112,6 @@ export interface RelayerConfig {
   db: string;
 }
 
-/** A message as it is stored in the relay outbox. */
-export interface OutboxMessage {
-  id: string;
-  originChain: string;
-  /** lower-case 0x + 64 hex */
-  txHash: string;
-  origin: number;
-  destination: number;
-  nonce: number;
-  /** The raw Hyperlane message. */
-  raw: Uint8Array;
-  /** Milliseconds since the epoch when it was enqueued. */
-  enqueuedAt: number;
-}
-
-/** An outbox row read back by a delivery worker. */
-export interface PendingMessage extends OutboxMessage {
-  deliveredAt: number | null;
-}
-
-/**
- * Where accepted messages go. `enqueue` stores the whole batch atomically (all or nothing) and
- * is idempotent by message id: a message already present is not stored twice.
- * Returns the number of messages newly stored.
- */
-export interface RelayQueue {
-  enqueue(batch: readonly OutboxMessage[]): number | Promise<number>;
-}
-
-/** The outbox a delivery worker reads: the queue plus reading and acknowledging. */
-export interface Outbox extends RelayQueue {
-  /** Undelivered messages, oldest first. */
-  pending(limit?: number): PendingMessage[] | Promise<PendingMessage[]>;
-  /** Marks messages delivered; returns how many changed. Unknown ids are ignored. */
-  markDelivered(ids: readonly string[], at?: number): number | Promise<number>;
-  /** Number of undelivered messages. */
-  depth(): number | Promise<number>;
-  get(id: string): PendingMessage | undefined | Promise<PendingMessage | undefined>;
-}
-
 /** A merkle tree insertion record (spec §2.1). */
 export interface MerkleInsertion {
   chain: number;

@@ -13,7 +13,7 @@ import { after, before, describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { createRelayServer, type RelayServer } from '../lib/http/server.ts';
 import { createLogger } from '../lib/log.ts';
-import { createMemoryOutbox } from '../lib/queue.ts';
+import { createMemoryOutbox } from '../lib/outbox.ts';
 import { openStore } from '../lib/sqlite/index.ts';
 import { testConfig } from './helpers/config.ts';
 import { createFakeClock } from './helpers/fake-clock.ts';

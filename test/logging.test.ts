@@ -15,7 +15,7 @@ import { createRelayServer } from '../lib/http/server.ts';
 import { createLogger, isLogLevel, LOG_LEVELS, type LogLevel } from '../lib/log.ts';
 import type { FetchLike } from '../lib/receipt.ts';
 import { openStore } from '../lib/sqlite/index.ts';
-import type { RelayQueue } from '../lib/types.ts';
+import type { RelayQueue } from '../lib/outbox.ts';
 import { spawnTracked, stopProcess, waitForLine } from './e2e/processes.ts';
 import { testConfig } from './helpers/config.ts';
 import { createFakeClock } from './helpers/fake-clock.ts';

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { createRelayServer } from '../lib/http/server.ts';
 import { createMetricsRegistry, DEFAULT_BUCKETS } from '../lib/http/metrics.ts';
-import { createMemoryOutbox } from '../lib/queue.ts';
+import { createMemoryOutbox } from '../lib/outbox.ts';
 import type { FetchLike } from '../lib/receipt.ts';
 import { openStore } from '../lib/sqlite/index.ts';
 import { testConfig } from './helpers/config.ts';

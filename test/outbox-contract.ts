@@ -1,12 +1,12 @@
 /**
- * The Outbox contract (lib/types.ts, DESIGN.md §3 and §7), one suite run against every store
+ * The Outbox contract (lib/outbox.ts, DESIGN.md §3 and §7), one suite run against every store
  * (test/outbox.test.ts): memory, SQLite in memory, SQLite on a file. Messages are real Hyperlane
  * v3 messages encoded by viem, with their keccak256 ids computed by viem.
  */
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import { hexToBytes } from 'viem';
-import type { Outbox, OutboxMessage } from '../lib/types.ts';
+import type { Outbox, OutboxMessage } from '../lib/outbox.ts';
 import { hyperlaneMessage, messageId, txHash } from './helpers/fixtures.ts';
 
 export interface OutboxHarness {

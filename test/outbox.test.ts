@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { createMemoryOutbox } from '../lib/queue.ts';
+import { createMemoryOutbox } from '../lib/outbox.ts';
 import { openStore } from '../lib/sqlite/index.ts';
 import { outboxContract, outboxMessage } from './outbox-contract.ts';
 
@@ -17,7 +17,7 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 let files = 0;
 const freshFile = () => join(dir, `outbox-${++files}.db`);
 
-outboxContract('memory (lib/queue.ts)', async () => ({ outbox: createMemoryOutbox(), close() {} }));
+outboxContract('memory (lib/outbox.ts)', async () => ({ outbox: createMemoryOutbox(), close() {} }));
 
 outboxContract('SQLite :memory:', async () => {
   const store = openStore(':memory:');

@@ -19,7 +19,7 @@ import { createRelayApi } from '../lib/http/handler.ts';
 import { parseHyperlaneMessage } from '../lib/message.ts';
 import { createPolicy } from '../lib/policy.ts';
 import { createRelayPipeline } from '../lib/pipeline.ts';
-import { createMemoryOutbox } from '../lib/queue.ts';
+import { createMemoryOutbox } from '../lib/outbox.ts';
 import { parseReceipt } from '../lib/receipt.ts';
 import type { ChainConfig, Log, Receipt, RelayerConfig } from '../lib/types.ts';
 import { parseJsonBody, validateMerkleRange, validateMerkleRequest, validateRelayRequest } from '../lib/validate.ts';

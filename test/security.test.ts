@@ -14,7 +14,7 @@ import { type Clock } from '../lib/clock.ts';
 import { createRelayServer } from '../lib/http/server.ts';
 import { createLogger } from '../lib/log.ts';
 import { createRelayPipeline } from '../lib/pipeline.ts';
-import { createMemoryOutbox } from '../lib/queue.ts';
+import { createMemoryOutbox } from '../lib/outbox.ts';
 import type { RelayerConfig } from '../lib/types.ts';
 import { spawnTracked, stopProcess, waitForLine } from './e2e/processes.ts';
 import { testConfig } from './helpers/config.ts';

@@ -7,8 +7,7 @@
  */
 import type { DatabaseSync } from 'node:sqlite';
 import type { Clock } from '../clock.ts';
-import { validateOutboxBatch } from '../queue.ts';
-import type { Outbox, OutboxMessage, PendingMessage } from '../types.ts';
+import { validateOutboxBatch, type Outbox, type OutboxMessage, type PendingMessage } from '../outbox.ts';
 import type { Transaction } from './transaction.ts';
 
 interface Row {

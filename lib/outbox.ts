@@ -1,11 +1,51 @@
 /**
- * The relay outbox in memory: for tests, embedders without persistence, and as the reference the
+ * The relay outbox (DESIGN.md §3, §7, §11): its types, the batch validation every engine shares,
+ * and the in-memory engine, for tests, embedders without persistence, and as the reference the
  * SQLite store is checked against (the same contract suite runs on both). Like the SQLite store it
  * copies what it stores and what it returns, so callers cannot alias its rows.
  */
 import { systemClock, type Clock } from './clock.ts';
 import { isHexOfLength } from './hex.ts';
-import type { Outbox, OutboxMessage, PendingMessage } from './types.ts';
+
+/** A message as it is stored in the relay outbox. */
+export interface OutboxMessage {
+  id: string;
+  originChain: string;
+  /** lower-case 0x + 64 hex */
+  txHash: string;
+  origin: number;
+  destination: number;
+  nonce: number;
+  /** The raw Hyperlane message. */
+  raw: Uint8Array;
+  /** Milliseconds since the epoch when it was enqueued. */
+  enqueuedAt: number;
+}
+
+/** An outbox row read back by a delivery worker. */
+export interface PendingMessage extends OutboxMessage {
+  deliveredAt: number | null;
+}
+
+/**
+ * Where accepted messages go. `enqueue` stores the whole batch atomically (all or nothing) and
+ * is idempotent by message id: a message already present is not stored twice.
+ * Returns the number of messages newly stored.
+ */
+export interface RelayQueue {
+  enqueue(batch: readonly OutboxMessage[]): number | Promise<number>;
+}
+
+/** The outbox a delivery worker reads: the queue plus reading and acknowledging. */
+export interface Outbox extends RelayQueue {
+  /** Undelivered messages, oldest first. */
+  pending(limit?: number): PendingMessage[] | Promise<PendingMessage[]>;
+  /** Marks messages delivered; returns how many changed. Unknown ids are ignored. */
+  markDelivered(ids: readonly string[], at?: number): number | Promise<number>;
+  /** Number of undelivered messages. */
+  depth(): number | Promise<number>;
+  get(id: string): PendingMessage | undefined | Promise<PendingMessage | undefined>;
+}
 
 function isUint32(value: unknown): value is number {
   return Number.isInteger(value) && (value as number) >= 0 && (value as number) <= 0xffffffff;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createMemoryOutbox } from '../lib/queue.ts';
-import type { OutboxMessage } from '../lib/types.ts';
+import { createMemoryOutbox } from '../lib/outbox.ts';
+import type { OutboxMessage } from '../lib/outbox.ts';
 import { createFakeClock } from './helpers/fake-clock.ts';
 
 const T0 = 1_700_000_000_000;
