@@ -6,20 +6,12 @@
  * nothing after it. A log that a real contract cannot emit is rejected, never guessed at: the
  * only thing that throws out of here for bad input is DecodeError.
  */
+import { DecodeError, type DecodeCode } from './errors.ts';
 import { keccak256 } from './keccak.ts';
 import { bytesToHex, isHexOfLength, readUint32 } from './hex.ts';
 import type { Log } from './types.ts';
 
-export class DecodeError extends Error {
-  /** Stable machine-readable kind: 'topic_count', 'topic0', 'topic', 'short', 'offset', ... */
-  readonly code: string;
-
-  constructor(code: string, message: string) {
-    super(message);
-    this.name = 'DecodeError';
-    this.code = code;
-  }
-}
+export { DecodeError };
 
 function eventTopic(signature: string): string {
   return bytesToHex(keccak256(new TextEncoder().encode(signature)));
@@ -46,7 +38,7 @@ function isZero(bytes: Uint8Array, from: number, to: number): boolean {
 }
 
 /** Reads an ABI uint word that must fit in 32 bits; anything larger is `code`. */
-function readSmallWord(data: Uint8Array, at: number, code: string, what: string): number {
+function readSmallWord(data: Uint8Array, at: number, code: DecodeCode, what: string): number {
   if (!isZero(data, at, at + WORD - 4)) throw new DecodeError(code, `${what} does not fit in 32 bits`);
   return readUint32(data, at + WORD - 4);
 }

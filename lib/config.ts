@@ -37,6 +37,7 @@
  */
 import { DEFAULT_CCTP_V2_TRANSMITTER } from './cctp.ts';
 import { BUILTIN_CHAINS } from './chains.generated.ts';
+import { ConfigError } from './errors.ts';
 import { keccak256 } from './keccak.ts';
 import type {
   ChainConfig,
@@ -46,18 +47,7 @@ import type {
   ServerConfig,
 } from './types.ts';
 
-export class ConfigError extends Error {
-  /** Dotted path of the offending key, e.g. `chains.ethereum.mailbox`. */
-  readonly key: string;
-
-  constructor(key: string, problem: string) {
-    super(key === '' ? problem : `${key}: ${problem}`);
-    this.name = 'ConfigError';
-    this.key = key;
-  }
-}
-
-export { DEFAULT_CCTP_V2_TRANSMITTER };
+export { ConfigError, DEFAULT_CCTP_V2_TRANSMITTER };
 
 export const DEFAULTS: {
   readonly relayApi: Readonly<RelayApiConfig>;

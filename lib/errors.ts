@@ -1,7 +1,9 @@
 /**
- * One error class for everything the relay API can answer with, carrying a stable machine-readable
- * `reason` (spec §7 and DESIGN.md §2) and the HTTP status that reason maps to. The status comes
- * from one table so that no call site can pair a reason with the wrong status.
+ * Every error the library throws on purpose, from one base class with a stable machine-readable
+ * `code` (tests and callers tell errors apart by class and code, never by message or name).
+ * RelayError is what the API answers with: its code is the `reason` of spec §7 and DESIGN.md §2,
+ * and the HTTP status comes from one table so that no call site can pair a reason with the wrong
+ * status.
  */
 
 export const REASON_STATUS = {
@@ -24,20 +26,43 @@ export const REASON_STATUS = {
 
 export type Reason = keyof typeof REASON_STATUS;
 
+/** Why a log or message does not decode (lib/abi.ts, lib/message.ts, lib/cctp.ts). */
+export type DecodeCode =
+  | 'data' | 'short' | 'offset' | 'length' | 'padding' | 'trailing'
+  | 'topic_count' | 'topic0' | 'topic' | 'version' | 'origin' | 'mismatch';
+
+/** Why one JSON-RPC attempt failed (lib/rpc.ts): the fetcher then fails over to the next URL. */
+export type RpcFailureCode =
+  | 'transport' | 'attempt_timeout' | 'deadline' | 'http_status' | 'too_large' | 'invalid_json'
+  | 'not_json_rpc' | 'wrong_id' | 'rpc_error' | 'malformed_receipt' | 'wrong_transaction';
+
+export type ErrorCode = Reason | DecodeCode | RpcFailureCode | 'invalid_config' | 'schema_version';
+
+export class BaseError<Code extends ErrorCode = ErrorCode> extends Error {
+  override name = 'BaseError';
+  readonly code: Code;
+
+  constructor(code: Code, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.code = code;
+  }
+}
+
 export interface RelayErrorOptions {
   /** Seconds the client should wait before retrying (sent as `Retry-After`). */
   retryAfterSeconds?: number;
   cause?: unknown;
 }
 
-export class RelayError extends Error {
+export class RelayError extends BaseError<Reason> {
+  override name = 'RelayError';
+  /** The same as `code`, under the name the spec gives it. */
   readonly reason: Reason;
   readonly status: number;
   readonly retryAfterSeconds: number | undefined;
 
   constructor(reason: Reason, message: string, options: RelayErrorOptions = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.name = 'RelayError';
+    super(reason, message, options.cause === undefined ? undefined : { cause: options.cause });
     this.reason = reason;
     this.status = REASON_STATUS[reason];
     this.retryAfterSeconds = options.retryAfterSeconds;
@@ -49,8 +74,13 @@ export class RelayError extends Error {
   }
 }
 
-export function isRelayError(value: unknown): value is RelayError {
-  return value instanceof RelayError;
+/**
+ * The `Retry-After` value of an answer with this error: every 408, 429 and 503 carries one, at
+ * least 1 s (a client that retries at once only adds load); other statuses carry none.
+ */
+export function retryAfterHeader(error: RelayError): string | undefined {
+  if (error.status !== 408 && error.status !== 429 && error.status !== 503) return undefined;
+  return String(Math.max(1, Math.ceil(error.retryAfterSeconds ?? 1)));
 }
 
 /**
@@ -60,4 +90,42 @@ export function isRelayError(value: unknown): value is RelayError {
 export function toRelayError(value: unknown): RelayError {
   if (value instanceof RelayError) return value;
   return new RelayError('internal_error', 'internal error', { cause: value });
+}
+
+/** A log or message that a real contract cannot emit: rejected, never guessed at. */
+export class DecodeError extends BaseError<DecodeCode> {
+  override name = 'DecodeError';
+}
+
+/** One JSON-RPC endpoint's failure; the message is fixed text, never derived from the URL or the response. */
+export class RpcError extends BaseError<RpcFailureCode> {
+  override name = 'RpcError';
+}
+
+export class ConfigError extends BaseError<'invalid_config'> {
+  override name = 'ConfigError';
+  /** Dotted path of the offending key, e.g. `chains.ethereum.mailbox`. */
+  readonly key: string;
+
+  constructor(key: string, problem: string, options?: ErrorOptions) {
+    super('invalid_config', key === '' ? problem : `${key}: ${problem}`, options);
+    this.key = key;
+  }
+}
+
+/** The database was written by a newer release (lib/sqlite/schema.ts). */
+export class SchemaVersionError extends BaseError<'schema_version'> {
+  override name = 'SchemaVersionError';
+  readonly found: number;
+  readonly supported: number;
+
+  constructor(found: number, supported: number) {
+    super(
+      'schema_version',
+      `the database has schema version ${found}, newer than the ${supported} this relayer knows: ` +
+        'it was written by a newer release; upgrade the relayer or open another file',
+    );
+    this.found = found;
+    this.supported = supported;
+  }
 }

@@ -1,9 +1,9 @@
 /** relayer-api: the pure core. Web APIs only: no node:* import anywhere below this file. */
 export { keccak256 } from './keccak.ts';
 export { bytesToHex, hexToBytes } from './hex.ts';
-export { RelayError, REASON_STATUS, isRelayError, toRelayError, type Reason } from './errors.ts';
+export { BaseError, ConfigError, DecodeError, RelayError, RpcError, REASON_STATUS, retryAfterHeader, toRelayError, type DecodeCode, type ErrorCode, type Reason, type RpcFailureCode } from './errors.ts';
 export { systemClock, type Clock } from './clock.ts';
-export { DecodeError, DISPATCH_TOPIC, MESSAGE_SENT_TOPIC, decodeDispatchLog, decodeMessageSentLog, type DispatchEvent } from './abi.ts';
+export { DISPATCH_TOPIC, MESSAGE_SENT_TOPIC, decodeDispatchLog, decodeMessageSentLog, type DispatchEvent } from './abi.ts';
 export { parseHyperlaneMessage } from './message.ts';
 export { DEFAULT_CCTP_V2_TRANSMITTER, extractMessages, parseCctpV2Message, type CctpV2Message } from './cctp.ts';
 export { createPolicy, matchesList } from './policy.ts';
@@ -11,7 +11,7 @@ export { createDedupCache, type DedupStore, type Reservation } from './dedup.ts'
 export { createTokenBucket, type RateLimiter } from './rate-limit.ts';
 export { createReceiptFetcher, redactUrl, type FetchLike, type ReceiptFetchEvent } from './receipt.ts';
 export { createMemoryOutbox, type Outbox, type OutboxMessage, type PendingMessage, type RelayQueue } from './outbox.ts';
-export { ConfigError, parseConfig, defaultConfig } from './config.ts';
+export { parseConfig, defaultConfig } from './config.ts';
 export { createRelayPipeline, type RelayPipeline, type RelayPipelineOptions, type RelayCallOptions, type ReceiptSource } from './pipeline.ts';
 export { validateRelayRequest, validateMerkleRequest, validateMerkleRange, MAX_ORIGIN_CHAIN_BYTES } from './validate.ts';
 export { createLogger, isLogLevel, silentLogger, LOG_LEVELS, type Logger, type LogLevel } from './log.ts';

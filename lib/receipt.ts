@@ -10,7 +10,7 @@
  * or an event except through `redactUrl`.
  */
 import { sleep, systemClock, type Clock } from './clock.ts';
-import { RelayError } from './errors.ts';
+import { RelayError, RpcError, type RpcFailureCode } from './errors.ts';
 import { hexToBytes, isHexOfLength, joinBytes } from './hex.ts';
 import type { ChainConfig, Log, Receipt } from './types.ts';
 
@@ -82,11 +82,8 @@ function fetchWithUrlCredentials(input: string, init: RequestInit): Promise<Resp
   return fetch(url.href, { ...init, headers });
 }
 
-/** One endpoint's failure; `message` is fixed text, never derived from the URL or the response. */
-class AttemptFailure extends Error {}
-
-function fail(message: string): never {
-  throw new AttemptFailure(message);
+function fail(code: RpcFailureCode, message: string): never {
+  throw new RpcError(code, message);
 }
 
 /** Reads at most `maxBytes` of the body, cancelling the stream beyond that or when `signal` aborts. */
@@ -94,7 +91,7 @@ async function readBounded(response: Response, maxBytes: number, signal: AbortSi
   const declared = Number(response.headers.get('content-length'));
   if (declared > maxBytes) {
     await response.body?.cancel().catch(() => {});
-    fail('response too large');
+    fail('too_large', 'response too large');
   }
   if (!response.body) return new Uint8Array(0);
   const reader = response.body.getReader();
@@ -111,7 +108,7 @@ async function readBounded(response: Response, maxBytes: number, signal: AbortSi
       total += value.byteLength;
       if (total > maxBytes) {
         await reader.cancel().catch(() => {});
-        fail('response too large');
+        fail('too_large', 'response too large');
       }
       chunks.push(value);
     }
@@ -127,13 +124,13 @@ function isObject(value: unknown): value is Record<string, unknown> {
 }
 
 function parseLog(value: unknown): Log {
-  if (!isObject(value)) fail('malformed receipt log');
+  if (!isObject(value)) fail('malformed_receipt', 'malformed receipt log');
   const { address, topics, data } = value;
-  if (!isHexOfLength(address, 20)) fail('malformed receipt log address');
-  if (!Array.isArray(topics) || topics.length > 4) fail('malformed receipt log topics');
-  for (const t of topics) if (!isHexOfLength(t, 32)) fail('malformed receipt log topics');
+  if (!isHexOfLength(address, 20)) fail('malformed_receipt', 'malformed receipt log address');
+  if (!Array.isArray(topics) || topics.length > 4) fail('malformed_receipt', 'malformed receipt log topics');
+  for (const t of topics) if (!isHexOfLength(t, 32)) fail('malformed_receipt', 'malformed receipt log topics');
   const bytes = typeof data === 'string' ? hexToBytes(data) : undefined;
-  if (!bytes) fail('malformed receipt log data');
+  if (!bytes) fail('malformed_receipt', 'malformed receipt log data');
   return {
     address: address.toLowerCase(),
     topics: (topics as string[]).map((t) => t.toLowerCase()),
@@ -146,12 +143,12 @@ function parseLog(value: unknown): Log {
  * Every other field is ignored: nodes differ (anvil sends `blockTimestamp` as a JSON number).
  */
 export function parseReceipt(value: unknown, txHash: string): Receipt {
-  if (!isObject(value)) fail('malformed receipt');
+  if (!isObject(value)) fail('malformed_receipt', 'malformed receipt');
   if (typeof value.transactionHash !== 'string' || value.transactionHash.toLowerCase() !== txHash.toLowerCase()) {
-    fail('receipt for another transaction');
+    fail('wrong_transaction', 'receipt for another transaction');
   }
-  if (value.status !== '0x1' && value.status !== '0x0') fail('malformed receipt status');
-  if (!Array.isArray(value.logs)) fail('malformed receipt logs');
+  if (value.status !== '0x1' && value.status !== '0x0') fail('malformed_receipt', 'malformed receipt status');
+  if (!Array.isArray(value.logs)) fail('malformed_receipt', 'malformed receipt logs');
   return { success: value.status === '0x1', logs: value.logs.map(parseLog) };
 }
 
@@ -179,15 +176,15 @@ function parseRpcResponse(body: Uint8Array, id: number, txHash: string): Receipt
   try {
     json = JSON.parse(UTF8.decode(body));
   } catch {
-    fail('invalid JSON');
+    fail('invalid_json', 'invalid JSON');
   }
-  if (!isObject(json)) fail('not a JSON-RPC response');
-  if (json.id !== id) fail('wrong JSON-RPC id');
+  if (!isObject(json)) fail('not_json_rpc', 'not a JSON-RPC response');
+  if (json.id !== id) fail('wrong_id', 'wrong JSON-RPC id');
   if (json.error !== undefined) {
     const code = isObject(json.error) && Number.isInteger(json.error.code) ? ` ${json.error.code}` : '';
-    fail(`JSON-RPC error${code}`);
+    fail('rpc_error', `JSON-RPC error${code}`);
   }
-  if (!('result' in json)) fail('not a JSON-RPC response');
+  if (!('result' in json)) fail('not_json_rpc', 'not a JSON-RPC response');
   return json.result === null ? null : parseReceipt(json.result, txHash);
 }
 
@@ -208,11 +205,11 @@ export function createReceiptFetcher(opts: ReceiptFetcherOptions = {}): ReceiptF
   const onAttempt = opts.onAttempt;
   let nextId = 1;
 
-  /** One request to one URL; throws AttemptFailure (or the outer signal's reason when it aborted). */
+  /** One request to one URL; throws RpcError (or the outer signal's reason when it aborted). */
   async function attempt(url: string, txHash: string, outer: AbortSignal): Promise<Receipt | null> {
     const id = nextId++;
     const local = new AbortController();
-    const timer = clock.setTimeout(() => local.abort(new AttemptFailure('attempt timed out')), attemptTimeoutMs);
+    const timer = clock.setTimeout(() => local.abort(new RpcError('attempt_timeout', 'attempt timed out')), attemptTimeoutMs);
     const unfollow = follow(outer, local);
     const signal = local.signal;
     try {
@@ -227,20 +224,20 @@ export function createReceiptFetcher(opts: ReceiptFetcherOptions = {}): ReceiptF
       } catch (err) {
         if (signal.aborted) throw signal.reason;
         // The transport error's text may contain the URL: keep it out.
-        throw new AttemptFailure('transport error', { cause: err });
+        throw new RpcError('transport', 'transport error', { cause: err });
       }
       if (!response.ok) {
         await response.body?.cancel().catch(() => {});
-        fail(`HTTP ${response.status}`);
+        fail('http_status', `HTTP ${response.status}`);
       }
       const body = await readBounded(response, maxResponseBytes, signal);
       return parseRpcResponse(body, id, txHash);
     } catch (err) {
       // An abort of the attempt's own timer is a failure of this URL; an outer abort ends the wait.
       if (outer.aborted) throw outer.reason;
-      if (err instanceof AttemptFailure) throw err;
+      if (err instanceof RpcError) throw err;
       if (local.signal.aborted) throw local.signal.reason;
-      throw new AttemptFailure('transport error', { cause: err });
+      throw new RpcError('transport', 'transport error', { cause: err });
     } finally {
       unfollow();
       clock.clearTimeout(timer);
@@ -264,7 +261,7 @@ export function createReceiptFetcher(opts: ReceiptFetcherOptions = {}): ReceiptF
       throw new RelayError('internal_error', `no RPC endpoint is configured for chain ${chain.name}`);
     }
     const deadline = new AbortController();
-    const timer = clock.setTimeout(() => deadline.abort(new AttemptFailure('deadline')), timeoutMs);
+    const timer = clock.setTimeout(() => deadline.abort(new RpcError('deadline', 'deadline')), timeoutMs);
     const unfollow = callerSignal ? follow(callerSignal, deadline) : () => {};
     const signal = deadline.signal;
     // Whether any endpoint answered (with null) during the wait, for the timeout's message.

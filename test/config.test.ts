@@ -12,6 +12,7 @@ import fc from 'fast-check';
 import { getAddress, isAddress } from 'viem';
 import { BUILTIN_CHAINS, REGISTRY_VERSION } from '../lib/chains.generated.ts';
 import { ConfigError, DEFAULT_CCTP_V2_TRANSMITTER, DEFAULTS, defaultConfig, parseConfig } from '../lib/config.ts';
+import { BaseError } from '../lib/errors.ts';
 import type { RelayerConfig } from '../lib/types.ts';
 
 const ETH_MAILBOX = '0xc005dc82818d67AF737725bD4bf75435d065D239'; // registry chains/ethereum/addresses.yaml
@@ -188,6 +189,8 @@ describe('DESIGN 5: invalid configurations are refused, naming the key', () => {
   test('DESIGN 5: ConfigError is an Error with a stable name', () => {
     const err = new ConfigError('server.port', 'must be between 0 and 65535');
     assert.ok(err instanceof Error);
+    assert.ok(err instanceof BaseError);
+    assert.equal(err.code, 'invalid_config');
     assert.equal(err.name, 'ConfigError');
     assert.equal(err.key, 'server.port');
   });

@@ -6,7 +6,7 @@
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { systemClock, type Clock } from '../clock.ts';
-import { RelayError, toRelayError } from '../errors.ts';
+import { RelayError, retryAfterHeader, toRelayError } from '../errors.ts';
 import { silentLogger, type Logger } from '../log.ts';
 import { createRelayPipeline, type RelayPipeline } from '../pipeline.ts';
 import { createMemoryOutbox } from '../outbox.ts';
@@ -141,9 +141,8 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
   function sendError(ex: Exchange, error: RelayError, extra: Record<string, string> = {}): void {
     ex.reason = error.reason;
     const headers: Record<string, string> = { ...extra };
-    if (error.status === 408 || error.status === 429 || error.status === 503) {
-      headers['Retry-After'] = String(Math.max(1, Math.ceil(error.retryAfterSeconds ?? 1)));
-    }
+    const retryAfter = retryAfterHeader(error);
+    if (retryAfter !== undefined) headers['Retry-After'] = retryAfter;
     if (error.reason === 'rate_limited') rateLimited.inc();
     if (error.reason === 'internal_error') {
       // The cause is for the operator's log only, reduced to its name and first line.

@@ -7,6 +7,9 @@
  * a row the API would refuse.
  */
 import type { DatabaseSync } from 'node:sqlite';
+import { SchemaVersionError } from '../errors.ts';
+
+export { SchemaVersionError };
 
 // unhex() is NULL unless every character is a hex digit; lower() then refuses A-F. A GLOB with a
 // negated class ('*[^0-9a-f]*') says the same but costs four times as much, as much as the insert.
@@ -43,21 +46,6 @@ export const MIGRATIONS: readonly string[] = [
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
-
-export class SchemaVersionError extends Error {
-  readonly found: number;
-  readonly supported: number;
-
-  constructor(found: number, supported: number) {
-    super(
-      `the database has schema version ${found}, newer than the ${supported} this relayer knows: ` +
-        'it was written by a newer release; upgrade the relayer or open another file',
-    );
-    this.name = 'SchemaVersionError';
-    this.found = found;
-    this.supported = supported;
-  }
-}
 
 export function readSchemaVersion(db: DatabaseSync): number {
   return Number((db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version);
