@@ -12,6 +12,17 @@ import type { ChainConfig, HyperlaneMessage, Receipt } from './types.ts';
 /** The CCTP V2 MessageTransmitter, deployed at the same address on every EVM chain Circle supports. */
 export const DEFAULT_CCTP_V2_TRANSMITTER = '0x81d40f21f12a8f0e3252bccb954d722d4c464b64';
 
+/**
+ * Every address whose `MessageSent` counts by default: the V2 MessageTransmitter above and the two
+ * other Circle CCTP V2 transmitters the reference relayer and the Hyperlane warp UI also count, so
+ * a transfer eligible there is eligible here.
+ */
+export const DEFAULT_CCTP_V2_TRANSMITTERS: readonly string[] = Object.freeze([
+  DEFAULT_CCTP_V2_TRANSMITTER,
+  '0x5b61381fc9e58e70efc13a4a97516997019198ee',
+  '0xe737e5cebeeba77efe34d4aa090756590b1ce275',
+]);
+
 /** `MessageV2.sol`: the version a V2 MessageTransmitter stamps on what it sends (V1 sends 0). */
 export const CCTP_V2_MESSAGE_VERSION = 1;
 const BODY_INDEX = 148;

@@ -15,7 +15,7 @@
  * - Every chain needs at least one `rpcUrls` entry (`{"http": "http(s)://…"}`): without one a
  *   relay from it could only time out.
  * - `cctpMessageTransmitter`: one address or an array (`[]` = no CCTP on that chain); absent =
- *   DEFAULT_CCTP_V2_TRANSMITTER.
+ *   DEFAULT_CCTP_V2_TRANSMITTERS (Circle's three V2 transmitters).
  * - Addresses: 0x + 40 hex, any case. A mixed-case address (upper- and lower-case letters) must
  *   carry a valid EIP-55 checksum, which then catches typos; all-lower or all-upper case carries
  *   no checksum (as ethers' getAddress reads it; viem's strict mode would also check all-upper).
@@ -35,7 +35,7 @@
  * - The `chains` record has a null prototype, so looking up a request's `origin_chain` such as
  *   "constructor" finds nothing instead of an Object.prototype member.
  */
-import { DEFAULT_CCTP_V2_TRANSMITTER } from './cctp.ts';
+import { DEFAULT_CCTP_V2_TRANSMITTER, DEFAULT_CCTP_V2_TRANSMITTERS } from './cctp.ts';
 import { BUILTIN_CHAINS } from './chains.generated.ts';
 import { ConfigError } from './errors.ts';
 import { keccak256 } from './keccak.ts';
@@ -47,7 +47,7 @@ import type {
   ServerConfig,
 } from './types.ts';
 
-export { ConfigError, DEFAULT_CCTP_V2_TRANSMITTER };
+export { ConfigError, DEFAULT_CCTP_V2_TRANSMITTER, DEFAULT_CCTP_V2_TRANSMITTERS };
 
 export const DEFAULTS: {
   readonly relayApi: Readonly<RelayApiConfig>;
@@ -204,7 +204,7 @@ const CHAIN_KEYS = ['domainId', 'chainId', 'mailbox', 'cctpMessageTransmitter', 
 const TOLERATED_CHAIN_KEYS = ['name', 'protocol', 'displayName', 'isTestnet'] as const;
 
 function parseTransmitters(value: unknown, key: string): string[] {
-  if (value === undefined) return [DEFAULT_CCTP_V2_TRANSMITTER];
+  if (value === undefined) return [...DEFAULT_CCTP_V2_TRANSMITTERS];
   const list = Array.isArray(value) ? value.map((v, i) => address20(v, `${key}[${i}]`)) : [address20(value, key)];
   return [...new Set(list)];
 }
@@ -275,7 +275,7 @@ function builtinChains(): Record<string, ChainConfig> {
       domainId: c.domainId,
       chainId: c.chainId,
       mailbox: c.mailbox,
-      cctpMessageTransmitters: [DEFAULT_CCTP_V2_TRANSMITTER],
+      cctpMessageTransmitters: [...DEFAULT_CCTP_V2_TRANSMITTERS],
       rpcUrls: [...c.rpcUrls],
     };
   }

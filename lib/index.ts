@@ -5,7 +5,7 @@ export { BaseError, ConfigError, DecodeError, RelayError, RpcError, REASON_STATU
 export { systemClock, type Clock } from './clock.ts';
 export { DISPATCH_TOPIC, MESSAGE_SENT_TOPIC, decodeDispatchLog, decodeMessageSentLog, type DispatchEvent } from './abi.ts';
 export { parseHyperlaneMessage } from './message.ts';
-export { DEFAULT_CCTP_V2_TRANSMITTER, extractMessages, parseCctpV2Message, type CctpV2Message } from './cctp.ts';
+export { DEFAULT_CCTP_V2_TRANSMITTER, DEFAULT_CCTP_V2_TRANSMITTERS, extractMessages, parseCctpV2Message, type CctpV2Message } from './cctp.ts';
 export { createPolicy, matchesList } from './policy.ts';
 export { createDedupCache, type DedupStore, type Reservation } from './dedup.ts';
 export { createTokenBucket, type RateLimiter } from './rate-limit.ts';

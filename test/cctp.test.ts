@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { encodeAbiParameters, encodeEventTopics, encodePacked, getAddress, keccak256 as viemKeccak, parseAbi, toHex, type Hex } from 'viem';
-import { CCTP_V2_MESSAGE_VERSION, DEFAULT_CCTP_V2_TRANSMITTER, extractMessages, parseCctpV2Message } from '../lib/cctp.ts';
+import { CCTP_V2_MESSAGE_VERSION, DEFAULT_CCTP_V2_TRANSMITTER, DEFAULT_CCTP_V2_TRANSMITTERS, extractMessages, parseCctpV2Message } from '../lib/cctp.ts';
+import { defaultConfig } from '../lib/config.ts';
 import { RelayError } from '../lib/errors.ts';
 import { hexToBytes } from '../lib/hex.ts';
 import type { ChainConfig, Log, Receipt } from '../lib/types.ts';
@@ -204,6 +205,17 @@ test('DESIGN 3: every configured MessageTransmitter counts', () => {
   const logs = [dispatchLog({ nonce: 1 }), messageSentLog(), dispatchLog({ nonce: 2 }), messageSentLog(undefined, other)];
   assert.equal(extractMessages(ok(logs), twoTransmitters, 10).length, 2);
   assert.deepEqual(extractMessages(ok(logs), chain, 10), []);
+});
+
+test('issue 16: with the default config a MessageSent from any of the three Circle V2 transmitters counts (reference parity)', () => {
+  const ethereum = defaultConfig().chains.ethereum;
+  // Spelled as the issue gives them (the reference relayer's list), not taken from the code under test.
+  for (const transmitter of ['0x81D40F21F12A8F0E3252Bccb954D722d4c464B64', '0x5b61381fc9e58e70efc13a4a97516997019198ee', '0xE737e5cEBEEBa77EFE34D4aa090756590b1CE275']) {
+    const logs = [dispatchLog(), messageSentLog(undefined, transmitter)];
+    assert.equal(extractMessages(ok(logs), ethereum, 10).length, 1, transmitter);
+  }
+  assert.equal(DEFAULT_CCTP_V2_TRANSMITTERS.length, 3);
+  assert.deepEqual(extractMessages(ok([dispatchLog(), messageSentLog(undefined, FOREIGN)]), ethereum, 10), []);
 });
 
 test('DESIGN 3: a reverted receipt has no messages', () => {

@@ -11,13 +11,20 @@ import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { getAddress, isAddress } from 'viem';
 import { BUILTIN_CHAINS, REGISTRY_VERSION } from '../lib/chains.generated.ts';
-import { ConfigError, DEFAULT_CCTP_V2_TRANSMITTER, DEFAULTS, defaultConfig, parseConfig } from '../lib/config.ts';
+import { ConfigError, DEFAULT_CCTP_V2_TRANSMITTER, DEFAULT_CCTP_V2_TRANSMITTERS, DEFAULTS, defaultConfig, parseConfig } from '../lib/config.ts';
 import { BaseError } from '../lib/errors.ts';
 import type { RelayerConfig } from '../lib/types.ts';
 
 const ETH_MAILBOX = '0xc005dc82818d67AF737725bD4bf75435d065D239'; // registry chains/ethereum/addresses.yaml
 const BASE_MAILBOX = '0xeA87ae93Fa0019a82A727bfd3eBd1cFCa8f64f1D'; // registry chains/base/addresses.yaml
 const CCTP_FROM_DESIGN = '0x81D40F21F12A8F0E3252Bccb954D722d4c464B64'; // DESIGN.md §3
+// Issue 16: the three Circle CCTP V2 MessageTransmitters the reference relayer and the Hyperlane
+// warp UI count, spelled as the issue gives them.
+const CIRCLE_V2_TRANSMITTERS = [
+  '0x81D40F21F12A8F0E3252Bccb954D722d4c464B64',
+  '0x5b61381fc9e58e70efc13a4a97516997019198ee',
+  '0xE737e5cEBEEBa77EFE34D4aa090756590b1CE275',
+];
 
 type Json = Record<string, unknown>;
 
@@ -205,7 +212,7 @@ describe('DESIGN 5: valid configurations are normalised', () => {
       domainId: 1,
       chainId: 1,
       mailbox: ETH_MAILBOX.toLowerCase(),
-      cctpMessageTransmitters: [CCTP_FROM_DESIGN.toLowerCase()],
+      cctpMessageTransmitters: CIRCLE_V2_TRANSMITTERS.map((a) => a.toLowerCase()),
       rpcUrls: ['https://eth.example.org'],
     });
     assert.deepEqual({ ...config.chains.base }, {
@@ -374,8 +381,20 @@ describe('DESIGN 5: the built-in default configuration', () => {
     assert.equal(eth.chainId, 1);
     assert.equal(yamlField('ethereum', 'addresses.yaml', 'mailbox'), ETH_MAILBOX);
     assert.equal(eth.mailbox, ETH_MAILBOX.toLowerCase());
-    assert.deepEqual(eth.cctpMessageTransmitters, [CCTP_FROM_DESIGN.toLowerCase()]);
+    assert.deepEqual(eth.cctpMessageTransmitters, CIRCLE_V2_TRANSMITTERS.map((a) => a.toLowerCase()));
     assert.ok(eth.rpcUrls.length > 0 && eth.rpcUrls.every((u) => u.startsWith('https://')));
+  });
+
+  test('issue 16: by default every chain counts the three Circle CCTP V2 transmitters; the config still overrides', () => {
+    const expected = CIRCLE_V2_TRANSMITTERS.map((a) => getAddress(a.toLowerCase()));
+    assert.deepEqual(DEFAULT_CCTP_V2_TRANSMITTERS.map((a) => getAddress(a)), expected);
+    for (const a of DEFAULT_CCTP_V2_TRANSMITTERS) assert.equal(a, a.toLowerCase(), 'stored lower-case');
+    for (const chain of Object.values(defaultConfig().chains)) {
+      assert.deepEqual(chain.cctpMessageTransmitters, CIRCLE_V2_TRANSMITTERS.map((a) => a.toLowerCase()), chain.name);
+    }
+    const overridden = parseConfig(withValue('chains.ethereum.cctpMessageTransmitter', CIRCLE_V2_TRANSMITTERS[2]));
+    assert.deepEqual(overridden.chains.ethereum.cctpMessageTransmitters, [CIRCLE_V2_TRANSMITTERS[2].toLowerCase()]);
+    assert.deepEqual(parseConfig(withValue('chains.ethereum.cctpMessageTransmitter', [])).chains.ethereum.cctpMessageTransmitters, []);
   });
 
   test('DESIGN 3: DEFAULT_CCTP_V2_TRANSMITTER is the DESIGN address, lower-case', () => {
