@@ -4,8 +4,10 @@
  * entry points (built by `npm test` before this runs) export what the README documents.
  */
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, posix } from 'node:path';
 import { test } from 'node:test';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -69,4 +71,49 @@ test('DESIGN 1: the built entry points export the documented API', async () => {
   assert.equal(typeof server.createRelayApi, 'function');
   const sqlite = await import('relayer-api/sqlite');
   assert.equal(typeof sqlite.openStore, 'function');
+});
+
+/** What `npm pack` would publish, as npm itself computes it (files, .npmignore, always-included files). */
+function packedFiles(): Set<string> {
+  const npm = process.env.npm_execpath ? [process.execPath, process.env.npm_execpath] : ['npm'];
+  const out = execFileSync(npm[0], [...npm.slice(1), 'pack', '--dry-run', '--json', '--ignore-scripts'], {
+    cwd: root,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  return new Set((JSON.parse(out) as Array<{ files: Array<{ path: string }> }>)[0].files.map((f) => f.path));
+}
+
+/** Relative link targets of a Markdown file (inline links and images), anchors and queries dropped. */
+function relativeLinks(file: string): string[] {
+  const text = readFileSync(join(root, file), 'utf8').replace(/```[\s\S]*?```/g, '');
+  return [...text.matchAll(/!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?[^)]*\)/g)]
+    .map((m) => m[1])
+    .filter((target) => !/^[a-z][a-z0-9+.-]*:/i.test(target) && !target.startsWith('#'))
+    .map((target) => target.replace(/[?#].*$/, ''));
+}
+
+test('issue 16.7: a LICENSE file with the full Apache License 2.0 text, as package.json declares', () => {
+  assert.equal(pkg.license, 'Apache-2.0');
+  const text = readFileSync(join(root, 'LICENSE'), 'utf8');
+  // SHA-256 of https://www.apache.org/licenses/LICENSE-2.0.txt, the text SPDX "Apache-2.0" names.
+  assert.equal(createHash('sha256').update(text).digest('hex'), 'cfc7749b96f63bd31c3c42b5c471bf756814053e847c10f3eb003417bc523d30');
+  assert.match(text, /^\s*Apache License\s+Version 2\.0, January 2004/);
+  assert.match(text, /END OF TERMS AND CONDITIONS/);
+});
+
+test('issue 16.7, issue 12.7: the package publishes LICENSE and every document its Markdown links, and no link leaves the package', () => {
+  const files = packedFiles();
+  assert.ok(files.has('LICENSE'), 'LICENSE is published');
+  assert.ok(files.has('README.md'), 'README.md is published');
+  const docs = [...files].filter((f) => f.endsWith('.md'));
+  assert.ok(docs.length >= 2, `Markdown files published: ${docs.join(', ')}`);
+  for (const doc of docs) {
+    for (const target of relativeLinks(doc)) {
+      const resolved = posix.normalize(posix.join(posix.dirname(doc), target));
+      assert.ok(!resolved.startsWith('../') && resolved !== '..', `${doc} links outside the package: ${target}`);
+      if (target === '' || target.endsWith('/')) continue;
+      assert.ok(files.has(resolved), `${doc} links ${target}, which npm pack does not publish`);
+    }
+  }
 });
