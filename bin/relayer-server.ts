@@ -3,19 +3,34 @@
  * relayer-server: runs the relay API on node:http with a node:sqlite store. Only wiring lives here;
  * everything it wires is in lib/.
  */
-import { existsSync, readFileSync } from 'node:fs';
+// First: on a Node too old for the rest, this prints what is needed and exits (see the file).
+import './node-version.ts';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
 import { ConfigError, defaultConfig, parseConfig } from '../lib/config.ts';
 import { createLineSink } from '../lib/http/log-sink.ts';
 import { createRelayServer } from '../lib/http/server.ts';
 import { createLogger, isLogLevel, LOG_LEVELS, type LogLevel } from '../lib/log.ts';
-import { openStore } from '../lib/sqlite/index.ts';
 import type { RelayerConfig } from '../lib/types.ts';
 
 const HELP = `Usage: relayer-server [options]
 
-Runs the relayer HTTP API (GET/POST /relay, POST/GET /merkle_tree_insertions, GET /metrics).
+Runs the relayer HTTP API.
+
+Routes (every error is JSON {"reason","message"}; docs/api.md has the details):
+  GET  /relay                          liveness: 200 "up"
+  GET  /ready                          readiness: 200 when the database answers, else 503
+  POST /relay                          relay a transaction: {"origin_chain","tx_hash"}
+  GET  /relay/{message_id}             one accepted message and its delivery status
+  GET  /relay?origin_chain=&tx_hash=   the messages accepted from one transaction
+  GET  /chains                         the configured chains: name, domain_id, chain_id
+  POST /merkle_tree_insertions         store merkle tree insertions (admin token if configured)
+  GET  /merkle_tree_insertions?domain_id=&leaf_index_start=&leaf_index_end=
+                                       list stored insertions (admin token if configured)
+  GET  /metrics                        Prometheus metrics
+  GET  /openapi.json                   the OpenAPI 3.1 document of this API
 
 Options:
   --config FILE       JSON configuration (Hyperlane agent-config style). Without it the
@@ -60,8 +75,8 @@ function loadConfig(path: string | undefined): RelayerConfig {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
-  } catch {
-    return fail(2, `cannot read config file ${path}`);
+  } catch (error) {
+    return fail(2, `cannot read config file ${path}: ${describeFsError(error, path)}`);
   }
   let json: unknown;
   try {
@@ -74,6 +89,37 @@ function loadConfig(path: string | undefined): RelayerConfig {
   } catch (error) {
     if (error instanceof ConfigError) return fail(2, `invalid config: ${error.message}`);
     throw error;
+  }
+}
+
+/**
+ * The OS error and the absolute path it happened at. `npm start` runs in the package directory,
+ * not where the user typed the command, so a relative path may not be the file they meant.
+ */
+function describeFsError(error: unknown, path: string): string {
+  const { code, message } = error as NodeJS.ErrnoException;
+  // "ENOENT: no such file or directory, open 'x'" without the path part, which is given resolved.
+  const reason = code ? message.split(',')[0] : message;
+  let text = `${reason} (resolved to ${resolve(path)})`;
+  const invokedFrom = process.env.INIT_CWD;
+  if (invokedFrom !== undefined && resolve(invokedFrom) !== process.cwd() && !path.startsWith('/')) {
+    text += `; npm runs the server in ${process.cwd()}, not in ${invokedFrom}: give an absolute path`;
+  }
+  return text;
+}
+
+/**
+ * SQLite creates the database file but not its directory: `--db ./data/relayer.db` on a fresh
+ * clone would fail with "unable to open database file". Create the directory, or say exactly
+ * which one could not be made.
+ */
+function prepareDatabaseDirectory(db: string): void {
+  if (db === ':memory:' || db.includes('://') || db.startsWith('file:')) return;
+  const directory = dirname(resolve(db));
+  try {
+    mkdirSync(directory, { recursive: true });
+  } catch (error) {
+    fail(1, `cannot create the directory of database ${db}: ${describeFsError(error, dirname(db))}`);
   }
 }
 
@@ -114,7 +160,10 @@ async function main(): Promise<void> {
     return;
   }
   const level = flags['log-level'] ?? process.env.RELAYER_LOG_LEVEL ?? 'info';
-  if (!isLogLevel(level)) fail(2, `--log-level must be one of ${LOG_LEVELS.join(', ')}`);
+  if (!isLogLevel(level)) {
+    const source = flags['log-level'] !== undefined ? '--log-level' : 'RELAYER_LOG_LEVEL';
+    fail(2, `${source} must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(level.slice(0, 64))}`);
+  }
   const config = loadConfig(flags.config);
   applyFlags(config, flags);
   // Log lines of one event-loop turn go out in one write; whatever waits is written on exit.
@@ -122,11 +171,14 @@ async function main(): Promise<void> {
   process.on('exit', () => sink.flush());
   const logger = createLogger({ level: level as LogLevel, write: sink.write });
 
+  // Loaded here, not imported above: node:sqlite must not be linked before node-version.ts has run.
+  const { openStore } = await import('../lib/sqlite/index.ts');
+  prepareDatabaseDirectory(config.db);
   let store: ReturnType<typeof openStore>;
   try {
     store = openStore(config.db);
   } catch (error) {
-    return fail(1, `cannot open database ${config.db}: ${(error as Error).message}`);
+    return fail(1, `cannot open database ${config.db} (${resolve(config.db)}): ${(error as Error).message}`);
   }
   const relay = createRelayServer({
     config,

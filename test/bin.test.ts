@@ -5,11 +5,13 @@
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { REQUIRED_NODE } from '../bin/node-version.ts';
 import { openStore } from '../lib/sqlite/index.ts';
 import { spawnTracked, stopProcess, waitForLine, type Tracked } from './e2e/processes.ts';
 import { startFakeRpcServer, type FakeRpcServer } from './helpers/fake-rpc.ts';
@@ -44,14 +46,16 @@ function goodConfig(db: string): unknown {
   };
 }
 
-async function run(args: string[]): Promise<{ code: number | null; output: string }> {
-  const proc = spawnTracked(process.execPath, [BIN, ...args]);
+async function run(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; node?: string[] } = {}): Promise<{ code: number | null; output: string }> {
+  const [node, ...nodeArgs] = options.node ?? [process.execPath];
+  const proc = spawnTracked(node, [...nodeArgs, BIN, ...args], options);
   const [code] = (await once(proc.child, 'exit')) as [number | null];
   return { code, output: proc.output() };
 }
 
-async function startServer(args: string[]): Promise<{ proc: Tracked; url: string }> {
-  const proc = spawnTracked(process.execPath, [BIN, '--port', '0', ...args]);
+async function startServer(args: string[], cwd?: string): Promise<{ proc: Tracked; url: string }> {
+  if (cwd) mkdirSync(cwd, { recursive: true });
+  const proc = spawnTracked(process.execPath, [BIN, '--port', '0', ...args], { cwd });
   const match = await waitForLine(proc, /listening on (http:\/\/127\.0\.0\.1:\d+)/, 15_000);
   return { proc, url: match[1] };
 }
@@ -175,6 +179,98 @@ describe('bin/relayer-server serving (DESIGN 6, 7)', () => {
       assert.equal(await store.outbox.depth(), 1);
     } finally {
       store.close();
+    }
+  });
+});
+
+describe('issue 16: start-up errors that say what to do', () => {
+  const DIST_BIN = new URL('../dist/bin/relayer-server.js', import.meta.url).pathname;
+  const withoutLogLevel = () => {
+    const env = { ...process.env };
+    delete env.RELAYER_LOG_LEVEL;
+    return env;
+  };
+
+  test('an invalid RELAYER_LOG_LEVEL is reported as RELAYER_LOG_LEVEL, an invalid flag as --log-level', async () => {
+    const fromEnv = await run(['--db', ':memory:'], { env: { ...withoutLogLevel(), RELAYER_LOG_LEVEL: 'loud' } });
+    assert.equal(fromEnv.code, 2, fromEnv.output);
+    assert.match(fromEnv.output, /RELAYER_LOG_LEVEL must be one of debug, info, warn, error, silent, got "loud"/);
+    assert.doesNotMatch(fromEnv.output, /--log-level must/);
+    const fromFlag = await run(['--db', ':memory:', '--log-level', 'loud'], { env: withoutLogLevel() });
+    assert.equal(fromFlag.code, 2);
+    assert.match(fromFlag.output, /--log-level must be one of/);
+    assert.doesNotMatch(fromFlag.output, /RELAYER_LOG_LEVEL must/);
+  });
+
+  test('a config file that cannot be read: the path resolved, the OS error, and where npm ran the server', async () => {
+    const missing = await run(['--config', 'no-such-relayer.json'], { cwd: dir });
+    assert.equal(missing.code, 2);
+    assert.match(missing.output, new RegExp(`ENOENT: no such file or directory \\(resolved to ${join(dir, 'no-such-relayer.json').replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}\\)`));
+    assert.doesNotMatch(missing.output, /\n\s+at /, 'no stack trace');
+    const viaNpm = await run(['--config', 'no-such-relayer.json'], { cwd: dir, env: { ...process.env, INIT_CWD: tmpdir() } });
+    assert.match(viaNpm.output, /npm runs the server in .*, not in .*: give an absolute path/);
+    const isDirectory = await run(['--config', dir]);
+    assert.equal(isDirectory.code, 2);
+    assert.match(isDirectory.output, /EISDIR/);
+  });
+
+  test('--db in a directory that does not exist yet: the directory is created (README: --db ./data/relayer.db)', async () => {
+    const fresh = join(dir, 'fresh-clone');
+    const config = writeConfig('fresh.json', goodConfig(':memory:'));
+    const { proc, url } = await startServer(['--config', config, '--db', './data/nested/relayer.db'], fresh);
+    try {
+      assert.equal((await httpRequest(url, { path: '/relay' })).status, 200);
+      assert.ok(existsSync(join(fresh, 'data', 'nested', 'relayer.db')), 'database file created under the new directory');
+    } finally {
+      assert.equal(await stopProcess(proc.child), 0);
+    }
+    // A directory that cannot be made: exit 1 naming what is in the way.
+    const blocker = writeConfig('a-file', 'not a directory');
+    const blocked = await run(['--config', config, '--db', join(blocker, 'relayer.db')]);
+    assert.equal(blocked.code, 1, blocked.output);
+    assert.match(blocked.output, /cannot create the directory of database .*a-file\/relayer\.db: (EEXIST|ENOTDIR)/);
+  });
+
+  test('--help lists every route of docs/openapi.json and the routes of the README', async () => {
+    const { code, output } = await run(['--help']);
+    assert.equal(code, 0);
+    const openapi = JSON.parse(readFileSync(new URL('../docs/openapi.json', import.meta.url), 'utf8'));
+    for (const [path, operations] of Object.entries(openapi.paths as Record<string, Record<string, unknown>>)) {
+      for (const method of Object.keys(operations).filter((m) => ['get', 'post', 'put', 'delete', 'patch'].includes(m))) {
+        assert.match(output, new RegExp(`${method.toUpperCase()}\\s+${path.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}`), `${method} ${path}`);
+      }
+    }
+    for (const route of ['GET  /ready', 'GET  /chains', 'GET  /relay/{message_id}', 'GET  /relay?origin_chain=&tx_hash=']) {
+      assert.ok(output.includes(route), route);
+    }
+  });
+
+  test('the built dist/bin/relayer-server.js on a Node older than 22.13: one line naming the required version', async () => {
+    assert.ok(existsSync(DIST_BIN), 'dist is built (npm test builds it before the tests)');
+    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+    assert.equal(pkg.engines.node, `>=${REQUIRED_NODE}`, 'bin/node-version.ts agrees with package.json engines');
+    const check = (result: { code: number | null; output: string }, what: string) => {
+      assert.equal(result.code, 1, `${what}: ${result.output}`);
+      assert.equal(result.output.trim().split('\n').length, 1, `${what}: one line: ${result.output}`);
+      assert.match(result.output, /^relayer-server: Node\.js >= 22\.13 is required .*this is v20\./, what);
+      assert.doesNotMatch(result.output, /\bat |ERR_|node:internal/, `${what}: no stack trace`);
+    };
+    // This Node pretending to be v20 (always possible), then a real old Node when the machine has one
+    // (the system node of the development machine is v20).
+    const pretend = 'data:text/javascript,Object.defineProperty(process.versions,"node",{value:"20.20.2"});Object.defineProperty(process,"version",{value:"v20.20.2"})';
+    const proc = spawnTracked(process.execPath, ['--import', pretend, DIST_BIN, '--help']);
+    const [code] = (await once(proc.child, 'exit')) as [number | null];
+    check({ code, output: proc.output() }, 'simulated v20');
+    const old = ['/usr/bin/node', '/usr/local/bin/node'].find((candidate) => {
+      if (!existsSync(candidate)) return false;
+      const version = execFileSync(candidate, ['--version'], { encoding: 'utf8' }).trim();
+      const [major, minor] = version.slice(1).split('.').map(Number);
+      return major < 22 || (major === 22 && minor < 13);
+    });
+    if (old) {
+      const real = spawnTracked(old, [DIST_BIN, '--help']);
+      const [realCode] = (await once(real.child, 'exit')) as [number | null];
+      check({ code: realCode, output: real.output() }, old);
     }
   });
 });

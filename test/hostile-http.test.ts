@@ -297,7 +297,7 @@ rows.push(
 rows.push(
   ...([
     ['no Authorization', {}],
-    ['the token in lower-case "bearer"', { Authorization: `bearer ${ADMIN_TOKEN}` }],
+    ['the right token under another scheme ("Bearers")', { Authorization: `Bearers ${ADMIN_TOKEN}` }],
     ['two spaces after Bearer', { Authorization: `Bearer  ${ADMIN_TOKEN}` }],
     ['a prefix of the token', { Authorization: `Bearer ${ADMIN_TOKEN.slice(0, -1)}` }],
     ['the token plus one character', { Authorization: `Bearer ${ADMIN_TOKEN}x` }],
@@ -313,6 +313,9 @@ rows.push(
   })),
   { name: 'admin token: a wrong token is refused before the body is read', server: 'guarded', request: post('/merkle_tree_insertions', ' '.repeat(MERKLE_LIMIT * 2), { ...JSON_HEADERS, Authorization: 'Bearer wrong-token-wrong-token' }), status: 401, reason: 'unauthorized' },
   { name: 'admin token: trailing whitespace is not part of a header value (RFC 9110 §5.5)', server: 'guarded', request: rawRequest('GET', '/merkle_tree_insertions?domain_id=1&leaf_index_start=0&leaf_index_end=0', { Authorization: `Bearer ${ADMIN_TOKEN}  ` }), status: 200 },
+  // RFC 9110 §11.1: the auth-scheme is case-insensitive.
+  { name: 'admin token: the token with a lower-case "bearer" scheme (RFC 9110 §11.1)', server: 'guarded', request: rawRequest('GET', '/merkle_tree_insertions?domain_id=1&leaf_index_start=0&leaf_index_end=0', { Authorization: `bearer ${ADMIN_TOKEN}` }), status: 200 },
+  { name: 'admin token: the token with an upper-case "BEARER" scheme (RFC 9110 §11.1)', server: 'guarded', request: rawRequest('GET', '/merkle_tree_insertions?domain_id=1&leaf_index_start=0&leaf_index_end=0', { Authorization: `BEARER ${ADMIN_TOKEN}` }), status: 200 },
   { name: 'admin token: the right token', server: 'guarded', request: rawRequest('GET', '/merkle_tree_insertions?domain_id=1&leaf_index_start=0&leaf_index_end=0', { Authorization: `Bearer ${ADMIN_TOKEN}` }), status: 200 },
 );
 

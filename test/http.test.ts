@@ -574,7 +574,7 @@ describe('POST /merkle_tree_insertions (DESIGN 4)', () => {
     const h = await start({ server: { adminToken: token } });
     try {
       const body = { merkle_tree_insertions: [record(1)] };
-      for (const auth of [undefined, 'Bearer wrong', `bearer ${token}`, `Basic ${token}`, `Bearer ${token}x`, `Bearer ${token.slice(0, -1)}`]) {
+      for (const auth of [undefined, 'Bearer wrong', `bearer ${token}x`, `Basic ${token}`, `Bearer ${token}x`, `Bearer ${token.slice(0, -1)}`]) {
         const headers: Record<string, string> = auth ? { authorization: auth } : {};
         const res = await postJson(h.url, '/merkle_tree_insertions', body, headers);
         assertError(res, 401, 'unauthorized');
@@ -584,6 +584,11 @@ describe('POST /merkle_tree_insertions (DESIGN 4)', () => {
       assert.equal(h.store.merkleRowCount(), 0);
       const ok = await postJson(h.url, '/merkle_tree_insertions', body, { authorization: `Bearer ${token}` });
       assert.equal(ok.status, 200);
+      // RFC 9110 §11.1: the scheme is case-insensitive; the token is not.
+      for (const scheme of ['bearer', 'BEARER', 'bEaReR']) {
+        const again = await postJson(h.url, '/merkle_tree_insertions', body, { authorization: `${scheme} ${token}` });
+        assert.equal(again.status, 200, scheme);
+      }
       // the relay endpoints stay open
       assert.equal((await httpRequest(h.url, { path: '/relay' })).status, 200);
     } finally {

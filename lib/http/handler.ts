@@ -173,7 +173,8 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
   function requireAdmin(ex: Exchange): void {
     if (adminDigest === undefined) return;
     const header = ex.req.headers.authorization ?? '';
-    const match = /^Bearer ([\x21-\x7e]+)$/.exec(header);
+    // RFC 9110 §11.1: the auth-scheme is case-insensitive (clients send "bearer" too).
+    const match = /^Bearer ([\x21-\x7e]+)$/i.exec(header);
     const given = createHash('sha256').update(match ? match[1] : '').digest();
     // Equal-length digests: the comparison time does not depend on where the tokens differ.
     if (!match || !timingSafeEqual(given, adminDigest)) {

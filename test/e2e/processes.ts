@@ -58,9 +58,9 @@ export interface Tracked {
 }
 
 /** Spawns `command` with piped output, tracked until it exits. */
-export function spawnTracked(command: string, args: string[], options: { cwd?: string } = {}): Tracked {
+export function spawnTracked(command: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Tracked {
   installHandlers();
-  const child = spawn(command, args, { cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
   running.add(child);
   child.once('exit', () => running.delete(child));
   let text = '';
