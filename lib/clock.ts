@@ -2,20 +2,29 @@
  * Time is passed in, so tests drive it. The library never reads the wall clock or schedules a
  * timer except through a Clock.
  */
+export interface TimerOptions {
+  /**
+   * A background timer (a periodic sweep) must not keep the process alive. Every other timer
+   * does: work in flight (a receipt poll, a deadline) must finish before an embedding script
+   * can exit, or a top-level await would never settle.
+   */
+  background?: boolean;
+}
+
 export interface Clock {
   /** Milliseconds, monotonic enough for windows and deadlines. */
   now(): number;
-  /** Schedules `fn` after `ms`; the timer must not keep the process alive. */
-  setTimeout(fn: () => void, ms: number): unknown;
+  /** Schedules `fn` after `ms`. */
+  setTimeout(fn: () => void, ms: number, options?: TimerOptions): unknown;
   clearTimeout(handle: unknown): void;
 }
 
 export const systemClock: Clock = {
   now: () => performance.timeOrigin + performance.now(),
-  setTimeout(fn, ms) {
+  setTimeout(fn, ms, options) {
     const handle = setTimeout(fn, ms) as unknown as { unref?: () => void };
     // Web APIs return a number; Node returns an object that can be unref'd.
-    if (typeof handle === 'object' && handle !== null && typeof handle.unref === 'function') handle.unref();
+    if (options?.background && typeof handle === 'object' && handle !== null && typeof handle.unref === 'function') handle.unref();
     return handle;
   },
   clearTimeout(handle) {

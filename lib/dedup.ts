@@ -71,11 +71,12 @@ export function createDedupCache(opts: DedupCacheOptions): DedupStore {
   function scheduleSweep(): void {
     if (sweepTimer !== undefined || expiries.size === 0) return;
     const first = expiries.values().next().value as number;
+    // Background: expired entries need no sweeping once nothing else keeps the process alive.
     sweepTimer = clock.setTimeout(() => {
       sweepTimer = undefined;
       dropExpired(clock.now());
       scheduleSweep();
-    }, Math.max(SWEEP_MIN_INTERVAL_MS, first - clock.now()));
+    }, Math.max(SWEEP_MIN_INTERVAL_MS, first - clock.now()), { background: true });
   }
 
   function insert(key: string, expiry: number): void {

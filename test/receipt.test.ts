@@ -292,6 +292,8 @@ describe('receipt fetch: polling and the 10 s deadline (spec §7 timeout, §8)',
     assert.equal(result.settled, false);
     await h.clock.advance(499);
     assert.deepEqual(h.calls.urls(), [URL_A]);
+    // Issue 16.1: between polls the wait (and the deadline) keep a real process alive.
+    assert.ok(h.clock.keepingAlive() >= 1, 'the poll wait is not a background timer');
     await h.clock.advance(1);
     assert.deepEqual(h.calls.urls(), [URL_A, URL_A]);
     await h.clock.advance(500);

@@ -15,12 +15,18 @@ export interface FakeClock extends Clock {
   flush(): Promise<void>;
   /** Number of scheduled timers not yet fired or cleared. */
   pending(): number;
+  /**
+   * Number of those that would keep a real process alive (not `background`): what is pending once
+   * a caller's work is done must be background only.
+   */
+  keepingAlive(): number;
 }
 
 interface Timer {
   at: number;
   seq: number;
   fn: () => void;
+  background: boolean;
 }
 
 /** Enough macrotask turns for chains of awaits (fetch → Response body → JSON → next call). */
@@ -62,10 +68,10 @@ export function createFakeClock(start = 1_700_000_000_000): FakeClock {
 
   return {
     now: () => now,
-    setTimeout(fn, ms) {
+    setTimeout(fn, ms, options) {
       const delay = Number.isFinite(ms) && ms > 0 ? ms : 0;
       const id = nextId++;
-      timers.set(id, { at: now + delay, seq: id, fn });
+      timers.set(id, { at: now + delay, seq: id, fn, background: options?.background === true });
       return id;
     },
     clearTimeout(handle) {
@@ -75,5 +81,6 @@ export function createFakeClock(start = 1_700_000_000_000): FakeClock {
     advanceTo,
     flush: () => flushJobs(),
     pending: () => timers.size,
+    keepingAlive: () => [...timers.values()].filter((t) => !t.background).length,
   };
 }
