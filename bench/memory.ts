@@ -46,7 +46,7 @@ async function weighDedupEntries(): Promise<HeapResult> {
   const before = settle();
   await fill(pipeline, ENTRIES);
   const after = settle();
-  return { bytes: after - before, entries: pipeline.dedup.size() };
+  return { bytes: after - before, entries: await pipeline.dedup.size() };
 }
 
 function weighInChild(): HeapResult {

@@ -14,15 +14,26 @@ import { RelayError } from './errors.ts';
 
 export interface Reservation {
   /** Keeps the key for the window, counted from now. Idempotent; no-op after release. */
-  commit(): void;
+  commit(): void | Promise<void>;
   /** Frees the key at once. Idempotent; no-op after commit. */
-  release(): void;
+  release(): void | Promise<void>;
 }
 
 export interface DedupStore {
   /** Reserves `key` or throws RelayError `duplicate_tx` / `cache_full`. */
   reserve(key: string): Reservation | Promise<Reservation>;
   /** Number of live (pending or committed, unexpired) entries. */
+  size(): number | Promise<number>;
+}
+
+/** The per-process cache answers synchronously; its callers (tests, metrics) may rely on it. */
+interface MemoryReservation extends Reservation {
+  commit(): void;
+  release(): void;
+}
+
+export interface MemoryDedupStore extends DedupStore {
+  reserve(key: string): MemoryReservation;
   size(): number;
 }
 
@@ -42,7 +53,7 @@ function secondsUntil(at: number, now: number): number {
   return Math.max(1, Math.ceil((at - now) / 1000));
 }
 
-export function createDedupCache(opts: DedupCacheOptions): DedupStore {
+export function createDedupCache(opts: DedupCacheOptions): MemoryDedupStore {
   const { clock, windowMs, capacity } = opts;
   if (!(windowMs > 0)) throw new RangeError('windowMs must be positive');
   if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError('capacity must be a positive integer');
@@ -102,7 +113,7 @@ export function createDedupCache(opts: DedupCacheOptions): DedupStore {
     throw new RelayError('cache_full', 'the deduplication cache is full', { retryAfterSeconds: secondsUntil(oldest, now) });
   }
 
-  function reserve(key: string): Reservation {
+  function reserve(key: string): MemoryReservation {
     const now = clock.now();
     refuseIfLive(key, now);
     refuseIfFull(now);

@@ -22,6 +22,7 @@ export const REASON_STATUS = {
   duplicate_tx: 429,
   internal_error: 500,
   cache_full: 503,
+  store_unavailable: 503,
 } as const;
 
 export type Reason = keyof typeof REASON_STATUS;

@@ -4,14 +4,18 @@
  * limits and eligibility → policy → enqueue. The reservation is committed only when the request
  * succeeds and released on every failure (including an exception from the queue or the fetcher)
  * before the error propagates, so an immediate retry is never `duplicate_tx`.
+ *
+ * Every store (rate limiter, dedup, queue) may answer with a promise and is awaited; a store that
+ * fails makes the request `store_unavailable` (lib/store.ts), with the reservation released.
  */
 import { DecodeError } from './abi.ts';
 import { extractMessages } from './cctp.ts';
 import { systemClock, type Clock } from './clock.ts';
 import { createDedupCache, type DedupStore } from './dedup.ts';
 import { RelayError, toRelayError } from './errors.ts';
+import { callStore, isPromiseLike, toStoreError } from './store.ts';
 import { createPolicy } from './policy.ts';
-import { createTokenBucket, type RateLimiter } from './rate-limit.ts';
+import { createTokenBucket, type RateLimiter, type TakeResult } from './rate-limit.ts';
 import { createReceiptFetcher, type FetchLike, type ReceiptFetchEvent } from './receipt.ts';
 import type { OutboxMessage, RelayQueue } from './outbox.ts';
 import type { ChainConfig, HyperlaneMessage, Receipt, RelayResponse, RelayerConfig } from './types.ts';
@@ -72,13 +76,26 @@ export function createRelayPipeline(options: RelayPipelineOptions): RelayPipelin
     });
   const checkPolicy = createPolicy(config);
 
-  function takeToken(): void {
-    const taken = rateLimiter.take();
+  function checkToken(taken: TakeResult): void {
     if (!taken.ok) {
       throw new RelayError('rate_limited', 'global rate limit exceeded; retry after a short backoff', {
         retryAfterSeconds: taken.retryAfterSeconds,
       });
     }
+  }
+
+  /** Takes a token; the per-process bucket answers synchronously and costs no extra tick. */
+  function takeToken(): void | Promise<void> {
+    let taken: TakeResult | Promise<TakeResult>;
+    try {
+      taken = rateLimiter.take();
+    } catch (error) {
+      throw toStoreError(error);
+    }
+    if (!isPromiseLike(taken)) return checkToken(taken);
+    return taken.then(checkToken, (error: unknown) => {
+      throw toStoreError(error);
+    });
   }
 
   async function run(body: unknown, { signal, info }: RelayCallOptions = {}): Promise<RelayResponse> {
@@ -87,18 +104,25 @@ export function createRelayPipeline(options: RelayPipelineOptions): RelayPipelin
       info.originChain = chain.name;
       info.txHash = txHash;
     }
-    const reservation = await dedup.reserve(`${chain.name}\n${txHash}`);
+    const reservation = await callStore(() => dedup.reserve(`${chain.name}\n${txHash}`));
     try {
       const receipt = await fetchReceipt(chain, txHash, signal);
       const messages = extract(receipt, chain);
       for (const message of messages) checkPolicy(message);
-      if (messages.length > 0) await queue.enqueue(messages.map((m) => toOutbox(m, chain, txHash, clock)));
-      reservation.commit();
+      if (messages.length > 0) {
+        const batch = messages.map((m) => toOutbox(m, chain, txHash, clock));
+        await callStore(() => queue.enqueue(batch));
+      }
+      await callStore(() => reservation.commit());
       return {
         messages: messages.map((m) => ({ message_id: m.id, origin: m.origin, destination: m.destination, nonce: m.nonce })),
       };
     } catch (error) {
-      reservation.release();
+      try {
+        await reservation.release();
+      } catch {
+        // The reservation expires one window after it was taken; the request's own error is the answer.
+      }
       throw toRelayError(error);
     }
   }
@@ -121,11 +145,13 @@ export function createRelayPipeline(options: RelayPipelineOptions): RelayPipelin
     dedup,
     rateLimiter,
     async relay(body, options) {
-      takeToken();
+      const taking = takeToken();
+      if (taking) await taking;
       return run(body, options);
     },
     async relayText(text, options) {
-      takeToken();
+      const taking = takeToken();
+      if (taking) await taking;
       return run(parseJsonBody(text), options);
     },
   };

@@ -8,6 +8,10 @@ import type { Clock } from './clock.ts';
 export type TakeResult = { ok: true } | { ok: false; retryAfterSeconds: number };
 
 export interface RateLimiter {
+  take(): TakeResult | Promise<TakeResult>;
+}
+
+export interface TokenBucket extends RateLimiter {
   take(): TakeResult;
 }
 
@@ -17,7 +21,7 @@ export interface TokenBucketOptions {
   perMinute: number;
 }
 
-export function createTokenBucket(opts: TokenBucketOptions): RateLimiter {
+export function createTokenBucket(opts: TokenBucketOptions): TokenBucket {
   const { clock, burst, perMinute } = opts;
   if (!Number.isFinite(burst) || burst < 1) throw new RangeError('burst must be at least 1');
   if (!Number.isFinite(perMinute) || perMinute <= 0) throw new RangeError('perMinute must be positive');

@@ -353,7 +353,7 @@ describe('POST /relay errors (spec 7)', () => {
     }
   });
 
-  test('spec 7 500: an exception in the queue is internal_error without internals, and releases the reservation', async () => {
+  test('DESIGN 7 503: an exception in the queue is store_unavailable without internals, and releases the reservation', async () => {
     let fail = true;
     const memory = createMemoryOutbox();
     const flaky: RelayQueue = {
@@ -366,7 +366,8 @@ describe('POST /relay errors (spec 7)', () => {
     try {
       const hash = withTransfers(h, 1);
       const res = await h.relay({ origin_chain: 'ethereum', tx_hash: hash });
-      assertError(res, 500, 'internal_error');
+      assertError(res, 503, 'store_unavailable');
+      assert.equal(res.headers['retry-after'], '1');
       assert.doesNotMatch(res.text, /secret|disk|at \w+ \(/);
       fail = false;
       assert.equal((await h.relay({ origin_chain: 'ethereum', tx_hash: hash })).status, 200, 'retry is not duplicate_tx');

@@ -187,16 +187,16 @@ describe('log level (issue 8.2)', () => {
     for (const other of ['INFO', 'trace', '', 'warning', undefined, 1]) assert.equal(isLogLevel(other), false, String(other));
   });
 
-  test('over HTTP: at "warn" no request lines, but an internal error is still logged; at "debug" request lines appear', async () => {
+  test('over HTTP: at "warn" no request lines, but a store failure is still logged; at "debug" request lines appear', async () => {
     const failing: RelayQueue = { enqueue() { throw new Error('queue broke'); } };
     const quiet = await start({ level: 'warn', queue: failing });
     try {
       const hash = txHash(4);
       quiet.table.set(hash, rpcReceipt(hash, transferLogs(1)));
-      assert.equal((await postJson(quiet.url, '/relay', { origin_chain: 'ethereum', tx_hash: hash })).status, 500);
+      assert.equal((await postJson(quiet.url, '/relay', { origin_chain: 'ethereum', tx_hash: hash })).status, 503);
       assert.equal((await httpRequest(quiet.url, { path: '/relay' })).status, 200);
       const lines = quiet.lines();
-      assert.deepEqual(lines.map((l) => [l.level, l.msg]), [['error', 'internal error']]);
+      assert.deepEqual(lines.map((l) => [l.level, l.msg]), [['error', 'store unavailable']]);
       assert.equal(lines[0].cause, 'Error: queue broke', 'the cause is for the operator');
     } finally {
       await quiet.close();

@@ -139,7 +139,7 @@ describe('the document covers every status, reason and header (DESIGN 2)', () =>
     const table: Array<[string, string]> = [
       ['400', 'invalid_request'], ['400', 'message_not_whitelisted'], ['400', 'message_blacklisted'],
       ['400', 'unsupported_destination'], ['400', 'too_many_messages'], ['408', 'timeout'], ['429', 'rate_limited'],
-      ['429', 'duplicate_tx'], ['503', 'cache_full'], ['500', 'internal_error'],
+      ['429', 'duplicate_tx'], ['503', 'cache_full'], ['503', 'store_unavailable'], ['500', 'internal_error'],
       ['413', 'payload_too_large'], ['415', 'unsupported_media_type'],
     ];
     for (const [status, reason] of table) {

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createTokenBucket, type RateLimiter } from '../lib/rate-limit.ts';
+import { createTokenBucket, type TokenBucket } from '../lib/rate-limit.ts';
 import { createFakeClock } from './helpers/fake-clock.ts';
 
-function takeN(limiter: RateLimiter, n: number): number {
+function takeN(limiter: TokenBucket, n: number): number {
   let ok = 0;
   for (let i = 0; i < n; i++) if (limiter.take().ok) ok++;
   return ok;

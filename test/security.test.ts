@@ -177,7 +177,7 @@ describe('RPC URLs carry API keys: never in responses, metrics or logs (DESIGN 3
 });
 
 describe('no stack, cause or internals in any answer (DESIGN 2)', () => {
-  test('an exception in the queue (multi-line message, stack, a non-Error) answers the fixed internal_error body; the log has one line, no stack', async () => {
+  test('an exception in the queue (multi-line message, stack, a non-Error) answers the fixed store_unavailable body; the log has one line, no stack', async () => {
     const thrown: unknown[] = [
       Object.assign(new Error('disk I/O error\n    at enqueue (/srv/relayer/lib/sqlite/outbox.ts:42:7)'), { code: 'SQLITE_IOERR' }),
       'a string',
@@ -199,8 +199,8 @@ describe('no stack, cause or internals in any answer (DESIGN 2)', () => {
       const { url } = await server.listen(0, '127.0.0.1');
       try {
         const res = await postJson(url, '/relay', { origin_chain: 'ethereum', tx_hash: hash });
-        assert.equal(res.status, 500);
-        assert.equal(res.text, '{"reason":"internal_error","message":"internal error"}');
+        assert.equal(res.status, 503);
+        assert.equal(res.text, '{"reason":"store_unavailable","message":"the store is unavailable; nothing was stored, retry shortly"}');
         assert.equal(res.headers['x-powered-by'], undefined);
         assert.equal(res.headers.server, undefined);
         const log = lines.join('');
@@ -321,7 +321,7 @@ describe('dedup cache exhaustion (spec 7 cache_full, DESIGN 3)', () => {
         outcome = (error as { reason: string }).reason;
       }
       counts[outcome] = (counts[outcome] ?? 0) + 1;
-      maxSize = Math.max(maxSize, pipeline.dedup.size());
+      maxSize = Math.max(maxSize, await pipeline.dedup.size());
     }
     return { counts, maxSize };
   }

@@ -12,6 +12,7 @@ import { createRelayPipeline, type RelayPipeline } from '../pipeline.ts';
 import { createMemoryOutbox } from '../outbox.ts';
 import type { FetchLike, ReceiptFetchEvent } from '../receipt.ts';
 import type { Outbox, RelayQueue } from '../outbox.ts';
+import { callStore, isPromiseLike, withDeadline, type RelayerStore } from '../store.ts';
 import type { MerkleStore, RelayerConfig } from '../types.ts';
 import { parseJsonBody, validateMerkleRange, validateMerkleRequest } from '../validate.ts';
 import { readBody } from './body.ts';
@@ -19,9 +20,15 @@ import { createMetricsRegistry, type MetricsRegistry } from './metrics.ts';
 
 export interface RelayApiOptions {
   config: RelayerConfig;
-  /** Where accepted relay messages go. Defaults to an in-memory outbox. */
+  /**
+   * The storage bundle (lib/store.ts): outbox, merkle store, and the dedup store and rate limiter
+   * when the engine shares them between replicas. `outbox` and `merkle` below override its parts.
+   * GET /ready pings it.
+   */
+  store?: RelayerStore;
+  /** Where accepted relay messages go. Defaults to the store's outbox, else an in-memory outbox. */
   outbox?: RelayQueue & Partial<Pick<Outbox, 'depth'>>;
-  /** Backs the merkle endpoints; without it they answer 404. */
+  /** Backs the merkle endpoints (defaults to the store's); without one they answer 404. */
   merkle?: MerkleStore;
   /** Replaces the pipeline built from config, outbox, clock and fetch. */
   pipeline?: RelayPipeline;
@@ -43,13 +50,18 @@ export interface RelayApi {
 }
 
 const JSON_TYPE = 'application/json';
+/** GET /ready waits this long for the store's ping (DESIGN.md §2). */
+const READY_TIMEOUT_MS = 1_000;
+/** A /metrics scrape waits this long for a store-backed gauge, then shows its last value. */
+const GAUGE_TIMEOUT_MS = 1_000;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /** Log and metric reason of a request whose client went away before the answer (no RelayError). */
 const CLIENT_CLOSED = 'client_closed';
 
-type Route = '/relay' | '/merkle_tree_insertions' | '/metrics' | '/openapi.json';
+type Route = '/relay' | '/ready' | '/merkle_tree_insertions' | '/metrics' | '/openapi.json';
 const ALLOW: Record<Route, string> = {
   '/relay': 'GET, HEAD, POST, OPTIONS',
+  '/ready': 'GET, HEAD, OPTIONS',
   '/merkle_tree_insertions': 'GET, HEAD, POST, OPTIONS',
   '/metrics': 'GET, HEAD, OPTIONS',
   '/openapi.json': 'GET, HEAD, OPTIONS',
@@ -72,8 +84,9 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? silentLogger;
   const metrics = options.metrics ?? createMetricsRegistry();
-  const outbox = options.outbox ?? createMemoryOutbox(clock);
-  const merkle = options.merkle;
+  const store = options.store;
+  const outbox = options.outbox ?? store?.outbox ?? createMemoryOutbox(clock);
+  const merkle = options.merkle ?? store?.merkle;
   const knownDomains = new Set(Object.values(config.chains).map((c) => c.domainId));
   const corsOrigins = new Set(config.server.corsOrigins);
   const adminDigest =
@@ -107,16 +120,55 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
   };
   const pipeline =
     options.pipeline ??
-    createRelayPipeline({ config, queue: outbox, clock, fetch: options.fetch, onReceiptAttempt });
+    createRelayPipeline({
+      config,
+      queue: outbox,
+      clock,
+      fetch: options.fetch,
+      onReceiptAttempt,
+      dedup: store?.dedup,
+      rateLimiter: store?.rateLimiter,
+    });
 
-  metrics.gauge('hyperlane_relay_api_dedup_cache_size', 'Live entries in the POST /relay dedup cache.', () => pipeline.dedup.size());
+  // Gauges read from a store that answers asynchronously are sampled before each /metrics render;
+  // a synchronous one (the in-memory engines) is read at render time as before.
+  const gaugeSamplers: Array<() => Promise<void>> = [];
+  function storeGauge(name: string, help: string, read: () => number | Promise<number>): void {
+    let last = NaN;
+    let kind: 'unknown' | 'sync' | 'async' = 'unknown';
+    gaugeSamplers.push(async () => {
+      if (kind === 'sync') return;
+      try {
+        const value = read();
+        if (!isPromiseLike(value)) {
+          kind = 'sync';
+          return;
+        }
+        kind = 'async';
+        last = await withDeadline(value, GAUGE_TIMEOUT_MS, clock, name);
+      } catch {
+        // A failing store shows as NaN; the scrape itself still answers.
+        last = NaN;
+      }
+    });
+    metrics.gauge(name, help, () => {
+      if (kind === 'async') return last;
+      try {
+        const value = read();
+        if (!isPromiseLike(value)) return value;
+        kind = 'async';
+        value.then((v) => (last = v), () => {});
+      } catch {
+        // As above.
+      }
+      return last;
+    });
+  }
+
+  storeGauge('hyperlane_relay_api_dedup_cache_size', 'Live entries in the POST /relay dedup cache.', () => pipeline.dedup.size());
   metrics.gauge('hyperlane_relay_api_in_flight_requests', 'Requests being handled.', () => inFlight);
   if (typeof outbox.depth === 'function') {
-    const depth = outbox.depth.bind(outbox);
-    metrics.gauge('hyperlane_relay_api_outbox_depth', 'Messages in the relay outbox not yet delivered.', () => {
-      const value = depth();
-      return typeof value === 'number' ? value : NaN;
-    });
+    storeGauge('hyperlane_relay_api_outbox_depth', 'Messages in the relay outbox not yet delivered.', outbox.depth.bind(outbox));
   }
 
   function send(ex: Exchange, status: number, body: string, type: string, headers: Record<string, string> = {}): void {
@@ -144,10 +196,15 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
     const retryAfter = retryAfterHeader(error);
     if (retryAfter !== undefined) headers['Retry-After'] = retryAfter;
     if (error.reason === 'rate_limited') rateLimited.inc();
-    if (error.reason === 'internal_error') {
+    if (error.reason === 'internal_error' || error.reason === 'store_unavailable') {
       // The cause is for the operator's log only, reduced to its name and first line.
       const cause = error.cause instanceof Error ? `${error.cause.name}: ${error.cause.message.split('\n')[0]}` : undefined;
-      logger.error('internal error', { request_id: ex.id, route: ex.route, error: error.message, cause });
+      logger.error(error.reason === 'internal_error' ? 'internal error' : 'store unavailable', {
+        request_id: ex.id,
+        route: ex.route,
+        error: error.message,
+        cause,
+      });
     }
     send(ex, error.status, JSON.stringify(error.toJSON()), JSON_TYPE, headers);
   }
@@ -200,7 +257,7 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
     const { records, sent } = validateMerkleRequest(parseJsonBody(text));
     const known = records.filter((r) => knownDomains.has(r.chain));
     const skipped = sent.filter((_, i) => !knownDomains.has(records[i].chain));
-    const count = known.length > 0 ? await store.insertMerkle(known) : 0;
+    const count = known.length > 0 ? await callStore(() => store.insertMerkle(known)) : 0;
     merkleRows.inc({}, count);
     sendJson(ex, 200, { count, skipped });
   }
@@ -208,7 +265,18 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
   async function getMerkle(ex: Exchange, store: MerkleStore, url: URL): Promise<void> {
     requireAdmin(ex);
     const { domain, start, end } = validateMerkleRange(url.searchParams);
-    sendJson(ex, 200, { merkle_tree_insertions: await store.listMerkle(domain, start, end) });
+    sendJson(ex, 200, { merkle_tree_insertions: await callStore(() => store.listMerkle(domain, start, end)) });
+  }
+
+  async function getReady(ex: Exchange): Promise<void> {
+    // Without a store bundle everything lives in this process, which is answering.
+    if (store !== undefined) await withDeadline(callStore(() => store.ping()), READY_TIMEOUT_MS, clock, 'the store ping');
+    send(ex, 200, 'ready', 'text/plain; charset=utf-8');
+  }
+
+  async function getMetrics(ex: Exchange): Promise<void> {
+    if (gaugeSamplers.length > 0) await Promise.all(gaugeSamplers.map((sample) => sample()));
+    send(ex, 200, metrics.render(), 'text/plain; version=0.0.4; charset=utf-8');
   }
 
   async function route(ex: Exchange): Promise<void> {
@@ -251,9 +319,8 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
     if (path === '/relay' && method === 'POST') return postRelay(ex);
     if (path === '/merkle_tree_insertions' && method === 'POST') return postMerkle(ex, merkle!);
     if (path === '/merkle_tree_insertions' && method === 'GET') return getMerkle(ex, merkle!, url ?? new URL(target, 'http://localhost'));
-    if (path === '/metrics' && method === 'GET') {
-      return send(ex, 200, metrics.render(), 'text/plain; version=0.0.4; charset=utf-8');
-    }
+    if (path === '/ready' && method === 'GET') return getReady(ex);
+    if (path === '/metrics' && method === 'GET') return getMetrics(ex);
     if (path === '/openapi.json' && method === 'GET') return sendJson(ex, 200, options.openapi);
     throw new RelayError('method_not_allowed', `${req.method} is not allowed on ${path}`);
   }
@@ -280,7 +347,7 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
       }
       responses.inc({ route: ex.route, code: String(status) });
       duration.observe({ route: ex.route }, seconds);
-      // A successful health check (GET or HEAD /relay) is logged at debug: probes from load
+      // A successful health check (GET or HEAD /relay or /ready) is logged at debug: probes from load
       // balancers and orchestrators come every few seconds and would bury the relay requests.
       const fields = {
         request_id: ex.id,
@@ -293,7 +360,7 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
         tx_hash: ex.txHash,
         messages: ex.messages,
       };
-      if (ex.route === '/relay' && status === 200 && req.method !== 'POST') logger.debug('request', fields);
+      if ((ex.route === '/relay' || ex.route === '/ready') && status === 200 && req.method !== 'POST') logger.debug('request', fields);
       else logger.info('request', fields);
     };
     // 'close' follows 'finish' on every answered response and also ends one whose client left.
