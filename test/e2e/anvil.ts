@@ -8,6 +8,7 @@ import { spawnTracked, stopProcess, waitForLine, type Tracked } from './processe
 export interface Anvil {
   rpcUrl: string;
   port: number;
+  chainId: number;
   /** The node's output so far (for failure messages). */
   output(): string;
   /** SIGTERM, then SIGKILL if it lingers; resolves once the process is gone. */
@@ -32,11 +33,11 @@ function anvilBinary(): string {
   }
 }
 
-export async function startAnvil(options: { startTimeoutMs?: number } = {}): Promise<Anvil> {
+export async function startAnvil(options: { startTimeoutMs?: number; chainId?: number } = {}): Promise<Anvil> {
   const tracked: Tracked = spawnTracked(anvilBinary(), [
     '--host', '127.0.0.1',
     '--port', '0',
-    '--chain-id', String(ANVIL_CHAIN_ID),
+    '--chain-id', String(options.chainId ?? ANVIL_CHAIN_ID),
     // The default dev accounts, named so that a change of anvil's default cannot move them.
     '--mnemonic', 'test test test test test test test test test test test junk',
     // No --silent: it also hides the "Listening on" line that tells us the port.
@@ -46,7 +47,7 @@ export async function startAnvil(options: { startTimeoutMs?: number } = {}): Pro
   };
   try {
     const [, port] = await waitForLine(tracked, /Listening on 127\.0\.0\.1:(\d+)/, options.startTimeoutMs ?? 15_000);
-    return { rpcUrl: `http://127.0.0.1:${port}`, port: Number(port), output: tracked.output, stop };
+    return { rpcUrl: `http://127.0.0.1:${port}`, port: Number(port), chainId: options.chainId ?? ANVIL_CHAIN_ID, output: tracked.output, stop };
   } catch (error) {
     await stop();
     throw error;

@@ -5,6 +5,7 @@
 import {
   createPublicClient,
   createWalletClient,
+  defineChain,
   getAddress,
   http,
   type Abi,
@@ -13,6 +14,8 @@ import {
   type Hex,
   type PublicClient,
   type TransactionReceipt,
+  type Chain as ViemChain,
+  type WalletClient,
 } from 'viem';
 import { foundry } from 'viem/chains';
 
@@ -28,6 +31,10 @@ export const FIXED_GAS = 5_000_000n;
 export interface Chain {
   rpcUrl: string;
   publicClient: PublicClient;
+  /** Signs as DEV_ACCOUNT (anvil signs for it: eth_sendTransaction). */
+  wallet: WalletClient;
+  /** viem's description of the node (its chain id). */
+  viemChain: ViemChain;
   /** A raw JSON-RPC call, for node controls viem does not type (evm_mine). */
   rpc(method: string, params?: unknown[]): Promise<unknown>;
   /** Waits for the receipt (automine on, or a block mined meanwhile). */
@@ -43,11 +50,13 @@ export interface Chain {
   mineBlock(): Promise<void>;
 }
 
-export function connectChain(rpcUrl: string): Chain {
+/** `chainId` must be the node's (viem checks it before each write); anvil's default unless told. */
+export function connectChain(rpcUrl: string, chainId: number = foundry.id): Chain {
+  const chain = chainId === foundry.id ? foundry : defineChain({ ...foundry, id: chainId });
   // viem's default polling follows a 12 s block time; anvil mines on send, so poll fast.
   const transport = http(rpcUrl, { retryCount: 0 });
-  const publicClient = createPublicClient({ chain: foundry, transport, pollingInterval: 25 });
-  const wallet = createWalletClient({ chain: foundry, transport, account: DEV_ACCOUNT, pollingInterval: 25 });
+  const publicClient = createPublicClient({ chain, transport, pollingInterval: 25 });
+  const wallet = createWalletClient({ chain, transport, account: DEV_ACCOUNT, pollingInterval: 25 });
 
   async function receipt(hash: Hash): Promise<TransactionReceipt> {
     return publicClient.waitForTransactionReceipt({ hash, pollingInterval: 25, timeout: 10_000 });
@@ -61,7 +70,7 @@ export function connectChain(rpcUrl: string): Chain {
   }
 
   async function call(address: Address, abi: Abi, functionName: string, args: readonly unknown[]): Promise<Hash> {
-    return wallet.writeContract({ address, abi, functionName, args, gas: FIXED_GAS, chain: foundry, account: DEV_ACCOUNT });
+    return wallet.writeContract({ address, abi, functionName, args, gas: FIXED_GAS, chain, account: DEV_ACCOUNT });
   }
 
   async function callAndWait(address: Address, abi: Abi, functionName: string, args: readonly unknown[]) {
@@ -87,5 +96,5 @@ export function connectChain(rpcUrl: string): Chain {
     await rpc('evm_mine');
   }
 
-  return { rpcUrl, publicClient: publicClient as PublicClient, rpc, receipt, deploy, call, callAndWait, setAutomine, mineBlock };
+  return { rpcUrl, publicClient: publicClient as PublicClient, wallet, viemChain: chain, rpc, receipt, deploy, call, callAndWait, setAutomine, mineBlock };
 }

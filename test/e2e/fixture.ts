@@ -1,8 +1,10 @@
 /**
- * One local chain ready for relaying: anvil, a Hyperlane Mailbox for domain 1 and the stand-ins.
- * Shared by the e2e tests and `npm run demo`.
+ * Local chains for the e2e tests and `npm run demo`: one anvil with a Hyperlane Mailbox for
+ * domain 1 and the stand-ins (relay scenarios), or two anvils with a Mailbox each and Hyperlane's
+ * CCTP V2 bridge between them (delivery).
  */
-import { startAnvil, type Anvil } from './anvil.ts';
+import { ANVIL_CHAIN_ID, startAnvil, type Anvil } from './anvil.ts';
+import { deployCctpV2Route, type CctpV2Route } from './cctp-bridge.ts';
 import { connectChain, type Chain } from './chain.ts';
 import { deployHyperlane, type HyperlaneDeployment } from './hyperlane.ts';
 import { deployStandIns, type StandIns } from './stand-ins.ts';
@@ -10,23 +12,70 @@ import { deployStandIns, type StandIns } from './stand-ins.ts';
 /** The Hyperlane domain of the anvil chain. */
 export const ORIGIN_DOMAIN = 1;
 
-export interface LocalChain {
+export interface ChainNode {
   anvil: Anvil;
   chain: Chain;
   hyperlane: HyperlaneDeployment;
+}
+
+export interface LocalChain extends ChainNode {
   standIns: StandIns;
+}
+
+/** Starts anvil and deploys a Mailbox for `domain`; stops anvil again if a deployment fails. */
+async function startNode(domain: number, chainId: number): Promise<ChainNode> {
+  const anvil = await startAnvil({ chainId });
+  try {
+    const chain = connectChain(anvil.rpcUrl, chainId);
+    return { anvil, chain, hyperlane: await deployHyperlane(chain, domain) };
+  } catch (error) {
+    await anvil.stop();
+    throw error;
+  }
 }
 
 /** Starts anvil and deploys everything; stops anvil again if a deployment fails. */
 export async function startLocalChain(): Promise<LocalChain> {
-  const anvil = await startAnvil();
+  const node = await startNode(ORIGIN_DOMAIN, ANVIL_CHAIN_ID);
   try {
-    const chain = connectChain(anvil.rpcUrl);
-    const hyperlane = await deployHyperlane(chain, ORIGIN_DOMAIN);
-    const standIns = await deployStandIns(chain, hyperlane.mailbox);
-    return { anvil, chain, hyperlane, standIns };
+    return { ...node, standIns: await deployStandIns(node.chain, node.hyperlane.mailbox) };
   } catch (error) {
-    await anvil.stop();
+    await node.anvil.stop();
+    throw error;
+  }
+}
+
+/** The destination chain of the two-chain set-up: its Hyperlane domain and (distinct) chain id. */
+export const DESTINATION_DOMAIN = 2;
+export const DESTINATION_CHAIN_ID = 31338;
+
+export interface TwoChains {
+  origin: ChainNode;
+  destination: ChainNode;
+  /** Hyperlane's CCTP V2 token bridge from origin to destination. */
+  route: CctpV2Route;
+  /** Stops both nodes. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Two anvil nodes (origin: domain 1, chain id 31337; destination: domain 2, chain id 31338),
+ * each with a Mailbox (NoopIsm default ISM), and the CCTP V2 bridge between them.
+ */
+export async function startTwoChains(): Promise<TwoChains> {
+  const started = await Promise.allSettled([startNode(ORIGIN_DOMAIN, ANVIL_CHAIN_ID), startNode(DESTINATION_DOMAIN, DESTINATION_CHAIN_ID)]);
+  const nodes = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+  const stop = async () => {
+    await Promise.all(nodes.map((n) => n.anvil.stop()));
+  };
+  try {
+    const failed = started.find((s) => s.status === 'rejected');
+    if (failed) throw failed.reason;
+    const [origin, destination] = nodes;
+    const route = await deployCctpV2Route(origin, destination);
+    return { origin, destination, route, stop };
+  } catch (error) {
+    await stop();
     throw error;
   }
 }

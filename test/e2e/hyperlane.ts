@@ -19,16 +19,20 @@ export interface Artifact {
   bytecode: Hex;
 }
 
-const FACTORIES = 'dist/typechain/factories/contracts';
+const FACTORIES = 'dist/typechain/factories';
 
 /** The package root: its exports map hides package.json, so go up from the main entry (dist/index.js). */
 function packageRoot(): string {
   return dirname(dirname(fileURLToPath(import.meta.resolve('@hyperlane-xyz/core'))));
 }
 
-/** Reads one typechain factory, e.g. `hooks/MerkleTreeHook`, without executing its imports. */
+/**
+ * Reads one typechain factory, e.g. `hooks/MerkleTreeHook` (under the package's contracts/) or
+ * `@openzeppelin/contracts/...` (its vendored dependencies), without executing its imports.
+ */
 export function hyperlaneArtifact(path: string): Artifact {
-  const file = join(packageRoot(), FACTORIES, `${path}__factory.js`);
+  const under = path.startsWith('@') ? path : `contracts/${path}`;
+  const file = join(packageRoot(), FACTORIES, `${under}__factory.js`);
   const text = readFileSync(file, 'utf8');
   const abiText = text.match(/const _abi = (\[[\s\S]*?\n\]);\n/)?.[1];
   const bytecode = text.match(/const _bytecode = "(0x[0-9a-fA-F]+)";/)?.[1];

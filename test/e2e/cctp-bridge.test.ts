@@ -1,0 +1,163 @@
+/**
+ * Two anvil nodes and Hyperlane's real CCTP V2 token bridge between them, checked with viem and
+ * the test-side wire readers only (no code from lib/): a transferRemote leaves production's call
+ * graph in the origin receipt, and `Mailbox.process` on the destination delivers it through the
+ * bridge's CCTP ISM with the attestation the delivery worker builds (scripts/delivery/).
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { decodeEventLog, encodePacked, pad, parseAbi, toEventSelector, type Address, type Hash, type Hex, type TransactionReceipt } from 'viem';
+import { cctpAttestationMetadata } from '../../scripts/delivery/cctp-attestation.ts';
+import { ISM_CCIP_READ, ISM_NULL, MAILBOX_ABI, processMessage, recipientIsmType, type Destination } from '../../scripts/delivery/destination.ts';
+import { bridgeArtifacts, CIRCLE_DESTINATION_DOMAIN, CIRCLE_ORIGIN_DOMAIN, MIN_FINALITY_THRESHOLD, sendBridgeTransfer } from './cctp-bridge.ts';
+import { DEV_ACCOUNT } from './chain.ts';
+import { DESTINATION_DOMAIN, ORIGIN_DOMAIN, startTwoChains, type TwoChains } from './fixture.ts';
+import { hyperlaneArtifact, mailboxLogs } from './hyperlane.ts';
+import { readBurnMessageV2, readCctpV2Message, readHyperlaneMessage } from './wire.ts';
+
+const RECIPIENT: Address = '0x00000000000000000000000000000000000000b0';
+const MESSAGE_SENT_ABI = parseAbi(['event MessageSent(bytes message)']);
+const topic = (signature: string) => toEventSelector(signature);
+
+let two: TwoChains;
+
+function destination(): Destination {
+  const { chain, hyperlane } = two.destination;
+  return {
+    domain: DESTINATION_DOMAIN,
+    mailbox: hyperlane.mailbox,
+    publicClient: chain.publicClient,
+    wallet: chain.wallet,
+    account: DEV_ACCOUNT,
+    chain: chain.viemChain,
+  };
+}
+
+async function transfer(amount: bigint): Promise<{ receipt: TransactionReceipt; message: Hex; id: Hex }> {
+  const hash = await sendBridgeTransfer(two.origin.chain, two.route, { destination: DESTINATION_DOMAIN, recipient: RECIPIENT, amount });
+  const receipt = await two.origin.chain.receipt(hash);
+  assert.equal(receipt.status, 'success');
+  const { messages, ids } = mailboxLogs(receipt, two.origin.hyperlane.mailbox);
+  assert.equal(messages.length, 1);
+  return { receipt, message: messages[0], id: ids[0] };
+}
+
+async function delivered(id: Hex): Promise<boolean> {
+  const { chain, hyperlane } = two.destination;
+  return chain.publicClient.readContract({ address: hyperlane.mailbox, abi: MAILBOX_ABI, functionName: 'delivered', args: [id] });
+}
+
+async function processIdLogs(id: Hex) {
+  const { chain, hyperlane } = two.destination;
+  return chain.publicClient.getContractEvents({ address: hyperlane.mailbox, abi: MAILBOX_ABI, eventName: 'ProcessId', args: { messageId: id }, fromBlock: 0n });
+}
+
+describe('e2e: Hyperlane TokenBridgeCctpV2 between two anvil nodes', { timeout: 90_000 }, () => {
+  before(async () => {
+    two = await startTwoChains();
+  });
+  after(async () => {
+    await two?.stop();
+  });
+
+  test('transferRemote: burn through the CCTP V2 transmitter (MessageSent), then Mailbox dispatch, in production order', async () => {
+    const { receipt, message, id } = await transfer(1_000_000n);
+    const origin = two.route.origin;
+    const mailbox = two.origin.hyperlane.mailbox.toLowerCase();
+    const seen = receipt.logs.map((l) => [l.address.toLowerCase(), l.topics[0]]);
+    const transferTopic = topic('Transfer(address,address,uint256)');
+    assert.deepEqual(seen, [
+      [origin.token, topic('Approval(address,address,uint256)')], // transferFrom spends the user's allowance
+      [origin.token, transferTopic], // user → router (transferRemote pulls the amount)
+      [origin.token, transferTopic], // router → messenger (depositForBurn)
+      [origin.token, transferTopic], // burn: messenger → 0
+      [origin.transmitter, topic('MessageSent(bytes)')],
+      [origin.tokenMessenger, topic('DepositForBurn(address,uint256,address,bytes32,uint32,bytes32,bytes32,uint256,uint32,bytes)')],
+      [origin.router, topic('SentTransferRemote(uint32,bytes32,uint256)')],
+      [mailbox, topic('Dispatch(address,uint32,bytes32,bytes)')],
+      [mailbox, topic('DispatchId(bytes32)')],
+      [two.origin.hyperlane.merkleTreeHook.toLowerCase(), topic('InsertedIntoTree(bytes32,uint32)')],
+    ]);
+
+    const h = readHyperlaneMessage(message);
+    assert.equal(h.id, id);
+    assert.equal(h.origin, ORIGIN_DOMAIN);
+    assert.equal(h.destination, DESTINATION_DOMAIN);
+    assert.equal(h.sender, pad(origin.router));
+    assert.equal(h.recipient, pad(two.route.destination.router));
+    assert.equal(h.body, encodePacked(['bytes32', 'uint256'], [pad(RECIPIENT), 1_000_000n]));
+
+    const sentLog = receipt.logs.find((l) => l.address.toLowerCase() === origin.transmitter)!;
+    const sent = decodeEventLog({ abi: MESSAGE_SENT_ABI, topics: sentLog.topics, data: sentLog.data, strict: true }).args.message;
+    const cctp = readCctpV2Message(sent);
+    assert.equal(cctp.version, 1);
+    assert.equal(cctp.sourceDomain, CIRCLE_ORIGIN_DOMAIN);
+    assert.equal(cctp.destinationDomain, CIRCLE_DESTINATION_DOMAIN);
+    assert.equal(cctp.nonce, pad('0x'), 'empty when sent');
+    assert.equal(cctp.recipient, pad(two.route.destination.tokenMessenger), 'the remote TokenMessenger');
+    assert.equal(cctp.destinationCaller, pad(two.route.destination.router), 'only the destination router may receive');
+    assert.equal(cctp.minFinalityThreshold, MIN_FINALITY_THRESHOLD);
+    const burn = readBurnMessageV2(cctp.messageBody);
+    assert.equal(burn.version, 1);
+    assert.equal(burn.burnToken, pad(origin.token));
+    assert.equal(burn.mintRecipient, pad(RECIPIENT));
+    assert.equal(burn.amount, 1_000_000n);
+    assert.equal(burn.messageSender, pad(origin.router), 'the Hyperlane router burns');
+    assert.equal(burn.maxFee, 0n);
+  });
+
+  test('Mailbox.process through the CCTP ISM: a forged burn is refused, the attested one delivers, a second process reverts', async () => {
+    const { receipt, message, id } = await transfer(2_500_000n);
+    const dest = destination();
+    assert.equal(await recipientIsmType(dest, message), ISM_CCIP_READ, 'the bridge router is its own CCIP-read ISM');
+    const transmitters = [two.route.origin.transmitter];
+
+    // The same transaction's attestation, for a message with one more unit: the ISM compares the
+    // burn with the token message, so this must revert and deliver nothing.
+    const forged = (`${message.slice(0, -64)}${(2_500_001n).toString(16).padStart(64, '0')}`) as Hex;
+    await assert.rejects(cctpAttestationMetadata(two.origin.chain.publicClient, transmitters, receipt.transactionHash, forged), /no CCTP burn/);
+    const honest = await cctpAttestationMetadata(two.origin.chain.publicClient, transmitters, receipt.transactionHash, message);
+    await assert.rejects(processMessage(dest, honest, forged));
+    assert.equal(await delivered(id), false);
+
+    let sent: Hash | undefined;
+    const first = await processMessage(dest, honest, message, (hash) => (sent = hash));
+    assert.equal(first.already, false);
+    assert.equal(first.txHash, sent);
+    assert.equal(await delivered(id), true);
+    const processed = await two.destination.chain.receipt(first.txHash);
+    const routerAbi = bridgeArtifacts.router().abi;
+    const received = processed.logs
+      .filter((l) => l.address.toLowerCase() === two.route.destination.router)
+      .map((l) => decodeEventLog({ abi: routerAbi, topics: l.topics as [Hex, ...Hex[]], data: l.data, strict: true }))
+      .find((e) => e.eventName === 'ReceivedTransferRemote');
+    assert.deepEqual(received?.args, { origin: ORIGIN_DOMAIN, recipient: pad(RECIPIENT), amountOrId: 2_500_000n });
+
+    const again = await processMessage(dest, honest, message);
+    assert.deepEqual(again, { txHash: first.txHash, already: true }, 'already delivered: the first delivery is reported');
+    assert.equal((await processIdLogs(id)).length, 1, 'delivered exactly once');
+  });
+
+  test('a plain message to a TestRecipient (NoopIsm, the Mailbox default) delivers with empty metadata', async () => {
+    const recipientA = hyperlaneArtifact('test/TestRecipient');
+    const recipient = await two.destination.chain.deploy(recipientA.abi, recipientA.bytecode);
+    const mailboxA = hyperlaneArtifact('Mailbox');
+    const receipt = await two.origin.chain.callAndWait(two.origin.hyperlane.mailbox, mailboxA.abi, 'dispatch', [
+      DESTINATION_DOMAIN,
+      pad(recipient),
+      '0x68656c6c6f',
+    ]);
+    const { messages, ids } = mailboxLogs(receipt, two.origin.hyperlane.mailbox);
+    const dest = destination();
+    assert.equal(await recipientIsmType(dest, messages[0]), ISM_NULL);
+    const outcome = await processMessage(dest, '0x', messages[0]);
+    assert.equal(outcome.already, false);
+    assert.equal(await delivered(ids[0]), true);
+    const lastData = await two.destination.chain.publicClient.readContract({
+      address: recipient,
+      abi: recipientA.abi,
+      functionName: 'lastData',
+    });
+    assert.equal(lastData, '0x68656c6c6f');
+  });
+});
