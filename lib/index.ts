@@ -11,7 +11,7 @@ export { createDedupCache, type DedupStore, type Reservation } from './dedup.ts'
 export { createTokenBucket, type RateLimiter, type TakeResult } from './rate-limit.ts';
 export { callStore, toStoreError, withDeadline, STORE_RETRY_AFTER_SECONDS, type RelayerStore } from './store.ts';
 export { createReceiptFetcher, redactUrl, type FetchLike, type ReceiptFetchEvent } from './receipt.ts';
-export { createMemoryOutbox, type Outbox, type OutboxMessage, type PendingMessage, type RelayQueue } from './outbox.ts';
+export { createMemoryOutbox, type Outbox, type OutboxMessage, type OutboxRecord, type ClaimedMessage, type MessageStatus, type MarkDeliveredOptions, type MarkFailedOptions, type RelayQueue } from './outbox.ts';
 export { parseConfig, defaultConfig } from './config.ts';
 export { createRelayPipeline, type RelayPipeline, type RelayPipelineOptions, type RelayCallOptions, type ReceiptSource } from './pipeline.ts';
 export { validateRelayRequest, validateMerkleRequest, validateMerkleRange, MAX_ORIGIN_CHAIN_BYTES } from './validate.ts';

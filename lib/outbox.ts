@@ -22,10 +22,42 @@ export interface OutboxMessage {
   enqueuedAt: number;
 }
 
-/** An outbox row read back by a delivery worker. */
-export interface PendingMessage extends OutboxMessage {
+/** Where a message is in its life (DESIGN.md §11). */
+export type MessageStatus = 'queued' | 'delivering' | 'delivered' | 'failed';
+
+export const MESSAGE_STATUSES: readonly MessageStatus[] = ['queued', 'delivering', 'delivered', 'failed'];
+
+/** An outbox row with its lifecycle: what `get`, `byTx` and the status endpoints read. */
+export interface OutboxRecord extends OutboxMessage {
+  status: MessageStatus;
+  /** Delivery attempts begun: each claim() adds 1 (a lease that expires counted as one). */
+  attempts: number;
+  /** The error of the last failed attempt (kept after a later success, for the record). */
+  lastError: string | null;
+  /** Milliseconds since the epoch when it was marked delivered. */
   deliveredAt: number | null;
+  destinationTxHash: string | null;
+  /** End of the lease while 'delivering', else null. */
+  claimedUntil: number | null;
+  /** 'queued' after a failure: not claimable before this time, else null. */
+  retryAt: number | null;
 }
+
+/** A message handed to one delivery worker by claim(). */
+export interface ClaimedMessage extends OutboxRecord {
+  /** Opaque token of this claim: pass it back to markDelivered/markFailed so a worker whose lease
+   * expired and was taken over cannot overwrite the new holder's outcome. */
+  lease: string;
+}
+
+export interface MarkDeliveredOptions {
+  destinationTxHash: string;
+  lease?: string;
+}
+
+export type MarkFailedOptions =
+  | { error: string; retryAt: number; lease?: string }
+  | { error: string; final: true; lease?: string };
 
 /**
  * Where accepted messages go. `enqueue` stores the whole batch atomically (all or nothing) and
@@ -36,15 +68,83 @@ export interface RelayQueue {
   enqueue(batch: readonly OutboxMessage[]): number | Promise<number>;
 }
 
-/** The outbox a delivery worker reads: the queue plus reading and acknowledging. */
+/**
+ * The outbox (DESIGN.md §11): the queue, its readers (the status endpoints) and its consumers
+ * (delivery workers). Time comes from the engine's injected Clock.
+ */
 export interface Outbox extends RelayQueue {
-  /** Undelivered messages, oldest first. */
-  pending(limit?: number): PendingMessage[] | Promise<PendingMessage[]>;
-  /** Marks messages delivered; returns how many changed. Unknown ids are ignored. */
-  markDelivered(ids: readonly string[], at?: number): number | Promise<number>;
-  /** Number of undelivered messages. */
+  /** The message with this id (any case), or undefined. */
+  get(id: string): OutboxRecord | undefined | Promise<OutboxRecord | undefined>;
+  /** The messages accepted from one transaction (tx hash in any case), in enqueue order. */
+  byTx(originChain: string, txHash: string): OutboxRecord[] | Promise<OutboxRecord[]>;
+  /** Messages not yet delivered nor given up: queued + delivering. */
   depth(): number | Promise<number>;
-  get(id: string): PendingMessage | undefined | Promise<PendingMessage | undefined>;
+  /**
+   * Takes up to `limit` claimable messages, oldest enqueuedAt first (ties in enqueue order), for
+   * `leaseMs`. Claimable: queued with retryAt null or <= now, or delivering with an expired lease
+   * (claimedUntil <= now). Each becomes delivering with claimedUntil = now + leaseMs, attempts + 1
+   * and a fresh lease. Two concurrent claimers never get the same message.
+   */
+  claim(limit: number, leaseMs: number): ClaimedMessage[] | Promise<ClaimedMessage[]>;
+  /**
+   * queued|delivering -> delivered, deliveredAt = now. With `lease`, only while the message is
+   * delivering under that lease (an expired lease nobody took over still counts: the delivery it
+   * covered happened). Returns whether it changed; an unknown, delivered or failed message: false.
+   */
+  markDelivered(id: string, opts: MarkDeliveredOptions): boolean | Promise<boolean>;
+  /**
+   * delivering -> queued (lastError, retryAt; claimable again from retryAt) or, with `final`,
+   * -> failed. With `lease`, only under that lease. Returns whether it changed. `error` is kept
+   * to its first MAX_ERROR_LENGTH characters.
+   */
+  markFailed(id: string, opts: MarkFailedOptions): boolean | Promise<boolean>;
+}
+
+/** last_error is shown by GET /relay/{id}: a worker's multi-kilobyte RPC error is cut here. */
+export const MAX_ERROR_LENGTH = 1000;
+/** Longer than any chain's transaction id (EVM 66, Solana ~88 base58, Cosmos 64). */
+export const MAX_DESTINATION_TX_HASH_LENGTH = 256;
+
+/** Checks claim()'s arguments (shared by every engine). */
+export function checkClaim(limit: number, leaseMs: number): void {
+  if (!Number.isSafeInteger(limit) || limit < 0) throw new RangeError(`claim(limit): expected a non-negative integer, got ${limit}`);
+  if (!Number.isSafeInteger(leaseMs) || leaseMs <= 0) throw new RangeError(`claim(leaseMs): expected a positive integer, got ${leaseMs}`);
+}
+
+/** Throws on an invalid markDelivered call; returns the options to store. */
+export function checkMarkDelivered(opts: MarkDeliveredOptions): { destinationTxHash: string; lease: string | null } {
+  const hash = opts?.destinationTxHash;
+  if (typeof hash !== 'string' || hash.length === 0 || hash.length > MAX_DESTINATION_TX_HASH_LENGTH) {
+    throw new TypeError(`markDelivered: destinationTxHash must be a string of 1..${MAX_DESTINATION_TX_HASH_LENGTH} characters`);
+  }
+  return { destinationTxHash: hash, lease: checkLease(opts.lease) };
+}
+
+/** Throws on an invalid markFailed call; returns what to store (retryAt null when final). */
+export function checkMarkFailed(opts: MarkFailedOptions): { error: string; retryAt: number | null; lease: string | null } {
+  if (typeof opts?.error !== 'string') throw new TypeError('markFailed: error must be a string');
+  let error = opts.error.slice(0, MAX_ERROR_LENGTH);
+  // Do not keep half of a surrogate pair cut at the limit.
+  if (/[\ud800-\udbff]$/.test(error)) error = error.slice(0, -1);
+  const lease = checkLease(opts.lease);
+  if ('final' in opts) {
+    if (opts.final !== true) throw new TypeError('markFailed: final must be true');
+    return { error, retryAt: null, lease };
+  }
+  const retryAt = (opts as { retryAt?: unknown }).retryAt;
+  if (typeof retryAt !== 'number' || !Number.isFinite(retryAt)) throw new TypeError('markFailed: retryAt must be a finite number (ms) or final: true');
+  return { error, retryAt, lease };
+}
+
+function checkLease(lease: unknown): string | null {
+  if (lease === undefined) return null;
+  if (typeof lease !== 'string') throw new TypeError('lease must be the string claim() returned');
+  return lease;
+}
+
+/** Unique per claim across processes and replicas (a counter would repeat after a restart). */
+export function newLease(): string {
+  return crypto.randomUUID();
 }
 
 function isUint32(value: unknown): value is number {
@@ -68,15 +168,29 @@ export function validateOutboxBatch(batch: readonly OutboxMessage[]): void {
   });
 }
 
-function copyRow(row: PendingMessage): PendingMessage {
+function copyRecord(row: OutboxRecord): OutboxRecord {
   return { ...row, raw: row.raw.slice() };
+}
+
+interface MemoryRow extends OutboxRecord {
+  lease: string | null;
+}
+
+function toRecord(row: MemoryRow): OutboxRecord {
+  const { lease: _lease, ...record } = row;
+  return copyRecord(record);
 }
 
 export function createMemoryOutbox(clock: Clock = systemClock): Outbox {
   // Map iteration order is insertion order, which breaks ties between equal enqueuedAt times the
-  // way a SQLite rowid does.
-  const rows = new Map<string, PendingMessage>();
-  let undelivered = 0;
+  // way a SQLite rowid does. `open` holds the queued and delivering rows, so claim() does not
+  // walk the delivered history.
+  const rows = new Map<string, MemoryRow>();
+  const open = new Map<string, MemoryRow>();
+
+  function leaseHolds(row: MemoryRow, lease: string | null): boolean {
+    return lease === null || (row.status === 'delivering' && row.lease === lease);
+  }
 
   return {
     enqueue(batch) {
@@ -84,7 +198,7 @@ export function createMemoryOutbox(clock: Clock = systemClock): Outbox {
       let stored = 0;
       for (const m of batch) {
         if (rows.has(m.id)) continue; // idempotent by id, also within one batch
-        rows.set(m.id, {
+        const row: MemoryRow = {
           id: m.id,
           originChain: m.originChain,
           txHash: m.txHash,
@@ -93,40 +207,85 @@ export function createMemoryOutbox(clock: Clock = systemClock): Outbox {
           nonce: m.nonce,
           raw: m.raw.slice(),
           enqueuedAt: m.enqueuedAt,
+          status: 'queued',
+          attempts: 0,
+          lastError: null,
           deliveredAt: null,
-        });
+          destinationTxHash: null,
+          claimedUntil: null,
+          retryAt: null,
+          lease: null,
+        };
+        rows.set(m.id, row);
+        open.set(m.id, row);
         stored++;
       }
-      undelivered += stored;
       return stored;
     },
 
-    pending(limit = Number.POSITIVE_INFINITY) {
-      if (!(limit >= 0)) throw new RangeError('limit must be a non-negative number');
-      const open: PendingMessage[] = [];
-      for (const row of rows.values()) if (row.deliveredAt === null) open.push(row);
-      // Array.prototype.sort is stable, so equal times keep insertion order.
-      open.sort((a, b) => a.enqueuedAt - b.enqueuedAt);
-      return open.slice(0, limit).map(copyRow);
-    },
-
-    markDelivered(ids, at = clock.now()) {
-      let changed = 0;
-      for (const id of ids) {
-        const row = rows.get(id);
-        if (!row || row.deliveredAt !== null) continue;
-        row.deliveredAt = at;
-        changed++;
-      }
-      undelivered -= changed;
-      return changed;
-    },
-
-    depth: () => undelivered,
-
     get(id) {
-      const row = rows.get(id);
-      return row && copyRow(row);
+      const row = rows.get(id.toLowerCase());
+      return row && toRecord(row);
+    },
+
+    byTx(originChain, txHash) {
+      const hash = txHash.toLowerCase();
+      const found: OutboxRecord[] = [];
+      for (const row of rows.values()) if (row.originChain === originChain && row.txHash === hash) found.push(toRecord(row));
+      return found;
+    },
+
+    depth: () => open.size,
+
+    claim(limit, leaseMs) {
+      checkClaim(limit, leaseMs);
+      const now = clock.now();
+      const claimable: MemoryRow[] = [];
+      for (const row of open.values()) {
+        const ready = row.status === 'queued' ? row.retryAt === null || row.retryAt <= now : row.claimedUntil! <= now;
+        if (ready) claimable.push(row);
+      }
+      // Array.prototype.sort is stable, so equal times keep insertion order.
+      claimable.sort((a, b) => a.enqueuedAt - b.enqueuedAt);
+      return claimable.slice(0, limit).map((row) => {
+        row.status = 'delivering';
+        row.claimedUntil = now + leaseMs;
+        row.retryAt = null;
+        row.attempts++;
+        row.lease = newLease();
+        return { ...toRecord(row), lease: row.lease };
+      });
+    },
+
+    markDelivered(id, opts) {
+      const { destinationTxHash, lease } = checkMarkDelivered(opts);
+      const row = open.get(id.toLowerCase());
+      if (!row || !leaseHolds(row, lease)) return false;
+      row.status = 'delivered';
+      row.deliveredAt = clock.now();
+      row.destinationTxHash = destinationTxHash;
+      row.claimedUntil = null;
+      row.retryAt = null;
+      row.lease = null;
+      open.delete(row.id);
+      return true;
+    },
+
+    markFailed(id, opts) {
+      const { error, retryAt, lease } = checkMarkFailed(opts);
+      const row = open.get(id.toLowerCase());
+      if (!row || row.status !== 'delivering' || !leaseHolds(row, lease)) return false;
+      row.lastError = error;
+      row.claimedUntil = null;
+      row.lease = null;
+      if (retryAt === null) {
+        row.status = 'failed';
+        open.delete(row.id);
+      } else {
+        row.status = 'queued';
+        row.retryAt = retryAt;
+      }
+      return true;
     },
   };
 }

@@ -5,6 +5,7 @@ import type { OutboxMessage } from '../lib/outbox.ts';
 import { createFakeClock } from './helpers/fake-clock.ts';
 
 const T0 = 1_700_000_000_000;
+const DEST = '0x' + 'de'.repeat(32);
 
 function msg(n: number, overrides: Partial<OutboxMessage> = {}): OutboxMessage {
   return {
@@ -25,7 +26,16 @@ describe('memory outbox (DESIGN §3 enqueue, §7 outbox)', () => {
     const outbox = createMemoryOutbox(createFakeClock());
     assert.equal(outbox.enqueue([msg(1), msg(2)]), 2);
     assert.equal(outbox.depth(), 2);
-    assert.deepEqual(outbox.get(msg(1).id), { ...msg(1), deliveredAt: null });
+    assert.deepEqual(outbox.get(msg(1).id), {
+      ...msg(1),
+      status: 'queued',
+      attempts: 0,
+      lastError: null,
+      deliveredAt: null,
+      destinationTxHash: null,
+      claimedUntil: null,
+      retryAt: null,
+    });
   });
 
   it('DESIGN §3: idempotent by message id: a resubmission stores nothing twice', () => {
@@ -68,53 +78,56 @@ describe('memory outbox (DESIGN §3 enqueue, §7 outbox)', () => {
     });
   }
 
-  it('pending lists undelivered messages oldest first, honouring the limit', () => {
+  it('claim takes queued messages oldest first, honouring the limit', () => {
     const outbox = createMemoryOutbox(createFakeClock());
     outbox.enqueue([msg(3), msg(1)]);
     outbox.enqueue([msg(2)]);
     assert.deepEqual(
-      (outbox.pending() as { nonce: number }[]).map((m) => m.nonce),
-      [1, 2, 3],
-    );
-    assert.deepEqual(
-      (outbox.pending(2) as { nonce: number }[]).map((m) => m.nonce),
+      (outbox.claim(2, 1_000) as { nonce: number }[]).map((m) => m.nonce),
       [1, 2],
     );
-    assert.deepEqual(outbox.pending(0), []);
+    assert.deepEqual(outbox.claim(0, 1_000), []);
+    assert.deepEqual(
+      (outbox.claim(10, 1_000) as { nonce: number }[]).map((m) => m.nonce),
+      [3],
+    );
   });
 
   it('equal enqueue times keep enqueue order', () => {
     const outbox = createMemoryOutbox(createFakeClock());
     outbox.enqueue([msg(9, { enqueuedAt: T0 }), msg(4, { enqueuedAt: T0 }), msg(7, { enqueuedAt: T0 })]);
     assert.deepEqual(
-      (outbox.pending() as { nonce: number }[]).map((m) => m.nonce),
+      (outbox.claim(10, 1_000) as { nonce: number }[]).map((m) => m.nonce),
       [9, 4, 7],
     );
   });
 
-  it('markDelivered stamps the clock time, counts changes, ignores unknown and repeated ids', async () => {
+  it('markDelivered stamps the clock time, reports changes, ignores unknown and repeated ids', async () => {
     const clock = createFakeClock(T0);
     const outbox = createMemoryOutbox(clock);
     outbox.enqueue([msg(1), msg(2), msg(3)]);
     await clock.advance(5_000);
-    assert.equal(outbox.markDelivered([msg(1).id, msg(1).id, '0x' + 'ff'.repeat(32)]), 1);
-    assert.equal(outbox.markDelivered([msg(1).id]), 0, 'already delivered');
-    assert.equal(outbox.markDelivered([msg(2).id], T0 + 42), 1);
+    assert.equal(outbox.markDelivered(msg(1).id, { destinationTxHash: DEST }), true);
+    assert.equal(outbox.markDelivered('0x' + 'ff'.repeat(32), { destinationTxHash: DEST }), false, 'unknown');
+    assert.equal(outbox.markDelivered(msg(1).id, { destinationTxHash: DEST }), false, 'already delivered');
+    await clock.advance(37);
+    assert.equal(outbox.markDelivered(msg(2).id, { destinationTxHash: DEST }), true);
     assert.equal(outbox.depth(), 1);
     assert.equal((outbox.get(msg(1).id) as { deliveredAt: number }).deliveredAt, T0 + 5_000);
-    assert.equal((outbox.get(msg(2).id) as { deliveredAt: number }).deliveredAt, T0 + 42);
+    assert.equal((outbox.get(msg(2).id) as { deliveredAt: number }).deliveredAt, T0 + 5_037);
     assert.deepEqual(
-      (outbox.pending() as { nonce: number }[]).map((m) => m.nonce),
+      (outbox.claim(10, 1_000) as { nonce: number }[]).map((m) => m.nonce),
       [3],
     );
   });
 
-  it('a delivered message re-enqueued is not stored again nor made pending again', () => {
+  it('a delivered message re-enqueued is not stored again nor made claimable again', () => {
     const outbox = createMemoryOutbox(createFakeClock());
     outbox.enqueue([msg(1)]);
-    outbox.markDelivered([msg(1).id]);
+    outbox.markDelivered(msg(1).id, { destinationTxHash: DEST });
     assert.equal(outbox.enqueue([msg(1)]), 0);
     assert.equal(outbox.depth(), 0);
+    assert.deepEqual(outbox.claim(10, 1_000), []);
   });
 
   it('stored rows are copies: mutating the input or an output changes nothing inside', () => {

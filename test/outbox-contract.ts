@@ -1,20 +1,33 @@
 /**
- * The Outbox contract (lib/outbox.ts, DESIGN.md §3 and §7), one suite run against every store
- * (test/outbox.test.ts): memory, SQLite in memory, SQLite on a file. Messages are real Hyperlane
- * v3 messages encoded by viem, with their keccak256 ids computed by viem.
+ * The Outbox contract (lib/outbox.ts, DESIGN.md §3, §7 and §11), one suite run against every
+ * engine: memory and SQLite (test/outbox.test.ts), PostgreSQL (its own test file calls
+ * outboxContract with its harness). Messages are real Hyperlane v3 messages encoded by viem, with
+ * their keccak256 ids computed by viem. Time is a fake clock handed to the harness, so lease
+ * expiry and retry times are driven by the test, never by waiting.
  */
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import { hexToBytes } from 'viem';
-import type { Outbox, OutboxMessage } from '../lib/outbox.ts';
+import { MAX_ERROR_LENGTH, type ClaimedMessage, type Outbox, type OutboxMessage, type OutboxRecord } from '../lib/outbox.ts';
+import { createFakeClock, type FakeClock } from './helpers/fake-clock.ts';
 import { hyperlaneMessage, messageId, txHash } from './helpers/fixtures.ts';
 
 export interface OutboxHarness {
+  /** An engine whose time is the `clock` given to `make`. */
   outbox: Outbox;
+  /**
+   * Optional: another connection (pool, process-local handle) to the same data, for the
+   * concurrent-claimers test across connections. Engines that have only one handle omit it.
+   */
+  connect?(): Promise<{ outbox: Outbox; close(): void | Promise<void> }>;
   close(): void | Promise<void>;
 }
 
-const T0 = 1_700_000_000_000;
+export type MakeOutbox = (clock: FakeClock) => Promise<OutboxHarness>;
+
+export const T0 = 1_700_000_000_000;
+const LEASE = 30_000;
+const DEST_TX = '0x' + 'de'.repeat(32);
 
 /** Message number `n`: a distinct nonce, so a distinct id. */
 export function outboxMessage(n: number, enqueuedAt = T0 + n, overrides: Partial<OutboxMessage> = {}): OutboxMessage {
@@ -32,15 +45,35 @@ export function outboxMessage(n: number, enqueuedAt = T0 + n, overrides: Partial
   };
 }
 
-async function pendingIds(outbox: Outbox, limit?: number): Promise<string[]> {
-  return (await outbox.pending(limit)).map((m) => m.id);
+/** What get() returns for a message just enqueued. */
+export function queuedRecord(m: OutboxMessage): OutboxRecord {
+  return {
+    ...m,
+    status: 'queued',
+    attempts: 0,
+    lastError: null,
+    deliveredAt: null,
+    destinationTxHash: null,
+    claimedUntil: null,
+    retryAt: null,
+  };
 }
 
-export function outboxContract(name: string, make: () => Promise<OutboxHarness>): void {
+const id = (n: number) => outboxMessage(n).id;
+const ids = (messages: readonly { id: string }[]) => messages.map((m) => m.id);
+
+/** Claims everything claimable now (a delivery worker's view of the old pending()). */
+async function claimAll(outbox: Outbox, limit = 1_000): Promise<ClaimedMessage[]> {
+  return outbox.claim(limit, LEASE);
+}
+
+export function outboxContract(name: string, make: MakeOutbox): void {
   describe(`Outbox contract: ${name}`, () => {
     let h: OutboxHarness;
+    let clock: FakeClock;
     beforeEach(async () => {
-      h = await make();
+      clock = createFakeClock(T0 + 1_000_000);
+      h = await make(clock);
     });
     afterEach(async () => {
       await h.close();
@@ -52,7 +85,7 @@ export function outboxContract(name: string, make: () => Promise<OutboxHarness>)
       assert.equal(await h.outbox.depth(), 3);
       for (const m of batch) {
         const stored = await h.outbox.get(m.id);
-        assert.deepEqual(stored, { ...m, deliveredAt: null });
+        assert.deepEqual(stored, queuedRecord(m));
       }
     });
 
@@ -63,7 +96,7 @@ export function outboxContract(name: string, make: () => Promise<OutboxHarness>)
       assert.equal(await h.outbox.enqueue([outboxMessage(2, T0 + 600), outboxMessage(3)]), 1);
       assert.equal(await h.outbox.depth(), 3);
       // The first copy is kept, not overwritten by the later one.
-      assert.equal((await h.outbox.get(outboxMessage(1).id))?.enqueuedAt, T0 + 1);
+      assert.equal((await h.outbox.get(id(1)))?.enqueuedAt, T0 + 1);
     });
 
     test('DESIGN 3: one id twice in the same batch is stored once', async () => {
@@ -87,8 +120,9 @@ export function outboxContract(name: string, make: () => Promise<OutboxHarness>)
         const batch = [outboxMessage(1), outboxMessage(2, T0 + 2, bad), outboxMessage(3)];
         await assert.rejects(async () => h.outbox.enqueue(batch));
         assert.equal(await h.outbox.depth(), 0);
-        assert.deepEqual(await h.outbox.pending(), []);
-        assert.equal(await h.outbox.get(outboxMessage(1).id), undefined);
+        assert.deepEqual(await claimAll(h.outbox), []);
+        assert.equal(await h.outbox.get(id(1)), undefined);
+        assert.deepEqual(await h.outbox.byTx('ethereum', outboxMessage(1).txHash), []);
         // Nothing half-stored blocks a later, valid enqueue of the same messages.
         assert.equal(await h.outbox.enqueue([outboxMessage(1), outboxMessage(3)]), 2);
       });
@@ -104,65 +138,267 @@ export function outboxContract(name: string, make: () => Promise<OutboxHarness>)
       });
       await assert.rejects(async () => h.outbox.enqueue([outboxMessage(1), exploding, outboxMessage(3)]), /boom/);
       assert.equal(await h.outbox.depth(), 0);
-      assert.equal(await h.outbox.get(outboxMessage(1).id), undefined);
+      assert.equal(await h.outbox.get(id(1)), undefined);
     });
 
-    test('Outbox: pending lists undelivered messages oldest first, a batch in its own order', async () => {
+    test('DESIGN 11: claim takes queued messages oldest first, a batch in its own order', async () => {
       await h.outbox.enqueue([outboxMessage(5, T0 + 300)]);
       await h.outbox.enqueue([outboxMessage(9, T0 + 100), outboxMessage(3, T0 + 100), outboxMessage(4, T0 + 100)]);
       await h.outbox.enqueue([outboxMessage(1, T0 + 200)]);
-      const order = [9, 3, 4, 1, 5].map((n) => outboxMessage(n).id);
-      assert.deepEqual(await pendingIds(h.outbox), order);
-      for (const m of await h.outbox.pending()) assert.equal(m.deliveredAt, null);
+      const claimed = await claimAll(h.outbox);
+      assert.deepEqual(ids(claimed), [9, 3, 4, 1, 5].map(id));
+      for (const m of claimed) {
+        assert.equal(m.deliveredAt, null);
+        assert.equal(m.status, 'delivering');
+      }
     });
 
-    test('Outbox: pending(limit) returns at most limit messages, the oldest', async () => {
+    test('DESIGN 11: claim(limit) returns at most limit messages, the oldest; the rest stay claimable', async () => {
       await h.outbox.enqueue([1, 2, 3, 4].map((n) => outboxMessage(n)));
-      assert.deepEqual(await pendingIds(h.outbox, 2), [outboxMessage(1).id, outboxMessage(2).id]);
-      assert.deepEqual(await pendingIds(h.outbox, 0), []);
-      assert.equal((await h.outbox.pending(100)).length, 4);
+      assert.deepEqual(ids(await h.outbox.claim(2, LEASE)), [id(1), id(2)]);
+      assert.deepEqual(await h.outbox.claim(0, LEASE), []);
+      assert.deepEqual(ids(await h.outbox.claim(100, LEASE)), [id(3), id(4)]);
+      assert.deepEqual(await h.outbox.claim(100, LEASE), [], 'all four are held');
     });
 
-    test('Outbox: get returns undefined for an unknown id', async () => {
-      await h.outbox.enqueue([outboxMessage(1)]);
-      assert.equal(await h.outbox.get(outboxMessage(2).id), undefined);
+    test('DESIGN 11: claim leases: delivering, claimedUntil = now + leaseMs, attempts + 1, a lease token; get shows it without the token', async () => {
+      const m = outboxMessage(1);
+      await h.outbox.enqueue([m]);
+      const now = clock.now();
+      const [claimed] = await h.outbox.claim(10, 5_000);
+      assert.equal(typeof claimed.lease, 'string');
+      assert.ok(claimed.lease.length > 0);
+      const { lease, ...record } = claimed;
+      const expected: OutboxRecord = { ...queuedRecord(m), status: 'delivering', attempts: 1, claimedUntil: now + 5_000 };
+      assert.deepEqual(record, expected);
+      assert.deepEqual(await h.outbox.get(m.id), expected);
+      assert.equal(await h.outbox.depth(), 1, 'a delivering message is still in the outbox');
+      assert.deepEqual(await h.outbox.claim(10, 5_000), [], 'a live lease is not claimable');
     });
 
-    test('Outbox: markDelivered takes messages out of pending and depth and records the time', async () => {
-      await h.outbox.enqueue([1, 2, 3].map((n) => outboxMessage(n)));
-      const [one, two, three] = [1, 2, 3].map((n) => outboxMessage(n).id);
-      assert.equal(await h.outbox.markDelivered([two], T0 + 5_000), 1);
-      assert.equal(await h.outbox.depth(), 2);
-      assert.deepEqual(await pendingIds(h.outbox), [one, three]);
-      assert.equal((await h.outbox.get(two))?.deliveredAt, T0 + 5_000);
-      assert.equal((await h.outbox.get(one))?.deliveredAt, null);
-    });
-
-    test('Outbox: markDelivered counts only changes: unknown ids are ignored, a second mark keeps the first time', async () => {
+    test('DESIGN 11: an expired lease makes the message claimable again, with a new lease, and the old lease is void', async () => {
       await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
-      const [one, two] = [outboxMessage(1).id, outboxMessage(2).id];
-      assert.equal(await h.outbox.markDelivered([one, outboxMessage(99).id], T0 + 10), 1);
-      assert.equal(await h.outbox.markDelivered([one, two], T0 + 20), 1);
-      assert.equal((await h.outbox.get(one))?.deliveredAt, T0 + 10);
-      assert.equal(await h.outbox.markDelivered([], T0 + 30), 0);
-      assert.equal(await h.outbox.depth(), 0);
-      assert.deepEqual(await h.outbox.pending(), []);
+      const [first] = await h.outbox.claim(1, 5_000);
+      await clock.advance(4_999);
+      assert.deepEqual(ids(await h.outbox.claim(10, 5_000)), [id(2)], 'message 1 is still held one ms before expiry');
+      await clock.advance(1);
+      const [second, ...none] = await h.outbox.claim(10, 5_000);
+      assert.deepEqual(none, []);
+      assert.equal(second.id, id(1));
+      assert.equal(second.attempts, 2, 'the expired attempt counts');
+      assert.notEqual(second.lease, first.lease);
+      assert.equal(second.claimedUntil, clock.now() + 5_000);
+      // The first worker wakes up late: its outcome no longer applies.
+      assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: first.lease }), false);
+      assert.equal(await h.outbox.markFailed(id(1), { error: 'late', retryAt: clock.now(), lease: first.lease }), false);
+      assert.equal((await h.outbox.get(id(1)))?.status, 'delivering');
+      assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: second.lease }), true);
+      assert.equal((await h.outbox.get(id(1)))?.status, 'delivered');
     });
 
-    test('Outbox: markDelivered without a time stamps the message with the clock', async () => {
+    test('DESIGN 11: a lease that expired but was not taken over still lets its holder mark the outcome', async () => {
       await h.outbox.enqueue([outboxMessage(1)]);
-      assert.equal(await h.outbox.markDelivered([outboxMessage(1).id]), 1);
-      const at = (await h.outbox.get(outboxMessage(1).id))?.deliveredAt;
-      assert.equal(typeof at, 'number');
-      assert.ok(Number.isFinite(at));
+      const [claimed] = await h.outbox.claim(1, 1_000);
+      await clock.advance(60_000);
+      assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: claimed.lease }), true);
+      assert.deepEqual(await h.outbox.claim(10, 1_000), []);
+    });
+
+    test('DESIGN 11: an expired lease is claimed in age order among queued messages', async () => {
+      await h.outbox.enqueue([outboxMessage(1), outboxMessage(2), outboxMessage(3)]);
+      await h.outbox.claim(2, 1_000); // 1 and 2
+      await clock.advance(1_000);
+      assert.deepEqual(ids(await claimAll(h.outbox)), [id(1), id(2), id(3)]);
+    });
+
+    test('DESIGN 11: markDelivered: delivering -> delivered at the clock time with the destination tx hash; depth drops', async () => {
+      await h.outbox.enqueue([1, 2, 3].map((n) => outboxMessage(n)));
+      const claimed = await claimAll(h.outbox);
+      await clock.advance(5_000);
+      const two = claimed[1];
+      assert.equal(await h.outbox.markDelivered(two.id, { destinationTxHash: DEST_TX, lease: two.lease }), true);
+      assert.equal(await h.outbox.depth(), 2);
+      const record = await h.outbox.get(two.id);
+      assert.deepEqual(record, {
+        ...queuedRecord(outboxMessage(2)),
+        status: 'delivered',
+        attempts: 1,
+        deliveredAt: clock.now(),
+        destinationTxHash: DEST_TX,
+      });
+      assert.equal((await h.outbox.get(id(1)))?.deliveredAt, null);
+      // The other two come back after their leases; the delivered one never does.
+      await clock.advance(LEASE);
+      assert.deepEqual(ids(await claimAll(h.outbox)), [id(1), id(3)]);
+    });
+
+    test('DESIGN 11: markDelivered counts only changes: unknown ids are ignored, a second mark keeps the first time and hash', async () => {
+      await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
+      assert.equal(await h.outbox.markDelivered(id(99), { destinationTxHash: DEST_TX }), false);
+      const first = clock.now();
+      assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX }), true);
+      await clock.advance(10);
+      assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: '0x' + '11'.repeat(32) }), false);
+      assert.equal(await h.outbox.markDelivered(id(2), { destinationTxHash: DEST_TX }), true);
+      const one = await h.outbox.get(id(1));
+      assert.equal(one?.deliveredAt, first);
+      assert.equal(one?.destinationTxHash, DEST_TX);
+      assert.equal(await h.outbox.depth(), 0);
+      assert.deepEqual(await claimAll(h.outbox), []);
+    });
+
+    test('DESIGN 11: markDelivered without a lease takes a queued message straight to delivered; with a lease it needs the claim', async () => {
+      await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
+      assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: 'not-a-lease' }), false);
+      assert.equal((await h.outbox.get(id(1)))?.status, 'queued');
+      assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX }), true);
+      const record = await h.outbox.get(id(1));
+      assert.equal(record?.status, 'delivered');
+      assert.equal(record?.attempts, 0);
+      assert.equal(record?.deliveredAt, clock.now());
+      // A wrong lease on a claimed message changes nothing.
+      await h.outbox.claim(1, LEASE);
+      assert.equal(await h.outbox.markDelivered(id(2), { destinationTxHash: DEST_TX, lease: 'not-a-lease' }), false);
+      assert.equal((await h.outbox.get(id(2)))?.status, 'delivering');
+    });
+
+    test('DESIGN 11: markFailed with retryAt: delivering -> queued with lastError, not claimable before retryAt, attempts keep counting', async () => {
+      await h.outbox.enqueue([outboxMessage(1)]);
+      const [claimed] = await h.outbox.claim(1, LEASE);
+      const retryAt = clock.now() + 10_000;
+      assert.equal(await h.outbox.markFailed(id(1), { error: 'execution reverted', retryAt, lease: claimed.lease }), true);
+      assert.deepEqual(await h.outbox.get(id(1)), {
+        ...queuedRecord(outboxMessage(1)),
+        attempts: 1,
+        lastError: 'execution reverted',
+        retryAt,
+      });
+      assert.equal(await h.outbox.depth(), 1, 'a message waiting for its retry is still in the outbox');
+      assert.equal(await h.outbox.markFailed(id(1), { error: 'again', retryAt }), false, 'a queued message is not failed again');
+      await clock.advance(9_999);
+      assert.deepEqual(await claimAll(h.outbox), []);
+      await clock.advance(1);
+      const [again] = await claimAll(h.outbox);
+      assert.equal(again.id, id(1));
+      assert.equal(again.attempts, 2);
+      assert.equal(again.retryAt, null);
+      assert.equal(again.lastError, 'execution reverted', 'the last error stays visible while it is retried');
+      assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: again.lease }), true);
+      const done = await h.outbox.get(id(1));
+      assert.equal(done?.status, 'delivered');
+      assert.equal(done?.attempts, 2);
+      assert.equal(done?.lastError, 'execution reverted');
+      assert.equal(done?.retryAt, null);
+    });
+
+    test('DESIGN 11: markFailed with a retryAt already past makes the message claimable at once', async () => {
+      await h.outbox.enqueue([outboxMessage(1)]);
+      await h.outbox.claim(1, LEASE);
+      assert.equal(await h.outbox.markFailed(id(1), { error: 'nonce too low', retryAt: clock.now() - 1 }), true);
+      assert.deepEqual(ids(await claimAll(h.outbox)), [id(1)]);
+    });
+
+    test('DESIGN 11: markFailed final: delivering -> failed, out of depth and of claim, terminal', async () => {
+      await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
+      const [claimed] = await h.outbox.claim(1, LEASE);
+      assert.equal(await h.outbox.markFailed(id(1), { error: 'recipient reverts', final: true, lease: claimed.lease }), true);
+      assert.deepEqual(await h.outbox.get(id(1)), {
+        ...queuedRecord(outboxMessage(1)),
+        status: 'failed',
+        attempts: 1,
+        lastError: 'recipient reverts',
+      });
+      assert.equal(await h.outbox.depth(), 1);
+      await clock.advance(LEASE * 10);
+      assert.deepEqual(ids(await claimAll(h.outbox)), [id(2)]);
+      assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX }), false, 'failed is terminal');
+      assert.equal(await h.outbox.markFailed(id(1), { error: 'x', final: true }), false);
+      assert.equal(await h.outbox.markFailed(id(1), { error: 'x', retryAt: clock.now() }), false);
+      assert.equal((await h.outbox.get(id(1)))?.status, 'failed');
+    });
+
+    test('DESIGN 11: markFailed only applies to a delivering message under the given lease', async () => {
+      await h.outbox.enqueue([outboxMessage(1)]);
+      assert.equal(await h.outbox.markFailed(id(99), { error: 'x', final: true }), false, 'unknown id');
+      assert.equal(await h.outbox.markFailed(id(1), { error: 'x', final: true }), false, 'queued, never claimed');
+      await h.outbox.claim(1, LEASE);
+      assert.equal(await h.outbox.markFailed(id(1), { error: 'x', final: true, lease: 'not-a-lease' }), false);
+      assert.equal((await h.outbox.get(id(1)))?.status, 'delivering');
+      assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX }), true);
+      assert.equal(await h.outbox.markFailed(id(1), { error: 'x', final: true }), false, 'delivered is terminal');
+      assert.equal((await h.outbox.get(id(1)))?.lastError, null);
+    });
+
+    test(`DESIGN 11: markFailed keeps the first ${MAX_ERROR_LENGTH} characters of a long error`, async () => {
+      await h.outbox.enqueue([outboxMessage(1)]);
+      await h.outbox.claim(1, LEASE);
+      const long = 'e'.repeat(MAX_ERROR_LENGTH - 1) + '\u{1F600}' + 'tail';
+      assert.equal(await h.outbox.markFailed(id(1), { error: long, retryAt: clock.now() }), true);
+      assert.equal((await h.outbox.get(id(1)))?.lastError, 'e'.repeat(MAX_ERROR_LENGTH - 1), 'not half an emoji');
+    });
+
+    test('DESIGN 11: invalid consumer arguments throw and change nothing', async () => {
+      await h.outbox.enqueue([outboxMessage(1)]);
+      for (const [limit, leaseMs] of [[-1, LEASE], [1.5, LEASE], [Number.NaN, LEASE], [1, 0], [1, -5], [1, Number.POSITIVE_INFINITY]]) {
+        await assert.rejects(async () => h.outbox.claim(limit, leaseMs), RangeError, `claim(${limit}, ${leaseMs})`);
+      }
+      const bad = [
+        () => h.outbox.markDelivered(id(1), {} as never),
+        () => h.outbox.markDelivered(id(1), { destinationTxHash: '' }),
+        () => h.outbox.markDelivered(id(1), { destinationTxHash: 'x'.repeat(257) }),
+        () => h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: 7 as never }),
+        () => h.outbox.markFailed(id(1), { error: 'x' } as never),
+        () => h.outbox.markFailed(id(1), { error: 'x', retryAt: Number.NaN }),
+        () => h.outbox.markFailed(id(1), { error: 'x', final: false } as never),
+        () => h.outbox.markFailed(id(1), { error: 42, final: true } as never),
+      ];
+      for (const call of bad) await assert.rejects(async () => call(), TypeError);
+      assert.deepEqual(await h.outbox.get(id(1)), queuedRecord(outboxMessage(1)));
+    });
+
+    test('Outbox: get returns undefined for an unknown id and finds an id in any case', async () => {
+      await h.outbox.enqueue([outboxMessage(1)]);
+      assert.equal(await h.outbox.get(id(2)), undefined);
+      assert.deepEqual(await h.outbox.get(id(1).toUpperCase().replace('0X', '0x')), queuedRecord(outboxMessage(1)));
+    });
+
+    test('DESIGN 2: byTx lists the messages of one (chain, tx) in enqueue order, tx hash in any case', async () => {
+      const tx = txHash(42);
+      const batch = [outboxMessage(3, T0, { txHash: tx }), outboxMessage(1, T0, { txHash: tx })];
+      await h.outbox.enqueue(batch);
+      await h.outbox.enqueue([outboxMessage(2, T0 - 5, { txHash: tx }), outboxMessage(4), outboxMessage(5, T0, { txHash: tx, originChain: 'base' })]);
+      const expected = [3, 1, 2].map(id);
+      assert.deepEqual(ids(await h.outbox.byTx('ethereum', tx)), expected);
+      assert.deepEqual(ids(await h.outbox.byTx('ethereum', tx.toUpperCase().replace('0X', '0x'))), expected);
+      assert.deepEqual(ids(await h.outbox.byTx('base', tx)), [id(5)]);
+      assert.deepEqual(await h.outbox.byTx('polygon', tx), []);
+      assert.deepEqual(await h.outbox.byTx('ethereum', txHash(43)), []);
+      // Records carry their lifecycle.
+      await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX });
+      const records = await h.outbox.byTx('ethereum', tx);
+      assert.deepEqual(records.map((r) => r.status), ['queued', 'delivered', 'queued']);
+      assert.deepEqual(records[0], queuedRecord(batch[0]));
     });
 
     test('DESIGN 3: a delivered message enqueued again is not stored again and stays delivered', async () => {
       await h.outbox.enqueue([outboxMessage(1)]);
-      await h.outbox.markDelivered([outboxMessage(1).id], T0 + 10);
+      const at = clock.now();
+      await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX });
+      await clock.advance(50);
       assert.equal(await h.outbox.enqueue([outboxMessage(1, T0 + 50)]), 0);
       assert.equal(await h.outbox.depth(), 0);
-      assert.equal((await h.outbox.get(outboxMessage(1).id))?.deliveredAt, T0 + 10);
+      assert.equal((await h.outbox.get(id(1)))?.deliveredAt, at);
+    });
+
+    test('DESIGN 11: a claimed or failed message enqueued again keeps its status and attempts', async () => {
+      await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
+      await h.outbox.claim(1, LEASE);
+      await h.outbox.claim(1, LEASE);
+      await h.outbox.markFailed(id(2), { error: 'gave up', final: true });
+      assert.equal(await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]), 0);
+      assert.equal((await h.outbox.get(id(1)))?.status, 'delivering');
+      assert.equal((await h.outbox.get(id(2)))?.status, 'failed');
+      assert.equal((await h.outbox.get(id(2)))?.attempts, 1);
     });
 
     test('Outbox: the store keeps its own copy of the raw bytes', async () => {
@@ -174,7 +410,62 @@ export function outboxContract(name: string, make: () => Promise<OutboxHarness>)
       assert.deepEqual(read?.raw, original);
       read!.raw.fill(0xff); // a reader scribbles on what it got
       assert.deepEqual((await h.outbox.get(m.id))?.raw, original);
-      assert.deepEqual((await h.outbox.pending())[0].raw, original);
+      assert.deepEqual((await h.outbox.byTx('ethereum', m.txHash))[0].raw, original);
+      const [claimed] = await claimAll(h.outbox);
+      assert.deepEqual(claimed.raw, original);
+      claimed.raw.fill(0xff);
+      assert.deepEqual((await h.outbox.get(m.id))?.raw, original);
+    });
+
+    test('DESIGN 11: concurrent claimers: many claim() calls racing never hand out a message twice, and all are claimed', async () => {
+      const N = 60;
+      await h.outbox.enqueue(Array.from({ length: N }, (_, i) => outboxMessage(i + 1)));
+      const handles = [h.outbox];
+      const extra: { close(): void | Promise<void> }[] = [];
+      if (h.connect) {
+        for (let i = 0; i < 3; i++) {
+          const c = await h.connect();
+          extra.push(c);
+          handles.push(c.outbox);
+        }
+      }
+      try {
+        const seen = new Map<string, number>();
+        // Rounds of racing claimers until nothing is left; every call starts before any settles.
+        for (let round = 0; round < N; round++) {
+          const results = await Promise.all(
+            Array.from({ length: 12 }, (_, i) => Promise.resolve().then(() => handles[i % handles.length].claim(2, LEASE))),
+          );
+          const got = results.flat();
+          for (const m of got) seen.set(m.id, (seen.get(m.id) ?? 0) + 1);
+          if (got.length === 0) break;
+        }
+        assert.equal(seen.size, N, 'every message claimed');
+        for (const [mid, times] of seen) assert.equal(times, 1, `${mid} claimed once`);
+        for (let i = 1; i <= N; i++) assert.equal((await h.outbox.get(id(i)))?.attempts, 1);
+        assert.equal(await h.outbox.depth(), N);
+      } finally {
+        for (const c of extra) await c.close();
+      }
+    });
+
+    test('DESIGN 11: claim and a lease-holder\'s markDelivered racing: the message ends delivered once, never reclaimed', async () => {
+      await h.outbox.enqueue(Array.from({ length: 20 }, (_, i) => outboxMessage(i + 1)));
+      const claimed = await h.outbox.claim(20, 1_000);
+      await clock.advance(1_000); // every lease expired: claimers and late holders now race
+      const [marks, reclaimed] = await Promise.all([
+        Promise.all(claimed.map((m) => Promise.resolve().then(() => h.outbox.markDelivered(m.id, { destinationTxHash: DEST_TX, lease: m.lease })))),
+        Promise.all(Array.from({ length: 10 }, () => Promise.resolve().then(() => h.outbox.claim(2, 1_000)))).then((r) => r.flat()),
+      ]);
+      const reclaimedIds = new Set(ids(reclaimed));
+      assert.equal(reclaimedIds.size, reclaimed.length, 'no message reclaimed twice');
+      for (let i = 0; i < claimed.length; i++) {
+        const m = claimed[i];
+        const record = await h.outbox.get(m.id);
+        // Exactly one of the two won: the late holder delivered it, or a new claimer holds it.
+        assert.equal(marks[i], !reclaimedIds.has(m.id), `${m.id}: delivered xor reclaimed`);
+        assert.equal(record?.status, marks[i] ? 'delivered' : 'delivering');
+      }
     });
   });
 }

@@ -4,49 +4,67 @@
  * acknowledged".
  */
 import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { DatabaseSync } from 'node:sqlite';
 import { after, describe, test } from 'node:test';
 import { createMemoryOutbox } from '../lib/outbox.ts';
 import { openStore } from '../lib/sqlite/index.ts';
-import { outboxContract, outboxMessage } from './outbox-contract.ts';
+import { MIGRATIONS } from '../lib/sqlite/schema.ts';
+import { outboxContract, outboxMessage, queuedRecord } from './outbox-contract.ts';
+import { createFakeClock } from './helpers/fake-clock.ts';
+
+const DEST_TX = '0x' + 'de'.repeat(32);
 
 const dir = mkdtempSync(join(tmpdir(), 'relayer-outbox-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 let files = 0;
 const freshFile = () => join(dir, `outbox-${++files}.db`);
 
-outboxContract('memory (lib/outbox.ts)', async () => ({ outbox: createMemoryOutbox(), close() {} }));
+outboxContract('memory (lib/outbox.ts)', async (clock) => ({ outbox: createMemoryOutbox(clock), close() {} }));
 
-outboxContract('SQLite :memory:', async () => {
-  const store = openStore(':memory:');
+outboxContract('SQLite :memory:', async (clock) => {
+  const store = openStore(':memory:', { clock });
   return { outbox: store.outbox, close: () => store.close() };
 });
 
-outboxContract('SQLite file (WAL)', async () => {
-  const store = openStore(freshFile());
-  return { outbox: store.outbox, close: () => store.close() };
+outboxContract('SQLite file (WAL), several connections', async (clock) => {
+  const file = freshFile();
+  const store = openStore(file, { clock });
+  return {
+    outbox: store.outbox,
+    async connect() {
+      const other = openStore(file, { clock });
+      return { outbox: other.outbox, close: () => other.close() };
+    },
+    close: () => store.close(),
+  };
 });
 
 describe('SQLite outbox persistence', () => {
   test('DESIGN 7: enqueued and delivered messages survive close and reopen', () => {
     const file = freshFile();
-    const first = openStore(file);
+    const clock = createFakeClock(1_700_000_009_000);
+    const first = openStore(file, { clock });
     const batch = [outboxMessage(1), outboxMessage(2), outboxMessage(3)];
     assert.equal(first.outbox.enqueue(batch), 3);
-    assert.equal(first.outbox.markDelivered([batch[1].id], 1_700_000_009_000), 1);
+    assert.equal(first.outbox.markDelivered(batch[1].id, { destinationTxHash: DEST_TX }), true);
     first.close();
 
-    const second = openStore(file);
+    const second = openStore(file, { clock });
     try {
       assert.equal(second.outbox.depth(), 2);
       assert.deepEqual(
-        second.outbox.pending().map((m) => m.id),
+        second.outbox.claim(10, 1_000).map((m) => m.id),
         [batch[0].id, batch[2].id],
       );
-      assert.deepEqual(second.outbox.get(batch[0].id), { ...batch[0], deliveredAt: null });
+      assert.deepEqual(second.outbox.get(batch[0].id), { ...queuedRecord(batch[0]), status: 'delivering', attempts: 1, claimedUntil: clock.now() + 1_000 });
       assert.equal(second.outbox.get(batch[1].id)?.deliveredAt, 1_700_000_009_000);
+      assert.equal(second.outbox.get(batch[1].id)?.destinationTxHash, DEST_TX);
       // Idempotence holds across restarts: the same messages are not stored twice.
       assert.equal(second.outbox.enqueue(batch), 0);
     } finally {
@@ -80,6 +98,84 @@ describe('SQLite outbox persistence', () => {
       assert.equal(second.outbox.depth(), 0);
     } finally {
       second.close();
+    }
+  });
+});
+
+describe('SQLite outbox across processes (DESIGN 11)', () => {
+  const children = new Set<ChildProcess>();
+  after(() => {
+    for (const child of children) child.kill('SIGKILL');
+  });
+
+  test('four worker processes claiming from one file at the same moment: no message held twice, every message claimed once', async (t) => {
+    const file = freshFile();
+    const N = 400;
+    const store = openStore(file);
+    store.outbox.enqueue(Array.from({ length: N }, (_, i) => outboxMessage(i + 1)));
+    const script = new URL('./helpers/claim-child.ts', import.meta.url).pathname;
+    const workers = [1, 2, 3, 2].map((limit) => {
+      const child = spawn(process.execPath, [script, file, String(limit)], { stdio: ['pipe', 'pipe', 'inherit'] });
+      children.add(child);
+      child.once('exit', () => children.delete(child));
+      const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
+      return { child, lines };
+    });
+    try {
+      for (const w of workers) assert.equal((await w.lines.next()).value, 'ready');
+      for (const w of workers) w.child.stdin!.end('go\n');
+      const claimed = await Promise.all(workers.map(async (w) => JSON.parse(String((await w.lines.next()).value)) as string[]));
+      for (const w of workers) if (w.child.exitCode === null) await once(w.child, 'exit');
+      const all = claimed.flat();
+      assert.equal(new Set(all).size, all.length, 'no message was claimed by two workers');
+      assert.equal(all.length, N, 'every message was claimed');
+      for (let i = 1; i <= N; i++) {
+        const record = store.outbox.get(outboxMessage(i).id);
+        assert.equal(record?.status, 'delivering');
+        assert.equal(record?.attempts, 1, 'claimed exactly once');
+      }
+      assert.deepEqual(store.outbox.claim(10, 1_000), []);
+      t.diagnostic(`claims per worker: ${claimed.map((c) => c.length).join(', ')}`);
+    } finally {
+      store.close();
+    }
+  });
+});
+
+describe('SQLite schema migration 3 (DESIGN 11 lifecycle)', () => {
+  test('a version-2 database keeps its rows, arrival order and delivery times; they become queued or delivered', () => {
+    const file = freshFile();
+    const old = new DatabaseSync(file);
+    old.exec(MIGRATIONS[0]);
+    old.exec(MIGRATIONS[1]);
+    old.exec('PRAGMA user_version = 2');
+    const insert = old.prepare(
+      'INSERT INTO outbox (id, origin_chain, tx_hash, origin, destination, nonce, raw, enqueued_at, delivered_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    );
+    // Same enqueue time: only the rowid tells their order.
+    const [a, b, c] = [3, 1, 2].map((n) => outboxMessage(n, 1_700_000_000_000));
+    for (const [m, deliveredAt] of [[a, null], [b, 1_700_000_000_500.25], [c, null]] as const) {
+      insert.run(m.id, m.originChain, m.txHash, m.origin, m.destination, m.nonce, m.raw, m.enqueuedAt, deliveredAt);
+    }
+    old.close();
+
+    const clock = createFakeClock(1_700_000_001_000);
+    const store = openStore(file, { clock });
+    try {
+      assert.deepEqual(store.outbox.get(a.id), queuedRecord(a));
+      assert.deepEqual(store.outbox.get(b.id), { ...queuedRecord(b), status: 'delivered', deliveredAt: 1_700_000_000_500.25 });
+      assert.equal(store.outbox.depth(), 2);
+      assert.deepEqual(store.outbox.claim(10, 1_000).map((m) => m.id), [a.id, c.id], 'arrival order kept');
+      // The new table enforces the lifecycle: a delivered row without a delivery time is refused.
+      const db = new DatabaseSync(file);
+      try {
+        assert.throws(() => db.prepare("UPDATE outbox SET status = 'delivered' WHERE id = ?").run(c.id), /CHECK constraint failed/);
+        assert.throws(() => db.prepare("UPDATE outbox SET status = 'sent' WHERE id = ?").run(c.id), /CHECK constraint failed/);
+      } finally {
+        db.close();
+      }
+    } finally {
+      store.close();
     }
   });
 });

@@ -12,7 +12,7 @@ import { after, describe, test } from 'node:test';
 import { openStore, SCHEMA_VERSION, SchemaVersionError } from '../lib/sqlite/index.ts';
 import { MIGRATIONS } from '../lib/sqlite/schema.ts';
 import type { MerkleInsertion } from '../lib/types.ts';
-import { outboxMessage } from './outbox-contract.ts';
+import { outboxMessage, queuedRecord } from './outbox-contract.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'relayer-store-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -199,7 +199,7 @@ describe('durability and schema', () => {
 
     withStore(file, (store) => {
       assert.deepEqual(store.listMerkle(1, 0, 0), [record(1, 0, 5, '0x' + '11'.repeat(32))]);
-      assert.deepEqual(store.outbox.get(outboxMessage(1).id), { ...outboxMessage(1), deliveredAt: null });
+      assert.deepEqual(store.outbox.get(outboxMessage(1).id), queuedRecord(outboxMessage(1)));
     });
   });
 

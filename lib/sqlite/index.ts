@@ -33,7 +33,7 @@ export interface RelayerStore {
 }
 
 export interface OpenStoreOptions {
-  /** Supplies `markDelivered`'s default time. */
+  /** The outbox's time: claim leases, retryAt checks, deliveredAt. Tests pass a fake clock. */
   clock?: Clock;
   /** Milliseconds to wait for another connection's lock before failing with SQLITE_BUSY. */
   busyTimeoutMs?: number;

@@ -1,13 +1,31 @@
 /**
- * The relay outbox (DESIGN.md §3, §7) on node:sqlite: one row per message id, inserted with
+ * The relay outbox (DESIGN.md §3, §7, §11) on node:sqlite: one row per message id, inserted with
  * ON CONFLICT (id) DO NOTHING so a resubmission stores nothing twice; each batch in one
  * transaction. A batch is first checked by the memory outbox's validateOutboxBatch (ids and tx
  * hashes lower-case, domains and nonce uint32…), so both stores refuse the same batches with the
  * same TypeError; the table's CHECK constraints are the second line. Lookups lower-case the id.
+ *
+ * Consumers: claim() selects and leases inside one BEGIN IMMEDIATE transaction, which holds the
+ * database's write lock, so claimers in this process, in other processes or worker threads on the
+ * same file are serialised and never take the same message. markDelivered/markFailed are single
+ * conditional UPDATEs (atomic on their own). Times come from the injected clock.
  */
 import type { DatabaseSync } from 'node:sqlite';
 import type { Clock } from '../clock.ts';
-import { validateOutboxBatch, type Outbox, type OutboxMessage, type PendingMessage } from '../outbox.ts';
+import {
+  checkClaim,
+  checkMarkDelivered,
+  checkMarkFailed,
+  newLease,
+  validateOutboxBatch,
+  type ClaimedMessage,
+  type MarkDeliveredOptions,
+  type MarkFailedOptions,
+  type MessageStatus,
+  type Outbox,
+  type OutboxMessage,
+  type OutboxRecord,
+} from '../outbox.ts';
 import type { Transaction } from './transaction.ts';
 
 interface Row {
@@ -19,12 +37,25 @@ interface Row {
   nonce: number;
   raw: Uint8Array;
   enqueued_at: number;
+  status: MessageStatus;
+  attempts: number;
+  last_error: string | null;
   delivered_at: number | null;
+  destination_tx_hash: string | null;
+  claimed_until: number | null;
+  retry_at: number | null;
 }
 
-const COLUMNS = 'id, origin_chain, tx_hash, origin, destination, nonce, raw, enqueued_at, delivered_at';
+const COLUMNS =
+  'id, origin_chain, tx_hash, origin, destination, nonce, raw, enqueued_at, status, attempts, last_error, ' +
+  'delivered_at, destination_tx_hash, claimed_until, retry_at';
 
-function toMessage(row: Row): PendingMessage {
+/** Rows claim() may take at `now` (the first term lets the planner use the outbox_open index). */
+const CLAIMABLE =
+  "status IN ('queued', 'delivering') AND " +
+  "((status = 'queued' AND (retry_at IS NULL OR retry_at <= :now)) OR (status = 'delivering' AND claimed_until <= :now))";
+
+function toRecord(row: Row): OutboxRecord {
   return {
     id: row.id,
     originChain: row.origin_chain,
@@ -34,23 +65,25 @@ function toMessage(row: Row): PendingMessage {
     nonce: row.nonce,
     raw: row.raw,
     enqueuedAt: row.enqueued_at,
+    status: row.status,
+    attempts: row.attempts,
+    lastError: row.last_error,
     deliveredAt: row.delivered_at,
+    destinationTxHash: row.destination_tx_hash,
+    claimedUntil: row.claimed_until,
+    retryAt: row.retry_at,
   };
-}
-
-function checkLimit(limit: number | undefined): number {
-  if (limit === undefined) return -1; // SQLite: a negative LIMIT means no limit
-  if (!Number.isSafeInteger(limit) || limit < 0) throw new RangeError(`pending(limit): expected a non-negative integer, got ${limit}`);
-  return limit;
 }
 
 /** The Outbox with its synchronous return types spelled out (node:sqlite is synchronous). */
 export interface SqliteOutbox extends Outbox {
   enqueue(batch: readonly OutboxMessage[]): number;
-  pending(limit?: number): PendingMessage[];
-  markDelivered(ids: readonly string[], at?: number): number;
+  get(id: string): OutboxRecord | undefined;
+  byTx(originChain: string, txHash: string): OutboxRecord[];
   depth(): number;
-  get(id: string): PendingMessage | undefined;
+  claim(limit: number, leaseMs: number): ClaimedMessage[];
+  markDelivered(id: string, opts: MarkDeliveredOptions): boolean;
+  markFailed(id: string, opts: MarkFailedOptions): boolean;
 }
 
 export function createSqliteOutbox(db: DatabaseSync, transaction: Transaction, clock: Clock): SqliteOutbox {
@@ -60,12 +93,27 @@ export function createSqliteOutbox(db: DatabaseSync, transaction: Transaction, c
     'INSERT INTO outbox (id, origin_chain, tx_hash, origin, destination, nonce, raw, enqueued_at) ' +
       'VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING',
   );
-  const selectPending = db.prepare(
-    `SELECT ${COLUMNS} FROM outbox WHERE delivered_at IS NULL ORDER BY enqueued_at, rowid LIMIT ?`,
-  );
-  const deliver = db.prepare('UPDATE outbox SET delivered_at = ? WHERE id = ? AND delivered_at IS NULL');
-  const countPending = db.prepare('SELECT count(*) AS n FROM outbox WHERE delivered_at IS NULL');
+  const countOpen = db.prepare("SELECT count(*) AS n FROM outbox WHERE status IN ('queued', 'delivering')");
   const selectOne = db.prepare(`SELECT ${COLUMNS} FROM outbox WHERE id = ?`);
+  const selectTx = db.prepare(`SELECT ${COLUMNS} FROM outbox WHERE origin_chain = ? AND tx_hash = ? ORDER BY rowid`);
+  const selectClaimable = db.prepare(`SELECT ${COLUMNS} FROM outbox WHERE ${CLAIMABLE} ORDER BY enqueued_at, rowid LIMIT :limit`);
+  const lease = db.prepare(
+    "UPDATE outbox SET status = 'delivering', claimed_until = ?, lease = ?, retry_at = NULL, attempts = attempts + 1 WHERE id = ?",
+  );
+  // :lease NULL means "whoever holds it"; otherwise only the holder of that lease.
+  const deliver = db.prepare(
+    "UPDATE outbox SET status = 'delivered', delivered_at = :now, destination_tx_hash = :hash, " +
+      'claimed_until = NULL, lease = NULL, retry_at = NULL ' +
+      "WHERE id = :id AND status IN ('queued', 'delivering') AND (:lease IS NULL OR (status = 'delivering' AND lease = :lease))",
+  );
+  const requeue = db.prepare(
+    "UPDATE outbox SET status = 'queued', last_error = :error, retry_at = :retryAt, claimed_until = NULL, lease = NULL " +
+      "WHERE id = :id AND status = 'delivering' AND (:lease IS NULL OR lease = :lease)",
+  );
+  const giveUp = db.prepare(
+    "UPDATE outbox SET status = 'failed', last_error = :error, claimed_until = NULL, lease = NULL " +
+      "WHERE id = :id AND status = 'delivering' AND (:lease IS NULL OR lease = :lease)",
+  );
 
   return {
     enqueue(batch) {
@@ -89,23 +137,49 @@ export function createSqliteOutbox(db: DatabaseSync, transaction: Transaction, c
         return stored;
       });
     },
-    pending(limit) {
-      return (selectPending.all(checkLimit(limit)) as unknown as Row[]).map(toMessage);
-    },
-    markDelivered(ids, at = clock.now()) {
-      if (ids.length === 0) return 0;
-      return transaction(() => {
-        let changed = 0;
-        for (const id of ids) changed += Number(deliver.run(at, id.toLowerCase()).changes);
-        return changed;
-      });
-    },
-    depth() {
-      return Number((countPending.get() as { n: number }).n);
-    },
     get(id) {
       const row = selectOne.get(id.toLowerCase()) as Row | undefined;
-      return row === undefined ? undefined : toMessage(row);
+      return row === undefined ? undefined : toRecord(row);
+    },
+    byTx(originChain, txHash) {
+      return (selectTx.all(originChain, txHash.toLowerCase()) as unknown as Row[]).map(toRecord);
+    },
+    depth() {
+      return Number((countOpen.get() as { n: number }).n);
+    },
+    claim(limit, leaseMs) {
+      checkClaim(limit, leaseMs);
+      if (limit === 0) return [];
+      return transaction(() => {
+        // Read the time inside the lock: a claimer that waited for it must not judge leases by
+        // the time it started waiting.
+        const now = clock.now();
+        const rows = selectClaimable.all({ now, limit }) as unknown as Row[];
+        return rows.map((row) => {
+          const token = newLease();
+          const claimedUntil = now + leaseMs;
+          lease.run(claimedUntil, token, row.id);
+          return {
+            ...toRecord(row),
+            status: 'delivering',
+            attempts: row.attempts + 1,
+            claimedUntil,
+            retryAt: null,
+            lease: token,
+          };
+        });
+      });
+    },
+    markDelivered(id, opts) {
+      const { destinationTxHash, lease: held } = checkMarkDelivered(opts);
+      const { changes } = deliver.run({ id: id.toLowerCase(), now: clock.now(), hash: destinationTxHash, lease: held });
+      return Number(changes) === 1;
+    },
+    markFailed(id, opts) {
+      const { error, retryAt, lease: held } = checkMarkFailed(opts);
+      const params = { id: id.toLowerCase(), error, lease: held };
+      const { changes } = retryAt === null ? giveUp.run(params) : requeue.run({ ...params, retryAt });
+      return Number(changes) === 1;
     },
   };
 }

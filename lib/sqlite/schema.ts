@@ -8,6 +8,7 @@
  */
 import type { DatabaseSync } from 'node:sqlite';
 import { SchemaVersionError } from '../errors.ts';
+import { MAX_DESTINATION_TX_HASH_LENGTH, MAX_ERROR_LENGTH } from '../outbox.ts';
 
 export { SchemaVersionError };
 
@@ -43,6 +44,42 @@ export const MIGRATIONS: readonly string[] = [
      delivered_at REAL
    ) STRICT;
    CREATE INDEX outbox_pending ON outbox (enqueued_at) WHERE delivered_at IS NULL;`,
+
+  // 3: message lifecycle (DESIGN.md §11). The table is rebuilt, not altered, because ALTER TABLE
+  // cannot add the table CHECKs tying status to its columns. Rows keep their rowid (arrival
+  // order) and become 'delivered' or 'queued' as their delivered_at says. Open rows (queued,
+  // delivering) are indexed by age for claim() and depth(); byTx reads the (chain, tx) index.
+  `CREATE TABLE outbox_v3 (
+     id TEXT PRIMARY KEY NOT NULL CHECK (${HEX_ID('id')}),
+     origin_chain TEXT NOT NULL CHECK (length(origin_chain) BETWEEN 1 AND 128),
+     tx_hash TEXT NOT NULL CHECK (${HEX_ID('tx_hash')}),
+     origin INTEGER NOT NULL CHECK (${UINT32('origin')}),
+     destination INTEGER NOT NULL CHECK (${UINT32('destination')}),
+     nonce INTEGER NOT NULL CHECK (${UINT32('nonce')}),
+     raw BLOB NOT NULL,
+     enqueued_at REAL NOT NULL,
+     status TEXT NOT NULL DEFAULT 'queued' CHECK (status IN ('queued', 'delivering', 'delivered', 'failed')),
+     attempts INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+     last_error TEXT CHECK (length(last_error) <= ${MAX_ERROR_LENGTH}),
+     delivered_at REAL,
+     destination_tx_hash TEXT CHECK (length(destination_tx_hash) BETWEEN 1 AND ${MAX_DESTINATION_TX_HASH_LENGTH}),
+     claimed_until REAL,
+     retry_at REAL,
+     lease TEXT,
+     CHECK ((status = 'delivered') = (delivered_at IS NOT NULL)),
+     CHECK ((status = 'delivering') = (claimed_until IS NOT NULL AND lease IS NOT NULL)),
+     CHECK (status = 'delivering' OR (claimed_until IS NULL AND lease IS NULL)),
+     CHECK (retry_at IS NULL OR status = 'queued'),
+     CHECK (destination_tx_hash IS NULL OR status = 'delivered')
+   ) STRICT;
+   INSERT INTO outbox_v3 (rowid, id, origin_chain, tx_hash, origin, destination, nonce, raw, enqueued_at, status, delivered_at)
+     SELECT rowid, id, origin_chain, tx_hash, origin, destination, nonce, raw, enqueued_at,
+            CASE WHEN delivered_at IS NULL THEN 'queued' ELSE 'delivered' END, delivered_at
+     FROM outbox ORDER BY rowid;
+   DROP TABLE outbox;
+   ALTER TABLE outbox_v3 RENAME TO outbox;
+   CREATE INDEX outbox_open ON outbox (enqueued_at) WHERE status IN ('queued', 'delivering');
+   CREATE INDEX outbox_tx ON outbox (origin_chain, tx_hash);`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
