@@ -58,10 +58,12 @@ function asyncStore(clock: FakeClock, faults: Faults, calls: string[]): RelayerS
   const rows: MerkleInsertion[] = [];
   const outbox: Outbox = {
     enqueue: (batch) => later(faults.enqueue, () => (calls.push('enqueue'), memory.enqueue(batch))),
-    pending: (limit) => later(undefined, () => memory.pending(limit)),
-    markDelivered: (ids, at) => later(undefined, () => memory.markDelivered(ids, at)),
-    depth: () => later(undefined, () => memory.depth()),
     get: (id) => later(undefined, () => memory.get(id)),
+    byTx: (chain, hash) => later(undefined, () => memory.byTx(chain, hash)),
+    depth: () => later(undefined, () => memory.depth()),
+    claim: (limit, leaseMs) => later(undefined, () => memory.claim(limit, leaseMs)),
+    markDelivered: (id, opts) => later(undefined, () => memory.markDelivered(id, opts)),
+    markFailed: (id, opts) => later(undefined, () => memory.markFailed(id, opts)),
   };
   const merkle: MerkleStore = {
     insertMerkle: (records) => later(faults.insertMerkle, () => (rows.push(...records), records.length)),
