@@ -4,6 +4,7 @@
  * rest is never buffered. Invalid UTF-8 is the client's error.
  */
 import type { IncomingMessage } from 'node:http';
+import type { Clock } from '../clock.ts';
 import { RelayError } from '../errors.ts';
 
 const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
@@ -51,4 +52,40 @@ export function readBody(req: IncomingMessage, limit: number): Promise<string> {
     req.on('error', onError);
     req.on('aborted', onAborted);
   });
+}
+
+/**
+ * How long and how much the server keeps reading after refusing a request whose body it did not
+ * read (nginx's lingering close: lingering_time 30 s). Enough for a client that sends its whole
+ * body before it reads the answer (a 64 MiB upload over a slow link); a client that sends
+ * forever is cut off.
+ */
+export const LINGER = { maxBytes: 128 * 1024 * 1024, maxMs: 10_000 };
+
+/**
+ * Call before answering a request whose body is unread (an early 401, 413, 415): the connection
+ * then ends with a lingering close instead of an abortive one.
+ *
+ * Node ends a `Connection: close` answer with `socket.destroySoon()`: FIN, then close() as soon as
+ * the answer is handed to the kernel. A close() with unread bytes in the receive buffer makes the
+ * kernel send a reset instead, and a client still sending its body gets an error on its next write
+ * and loses the answer it has not read yet. Here the server half-closes (FIN after the answer),
+ * keeps reading and discarding what the client still sends, and closes when the client closes its
+ * side or a bound of LINGER is reached.
+ */
+export function lingerAfterAnswer(req: IncomingMessage, clock: Clock): void {
+  const socket = req.socket;
+  socket.destroySoon = () => {
+    let drained = 0;
+    const cutOff = () => socket.destroy();
+    const timer = clock.setTimeout(cutOff, LINGER.maxMs);
+    socket.once('close', () => clock.clearTimeout(timer));
+    // The http parser still reads the socket and hands the rest of the body to `req`.
+    req.on('data', (chunk: Buffer) => {
+      drained += chunk.length;
+      if (drained > LINGER.maxBytes) cutOff();
+    });
+    req.resume();
+    socket.end();
+  };
 }

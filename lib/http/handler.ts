@@ -15,7 +15,7 @@ import type { Outbox, RelayQueue } from '../outbox.ts';
 import { callStore, isPromiseLike, withDeadline, type RelayerStore } from '../store.ts';
 import type { MerkleStore, RelayerConfig } from '../types.ts';
 import { parseJsonBody, validateMerkleRange, validateMerkleRequest } from '../validate.ts';
-import { readBody } from './body.ts';
+import { lingerAfterAnswer, readBody } from './body.ts';
 import { createMetricsRegistry, type MetricsRegistry } from './metrics.ts';
 
 export interface RelayApiOptions {
@@ -370,12 +370,13 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
       const headers: Record<string, string> = {};
       if (error.reason === 'method_not_allowed' && ex.route !== 'unknown') headers.Allow = ALLOW[ex.route as Route];
       if (error.reason === 'unauthorized') headers['WWW-Authenticate'] = 'Bearer';
-      // An unread or partly read body leaves the connection unusable: close it after answering.
-      if (!req.complete) headers.Connection = 'close';
-      sendError(ex, error, headers);
+      // An unread or partly read body leaves the connection unusable: close it after answering,
+      // letting a client that is still sending read the answer (lingering close).
       if (!req.complete) {
-        res.once('finish', () => req.socket.destroySoon?.());
+        headers.Connection = 'close';
+        lingerAfterAnswer(req, clock);
       }
+      sendError(ex, error, headers);
     });
   }
 
