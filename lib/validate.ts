@@ -25,6 +25,16 @@ function own(object: Record<string, unknown>, key: string): unknown {
   return Object.hasOwn(object, key) ? object[key] : undefined;
 }
 
+/**
+ * A client's string shown back in an error message: at most 64 characters, quoted, every character
+ * outside printable ASCII escaped (no control or bidi characters reach a terminal or a log).
+ */
+function quoteForMessage(value: string): string {
+  const chars = Array.from(value);
+  const shown = chars.length > 64 ? chars.slice(0, 64).join('') + '…' : value;
+  return JSON.stringify(shown).replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 /** Parses a request body; malformed JSON is the client's error, never a 500. */
 export function parseJsonBody(text: string): unknown {
   try {
@@ -58,7 +68,9 @@ export function validateRelayRequest(body: unknown, chains: ReadonlyMap<string, 
     throw invalid('tx_hash must be 0x followed by 64 hex digits');
   }
   const chain = chains.get(originChain);
-  if (chain === undefined) throw invalid('origin_chain is not a chain known to this relayer');
+  if (chain === undefined) {
+    throw invalid(`origin_chain ${quoteForMessage(originChain)} is not a chain known to this relayer; GET /chains lists the chains it knows`);
+  }
   return { chain, txHash: lower };
 }
 

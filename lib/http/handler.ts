@@ -58,11 +58,12 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /** Log and metric reason of a request whose client went away before the answer (no RelayError). */
 const CLIENT_CLOSED = 'client_closed';
 
-type Route = '/relay' | '/ready' | '/merkle_tree_insertions' | '/metrics' | '/openapi.json';
+type Route = '/relay' | '/ready' | '/merkle_tree_insertions' | '/chains' | '/metrics' | '/openapi.json';
 const ALLOW: Record<Route, string> = {
   '/relay': 'GET, HEAD, POST, OPTIONS',
   '/ready': 'GET, HEAD, OPTIONS',
   '/merkle_tree_insertions': 'GET, HEAD, POST, OPTIONS',
+  '/chains': 'GET, HEAD, OPTIONS',
   '/metrics': 'GET, HEAD, OPTIONS',
   '/openapi.json': 'GET, HEAD, OPTIONS',
 };
@@ -92,6 +93,10 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
   const adminDigest =
     config.server.adminToken === null ? undefined : createHash('sha256').update(config.server.adminToken).digest();
   let inFlight = 0;
+  // GET /chains: what a client may send as origin_chain. Never the RPC URLs (they carry API keys).
+  const chainList = JSON.stringify({
+    chains: Object.values(config.chains).map((c) => ({ name: c.name, domain_id: c.domainId, chain_id: c.chainId ?? null })),
+  });
 
   // Same name, labels and label values as the reference relayer (relay_api/metrics.rs), so its
   // dashboards work: POST /relay only, status "success" | "failure", error_type "" on success.
@@ -320,6 +325,7 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
     if (path === '/merkle_tree_insertions' && method === 'POST') return postMerkle(ex, merkle!);
     if (path === '/merkle_tree_insertions' && method === 'GET') return getMerkle(ex, merkle!, url ?? new URL(target, 'http://localhost'));
     if (path === '/ready' && method === 'GET') return getReady(ex);
+    if (path === '/chains' && method === 'GET') return send(ex, 200, chainList, JSON_TYPE);
     if (path === '/metrics' && method === 'GET') return getMetrics(ex);
     if (path === '/openapi.json' && method === 'GET') return sendJson(ex, 200, options.openapi);
     throw new RelayError('method_not_allowed', `${req.method} is not allowed on ${path}`);
