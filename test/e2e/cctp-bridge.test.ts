@@ -8,10 +8,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { decodeEventLog, encodePacked, pad, parseAbi, toEventSelector, type Address, type Hash, type Hex, type TransactionReceipt } from 'viem';
 import { cctpAttestationMetadata } from '../../scripts/delivery/cctp-attestation.ts';
-import { ISM_CCIP_READ, ISM_NULL, MAILBOX_ABI, processMessage, recipientIsmType, type Destination } from '../../scripts/delivery/destination.ts';
+import { ISM_CCIP_READ, ISM_NULL, MAILBOX_ABI, processMessage, recipientIsmType } from '../../scripts/delivery/destination.ts';
 import { bridgeArtifacts, CIRCLE_DESTINATION_DOMAIN, CIRCLE_ORIGIN_DOMAIN, MIN_FINALITY_THRESHOLD, sendBridgeTransfer } from './cctp-bridge.ts';
-import { DEV_ACCOUNT } from './chain.ts';
-import { DESTINATION_DOMAIN, ORIGIN_DOMAIN, startTwoChains, type TwoChains } from './fixture.ts';
+import { deliveryDestination, DESTINATION_DOMAIN, ORIGIN_DOMAIN, startTwoChains, type TwoChains } from './fixture.ts';
 import { hyperlaneArtifact, mailboxLogs } from './hyperlane.ts';
 import { readBurnMessageV2, readCctpV2Message, readHyperlaneMessage } from './wire.ts';
 
@@ -21,17 +20,7 @@ const topic = (signature: string) => toEventSelector(signature);
 
 let two: TwoChains;
 
-function destination(): Destination {
-  const { chain, hyperlane } = two.destination;
-  return {
-    domain: DESTINATION_DOMAIN,
-    mailbox: hyperlane.mailbox,
-    publicClient: chain.publicClient,
-    wallet: chain.wallet,
-    account: DEV_ACCOUNT,
-    chain: chain.viemChain,
-  };
-}
+const destination = () => deliveryDestination(two.destination);
 
 async function transfer(amount: bigint): Promise<{ receipt: TransactionReceipt; message: Hex; id: Hex }> {
   const hash = await sendBridgeTransfer(two.origin.chain, two.route, { destination: DESTINATION_DOMAIN, recipient: RECIPIENT, amount });

@@ -5,7 +5,8 @@
  */
 import { ANVIL_CHAIN_ID, startAnvil, type Anvil } from './anvil.ts';
 import { deployCctpV2Route, type CctpV2Route } from './cctp-bridge.ts';
-import { connectChain, type Chain } from './chain.ts';
+import type { Destination } from '../../scripts/delivery/destination.ts';
+import { connectChain, DEV_ACCOUNT, type Chain } from './chain.ts';
 import { deployHyperlane, type HyperlaneDeployment } from './hyperlane.ts';
 import { deployStandIns, type StandIns } from './stand-ins.ts';
 
@@ -78,4 +79,44 @@ export async function startTwoChains(): Promise<TwoChains> {
     await stop();
     throw error;
   }
+}
+
+/** The relayer's chain names for the two-chain set-up. */
+export const ORIGIN_CHAIN_NAME = 'anvil1';
+export const DESTINATION_CHAIN_NAME = 'anvil2';
+
+/** bin/relayer-server.ts's config for the two chains: relays from anvil1 to anvil2, into `db`. */
+export function twoChainRelayerConfig(two: TwoChains, db: string) {
+  return {
+    chains: {
+      [ORIGIN_CHAIN_NAME]: {
+        domainId: ORIGIN_DOMAIN,
+        chainId: two.origin.anvil.chainId,
+        mailbox: two.origin.hyperlane.mailbox,
+        cctpMessageTransmitter: two.route.origin.transmitter,
+        rpcUrls: [{ http: two.origin.anvil.rpcUrl }],
+      },
+      [DESTINATION_CHAIN_NAME]: {
+        domainId: DESTINATION_DOMAIN,
+        chainId: two.destination.anvil.chainId,
+        mailbox: two.destination.hyperlane.mailbox,
+        cctpMessageTransmitter: two.route.destination.transmitter,
+        rpcUrls: [{ http: two.destination.anvil.rpcUrl }],
+      },
+    },
+    relayChains: [DESTINATION_CHAIN_NAME],
+    db,
+  };
+}
+
+/** The delivery worker's view of a node (scripts/delivery/), signing as the dev account. */
+export function deliveryDestination(node: ChainNode): Destination {
+  return {
+    domain: node.hyperlane.domain,
+    mailbox: node.hyperlane.mailbox,
+    publicClient: node.chain.publicClient,
+    wallet: node.chain.wallet,
+    account: DEV_ACCOUNT,
+    chain: node.chain.viemChain,
+  };
 }

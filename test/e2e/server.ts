@@ -18,7 +18,8 @@ export interface RelayerServer {
   stop(): Promise<number | null>;
 }
 
-export async function startRelayerServer(config: unknown, options: { startTimeoutMs?: number } = {}): Promise<RelayerServer> {
+/** `options.db`: a database file the caller owns (e.g. shared with a delivery worker); default in memory. */
+export async function startRelayerServer(config: unknown, options: { startTimeoutMs?: number; db?: string } = {}): Promise<RelayerServer> {
   const dir = mkdtempSync(join(tmpdir(), 'relayer-e2e-'));
   const removeDir = onExitCleanup(() => rmSync(dir, { recursive: true, force: true }));
   const configFile = join(dir, 'config.json');
@@ -26,7 +27,7 @@ export async function startRelayerServer(config: unknown, options: { startTimeou
   // process.execPath: the Node that runs the tests (24, with type stripping) runs the server too.
   const tracked = spawnTracked(
     process.execPath,
-    [SERVER_BIN, '--config', configFile, '--host', '127.0.0.1', '--port', '0', '--db', ':memory:'],
+    [SERVER_BIN, '--config', configFile, '--host', '127.0.0.1', '--port', '0', '--db', options.db ?? ':memory:'],
     { cwd: REPO_ROOT },
   );
   let exitCode: Promise<number | null> | undefined;

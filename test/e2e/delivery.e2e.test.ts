@@ -1,0 +1,271 @@
+/**
+ * Delivery end to end (issue 15.3, DESIGN.md §11): a transfer through Hyperlane's real
+ * TokenBridgeCctpV2 on one anvil node, POST /relay to the real bin/relayer-server.ts, and the
+ * example delivery worker (scripts/delivery-worker.ts) claiming it from the server's SQLite file
+ * and calling Mailbox.process on a second anvil node through the bridge's CCTP ISM.
+ *
+ * A worker killed mid-delivery is a real child process killed with SIGKILL while its process()
+ * transaction waits in the destination node's pool (mining held). The second worker runs in the
+ * test process on the same file with a fake clock past the first lease (no real waiting).
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import type { Address, Hash, Hex } from 'viem';
+import { openStore } from '../../lib/sqlite/index.ts';
+import { MAILBOX_ABI, type Destination } from '../../scripts/delivery/destination.ts';
+import { createDeliveryWorker, type DeliveryResult } from '../../scripts/delivery/worker.ts';
+import { createFakeClock, type FakeClock } from '../helpers/fake-clock.ts';
+import { sendBridgeTransfer } from './cctp-bridge.ts';
+import { connectChain } from './chain.ts';
+import {
+  deliveryDestination,
+  DESTINATION_DOMAIN,
+  ORIGIN_CHAIN_NAME,
+  startTwoChains,
+  twoChainRelayerConfig,
+  type TwoChains,
+} from './fixture.ts';
+import { mailboxLogs } from './hyperlane.ts';
+import { onExitCleanup, spawnTracked, stopProcess, waitForLine, type Tracked } from './processes.ts';
+import { REPO_ROOT, startRelayerServer, type RelayerServer } from './server.ts';
+
+const WORKER = join(REPO_ROOT, 'scripts', 'delivery-worker.ts');
+const RECIPIENT: Address = '0x00000000000000000000000000000000000000b0';
+/** The child workers' lease; the in-process worker's fake clock starts past it. */
+const LEASE_MS = 60_000;
+const RETRY_DELAY_MS = 5_000;
+
+let two: TwoChains;
+let server: RelayerServer;
+let dir: string;
+let removeDir: () => void;
+let configFile: string;
+let dbFile: string;
+let amount = 1_000_000n;
+
+/** A fresh transfer (a new amount each time), relayed; returns its message id and tx hash. */
+async function transferAndRelay(): Promise<{ id: Hex; txHash: Hash }> {
+  const hash = await sendBridgeTransfer(two.origin.chain, two.route, { destination: DESTINATION_DOMAIN, recipient: RECIPIENT, amount: amount++ });
+  const receipt = await two.origin.chain.receipt(hash);
+  const { ids } = mailboxLogs(receipt, two.origin.hyperlane.mailbox);
+  assert.equal(ids.length, 1);
+  const res = await fetch(`${server.url}/relay`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ origin_chain: ORIGIN_CHAIN_NAME, tx_hash: hash }),
+  });
+  const body = (await res.json()) as { messages: { message_id: string }[] };
+  assert.equal(res.status, 200, JSON.stringify(body));
+  assert.deepEqual(body.messages.map((m) => m.message_id), [ids[0].toLowerCase()]);
+  return { id: ids[0].toLowerCase() as Hex, txHash: hash };
+}
+
+async function status(id: string): Promise<Record<string, unknown>> {
+  // TODO(GET /relay/{id}): read through the server once the endpoint lands.
+  const r = await record(id);
+  return { status: r.status, attempts: r.attempts, destination_tx_hash: r.destinationTxHash };
+}
+
+/** The outbox row itself (fields the HTTP view does not show: retryAt). */
+async function record(id: string) {
+  const store = await openStore(dbFile);
+  try {
+    const r = await store.outbox.get(id);
+    assert.ok(r, `no outbox row for ${id}`);
+    return r;
+  } finally {
+    await store.close();
+  }
+}
+
+async function delivered(id: Hex): Promise<boolean> {
+  const { chain, hyperlane } = two.destination;
+  return chain.publicClient.readContract({ address: hyperlane.mailbox, abi: MAILBOX_ABI, functionName: 'delivered', args: [id] });
+}
+
+/** Every ProcessId the destination Mailbox logged for `id`: one per delivery. */
+async function deliveries(id: Hex): Promise<Hash[]> {
+  const { chain, hyperlane } = two.destination;
+  const logs = await chain.publicClient.getContractEvents({ address: hyperlane.mailbox, abi: MAILBOX_ABI, eventName: 'ProcessId', args: { messageId: id }, fromBlock: 0n });
+  return logs.map((l) => l.transactionHash);
+}
+
+function startWorker(...args: string[]): Tracked {
+  return spawnTracked(process.execPath, [WORKER, '--config', configFile, '--db', dbFile, '--lease-ms', String(LEASE_MS), ...args], { cwd: REPO_ROOT });
+}
+
+/**
+ * A worker in this process on the same file. Its fake clock starts past every lease a child took;
+ * `destination` replaces the real destination node (e.g. with one that does not answer).
+ */
+async function inProcessWorker(options: { log?: (line: string) => void; destination?: Destination; clock?: FakeClock } = {}) {
+  const clock = options.clock ?? createFakeClock(Date.now() + LEASE_MS + 1_000);
+  const store = await openStore(dbFile, { clock });
+  const worker = createDeliveryWorker({
+    outbox: store.outbox,
+    destinations: new Map([[DESTINATION_DOMAIN, options.destination ?? deliveryDestination(two.destination)]]),
+    origins: new Map([[ORIGIN_CHAIN_NAME, { publicClient: two.origin.chain.publicClient, transmitters: [two.route.origin.transmitter] }]]),
+    clock,
+    leaseMs: LEASE_MS,
+    retryDelayMs: RETRY_DELAY_MS,
+    log: options.log,
+  });
+  return { worker, clock, close: async () => store.close() };
+}
+
+/** Starts a child worker and SIGKILLs it once its process() transaction is in the pool (mining held). */
+async function killWorkerMidDelivery(id: string): Promise<Hash> {
+  await two.destination.chain.setAutomine(false);
+  const child = startWorker('--once');
+  const [, sent] = await waitForLine(child, new RegExp(`sent ${id} process (0x[0-9a-f]{64})`), 20_000);
+  await stopProcess(child.child, 0, 'SIGKILL');
+  assert.equal(child.child.signalCode, 'SIGKILL');
+  return sent as Hash;
+}
+
+describe('e2e: delivery worker from the relayer outbox to a second chain', { timeout: 120_000 }, () => {
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'relayer-delivery-'));
+    removeDir = onExitCleanup(() => rmSync(dir, { recursive: true, force: true }));
+    dbFile = join(dir, 'relayer.db');
+    two = await startTwoChains();
+    const config = twoChainRelayerConfig(two, dbFile);
+    configFile = join(dir, 'relayer.json');
+    const { writeFileSync } = await import('node:fs');
+    writeFileSync(configFile, JSON.stringify(config));
+    server = await startRelayerServer(config, { db: dbFile });
+  });
+  after(async () => {
+    await server?.stop();
+    await two?.stop();
+    removeDir?.();
+  });
+
+  test('queued → delivered: the worker (a child process on the server\'s SQLite file) calls Mailbox.process through the CCTP ISM', async () => {
+    const { id } = await transferAndRelay();
+    const before = await status(id);
+    assert.equal(before.status, 'queued');
+    assert.equal(before.destination_tx_hash, null);
+    assert.equal(await delivered(id), false);
+
+    const child = startWorker('--once');
+    const code = await new Promise<number | null>((resolve) => child.child.once('exit', resolve));
+    assert.equal(code, 0, child.output());
+
+    const after = await status(id);
+    assert.equal(after.status, 'delivered', child.output());
+    assert.equal(after.attempts, 1);
+    assert.equal(await delivered(id), true);
+    assert.deepEqual(await deliveries(id), [after.destination_tx_hash]);
+    const receipt = await two.destination.chain.receipt(after.destination_tx_hash as Hash);
+    assert.equal(receipt.status, 'success');
+  });
+
+  test('killed after claiming, before its transaction reached the chain: the lease expires and another worker delivers it once', async () => {
+    const { id } = await transferAndRelay();
+    const sent = await killWorkerMidDelivery(id);
+    // As if the worker died before its transaction left: the node never mines it.
+    await two.destination.chain.rpc('anvil_dropTransaction', [sent]);
+    await two.destination.chain.setAutomine(true);
+    const held = await status(id);
+    assert.equal(held.status, 'delivering');
+    assert.equal(held.attempts, 1);
+
+    const second = await inProcessWorker();
+    try {
+      const results = await second.worker.runOnce();
+      assert.equal(results.length, 1);
+      const [r] = results as Extract<DeliveryResult, { txHash: Hash }>[];
+      assert.equal(r.outcome, 'delivered');
+      assert.equal(r.recorded, true);
+      const after = await status(id);
+      assert.equal(after.status, 'delivered');
+      assert.equal(after.attempts, 2);
+      assert.equal(after.destination_tx_hash, r.txHash);
+      assert.deepEqual(await deliveries(id), [r.txHash], 'exactly one delivery on chain');
+      assert.deepEqual(await second.worker.runOnce(), [], 'nothing left to claim');
+    } finally {
+      await second.close();
+    }
+  });
+
+  test('killed after sending process(): the second delivery reverts "already delivered", is confirmed with delivered(id) and recorded with the first transaction', async () => {
+    const { id } = await transferAndRelay();
+    const first = await killWorkerMidDelivery(id);
+    const lines: string[] = [];
+    const second = await inProcessWorker({ log: (line) => lines.push(line) });
+    try {
+      // The second worker runs while the first transaction still waits in the pool (the node
+      // estimates on the mined state, so its process() is sent too); mine once it is sent, so
+      // both land in one block, the killed worker's first.
+      const running = second.worker.runOnce();
+      const sentLine = new RegExp(`^sent ${id} process (0x[0-9a-f]{64})$`);
+      await waitFor(() => lines.some((l) => sentLine.test(l)));
+      await two.destination.chain.mineBlock();
+      await two.destination.chain.setAutomine(true);
+      const results = await running;
+      const secondTx = lines.map((l) => l.match(sentLine)?.[1]).find(Boolean) as Hash;
+      const reverted = await two.destination.chain.receipt(secondTx);
+      assert.equal(reverted.status, 'reverted', 'the second process() reverted on chain: already delivered');
+      assert.equal(results.length, 1);
+      const [r] = results as Extract<DeliveryResult, { txHash: Hash }>[];
+      assert.equal(r.outcome, 'already-delivered', lines.join('\n'));
+      assert.equal(r.txHash, first, 'the transaction that delivered it is the killed worker\'s');
+      assert.equal(await delivered(id as Hex), true);
+      assert.deepEqual(await deliveries(id as Hex), [first], 'exactly one delivery on chain');
+      const after = await status(id);
+      assert.equal(after.status, 'delivered');
+      assert.equal(after.destination_tx_hash, first);
+    } finally {
+      await two.destination.chain.setAutomine(true);
+      await second.close();
+    }
+  });
+  test('a destination node that does not answer: markFailed with last_error and retryAt; not claimable before it; the retry delivers', async () => {
+    const { id } = await transferAndRelay();
+    const clock = createFakeClock(Date.now() + 1_000);
+    // Nothing listens on port 1 of the loopback: every call to this "node" fails.
+    const dead = connectChain('http://127.0.0.1:1', two.destination.anvil.chainId);
+    const down = await inProcessWorker({
+      clock,
+      destination: { ...deliveryDestination(two.destination), publicClient: dead.publicClient, wallet: dead.wallet },
+    });
+    try {
+      const [r] = await down.worker.runOnce();
+      assert.equal(r.outcome, 'retry');
+      const failed = await record(id);
+      assert.equal(failed.status, 'queued');
+      assert.equal(failed.attempts, 1);
+      assert.match(String(failed.lastError), /fetch failed|HTTP request failed/i);
+      assert.equal(failed.retryAt, clock.now() + RETRY_DELAY_MS);
+      assert.equal(await delivered(id), false);
+      assert.deepEqual(await down.worker.runOnce(), [], 'not claimable before retryAt');
+    } finally {
+      await down.close();
+    }
+    await clock.advance(RETRY_DELAY_MS);
+    const up = await inProcessWorker({ clock });
+    try {
+      const [r] = await up.worker.runOnce();
+      assert.equal(r.outcome, 'delivered');
+      const done = await status(id);
+      assert.equal(done.status, 'delivered');
+      assert.equal(done.attempts, 2);
+      assert.equal(await delivered(id), true);
+    } finally {
+      await up.close();
+    }
+  });
+});
+
+/** Polls a condition the test cannot await directly (another component's log line). */
+async function waitFor(condition: () => boolean, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
