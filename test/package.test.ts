@@ -47,12 +47,26 @@ test('DESIGN 1: adapters import only the core, Node built-ins and each other', (
   }
 });
 
+test('DESIGN 7: the PostgreSQL store imports only the core: no driver (the caller brings a pool), no Node built-in', () => {
+  const files = sources('lib/postgres');
+  assert.ok(files.length >= 5, 'postgres store files found');
+  for (const file of files) {
+    for (const spec of importsOf(file)) {
+      assert.ok(spec.startsWith('./') || (spec.startsWith('../') && !spec.startsWith('../http/') && !spec.startsWith('../sqlite/')), `${file} imports ${spec}`);
+    }
+  }
+  // pg is an optional peer (relayer-server loads it for a postgres:// URL) and a devDependency.
+  assert.ok(pkg.peerDependencies.pg, 'pg is a peer dependency');
+  assert.deepEqual(pkg.peerDependenciesMeta.pg, { optional: true });
+  assert.ok(pkg.devDependencies.pg, 'pg is a devDependency (tests, relayer-server in development)');
+});
+
 test('DESIGN 1: package.json has no runtime dependencies, pins Node 24 and maps the documented entry points', () => {
   assert.equal(pkg.dependencies, undefined);
   assert.equal(pkg.type, 'module');
   assert.equal(pkg.engines.node, '>=22.13');
   assert.match(pkg.devDependencies.node, /^24\./);
-  assert.deepEqual(Object.keys(pkg.exports).sort(), ['.', './package.json', './server', './sqlite']);
+  assert.deepEqual(Object.keys(pkg.exports).sort(), ['.', './package.json', './postgres', './server', './sqlite']);
   assert.equal(pkg.bin['relayer-server'], './dist/bin/relayer-server.js');
   assert.match(process.version, /^v24\./, 'npm scripts run on the pinned Node 24');
 });
@@ -71,6 +85,8 @@ test('DESIGN 1: the built entry points export the documented API', async () => {
   assert.equal(typeof server.createRelayApi, 'function');
   const sqlite = await import('relayer-api/sqlite');
   assert.equal(typeof sqlite.openStore, 'function');
+  const postgres = await import('relayer-api/postgres');
+  assert.equal(typeof postgres.openPostgresStore, 'function');
 });
 
 /** What `npm pack` would publish, as npm itself computes it (files, .npmignore, always-included files). */

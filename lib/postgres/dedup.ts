@@ -1,0 +1,120 @@
+/**
+ * POST /relay deduplication shared by every replica (DESIGN.md §3, §8): one row per key in the
+ * `dedup` table. A reservation is one statement: insert the key, or take over its row only if
+ * that row has expired, so of N replicas reserving the same key at once exactly one gets it
+ * (PostgreSQL serialises them on the primary key; the losers see the winner's row).
+ *
+ * A pending reservation expires `pendingMs` after it was made (receiptTimeoutSeconds + 5 s): a
+ * replica that dies mid-request holds its key no longer than that. A committed one expires one
+ * window after the commit. Commit and release name the reservation's token, so a stale
+ * reservation (expired, the key reserved again by someone else) cannot touch the new one.
+ *
+ * Capacity: a reservation is refused with `cache_full` when `capacity` unexpired rows exist. The
+ * count and the insert are one statement but not serialised against other replicas' inserts, so
+ * under concurrency the table may exceed it by the number of reservations racing; it bounds the
+ * table, it is not a quota.
+ */
+import type { Clock } from '../clock.ts';
+import { RelayError } from '../errors.ts';
+import { nowSql, run, type PgPool } from './pool.ts';
+
+export interface PostgresDedupOptions {
+  /** How long a committed key stays (the dedup window). */
+  windowMs: number;
+  /** How long an uncommitted reservation lives at most (receipt timeout + margin). */
+  pendingMs: number;
+  capacity: number;
+  /** Time source; default the database's clock (see nowSql). */
+  clock?: Clock;
+}
+
+export interface PostgresReservation {
+  commit(): Promise<void>;
+  release(): Promise<void>;
+}
+
+export interface PostgresDedupStore {
+  reserve(key: string): Promise<PostgresReservation>;
+  size(): Promise<number>;
+}
+
+/** Expired rows are deleted at most this often per replica (reads ignore them anyway). */
+const SWEEP_INTERVAL_MS = 60_000;
+
+function secondsUntil(at: number, now: number): number {
+  return Math.max(1, Math.ceil((at - now) / 1000));
+}
+
+export function createPostgresDedup(pool: PgPool, s: string, opts: PostgresDedupOptions): PostgresDedupStore {
+  const { windowMs, pendingMs, capacity, clock } = opts;
+  if (!(windowMs > 0)) throw new RangeError('windowMs must be positive');
+  if (!(pendingMs > 0)) throw new RangeError('pendingMs must be positive');
+  if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError('capacity must be a positive integer');
+  const now = () => clock?.now() ?? null;
+
+  // $1 now, $2 key, $3 pendingMs, $4 capacity. The SELECT yields the row to insert only while
+  // the table has room; ON CONFLICT takes over an expired row and leaves a live one alone, in
+  // which case nothing is returned.
+  const reserveSql = `
+    INSERT INTO ${s}.dedup AS d (key, token, committed, expires_at)
+    SELECT $2, gen_random_uuid(), false, t.now + $3
+    FROM (SELECT ${nowSql(1)} AS now) t
+    WHERE (SELECT count(*) FROM ${s}.dedup WHERE expires_at > t.now) < $4
+    ON CONFLICT (key) DO UPDATE SET token = excluded.token, committed = false, expires_at = excluded.expires_at
+      WHERE d.expires_at <= ${nowSql(1)}
+    RETURNING token`;
+  const liveSql = `SELECT expires_at, ${nowSql(1)} AS now FROM ${s}.dedup WHERE key = $2 AND expires_at > ${nowSql(1)}`;
+  const oldestSql = `SELECT min(expires_at) AS expires_at, ${nowSql(1)} AS now FROM ${s}.dedup WHERE expires_at > ${nowSql(1)}`;
+  const commitSql = `UPDATE ${s}.dedup SET committed = true, expires_at = ${nowSql(1)} + $4 WHERE key = $2 AND token = $3`;
+  const releaseSql = `DELETE FROM ${s}.dedup WHERE key = $1 AND token = $2`;
+  const sweepSql = `DELETE FROM ${s}.dedup WHERE expires_at <= ${nowSql(1)}`;
+
+  let lastSweep = -Infinity;
+  async function sweep(): Promise<void> {
+    const at = Date.now(); // only paces the sweep; the statement itself uses the store's clock
+    if (at - lastSweep < SWEEP_INTERVAL_MS) return;
+    lastSweep = at;
+    await run(pool, sweepSql, [now()]);
+  }
+
+  async function refusal(key: string): Promise<RelayError> {
+    const live = await run<{ expires_at: number; now: number }>(pool, liveSql, [now(), key]);
+    if (live.rows.length > 0) {
+      const { expires_at, now: at } = live.rows[0];
+      return new RelayError('duplicate_tx', 'this transaction was already submitted within the deduplication window', {
+        retryAfterSeconds: secondsUntil(expires_at, at),
+      });
+    }
+    const oldest = await run<{ expires_at: number | null; now: number }>(pool, oldestSql, [now()]);
+    const { expires_at, now: at } = oldest.rows[0];
+    return new RelayError('cache_full', 'the deduplication cache is full', {
+      retryAfterSeconds: expires_at === null ? 1 : secondsUntil(expires_at, at),
+    });
+  }
+
+  return {
+    async reserve(key) {
+      await sweep();
+      const { rows } = await run<{ token: string }>(pool, reserveSql, [now(), key, pendingMs, capacity]);
+      if (rows.length === 0) throw await refusal(key);
+      const token = rows[0].token;
+      let settled = false;
+      return {
+        async commit() {
+          if (settled) return;
+          settled = true;
+          await run(pool, commitSql, [now(), key, token, windowMs]);
+        },
+        async release() {
+          if (settled) return;
+          settled = true;
+          await run(pool, releaseSql, [key, token]);
+        },
+      };
+    },
+    async size() {
+      const { rows } = await run<{ n: number }>(pool, `SELECT count(*)::integer AS n FROM ${s}.dedup WHERE expires_at > ${nowSql(1)}`, [now()]);
+      return rows[0].n;
+    },
+  };
+}

@@ -1,0 +1,77 @@
+/**
+ * The PostgreSQL store (`relayer-api/postgres`, DESIGN.md §7, §8): outbox, merkle insertions,
+ * dedup reservations and the global token bucket in one database, shared by every replica, so N
+ * `relayer-server` processes behind one load balancer behave as one server.
+ *
+ * The caller brings a `pg`-compatible pool (see pool.ts) and keeps owning it: close() stops the
+ * store, the caller ends the pool. Sizing: each in-flight POST /relay holds no connection between
+ * its statements, so a small pool (the default 10 of `pg`) serves hundreds of requests a second.
+ */
+import type { Clock } from '../clock.ts';
+import type { RelayApiConfig } from '../types.ts';
+import { createPostgresDedup, type PostgresDedupStore } from './dedup.ts';
+import { createPostgresMerkle, type PostgresMerkleStore } from './merkle.ts';
+import { run, type PgPool } from './pool.ts';
+import { createPostgresTokenBucket, type PostgresRateLimiter } from './rate-limit.ts';
+import { migrate, quoteSchema } from './schema.ts';
+
+export { SchemaVersionError } from '../errors.ts';
+export { migrate, MIGRATIONS, SCHEMA_VERSION } from './schema.ts';
+export { type PgPool, type PgPoolClient, type PgQueryable, type PgQueryResult } from './pool.ts';
+export type { PostgresDedupStore, PostgresMerkleStore, PostgresRateLimiter };
+
+/** A pending reservation outlives the receipt wait by this much before another replica may take it. */
+export const PENDING_MARGIN_MS = 5_000;
+
+export interface PostgresStoreOptions {
+  /** The relay settings the shared dedup store and bucket follow (config.relayApi). */
+  relayApi: Pick<RelayApiConfig, 'rateLimit' | 'dedupWindowSeconds' | 'dedupCapacity' | 'receiptTimeoutSeconds'>;
+  /** PostgreSQL schema holding the tables (created if missing). Default 'relayer'. */
+  schema?: string;
+  /**
+   * Time source for expiries, the bucket and the lifecycle timestamps. Default: the database's
+   * clock, so replicas whose clocks differ agree. Tests inject a fake clock.
+   */
+  clock?: Clock;
+  /** Run the migrations (default true). */
+  migrate?: boolean;
+  /** Called when an idle pooled connection dies (e.g. the database restarted); the pool replaces it. */
+  onPoolError?: (error: Error) => void;
+}
+
+export interface PostgresStore {
+  merkle: PostgresMerkleStore;
+  dedup: PostgresDedupStore;
+  rateLimiter: PostgresRateLimiter;
+  /** Resolves when the database answers (GET /ready). */
+  ping(): Promise<void>;
+  /** Stops using the pool; does not end it (the caller owns it). Idempotent. */
+  close(): Promise<void>;
+}
+
+export async function openPostgresStore(pool: PgPool, options: PostgresStoreOptions): Promise<PostgresStore> {
+  const name = options.schema ?? 'relayer';
+  const s = quoteSchema(name);
+  const { relayApi, clock } = options;
+  // pg.Pool emits 'error' for an idle connection the server closed; unhandled, that event would
+  // end the process. The pool drops the connection itself and opens a new one on the next query.
+  const onPoolError = options.onPoolError ?? (() => {});
+  pool.on?.('error', onPoolError);
+  if (options.migrate !== false) await migrate(pool, name);
+  return {
+    merkle: createPostgresMerkle(pool, s),
+    dedup: createPostgresDedup(pool, s, {
+      windowMs: relayApi.dedupWindowSeconds * 1000,
+      pendingMs: relayApi.receiptTimeoutSeconds * 1000 + PENDING_MARGIN_MS,
+      capacity: relayApi.dedupCapacity,
+      clock,
+    }),
+    rateLimiter: createPostgresTokenBucket(pool, s, { ...relayApi.rateLimit, clock }),
+    async ping() {
+      await run(pool, 'SELECT 1');
+    },
+    async close() {
+      // Nothing of ours to stop: no timers, no held connections.
+    },
+  };
+}

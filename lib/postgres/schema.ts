@@ -1,0 +1,129 @@
+/**
+ * The PostgreSQL schema (DESIGN.md §7, §8), versioned: migration N (1-based) takes the store from
+ * version N-1 to N, each in its own transaction together with the version bump. Append new
+ * migrations; never edit a released one.
+ *
+ * Every table lives in one PostgreSQL schema (default `relayer`), so the store can share a
+ * database with other applications and tests can keep stores apart. Replicas starting together
+ * all call migrate(): a session advisory lock keyed by the schema name makes them take turns, so
+ * exactly one runs each migration and the others find it done.
+ *
+ * Tables carry CHECK constraints mirroring the API's validation, like the SQLite store's.
+ */
+import { SchemaVersionError } from '../errors.ts';
+import type { PgPool } from './pool.ts';
+
+const HEX_ID = (column: string) => `${column} ~ '^0x[0-9a-f]{64}$'`;
+const UINT32 = (column: string) => `${column} BETWEEN 0 AND 4294967295`;
+
+/** Each migration is SQL for the schema `s` (already quoted). */
+export const MIGRATIONS: readonly ((s: string) => string)[] = [
+  // 1: merkle insertions, the outbox with its lifecycle (§11), dedup reservations, token buckets.
+  (s) => `
+  CREATE TABLE ${s}.merkle_insertions (
+    chain bigint NOT NULL CHECK (${UINT32('chain')}),
+    leaf_index bigint NOT NULL CHECK (${UINT32('leaf_index')}),
+    insertion_block_number bigint NOT NULL CHECK (insertion_block_number BETWEEN 0 AND 9007199254740991),
+    message_id text NOT NULL CHECK (${HEX_ID('message_id')}),
+    PRIMARY KEY (chain, leaf_index)
+  );
+
+  -- seq records arrival order: it breaks ties between messages enqueued in the same millisecond.
+  -- Times are double precision milliseconds since the epoch (the clock has sub-ms precision).
+  CREATE TABLE ${s}.outbox (
+    seq bigint GENERATED ALWAYS AS IDENTITY,
+    id text PRIMARY KEY CHECK (${HEX_ID('id')}),
+    origin_chain text NOT NULL CHECK (octet_length(origin_chain) BETWEEN 1 AND 128),
+    tx_hash text NOT NULL CHECK (${HEX_ID('tx_hash')}),
+    origin bigint NOT NULL CHECK (${UINT32('origin')}),
+    destination bigint NOT NULL CHECK (${UINT32('destination')}),
+    nonce bigint NOT NULL CHECK (${UINT32('nonce')}),
+    raw bytea NOT NULL,
+    enqueued_at double precision NOT NULL,
+    status text NOT NULL DEFAULT 'queued' CHECK (status IN ('queued', 'delivering', 'delivered', 'failed')),
+    attempts integer NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+    last_error text,
+    delivered_at double precision,
+    destination_tx_hash text,
+    claimed_until double precision,
+    retry_at double precision,
+    lease text,
+    CHECK ((status = 'delivered') = (delivered_at IS NOT NULL)),
+    CHECK ((status = 'delivering') = (claimed_until IS NOT NULL AND lease IS NOT NULL)),
+    CHECK (status = 'delivering' OR (claimed_until IS NULL AND lease IS NULL)),
+    CHECK (retry_at IS NULL OR status = 'queued'),
+    CHECK (destination_tx_hash IS NULL OR status = 'delivered')
+  );
+  CREATE INDEX outbox_open ON ${s}.outbox (enqueued_at, seq) WHERE status IN ('queued', 'delivering');
+  CREATE INDEX outbox_tx ON ${s}.outbox (origin_chain, tx_hash, seq);
+
+  -- One row per live (or expired, not yet swept) POST /relay reservation; token identifies the
+  -- reservation that may commit or release it.
+  CREATE TABLE ${s}.dedup (
+    key text PRIMARY KEY,
+    token uuid NOT NULL,
+    committed boolean NOT NULL,
+    expires_at double precision NOT NULL
+  );
+  CREATE INDEX dedup_expiry ON ${s}.dedup (expires_at);
+
+  -- One row per bucket; units are tokens x 60 000 (see lib/rate-limit.ts).
+  CREATE TABLE ${s}.token_buckets (
+    name text PRIMARY KEY,
+    units double precision NOT NULL,
+    updated_at double precision NOT NULL,
+    taken boolean NOT NULL DEFAULT false
+  );`,
+];
+
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+/** A lower-case SQL identifier, so it needs no escaping beyond the double quotes. */
+export function quoteSchema(name: string): string {
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name)) throw new TypeError(`schema must be a lower-case SQL identifier, got ${JSON.stringify(name)}`);
+  return `"${name}"`;
+}
+
+/**
+ * Brings schema `name` to SCHEMA_VERSION and returns the version found before. Refuses a newer
+ * schema (another replica runs a newer release) with SchemaVersionError. Runs at start-up,
+ * not on a request path, so the driver's errors pass through as they are (they say what is wrong).
+ */
+export async function migrate(pool: PgPool, name: string): Promise<number> {
+  const s = quoteSchema(name);
+  const lockName = `relayer-api migrate ${name}`;
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    // A session lock: held across the per-migration transactions below, and freed by the server
+    // if this process dies half-way.
+    await client.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [lockName]);
+    try {
+      await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
+      await client.query(`CREATE TABLE IF NOT EXISTS ${s}.schema_version (version integer NOT NULL)`);
+      const { rows } = await client.query<{ version: number }>(`SELECT version FROM ${s}.schema_version`);
+      const found = rows[0]?.version ?? 0;
+      if (found > SCHEMA_VERSION) throw new SchemaVersionError(found, SCHEMA_VERSION);
+      if (rows.length === 0) await client.query(`INSERT INTO ${s}.schema_version (version) VALUES (0)`);
+      for (let v = found; v < SCHEMA_VERSION; v++) {
+        await client.query('BEGIN');
+        try {
+          await client.query(MIGRATIONS[v](s));
+          await client.query(`UPDATE ${s}.schema_version SET version = $1`, [v + 1]);
+          await client.query('COMMIT');
+        } catch (error) {
+          await client.query('ROLLBACK').catch((e: Error) => (broken = e));
+          throw error;
+        }
+      }
+      return found;
+    } finally {
+      await client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [lockName]).catch((e: Error) => (broken = e));
+    }
+  } catch (error) {
+    broken ??= error as Error;
+    throw error;
+  } finally {
+    client.release(broken);
+  }
+}
