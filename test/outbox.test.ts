@@ -12,13 +12,17 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { DatabaseSync } from 'node:sqlite';
 import { after, describe, test } from 'node:test';
+import pg from 'pg';
 import { createMemoryOutbox } from '../lib/outbox.ts';
+import { openPostgresStore } from '../lib/postgres/index.ts';
 import { openStore } from '../lib/sqlite/index.ts';
 import { MIGRATIONS } from '../lib/sqlite/schema.ts';
 import { outboxContract, outboxMessage, queuedRecord } from './outbox-contract.ts';
 import { createFakeClock } from './helpers/fake-clock.ts';
+import { testSchema } from './helpers/postgres.ts';
 
 const DEST_TX = '0x' + 'de'.repeat(32);
+const POSTGRES_RELAY_API = { rateLimit: { burst: 100, perMinute: 100 }, dedupWindowSeconds: 300, dedupCapacity: 10_000, receiptTimeoutSeconds: 10 };
 
 const dir = mkdtempSync(join(tmpdir(), 'relayer-outbox-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -42,6 +46,21 @@ outboxContract('SQLite file (WAL), several connections', async (clock) => {
       return { outbox: other.outbox, close: () => other.close() };
     },
     close: () => store.close(),
+  };
+});
+
+outboxContract('PostgreSQL, several pools', async (clock) => {
+  const t = await testSchema();
+  const store = await openPostgresStore(t.pool, { relayApi: POSTGRES_RELAY_API, schema: t.schema, clock });
+  return {
+    outbox: store.outbox,
+    async connect() {
+      // Another replica: its own pool on the same schema.
+      const pool = new pg.Pool({ connectionString: t.pool.options.connectionString, max: 2 });
+      const other = await openPostgresStore(pool, { relayApi: POSTGRES_RELAY_API, schema: t.schema, clock });
+      return { outbox: other.outbox, close: () => pool.end() };
+    },
+    close: () => t.close(),
   };
 });
 

@@ -8,9 +8,11 @@
  * its statements, so a small pool (the default 10 of `pg`) serves hundreds of requests a second.
  */
 import type { Clock } from '../clock.ts';
+import type { RelayerStore } from '../store.ts';
 import type { RelayApiConfig } from '../types.ts';
 import { createPostgresDedup, type PostgresDedupStore } from './dedup.ts';
 import { createPostgresMerkle, type PostgresMerkleStore } from './merkle.ts';
+import { createPostgresOutbox, type PostgresOutbox } from './outbox.ts';
 import { run, type PgPool } from './pool.ts';
 import { createPostgresTokenBucket, type PostgresRateLimiter } from './rate-limit.ts';
 import { migrate, quoteSchema } from './schema.ts';
@@ -18,7 +20,7 @@ import { migrate, quoteSchema } from './schema.ts';
 export { SchemaVersionError } from '../errors.ts';
 export { migrate, MIGRATIONS, SCHEMA_VERSION } from './schema.ts';
 export { type PgPool, type PgPoolClient, type PgQueryable, type PgQueryResult } from './pool.ts';
-export type { PostgresDedupStore, PostgresMerkleStore, PostgresRateLimiter };
+export type { PostgresDedupStore, PostgresMerkleStore, PostgresOutbox, PostgresRateLimiter };
 
 /** A pending reservation outlives the receipt wait by this much before another replica may take it. */
 export const PENDING_MARGIN_MS = 5_000;
@@ -39,7 +41,8 @@ export interface PostgresStoreOptions {
   onPoolError?: (error: Error) => void;
 }
 
-export interface PostgresStore {
+export interface PostgresStore extends RelayerStore {
+  outbox: PostgresOutbox;
   merkle: PostgresMerkleStore;
   dedup: PostgresDedupStore;
   rateLimiter: PostgresRateLimiter;
@@ -59,6 +62,7 @@ export async function openPostgresStore(pool: PgPool, options: PostgresStoreOpti
   pool.on?.('error', onPoolError);
   if (options.migrate !== false) await migrate(pool, name);
   return {
+    outbox: createPostgresOutbox(pool, s, clock),
     merkle: createPostgresMerkle(pool, s),
     dedup: createPostgresDedup(pool, s, {
       windowMs: relayApi.dedupWindowSeconds * 1000,
