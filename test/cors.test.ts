@@ -70,6 +70,9 @@ describe('CORS allowlist (issue 8.4)', () => {
         ['POST /merkle 401', await postJson(url, '/merkle_tree_insertions', { merkle_tree_insertions: [] }, headers)],
         ['PUT /relay 405', await httpRequest(url, { method: 'PUT', path: '/relay', headers })],
         ['GET /metrics', await httpRequest(url, { path: '/metrics', headers })],
+        ['GET /relay/{message_id} 404', await httpRequest(url, { path: `/relay/0x${'ab'.repeat(32)}`, headers })],
+        ['GET /relay/{message_id} 400', await httpRequest(url, { path: '/relay/0x12', headers })],
+        ['GET /relay?origin_chain=&tx_hash=', await httpRequest(url, { path: `/relay?origin_chain=ethereum&tx_hash=0x${'1'.repeat(64)}`, headers })],
       ];
       for (const [what, res] of answers) {
         assert.equal(res.headers['access-control-allow-origin'], APP, what);

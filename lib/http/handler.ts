@@ -14,7 +14,9 @@ import type { FetchLike, ReceiptFetchEvent } from '../receipt.ts';
 import type { Outbox, RelayQueue } from '../outbox.ts';
 import { callStore, isPromiseLike, withDeadline, type RelayerStore } from '../store.ts';
 import type { MerkleStore, RelayerConfig } from '../types.ts';
-import { parseJsonBody, validateMerkleRange, validateMerkleRequest } from '../validate.ts';
+import { isHexOfLength } from '../hex.ts';
+import { messageStatusJson } from '../message-status.ts';
+import { parseJsonBody, validateMerkleRange, validateMerkleRequest, validateRelayRequest } from '../validate.ts';
 import { lingerAfterAnswer, readBody } from './body.ts';
 import { createMetricsRegistry, type MetricsRegistry } from './metrics.ts';
 
@@ -26,8 +28,11 @@ export interface RelayApiOptions {
    * GET /ready pings it.
    */
   store?: RelayerStore;
-  /** Where accepted relay messages go. Defaults to the store's outbox, else an in-memory outbox. */
-  outbox?: RelayQueue & Partial<Pick<Outbox, 'depth'>>;
+  /**
+   * Where accepted relay messages go. Defaults to the store's outbox, else an in-memory outbox.
+   * Without `get` / `byTx` (a bare queue) the status lookups answer 404.
+   */
+  outbox?: RelayQueue & Partial<Pick<Outbox, 'depth' | 'get' | 'byTx'>>;
   /** Backs the merkle endpoints (defaults to the store's); without one they answer 404. */
   merkle?: MerkleStore;
   /** Replaces the pipeline built from config, outbox, clock and fetch. */
@@ -58,9 +63,13 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /** Log and metric reason of a request whose client went away before the answer (no RelayError). */
 const CLIENT_CLOSED = 'client_closed';
 
-type Route = '/relay' | '/ready' | '/merkle_tree_insertions' | '/chains' | '/metrics' | '/openapi.json';
+type Route = '/relay' | typeof MESSAGE_ROUTE | '/ready' | '/merkle_tree_insertions' | '/chains' | '/metrics' | '/openapi.json';
+/** GET /relay/{message_id}: one route (and one metrics label) for every id. */
+const MESSAGE_ROUTE = '/relay/{message_id}';
+const MESSAGE_PATH = /^\/relay\/([^/]+)$/;
 const ALLOW: Record<Route, string> = {
   '/relay': 'GET, HEAD, POST, OPTIONS',
+  [MESSAGE_ROUTE]: 'GET, HEAD, OPTIONS',
   '/ready': 'GET, HEAD, OPTIONS',
   '/merkle_tree_insertions': 'GET, HEAD, POST, OPTIONS',
   '/chains': 'GET, HEAD, OPTIONS',
@@ -88,6 +97,7 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
   const store = options.store;
   const outbox = options.outbox ?? store?.outbox ?? createMemoryOutbox(clock);
   const merkle = options.merkle ?? store?.merkle;
+  const chains = new Map(Object.entries(config.chains));
   const knownDomains = new Set(Object.values(config.chains).map((c) => c.domainId));
   const corsOrigins = new Set(config.server.corsOrigins);
   const adminDigest =
@@ -273,6 +283,30 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
     sendJson(ex, 200, { merkle_tree_insertions: await callStore(() => store.listMerkle(domain, start, end)) });
   }
 
+  async function getMessage(ex: Exchange, id: string): Promise<void> {
+    if (!isHexOfLength(id, 32)) throw new RelayError('invalid_request', 'message_id must be 0x followed by 64 hex digits');
+    const record = await callStore(() => outbox.get!(id));
+    if (record === undefined) throw new RelayError('not_found', 'no message with this id was accepted by this relayer');
+    sendJson(ex, 200, messageStatusJson(record));
+  }
+
+  /** GET /relay?origin_chain=&tx_hash=: the messages accepted from one transaction. */
+  async function getMessagesOfTx(ex: Exchange, params: URLSearchParams): Promise<void> {
+    const query: Record<string, string> = {};
+    for (const name of ['origin_chain', 'tx_hash']) {
+      const values = params.getAll(name);
+      if (values.length === 0) throw new RelayError('invalid_request', `${name} is required (GET /relay without a query is the liveness probe)`);
+      if (values.length > 1) throw new RelayError('invalid_request', `${name} is given more than once`);
+      query[name] = values[0];
+    }
+    // The rules of POST /relay's body, so a pair POST accepted is a pair GET finds.
+    const { chain, txHash } = validateRelayRequest(query, chains);
+    ex.originChain = chain.name;
+    ex.txHash = txHash;
+    const records = await callStore(() => outbox.byTx!(chain.name, txHash));
+    sendJson(ex, 200, { messages: records.map(messageStatusJson) });
+  }
+
   async function getReady(ex: Exchange): Promise<void> {
     // Without a store bundle everything lives in this process, which is answering.
     if (store !== undefined) await withDeadline(callStore(() => store.ping()), READY_TIMEOUT_MS, clock, 'the store ping');
@@ -296,9 +330,12 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
         throw new RelayError('not_found', 'no such endpoint');
       }
     }
-    const path = (url === undefined ? target : url.pathname) as Route;
+    const pathname = url === undefined ? target : url.pathname;
+    const messageId = MESSAGE_PATH.exec(pathname)?.[1];
+    const path = (messageId === undefined ? pathname : MESSAGE_ROUTE) as Route;
     const allow = Object.hasOwn(ALLOW, path) ? ALLOW[path] : undefined;
     if (allow === undefined || (path === '/merkle_tree_insertions' && merkle === undefined) ||
+        (path === MESSAGE_ROUTE && typeof outbox.get !== 'function') ||
         (path === '/openapi.json' && options.openapi === undefined)) {
       throw new RelayError('not_found', 'no such endpoint');
     }
@@ -320,7 +357,13 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
       return;
     }
 
-    if (path === '/relay' && method === 'GET') return send(ex, 200, 'up', 'text/plain; charset=utf-8');
+    if (path === '/relay' && method === 'GET') {
+      // Any query makes it a lookup; the bare path stays the liveness probe.
+      if (url === undefined || url.search === '') return send(ex, 200, 'up', 'text/plain; charset=utf-8');
+      if (typeof outbox.byTx !== 'function') throw new RelayError('not_found', 'this relayer does not keep message statuses');
+      return getMessagesOfTx(ex, url.searchParams);
+    }
+    if (path === MESSAGE_ROUTE && method === 'GET') return getMessage(ex, messageId!);
     if (path === '/relay' && method === 'POST') return postRelay(ex);
     if (path === '/merkle_tree_insertions' && method === 'POST') return postMerkle(ex, merkle!);
     if (path === '/merkle_tree_insertions' && method === 'GET') return getMerkle(ex, merkle!, url ?? new URL(target, 'http://localhost'));
@@ -353,8 +396,9 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
       }
       responses.inc({ route: ex.route, code: String(status) });
       duration.observe({ route: ex.route }, seconds);
-      // A successful health check (GET or HEAD /relay or /ready) is logged at debug: probes from load
-      // balancers and orchestrators come every few seconds and would bury the relay requests.
+      // A successful health check (GET or HEAD /relay or /ready) or status lookup (/relay/{id}, /relay?…)
+      // is logged at debug: probes and UIs polling a message come every few seconds and would bury
+      // the relay requests.
       const fields = {
         request_id: ex.id,
         method: req.method,
@@ -366,7 +410,9 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
         tx_hash: ex.txHash,
         messages: ex.messages,
       };
-      if ((ex.route === '/relay' || ex.route === '/ready') && status === 200 && req.method !== 'POST') logger.debug('request', fields);
+      if ((ex.route === '/relay' || ex.route === '/ready' || ex.route === MESSAGE_ROUTE) && status === 200 && req.method !== 'POST') {
+        logger.debug('request', fields);
+      }
       else logger.info('request', fields);
     };
     // 'close' follows 'finish' on every answered response and also ends one whose client left.

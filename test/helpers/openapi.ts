@@ -67,10 +67,22 @@ function headerValue(raw: string, schema: Json): unknown {
   return raw;
 }
 
+/** Path templates of the document ("/relay/{message_id}") as patterns; one segment per parameter. */
+const templates: Array<[RegExp, string]> = Object.keys(openapi.paths)
+  .filter((path) => path.includes('{'))
+  .map((path) => [new RegExp('^' + path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+') + '$'), path]);
+
+/** The document's path for a request path: itself, else the template it fills. */
+export function documentedPath(pathname: string): string | undefined {
+  if (Object.hasOwn(openapi.paths, pathname)) return pathname;
+  return templates.find(([pattern]) => pattern.test(pathname))?.[1];
+}
+
 /** The documented response object for this exchange, and its pointer. */
-function documentedResponse(method: string, pathname: string, res: CheckedResponse): { node: Json; at: string[]; where: string } {
-  const where = `${method} ${pathname}`;
-  const pathItem = Object.hasOwn(openapi.paths, pathname) ? openapi.paths[pathname] : undefined;
+function documentedResponse(method: string, requestPath: string, res: CheckedResponse): { node: Json; at: string[]; where: string } {
+  const where = `${method} ${requestPath}`;
+  const pathname = documentedPath(requestPath);
+  const pathItem = pathname === undefined ? undefined : openapi.paths[pathname];
   if (pathItem === undefined) {
     if (res.status !== 404) fail(where, 'a path not in the document must answer 404', res);
     return { ...resolve(openapi['x-unmatched-path-response'], []), where };
@@ -80,7 +92,7 @@ function documentedResponse(method: string, pathname: string, res: CheckedRespon
     if (res.status !== 405) fail(where, 'a method not in the document must answer 405', res);
     return { ...resolve(openapi['x-undocumented-method-response'], []), where };
   }
-  const opAt = ['paths', pathname, method.toLowerCase(), 'responses'];
+  const opAt = ['paths', pathname!, method.toLowerCase(), 'responses'];
   const status = String(res.status);
   const key = Object.hasOwn(op.responses, status) ? status : Object.hasOwn(op.responses, 'default') ? 'default' : undefined;
   if (key === undefined) fail(where, `status ${status} is not documented (documented: ${Object.keys(op.responses).join(', ')})`, res);

@@ -1,0 +1,56 @@
+/**
+ * What GET /relay/{message_id} and GET /relay?origin_chain=&tx_hash= answer for one outbox record
+ * (DESIGN.md §2, §11): snake_case like the rest of the API, times as ISO 8601 UTC strings with
+ * milliseconds (what a browser's `new Date()` parses, and unambiguous in a log), no raw bytes and
+ * no lease (a worker's token is not public).
+ */
+import type { MessageStatus, OutboxRecord } from './outbox.ts';
+import { redactUrl } from './receipt.ts';
+
+export interface MessageStatusJson {
+  message_id: string;
+  origin: number;
+  destination: number;
+  nonce: number;
+  origin_chain: string;
+  tx_hash: string;
+  status: MessageStatus;
+  /** ISO 8601, e.g. "2026-11-23T14:40:29.123Z" */
+  enqueued_at: string;
+  delivered_at: string | null;
+  destination_tx_hash: string | null;
+  /** Delivery attempts begun (claims by a delivery worker). */
+  attempts: number;
+  last_error: string | null;
+}
+
+export interface MessagesOfTxJson {
+  messages: MessageStatusJson[];
+}
+
+// A worker's error often quotes the RPC URL it called, and RPC URLs carry API keys in their path
+// or credentials: only scheme and host are shown.
+const URL_IN_TEXT = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>()]+/gi;
+
+export function redactUrls(text: string): string {
+  return text.replace(URL_IN_TEXT, (url) => redactUrl(url));
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+export function messageStatusJson(record: OutboxRecord): MessageStatusJson {
+  return {
+    message_id: record.id,
+    origin: record.origin,
+    destination: record.destination,
+    nonce: record.nonce,
+    origin_chain: record.originChain,
+    tx_hash: record.txHash,
+    status: record.status,
+    enqueued_at: iso(record.enqueuedAt),
+    delivered_at: record.deliveredAt === null ? null : iso(record.deliveredAt),
+    destination_tx_hash: record.destinationTxHash,
+    attempts: record.attempts,
+    last_error: record.lastError === null ? null : redactUrls(record.lastError),
+  };
+}
