@@ -8,7 +8,7 @@
 import { pad, type Address } from 'viem';
 import { startLocalChain, ORIGIN_DOMAIN, type LocalChain } from '../test/e2e/fixture.ts';
 import { mailboxLogs } from '../test/e2e/hyperlane.ts';
-import { startRelayerServer, type RelayerServer } from '../test/e2e/server.ts';
+import { launchRelayerServer, type RelayerProcess } from '../test/helpers/server.ts';
 import { sendTransfer } from '../test/e2e/stand-ins.ts';
 
 const DESTINATION_DOMAIN = 2;
@@ -26,7 +26,7 @@ function detail(label: string, value: unknown): void {
 
 async function main(): Promise<number> {
   let local: LocalChain | undefined;
-  let server: RelayerServer | undefined;
+  let server: RelayerProcess | undefined;
   try {
     step('Starting anvil (a local EVM node) and deploying contracts');
     local = await startLocalChain();
@@ -61,7 +61,7 @@ async function main(): Promise<number> {
       relayChains: ['dest2'],
       db: ':memory:',
     };
-    server = await startRelayerServer(config);
+    server = await launchRelayerServer(['--host', '127.0.0.1', '--db', ':memory:'], { config });
     detail('relayer API', server.url);
 
     step('Relaying the transaction: POST /relay');

@@ -13,12 +13,12 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { REQUIRED_NODE } from '../bin/node-version.ts';
 import { openStore } from '../lib/sqlite/index.ts';
-import { spawnTracked, stopProcess, waitForLine, type Tracked } from './e2e/processes.ts';
+import { spawnTracked } from './e2e/processes.ts';
 import { startFakeRpcServer, type FakeRpcServer } from './helpers/fake-rpc.ts';
 import { CCTP_V2_TRANSMITTER, MAILBOX, rpcReceipt, transferLogs, txHash } from './helpers/fixtures.ts';
 import { httpRequest, postJson } from './helpers/http.ts';
+import { runRelayerServer, startRelayerServer } from './helpers/server.ts';
 
-const BIN = new URL('../bin/relayer-server.ts', import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), 'relayer-bin-'));
 let rpc: FakeRpcServer;
 
@@ -46,23 +46,9 @@ function goodConfig(db: string): unknown {
   };
 }
 
-async function run(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; node?: string[] } = {}): Promise<{ code: number | null; output: string }> {
-  const [node, ...nodeArgs] = options.node ?? [process.execPath];
-  const proc = spawnTracked(node, [...nodeArgs, BIN, ...args], options);
-  const [code] = (await once(proc.child, 'exit')) as [number | null];
-  return { code, output: proc.output() };
-}
-
-async function startServer(args: string[], cwd?: string): Promise<{ proc: Tracked; url: string }> {
-  if (cwd) mkdirSync(cwd, { recursive: true });
-  const proc = spawnTracked(process.execPath, [BIN, '--port', '0', ...args], { cwd });
-  const match = await waitForLine(proc, /listening on (http:\/\/127\.0\.0\.1:\d+)/, 15_000);
-  return { proc, url: match[1] };
-}
-
 describe('bin/relayer-server flags and exit codes (DESIGN 6)', () => {
   test('--help prints usage and exits 0', async () => {
-    const { code, output } = await run(['--help']);
+    const { code, output } = await runRelayerServer(['--help']);
     assert.equal(code, 0);
     assert.match(output, /Usage: relayer-server/);
     assert.match(output, /--config FILE/);
@@ -76,18 +62,18 @@ describe('bin/relayer-server flags and exit codes (DESIGN 6)', () => {
       ['not JSON', '{"chains":', /not valid JSON/],
     ];
     for (const [name, config, pattern] of cases) {
-      const { code, output } = await run(['--config', writeConfig('bad.json', config)]);
+      const { code, output } = await runRelayerServer(['--config', writeConfig('bad.json', config)]);
       assert.equal(code, 2, name);
       assert.match(output, pattern, name);
       assert.doesNotMatch(output, /listening on/, name);
     }
-    const missing = await run(['--config', join(dir, 'does-not-exist.json')]);
+    const missing = await runRelayerServer(['--config', join(dir, 'does-not-exist.json')]);
     assert.equal(missing.code, 2);
   });
 
   test('bad flags exit 2', async () => {
     for (const args of [['--port', 'x'], ['--port', '70000'], ['--nope'], ['--log-level', 'loud'], ['positional']]) {
-      assert.equal((await run(args)).code, 2, args.join(' '));
+      assert.equal((await runRelayerServer(args)).code, 2, args.join(' '));
     }
   });
 
@@ -96,7 +82,7 @@ describe('bin/relayer-server flags and exit codes (DESIGN 6)', () => {
     await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
     const port = (blocker.address() as { port: number }).port;
     try {
-      const { code, output } = await run(['--port', String(port), '--db', ':memory:']);
+      const { code, output } = await runRelayerServer(['--port', String(port), '--db', ':memory:']);
       assert.equal(code, 1);
       assert.match(output, /EADDRINUSE/);
     } finally {
@@ -106,35 +92,28 @@ describe('bin/relayer-server flags and exit codes (DESIGN 6)', () => {
 });
 
 describe('bin/relayer-server serving (DESIGN 6, 7)', () => {
-  test('readiness line, liveness, relay and merkle writes survive a restart on the same database file', async () => {
+  test('readiness line, liveness, relay and merkle writes survive a restart on the same database file', async (t) => {
     const db = join(dir, 'restart.db');
     const config = writeConfig('good.json', goodConfig(db));
     const hash = txHash(0xabc);
     rpc.table.set(hash, rpcReceipt(hash, transferLogs(2)));
 
-    const first = await startServer(['--config', config]);
-    let relayed: Array<{ message_id: string }>;
-    try {
-      assert.equal((await httpRequest(first.url, { path: '/relay' })).text, 'up');
-      const res = await postJson(first.url, '/relay', { origin_chain: 'ethereum', tx_hash: hash });
-      assert.equal(res.status, 200, res.text);
-      relayed = res.json().messages;
-      assert.equal(relayed.length, 2);
-      const merkle = await postJson(first.url, '/merkle_tree_insertions', {
-        merkle_tree_insertions: [{ chain: 1, insertion_block_number: 5, leaf_index: 0, message_id: relayed[0].message_id }],
-      });
-      assert.deepEqual(merkle.json(), { count: 1, skipped: [] });
-    } finally {
-      assert.equal(await stopProcess(first.proc.child), 0, first.proc.output());
-    }
+    const first = await startRelayerServer(t, ['--config', config]);
+    assert.equal((await httpRequest(first.url, { path: '/relay' })).text, 'up');
+    const res = await postJson(first.url, '/relay', { origin_chain: 'ethereum', tx_hash: hash });
+    assert.equal(res.status, 200, res.text);
+    const relayed: Array<{ message_id: string }> = res.json().messages;
+    assert.equal(relayed.length, 2);
+    const merkle = await postJson(first.url, '/merkle_tree_insertions', {
+      merkle_tree_insertions: [{ chain: 1, insertion_block_number: 5, leaf_index: 0, message_id: relayed[0].message_id }],
+    });
+    assert.deepEqual(merkle.json(), { count: 1, skipped: [] });
+    assert.equal(await first.stop(), 0, first.output());
 
-    const second = await startServer(['--config', config]);
-    try {
-      const list = await httpRequest(second.url, { path: '/merkle_tree_insertions?domain_id=1&leaf_index_start=0&leaf_index_end=0' });
-      assert.deepEqual(list.json().merkle_tree_insertions, [{ chain: 1, insertion_block_number: 5, leaf_index: 0, message_id: relayed[0].message_id }]);
-    } finally {
-      assert.equal(await stopProcess(second.proc.child), 0);
-    }
+    const second = await startRelayerServer(t, ['--config', config]);
+    const list = await httpRequest(second.url, { path: '/merkle_tree_insertions?domain_id=1&leaf_index_start=0&leaf_index_end=0' });
+    assert.deepEqual(list.json().merkle_tree_insertions, [{ chain: 1, insertion_block_number: 5, leaf_index: 0, message_id: relayed[0].message_id }]);
+    assert.equal(await second.stop(), 0);
     const store = openStore(db);
     try {
       for (const m of relayed) assert.ok(await store.outbox.get(m.message_id), 'acknowledged message is in the outbox after restart');
@@ -143,37 +122,31 @@ describe('bin/relayer-server serving (DESIGN 6, 7)', () => {
     }
   });
 
-  test('flags override the config file (--db, --host)', async () => {
+  test('flags override the config file (--db, --host)', async (t) => {
     const fromConfig = join(dir, 'ignored.db');
     const config = writeConfig('override.json', goodConfig(fromConfig));
-    const { proc, url } = await startServer(['--config', config, '--db', ':memory:', '--host', '127.0.0.1']);
-    try {
-      assert.equal((await httpRequest(url, { path: '/relay' })).status, 200);
-      assert.match(proc.output(), /"db":":memory:"/);
-    } finally {
-      await stopProcess(proc.child);
-    }
+    const server = await startRelayerServer(t, ['--config', config, '--db', ':memory:', '--host', '127.0.0.1']);
+    assert.equal((await httpRequest(server.url, { path: '/relay' })).status, 200);
+    assert.match(server.output(), /"db":":memory:"/);
   });
 
-  test('SIGTERM finishes a request in flight, refuses new connections, closes the database and exits 0', async () => {
+  test('SIGTERM finishes a request in flight, refuses new connections, closes the database and exits 0', async (t) => {
     const db = join(dir, 'shutdown.db');
     const config = writeConfig('shutdown.json', goodConfig(db));
     const hash = txHash(0xdef);
     rpc.table.set(hash, null); // not mined yet: the server polls
-    const { proc, url } = await startServer(['--config', config]);
+    const server = await startRelayerServer(t, ['--config', config]);
     const before = rpc.requests();
-    const inFlight = postJson(url, '/relay', { origin_chain: 'ethereum', tx_hash: hash });
+    const inFlight = postJson(server.url, '/relay', { origin_chain: 'ethereum', tx_hash: hash });
     while (rpc.requests() === before) await new Promise((r) => setTimeout(r, 20));
-    const exited = once(proc.child, 'exit');
-    proc.child.kill('SIGTERM');
-    await waitForLine(proc, /shutting down/, 5_000);
-    await assert.rejects(httpRequest(url, { path: '/relay' }), 'no new connections once shutting down');
+    server.child.kill('SIGTERM');
+    await server.waitForLine(/shutting down/);
+    await assert.rejects(httpRequest(server.url, { path: '/relay' }), 'no new connections once shutting down');
     rpc.table.set(hash, rpcReceipt(hash, transferLogs(1)));
     const res = await inFlight;
     assert.equal(res.status, 200, res.text);
     assert.equal(res.json().messages.length, 1);
-    const [code] = (await exited) as [number];
-    assert.equal(code, 0);
+    assert.equal((await server.exited).code, 0);
     const store = openStore(db);
     try {
       assert.equal(await store.outbox.depth(), 1);
@@ -192,47 +165,45 @@ describe('issue 16: start-up errors that say what to do', () => {
   };
 
   test('an invalid RELAYER_LOG_LEVEL is reported as RELAYER_LOG_LEVEL, an invalid flag as --log-level', async () => {
-    const fromEnv = await run(['--db', ':memory:'], { env: { ...withoutLogLevel(), RELAYER_LOG_LEVEL: 'loud' } });
+    const fromEnv = await runRelayerServer(['--db', ':memory:'], { env: { ...withoutLogLevel(), RELAYER_LOG_LEVEL: 'loud' } });
     assert.equal(fromEnv.code, 2, fromEnv.output);
     assert.match(fromEnv.output, /RELAYER_LOG_LEVEL must be one of debug, info, warn, error, silent, got "loud"/);
     assert.doesNotMatch(fromEnv.output, /--log-level must/);
-    const fromFlag = await run(['--db', ':memory:', '--log-level', 'loud'], { env: withoutLogLevel() });
+    const fromFlag = await runRelayerServer(['--db', ':memory:', '--log-level', 'loud'], { env: withoutLogLevel() });
     assert.equal(fromFlag.code, 2);
     assert.match(fromFlag.output, /--log-level must be one of/);
     assert.doesNotMatch(fromFlag.output, /RELAYER_LOG_LEVEL must/);
   });
 
   test('a config file that cannot be read: the path resolved, the OS error, and where npm ran the server', async () => {
-    const missing = await run(['--config', 'no-such-relayer.json'], { cwd: dir });
+    const missing = await runRelayerServer(['--config', 'no-such-relayer.json'], { cwd: dir });
     assert.equal(missing.code, 2);
     assert.match(missing.output, new RegExp(`ENOENT: no such file or directory \\(resolved to ${join(dir, 'no-such-relayer.json').replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}\\)`));
     assert.doesNotMatch(missing.output, /\n\s+at /, 'no stack trace');
-    const viaNpm = await run(['--config', 'no-such-relayer.json'], { cwd: dir, env: { ...process.env, INIT_CWD: tmpdir() } });
+    const viaNpm = await runRelayerServer(['--config', 'no-such-relayer.json'], { cwd: dir, env: { ...process.env, INIT_CWD: tmpdir() } });
     assert.match(viaNpm.output, /npm runs the server in .*, not in .*: give an absolute path/);
-    const isDirectory = await run(['--config', dir]);
+    const isDirectory = await runRelayerServer(['--config', dir]);
     assert.equal(isDirectory.code, 2);
     assert.match(isDirectory.output, /EISDIR/);
   });
 
-  test('--db in a directory that does not exist yet: the directory is created (README: --db ./data/relayer.db)', async () => {
+  test('--db in a directory that does not exist yet: the directory is created (README: --db ./data/relayer.db)', async (t) => {
     const fresh = join(dir, 'fresh-clone');
+    mkdirSync(fresh, { recursive: true });
     const config = writeConfig('fresh.json', goodConfig(':memory:'));
-    const { proc, url } = await startServer(['--config', config, '--db', './data/nested/relayer.db'], fresh);
-    try {
-      assert.equal((await httpRequest(url, { path: '/relay' })).status, 200);
-      assert.ok(existsSync(join(fresh, 'data', 'nested', 'relayer.db')), 'database file created under the new directory');
-    } finally {
-      assert.equal(await stopProcess(proc.child), 0);
-    }
+    const server = await startRelayerServer(t, ['--config', config, '--db', './data/nested/relayer.db'], { cwd: fresh });
+    assert.equal((await httpRequest(server.url, { path: '/relay' })).status, 200);
+    assert.ok(existsSync(join(fresh, 'data', 'nested', 'relayer.db')), 'database file created under the new directory');
+    assert.equal(await server.stop(), 0);
     // A directory that cannot be made: exit 1 naming what is in the way.
     const blocker = writeConfig('a-file', 'not a directory');
-    const blocked = await run(['--config', config, '--db', join(blocker, 'relayer.db')]);
+    const blocked = await runRelayerServer(['--config', config, '--db', join(blocker, 'relayer.db')]);
     assert.equal(blocked.code, 1, blocked.output);
     assert.match(blocked.output, /cannot create the directory of database .*a-file\/relayer\.db: (EEXIST|ENOTDIR)/);
   });
 
   test('--help lists every route of docs/openapi.json and the routes of the README', async () => {
-    const { code, output } = await run(['--help']);
+    const { code, output } = await runRelayerServer(['--help']);
     assert.equal(code, 0);
     const openapi = JSON.parse(readFileSync(new URL('../docs/openapi.json', import.meta.url), 'utf8'));
     for (const [path, operations] of Object.entries(openapi.paths as Record<string, Record<string, unknown>>)) {

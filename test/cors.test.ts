@@ -4,29 +4,23 @@
  * answers readable by an allowed page, nothing for other origins, Vary: Origin.
  */
 import assert from 'node:assert/strict';
-import { after, describe, test } from 'node:test';
+import { after, describe, test, type TestContext } from 'node:test';
 import { ConfigError, parseConfig } from '../lib/config.ts';
-import { createRelayServer } from '../lib/http/server.ts';
 import { openStore } from '../lib/sqlite/index.ts';
 import type { RelayerConfig } from '../lib/types.ts';
 import { testConfig } from './helpers/config.ts';
 import { MAILBOX } from './helpers/fixtures.ts';
 import { httpRequest, postJson, type RawResponse } from './helpers/http.ts';
 import { openapi } from './helpers/openapi.ts';
+import { startApi } from './helpers/server.ts';
 
 const APP = 'https://app.example.org';
 const ROUTES = Object.keys(openapi.paths);
 const store = openStore(':memory:');
 after(() => store.close());
 
-async function withServer(config: RelayerConfig, run: (url: string) => Promise<void>): Promise<void> {
-  const server = createRelayServer({ config, merkle: store, openapi });
-  const { url } = await server.listen(0, '127.0.0.1');
-  try {
-    await run(url);
-  } finally {
-    await server.close(100);
-  }
+function start(t: TestContext, config: RelayerConfig) {
+  return startApi(t, { config, merkle: store, openapi });
 }
 
 function preflight(url: string, path: string, origin: string, method = 'POST'): Promise<RawResponse> {
@@ -44,97 +38,90 @@ function assertNoCors(res: RawResponse, what: string): void {
 const allowed = () => testConfig({ server: { corsOrigins: [APP], adminToken: 'admin-token-0123456789abcdef' } });
 
 describe('CORS allowlist (issue 8.4)', () => {
-  test('issue 8.4: a preflight from an allowed origin is answered on every route, without the admin token', async () => {
-    await withServer(allowed(), async (url) => {
-      for (const path of ROUTES) {
-        const res = await preflight(url, path, APP);
-        assert.equal(res.status, 204, path);
-        assert.equal(res.text, '');
-        assert.equal(res.headers['access-control-allow-origin'], APP, path);
-        assert.equal(res.headers['access-control-allow-methods'], res.headers.allow, `${path}: the path's own methods`);
-        const headers = String(res.headers['access-control-allow-headers']).toLowerCase().split(/,\s*/).sort();
-        assert.deepEqual(headers, ['authorization', 'content-type', 'x-request-id'], path);
-        assert.equal(res.headers['access-control-max-age'], '600');
-        assert.match(String(res.headers.vary), /\bOrigin\b/);
-      }
-    });
+  test('issue 8.4: a preflight from an allowed origin is answered on every route, without the admin token', async (t) => {
+    const { url } = await start(t, allowed());
+    for (const path of ROUTES) {
+      const res = await preflight(url, path, APP);
+      assert.equal(res.status, 204, path);
+      assert.equal(res.text, '');
+      assert.equal(res.headers['access-control-allow-origin'], APP, path);
+      assert.equal(res.headers['access-control-allow-methods'], res.headers.allow, `${path}: the path's own methods`);
+      const headers = String(res.headers['access-control-allow-headers']).toLowerCase().split(/,\s*/).sort();
+      assert.deepEqual(headers, ['authorization', 'content-type', 'x-request-id'], path);
+      assert.equal(res.headers['access-control-max-age'], '600');
+      assert.match(String(res.headers.vary), /\bOrigin\b/);
+    }
   });
 
-  test('issue 8.4: responses to an allowed page carry Allow-Origin and expose Retry-After and X-Request-Id, errors included', async () => {
-    await withServer(allowed(), async (url) => {
-      const headers = { origin: APP };
-      const answers: Array<[string, RawResponse]> = [
-        ['GET /relay', await httpRequest(url, { path: '/relay', headers })],
-        ['POST /relay 400', await postJson(url, '/relay', { origin_chain: 'nowhere', tx_hash: '0x' + '1'.repeat(64) }, headers)],
-        ['POST /relay 415', await httpRequest(url, { method: 'POST', path: '/relay', body: '{}', headers })],
-        ['POST /merkle 401', await postJson(url, '/merkle_tree_insertions', { merkle_tree_insertions: [] }, headers)],
-        ['PUT /relay 405', await httpRequest(url, { method: 'PUT', path: '/relay', headers })],
-        ['GET /metrics', await httpRequest(url, { path: '/metrics', headers })],
-        ['GET /relay/{message_id} 404', await httpRequest(url, { path: `/relay/0x${'ab'.repeat(32)}`, headers })],
-        ['GET /relay/{message_id} 400', await httpRequest(url, { path: '/relay/0x12', headers })],
-        ['GET /relay?origin_chain=&tx_hash=', await httpRequest(url, { path: `/relay?origin_chain=ethereum&tx_hash=0x${'1'.repeat(64)}`, headers })],
-      ];
-      for (const [what, res] of answers) {
-        assert.equal(res.headers['access-control-allow-origin'], APP, what);
-        const exposed = String(res.headers['access-control-expose-headers']).toLowerCase().split(/,\s*/);
-        assert.ok(exposed.includes('retry-after') && exposed.includes('x-request-id'), `${what}: ${exposed}`);
-        assert.match(String(res.headers.vary), /\bOrigin\b/, what);
-      }
-    });
+  test('issue 8.4: responses to an allowed page carry Allow-Origin and expose Retry-After and X-Request-Id, errors included', async (t) => {
+    const { url } = await start(t, allowed());
+    const headers = { origin: APP };
+    const answers: Array<[string, RawResponse]> = [
+      ['GET /relay', await httpRequest(url, { path: '/relay', headers })],
+      ['POST /relay 400', await postJson(url, '/relay', { origin_chain: 'nowhere', tx_hash: '0x' + '1'.repeat(64) }, headers)],
+      ['POST /relay 415', await httpRequest(url, { method: 'POST', path: '/relay', body: '{}', headers })],
+      ['POST /merkle 401', await postJson(url, '/merkle_tree_insertions', { merkle_tree_insertions: [] }, headers)],
+      ['PUT /relay 405', await httpRequest(url, { method: 'PUT', path: '/relay', headers })],
+      ['GET /metrics', await httpRequest(url, { path: '/metrics', headers })],
+      ['GET /relay/{message_id} 404', await httpRequest(url, { path: `/relay/0x${'ab'.repeat(32)}`, headers })],
+      ['GET /relay/{message_id} 400', await httpRequest(url, { path: '/relay/0x12', headers })],
+      ['GET /relay?origin_chain=&tx_hash=', await httpRequest(url, { path: `/relay?origin_chain=ethereum&tx_hash=0x${'1'.repeat(64)}`, headers })],
+    ];
+    for (const [what, res] of answers) {
+      assert.equal(res.headers['access-control-allow-origin'], APP, what);
+      const exposed = String(res.headers['access-control-expose-headers']).toLowerCase().split(/,\s*/);
+      assert.ok(exposed.includes('retry-after') && exposed.includes('x-request-id'), `${what}: ${exposed}`);
+      assert.match(String(res.headers.vary), /\bOrigin\b/, what);
+    }
   });
 
-  test('issue 8.4: other origins get no CORS header, only Vary: Origin; look-alike origins are other origins', async () => {
-    await withServer(allowed(), async (url) => {
-      const others = ['https://evil.example', 'http://app.example.org', 'https://app.example.org:8443', 'https://app.example.org.evil.example',
-        'https://sub.app.example.org', 'https://app.example.org/', 'null', ''];
-      for (const origin of others) {
-        const pre = await preflight(url, '/relay', origin);
-        assert.equal(pre.status, 204, 'the Allow answer stays');
-        assertNoCors(pre, `preflight from ${JSON.stringify(origin)}`);
-        const res = await postJson(url, '/relay', { origin_chain: 'nowhere', tx_hash: '0x' + '1'.repeat(64) }, { origin });
-        assertNoCors(res, `POST from ${JSON.stringify(origin)}`);
-        if (origin !== '') assert.match(String(res.headers.vary), /\bOrigin\b/, 'the answer depends on Origin');
-      }
-    });
+  test('issue 8.4: other origins get no CORS header, only Vary: Origin; look-alike origins are other origins', async (t) => {
+    const { url } = await start(t, allowed());
+    const others = ['https://evil.example', 'http://app.example.org', 'https://app.example.org:8443', 'https://app.example.org.evil.example',
+      'https://sub.app.example.org', 'https://app.example.org/', 'null', ''];
+    for (const origin of others) {
+      const pre = await preflight(url, '/relay', origin);
+      assert.equal(pre.status, 204, 'the Allow answer stays');
+      assertNoCors(pre, `preflight from ${JSON.stringify(origin)}`);
+      const res = await postJson(url, '/relay', { origin_chain: 'nowhere', tx_hash: '0x' + '1'.repeat(64) }, { origin });
+      assertNoCors(res, `POST from ${JSON.stringify(origin)}`);
+      if (origin !== '') assert.match(String(res.headers.vary), /\bOrigin\b/, 'the answer depends on Origin');
+    }
   });
 
-  test('an OPTIONS without Access-Control-Request-Method is a plain Allow answer, not a preflight', async () => {
-    await withServer(allowed(), async (url) => {
-      const res = await httpRequest(url, { method: 'OPTIONS', path: '/relay', headers: { origin: APP } });
-      assert.equal(res.status, 204);
-      assert.equal(res.headers['access-control-allow-methods'], undefined);
-      assert.equal(res.headers.allow, 'GET, HEAD, POST, OPTIONS');
-    });
+  test('an OPTIONS without Access-Control-Request-Method is a plain Allow answer, not a preflight', async (t) => {
+    const { url } = await start(t, allowed());
+    const res = await httpRequest(url, { method: 'OPTIONS', path: '/relay', headers: { origin: APP } });
+    assert.equal(res.status, 204);
+    assert.equal(res.headers['access-control-allow-methods'], undefined);
+    assert.equal(res.headers.allow, 'GET, HEAD, POST, OPTIONS');
   });
 
-  test('a preflight on a path that does not exist is 404 without CORS headers', async () => {
-    await withServer(allowed(), async (url) => {
-      const res = await preflight(url, '/igp_rules', APP);
-      assert.equal(res.status, 404);
-      assertNoCors(res, '404');
-    });
+  test('a preflight on a path that does not exist is 404 without CORS headers', async (t) => {
+    const { url } = await start(t, allowed());
+    const res = await preflight(url, '/igp_rules', APP);
+    assert.equal(res.status, 404);
+    assertNoCors(res, '404');
   });
 
-  test('CORS off (no corsOrigins, the default): no CORS header and no Vary on any answer', async () => {
-    await withServer(testConfig(), async (url) => {
-      for (const res of [await preflight(url, '/relay', APP), await httpRequest(url, { path: '/relay', headers: { origin: APP } })]) {
-        assertNoCors(res, 'CORS off');
-        assert.equal(res.headers.vary, undefined);
-      }
-    });
+  test('CORS off (no corsOrigins, the default): no CORS header and no Vary on any answer', async (t) => {
+    const { url } = await start(t, testConfig());
+    for (const res of [await preflight(url, '/relay', APP), await httpRequest(url, { path: '/relay', headers: { origin: APP } })]) {
+      assertNoCors(res, 'CORS off');
+      assert.equal(res.headers.vary, undefined);
+    }
   });
 
-  test('"*" allows every origin: the origin is echoed with Vary: Origin (no credentials are ever allowed)', async () => {
-    await withServer(testConfig({ server: { corsOrigins: ['*'] } }), async (url) => {
-      for (const origin of [APP, 'https://anything.example', 'http://localhost:3000']) {
-        const pre = await preflight(url, '/relay', origin);
-        assert.equal(pre.headers['access-control-allow-origin'], origin);
-        const res = await httpRequest(url, { path: '/relay', headers: { origin } });
-        assert.equal(res.headers['access-control-allow-origin'], origin);
-        assert.match(String(res.headers.vary), /\bOrigin\b/);
-        assert.equal(res.headers['access-control-allow-credentials'], undefined);
-      }
-    });
+  test('"*" allows every origin: the origin is echoed with Vary: Origin (no credentials are ever allowed)', async (t) => {
+    const { url } = await start(t, testConfig({ server: { corsOrigins: ['*'] } }));
+    for (const origin of [APP, 'https://anything.example', 'http://localhost:3000']) {
+      const pre = await preflight(url, '/relay', origin);
+      assert.equal(pre.headers['access-control-allow-origin'], origin);
+      const res = await httpRequest(url, { path: '/relay', headers: { origin } });
+      assert.equal(res.headers['access-control-allow-origin'], origin);
+      assert.match(String(res.headers.vary), /\bOrigin\b/);
+      assert.equal(res.headers['access-control-allow-credentials'], undefined);
+    }
   });
 });
 
@@ -142,14 +129,13 @@ describe('server.corsOrigins in the config file (lib/config.ts, DESIGN 5)', () =
   const chains = { ethereum: { domainId: 1, chainId: 1, mailbox: MAILBOX, rpcUrls: [{ http: 'http://127.0.0.1:1' }] } };
   const parse = (corsOrigins: unknown) => parseConfig({ chains, server: { corsOrigins } }).server.corsOrigins;
 
-  test('DESIGN 5: origins are normalised as browsers send them (lower-case, default port dropped)', async () => {
+  test('DESIGN 5: origins are normalised as browsers send them (lower-case, default port dropped)', async (t) => {
     assert.deepEqual(parse(['HTTPS://App.Example.org:443/', 'http://localhost:3000', '*']), [APP, 'http://localhost:3000', '*']);
     // and the server built from it accepts the browser's spelling
     const config = parseConfig({ chains, server: { corsOrigins: ['HTTPS://App.Example.org:443'] } });
-    await withServer(config, async (url) => {
-      const res = await preflight(url, '/relay', APP);
-      assert.equal(res.headers['access-control-allow-origin'], APP);
-    });
+    const { url } = await start(t, config);
+    const res = await preflight(url, '/relay', APP);
+    assert.equal(res.headers['access-control-allow-origin'], APP);
   });
 
   test('DESIGN 5: anything but "*" or scheme://host[:port] is refused, naming the key', () => {

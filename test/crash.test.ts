@@ -9,7 +9,6 @@
  * parse, SQLite transaction, answer), so some kills land inside the transactions.
  */
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -17,11 +16,10 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { openStore } from '../lib/sqlite/index.ts';
-import { spawnTracked, stopProcess, waitForLine, type Tracked } from './e2e/processes.ts';
 import { startFaultyRpcServer, type FaultyRpcServer } from './helpers/faulty-rpc.ts';
 import { CCTP_V2_TRANSMITTER, MAILBOX, hyperlaneMessage, messageId, rpcReceipt, transferLogs, txHash } from './helpers/fixtures.ts';
+import { startRelayerServer } from './helpers/server.ts';
 
-const BIN = new URL('../bin/relayer-server.ts', import.meta.url).pathname;
 const KILLS = 12;
 const MERKLE_REQUESTS = 4;
 const RECORDS_PER_REQUEST = 20_000;
@@ -83,12 +81,6 @@ function post(url: string, path: string, body: string): Promise<Reply | undefine
   });
 }
 
-async function startServer(): Promise<{ proc: Tracked; url: string }> {
-  const proc = spawnTracked(process.execPath, [BIN, '--config', configPath, '--port', '0', '--log-level', 'warn']);
-  const [, url] = await waitForLine(proc, /listening on (http:\/\/127\.0\.0\.1:\d+)/, 15_000);
-  return { proc, url };
-}
-
 interface MerkleRequest {
   start: number;
   marker: number;
@@ -115,7 +107,8 @@ test('DESIGN 7: SIGKILL during large merkle writes and relays, 12 times: the dat
   let nextTx = 0x100000;
 
   for (let round = 0; round < KILLS; round++) {
-    const { proc, url } = await startServer();
+    const server = await startRelayerServer(t, ['--config', configPath, '--log-level', 'warn']);
+    const { url } = server;
     const merkle: MerkleRequest[] = Array.from({ length: MERKLE_REQUESTS }, (_, k) => {
       const m = { start: nextLeaf, marker: round * 100 + k + 1 };
       nextLeaf += RECORDS_PER_REQUEST;
@@ -146,11 +139,10 @@ test('DESIGN 7: SIGKILL during large merkle writes and relays, 12 times: the dat
       ...burstMerkle.map((m, k) => post(url, '/merkle_tree_insertions', bodies[k + 1]).then((r) => (m.reply = r))),
       ...burstRelays.map((r) => post(url, '/relay', JSON.stringify({ origin_chain: 'ethereum', tx_hash: (r as RelayRequest & { hash: string }).hash })).then((x) => (r.reply = x))),
     ];
-    const exited = once(proc.child, 'exit');
     await delay(20 + Math.floor(random() * 240));
-    proc.child.kill('SIGKILL');
-    const [, signal] = (await exited) as [number | null, string | null];
-    assert.equal(signal, 'SIGKILL', `round ${round}: killed, not exited on its own\n${proc.output()}`);
+    server.child.kill('SIGKILL');
+    const { signal } = await server.exited;
+    assert.equal(signal, 'SIGKILL', `round ${round}: killed, not exited on its own\n${server.output()}`);
     await Promise.all(inFlight);
 
     const store = openStore(db); // must open after every kill
@@ -193,12 +185,9 @@ test('DESIGN 7: SIGKILL during large merkle writes and relays, 12 times: the dat
   assert.ok(stats.relaysAcked > 0 && stats.relaysLost + stats.relaysCommittedUnacked > 0, JSON.stringify(stats));
 
   // A last restart on the same file: it serves reads and writes, and shuts down cleanly.
-  const { proc, url } = await startServer();
-  try {
-    const hash = txHash(nextTx++);
-    rpc.table.set(hash, rpcReceipt(hash, transferLogs(1, { nonce: 7 })));
-    assert.equal((await post(url, '/relay', JSON.stringify({ origin_chain: 'ethereum', tx_hash: hash })))?.status, 200);
-  } finally {
-    assert.equal(await stopProcess(proc.child), 0, proc.output());
-  }
+  const server = await startRelayerServer(t, ['--config', configPath, '--log-level', 'warn']);
+  const hash = txHash(nextTx++);
+  rpc.table.set(hash, rpcReceipt(hash, transferLogs(1, { nonce: 7 })));
+  assert.equal((await post(server.url, '/relay', JSON.stringify({ origin_chain: 'ethereum', tx_hash: hash })))?.status, 200);
+  assert.equal(await server.stop(), 0, server.output());
 });

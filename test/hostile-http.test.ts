@@ -9,9 +9,9 @@
  * Those rows expect no reason.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test, type TestContext } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
-import { createRelayServer, type RelayServer } from '../lib/http/server.ts';
+import type { RelayServer } from '../lib/http/server.ts';
 import { createLogger } from '../lib/log.ts';
 import { createMemoryOutbox } from '../lib/outbox.ts';
 import { openStore } from '../lib/sqlite/index.ts';
@@ -20,6 +20,7 @@ import { createFakeClock } from './helpers/fake-clock.ts';
 import { fakeRpcFetch, type ReceiptTable } from './helpers/fake-rpc.ts';
 import { rpcReceipt, transferLogs, txHash } from './helpers/fixtures.ts';
 import { rawExchange, rawRequest, type RawReply } from './helpers/raw-http.ts';
+import { startApi } from './helpers/server.ts';
 
 const ADMIN_TOKEN = 'a-long-admin-token-0123456789';
 const HEADERS_TIMEOUT_MS = 400;
@@ -31,13 +32,14 @@ const logLines: string[] = [];
 let server: RelayServer;
 let port: number;
 let store: ReturnType<typeof openStore>;
-let guarded: RelayServer;
 let guardedPort: number;
 let nextTx = 0x5000;
 /** Pairs answered 200: the dedup cache must hold exactly these afterwards. */
 let relayed = 0;
 
-before(async () => {
+// A top-level `before` runs in the file's root test, whose after hooks run once the file is done.
+before(async (root) => {
+  const t = root as TestContext;
   const clock = createFakeClock();
   const { fetch } = fakeRpcFetch(table);
   store = openStore(':memory:');
@@ -46,7 +48,7 @@ before(async () => {
     server: { maxMerkleBodyBytes: MERKLE_LIMIT },
   });
   const logger = createLogger({ level: 'debug', write: (line) => logLines.push(line) });
-  server = createRelayServer({
+  ({ server, port } = await startApi(t, {
     config,
     outbox: createMemoryOutbox(clock),
     merkle: store,
@@ -55,21 +57,9 @@ before(async () => {
     logger,
     headersTimeoutMs: HEADERS_TIMEOUT_MS,
     requestTimeoutMs: REQUEST_TIMEOUT_MS,
-  });
-  port = (await server.listen(0, '127.0.0.1')).port;
-  guarded = createRelayServer({
-    config: testConfig({ server: { adminToken: ADMIN_TOKEN } }),
-    merkle: store,
-    clock,
-    fetch,
-  });
-  guardedPort = (await guarded.listen(0, '127.0.0.1')).port;
-});
-
-after(async () => {
-  await server.close(100);
-  await guarded.close(100);
-  store.close();
+  }));
+  ({ port: guardedPort } = await startApi(t, { config: testConfig({ server: { adminToken: ADMIN_TOKEN } }), merkle: store, clock, fetch }));
+  t.after(() => store.close());
 });
 
 /** A mined transaction with one transfer, known to the fake RPC. */

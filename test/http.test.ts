@@ -7,8 +7,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, describe, test } from 'node:test';
-import { createRelayServer } from '../lib/http/server.ts';
+import { after, describe, test, type TestContext } from 'node:test';
 import { createMemoryOutbox } from '../lib/outbox.ts';
 import { openStore } from '../lib/sqlite/index.ts';
 import type { Outbox, RelayQueue } from '../lib/outbox.ts';
@@ -17,41 +16,27 @@ import { createFakeClock, type FakeClock } from './helpers/fake-clock.ts';
 import { fakeRpcFetch, type ReceiptTable } from './helpers/fake-rpc.ts';
 import { dispatchLog, MAILBOX, messageId, hyperlaneMessage, messageSentLog, rpcReceipt, transferLogs, txHash } from './helpers/fixtures.ts';
 import { httpRequest, postJson, type RawResponse } from './helpers/http.ts';
+import { startApi, type StartedApi } from './helpers/server.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'relayer-http-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 let dbCount = 0;
 
-interface Harness {
-  url: string;
-  clock: FakeClock;
+interface Harness extends StartedApi<FakeClock> {
   table: ReceiptTable;
   outbox: Outbox;
   store: ReturnType<typeof openStore>;
-  relay(body: unknown, headers?: Record<string, string>): Promise<RawResponse>;
-  close(): Promise<void>;
 }
 
-async function start(configOverrides: Parameters<typeof testConfig>[0] = {}, queue?: RelayQueue): Promise<Harness> {
+async function start(t: TestContext, configOverrides: Parameters<typeof testConfig>[0] = {}, queue?: RelayQueue): Promise<Harness> {
   const clock = createFakeClock();
   const table: ReceiptTable = new Map();
   const outbox = createMemoryOutbox(clock);
   const store = openStore(join(dir, `merkle-${dbCount++}.db`));
   const { fetch } = fakeRpcFetch(table);
-  const server = createRelayServer({ config: testConfig(configOverrides), outbox: queue ?? outbox, merkle: store, clock, fetch });
-  const { url } = await server.listen(0, '127.0.0.1');
-  return {
-    url,
-    clock,
-    table,
-    outbox,
-    store,
-    relay: (body, headers) => postJson(url, '/relay', body, headers),
-    async close() {
-      await server.close(100);
-      store.close();
-    },
-  };
+  const api = await startApi(t, { config: testConfig(configOverrides), outbox: queue ?? outbox, merkle: store, clock, fetch });
+  t.after(() => store.close());
+  return { ...api, table, outbox, store };
 }
 
 function withTransfers(h: Harness, n: number, count = 1, fields = {}): string {
@@ -74,286 +59,214 @@ function assertError(res: RawResponse, status: number, reason: string): void {
 }
 
 describe('GET /relay', () => {
-  test('spec 4.3: liveness probe answers 200 text/plain "up"', async () => {
-    const h = await start();
-    try {
-      const res = await httpRequest(h.url, { path: '/relay' });
-      assert.equal(res.status, 200);
-      assert.match(String(res.headers['content-type']), /^text\/plain/);
-      assert.equal(res.text, 'up');
-    } finally {
-      await h.close();
-    }
+  test('spec 4.3: liveness probe answers 200 text/plain "up"', async (t) => {
+    const h = await start(t);
+    const res = await httpRequest(h.url, { path: '/relay' });
+    assert.equal(res.status, 200);
+    assert.match(String(res.headers['content-type']), /^text\/plain/);
+    assert.equal(res.text, 'up');
   });
 });
 
 describe('POST /relay success', () => {
-  test('spec 4.2: an eligible transfer is enqueued and listed with id, origin, destination, nonce', async () => {
-    const h = await start();
-    try {
-      const hash = withTransfers(h, 1, 1, { nonce: 7, destination: 8453 });
-      const res = await h.relay({ origin_chain: 'ethereum', tx_hash: hash });
-      assert.equal(res.status, 200, res.text);
-      const id = messageId(hyperlaneMessage({ nonce: 7, destination: 8453 }));
-      assert.deepEqual(res.json(), { messages: [{ message_id: id, origin: 1, destination: 8453, nonce: 7 }] });
-      const stored = await h.outbox.get(id);
-      assert.ok(stored, 'message is in the outbox');
-      assert.equal(stored.txHash, hash);
-      assert.equal(stored.originChain, 'ethereum');
-    } finally {
-      await h.close();
-    }
+  test('spec 4.2: an eligible transfer is enqueued and listed with id, origin, destination, nonce', async (t) => {
+    const h = await start(t);
+    const hash = withTransfers(h, 1, 1, { nonce: 7, destination: 8453 });
+    const res = await h.relay({ origin_chain: 'ethereum', tx_hash: hash });
+    assert.equal(res.status, 200, res.text);
+    const id = messageId(hyperlaneMessage({ nonce: 7, destination: 8453 }));
+    assert.deepEqual(res.json(), { messages: [{ message_id: id, origin: 1, destination: 8453, nonce: 7 }] });
+    const stored = await h.outbox.get(id);
+    assert.ok(stored, 'message is in the outbox');
+    assert.equal(stored.txHash, hash);
+    assert.equal(stored.originChain, 'ethereum');
   });
 
-  test('spec 4.2: several transfers in one transaction keep their order', async () => {
-    const h = await start();
-    try {
-      const hash = withTransfers(h, 2, 3, { nonce: 10 });
-      const res = await h.relay({ origin_chain: 'ethereum', tx_hash: hash });
-      assert.equal(res.status, 200);
-      assert.deepEqual(res.json().messages.map((m: { nonce: number }) => m.nonce), [10, 11, 12]);
-    } finally {
-      await h.close();
-    }
+  test('spec 4.2: several transfers in one transaction keep their order', async (t) => {
+    const h = await start(t);
+    const hash = withTransfers(h, 2, 3, { nonce: 10 });
+    const res = await h.relay({ origin_chain: 'ethereum', tx_hash: hash });
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.json().messages.map((m: { nonce: number }) => m.nonce), [10, 11, 12]);
   });
 
-  test('spec 4.4.2-3: counts that differ are not eligible: 200 with an empty list, nothing enqueued', async () => {
-    const h = await start();
-    try {
-      const hash = txHash(3);
-      h.table.set(hash, rpcReceipt(hash, [...transferLogs(2), messageSentLog()]));
-      const res = await h.relay({ origin_chain: 'ethereum', tx_hash: hash });
-      assert.equal(res.status, 200);
-      assert.deepEqual(res.json(), { messages: [] });
-      assert.equal(await h.outbox.depth(), 0);
-    } finally {
-      await h.close();
-    }
+  test('spec 4.4.2-3: counts that differ are not eligible: 200 with an empty list, nothing enqueued', async (t) => {
+    const h = await start(t);
+    const hash = txHash(3);
+    h.table.set(hash, rpcReceipt(hash, [...transferLogs(2), messageSentLog()]));
+    const res = await h.relay({ origin_chain: 'ethereum', tx_hash: hash });
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.json(), { messages: [] });
+    assert.equal(await h.outbox.depth(), 0);
   });
 
-  test('spec 4.4.2: Dispatch without MessageSent is not eligible', async () => {
-    const h = await start();
-    try {
-      const hash = txHash(4);
-      h.table.set(hash, rpcReceipt(hash, [dispatchLog(MAILBOX)]));
-      const res = await h.relay({ origin_chain: 'ethereum', tx_hash: hash });
-      assert.deepEqual([res.status, res.json()], [200, { messages: [] }]);
-    } finally {
-      await h.close();
-    }
+  test('spec 4.4.2: Dispatch without MessageSent is not eligible', async (t) => {
+    const h = await start(t);
+    const hash = txHash(4);
+    h.table.set(hash, rpcReceipt(hash, [dispatchLog(MAILBOX)]));
+    const res = await h.relay({ origin_chain: 'ethereum', tx_hash: hash });
+    assert.deepEqual([res.status, res.json()], [200, { messages: [] }]);
   });
 
-  test('DESIGN 3: a reverted receipt has no messages', async () => {
-    const h = await start();
-    try {
-      const hash = txHash(5);
-      h.table.set(hash, rpcReceipt(hash, transferLogs(1), '0x0'));
-      const res = await h.relay({ origin_chain: 'ethereum', tx_hash: hash });
-      assert.deepEqual([res.status, res.json()], [200, { messages: [] }]);
-    } finally {
-      await h.close();
-    }
+  test('DESIGN 3: a reverted receipt has no messages', async (t) => {
+    const h = await start(t);
+    const hash = txHash(5);
+    h.table.set(hash, rpcReceipt(hash, transferLogs(1), '0x0'));
+    const res = await h.relay({ origin_chain: 'ethereum', tx_hash: hash });
+    assert.deepEqual([res.status, res.json()], [200, { messages: [] }]);
   });
 
-  test('DESIGN 2: Content-Type with parameters (charset=utf-8) is accepted', async () => {
-    const h = await start();
-    try {
-      const hash = withTransfers(h, 6);
-      const res = await h.relay({ origin_chain: 'ethereum', tx_hash: hash }, { 'content-type': 'application/json; charset=utf-8' });
-      assert.equal(res.status, 200);
-    } finally {
-      await h.close();
-    }
+  test('DESIGN 2: Content-Type with parameters (charset=utf-8) is accepted', async (t) => {
+    const h = await start(t);
+    const hash = withTransfers(h, 6);
+    const res = await h.relay({ origin_chain: 'ethereum', tx_hash: hash }, { 'content-type': 'application/json; charset=utf-8' });
+    assert.equal(res.status, 200);
   });
 });
 
 describe('POST /relay errors (spec 7)', () => {
-  test('spec 7 invalid_request: empty, oversize, unknown chain, bad hash, malformed JSON, wrong types', async () => {
-    const h = await start();
-    try {
-      const good = txHash(1);
-      const cases: Array<[string, unknown]> = [
-        ['empty origin_chain', { origin_chain: '', tx_hash: good }],
-        ['empty tx_hash', { origin_chain: 'ethereum', tx_hash: '' }],
-        ['origin_chain over 128 bytes', { origin_chain: 'e'.repeat(129), tx_hash: good }],
-        ['multi-byte origin_chain over 128 bytes', { origin_chain: 'é'.repeat(65), tx_hash: good }],
-        ['tx_hash too long', { origin_chain: 'ethereum', tx_hash: good + '00' }],
-        ['tx_hash too short', { origin_chain: 'ethereum', tx_hash: good.slice(0, 65) }],
-        ['tx_hash not hex', { origin_chain: 'ethereum', tx_hash: '0x' + 'g'.repeat(64) }],
-        ['tx_hash without 0x', { origin_chain: 'ethereum', tx_hash: '00' + good.slice(2) }],
-        ['unknown chain', { origin_chain: 'notachain', tx_hash: good }],
-        ['prototype key as chain', { origin_chain: '__proto__', tx_hash: good }],
-        ['constructor as chain', { origin_chain: 'constructor', tx_hash: good }],
-        ['missing origin_chain', { tx_hash: good }],
-        ['missing tx_hash', { origin_chain: 'ethereum' }],
-        ['number origin_chain', { origin_chain: 1, tx_hash: good }],
-        ['array tx_hash', { origin_chain: 'ethereum', tx_hash: [good] }],
-        ['array body', [{ origin_chain: 'ethereum', tx_hash: good }]],
-        ['null body', null],
-        ['string body', 'ethereum'],
-        ['malformed JSON', '{"origin_chain": "ethereum",'],
-        ['empty body', ''],
-      ];
-      for (const [name, body] of cases) {
-        const text = typeof body === 'string' && name !== 'string body' ? body : JSON.stringify(body);
-        const res = await h.relay(text);
-        assert.equal(res.status, 400, `${name}: ${res.text}`);
-        assertError(res, 400, 'invalid_request');
-      }
-    } finally {
-      await h.close();
+  test('spec 7 invalid_request: empty, oversize, unknown chain, bad hash, malformed JSON, wrong types', async (t) => {
+    const h = await start(t);
+    const good = txHash(1);
+    const cases: Array<[string, unknown]> = [
+      ['empty origin_chain', { origin_chain: '', tx_hash: good }],
+      ['empty tx_hash', { origin_chain: 'ethereum', tx_hash: '' }],
+      ['origin_chain over 128 bytes', { origin_chain: 'e'.repeat(129), tx_hash: good }],
+      ['multi-byte origin_chain over 128 bytes', { origin_chain: 'é'.repeat(65), tx_hash: good }],
+      ['tx_hash too long', { origin_chain: 'ethereum', tx_hash: good + '00' }],
+      ['tx_hash too short', { origin_chain: 'ethereum', tx_hash: good.slice(0, 65) }],
+      ['tx_hash not hex', { origin_chain: 'ethereum', tx_hash: '0x' + 'g'.repeat(64) }],
+      ['tx_hash without 0x', { origin_chain: 'ethereum', tx_hash: '00' + good.slice(2) }],
+      ['unknown chain', { origin_chain: 'notachain', tx_hash: good }],
+      ['prototype key as chain', { origin_chain: '__proto__', tx_hash: good }],
+      ['constructor as chain', { origin_chain: 'constructor', tx_hash: good }],
+      ['missing origin_chain', { tx_hash: good }],
+      ['missing tx_hash', { origin_chain: 'ethereum' }],
+      ['number origin_chain', { origin_chain: 1, tx_hash: good }],
+      ['array tx_hash', { origin_chain: 'ethereum', tx_hash: [good] }],
+      ['array body', [{ origin_chain: 'ethereum', tx_hash: good }]],
+      ['null body', null],
+      ['string body', 'ethereum'],
+      ['malformed JSON', '{"origin_chain": "ethereum",'],
+      ['empty body', ''],
+    ];
+    for (const [name, body] of cases) {
+      const text = typeof body === 'string' && name !== 'string body' ? body : JSON.stringify(body);
+      const res = await h.relay(text);
+      assert.equal(res.status, 400, `${name}: ${res.text}`);
+      assertError(res, 400, 'invalid_request');
     }
   });
 
-  test('spec 7 message_not_whitelisted: a message outside a non-empty whitelist rejects the request', async () => {
-    const h = await start({ whitelist: [{ destinationDomain: 10 }] });
-    try {
-      const res = await h.relay({ origin_chain: 'ethereum', tx_hash: withTransfers(h, 1) });
-      assertError(res, 400, 'message_not_whitelisted');
-      assert.equal(await h.outbox.depth(), 0);
-    } finally {
-      await h.close();
-    }
+  test('spec 7 message_not_whitelisted: a message outside a non-empty whitelist rejects the request', async (t) => {
+    const h = await start(t, { whitelist: [{ destinationDomain: 10 }] });
+    const res = await h.relay({ origin_chain: 'ethereum', tx_hash: withTransfers(h, 1) });
+    assertError(res, 400, 'message_not_whitelisted');
+    assert.equal(await h.outbox.depth(), 0);
   });
 
-  test('spec 7 message_blacklisted: blacklist rule and address blacklist', async () => {
-    const h = await start({
+  test('spec 7 message_blacklisted: blacklist rule and address blacklist', async (t) => {
+    const h = await start(t, {
       blacklist: [{ senderAddress: '0x9999999999999999999999999999999999999999' }],
       addressBlacklist: ['0x8888888888888888888888888888888888888888'],
     });
-    try {
-      const bySender = withTransfers(h, 1, 1, { sender: '0x9999999999999999999999999999999999999999' });
-      assertError(await h.relay({ origin_chain: 'ethereum', tx_hash: bySender }), 400, 'message_blacklisted');
-      const byRecipient = withTransfers(h, 2, 1, { recipient: '0x8888888888888888888888888888888888888888' });
-      assertError(await h.relay({ origin_chain: 'ethereum', tx_hash: byRecipient }), 400, 'message_blacklisted');
-      assert.equal(await h.outbox.depth(), 0);
-    } finally {
-      await h.close();
-    }
+    const bySender = withTransfers(h, 1, 1, { sender: '0x9999999999999999999999999999999999999999' });
+    assertError(await h.relay({ origin_chain: 'ethereum', tx_hash: bySender }), 400, 'message_blacklisted');
+    const byRecipient = withTransfers(h, 2, 1, { recipient: '0x8888888888888888888888888888888888888888' });
+    assertError(await h.relay({ origin_chain: 'ethereum', tx_hash: byRecipient }), 400, 'message_blacklisted');
+    assert.equal(await h.outbox.depth(), 0);
   });
 
-  test('spec 7 unsupported_destination: destination not among relayChains; nothing of the batch is enqueued', async () => {
-    const h = await start({ relayChains: ['base'] });
-    try {
-      const hash = txHash(9);
-      // first message to base (fine), second to domain 10 (not configured): the whole request fails
-      h.table.set(hash, rpcReceipt(hash, [...transferLogs(1, { destination: 8453 }), ...transferLogs(1, { destination: 10, nonce: 1 })]));
-      assertError(await h.relay({ origin_chain: 'ethereum', tx_hash: hash }), 400, 'unsupported_destination');
-      assert.equal(await h.outbox.depth(), 0);
-    } finally {
-      await h.close();
-    }
+  test('spec 7 unsupported_destination: destination not among relayChains; nothing of the batch is enqueued', async (t) => {
+    const h = await start(t, { relayChains: ['base'] });
+    const hash = txHash(9);
+    // first message to base (fine), second to domain 10 (not configured): the whole request fails
+    h.table.set(hash, rpcReceipt(hash, [...transferLogs(1, { destination: 8453 }), ...transferLogs(1, { destination: 10, nonce: 1 })]));
+    assertError(await h.relay({ origin_chain: 'ethereum', tx_hash: hash }), 400, 'unsupported_destination');
+    assert.equal(await h.outbox.depth(), 0);
   });
 
-  test('spec 7/8 too_many_messages: 11 messages are refused, 10 accepted', async () => {
-    const h = await start();
-    try {
-      assertError(await h.relay({ origin_chain: 'ethereum', tx_hash: withTransfers(h, 1, 11) }), 400, 'too_many_messages');
-      const ten = await h.relay({ origin_chain: 'ethereum', tx_hash: withTransfers(h, 2, 10, { nonce: 100 }) });
-      assert.equal(ten.status, 200);
-      assert.equal(ten.json().messages.length, 10);
-    } finally {
-      await h.close();
-    }
+  test('spec 7/8 too_many_messages: 11 messages are refused, 10 accepted', async (t) => {
+    const h = await start(t);
+    assertError(await h.relay({ origin_chain: 'ethereum', tx_hash: withTransfers(h, 1, 11) }), 400, 'too_many_messages');
+    const ten = await h.relay({ origin_chain: 'ethereum', tx_hash: withTransfers(h, 2, 10, { nonce: 100 }) });
+    assert.equal(ten.status, 200);
+    assert.equal(ten.json().messages.length, 10);
   });
 
-  test('spec 7/8 timeout: no receipt within 10 s is 408 with Retry-After, and the pair can be retried at once', async () => {
-    const h = await start();
-    try {
-      const hash = txHash(77);
-      const pending = h.relay({ origin_chain: 'ethereum', tx_hash: hash });
-      await h.clock.advance(9_000);
-      let settled = false;
-      void pending.then(() => (settled = true));
-      await h.clock.flush();
-      assert.equal(settled, false, 'still waiting before 10 s');
-      await h.clock.advance(1_500);
-      assertError(await pending, 408, 'timeout');
-      // mined now: the retry is processed, not duplicate_tx
-      h.table.set(hash, rpcReceipt(hash, transferLogs(1)));
-      const retry = await h.relay({ origin_chain: 'ethereum', tx_hash: hash });
-      assert.equal(retry.status, 200, retry.text);
-    } finally {
-      await h.close();
-    }
+  test('spec 7/8 timeout: no receipt within 10 s is 408 with Retry-After, and the pair can be retried at once', async (t) => {
+    const h = await start(t);
+    const hash = txHash(77);
+    const pending = h.relay({ origin_chain: 'ethereum', tx_hash: hash });
+    await h.clock.advance(9_000);
+    let settled = false;
+    void pending.then(() => (settled = true));
+    await h.clock.flush();
+    assert.equal(settled, false, 'still waiting before 10 s');
+    await h.clock.advance(1_500);
+    assertError(await pending, 408, 'timeout');
+    // mined now: the retry is processed, not duplicate_tx
+    h.table.set(hash, rpcReceipt(hash, transferLogs(1)));
+    const retry = await h.relay({ origin_chain: 'ethereum', tx_hash: hash });
+    assert.equal(retry.status, 200, retry.text);
   });
 
-  test('spec 7/8 rate_limited: the global bucket refuses past its burst, with Retry-After, and refills', async () => {
-    const h = await start({ relayApi: { rateLimit: { burst: 2, perMinute: 60 } } });
-    try {
-      assert.equal((await h.relay({ origin_chain: 'ethereum', tx_hash: withTransfers(h, 1) })).status, 200);
-      assert.equal((await h.relay({ origin_chain: 'ethereum', tx_hash: withTransfers(h, 2) })).status, 200);
-      const limited = await h.relay({ origin_chain: 'ethereum', tx_hash: withTransfers(h, 3) });
-      assertError(limited, 429, 'rate_limited');
-      // checked before validation: even an invalid body is rate_limited
-      assertError(await h.relay('not json'), 429, 'rate_limited');
-      await h.clock.advance(1_000);
-      assert.equal((await h.relay({ origin_chain: 'ethereum', tx_hash: txHash(3) })).status, 200);
-    } finally {
-      await h.close();
-    }
+  test('spec 7/8 rate_limited: the global bucket refuses past its burst, with Retry-After, and refills', async (t) => {
+    const h = await start(t, { relayApi: { rateLimit: { burst: 2, perMinute: 60 } } });
+    assert.equal((await h.relay({ origin_chain: 'ethereum', tx_hash: withTransfers(h, 1) })).status, 200);
+    assert.equal((await h.relay({ origin_chain: 'ethereum', tx_hash: withTransfers(h, 2) })).status, 200);
+    const limited = await h.relay({ origin_chain: 'ethereum', tx_hash: withTransfers(h, 3) });
+    assertError(limited, 429, 'rate_limited');
+    // checked before validation: even an invalid body is rate_limited
+    assertError(await h.relay('not json'), 429, 'rate_limited');
+    await h.clock.advance(1_000);
+    assert.equal((await h.relay({ origin_chain: 'ethereum', tx_hash: txHash(3) })).status, 200);
   });
 
-  test('spec 4.5 duplicate_tx: same pair within 5 minutes is 429 until the window ends; tx_hash case does not matter', async () => {
-    const h = await start();
-    try {
-      const hash = withTransfers(h, 1);
-      assert.equal((await h.relay({ origin_chain: 'ethereum', tx_hash: hash })).status, 200);
-      const dup = await h.relay({ origin_chain: 'ethereum', tx_hash: hash.toUpperCase().replace('0X', '0x') });
-      assertError(dup, 429, 'duplicate_tx');
-      assert.ok(Number(dup.headers['retry-after']) <= 300 && Number(dup.headers['retry-after']) >= 299);
-      await h.clock.advance(299_000);
-      assertError(await h.relay({ origin_chain: 'ethereum', tx_hash: hash }), 429, 'duplicate_tx');
-      await h.clock.advance(1_001);
-      const again = await h.relay({ origin_chain: 'ethereum', tx_hash: hash });
-      assert.equal(again.status, 200, 'spec 4.5.3: after 5 minutes the pair may be submitted again');
-      assert.equal(again.json().messages.length, 1, 'DESIGN 3: a resubmission lists the same messages again');
-      assert.equal(await h.outbox.depth(), 1, 'DESIGN 3: and stores nothing twice');
-    } finally {
-      await h.close();
-    }
+  test('spec 4.5 duplicate_tx: same pair within 5 minutes is 429 until the window ends; tx_hash case does not matter', async (t) => {
+    const h = await start(t);
+    const hash = withTransfers(h, 1);
+    assert.equal((await h.relay({ origin_chain: 'ethereum', tx_hash: hash })).status, 200);
+    const dup = await h.relay({ origin_chain: 'ethereum', tx_hash: hash.toUpperCase().replace('0X', '0x') });
+    assertError(dup, 429, 'duplicate_tx');
+    assert.ok(Number(dup.headers['retry-after']) <= 300 && Number(dup.headers['retry-after']) >= 299);
+    await h.clock.advance(299_000);
+    assertError(await h.relay({ origin_chain: 'ethereum', tx_hash: hash }), 429, 'duplicate_tx');
+    await h.clock.advance(1_001);
+    const again = await h.relay({ origin_chain: 'ethereum', tx_hash: hash });
+    assert.equal(again.status, 200, 'spec 4.5.3: after 5 minutes the pair may be submitted again');
+    assert.equal(again.json().messages.length, 1, 'DESIGN 3: a resubmission lists the same messages again');
+    assert.equal(await h.outbox.depth(), 1, 'DESIGN 3: and stores nothing twice');
   });
 
-  test('spec 4.5.1: the dedup key is per (origin_chain, tx_hash): same hash on another chain is not a duplicate', async () => {
-    const h = await start();
-    try {
-      const hash = withTransfers(h, 1);
-      assert.equal((await h.relay({ origin_chain: 'ethereum', tx_hash: hash })).status, 200);
-      const other = await h.relay({ origin_chain: 'base', tx_hash: hash });
-      assert.notEqual(other.json().reason, 'duplicate_tx');
-    } finally {
-      await h.close();
-    }
+  test('spec 4.5.1: the dedup key is per (origin_chain, tx_hash): same hash on another chain is not a duplicate', async (t) => {
+    const h = await start(t);
+    const hash = withTransfers(h, 1);
+    assert.equal((await h.relay({ origin_chain: 'ethereum', tx_hash: hash })).status, 200);
+    const other = await h.relay({ origin_chain: 'base', tx_hash: hash });
+    assert.notEqual(other.json().reason, 'duplicate_tx');
   });
 
-  test('spec 4.5.4: failed requests release their reservation (400 policy, 400 too_many, 500)', async () => {
-    const h = await start({ relayChains: ['base'] });
-    try {
-      const hash = withTransfers(h, 1, 1, { destination: 10 });
-      assertError(await h.relay({ origin_chain: 'ethereum', tx_hash: hash }), 400, 'unsupported_destination');
-      assertError(await h.relay({ origin_chain: 'ethereum', tx_hash: hash }), 400, 'unsupported_destination');
-      const many = withTransfers(h, 2, 11);
-      assertError(await h.relay({ origin_chain: 'ethereum', tx_hash: many }), 400, 'too_many_messages');
-      assertError(await h.relay({ origin_chain: 'ethereum', tx_hash: many }), 400, 'too_many_messages');
-    } finally {
-      await h.close();
-    }
+  test('spec 4.5.4: failed requests release their reservation (400 policy, 400 too_many, 500)', async (t) => {
+    const h = await start(t, { relayChains: ['base'] });
+    const hash = withTransfers(h, 1, 1, { destination: 10 });
+    assertError(await h.relay({ origin_chain: 'ethereum', tx_hash: hash }), 400, 'unsupported_destination');
+    assertError(await h.relay({ origin_chain: 'ethereum', tx_hash: hash }), 400, 'unsupported_destination');
+    const many = withTransfers(h, 2, 11);
+    assertError(await h.relay({ origin_chain: 'ethereum', tx_hash: many }), 400, 'too_many_messages');
+    assertError(await h.relay({ origin_chain: 'ethereum', tx_hash: many }), 400, 'too_many_messages');
   });
 
-  test('spec 7 cache_full: a dedup cache full of live entries answers 503 with Retry-After', async () => {
-    const h = await start({ relayApi: { dedupCapacity: 2 } });
-    try {
-      assert.equal((await h.relay({ origin_chain: 'ethereum', tx_hash: withTransfers(h, 1) })).status, 200);
-      assert.equal((await h.relay({ origin_chain: 'ethereum', tx_hash: withTransfers(h, 2) })).status, 200);
-      assertError(await h.relay({ origin_chain: 'ethereum', tx_hash: withTransfers(h, 3) }), 503, 'cache_full');
-      await h.clock.advance(300_001);
-      assert.equal((await h.relay({ origin_chain: 'ethereum', tx_hash: txHash(3) })).status, 200, 'expired entries make room');
-    } finally {
-      await h.close();
-    }
+  test('spec 7 cache_full: a dedup cache full of live entries answers 503 with Retry-After', async (t) => {
+    const h = await start(t, { relayApi: { dedupCapacity: 2 } });
+    assert.equal((await h.relay({ origin_chain: 'ethereum', tx_hash: withTransfers(h, 1) })).status, 200);
+    assert.equal((await h.relay({ origin_chain: 'ethereum', tx_hash: withTransfers(h, 2) })).status, 200);
+    assertError(await h.relay({ origin_chain: 'ethereum', tx_hash: withTransfers(h, 3) }), 503, 'cache_full');
+    await h.clock.advance(300_001);
+    assert.equal((await h.relay({ origin_chain: 'ethereum', tx_hash: txHash(3) })).status, 200, 'expired entries make room');
   });
 
-  test('DESIGN 7 503: an exception in the queue is store_unavailable without internals, and releases the reservation', async () => {
+  test('DESIGN 7 503: an exception in the queue is store_unavailable without internals, and releases the reservation', async (t) => {
     let fail = true;
     const memory = createMemoryOutbox();
     const flaky: RelayQueue = {
@@ -362,124 +275,88 @@ describe('POST /relay errors (spec 7)', () => {
         return memory.enqueue(batch);
       },
     };
-    const h = await start({}, flaky);
-    try {
-      const hash = withTransfers(h, 1);
-      const res = await h.relay({ origin_chain: 'ethereum', tx_hash: hash });
-      assertError(res, 503, 'store_unavailable');
-      assert.equal(res.headers['retry-after'], '1');
-      assert.doesNotMatch(res.text, /secret|disk|at \w+ \(/);
-      fail = false;
-      assert.equal((await h.relay({ origin_chain: 'ethereum', tx_hash: hash })).status, 200, 'retry is not duplicate_tx');
-    } finally {
-      await h.close();
-    }
+    const h = await start(t, {}, flaky);
+    const hash = withTransfers(h, 1);
+    const res = await h.relay({ origin_chain: 'ethereum', tx_hash: hash });
+    assertError(res, 503, 'store_unavailable');
+    assert.equal(res.headers['retry-after'], '1');
+    assert.doesNotMatch(res.text, /secret|disk|at \w+ \(/);
+    fail = false;
+    assert.equal((await h.relay({ origin_chain: 'ethereum', tx_hash: hash })).status, 200, 'retry is not duplicate_tx');
   });
 
-  test('DESIGN 3: a malformed Dispatch log from the Mailbox (a lying RPC) is 500, not a crash', async () => {
-    const h = await start();
-    try {
-      const hash = txHash(1);
-      const bad = dispatchLog(MAILBOX);
-      bad.data = bad.data.slice(0, -2) + '01'; // non-zero padding
-      h.table.set(hash, rpcReceipt(hash, [messageSentLog(), bad]));
-      assertError(await h.relay({ origin_chain: 'ethereum', tx_hash: hash }), 500, 'internal_error');
-    } finally {
-      await h.close();
-    }
+  test('DESIGN 3: a malformed Dispatch log from the Mailbox (a lying RPC) is 500, not a crash', async (t) => {
+    const h = await start(t);
+    const hash = txHash(1);
+    const bad = dispatchLog(MAILBOX);
+    bad.data = bad.data.slice(0, -2) + '01'; // non-zero padding
+    h.table.set(hash, rpcReceipt(hash, [messageSentLog(), bad]));
+    assertError(await h.relay({ origin_chain: 'ethereum', tx_hash: hash }), 500, 'internal_error');
   });
 });
 
 describe('HTTP surface (DESIGN 2)', () => {
-  test('DESIGN 2: unknown path is 404 not_found (JSON)', async () => {
-    const h = await start();
-    try {
-      for (const path of ['/', '/relay/', '/igp_rules', '/RELAY', '/relay/../metrics2']) {
-        assertError(await httpRequest(h.url, { path }), 404, 'not_found');
-      }
-    } finally {
-      await h.close();
+  test('DESIGN 2: unknown path is 404 not_found (JSON)', async (t) => {
+    const h = await start(t);
+    for (const path of ['/', '/relay/', '/igp_rules', '/RELAY', '/relay/../metrics2']) {
+      assertError(await httpRequest(h.url, { path }), 404, 'not_found');
     }
   });
 
-  test('DESIGN 2: wrong method is 405 method_not_allowed with Allow', async () => {
-    const h = await start();
-    try {
-      for (const [method, path] of [['PUT', '/relay'], ['DELETE', '/relay'], ['PATCH', '/merkle_tree_insertions'], ['POST', '/metrics']]) {
-        const res = await httpRequest(h.url, { method, path });
-        assertError(res, 405, 'method_not_allowed');
-        assert.ok(String(res.headers.allow).includes('GET'), `${method} ${path} Allow`);
-      }
-    } finally {
-      await h.close();
+  test('DESIGN 2: wrong method is 405 method_not_allowed with Allow', async (t) => {
+    const h = await start(t);
+    for (const [method, path] of [['PUT', '/relay'], ['DELETE', '/relay'], ['PATCH', '/merkle_tree_insertions'], ['POST', '/metrics']]) {
+      const res = await httpRequest(h.url, { method, path });
+      assertError(res, 405, 'method_not_allowed');
+      assert.ok(String(res.headers.allow).includes('GET'), `${method} ${path} Allow`);
     }
   });
 
-  test('DESIGN 2: a POST without Content-Type application/json is 415 unsupported_media_type', async () => {
-    const h = await start();
-    try {
-      const body = JSON.stringify({ origin_chain: 'ethereum', tx_hash: txHash(1) });
-      for (const type of [undefined, 'text/plain', 'application/x-www-form-urlencoded', 'application/jsonx', 'application/json-patch+json']) {
-        const headers: Record<string, string> = type ? { 'content-type': type } : {};
-        assertError(await httpRequest(h.url, { method: 'POST', path: '/relay', body, headers }), 415, 'unsupported_media_type');
-        assertError(await httpRequest(h.url, { method: 'POST', path: '/merkle_tree_insertions', body, headers }), 415, 'unsupported_media_type');
-      }
-    } finally {
-      await h.close();
+  test('DESIGN 2: a POST without Content-Type application/json is 415 unsupported_media_type', async (t) => {
+    const h = await start(t);
+    const body = JSON.stringify({ origin_chain: 'ethereum', tx_hash: txHash(1) });
+    for (const type of [undefined, 'text/plain', 'application/x-www-form-urlencoded', 'application/jsonx', 'application/json-patch+json']) {
+      const headers: Record<string, string> = type ? { 'content-type': type } : {};
+      assertError(await httpRequest(h.url, { method: 'POST', path: '/relay', body, headers }), 415, 'unsupported_media_type');
+      assertError(await httpRequest(h.url, { method: 'POST', path: '/merkle_tree_insertions', body, headers }), 415, 'unsupported_media_type');
     }
   });
 
-  test('DESIGN 4: bodies over the limit are 413 payload_too_large (declared and streamed)', async () => {
-    const h = await start({ server: { maxRelayBodyBytes: 1024, maxMerkleBodyBytes: 2048 } });
-    try {
-      const big = JSON.stringify({ origin_chain: 'ethereum', tx_hash: txHash(1), pad: 'x'.repeat(2000) });
-      assertError(await postJson(h.url, '/relay', big), 413, 'payload_too_large');
-      assertError(await postJson(h.url, '/merkle_tree_insertions', big + ' '.repeat(2000)), 413, 'payload_too_large');
-      // chunked, no Content-Length: refused once it grows past the limit
-      const chunked = await httpRequest(h.url, { method: 'POST', path: '/relay', body: big, headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } });
-      assertError(chunked, 413, 'payload_too_large');
-      // under the limit still works
-      const ok = await h.relay({ origin_chain: 'ethereum', tx_hash: withTransfers(h, 1) });
-      assert.equal(ok.status, 200);
-    } finally {
-      await h.close();
-    }
+  test('DESIGN 4: bodies over the limit are 413 payload_too_large (declared and streamed)', async (t) => {
+    const h = await start(t, { server: { maxRelayBodyBytes: 1024, maxMerkleBodyBytes: 2048 } });
+    const big = JSON.stringify({ origin_chain: 'ethereum', tx_hash: txHash(1), pad: 'x'.repeat(2000) });
+    assertError(await postJson(h.url, '/relay', big), 413, 'payload_too_large');
+    assertError(await postJson(h.url, '/merkle_tree_insertions', big + ' '.repeat(2000)), 413, 'payload_too_large');
+    // chunked, no Content-Length: refused once it grows past the limit
+    const chunked = await httpRequest(h.url, { method: 'POST', path: '/relay', body: big, headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } });
+    assertError(chunked, 413, 'payload_too_large');
+    // under the limit still works
+    const ok = await h.relay({ origin_chain: 'ethereum', tx_hash: withTransfers(h, 1) });
+    assert.equal(ok.status, 200);
   });
 
-  test('DESIGN 2: invalid UTF-8 in a body is invalid_request', async () => {
-    const h = await start();
-    try {
-      const body = Buffer.concat([Buffer.from('{"origin_chain":"eth'), Buffer.from([0xff, 0xfe]), Buffer.from('","tx_hash":"0x00"}')]);
-      assertError(await httpRequest(h.url, { method: 'POST', path: '/relay', body, headers: { 'content-type': 'application/json' } }), 400, 'invalid_request');
-    } finally {
-      await h.close();
-    }
+  test('DESIGN 2: invalid UTF-8 in a body is invalid_request', async (t) => {
+    const h = await start(t);
+    const body = Buffer.concat([Buffer.from('{"origin_chain":"eth'), Buffer.from([0xff, 0xfe]), Buffer.from('","tx_hash":"0x00"}')]);
+    assertError(await httpRequest(h.url, { method: 'POST', path: '/relay', body, headers: { 'content-type': 'application/json' } }), 400, 'invalid_request');
   });
 
-  test('X-Request-Id is echoed when given and generated otherwise', async () => {
-    const h = await start();
-    try {
-      const given = await httpRequest(h.url, { path: '/relay', headers: { 'x-request-id': 'abc-123' } });
-      assert.equal(given.headers['x-request-id'], 'abc-123');
-      const generated = await httpRequest(h.url, { path: '/relay' });
-      assert.match(String(generated.headers['x-request-id']), /^[0-9a-f-]{36}$/);
-    } finally {
-      await h.close();
-    }
+  test('X-Request-Id is echoed when given and generated otherwise', async (t) => {
+    const h = await start(t);
+    const given = await httpRequest(h.url, { path: '/relay', headers: { 'x-request-id': 'abc-123' } });
+    assert.equal(given.headers['x-request-id'], 'abc-123');
+    const generated = await httpRequest(h.url, { path: '/relay' });
+    assert.match(String(generated.headers['x-request-id']), /^[0-9a-f-]{36}$/);
   });
 
-  test('GET /metrics exposes request counters that move', async () => {
-    const h = await start();
-    try {
-      await h.relay({ origin_chain: 'nope', tx_hash: txHash(1) });
-      const res = await httpRequest(h.url, { path: '/metrics' });
-      assert.equal(res.status, 200);
-      assert.match(String(res.headers['content-type']), /^text\/plain; version=0\.0\.4/);
-      assert.match(res.text, /^hyperlane_relay_api_requests_total\{error_type="invalid_request",status="failure"\} 1$/m);
-      assert.match(res.text, /^hyperlane_relay_api_dedup_cache_size 0$/m);
-    } finally {
-      await h.close();
-    }
+  test('GET /metrics exposes request counters that move', async (t) => {
+    const h = await start(t);
+    await h.relay({ origin_chain: 'nope', tx_hash: txHash(1) });
+    const res = await httpRequest(h.url, { path: '/metrics' });
+    assert.equal(res.status, 200);
+    assert.match(String(res.headers['content-type']), /^text\/plain; version=0\.0\.4/);
+    assert.match(res.text, /^hyperlane_relay_api_requests_total\{error_type="invalid_request",status="failure"\} 1$/m);
+    assert.match(res.text, /^hyperlane_relay_api_dedup_cache_size 0$/m);
   });
 });
 
@@ -487,144 +364,112 @@ describe('POST /merkle_tree_insertions (DESIGN 4)', () => {
   const id = (n: number) => '0x' + n.toString(16).padStart(64, 'a');
   const record = (leaf: number, chain = 1, block = 100) => ({ chain, insertion_block_number: block, leaf_index: leaf, message_id: id(leaf) });
 
-  test('spec 4.1: records are stored; count is the number written; listing returns them in leaf order', async () => {
-    const h = await start();
-    try {
-      const res = await postJson(h.url, '/merkle_tree_insertions', { merkle_tree_insertions: [record(2), record(0), record(1)] });
-      assert.equal(res.status, 200, res.text);
-      assert.deepEqual(res.json(), { count: 3, skipped: [] });
-      const list = await httpRequest(h.url, { path: '/merkle_tree_insertions?domain_id=1&leaf_index_start=0&leaf_index_end=1' });
-      assert.equal(list.status, 200);
-      assert.deepEqual(list.json(), { merkle_tree_insertions: [record(0), record(1)] });
-    } finally {
-      await h.close();
-    }
+  test('spec 4.1: records are stored; count is the number written; listing returns them in leaf order', async (t) => {
+    const h = await start(t);
+    const res = await postJson(h.url, '/merkle_tree_insertions', { merkle_tree_insertions: [record(2), record(0), record(1)] });
+    assert.equal(res.status, 200, res.text);
+    assert.deepEqual(res.json(), { count: 3, skipped: [] });
+    const list = await httpRequest(h.url, { path: '/merkle_tree_insertions?domain_id=1&leaf_index_start=0&leaf_index_end=1' });
+    assert.equal(list.status, 200);
+    assert.deepEqual(list.json(), { merkle_tree_insertions: [record(0), record(1)] });
   });
 
-  test('DESIGN 4: records of chains not configured are not written and echoed in skipped as sent', async () => {
-    const h = await start();
-    try {
-      const foreign = { ...record(5, 424242), extra: 'kept as sent' };
-      const res = await postJson(h.url, '/merkle_tree_insertions', { merkle_tree_insertions: [record(1), foreign] });
-      assert.deepEqual(res.json(), { count: 1, skipped: [foreign] });
-      const list = await httpRequest(h.url, { path: '/merkle_tree_insertions?domain_id=424242&leaf_index_start=0&leaf_index_end=10' });
-      assert.deepEqual(list.json(), { merkle_tree_insertions: [] });
-    } finally {
-      await h.close();
-    }
+  test('DESIGN 4: records of chains not configured are not written and echoed in skipped as sent', async (t) => {
+    const h = await start(t);
+    const foreign = { ...record(5, 424242), extra: 'kept as sent' };
+    const res = await postJson(h.url, '/merkle_tree_insertions', { merkle_tree_insertions: [record(1), foreign] });
+    assert.deepEqual(res.json(), { count: 1, skipped: [foreign] });
+    const list = await httpRequest(h.url, { path: '/merkle_tree_insertions?domain_id=424242&leaf_index_start=0&leaf_index_end=10' });
+    assert.deepEqual(list.json(), { merkle_tree_insertions: [] });
   });
 
-  test('DESIGN 4: a repeated (chain, leaf_index) replaces the stored row', async () => {
-    const h = await start();
-    try {
-      await postJson(h.url, '/merkle_tree_insertions', { merkle_tree_insertions: [record(3, 1, 100)] });
-      await postJson(h.url, '/merkle_tree_insertions', { merkle_tree_insertions: [{ ...record(3, 1, 200), message_id: id(99) }] });
-      const list = await httpRequest(h.url, { path: '/merkle_tree_insertions?domain_id=1&leaf_index_start=3&leaf_index_end=3' });
-      assert.deepEqual(list.json().merkle_tree_insertions, [{ ...record(3, 1, 200), message_id: id(99) }]);
-    } finally {
-      await h.close();
-    }
+  test('DESIGN 4: a repeated (chain, leaf_index) replaces the stored row', async (t) => {
+    const h = await start(t);
+    await postJson(h.url, '/merkle_tree_insertions', { merkle_tree_insertions: [record(3, 1, 100)] });
+    await postJson(h.url, '/merkle_tree_insertions', { merkle_tree_insertions: [{ ...record(3, 1, 200), message_id: id(99) }] });
+    const list = await httpRequest(h.url, { path: '/merkle_tree_insertions?domain_id=1&leaf_index_start=3&leaf_index_end=3' });
+    assert.deepEqual(list.json().merkle_tree_insertions, [{ ...record(3, 1, 200), message_id: id(99) }]);
   });
 
-  test('DESIGN 4: any invalid record is 400 naming its index and field, and nothing is written', async () => {
-    const h = await start();
-    try {
-      const cases: Array<[string, unknown, RegExp]> = [
-        ['chain negative', { ...record(1), chain: -1 }, /\[1\]\.chain/],
-        ['chain over uint32', { ...record(1), chain: 2 ** 32 }, /\[1\]\.chain/],
-        ['chain string', { ...record(1), chain: '1' }, /\[1\]\.chain/],
-        ['leaf fraction', { ...record(1), leaf_index: 1.5 }, /\[1\]\.leaf_index/],
-        ['block over 2^53-1', { ...record(1), insertion_block_number: 2 ** 53 }, /\[1\]\.insertion_block_number/],
-        ['block hex string', { ...record(1), insertion_block_number: '0x10' }, /\[1\]\.insertion_block_number/],
-        ['message_id short', { ...record(1), message_id: '0x1234' }, /\[1\]\.message_id/],
-        ['message_id missing', { chain: 1, insertion_block_number: 1, leaf_index: 1 }, /\[1\]\.message_id/],
-        ['record not an object', 7, /\[1\]/],
-      ];
-      for (const [name, bad, field] of cases) {
-        const res = await postJson(h.url, '/merkle_tree_insertions', { merkle_tree_insertions: [record(0), bad] });
-        assertError(res, 400, 'invalid_request');
-        assert.match(res.json().message, field, name);
-      }
-      for (const body of [{}, { merkle_tree_insertions: [] }, { merkle_tree_insertions: {} }, [], 'x']) {
-        assertError(await postJson(h.url, '/merkle_tree_insertions', JSON.stringify(body)), 400, 'invalid_request');
-      }
-      assertError(await postJson(h.url, '/merkle_tree_insertions', '{"merkle_tree_insertions":['), 400, 'invalid_request');
-      assert.equal(h.store.merkleRowCount(), 0, 'nothing written by any failed request');
-    } finally {
-      await h.close();
+  test('DESIGN 4: any invalid record is 400 naming its index and field, and nothing is written', async (t) => {
+    const h = await start(t);
+    const cases: Array<[string, unknown, RegExp]> = [
+      ['chain negative', { ...record(1), chain: -1 }, /\[1\]\.chain/],
+      ['chain over uint32', { ...record(1), chain: 2 ** 32 }, /\[1\]\.chain/],
+      ['chain string', { ...record(1), chain: '1' }, /\[1\]\.chain/],
+      ['leaf fraction', { ...record(1), leaf_index: 1.5 }, /\[1\]\.leaf_index/],
+      ['block over 2^53-1', { ...record(1), insertion_block_number: 2 ** 53 }, /\[1\]\.insertion_block_number/],
+      ['block hex string', { ...record(1), insertion_block_number: '0x10' }, /\[1\]\.insertion_block_number/],
+      ['message_id short', { ...record(1), message_id: '0x1234' }, /\[1\]\.message_id/],
+      ['message_id missing', { chain: 1, insertion_block_number: 1, leaf_index: 1 }, /\[1\]\.message_id/],
+      ['record not an object', 7, /\[1\]/],
+    ];
+    for (const [name, bad, field] of cases) {
+      const res = await postJson(h.url, '/merkle_tree_insertions', { merkle_tree_insertions: [record(0), bad] });
+      assertError(res, 400, 'invalid_request');
+      assert.match(res.json().message, field, name);
     }
+    for (const body of [{}, { merkle_tree_insertions: [] }, { merkle_tree_insertions: {} }, [], 'x']) {
+      assertError(await postJson(h.url, '/merkle_tree_insertions', JSON.stringify(body)), 400, 'invalid_request');
+    }
+    assertError(await postJson(h.url, '/merkle_tree_insertions', '{"merkle_tree_insertions":['), 400, 'invalid_request');
+    assert.equal(h.store.merkleRowCount(), 0, 'nothing written by any failed request');
   });
 
-  test('DESIGN 4: listing needs domain_id, leaf_index_start <= leaf_index_end, at most 10 000 leaves', async () => {
-    const h = await start();
-    try {
-      for (const query of ['', '?domain_id=1&leaf_index_start=0', '?domain_id=1&leaf_index_start=5&leaf_index_end=4',
-        '?domain_id=1&leaf_index_start=0&leaf_index_end=10000', '?domain_id=x&leaf_index_start=0&leaf_index_end=1',
-        '?domain_id=-1&leaf_index_start=0&leaf_index_end=1', '?domain_id=1&domain_id=2&leaf_index_start=0&leaf_index_end=1']) {
-        assertError(await httpRequest(h.url, { path: '/merkle_tree_insertions' + query }), 400, 'invalid_request');
-      }
-      const max = await httpRequest(h.url, { path: '/merkle_tree_insertions?domain_id=1&leaf_index_start=0&leaf_index_end=9999' });
-      assert.equal(max.status, 200);
-    } finally {
-      await h.close();
+  test('DESIGN 4: listing needs domain_id, leaf_index_start <= leaf_index_end, at most 10 000 leaves', async (t) => {
+    const h = await start(t);
+    for (const query of ['', '?domain_id=1&leaf_index_start=0', '?domain_id=1&leaf_index_start=5&leaf_index_end=4',
+      '?domain_id=1&leaf_index_start=0&leaf_index_end=10000', '?domain_id=x&leaf_index_start=0&leaf_index_end=1',
+      '?domain_id=-1&leaf_index_start=0&leaf_index_end=1', '?domain_id=1&domain_id=2&leaf_index_start=0&leaf_index_end=1']) {
+      assertError(await httpRequest(h.url, { path: '/merkle_tree_insertions' + query }), 400, 'invalid_request');
     }
+    const max = await httpRequest(h.url, { path: '/merkle_tree_insertions?domain_id=1&leaf_index_start=0&leaf_index_end=9999' });
+    assert.equal(max.status, 200);
   });
 
-  test('DESIGN 4: with an admin token both merkle endpoints require Authorization: Bearer', async () => {
+  test('DESIGN 4: with an admin token both merkle endpoints require Authorization: Bearer', async (t) => {
     const token = 'correct-horse-battery-staple';
-    const h = await start({ server: { adminToken: token } });
-    try {
-      const body = { merkle_tree_insertions: [record(1)] };
-      for (const auth of [undefined, 'Bearer wrong', `bearer ${token}x`, `Basic ${token}`, `Bearer ${token}x`, `Bearer ${token.slice(0, -1)}`]) {
-        const headers: Record<string, string> = auth ? { authorization: auth } : {};
-        const res = await postJson(h.url, '/merkle_tree_insertions', body, headers);
-        assertError(res, 401, 'unauthorized');
-        assert.equal(res.headers['www-authenticate'], 'Bearer');
-        assertError(await httpRequest(h.url, { path: '/merkle_tree_insertions?domain_id=1&leaf_index_start=0&leaf_index_end=1', headers }), 401, 'unauthorized');
-      }
-      assert.equal(h.store.merkleRowCount(), 0);
-      const ok = await postJson(h.url, '/merkle_tree_insertions', body, { authorization: `Bearer ${token}` });
-      assert.equal(ok.status, 200);
-      // RFC 9110 §11.1: the scheme is case-insensitive; the token is not.
-      for (const scheme of ['bearer', 'BEARER', 'bEaReR']) {
-        const again = await postJson(h.url, '/merkle_tree_insertions', body, { authorization: `${scheme} ${token}` });
-        assert.equal(again.status, 200, scheme);
-      }
-      // the relay endpoints stay open
-      assert.equal((await httpRequest(h.url, { path: '/relay' })).status, 200);
-    } finally {
-      await h.close();
+    const h = await start(t, { server: { adminToken: token } });
+    const body = { merkle_tree_insertions: [record(1)] };
+    for (const auth of [undefined, 'Bearer wrong', `bearer ${token}x`, `Basic ${token}`, `Bearer ${token}x`, `Bearer ${token.slice(0, -1)}`]) {
+      const headers: Record<string, string> = auth ? { authorization: auth } : {};
+      const res = await postJson(h.url, '/merkle_tree_insertions', body, headers);
+      assertError(res, 401, 'unauthorized');
+      assert.equal(res.headers['www-authenticate'], 'Bearer');
+      assertError(await httpRequest(h.url, { path: '/merkle_tree_insertions?domain_id=1&leaf_index_start=0&leaf_index_end=1', headers }), 401, 'unauthorized');
     }
+    assert.equal(h.store.merkleRowCount(), 0);
+    const ok = await postJson(h.url, '/merkle_tree_insertions', body, { authorization: `Bearer ${token}` });
+    assert.equal(ok.status, 200);
+    // RFC 9110 §11.1: the scheme is case-insensitive; the token is not.
+    for (const scheme of ['bearer', 'BEARER', 'bEaReR']) {
+      const again = await postJson(h.url, '/merkle_tree_insertions', body, { authorization: `${scheme} ${token}` });
+      assert.equal(again.status, 200, scheme);
+    }
+    // the relay endpoints stay open
+    assert.equal((await httpRequest(h.url, { path: '/relay' })).status, 200);
   });
 });
 
 describe('CORS', () => {
-  test('an allowed origin gets CORS headers and a preflight answer; others get none', async () => {
-    const h = await start({ server: { corsOrigins: ['https://app.example.org'] } });
-    try {
-      const pre = await httpRequest(h.url, { method: 'OPTIONS', path: '/relay', headers: { origin: 'https://app.example.org', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' } });
-      assert.equal(pre.status, 204);
-      assert.equal(pre.headers['access-control-allow-origin'], 'https://app.example.org');
-      assert.match(String(pre.headers['access-control-allow-methods']), /POST/);
-      assert.match(String(pre.headers['access-control-allow-headers']), /Content-Type/i);
-      const denied = await httpRequest(h.url, { method: 'OPTIONS', path: '/relay', headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } });
-      assert.equal(denied.headers['access-control-allow-origin'], undefined);
-      const get = await httpRequest(h.url, { path: '/relay', headers: { origin: 'https://app.example.org' } });
-      assert.equal(get.headers['access-control-allow-origin'], 'https://app.example.org');
-      const other = await httpRequest(h.url, { path: '/relay', headers: { origin: 'https://evil.example' } });
-      assert.equal(other.headers['access-control-allow-origin'], undefined);
-    } finally {
-      await h.close();
-    }
+  test('an allowed origin gets CORS headers and a preflight answer; others get none', async (t) => {
+    const h = await start(t, { server: { corsOrigins: ['https://app.example.org'] } });
+    const pre = await httpRequest(h.url, { method: 'OPTIONS', path: '/relay', headers: { origin: 'https://app.example.org', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' } });
+    assert.equal(pre.status, 204);
+    assert.equal(pre.headers['access-control-allow-origin'], 'https://app.example.org');
+    assert.match(String(pre.headers['access-control-allow-methods']), /POST/);
+    assert.match(String(pre.headers['access-control-allow-headers']), /Content-Type/i);
+    const denied = await httpRequest(h.url, { method: 'OPTIONS', path: '/relay', headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } });
+    assert.equal(denied.headers['access-control-allow-origin'], undefined);
+    const get = await httpRequest(h.url, { path: '/relay', headers: { origin: 'https://app.example.org' } });
+    assert.equal(get.headers['access-control-allow-origin'], 'https://app.example.org');
+    const other = await httpRequest(h.url, { path: '/relay', headers: { origin: 'https://evil.example' } });
+    assert.equal(other.headers['access-control-allow-origin'], undefined);
   });
 
-  test('CORS is off by default', async () => {
-    const h = await start();
-    try {
-      const res = await httpRequest(h.url, { path: '/relay', headers: { origin: 'https://app.example.org' } });
-      assert.equal(res.headers['access-control-allow-origin'], undefined);
-    } finally {
-      await h.close();
-    }
+  test('CORS is off by default', async (t) => {
+    const h = await start(t);
+    const res = await httpRequest(h.url, { path: '/relay', headers: { origin: 'https://app.example.org' } });
+    assert.equal(res.headers['access-control-allow-origin'], undefined);
   });
 });

@@ -5,23 +5,22 @@
  * never in a log line, in-process or from the real relayer-server.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, describe, test } from 'node:test';
-import { createRelayServer } from '../lib/http/server.ts';
+import { after, describe, test, type TestContext } from 'node:test';
 import { createLogger, isLogLevel, LOG_LEVELS, type LogLevel } from '../lib/log.ts';
 import type { FetchLike } from '../lib/receipt.ts';
 import { openStore } from '../lib/sqlite/index.ts';
 import type { RelayQueue } from '../lib/outbox.ts';
-import { spawnTracked, stopProcess, waitForLine } from './e2e/processes.ts';
 import { testConfig } from './helpers/config.ts';
 import { createFakeClock } from './helpers/fake-clock.ts';
 import { fakeRpcFetch, startFakeRpcServer, type ReceiptTable } from './helpers/fake-rpc.ts';
 import { CCTP_V2_TRANSMITTER, MAILBOX, rpcReceipt, transferLogs, txHash } from './helpers/fixtures.ts';
 import { httpRequest, postJson } from './helpers/http.ts';
+import { startApi, startRelayerServer } from './helpers/server.ts';
 
 const ADMIN_TOKEN = 'admin-token-SECRET-0123456789';
 const SECRET = /secret/i;
@@ -36,7 +35,7 @@ interface Line {
   [field: string]: unknown;
 }
 
-async function start(options: { level?: LogLevel; queue?: RelayQueue; rpcUrls?: string[] } = {}) {
+async function start(t: TestContext, options: { level?: LogLevel; queue?: RelayQueue; rpcUrls?: string[] } = {}) {
   const clock = createFakeClock();
   const table: ReceiptTable = new Map();
   const rpc = fakeRpcFetch(table);
@@ -51,8 +50,7 @@ async function start(options: { level?: LogLevel; queue?: RelayQueue; rpcUrls?: 
   const ethereum = { ...base.chains.ethereum, rpcUrls: options.rpcUrls ?? base.chains.ethereum.rpcUrls };
   const config = { ...base, chains: { ...base.chains, ethereum } };
   const logger = createLogger({ level: options.level ?? 'info', write: (line) => raw.push(line), now: () => clock.now() });
-  const server = createRelayServer({ config, clock, fetch, logger, merkle: store, outbox: options.queue });
-  const { url, port } = await server.listen(0, '127.0.0.1');
+  const { url, port } = await startApi(t, { config, clock, fetch, logger, merkle: store, outbox: options.queue });
   const lines = (): Line[] =>
     raw.map((text) => {
       assert.ok(text.endsWith('\n') && text.indexOf('\n') === text.length - 1, `one line: ${JSON.stringify(text)}`);
@@ -60,7 +58,7 @@ async function start(options: { level?: LogLevel; queue?: RelayQueue; rpcUrls?: 
     });
   const requestLines = () => lines().filter((l) => l.msg === 'request');
   const nextCall = () => new Promise<void>((resolve) => (onCall = () => { onCall = () => {}; resolve(); }));
-  return { url, port, clock, table, raw, lines, requestLines, nextCall, close: () => server.close(100) };
+  return { url, port, clock, table, raw, lines, requestLines, nextCall };
 }
 
 /** Sends `text` as is over a raw socket (bytes node's client would refuse) and returns the whole answer. */
@@ -75,96 +73,80 @@ function rawExchange(port: number, text: string): Promise<string> {
 }
 
 describe('one JSON line per request (issue 8.2)', () => {
-  test('issue 8.2: each request logs exactly one line with time, request id, route, status, reason, duration, origin chain, tx hash', async () => {
-    const h = await start();
-    try {
-      const hash = txHash(1);
-      h.table.set(hash, rpcReceipt(hash, transferLogs(2)));
-      const ok = await postJson(h.url, '/relay', { origin_chain: 'ethereum', tx_hash: hash.toUpperCase().replace('0X', '0x') });
-      const dup = await postJson(h.url, '/relay', { origin_chain: 'ethereum', tx_hash: hash });
-      const bad = await postJson(h.url, '/relay', { origin_chain: 'nowhere', tx_hash: hash });
-      const missing = await httpRequest(h.url, { path: '/nothing/here' });
-      const probe = await httpRequest(h.url, { path: '/relay' });
-      const lines = h.requestLines();
-      assert.equal(lines.length, 4, 'one line per request, but the successful health check (debug level)');
-      assert.equal(probe.status, 200);
+  test('issue 8.2: each request logs exactly one line with time, request id, route, status, reason, duration, origin chain, tx hash', async (t) => {
+    const h = await start(t);
+    const hash = txHash(1);
+    h.table.set(hash, rpcReceipt(hash, transferLogs(2)));
+    const ok = await postJson(h.url, '/relay', { origin_chain: 'ethereum', tx_hash: hash.toUpperCase().replace('0X', '0x') });
+    const dup = await postJson(h.url, '/relay', { origin_chain: 'ethereum', tx_hash: hash });
+    const bad = await postJson(h.url, '/relay', { origin_chain: 'nowhere', tx_hash: hash });
+    const missing = await httpRequest(h.url, { path: '/nothing/here' });
+    const probe = await httpRequest(h.url, { path: '/relay' });
+    const lines = h.requestLines();
+    assert.equal(lines.length, 4, 'one line per request, but the successful health check (debug level)');
+    assert.equal(probe.status, 200);
 
-      const [l1, l2, l3, l4] = lines;
-      for (const [line, res] of [[l1, ok], [l2, dup], [l3, bad], [l4, missing]] as const) {
-        assert.equal(line.level, 'info');
-        assert.equal(line.time, new Date(h.clock.now()).toISOString());
-        assert.equal(line.request_id, res.headers['x-request-id'], 'the id the client got');
-        assert.equal(line.status, res.status);
-        assert.equal(typeof line.duration_ms, 'number');
-      }
-      assert.deepEqual({ ...l1, time: 0, request_id: 0 }, {
-        time: 0, level: 'info', msg: 'request', request_id: 0, method: 'POST', route: '/relay', status: 200, duration_ms: 0,
-        origin_chain: 'ethereum', tx_hash: hash, messages: 2,
-      }, 'the tx hash is logged lower-cased, as the dedup key');
-      assert.deepEqual([l2.status, l2.reason, l2.origin_chain, l2.tx_hash], [429, 'duplicate_tx', 'ethereum', hash]);
-      assert.deepEqual([l3.status, l3.reason, l3.origin_chain, l3.tx_hash], [400, 'invalid_request', undefined, undefined],
-        'nothing unvalidated from the body is logged');
-      assert.deepEqual([l4.route, l4.status, l4.reason], ['unknown', 404, 'not_found'], 'unknown paths are not logged as sent');
-    } finally {
-      await h.close();
+    const [l1, l2, l3, l4] = lines;
+    for (const [line, res] of [[l1, ok], [l2, dup], [l3, bad], [l4, missing]] as const) {
+      assert.equal(line.level, 'info');
+      assert.equal(line.time, new Date(h.clock.now()).toISOString());
+      assert.equal(line.request_id, res.headers['x-request-id'], 'the id the client got');
+      assert.equal(line.status, res.status);
+      assert.equal(typeof line.duration_ms, 'number');
     }
+    assert.deepEqual({ ...l1, time: 0, request_id: 0 }, {
+      time: 0, level: 'info', msg: 'request', request_id: 0, method: 'POST', route: '/relay', status: 200, duration_ms: 0,
+      origin_chain: 'ethereum', tx_hash: hash, messages: 2,
+    }, 'the tx hash is logged lower-cased, as the dedup key');
+    assert.deepEqual([l2.status, l2.reason, l2.origin_chain, l2.tx_hash], [429, 'duplicate_tx', 'ethereum', hash]);
+    assert.deepEqual([l3.status, l3.reason, l3.origin_chain, l3.tx_hash], [400, 'invalid_request', undefined, undefined],
+      'nothing unvalidated from the body is logged');
+    assert.deepEqual([l4.route, l4.status, l4.reason], ['unknown', 404, 'not_found'], 'unknown paths are not logged as sent');
   });
 
-  test('a successful health check (GET/HEAD /relay) is logged at debug, a refused one at info', async () => {
-    const h = await start({ level: 'debug' });
-    try {
-      const probe = await httpRequest(h.url, { path: '/relay' });
-      const head = await httpRequest(h.url, { path: '/relay', method: 'HEAD' });
-      const refused = await httpRequest(h.url, { path: '/relay', method: 'DELETE' });
-      const [l1, l2, l3] = h.requestLines();
-      assert.deepEqual([l1.level, l1.method, l1.route, l1.status, l1.request_id], ['debug', 'GET', '/relay', 200, probe.headers['x-request-id']]);
-      assert.deepEqual([l2.level, l2.method, l2.status, l2.request_id], ['debug', 'HEAD', 200, head.headers['x-request-id']]);
-      assert.deepEqual([l3.level, l3.method, l3.status, l3.reason], ['info', 'DELETE', 405, 'method_not_allowed']);
-    } finally {
-      await h.close();
-    }
+  test('a successful health check (GET/HEAD /relay) is logged at debug, a refused one at info', async (t) => {
+    const h = await start(t, { level: 'debug' });
+    const probe = await httpRequest(h.url, { path: '/relay' });
+    const head = await httpRequest(h.url, { path: '/relay', method: 'HEAD' });
+    const refused = await httpRequest(h.url, { path: '/relay', method: 'DELETE' });
+    const [l1, l2, l3] = h.requestLines();
+    assert.deepEqual([l1.level, l1.method, l1.route, l1.status, l1.request_id], ['debug', 'GET', '/relay', 200, probe.headers['x-request-id']]);
+    assert.deepEqual([l2.level, l2.method, l2.status, l2.request_id], ['debug', 'HEAD', 200, head.headers['x-request-id']]);
+    assert.deepEqual([l3.level, l3.method, l3.status, l3.reason], ['info', 'DELETE', 405, 'method_not_allowed']);
   });
 
-  test('issue 8.2: duration_ms is the time from arrival to answer (fake clock: a receipt mined after 3 s)', async () => {
-    const h = await start();
-    try {
-      const hash = txHash(2);
-      const called = h.nextCall();
-      const pending = postJson(h.url, '/relay', { origin_chain: 'ethereum', tx_hash: hash });
-      await called;
-      await h.clock.advance(3_000);
-      h.table.set(hash, rpcReceipt(hash, transferLogs(1)));
-      await h.clock.advance(1_000);
-      assert.equal((await pending).status, 200);
-      const [line] = h.requestLines();
-      assert.ok(Number(line.duration_ms) >= 3_000 && Number(line.duration_ms) <= 3_500, String(line.duration_ms));
-    } finally {
-      await h.close();
-    }
+  test('issue 8.2: duration_ms is the time from arrival to answer (fake clock: a receipt mined after 3 s)', async (t) => {
+    const h = await start(t);
+    const hash = txHash(2);
+    const called = h.nextCall();
+    const pending = postJson(h.url, '/relay', { origin_chain: 'ethereum', tx_hash: hash });
+    await called;
+    await h.clock.advance(3_000);
+    h.table.set(hash, rpcReceipt(hash, transferLogs(1)));
+    await h.clock.advance(1_000);
+    assert.equal((await pending).status, 200);
+    const [line] = h.requestLines();
+    assert.ok(Number(line.duration_ms) >= 3_000 && Number(line.duration_ms) <= 3_500, String(line.duration_ms));
   });
 
-  test('a client that leaves before the answer is logged once as 499 client_closed, not as the default 200', async () => {
-    const h = await start();
-    try {
-      const hash = txHash(3);
-      const called = h.nextCall();
-      const req = request({ host: '127.0.0.1', port: h.port, method: 'POST', path: '/relay', headers: { 'content-type': 'application/json', 'x-request-id': 'leaving-1' } });
-      req.on('error', () => {});
-      req.end(JSON.stringify({ origin_chain: 'ethereum', tx_hash: hash }));
-      await called;
-      const closed = new Promise((resolve) => req.once('close', resolve));
-      req.destroy();
-      await closed;
-      // the server notices the closed socket, then the pipeline ends at its 10 s receipt deadline
-      for (let i = 0; i < 50 && h.requestLines().length === 0; i++) await new Promise((r) => setImmediate(r));
-      await h.clock.advance(11_000);
-      const lines = h.requestLines();
-      assert.equal(lines.length, 1, JSON.stringify(lines));
-      assert.deepEqual([lines[0].request_id, lines[0].status, lines[0].reason, lines[0].origin_chain, lines[0].tx_hash],
-        ['leaving-1', 499, 'client_closed', 'ethereum', hash]);
-    } finally {
-      await h.close();
-    }
+  test('a client that leaves before the answer is logged once as 499 client_closed, not as the default 200', async (t) => {
+    const h = await start(t);
+    const hash = txHash(3);
+    const called = h.nextCall();
+    const req = request({ host: '127.0.0.1', port: h.port, method: 'POST', path: '/relay', headers: { 'content-type': 'application/json', 'x-request-id': 'leaving-1' } });
+    req.on('error', () => {});
+    req.end(JSON.stringify({ origin_chain: 'ethereum', tx_hash: hash }));
+    await called;
+    const closed = new Promise((resolve) => req.once('close', resolve));
+    req.destroy();
+    await closed;
+    // the server notices the closed socket, then the pipeline ends at its 10 s receipt deadline
+    for (let i = 0; i < 50 && h.requestLines().length === 0; i++) await new Promise((r) => setImmediate(r));
+    await h.clock.advance(11_000);
+    const lines = h.requestLines();
+    assert.equal(lines.length, 1, JSON.stringify(lines));
+    assert.deepEqual([lines[0].request_id, lines[0].status, lines[0].reason, lines[0].origin_chain, lines[0].tx_hash],
+      ['leaving-1', 499, 'client_closed', 'ethereum', hash]);
   });
 });
 
@@ -187,144 +169,111 @@ describe('log level (issue 8.2)', () => {
     for (const other of ['INFO', 'trace', '', 'warning', undefined, 1]) assert.equal(isLogLevel(other), false, String(other));
   });
 
-  test('over HTTP: at "warn" no request lines, but a store failure is still logged; at "debug" request lines appear', async () => {
+  test('over HTTP: at "warn" no request lines, but a store failure is still logged; at "debug" request lines appear', async (t) => {
     const failing: RelayQueue = { enqueue() { throw new Error('queue broke'); } };
-    const quiet = await start({ level: 'warn', queue: failing });
-    try {
-      const hash = txHash(4);
-      quiet.table.set(hash, rpcReceipt(hash, transferLogs(1)));
-      assert.equal((await postJson(quiet.url, '/relay', { origin_chain: 'ethereum', tx_hash: hash })).status, 503);
-      assert.equal((await httpRequest(quiet.url, { path: '/relay' })).status, 200);
-      const lines = quiet.lines();
-      assert.deepEqual(lines.map((l) => [l.level, l.msg]), [['error', 'store unavailable']]);
-      assert.equal(lines[0].cause, 'Error: queue broke', 'the cause is for the operator');
-    } finally {
-      await quiet.close();
-    }
-    const loud = await start({ level: 'debug' });
-    try {
-      await httpRequest(loud.url, { path: '/relay' });
-      assert.equal(loud.requestLines().length, 1);
-    } finally {
-      await loud.close();
-    }
+    const quiet = await start(t, { level: 'warn', queue: failing });
+    const hash = txHash(4);
+    quiet.table.set(hash, rpcReceipt(hash, transferLogs(1)));
+    assert.equal((await postJson(quiet.url, '/relay', { origin_chain: 'ethereum', tx_hash: hash })).status, 503);
+    assert.equal((await httpRequest(quiet.url, { path: '/relay' })).status, 200);
+    const lines = quiet.lines();
+    assert.deepEqual(lines.map((l) => [l.level, l.msg]), [['error', 'store unavailable']]);
+    assert.equal(lines[0].cause, 'Error: queue broke', 'the cause is for the operator');
+    const loud = await start(t, { level: 'debug' });
+    await httpRequest(loud.url, { path: '/relay' });
+    assert.equal(loud.requestLines().length, 1);
   });
 });
 
 describe('X-Request-Id (issue 8.2)', () => {
-  test('a safe X-Request-Id is echoed and logged; a missing one is generated (UUID v4), distinct per request', async () => {
-    const h = await start({ level: 'debug' }); // GET /relay is logged at debug
-    try {
-      const safe = ['abc-123', 'A.b_c:d-e', 'x'.repeat(128), '0'];
-      for (const id of safe) {
-        const res = await httpRequest(h.url, { path: '/relay', headers: { 'x-request-id': id } });
-        assert.equal(res.headers['x-request-id'], id);
-      }
-      const a = await httpRequest(h.url, { path: '/relay' });
-      const b = await postJson(h.url, '/relay', 'not json');
-      for (const res of [a, b]) assert.match(String(res.headers['x-request-id']), UUID);
-      assert.notEqual(a.headers['x-request-id'], b.headers['x-request-id']);
-      assert.equal(b.json().reason, 'invalid_request', 'error answers carry the id too');
-      assert.deepEqual(h.requestLines().map((l) => l.request_id), [...safe, a.headers['x-request-id'], b.headers['x-request-id']]);
-    } finally {
-      await h.close();
+  test('a safe X-Request-Id is echoed and logged; a missing one is generated (UUID v4), distinct per request', async (t) => {
+    const h = await start(t, { level: 'debug' }); // GET /relay is logged at debug
+    const safe = ['abc-123', 'A.b_c:d-e', 'x'.repeat(128), '0'];
+    for (const id of safe) {
+      const res = await httpRequest(h.url, { path: '/relay', headers: { 'x-request-id': id } });
+      assert.equal(res.headers['x-request-id'], id);
     }
+    const a = await httpRequest(h.url, { path: '/relay' });
+    const b = await postJson(h.url, '/relay', 'not json');
+    for (const res of [a, b]) assert.match(String(res.headers['x-request-id']), UUID);
+    assert.notEqual(a.headers['x-request-id'], b.headers['x-request-id']);
+    assert.equal(b.json().reason, 'invalid_request', 'error answers carry the id too');
+    assert.deepEqual(h.requestLines().map((l) => l.request_id), [...safe, a.headers['x-request-id'], b.headers['x-request-id']]);
   });
 
-  test('a hostile X-Request-Id (too long, quotes, spaces, markup, non-ASCII, two values) is replaced, never echoed or logged', async () => {
-    const h = await start({ level: 'debug' });
-    try {
-      const hostile = ['x'.repeat(129), 'a"b', "a'b", 'a b', '<script>', '{"x":1}', 'id\\u000a', 'ümlaut', '', 'a,b'];
-      for (const id of hostile) {
-        const res = await httpRequest(h.url, { path: '/relay', headers: { 'x-request-id': id } });
-        assert.match(String(res.headers['x-request-id']), UUID, JSON.stringify(id));
-      }
-      const lines = h.requestLines();
-      assert.equal(lines.length, hostile.length);
-      for (const line of lines) assert.match(String(line.request_id), UUID);
-      // two X-Request-Id headers: node joins them with ", ", which the id pattern refuses
-      const twice = await rawExchange(h.port, 'GET /relay HTTP/1.1\r\nHost: x\r\nX-Request-Id: one\r\nX-Request-Id: two\r\nConnection: close\r\n\r\n');
-      assert.match(twice, /^HTTP\/1\.1 200/);
-      assert.match(twice, /\r\nX-Request-Id: [0-9a-f-]{36}\r\n/i);
-    } finally {
-      await h.close();
+  test('a hostile X-Request-Id (too long, quotes, spaces, markup, non-ASCII, two values) is replaced, never echoed or logged', async (t) => {
+    const h = await start(t, { level: 'debug' });
+    const hostile = ['x'.repeat(129), 'a"b', "a'b", 'a b', '<script>', '{"x":1}', 'id\\u000a', 'ümlaut', '', 'a,b'];
+    for (const id of hostile) {
+      const res = await httpRequest(h.url, { path: '/relay', headers: { 'x-request-id': id } });
+      assert.match(String(res.headers['x-request-id']), UUID, JSON.stringify(id));
     }
+    const lines = h.requestLines();
+    assert.equal(lines.length, hostile.length);
+    for (const line of lines) assert.match(String(line.request_id), UUID);
+    // two X-Request-Id headers: node joins them with ", ", which the id pattern refuses
+    const twice = await rawExchange(h.port, 'GET /relay HTTP/1.1\r\nHost: x\r\nX-Request-Id: one\r\nX-Request-Id: two\r\nConnection: close\r\n\r\n');
+    assert.match(twice, /^HTTP\/1\.1 200/);
+    assert.match(twice, /\r\nX-Request-Id: [0-9a-f-]{36}\r\n/i);
   });
 
-  test('a newline in X-Request-Id never reaches a header or a log line (node refuses the request: 400)', async () => {
-    const h = await start();
-    try {
-      const answer = await rawExchange(h.port, 'GET /relay HTTP/1.1\r\nHost: x\r\nX-Request-Id: abc\nSet-Cookie: injected=1\r\n\r\n');
-      assert.match(answer, /^HTTP\/1\.1 400/);
-      assert.doesNotMatch(answer, /injected/);
-      assert.doesNotMatch(h.raw.join(''), /injected/);
-    } finally {
-      await h.close();
-    }
+  test('a newline in X-Request-Id never reaches a header or a log line (node refuses the request: 400)', async (t) => {
+    const h = await start(t);
+    const answer = await rawExchange(h.port, 'GET /relay HTTP/1.1\r\nHost: x\r\nX-Request-Id: abc\nSet-Cookie: injected=1\r\n\r\n');
+    assert.match(answer, /^HTTP\/1\.1 400/);
+    assert.doesNotMatch(answer, /injected/);
+    assert.doesNotMatch(h.raw.join(''), /injected/);
   });
 });
 
 describe('secrets are never logged (issue 8.2)', () => {
-  test('admin token, Authorization header and RPC URL path, query and credentials stay out of the log', async () => {
-    const h = await start({
+  test('admin token, Authorization header and RPC URL path, query and credentials stay out of the log', async (t) => {
+    const h = await start(t, {
       level: 'debug',
       rpcUrls: ['https://user-secret:pw-secret@down.example.invalid/v3/KEY-secret?apikey=QUERY-secret', 'https://up.example.invalid/rpc/PATH-secret'],
     });
-    try {
-      const hash = txHash(5);
-      h.table.set(hash, rpcReceipt(hash, transferLogs(1)));
-      assert.equal((await postJson(h.url, '/relay', { origin_chain: 'ethereum', tx_hash: hash })).status, 200);
-      const body = { merkle_tree_insertions: [{ chain: 1, insertion_block_number: 1, leaf_index: 9, message_id: '0x' + '1'.repeat(64) }] };
-      assert.equal((await postJson(h.url, '/merkle_tree_insertions', body, { authorization: `Bearer ${ADMIN_TOKEN}` })).status, 200);
-      assert.equal((await postJson(h.url, '/merkle_tree_insertions', body, { authorization: 'Bearer wrong-SECRET-token' })).status, 401);
-      assert.equal((await httpRequest(h.url, { path: '/metrics' })).status, 200);
-      const text = h.raw.join('');
-      assert.equal(h.requestLines().length, 4);
-      assert.doesNotMatch(text, SECRET);
-      assert.doesNotMatch(text, /authorization|bearer/i);
-    } finally {
-      await h.close();
-    }
+    const hash = txHash(5);
+    h.table.set(hash, rpcReceipt(hash, transferLogs(1)));
+    assert.equal((await postJson(h.url, '/relay', { origin_chain: 'ethereum', tx_hash: hash })).status, 200);
+    const body = { merkle_tree_insertions: [{ chain: 1, insertion_block_number: 1, leaf_index: 9, message_id: '0x' + '1'.repeat(64) }] };
+    assert.equal((await postJson(h.url, '/merkle_tree_insertions', body, { authorization: `Bearer ${ADMIN_TOKEN}` })).status, 200);
+    assert.equal((await postJson(h.url, '/merkle_tree_insertions', body, { authorization: 'Bearer wrong-SECRET-token' })).status, 401);
+    assert.equal((await httpRequest(h.url, { path: '/metrics' })).status, 200);
+    const text = h.raw.join('');
+    assert.equal(h.requestLines().length, 4);
+    assert.doesNotMatch(text, SECRET);
+    assert.doesNotMatch(text, /authorization|bearer/i);
   });
 
-  test('relayer-server at --log-level debug prints no secret from its config, requests or RPC URLs, start to shutdown', async () => {
+  test('relayer-server at --log-level debug prints no secret from its config, requests or RPC URLs, start to shutdown', async (t) => {
     const rpc = await startFakeRpcServer();
+    t.after(() => rpc.close());
     const dir = mkdtempSync(join(tmpdir(), 'relayer-log-'));
-    try {
-      const hash = txHash(6);
-      rpc.table.set(hash, rpcReceipt(hash, transferLogs(1)));
-      const config = {
-        chains: {
-          ethereum: { domainId: 1, chainId: 1, mailbox: MAILBOX, cctpMessageTransmitter: CCTP_V2_TRANSMITTER,
-            rpcUrls: [{ http: `${rpc.url}/v3/KEY-secret-path?apikey=QUERY-secret-query` }] },
-          base: { domainId: 8453, chainId: 8453, mailbox: '0xeA87ae93Fa0019a82A727bfd3eBd1cFCa8f64f1D', rpcUrls: [{ http: `${rpc.url}/KEY-secret-base` }] },
-        },
-        server: { adminToken: ADMIN_TOKEN },
-        db: join(dir, 'relayer.db'),
-      };
-      const path = join(dir, 'config.json');
-      writeFileSync(path, JSON.stringify(config));
-      const bin = new URL('../bin/relayer-server.ts', import.meta.url).pathname;
-      const proc = spawnTracked(process.execPath, [bin, '--config', path, '--port', '0', '--log-level', 'debug']);
-      try {
-        const [, url] = await waitForLine(proc, /listening on (http:\/\/127\.0\.0\.1:\d+)/, 15_000);
-        assert.equal((await postJson(url, '/relay', { origin_chain: 'ethereum', tx_hash: hash })).status, 200);
-        const body = { merkle_tree_insertions: [{ chain: 1, insertion_block_number: 1, leaf_index: 0, message_id: '0x' + '2'.repeat(64) }] };
-        assert.equal((await postJson(url, '/merkle_tree_insertions', body, { authorization: `Bearer ${ADMIN_TOKEN}` })).status, 200);
-        assert.equal((await postJson(url, '/merkle_tree_insertions', body, { authorization: 'Bearer wrong-SECRET-token' })).status, 401);
-        assert.equal((await httpRequest(url, { path: '/metrics' })).status, 200);
-        await waitForLine(proc, /"status":200.*"route":"\/metrics"|"route":"\/metrics".*"status":200/, 5_000);
-      } finally {
-        assert.equal(await stopProcess(proc.child), 0, proc.output());
-      }
-      const output = proc.output();
-      assert.match(output, /"msg":"stopped"/, 'the whole run is in the output');
-      assert.equal(output.split('\n').filter((l) => l.includes('"msg":"request"')).length, 4);
-      assert.doesNotMatch(output, SECRET);
-      assert.doesNotMatch(output, /apikey|\/v3\//);
-    } finally {
-      await rpc.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const hash = txHash(6);
+    rpc.table.set(hash, rpcReceipt(hash, transferLogs(1)));
+    const config = {
+      chains: {
+        ethereum: { domainId: 1, chainId: 1, mailbox: MAILBOX, cctpMessageTransmitter: CCTP_V2_TRANSMITTER,
+          rpcUrls: [{ http: `${rpc.url}/v3/KEY-secret-path?apikey=QUERY-secret-query` }] },
+        base: { domainId: 8453, chainId: 8453, mailbox: '0xeA87ae93Fa0019a82A727bfd3eBd1cFCa8f64f1D', rpcUrls: [{ http: `${rpc.url}/KEY-secret-base` }] },
+      },
+      server: { adminToken: ADMIN_TOKEN },
+      db: join(dir, 'relayer.db'),
+    };
+    const server = await startRelayerServer(t, ['--log-level', 'debug'], { config });
+    const { url } = server;
+    assert.equal((await postJson(url, '/relay', { origin_chain: 'ethereum', tx_hash: hash })).status, 200);
+    const body = { merkle_tree_insertions: [{ chain: 1, insertion_block_number: 1, leaf_index: 0, message_id: '0x' + '2'.repeat(64) }] };
+    assert.equal((await postJson(url, '/merkle_tree_insertions', body, { authorization: `Bearer ${ADMIN_TOKEN}` })).status, 200);
+    assert.equal((await postJson(url, '/merkle_tree_insertions', body, { authorization: 'Bearer wrong-SECRET-token' })).status, 401);
+    assert.equal((await httpRequest(url, { path: '/metrics' })).status, 200);
+    await server.waitForLine(/"status":200.*"route":"\/metrics"|"route":"\/metrics".*"status":200/);
+    assert.equal(await server.stop(), 0, server.output());
+    const output = server.output();
+    assert.match(output, /"msg":"stopped"/, 'the whole run is in the output');
+    assert.equal(output.split('\n').filter((l) => l.includes('"msg":"request"')).length, 4);
+    assert.doesNotMatch(output, SECRET);
+    assert.doesNotMatch(output, /apikey|\/v3\//);
   });
 });

@@ -4,8 +4,7 @@
  * move as requests arrive. RPC URLs carry API keys: only their origin may appear.
  */
 import assert from 'node:assert/strict';
-import { after, describe, test } from 'node:test';
-import { createRelayServer } from '../lib/http/server.ts';
+import { after, describe, test, type TestContext } from 'node:test';
 import { createMetricsRegistry, DEFAULT_BUCKETS } from '../lib/http/metrics.ts';
 import { createMemoryOutbox } from '../lib/outbox.ts';
 import type { FetchLike } from '../lib/receipt.ts';
@@ -15,6 +14,7 @@ import { createFakeClock } from './helpers/fake-clock.ts';
 import { fakeRpcFetch, type ReceiptTable } from './helpers/fake-rpc.ts';
 import { rpcReceipt, transferLogs, txHash } from './helpers/fixtures.ts';
 import { httpRequest, postJson } from './helpers/http.ts';
+import { startApi } from './helpers/server.ts';
 import { parseExposition, sampleValue, type Exposition } from './helpers/prometheus.ts';
 
 function valid(text: string): Exposition {
@@ -158,7 +158,7 @@ describe('GET /metrics over HTTP: the relay API metrics move', () => {
   const store = openStore(':memory:');
   after(() => store.close());
 
-  async function start() {
+  async function start(t: TestContext) {
     const clock = createFakeClock();
     const table: ReceiptTable = new Map();
     const rpc = fakeRpcFetch(table);
@@ -177,8 +177,7 @@ describe('GET /metrics over HTTP: the relay API metrics move', () => {
     const base = testConfig({ relayApi: { rateLimit: { burst: 4, perMinute: 1 } } });
     const config = { ...base, chains: { ...base.chains, ethereum: { ...base.chains.ethereum, rpcUrls: [SECRET_URL, GOOD_URL] } } };
     const outbox = createMemoryOutbox(clock);
-    const server = createRelayServer({ config, clock, fetch, outbox, merkle: store });
-    const { url } = await server.listen(0, '127.0.0.1');
+    const { url } = await startApi(t, { config, clock, fetch, outbox, merkle: store });
     const scrape = async () => {
       const res = await httpRequest(url, { path: '/metrics' });
       assert.equal(res.status, 200);
@@ -188,88 +187,80 @@ describe('GET /metrics over HTTP: the relay API metrics move', () => {
     };
     /** Resolves at the next receipt request (the request has reached the pipeline). */
     const nextCall = () => new Promise<void>((resolve) => (onCall = () => { onCall = () => {}; resolve(); }));
-    return { url, clock, table, calls, scrape, nextCall, close: () => server.close(100) };
+    return { url, clock, table, calls, scrape, nextCall };
   }
 
-  test('issue 8.1: counters, gauges and histograms of a sequence of requests, with RPC URLs reduced to their origin', async () => {
-    const h = await start();
-    try {
-      const before = await h.scrape();
-      assert.equal(sampleValue(before, 'hyperlane_relay_api_outbox_depth'), 0);
-      assert.equal(sampleValue(before, 'hyperlane_relay_api_dedup_cache_size'), 0);
-      assert.equal(sampleValue(before, 'hyperlane_relay_api_rate_limited_total'), undefined, 'no series before the first rejection');
+  test('issue 8.1: counters, gauges and histograms of a sequence of requests, with RPC URLs reduced to their origin', async (t) => {
+    const h = await start(t);
+    const before = await h.scrape();
+    assert.equal(sampleValue(before, 'hyperlane_relay_api_outbox_depth'), 0);
+    assert.equal(sampleValue(before, 'hyperlane_relay_api_dedup_cache_size'), 0);
+    assert.equal(sampleValue(before, 'hyperlane_relay_api_rate_limited_total'), undefined, 'no series before the first rejection');
 
-      // Five POST /relay against a bucket of 4: success (2 messages), unknown chain, duplicate,
-      // a receipt mined after 3 s of (fake) waiting (1 message), and a rate-limited one.
-      const first = txHash(1);
-      h.table.set(first, rpcReceipt(first, transferLogs(2)));
-      assert.equal((await postJson(h.url, '/relay', { origin_chain: 'ethereum', tx_hash: first })).status, 200);
-      assert.equal((await postJson(h.url, '/relay', { origin_chain: 'nowhere', tx_hash: first })).status, 400);
-      assert.equal((await postJson(h.url, '/relay', { origin_chain: 'ethereum', tx_hash: first })).status, 429);
-      const slow = txHash(3);
-      const called = h.nextCall();
-      const pending = postJson(h.url, '/relay', { origin_chain: 'ethereum', tx_hash: slow });
-      await called;
-      await h.clock.advance(3_000);
-      h.table.set(slow, rpcReceipt(slow, transferLogs(1, { nonce: 50 })));
-      await h.clock.advance(1_000);
-      assert.equal((await pending).status, 200);
-      const limited = await postJson(h.url, '/relay', { origin_chain: 'ethereum', tx_hash: txHash(4) });
-      assert.equal(limited.json().reason, 'rate_limited');
+    // Five POST /relay against a bucket of 4: success (2 messages), unknown chain, duplicate,
+    // a receipt mined after 3 s of (fake) waiting (1 message), and a rate-limited one.
+    const first = txHash(1);
+    h.table.set(first, rpcReceipt(first, transferLogs(2)));
+    assert.equal((await postJson(h.url, '/relay', { origin_chain: 'ethereum', tx_hash: first })).status, 200);
+    assert.equal((await postJson(h.url, '/relay', { origin_chain: 'nowhere', tx_hash: first })).status, 400);
+    assert.equal((await postJson(h.url, '/relay', { origin_chain: 'ethereum', tx_hash: first })).status, 429);
+    const slow = txHash(3);
+    const called = h.nextCall();
+    const pending = postJson(h.url, '/relay', { origin_chain: 'ethereum', tx_hash: slow });
+    await called;
+    await h.clock.advance(3_000);
+    h.table.set(slow, rpcReceipt(slow, transferLogs(1, { nonce: 50 })));
+    await h.clock.advance(1_000);
+    assert.equal((await pending).status, 200);
+    const limited = await postJson(h.url, '/relay', { origin_chain: 'ethereum', tx_hash: txHash(4) });
+    assert.equal(limited.json().reason, 'rate_limited');
 
-      // Merkle rows: 2 of 3 records are of a configured chain; an invalid request writes none.
-      const record = (leaf: number, chain: number) => ({ chain, insertion_block_number: 1, leaf_index: leaf, message_id: '0x' + String(leaf).padStart(64, '0') });
-      const merkle = await postJson(h.url, '/merkle_tree_insertions', { merkle_tree_insertions: [record(0, 1), record(1, 1), record(0, 999)] });
-      assert.deepEqual(merkle.json().count, 2);
-      assert.equal((await postJson(h.url, '/merkle_tree_insertions', { merkle_tree_insertions: [] })).status, 400);
+    // Merkle rows: 2 of 3 records are of a configured chain; an invalid request writes none.
+    const record = (leaf: number, chain: number) => ({ chain, insertion_block_number: 1, leaf_index: leaf, message_id: '0x' + String(leaf).padStart(64, '0') });
+    const merkle = await postJson(h.url, '/merkle_tree_insertions', { merkle_tree_insertions: [record(0, 1), record(1, 1), record(0, 999)] });
+    assert.deepEqual(merkle.json().count, 2);
+    assert.equal((await postJson(h.url, '/merkle_tree_insertions', { merkle_tree_insertions: [] })).status, 400);
 
-      const m = await h.scrape();
-      const requests = (status: string, error_type: string) => sampleValue(m, 'hyperlane_relay_api_requests_total', { status, error_type });
-      assert.equal(requests('success', ''), 2, 'reference labels: status="success", error_type=""');
-      assert.equal(requests('failure', 'invalid_request'), 1);
-      assert.equal(requests('failure', 'duplicate_tx'), 1);
-      assert.equal(requests('failure', 'rate_limited'), 1);
-      assert.equal(m.families.get('hyperlane_relay_api_requests_total')!.samples.length, 4, 'POST /relay only');
-      assert.equal(sampleValue(m, 'hyperlane_relay_api_rate_limited_total'), 1);
-      assert.equal(sampleValue(m, 'hyperlane_relay_api_messages_enqueued_total'), 3);
-      assert.equal(sampleValue(m, 'hyperlane_relay_api_outbox_depth'), 3);
-      assert.equal(sampleValue(m, 'hyperlane_relay_api_dedup_cache_size'), 2);
-      assert.equal(sampleValue(m, 'hyperlane_relay_api_merkle_rows_written_total'), 2);
-      assert.equal(sampleValue(m, 'hyperlane_relay_api_in_flight_requests'), 1, 'the scrape itself');
+    const m = await h.scrape();
+    const requests = (status: string, error_type: string) => sampleValue(m, 'hyperlane_relay_api_requests_total', { status, error_type });
+    assert.equal(requests('success', ''), 2, 'reference labels: status="success", error_type=""');
+    assert.equal(requests('failure', 'invalid_request'), 1);
+    assert.equal(requests('failure', 'duplicate_tx'), 1);
+    assert.equal(requests('failure', 'rate_limited'), 1);
+    assert.equal(m.families.get('hyperlane_relay_api_requests_total')!.samples.length, 4, 'POST /relay only');
+    assert.equal(sampleValue(m, 'hyperlane_relay_api_rate_limited_total'), 1);
+    assert.equal(sampleValue(m, 'hyperlane_relay_api_messages_enqueued_total'), 3);
+    assert.equal(sampleValue(m, 'hyperlane_relay_api_outbox_depth'), 3);
+    assert.equal(sampleValue(m, 'hyperlane_relay_api_dedup_cache_size'), 2);
+    assert.equal(sampleValue(m, 'hyperlane_relay_api_merkle_rows_written_total'), 2);
+    assert.equal(sampleValue(m, 'hyperlane_relay_api_in_flight_requests'), 1, 'the scrape itself');
 
-      // Receipts: every attempt on the dead endpoint failed, under its origin only.
-      assert.ok(h.calls.bad >= 2 && h.calls.good >= 2, JSON.stringify(h.calls));
-      assert.equal(sampleValue(m, 'hyperlane_relay_api_receipt_fetch_failures_total', BAD), h.calls.bad);
-      assert.equal(sampleValue(m, 'hyperlane_relay_api_receipt_fetch_failures_total', GOOD), undefined);
-      assert.equal(sampleValue(m, 'hyperlane_relay_api_receipt_fetch_duration_seconds_count', BAD), h.calls.bad);
-      assert.equal(sampleValue(m, 'hyperlane_relay_api_receipt_fetch_duration_seconds_count', GOOD), h.calls.good);
+    // Receipts: every attempt on the dead endpoint failed, under its origin only.
+    assert.ok(h.calls.bad >= 2 && h.calls.good >= 2, JSON.stringify(h.calls));
+    assert.equal(sampleValue(m, 'hyperlane_relay_api_receipt_fetch_failures_total', BAD), h.calls.bad);
+    assert.equal(sampleValue(m, 'hyperlane_relay_api_receipt_fetch_failures_total', GOOD), undefined);
+    assert.equal(sampleValue(m, 'hyperlane_relay_api_receipt_fetch_duration_seconds_count', BAD), h.calls.bad);
+    assert.equal(sampleValue(m, 'hyperlane_relay_api_receipt_fetch_duration_seconds_count', GOOD), h.calls.good);
 
-      // Request durations per route (fake time: 0 s, except the receipt that took 3..4 s).
-      const relay = (le: string) => sampleValue(m, 'hyperlane_relay_api_request_duration_seconds_bucket', { route: '/relay', le });
-      assert.equal(sampleValue(m, 'hyperlane_relay_api_request_duration_seconds_count', { route: '/relay' }), 5);
-      assert.equal(relay('2.5'), 4);
-      assert.equal(relay('5'), 5);
-      assert.equal(sampleValue(m, 'hyperlane_relay_api_request_duration_seconds_count', { route: '/merkle_tree_insertions' }), 2);
-      assert.equal(sampleValue(m, 'hyperlane_relay_api_request_duration_seconds_count', { route: '/metrics' }), 1, 'the first scrape');
+    // Request durations per route (fake time: 0 s, except the receipt that took 3..4 s).
+    const relay = (le: string) => sampleValue(m, 'hyperlane_relay_api_request_duration_seconds_bucket', { route: '/relay', le });
+    assert.equal(sampleValue(m, 'hyperlane_relay_api_request_duration_seconds_count', { route: '/relay' }), 5);
+    assert.equal(relay('2.5'), 4);
+    assert.equal(relay('5'), 5);
+    assert.equal(sampleValue(m, 'hyperlane_relay_api_request_duration_seconds_count', { route: '/merkle_tree_insertions' }), 2);
+    assert.equal(sampleValue(m, 'hyperlane_relay_api_request_duration_seconds_count', { route: '/metrics' }), 1, 'the first scrape');
 
-      // Every response, by route and code.
-      const responses = (route: string, code: string) => sampleValue(m, 'hyperlane_relay_api_http_responses_total', { route, code });
-      assert.deepEqual([responses('/relay', '200'), responses('/relay', '400'), responses('/relay', '429')], [2, 1, 2]);
-      assert.deepEqual([responses('/merkle_tree_insertions', '200'), responses('/merkle_tree_insertions', '400')], [1, 1]);
-    } finally {
-      await h.close();
-    }
+    // Every response, by route and code.
+    const responses = (route: string, code: string) => sampleValue(m, 'hyperlane_relay_api_http_responses_total', { route, code });
+    assert.deepEqual([responses('/relay', '200'), responses('/relay', '400'), responses('/relay', '429')], [2, 1, 2]);
+    assert.deepEqual([responses('/merkle_tree_insertions', '200'), responses('/merkle_tree_insertions', '400')], [1, 1]);
   });
 
-  test('issue 8.1: HEAD /metrics has the headers of GET and no body', async () => {
-    const h = await start();
-    try {
-      const head = await httpRequest(h.url, { method: 'HEAD', path: '/metrics' });
-      assert.equal(head.status, 200);
-      assert.equal(head.text, '');
-      assert.match(String(head.headers['content-type']), /^text\/plain; version=0\.0\.4/);
-    } finally {
-      await h.close();
-    }
+  test('issue 8.1: HEAD /metrics has the headers of GET and no body', async (t) => {
+    const h = await start(t);
+    const head = await httpRequest(h.url, { method: 'HEAD', path: '/metrics' });
+    assert.equal(head.status, 200);
+    assert.equal(head.text, '');
+    assert.match(String(head.headers['content-type']), /^text\/plain; version=0\.0\.4/);
   });
 });

@@ -6,17 +6,16 @@
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { after, describe, test } from 'node:test';
+import { after, describe, test, type TestContext } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { REASON_STATUS } from '../lib/errors.ts';
-import { createRelayServer } from '../lib/http/server.ts';
 import { openStore } from '../lib/sqlite/index.ts';
 import { validateMerkleRequest, validateRelayRequest } from '../lib/validate.ts';
-import { spawnTracked, stopProcess, waitForLine } from './e2e/processes.ts';
 import { testConfig } from './helpers/config.ts';
 import { txHash } from './helpers/fixtures.ts';
 import { httpRequest } from './helpers/http.ts';
 import { checkAgainstOpenApi, openapi, resolve, type CheckedResponse } from './helpers/openapi.ts';
+import { startApi, startRelayerServer } from './helpers/server.ts';
 
 type Json = any;
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
@@ -219,59 +218,44 @@ describe('the document matches the running server', () => {
   const store = openStore(':memory:');
   after(() => store.close());
 
-  async function withServer<T>(openapiDoc: unknown, run: (url: string) => Promise<T>): Promise<T> {
-    const server = createRelayServer({ config: testConfig(), merkle: store, openapi: openapiDoc });
-    const { url } = await server.listen(0, '127.0.0.1');
-    try {
-      return await run(url);
-    } finally {
-      await server.close(100);
-    }
+  function start(t: TestContext, openapiDoc: unknown) {
+    return startApi(t, { merkle: store, openapi: openapiDoc });
   }
 
-  test('DESIGN 2: each documented path allows exactly the documented methods (OPTIONS Allow)', async () => {
-    await withServer(openapi, async (url) => {
-      for (const [path, item] of Object.entries<Json>(openapi.paths)) {
-        const res = await httpRequest(url, { method: 'OPTIONS', path });
-        assert.equal(res.status, 204);
-        const allowed = String(res.headers.allow).split(',').map((m) => m.trim().toLowerCase()).sort();
-        assert.deepEqual(allowed, METHODS.filter((m) => item[m]).sort(), path);
-      }
-    });
-  });
-
-  test('issue 8.3: GET /openapi.json serves the document; HEAD has its headers only', async () => {
-    await withServer(openapi, async (url) => {
-      const res = await httpRequest(url, { path: '/openapi.json' });
-      assert.equal(res.status, 200);
-      assert.match(String(res.headers['content-type']), /^application\/json/);
-      assert.deepEqual(res.json(), openapi);
-      const head = await httpRequest(url, { method: 'HEAD', path: '/openapi.json' });
-      assert.equal(head.status, 200);
-      assert.equal(head.text, '');
-      assert.equal(head.headers['content-length'], res.headers['content-length']);
-    });
-  });
-
-  test('without a document, GET /openapi.json is 404 not_found (as documented)', async () => {
-    await withServer(undefined, async (url) => {
-      const res = await httpRequest(url, { path: '/openapi.json' });
-      assert.equal(res.status, 404);
-      assert.equal(res.json().reason, 'not_found');
-    });
-  });
-
-  test('issue 8.3: relayer-server serves docs/openapi.json at GET /openapi.json', async () => {
-    const bin = new URL('../bin/relayer-server.ts', import.meta.url).pathname;
-    const proc = spawnTracked(process.execPath, [bin, '--port', '0', '--db', ':memory:', '--log-level', 'silent']);
-    try {
-      const [, url] = await waitForLine(proc, /listening on (http:\/\/127\.0\.0\.1:\d+)/, 15_000);
-      const res = await httpRequest(url, { path: '/openapi.json' });
-      assert.equal(res.status, 200);
-      assert.deepEqual(res.json(), openapi);
-    } finally {
-      await stopProcess(proc.child);
+  test('DESIGN 2: each documented path allows exactly the documented methods (OPTIONS Allow)', async (t) => {
+    const { url } = await start(t, openapi);
+    for (const [path, item] of Object.entries<Json>(openapi.paths)) {
+      const res = await httpRequest(url, { method: 'OPTIONS', path });
+      assert.equal(res.status, 204);
+      const allowed = String(res.headers.allow).split(',').map((m) => m.trim().toLowerCase()).sort();
+      assert.deepEqual(allowed, METHODS.filter((m) => item[m]).sort(), path);
     }
+  });
+
+  test('issue 8.3: GET /openapi.json serves the document; HEAD has its headers only', async (t) => {
+    const { url } = await start(t, openapi);
+    const res = await httpRequest(url, { path: '/openapi.json' });
+    assert.equal(res.status, 200);
+    assert.match(String(res.headers['content-type']), /^application\/json/);
+    assert.deepEqual(res.json(), openapi);
+    const head = await httpRequest(url, { method: 'HEAD', path: '/openapi.json' });
+    assert.equal(head.status, 200);
+    assert.equal(head.text, '');
+    assert.equal(head.headers['content-length'], res.headers['content-length']);
+  });
+
+  test('without a document, GET /openapi.json is 404 not_found (as documented)', async (t) => {
+    const { url } = await start(t, undefined);
+    const res = await httpRequest(url, { path: '/openapi.json' });
+    assert.equal(res.status, 404);
+    assert.equal(res.json().reason, 'not_found');
+  });
+
+  test('issue 8.3: relayer-server serves docs/openapi.json at GET /openapi.json', async (t) => {
+    const { url } = await startRelayerServer(t, ['--db', ':memory:', '--log-level', 'silent']);
+    const res = await httpRequest(url, { path: '/openapi.json' });
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.json(), openapi);
   });
 });
 

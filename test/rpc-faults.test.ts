@@ -10,15 +10,15 @@
  * clock, so the 3 s attempt timeout and the 10 s deadline pass without waiting.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, before, describe, test, type TestContext } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
-import { createRelayServer } from '../lib/http/server.ts';
 import { createMemoryOutbox } from '../lib/outbox.ts';
 import { testConfig } from './helpers/config.ts';
 import { createFakeClock, type FakeClock } from './helpers/fake-clock.ts';
 import { startFaultyRpcServer, type Fault, type FaultyRpcServer } from './helpers/faulty-rpc.ts';
 import { MAILBOX, rpcReceipt, transferLogs, txHash } from './helpers/fixtures.ts';
 import { postJson, type RawResponse } from './helpers/http.ts';
+import { startApi, type StartedApi } from './helpers/server.ts';
 
 let rpc: FaultyRpcServer;
 let nextTx = 0x7000;
@@ -28,30 +28,18 @@ before(async () => {
 });
 after(() => rpc.close());
 
-interface Harness {
-  url: string;
-  clock: FakeClock;
-  server: ReturnType<typeof createRelayServer>;
+interface Harness extends StartedApi<FakeClock> {
   outbox: ReturnType<typeof createMemoryOutbox>;
   relay(hash: string): Promise<RawResponse>;
-  close(): Promise<void>;
 }
 
-async function start(rpcUrls: string[]): Promise<Harness> {
+async function start(t: TestContext, rpcUrls: string[]): Promise<Harness> {
   const clock = createFakeClock();
   const base = testConfig();
   const config = testConfig({ chains: { ...base.chains, ethereum: { ...base.chains.ethereum, rpcUrls } } });
   const outbox = createMemoryOutbox(clock);
-  const server = createRelayServer({ config, outbox, clock });
-  const { url } = await server.listen(0, '127.0.0.1');
-  return {
-    url,
-    clock,
-    server,
-    outbox,
-    relay: (hash) => postJson(url, '/relay', { origin_chain: 'ethereum', tx_hash: hash }),
-    close: () => server.close(100),
-  };
+  const api = await startApi(t, { config, outbox, clock });
+  return { ...api, outbox, relay: (hash) => api.relay({ origin_chain: 'ethereum', tx_hash: hash }) };
 }
 
 /** A mined transaction with one eligible transfer, in the RPC's table. */
@@ -127,25 +115,21 @@ const CASES: Case[] = [
 
 describe('RPC faults, endpoint alone: the documented outcome, and the reservation is released (spec 4.5.4)', () => {
   for (const c of CASES) {
-    test(`DESIGN 3: ${c.fault} alone → ${c.alone.status} ${c.alone.reason}; an immediate retry is not duplicate_tx`, async () => {
-      const h = await start([rpc.endpoint(c.fault, '/v3/KEY')]);
-      try {
-        const hash = minedTx();
-        for (const attempt of [1, 2]) {
-          const seen = rpc.requests(c.fault);
-          const pending = h.relay(hash);
-          await rpc.waitForRequest(c.fault, seen + 1);
-          const res = await drive(h.clock, pending);
-          assertError(res, c.alone.status, c.alone.reason);
-          assert.match(res.json().message, c.alone.message);
-          assert.equal(h.server.api.pipeline.dedup.size(), 0, `attempt ${attempt}: reservation released`);
-        }
-        assert.equal(await h.outbox.depth(), 0, 'nothing enqueued');
-        if (c.alone.status === 408 && c.fault !== 'null-result') assert.ok(failures(h) >= 2, 'failures are counted');
-        if (HOLDING.has(c.fault)) await until(() => rpc.held() === 0, 'the relayer closed the held connections');
-      } finally {
-        await h.close();
+    test(`DESIGN 3: ${c.fault} alone → ${c.alone.status} ${c.alone.reason}; an immediate retry is not duplicate_tx`, async (t) => {
+      const h = await start(t, [rpc.endpoint(c.fault, '/v3/KEY')]);
+      const hash = minedTx();
+      for (const attempt of [1, 2]) {
+        const seen = rpc.requests(c.fault);
+        const pending = h.relay(hash);
+        await rpc.waitForRequest(c.fault, seen + 1);
+        const res = await drive(h.clock, pending);
+        assertError(res, c.alone.status, c.alone.reason);
+        assert.match(res.json().message, c.alone.message);
+        assert.equal(h.server.api.pipeline.dedup.size(), 0, `attempt ${attempt}: reservation released`);
       }
+      assert.equal(await h.outbox.depth(), 0, 'nothing enqueued');
+      if (c.alone.status === 408 && c.fault !== 'null-result') assert.ok(failures(h) >= 2, 'failures are counted');
+      if (HOLDING.has(c.fault)) await until(() => rpc.held() === 0, 'the relayer closed the held connections');
     });
   }
 });
@@ -153,61 +137,53 @@ describe('RPC faults, endpoint alone: the documented outcome, and the reservatio
 describe('RPC faults, a good endpoint behind: fail-over (DESIGN 3)', () => {
   for (const c of CASES) {
     const expected = c.failover ? '200 from the next endpoint' : `${c.alone.status} ${c.alone.reason} (no fail-over)`;
-    test(`DESIGN 3: ${c.fault} then a good endpoint → ${expected}`, async () => {
-      const h = await start([rpc.endpoint(c.fault), rpc.endpoint('ok')]);
-      try {
-        const hash = minedTx();
-        const seen = rpc.requests(c.fault);
-        const good = rpc.requests('ok');
-        const pending = h.relay(hash);
-        await rpc.waitForRequest(c.fault, seen + 1);
-        let res: RawResponse;
-        if (!c.failover) {
-          res = await drive(h.clock, pending);
-          assertError(res, c.alone.status, c.alone.reason);
-          assert.equal(rpc.requests('ok'), good, 'the second endpoint is not asked');
-          assert.equal(h.server.api.pipeline.dedup.size(), 0, 'reservation released');
-          return;
-        }
-        // Only a held connection needs time to pass: exactly the attempt timeout, no more, so the
-        // 10 s deadline is far and the good endpoint answers in real time.
-        if (HOLDING.has(c.fault)) await h.clock.advance(3_000);
-        res = await pending;
-        assert.equal(res.status, 200, res.text);
-        assert.equal(res.json().messages.length, 1);
-        assert.equal(rpc.requests('ok'), good + 1, 'the good endpoint answered');
-        assert.equal(failures(h), 1, 'one failed attempt is counted');
-        assert.equal(await h.outbox.depth(), 1);
-        assert.equal(h.server.api.pipeline.dedup.size(), 1, 'a success commits the reservation');
-        if (HOLDING.has(c.fault)) await until(() => rpc.held() === 0, 'the held connection was closed');
-      } finally {
-        await h.close();
+    test(`DESIGN 3: ${c.fault} then a good endpoint → ${expected}`, async (t) => {
+      const h = await start(t, [rpc.endpoint(c.fault), rpc.endpoint('ok')]);
+      const hash = minedTx();
+      const seen = rpc.requests(c.fault);
+      const good = rpc.requests('ok');
+      const pending = h.relay(hash);
+      await rpc.waitForRequest(c.fault, seen + 1);
+      let res: RawResponse;
+      if (!c.failover) {
+        res = await drive(h.clock, pending);
+        assertError(res, c.alone.status, c.alone.reason);
+        assert.equal(rpc.requests('ok'), good, 'the second endpoint is not asked');
+        assert.equal(h.server.api.pipeline.dedup.size(), 0, 'reservation released');
+        return;
       }
+      // Only a held connection needs time to pass: exactly the attempt timeout, no more, so the
+      // 10 s deadline is far and the good endpoint answers in real time.
+      if (HOLDING.has(c.fault)) await h.clock.advance(3_000);
+      res = await pending;
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.json().messages.length, 1);
+      assert.equal(rpc.requests('ok'), good + 1, 'the good endpoint answered');
+      assert.equal(failures(h), 1, 'one failed attempt is counted');
+      assert.equal(await h.outbox.depth(), 1);
+      assert.equal(h.server.api.pipeline.dedup.size(), 1, 'a success commits the reservation');
+      if (HOLDING.has(c.fault)) await until(() => rpc.held() === 0, 'the held connection was closed');
     });
   }
 });
 
 describe('RPC faults: bounded reads', () => {
-  test('DESIGN 3: an endless response is cut at the 8 MiB body bound, the connection is closed, the server stays up', async () => {
-    const h = await start([rpc.endpoint('endless'), rpc.endpoint('ok')]);
-    try {
-      const closedBefore = rpc.endlessClosed();
-      const bytesBefore = rpc.endlessBytes();
-      const res = await h.relay(minedTx());
-      assert.equal(res.status, 200, res.text);
-      await until(() => rpc.endlessClosed() === closedBefore + 1, 'the relayer closed the endless response');
-      const sent = rpc.endlessBytes() - bytesBefore;
-      // The reader stops at 8 MiB; what the server managed to push beyond that sits in socket buffers.
-      assert.ok(sent > 8 * 1024 * 1024, `the bound was reached (${sent} bytes)`);
-      assert.ok(sent < 8 * 1024 * 1024 + 32 * 1024 * 1024, `the read stopped (${sent} bytes written)`);
-      const rss = process.memoryUsage().rss;
-      assert.ok(rss < 1024 * 1024 * 1024, `memory stays bounded (${rss} bytes RSS)`);
-    } finally {
-      await h.close();
-    }
+  test('DESIGN 3: an endless response is cut at the 8 MiB body bound, the connection is closed, the server stays up', async (t) => {
+    const h = await start(t, [rpc.endpoint('endless'), rpc.endpoint('ok')]);
+    const closedBefore = rpc.endlessClosed();
+    const bytesBefore = rpc.endlessBytes();
+    const res = await h.relay(minedTx());
+    assert.equal(res.status, 200, res.text);
+    await until(() => rpc.endlessClosed() === closedBefore + 1, 'the relayer closed the endless response');
+    const sent = rpc.endlessBytes() - bytesBefore;
+    // The reader stops at 8 MiB; what the server managed to push beyond that sits in socket buffers.
+    assert.ok(sent > 8 * 1024 * 1024, `the bound was reached (${sent} bytes)`);
+    assert.ok(sent < 8 * 1024 * 1024 + 32 * 1024 * 1024, `the read stopped (${sent} bytes written)`);
+    const rss = process.memoryUsage().rss;
+    assert.ok(rss < 1024 * 1024 * 1024, `memory stays bounded (${rss} bytes RSS)`);
   });
 
-  test('DESIGN 3: one hanging endpoint does not hold other requests: a second relay on another chain answers meanwhile', async () => {
+  test('DESIGN 3: one hanging endpoint does not hold other requests: a second relay on another chain answers meanwhile', async (t) => {
     const clock = createFakeClock();
     const base = testConfig();
     const config = testConfig({
@@ -216,21 +192,16 @@ describe('RPC faults: bounded reads', () => {
         base: { ...base.chains.base, rpcUrls: [rpc.endpoint('ok')] },
       },
     });
-    const server = createRelayServer({ config, clock });
-    const { url } = await server.listen(0, '127.0.0.1');
-    try {
-      const seen = rpc.requests('hang');
-      const stuck = postJson(url, '/relay', { origin_chain: 'ethereum', tx_hash: minedTx() });
-      await rpc.waitForRequest('hang', seen + 1);
-      const other = txHash(nextTx++);
-      rpc.table.set(other, rpcReceipt(other, transferLogs(1, { origin: 8453, destination: 1 }, base.chains.base.mailbox)));
-      const res = await postJson(url, '/relay', { origin_chain: 'base', tx_hash: other });
-      assert.equal(res.status, 200, res.text);
-      assert.equal(res.json().messages.length, 1);
-      assertError(await drive(clock, stuck), 408, 'timeout');
-      assert.equal(server.api.pipeline.dedup.size(), 1, 'only the successful pair is kept');
-    } finally {
-      await server.close(100);
-    }
+    const { url, server } = await startApi(t, { config, clock });
+    const seen = rpc.requests('hang');
+    const stuck = postJson(url, '/relay', { origin_chain: 'ethereum', tx_hash: minedTx() });
+    await rpc.waitForRequest('hang', seen + 1);
+    const other = txHash(nextTx++);
+    rpc.table.set(other, rpcReceipt(other, transferLogs(1, { origin: 8453, destination: 1 }, base.chains.base.mailbox)));
+    const res = await postJson(url, '/relay', { origin_chain: 'base', tx_hash: other });
+    assert.equal(res.status, 200, res.text);
+    assert.equal(res.json().messages.length, 1);
+    assertError(await drive(clock, stuck), 408, 'timeout');
+    assert.equal(server.api.pipeline.dedup.size(), 1, 'only the successful pair is kept');
   });
 });

@@ -6,39 +6,30 @@
  * limit cannot fill.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { after, before, describe, test, type TestContext } from 'node:test';
 import { type Clock } from '../lib/clock.ts';
-import { createRelayServer } from '../lib/http/server.ts';
 import { createLogger } from '../lib/log.ts';
 import { createRelayPipeline } from '../lib/pipeline.ts';
 import { createMemoryOutbox } from '../lib/outbox.ts';
 import type { RelayerConfig } from '../lib/types.ts';
-import { spawnTracked, stopProcess, waitForLine } from './e2e/processes.ts';
 import { testConfig } from './helpers/config.ts';
 import { createFakeClock } from './helpers/fake-clock.ts';
 import { fakeRpcFetch } from './helpers/fake-rpc.ts';
 import { startFaultyRpcServer, type FaultyRpcServer } from './helpers/faulty-rpc.ts';
 import { CCTP_V2_TRANSMITTER, dispatchLog, MAILBOX, messageSentLog, rpcReceipt, transferLogs, txHash } from './helpers/fixtures.ts';
 import { httpRequest, postJson, type RawResponse } from './helpers/http.ts';
+import { startApi, startRelayerServer } from './helpers/server.ts';
 
-const BIN = new URL('../bin/relayer-server.ts', import.meta.url).pathname;
 const LOOPBACK_LISTEN = new URL('./helpers/loopback-listen.ts', import.meta.url).pathname;
 const ADMIN_TOKEN = 'an-admin-token-of-some-length';
 
 let rpc: FaultyRpcServer;
-const dir = mkdtempSync(join(tmpdir(), 'relayer-security-'));
 let nextTx = 0x9000;
 
 before(async () => {
   rpc = await startFaultyRpcServer(new Map(), { mailbox: MAILBOX });
 });
-after(async () => {
-  await rpc.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+after(() => rpc.close());
 
 function minedTx(logs = transferLogs(1, { nonce: nextTx })): string {
   const hash = txHash(nextTx++);
@@ -66,40 +57,37 @@ function withRpcUrls(rpcUrls: string[], overrides: Parameters<typeof testConfig>
 }
 
 describe('start-up warning for a non-loopback bind (issue 7.5)', () => {
-  async function startBin(args: string[], config: Record<string, unknown>): Promise<string> {
-    const path = join(dir, `config-${nextTx++}.json`);
-    writeFileSync(path, JSON.stringify({
-      chains: { ethereum: { domainId: 1, mailbox: MAILBOX, cctpMessageTransmitter: CCTP_V2_TRANSMITTER, rpcUrls: [{ http: rpc.endpoint('ok') }] } },
-      db: ':memory:',
-      ...config,
-    }));
+  async function startBin(t: TestContext, args: string[], config: Record<string, unknown>): Promise<string> {
     // The preload sends every listen() to 127.0.0.1, whatever host the server was told.
-    const proc = spawnTracked(process.execPath, ['--import', LOOPBACK_LISTEN, BIN, '--config', path, '--port', '0', ...args]);
-    try {
-      const [, url] = await waitForLine(proc, /listening on (http:\/\/127\.0\.0\.1:\d+)/, 15_000);
-      assert.equal((await httpRequest(url, { path: '/relay' })).text, 'up');
-      await waitForLine(proc, /"msg":"started"/, 5_000);
-    } finally {
-      assert.equal(await stopProcess(proc.child), 0, proc.output());
-    }
-    return proc.output();
+    const server = await startRelayerServer(t, args, {
+      nodeArgs: ['--import', LOOPBACK_LISTEN],
+      config: {
+        chains: { ethereum: { domainId: 1, mailbox: MAILBOX, cctpMessageTransmitter: CCTP_V2_TRANSMITTER, rpcUrls: [{ http: rpc.endpoint('ok') }] } },
+        db: ':memory:',
+        ...config,
+      },
+    });
+    assert.equal((await httpRequest(server.url, { path: '/relay' })).text, 'up');
+    await server.waitForLine(/"msg":"started"/);
+    assert.equal(await server.stop(), 0, server.output());
+    return server.output();
   }
 
   const warned = (output: string) =>
     output.split('\n').filter((line) => line.includes('"level":"warn"') && /non-loopback/.test(line) && /adminToken/.test(line));
 
-  test('DESIGN 2/issue 7.5: --host 0.0.0.0 without server.adminToken logs one warning naming the host', async () => {
-    const lines = warned(await startBin(['--host', '0.0.0.0'], {}));
+  test('DESIGN 2/issue 7.5: --host 0.0.0.0 without server.adminToken logs one warning naming the host', async (t) => {
+    const lines = warned(await startBin(t, ['--host', '0.0.0.0'], {}));
     assert.equal(lines.length, 1);
     assert.equal(JSON.parse(lines[0]).host, '0.0.0.0');
   });
 
-  test('issue 7.5: --host 0.0.0.0 with an admin token, and the loopback default without one, warn nothing', async () => {
-    const withToken = await startBin(['--host', '0.0.0.0'], { server: { adminToken: ADMIN_TOKEN } });
+  test('issue 7.5: --host 0.0.0.0 with an admin token, and the loopback default without one, warn nothing', async (t) => {
+    const withToken = await startBin(t, ['--host', '0.0.0.0'], { server: { adminToken: ADMIN_TOKEN } });
     assert.equal(warned(withToken).length, 0);
     assert.doesNotMatch(withToken, /"level":"warn"/);
     assert.doesNotMatch(withToken, new RegExp(ADMIN_TOKEN), 'the token itself is never printed');
-    const loopback = await startBin([], {});
+    const loopback = await startBin(t, [], {});
     assert.doesNotMatch(loopback, /"level":"warn"/);
   });
 });
@@ -107,19 +95,13 @@ describe('start-up warning for a non-loopback bind (issue 7.5)', () => {
 describe('RPC URLs carry API keys: never in responses, metrics or logs (DESIGN 3, issue 7.5)', () => {
   const SECRET = /secret/i;
 
-  async function run(rpcUrls: string[], drive: (url: string, clock: ReturnType<typeof createFakeClock>) => Promise<RawResponse[]>) {
-    const clock = createFakeClock();
+  async function run(t: TestContext, rpcUrls: string[], drive: (url: string, clock: ReturnType<typeof createFakeClock>) => Promise<RawResponse[]>) {
     const lines: string[] = [];
     const logger = createLogger({ level: 'debug', write: (line) => lines.push(line) });
-    const server = createRelayServer({ config: withRpcUrls(rpcUrls), clock, logger });
-    const { url } = await server.listen(0, '127.0.0.1');
-    try {
-      const responses = await drive(url, clock);
-      const metrics = await httpRequest(url, { path: '/metrics' });
-      return { responses, metrics: metrics.text, log: lines.join(''), clock };
-    } finally {
-      await server.close(100);
-    }
+    const { url, clock } = await startApi(t, { config: withRpcUrls(rpcUrls), logger });
+    const responses = await drive(url, clock);
+    const metrics = await httpRequest(url, { path: '/metrics' });
+    return { responses, metrics: metrics.text, log: lines.join(''), clock };
   }
 
   function assertClean(text: string, where: string): void {
@@ -127,12 +109,12 @@ describe('RPC URLs carry API keys: never in responses, metrics or logs (DESIGN 3
     assert.doesNotMatch(text, /apikey|\/v3\/|user-|pw-/i, `${where} holds no URL path, query or userinfo`);
   }
 
-  test('keys in path and query, echoed back by hostile endpoints (500 body, JSON-RPC error): the relay fails over, nothing leaks', async () => {
+  test('keys in path and query, echoed back by hostile endpoints (500 body, JSON-RPC error): the relay fails over, nothing leaks', async (t) => {
     const keyed = (fault: 'rpc-error' | 'http500' | 'http429' | 'ok') =>
       rpc.endpoint(fault, `/v3/KEY-secret-${fault}?apikey=QUERY-secret-${fault}`);
     const hash = minedTx();
     const seen = rpc.paths.length;
-    const { responses, metrics, log } = await run([keyed('rpc-error'), keyed('http500'), keyed('http429'), keyed('ok')], async (url) => [
+    const { responses, metrics, log } = await run(t, [keyed('rpc-error'), keyed('http500'), keyed('http429'), keyed('ok')], async (url) => [
       await postJson(url, '/relay', { origin_chain: 'ethereum', tx_hash: hash }),
     ]);
     assert.equal(responses[0].status, 200, responses[0].text);
@@ -144,10 +126,11 @@ describe('RPC URLs carry API keys: never in responses, metrics or logs (DESIGN 3
     assert.match(metrics, new RegExp(`receipt_fetch_failures_total\\{chain="ethereum",rpc="${rpc.url.replace(/[.:/]/g, '\\$&')}"\\} 3`));
   });
 
-  test('every endpoint failing: the 408 names the chain, not a URL; the log and metrics stay clean', async () => {
+  test('every endpoint failing: the 408 names the chain, not a URL; the log and metrics stay clean', async (t) => {
     const hash = minedTx();
     const seen = rpc.requests('rpc-error');
     const { responses, metrics, log } = await run(
+      t,
       [rpc.endpoint('rpc-error', '/KEY-secret-a?apikey=QUERY-secret-a'), 'http://user-secret:pw-secret@127.0.0.1:9/KEY-secret-b'],
       async (url, clock) => {
         const pending = postJson(url, '/relay', { origin_chain: 'ethereum', tx_hash: hash });
@@ -162,11 +145,11 @@ describe('RPC URLs carry API keys: never in responses, metrics or logs (DESIGN 3
     assertClean(log, 'the log');
   });
 
-  test('credentials in an RPC URL are sent as HTTP Basic auth (fetch refuses URLs with credentials), and not leaked', async () => {
+  test('credentials in an RPC URL are sent as HTTP Basic auth (fetch refuses URLs with credentials), and not leaked', async (t) => {
     const hash = minedTx();
     const seen = rpc.authorizations.length;
     const url = rpc.endpoint('ok', '/KEY-secret').replace('http://', 'http://user-secret:p%40ss-secret@');
-    const { responses, log, metrics } = await run([url], async (base, clock) => [
+    const { responses, log, metrics } = await run(t, [url], async (base, clock) => [
       await settle(clock, postJson(base, '/relay', { origin_chain: 'ethereum', tx_hash: hash })),
     ]);
     assert.equal(responses[0].status, 200, responses[0].text);
@@ -177,7 +160,7 @@ describe('RPC URLs carry API keys: never in responses, metrics or logs (DESIGN 3
 });
 
 describe('no stack, cause or internals in any answer (DESIGN 2)', () => {
-  test('an exception in the queue (multi-line message, stack, a non-Error) answers the fixed store_unavailable body; the log has one line, no stack', async () => {
+  test('an exception in the queue (multi-line message, stack, a non-Error) answers the fixed store_unavailable body; the log has one line, no stack', async (t) => {
     const thrown: unknown[] = [
       Object.assign(new Error('disk I/O error\n    at enqueue (/srv/relayer/lib/sqlite/outbox.ts:42:7)'), { code: 'SQLITE_IOERR' }),
       'a string',
@@ -189,76 +172,60 @@ describe('no stack, cause or internals in any answer (DESIGN 2)', () => {
       const hash = txHash(nextTx++);
       table.set(hash, rpcReceipt(hash, transferLogs(1)));
       const lines: string[] = [];
-      const server = createRelayServer({
-        config: testConfig(),
+      const { url, server } = await startApi(t, {
         clock,
         fetch: fakeRpcFetch(table).fetch,
         outbox: { enqueue: () => { throw value; } },
         logger: createLogger({ level: 'debug', write: (line) => lines.push(line) }),
       });
-      const { url } = await server.listen(0, '127.0.0.1');
-      try {
-        const res = await postJson(url, '/relay', { origin_chain: 'ethereum', tx_hash: hash });
-        assert.equal(res.status, 503);
-        assert.equal(res.text, '{"reason":"store_unavailable","message":"the store is unavailable; nothing was stored, retry shortly"}');
-        assert.equal(res.headers['x-powered-by'], undefined);
-        assert.equal(res.headers.server, undefined);
-        const log = lines.join('');
-        assert.doesNotMatch(log, /\n\s+at |outbox\.ts:42|hostile toString/, 'no stack frame or later line of a message');
-        assert.equal(lines.filter((l) => JSON.parse(l).level === 'error').length, 1, 'one error line');
-        assert.equal(server.api.pipeline.dedup.size(), 0);
-      } finally {
-        await server.close(100);
-      }
+      const res = await postJson(url, '/relay', { origin_chain: 'ethereum', tx_hash: hash });
+      assert.equal(res.status, 503);
+      assert.equal(res.text, '{"reason":"store_unavailable","message":"the store is unavailable; nothing was stored, retry shortly"}');
+      assert.equal(res.headers['x-powered-by'], undefined);
+      assert.equal(res.headers.server, undefined);
+      const log = lines.join('');
+      assert.doesNotMatch(log, /\n\s+at |outbox\.ts:42|hostile toString/, 'no stack frame or later line of a message');
+      assert.equal(lines.filter((l) => JSON.parse(l).level === 'error').length, 1, 'one error line');
+      assert.equal(server.api.pipeline.dedup.size(), 0);
     }
   });
 });
 
 describe('CORS: off by default, an exact allowlist when configured (DESIGN 2)', () => {
-  test('only the exact configured origin is allowed; look-alikes get nothing; credentials are never allowed', async () => {
+  test('only the exact configured origin is allowed; look-alikes get nothing; credentials are never allowed', async (t) => {
     const allowed = 'https://app.example.org';
-    const server = createRelayServer({ config: testConfig({ server: { corsOrigins: [allowed] } }), clock: createFakeClock() });
-    const { url } = await server.listen(0, '127.0.0.1');
-    try {
-      const cases: Array<[string, boolean]> = [
-        [allowed, true],
-        ['https://app.example.org.evil.example', false],
-        ['https://evil-app.example.org', false],
-        ['http://app.example.org', false],
-        ['https://app.example.org:8443', false],
-        ['https://APP.EXAMPLE.ORG', false],
-        ['https://app.example.org/', false],
-        ['null', false],
-        ['*', false],
-      ];
-      for (const [origin, ok] of cases) {
-        for (const method of ['GET', 'OPTIONS']) {
-          const res = await httpRequest(url, { method, path: '/relay', headers: { Origin: origin, 'Access-Control-Request-Method': 'POST' } });
-          assert.notEqual(res.status, 500);
-          assert.equal(res.headers['access-control-allow-origin'], ok ? origin : undefined, `${method} ${origin}`);
-          assert.equal(res.headers['access-control-allow-credentials'], undefined);
-          if (!ok) assert.equal(res.headers['access-control-allow-methods'], undefined, `${method} ${origin}`);
-          assert.match(String(res.headers.vary), /Origin/, 'caches keep answers per Origin');
-        }
+    const { url } = await startApi(t, { config: testConfig({ server: { corsOrigins: [allowed] } }) });
+    const cases: Array<[string, boolean]> = [
+      [allowed, true],
+      ['https://app.example.org.evil.example', false],
+      ['https://evil-app.example.org', false],
+      ['http://app.example.org', false],
+      ['https://app.example.org:8443', false],
+      ['https://APP.EXAMPLE.ORG', false],
+      ['https://app.example.org/', false],
+      ['null', false],
+      ['*', false],
+    ];
+    for (const [origin, ok] of cases) {
+      for (const method of ['GET', 'OPTIONS']) {
+        const res = await httpRequest(url, { method, path: '/relay', headers: { Origin: origin, 'Access-Control-Request-Method': 'POST' } });
+        assert.notEqual(res.status, 500);
+        assert.equal(res.headers['access-control-allow-origin'], ok ? origin : undefined, `${method} ${origin}`);
+        assert.equal(res.headers['access-control-allow-credentials'], undefined);
+        if (!ok) assert.equal(res.headers['access-control-allow-methods'], undefined, `${method} ${origin}`);
+        assert.match(String(res.headers.vary), /Origin/, 'caches keep answers per Origin');
       }
-    } finally {
-      await server.close(100);
     }
   });
 
-  test('with no corsOrigins configured no answer carries a CORS header, whatever the Origin', async () => {
-    const server = createRelayServer({ config: testConfig(), clock: createFakeClock() });
-    const { url } = await server.listen(0, '127.0.0.1');
-    try {
-      for (const origin of ['https://app.example.org', 'null', 'http://127.0.0.1']) {
-        for (const method of ['GET', 'OPTIONS', 'POST']) {
-          const res = await httpRequest(url, { method, path: '/relay', headers: { Origin: origin, 'Access-Control-Request-Method': 'POST', 'Content-Type': 'application/json' }, body: method === 'POST' ? '{}' : undefined });
-          const cors = Object.keys(res.headers).filter((h) => h.startsWith('access-control-'));
-          assert.deepEqual(cors, [], `${method} ${origin}`);
-        }
+  test('with no corsOrigins configured no answer carries a CORS header, whatever the Origin', async (t) => {
+    const { url } = await startApi(t, { config: testConfig() });
+    for (const origin of ['https://app.example.org', 'null', 'http://127.0.0.1']) {
+      for (const method of ['GET', 'OPTIONS', 'POST']) {
+        const res = await httpRequest(url, { method, path: '/relay', headers: { Origin: origin, 'Access-Control-Request-Method': 'POST', 'Content-Type': 'application/json' }, body: method === 'POST' ? '{}' : undefined });
+        const cors = Object.keys(res.headers).filter((h) => h.startsWith('access-control-'));
+        assert.deepEqual(cors, [], `${method} ${origin}`);
       }
-    } finally {
-      await server.close(100);
     }
   });
 });
@@ -266,34 +233,29 @@ describe('CORS: off by default, an exact allowlist when configured (DESIGN 2)', 
 describe('look-alike events from foreign contracts (DESIGN 3)', () => {
   const FOREIGN = '0x' + 'ee'.repeat(20);
 
-  async function relayLogs(logs: ReturnType<typeof transferLogs>): Promise<RawResponse> {
-    const server = createRelayServer({ config: withRpcUrls([rpc.endpoint('ok')]), clock: createFakeClock() });
-    const { url } = await server.listen(0, '127.0.0.1');
-    try {
-      return await postJson(url, '/relay', { origin_chain: 'ethereum', tx_hash: minedTx(logs) });
-    } finally {
-      await server.close(100);
-    }
+  async function relayLogs(t: TestContext, logs: ReturnType<typeof transferLogs>): Promise<RawResponse> {
+    const { url } = await startApi(t, { config: withRpcUrls([rpc.endpoint('ok')]) });
+    return await postJson(url, '/relay', { origin_chain: 'ethereum', tx_hash: minedTx(logs) });
   }
 
-  test('copies of a real transfer emitted by a foreign contract add nothing: exactly the real message is relayed', async () => {
+  test('copies of a real transfer emitted by a foreign contract add nothing: exactly the real message is relayed', async (t) => {
     const real = transferLogs(1, { nonce: 1 });
-    const res = await relayLogs([...real, { ...real[0], address: FOREIGN }, { ...real[1], address: FOREIGN }, dispatchLog(FOREIGN, { nonce: 2 })]);
+    const res = await relayLogs(t, [...real, { ...real[0], address: FOREIGN }, { ...real[1], address: FOREIGN }, dispatchLog(FOREIGN, { nonce: 2 })]);
     assert.equal(res.status, 200, res.text);
     assert.deepEqual(res.json().messages.map((m: { nonce: number }) => m.nonce), [1]);
   });
 
-  test('a foreign MessageSent cannot make a Mailbox Dispatch eligible; a foreign Dispatch cannot ride on a real MessageSent', async () => {
-    const a = await relayLogs([{ ...messageSentLog(), address: FOREIGN }, dispatchLog(MAILBOX, { nonce: 3 })]);
+  test('a foreign MessageSent cannot make a Mailbox Dispatch eligible; a foreign Dispatch cannot ride on a real MessageSent', async (t) => {
+    const a = await relayLogs(t, [{ ...messageSentLog(), address: FOREIGN }, dispatchLog(MAILBOX, { nonce: 3 })]);
     assert.equal(a.status, 200, a.text);
     assert.deepEqual(a.json().messages, []);
-    const b = await relayLogs([messageSentLog(), dispatchLog(FOREIGN, { nonce: 4 })]);
+    const b = await relayLogs(t, [messageSentLog(), dispatchLog(FOREIGN, { nonce: 4 })]);
     assert.equal(b.status, 200, b.text);
     assert.deepEqual(b.json().messages, []);
   });
 
-  test('a log from the Mailbox that the Mailbox cannot have emitted (origin of another chain) is refused as a lying RPC: 500, nothing enqueued', async () => {
-    const res = await relayLogs([messageSentLog(), dispatchLog(MAILBOX, { origin: 8453 })]);
+  test('a log from the Mailbox that the Mailbox cannot have emitted (origin of another chain) is refused as a lying RPC: 500, nothing enqueued', async (t) => {
+    const res = await relayLogs(t, [messageSentLog(), dispatchLog(MAILBOX, { origin: 8453 })]);
     assert.equal(res.status, 500);
     assert.equal(res.json().reason, 'internal_error');
   });

@@ -30,7 +30,7 @@ import {
 } from './fixture.ts';
 import { mailboxLogs } from './hyperlane.ts';
 import { onExitCleanup, spawnTracked, stopProcess, waitForLine, type Tracked } from './processes.ts';
-import { REPO_ROOT, startRelayerServer, type RelayerServer } from './server.ts';
+import { launchRelayerServer, REPO_ROOT, type RelayerProcess } from '../helpers/server.ts';
 
 const WORKER = join(REPO_ROOT, 'scripts', 'delivery-worker.ts');
 const RECIPIENT: Address = '0x00000000000000000000000000000000000000b0';
@@ -39,7 +39,7 @@ const LEASE_MS = 60_000;
 const RETRY_DELAY_MS = 5_000;
 
 let two: TwoChains;
-let server: RelayerServer;
+let server: RelayerProcess;
 let dir: string;
 let removeDir: () => void;
 let configFile: string;
@@ -136,7 +136,7 @@ describe('e2e: delivery worker from the relayer outbox to a second chain', { tim
     configFile = join(dir, 'relayer.json');
     const { writeFileSync } = await import('node:fs');
     writeFileSync(configFile, JSON.stringify(config));
-    server = await startRelayerServer(config, { db: dbFile });
+    server = await launchRelayerServer(['--config', configFile, '--host', '127.0.0.1', '--db', dbFile]);
   });
   after(async () => {
     await server?.stop();

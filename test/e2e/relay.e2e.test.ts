@@ -11,7 +11,7 @@ import { keccak256, pad, toHex, type Address, type Hash, type Hex } from 'viem';
 import { startLocalChain, ORIGIN_DOMAIN, type LocalChain } from './fixture.ts';
 import { mailboxLogs } from './hyperlane.ts';
 import { startRpcProxy, type RpcProxy } from './rpc-proxy.ts';
-import { startRelayerServer, type RelayerServer } from './server.ts';
+import { launchRelayerServer, type RelayerProcess } from '../helpers/server.ts';
 import { genuineCctpMessage, sendForgery, sendForgeryAroundTransfer, sendRevertingTransfer, sendTransfer, type Transfer } from './stand-ins.ts';
 import { formatHyperlaneMessage, readCctpV2Message, readHyperlaneMessage } from './wire.ts';
 import { DEV_ACCOUNT } from './chain.ts';
@@ -24,7 +24,7 @@ const RECIPIENT: Address = '0x00000000000000000000000000000000000000b0';
 
 let local: LocalChain;
 let proxy: RpcProxy;
-let server: RelayerServer;
+let server: RelayerProcess;
 
 function serverConfig(): unknown {
   return {
@@ -114,7 +114,7 @@ describe(
     before(async () => {
       local = await startLocalChain();
       proxy = await startRpcProxy(local.anvil.rpcUrl);
-      server = await startRelayerServer(serverConfig());
+      server = await launchRelayerServer(['--host', '127.0.0.1', '--db', ':memory:'], { config: serverConfig() });
     });
 
     after(async () => {

@@ -7,15 +7,13 @@
  * seeded mix of requests. Every answer is checked against the outcomes its kind may have; the
  * only 429s allowed are the documented ones (rate_limited, duplicate_tx).
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { join } from 'node:path';
-import { spawnTracked, stopProcess, waitForLine, type Tracked } from '../e2e/processes.ts';
 import { startFaultyRpcServer, type FaultyRpcServer } from './faulty-rpc.ts';
 import { CCTP_V2_TRANSMITTER, MAILBOX, rpcReceipt, transferLogs } from './fixtures.ts';
-
-const BIN = new URL('../../bin/relayer-server.ts', import.meta.url).pathname;
+import { launchRelayerServer, type RelayerProcess } from './server.ts';
 
 /** Limits for the load runs: high enough that the whole pipeline runs at speed, and
  * dedupCapacity >= burst + perMinute x window/60, so the rate limit keeps cache_full unreachable. */
@@ -59,7 +57,7 @@ export interface MemoryProbe {
 export interface LoadTarget {
   url: string;
   pid: number;
-  proc: Tracked;
+  server: RelayerProcess;
   rpc: FaultyRpcServer;
   /** Heap left after forced full collections, when started with `probeMemory` (test/helpers/memory-probe.ts). */
   probes: MemoryProbe[];
@@ -71,41 +69,39 @@ export interface LoadTarget {
 
 export async function startLoadTarget(dir: string, options: { probeMemory?: boolean } = {}): Promise<LoadTarget> {
   const rpc = await startFaultyRpcServer(new Map(), { mailbox: MAILBOX, receiptFor });
-  const configPath = join(dir, 'load-config.json');
-  writeFileSync(configPath, JSON.stringify({
+  const config = {
     chains: {
       ethereum: { domainId: 1, mailbox: MAILBOX, cctpMessageTransmitter: CCTP_V2_TRANSMITTER, rpcUrls: [{ http: rpc.endpoint('ok') }] },
       base: { domainId: 8453, mailbox: '0xeA87ae93Fa0019a82A727bfd3eBd1cFCa8f64f1D', rpcUrls: [{ http: rpc.endpoint('ok') }] },
     },
     relayApi: LOAD_RELAY_API,
     db: join(dir, 'load.db'),
-  }));
+  };
   const probe = ['--expose-gc', '--import', new URL('./memory-probe.ts', import.meta.url).pathname];
   const started = performance.now();
-  const proc = spawnTracked(process.execPath, [...(options.probeMemory ? probe : []), BIN, '--config', configPath, '--port', '0', '--log-level', 'warn']);
   const probes: MemoryProbe[] = [];
-  let partial = '';
-  proc.child.stderr?.on('data', (chunk: Buffer) => {
-    const lines = (partial + chunk.toString('utf8')).split('\n');
-    partial = lines.pop() ?? '';
-    for (const line of lines) {
-      if (!line.startsWith('{"probe":"memory"')) continue;
+  const server = await launchRelayerServer(['--log-level', 'warn'], {
+    config,
+    nodeArgs: options.probeMemory ? probe : [],
+    graceMs: 15_000,
+    onLine(line, stream) {
+      if (stream !== 'stderr' || !line.startsWith('{"probe":"memory"')) return;
       const m = JSON.parse(line) as MemoryProbe;
       probes.push({ t: performance.now() - started, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, rss: m.rss, loopDelayMaxMs: m.loopDelayMaxMs });
-    }
+    },
   });
-  const [, url] = await waitForLine(proc, /listening on (http:\/\/127\.0\.0\.1:\d+)/, 15_000);
-  const pid = proc.child.pid!;
+  const { url } = server;
+  const pid = server.child.pid!;
   return {
     url,
     pid,
-    proc,
+    server,
     rpc,
     probes,
     rss: () => readRss(pid),
     metrics: async () => (await send(new Agent(), url, 'GET', '/metrics')).text,
     async stop() {
-      const code = await stopProcess(proc.child, 15_000);
+      const code = await server.stop();
       await rpc.close();
       return code;
     },
