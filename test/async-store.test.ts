@@ -5,10 +5,9 @@
  * here are the in-memory engines behind promises, with failures switched on per test.
  */
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { describe, test, type TestContext } from 'node:test';
 import type { DedupStore, Reservation } from '../lib/dedup.ts';
 import { createDedupCache } from '../lib/dedup.ts';
-import { createRelayServer } from '../lib/http/server.ts';
 import { createMemoryOutbox, type Outbox } from '../lib/outbox.ts';
 import { createRelayPipeline } from '../lib/pipeline.ts';
 import { createTokenBucket, type RateLimiter } from '../lib/rate-limit.ts';
@@ -19,6 +18,7 @@ import { createFakeClock, type FakeClock } from './helpers/fake-clock.ts';
 import { fakeRpcFetch, type ReceiptTable } from './helpers/fake-rpc.ts';
 import { messageId, hyperlaneMessage, rpcReceipt, transferLogs, txHash } from './helpers/fixtures.ts';
 import { httpRequest, postJson, type RawResponse } from './helpers/http.ts';
+import { startApi } from './helpers/server.ts';
 
 /** Which store call fails next, and how. */
 type Failure = 'throw' | 'reject' | undefined;
@@ -103,10 +103,9 @@ interface Harness {
   calls: string[];
   store: ReturnType<typeof asyncStore>;
   logs: string[];
-  close(): Promise<void>;
 }
 
-async function start(): Promise<Harness> {
+async function start(t: TestContext): Promise<Harness> {
   const clock = createFakeClock();
   const table: ReceiptTable = new Map();
   const faults: Faults = {};
@@ -119,9 +118,8 @@ async function start(): Promise<Harness> {
     warn() {},
     error: (msg: string, fields?: object) => void logs.push(JSON.stringify({ msg, ...fields })),
   };
-  const server = createRelayServer({ config: testConfig(), store, clock, fetch: fakeRpcFetch(table).fetch, logger });
-  const { url } = await server.listen(0, '127.0.0.1');
-  return { url, clock, table, faults, calls, store, logs, close: () => server.close(100) };
+  const { url } = await startApi(t, { store, clock, fetch: fakeRpcFetch(table).fetch, logger });
+  return { url, clock, table, faults, calls, store, logs };
 }
 
 function assertUnavailable(res: RawResponse): void {
@@ -140,81 +138,65 @@ function minedTransfer(h: Harness, n: number): { hash: string; id: string } {
 const RECORD = { chain: 1, insertion_block_number: 5, leaf_index: 3, message_id: `0x${'ab'.repeat(32)}` };
 
 describe('asynchronous stores behind the pipeline and the handler (DESIGN 7)', () => {
-  test('POST /relay and the merkle endpoints work when every store answers with a promise', async () => {
-    const h = await start();
-    try {
-      const { hash, id } = minedTransfer(h, 1);
-      const res = await postJson(h.url, '/relay', { origin_chain: 'ethereum', tx_hash: hash });
-      assert.equal(res.status, 200, res.text);
-      assert.equal(res.json().messages[0].message_id, id);
-      assert.deepEqual(h.calls, ['enqueue', 'commit'], 'enqueued, then the reservation committed before the 200');
-      assert.equal((await h.store.memory.get(id))?.txHash, hash);
-      const again = await postJson(h.url, '/relay', { origin_chain: 'ethereum', tx_hash: hash });
-      assert.equal(again.json().reason, 'duplicate_tx', 'the async dedup store kept the key');
+  test('POST /relay and the merkle endpoints work when every store answers with a promise', async (t) => {
+    const h = await start(t);
+    const { hash, id } = minedTransfer(h, 1);
+    const res = await postJson(h.url, '/relay', { origin_chain: 'ethereum', tx_hash: hash });
+    assert.equal(res.status, 200, res.text);
+    assert.equal(res.json().messages[0].message_id, id);
+    assert.deepEqual(h.calls, ['enqueue', 'commit'], 'enqueued, then the reservation committed before the 200');
+    assert.equal((await h.store.memory.get(id))?.txHash, hash);
+    const again = await postJson(h.url, '/relay', { origin_chain: 'ethereum', tx_hash: hash });
+    assert.equal(again.json().reason, 'duplicate_tx', 'the async dedup store kept the key');
 
-      const posted = await postJson(h.url, '/merkle_tree_insertions', { merkle_tree_insertions: [RECORD] });
-      assert.deepEqual(posted.json(), { count: 1, skipped: [] });
-      const listed = await httpRequest(h.url, { path: '/merkle_tree_insertions?domain_id=1&leaf_index_start=0&leaf_index_end=9' });
-      assert.deepEqual(listed.json(), { merkle_tree_insertions: [RECORD] });
+    const posted = await postJson(h.url, '/merkle_tree_insertions', { merkle_tree_insertions: [RECORD] });
+    assert.deepEqual(posted.json(), { count: 1, skipped: [] });
+    const listed = await httpRequest(h.url, { path: '/merkle_tree_insertions?domain_id=1&leaf_index_start=0&leaf_index_end=9' });
+    assert.deepEqual(listed.json(), { merkle_tree_insertions: [RECORD] });
 
-      const metrics = await httpRequest(h.url, { path: '/metrics' });
-      assert.match(metrics.text, /^hyperlane_relay_api_outbox_depth 1$/m, 'an asynchronous gauge is sampled before the render');
-      assert.match(metrics.text, /^hyperlane_relay_api_dedup_cache_size 1$/m);
-    } finally {
-      await h.close();
-    }
+    const metrics = await httpRequest(h.url, { path: '/metrics' });
+    assert.match(metrics.text, /^hyperlane_relay_api_outbox_depth 1$/m, 'an asynchronous gauge is sampled before the render');
+    assert.match(metrics.text, /^hyperlane_relay_api_dedup_cache_size 1$/m);
   });
 
   for (const failure of ['throw', 'reject'] as const) {
     for (const step of ['take', 'reserve', 'enqueue', 'commit'] as const) {
-      test(`POST /relay: a ${step} that fails (${failure === 'throw' ? 'synchronous throw' : 'rejected promise'}) is 503 store_unavailable, nothing acknowledged, the key free`, async () => {
-        const h = await start();
-        try {
-          const { hash, id } = minedTransfer(h, 2);
-          h.faults[step] = failure;
-          assertUnavailable(await postJson(h.url, '/relay', { origin_chain: 'ethereum', tx_hash: hash }));
-          if (step === 'enqueue') assert.equal(await h.store.memory.get(id), undefined, 'nothing stored');
-          if (step === 'enqueue' || step === 'commit') assert.equal(h.calls.at(-1), 'release', 'the reservation was released');
-          assert.equal(await h.store.cache.size(), 0, 'no key left behind');
-          assert.equal(h.logs.length, 1, 'one error line for the operator');
-          assert.match(h.logs[0], /"msg":"store unavailable".*"cause":"Error: SQLITE_BUSY: database is locked"/);
-          assert.doesNotMatch(h.logs[0], /worker\.ts/);
-          h.faults[step] = undefined;
-          const retry = await postJson(h.url, '/relay', { origin_chain: 'ethereum', tx_hash: hash });
-          assert.equal(retry.status, 200, `the retry is not duplicate_tx: ${retry.text}`);
-          assert.ok(await h.store.memory.get(id));
-        } finally {
-          await h.close();
-        }
+      test(`POST /relay: a ${step} that fails (${failure === 'throw' ? 'synchronous throw' : 'rejected promise'}) is 503 store_unavailable, nothing acknowledged, the key free`, async (t) => {
+        const h = await start(t);
+        const { hash, id } = minedTransfer(h, 2);
+        h.faults[step] = failure;
+        assertUnavailable(await postJson(h.url, '/relay', { origin_chain: 'ethereum', tx_hash: hash }));
+        if (step === 'enqueue') assert.equal(await h.store.memory.get(id), undefined, 'nothing stored');
+        if (step === 'enqueue' || step === 'commit') assert.equal(h.calls.at(-1), 'release', 'the reservation was released');
+        assert.equal(await h.store.cache.size(), 0, 'no key left behind');
+        assert.equal(h.logs.length, 1, 'one error line for the operator');
+        assert.match(h.logs[0], /"msg":"store unavailable".*"cause":"Error: SQLITE_BUSY: database is locked"/);
+        assert.doesNotMatch(h.logs[0], /worker\.ts/);
+        h.faults[step] = undefined;
+        const retry = await postJson(h.url, '/relay', { origin_chain: 'ethereum', tx_hash: hash });
+        assert.equal(retry.status, 200, `the retry is not duplicate_tx: ${retry.text}`);
+        assert.ok(await h.store.memory.get(id));
       });
     }
   }
 
-  test('POST /relay: a RelayError thrown by a store (duplicate_tx from a shared dedup) keeps its own reason', async () => {
-    const h = await start();
-    try {
-      const { hash } = minedTransfer(h, 3);
-      h.store.cache.reserve(`ethereum\n${hash}`);
-      const res = await postJson(h.url, '/relay', { origin_chain: 'ethereum', tx_hash: hash });
-      assert.equal(res.status, 429);
-      assert.equal(res.json().reason, 'duplicate_tx');
-    } finally {
-      await h.close();
-    }
+  test('POST /relay: a RelayError thrown by a store (duplicate_tx from a shared dedup) keeps its own reason', async (t) => {
+    const h = await start(t);
+    const { hash } = minedTransfer(h, 3);
+    h.store.cache.reserve(`ethereum\n${hash}`);
+    const res = await postJson(h.url, '/relay', { origin_chain: 'ethereum', tx_hash: hash });
+    assert.equal(res.status, 429);
+    assert.equal(res.json().reason, 'duplicate_tx');
   });
 
   for (const failure of ['throw', 'reject'] as const) {
-    test(`merkle endpoints: a store that fails (${failure}) is 503 store_unavailable`, async () => {
-      const h = await start();
-      try {
-        h.faults.insertMerkle = failure;
-        h.faults.listMerkle = failure;
-        assertUnavailable(await postJson(h.url, '/merkle_tree_insertions', { merkle_tree_insertions: [RECORD] }));
-        assert.equal(h.store.rows.length, 0);
-        assertUnavailable(await httpRequest(h.url, { path: '/merkle_tree_insertions?domain_id=1&leaf_index_start=0&leaf_index_end=9' }));
-      } finally {
-        await h.close();
-      }
+    test(`merkle endpoints: a store that fails (${failure}) is 503 store_unavailable`, async (t) => {
+      const h = await start(t);
+      h.faults.insertMerkle = failure;
+      h.faults.listMerkle = failure;
+      assertUnavailable(await postJson(h.url, '/merkle_tree_insertions', { merkle_tree_insertions: [RECORD] }));
+      assert.equal(h.store.rows.length, 0);
+      assertUnavailable(await httpRequest(h.url, { path: '/merkle_tree_insertions?domain_id=1&leaf_index_start=0&leaf_index_end=9' }));
     });
   }
 
@@ -251,54 +233,41 @@ describe('asynchronous stores behind the pipeline and the handler (DESIGN 7)', (
 });
 
 describe('GET /ready (DESIGN 2)', () => {
-  test('200 ready when the store answers its ping; 503 store_unavailable when it fails; GET /relay never pings', async () => {
-    const h = await start();
-    try {
-      const ok = await httpRequest(h.url, { path: '/ready' });
-      assert.equal(ok.status, 200);
-      assert.equal(ok.text, 'ready');
-      assert.match(String(ok.headers['content-type']), /^text\/plain/);
-      const head = await httpRequest(h.url, { path: '/ready', method: 'HEAD' });
-      assert.equal(head.status, 200);
-      assert.equal(head.text, '');
-      for (const failure of ['throw', 'reject'] as const) {
-        h.faults.ping = failure;
-        assertUnavailable(await httpRequest(h.url, { path: '/ready' }));
-        const live = await httpRequest(h.url, { path: '/relay' });
-        assert.equal(live.text, 'up', 'liveness does not depend on the store');
-      }
-    } finally {
-      await h.close();
+  test('200 ready when the store answers its ping; 503 store_unavailable when it fails; GET /relay never pings', async (t) => {
+    const h = await start(t);
+    const ok = await httpRequest(h.url, { path: '/ready' });
+    assert.equal(ok.status, 200);
+    assert.equal(ok.text, 'ready');
+    assert.match(String(ok.headers['content-type']), /^text\/plain/);
+    const head = await httpRequest(h.url, { path: '/ready', method: 'HEAD' });
+    assert.equal(head.status, 200);
+    assert.equal(head.text, '');
+    for (const failure of ['throw', 'reject'] as const) {
+      h.faults.ping = failure;
+      assertUnavailable(await httpRequest(h.url, { path: '/ready' }));
+      const live = await httpRequest(h.url, { path: '/relay' });
+      assert.equal(live.text, 'up', 'liveness does not depend on the store');
     }
   });
 
-  test('a ping that does not answer within 1 s is 503 store_unavailable (fake clock)', async () => {
-    const h = await start();
-    try {
-      h.faults.ping = 'hang';
-      let settled = false;
-      const pending = httpRequest(h.url, { path: '/ready' }).finally(() => (settled = true));
-      await h.clock.advance(999);
-      assert.equal(settled, false, 'still waiting at 999 ms');
-      await h.clock.advance(1);
-      assertUnavailable(await pending);
-    } finally {
-      await h.close();
-    }
+  test('a ping that does not answer within 1 s is 503 store_unavailable (fake clock)', async (t) => {
+    const h = await start(t);
+    h.faults.ping = 'hang';
+    let settled = false;
+    const pending = httpRequest(h.url, { path: '/ready' }).finally(() => (settled = true));
+    await h.clock.advance(999);
+    assert.equal(settled, false, 'still waiting at 999 ms');
+    await h.clock.advance(1);
+    assertUnavailable(await pending);
   });
 
-  test('without a store bundle (in-memory outbox) the server is ready', async () => {
-    const server = createRelayServer({ config: testConfig(), clock: createFakeClock() });
-    const { url } = await server.listen(0, '127.0.0.1');
-    try {
-      const res = await httpRequest(url, { path: '/ready' });
-      assert.equal(res.status, 200);
-      assert.equal(res.text, 'ready');
-      const allow = await httpRequest(url, { path: '/ready', method: 'POST' });
-      assert.equal(allow.status, 405);
-      assert.equal(allow.headers.allow, 'GET, HEAD, OPTIONS');
-    } finally {
-      await server.close(100);
-    }
+  test('without a store bundle (in-memory outbox) the server is ready', async (t) => {
+    const { url } = await startApi(t);
+    const res = await httpRequest(url, { path: '/ready' });
+    assert.equal(res.status, 200);
+    assert.equal(res.text, 'ready');
+    const allow = await httpRequest(url, { path: '/ready', method: 'POST' });
+    assert.equal(allow.status, 405);
+    assert.equal(allow.headers.allow, 'GET, HEAD, OPTIONS');
   });
 });
