@@ -2,11 +2,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
-import { encodePacked, keccak256 as viemKeccak, toHex, type Hex } from 'viem';
+import { keccak256 as viemKeccak, toHex, type Hex } from 'viem';
 import { keccak_256 } from '@noble/hashes/sha3.js';
 import { parseHyperlaneMessage, messageFromDispatch } from '../lib/message.ts';
 import { bytesToHex, hexToBytes } from '../lib/hex.ts';
 import { decodeCode } from './helpers/decode-error.ts';
+import { hyperlaneMessage } from './helpers/fixtures.ts';
 
 interface Vector {
   nonce: number;
@@ -23,27 +24,8 @@ const file = JSON.parse(readFileSync(new URL('./vectors/hyperlane-message.json',
 };
 const [v3Set, v0Set] = file.sets;
 
-interface Fields {
-  version: number;
-  nonce: number;
-  origin: number;
-  sender: Hex;
-  destination: number;
-  recipient: Hex;
-  body: Hex;
-}
-
-/** Packs a message the way Message.sol's abi.encodePacked does, independently of lib/message.ts. */
-function packMessage(f: Fields): Uint8Array {
-  const hex = encodePacked(
-    ['uint8', 'uint32', 'uint32', 'bytes32', 'uint32', 'bytes32', 'bytes'],
-    [f.version, f.nonce, f.origin, f.sender, f.destination, f.recipient, f.body],
-  );
-  return hexToBytes(hex)!;
-}
-
 function fromVector(v: Vector): Uint8Array {
-  return packMessage({ ...v, body: toHex(new Uint8Array(v.body)) });
+  return hexToBytes(hyperlaneMessage({ ...v, body: toHex(new Uint8Array(v.body)) }))!;
 }
 
 test('message id: keccak256 of the packed message equals the monorepo vectors/message.json id (v3)', () => {
@@ -93,7 +75,7 @@ const u32 = fc.integer({ min: 0, max: 0xffffffff });
 test('message fields and id agree with viem packing and keccak on random messages', () => {
   fc.assert(
     fc.property(u32, u32, word, u32, word, fc.uint8Array({ maxLength: 300 }), (nonce, origin, sender, destination, recipient, body) => {
-      const raw = packMessage({ version: 3, nonce, origin, sender, destination, recipient, body: toHex(body) });
+      const raw = hexToBytes(hyperlaneMessage({ nonce, origin, sender, destination, recipient, body: toHex(body) }))!;
       const m = parseHyperlaneMessage(raw);
       assert.equal(m.id, viemKeccak(raw));
       assert.deepEqual(

@@ -10,7 +10,8 @@ import { mailboxArtifact, mailboxLogs } from './hyperlane.ts';
 import { startLocalChain, ORIGIN_DOMAIN, type LocalChain } from './fixture.ts';
 import { CCTP_LOCAL_DOMAIN, CCTP_REMOTE_DOMAIN, REMOTE_TOKEN_MESSENGER, sendForgery, sendRevertingTransfer, sendTransfer } from './stand-ins.ts';
 import { DEV_ACCOUNT } from './chain.ts';
-import { formatHyperlaneMessage, readBurnMessageV2, readCctpV2Message, readHyperlaneMessage } from './wire.ts';
+import { readBurnMessageV2, readCctpV2Message, readHyperlaneMessage } from './wire.ts';
+import { hyperlaneMessage } from '../helpers/fixtures.ts';
 
 // Event topics as published by the projects (Hyperlane indexers, Circle's bridge tooling).
 const DISPATCH_TOPIC = '0x769f711d20c679153d382254f59892613b58a97cc876b249134ac25c80f9c814';
@@ -149,12 +150,12 @@ describe('e2e harness: real Mailbox and CCTP V2 stand-in on anvil', { timeout: 6
   });
 
   test('rogue contract: its look-alike Dispatch and MessageSent have the real topics but another address', async () => {
-    const forged = formatHyperlaneMessage({
+    const forged = hyperlaneMessage({
       nonce: 7777,
       origin: ORIGIN_DOMAIN,
-      sender: pad(DEV_ACCOUNT),
+      sender: DEV_ACCOUNT,
       destination: 2,
-      recipient: pad(RECIPIENT),
+      recipient: RECIPIENT,
       body: '0x01',
     });
     const receipt = await local.chain.receipt(

@@ -7,13 +7,14 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { keccak256, pad, toHex, type Address, type Hash, type Hex } from 'viem';
+import { keccak256, toHex, type Address, type Hash, type Hex } from 'viem';
 import { startLocalChain, ORIGIN_DOMAIN, type LocalChain } from './fixture.ts';
 import { mailboxLogs } from './hyperlane.ts';
 import { startRpcProxy, type RpcProxy } from './rpc-proxy.ts';
 import { launchRelayerServer, type RelayerProcess } from '../helpers/server.ts';
 import { genuineCctpMessage, sendForgery, sendForgeryAroundTransfer, sendRevertingTransfer, sendTransfer, type Transfer } from './stand-ins.ts';
-import { formatHyperlaneMessage, readCctpV2Message, readHyperlaneMessage } from './wire.ts';
+import { readCctpV2Message, readHyperlaneMessage } from './wire.ts';
+import { hyperlaneMessage } from '../helpers/fixtures.ts';
 import { DEV_ACCOUNT } from './chain.ts';
 
 const ORIGIN_CHAIN = 'anvil1';
@@ -196,12 +197,12 @@ describe(
         destination: DESTINATION_DOMAIN,
         recipient: RECIPIENT,
         // A well-formed message claiming our origin: only its emitter gives it away.
-        message: formatHyperlaneMessage({
+        message: hyperlaneMessage({
           nonce: 424242,
           origin: ORIGIN_DOMAIN,
-          sender: pad(DEV_ACCOUNT),
+          sender: DEV_ACCOUNT,
           destination: DESTINATION_DOMAIN,
-          recipient: pad(RECIPIENT),
+          recipient: RECIPIENT,
           body: '0x',
         }),
         // A valid V2 message with a BurnMessageV2 body, as the real transmitter would emit.

@@ -1,12 +1,12 @@
 /**
- * Test-side readers of the three wire formats, written from the Solidity sources and kept apart
- * from lib/ so the e2e tests do not trust the decoder they test:
+ * Test-side readers of the three wire formats (test/helpers/fixtures.ts writes them), written from
+ * the Solidity sources and kept apart from lib/ so the e2e tests do not trust the decoder they test:
  * - Hyperlane message v3: hyperlane-monorepo solidity/contracts/libs/Message.sol
  * - CCTP V2 message: circlefin/evm-cctp-contracts src/messages/v2/MessageV2.sol
  * - CCTP V2 burn message: circlefin/evm-cctp-contracts src/messages/v2/BurnMessageV2.sol
  * Each is an `abi.encodePacked` of fixed-size fields followed by one dynamic tail.
  */
-import { encodePacked, hexToBigInt, hexToNumber, keccak256, size, slice, type Hex } from 'viem';
+import { hexToBigInt, hexToNumber, keccak256, size, slice, type Hex } from 'viem';
 
 /** Message.sol: version u8 @0, nonce u32 @1, origin u32 @5, sender b32 @9, destination u32 @41, recipient b32 @45, body @77. */
 export function readHyperlaneMessage(message: Hex) {
@@ -21,23 +21,6 @@ export function readHyperlaneMessage(message: Hex) {
     recipient: slice(message, 45, 77),
     body: size(message) === 77 ? '0x' : slice(message, 77),
   };
-}
-
-/** A version 3 Hyperlane message, packed as Message.formatMessage does. */
-export function formatHyperlaneMessage(m: {
-  nonce: number;
-  origin: number;
-  sender: Hex;
-  destination: number;
-  recipient: Hex;
-  body: Hex;
-}): Hex {
-  const packed = encodePacked(
-    ['uint8', 'uint32', 'uint32', 'bytes32', 'uint32', 'bytes32', 'bytes'],
-    [3, m.nonce, m.origin, m.sender, m.destination, m.recipient, m.body],
-  );
-  return packed.toLowerCase() as Hex; // checksummed inputs would otherwise keep their mixed case
-
 }
 
 /** MessageV2.sol field table: version @0, sourceDomain @4, destinationDomain @8, nonce @12, sender @44, recipient @76, destinationCaller @108, minFinalityThreshold @140, finalityThresholdExecuted @144, messageBody @148. */
