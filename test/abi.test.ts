@@ -7,24 +7,14 @@ import { DecodeError, DISPATCH_TOPIC, MESSAGE_SENT_TOPIC, decodeDispatchLog, dec
 import { bytesToHex, concatBytes, hexToBytes } from '../lib/hex.ts';
 import type { Log } from '../lib/types.ts';
 import { decodeCode } from './helpers/decode-error.ts';
+import { CCTP_V2_TRANSMITTER, dispatchLog, libraryLog, MAILBOX, messageSentLog } from './helpers/fixtures.ts';
+import { address, u32, word } from './helpers/properties.ts';
 
 const abi = parseAbi([
   'event Dispatch(address indexed sender, uint32 indexed destination, bytes32 indexed recipient, bytes message)',
   'event MessageSent(bytes message)',
 ]);
-const MAILBOX = '0x' + 'aa'.repeat(20);
 const utf8 = (s: string): Uint8Array => new TextEncoder().encode(s);
-
-function dispatchLog(sender: Hex, destination: number, recipient: Hex, message: Hex): Log {
-  const topics = encodeEventTopics({ abi, eventName: 'Dispatch', args: { sender, destination, recipient } });
-  const data = encodeAbiParameters([{ type: 'bytes' }], [message]);
-  return { address: MAILBOX, topics: topics as string[], data: hexToBytes(data)! };
-}
-
-function messageSentLog(message: Hex): Log {
-  const topics = encodeEventTopics({ abi, eventName: 'MessageSent' });
-  return { address: MAILBOX, topics: topics as string[], data: hexToBytes(encodeAbiParameters([{ type: 'bytes' }], [message]))! };
-}
 
 test('event topics: DISPATCH_TOPIC and MESSAGE_SENT_TOPIC are keccak256 of the signatures (noble, known hex)', () => {
   assert.equal(DISPATCH_TOPIC, bytesToHex(keccak_256(utf8('Dispatch(address,uint32,bytes32,bytes)'))));
@@ -33,9 +23,6 @@ test('event topics: DISPATCH_TOPIC and MESSAGE_SENT_TOPIC are keccak256 of the s
   assert.equal(MESSAGE_SENT_TOPIC, '0x8c5261668696ce22758910d05bab8f186d6eb247ceac2af2e82c7dc17669b036');
 });
 
-const address = fc.uint8Array({ minLength: 20, maxLength: 20 }).map((b) => toHex(b));
-const word = fc.uint8Array({ minLength: 32, maxLength: 32 }).map((b) => toHex(b));
-const u32 = fc.integer({ min: 0, max: 0xffffffff });
 // Any length up to 600, with word multiples (no padding at all) drawn often on purpose.
 const messageBytes = fc
   .oneof(fc.integer({ min: 0, max: 600 }), fc.integer({ min: 0, max: 18 }).map((n) => n * 32))
@@ -45,7 +32,7 @@ const messageBytes = fc
 test('DESIGN 3: decodeDispatchLog agrees with viem decodeEventLog on random valid Dispatch logs', () => {
   fc.assert(
     fc.property(address, u32, word, messageBytes, (sender, destination, recipient, message) => {
-      const log = dispatchLog(sender, destination, recipient, message);
+      const log = libraryLog(dispatchLog(MAILBOX, message, { sender, destination, recipient }));
       const ours = decodeDispatchLog(log);
       const viem = decodeEventLog({ abi, topics: log.topics as [Hex], data: toHex(log.data) });
       assert.equal(viem.eventName, 'Dispatch');
@@ -64,7 +51,7 @@ test('DESIGN 3: decodeDispatchLog agrees with viem decodeEventLog on random vali
 test('DESIGN 3: decodeMessageSentLog agrees with viem decodeEventLog on random valid MessageSent logs', () => {
   fc.assert(
     fc.property(messageBytes, (message) => {
-      const log = messageSentLog(message);
+      const log = libraryLog(messageSentLog(CCTP_V2_TRANSMITTER, message));
       const viem = decodeEventLog({ abi, topics: log.topics as [Hex], data: toHex(log.data) });
       assert.equal(viem.eventName, 'MessageSent');
       assert.equal(toHex(decodeMessageSentLog(log)), (viem.args as { message: Hex }).message);
@@ -76,7 +63,7 @@ test('DESIGN 3: decodeMessageSentLog agrees with viem decodeEventLog on random v
 
 // A valid base log to break one rule at a time: a 40-byte message = offset, length, 2 words.
 const BASE_MESSAGE = toHex(Uint8Array.from({ length: 40 }, (_, i) => i + 1));
-const base = dispatchLog(('0x' + '11'.repeat(20)) as Hex, 42, ('0x' + '22'.repeat(32)) as Hex, BASE_MESSAGE);
+const base = libraryLog(dispatchLog(MAILBOX, BASE_MESSAGE, { sender: `0x${'11'.repeat(20)}`, destination: 42, recipient: `0x${'22'.repeat(32)}` }));
 const uintWord = (n: bigint): Uint8Array => hexToBytes(encodeAbiParameters([{ type: 'uint256' }], [n]))!;
 const withData = (data: Uint8Array): Log => ({ ...base, data });
 const withWord = (index: number, value: Uint8Array): Log => {
@@ -124,7 +111,7 @@ test('DESIGN 3: malformed Dispatch logs are refused with the right DecodeError c
 });
 
 test('DESIGN 3: malformed MessageSent logs are refused with the right DecodeError code', () => {
-  const good = messageSentLog(BASE_MESSAGE);
+  const good = libraryLog(messageSentLog(CCTP_V2_TRANSMITTER, BASE_MESSAGE));
   assert.equal(decodeMessageSentLog(good).length, 40, 'the base log itself is valid');
   const table: [string, Log, string][] = [
     ['Dispatch topic0', { ...good, topics: [DISPATCH_TOPIC] }, 'topic0'],

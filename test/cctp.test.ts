@@ -1,12 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { encodeAbiParameters, encodeEventTopics, encodePacked, getAddress, keccak256 as viemKeccak, parseAbi, toHex, type Hex } from 'viem';
+import { encodeAbiParameters, encodeEventTopics, getAddress, keccak256 as viemKeccak, parseAbi, toHex, type Hex } from 'viem';
 import { CCTP_V2_MESSAGE_VERSION, DEFAULT_CCTP_V2_TRANSMITTER, DEFAULT_CCTP_V2_TRANSMITTERS, extractMessages, parseCctpV2Message } from '../lib/cctp.ts';
 import { defaultConfig } from '../lib/config.ts';
 import { RelayError } from '../lib/errors.ts';
 import { hexToBytes } from '../lib/hex.ts';
 import type { ChainConfig, Log, Receipt } from '../lib/types.ts';
 import { decodeCode } from './helpers/decode-error.ts';
+import * as fixtures from './helpers/fixtures.ts';
+import { burnMessageV2, cctpV2Message, libraryLog, type MessageFields } from './helpers/fixtures.ts';
 
 const abi = parseAbi([
   'event Dispatch(address indexed sender, uint32 indexed destination, bytes32 indexed recipient, bytes message)',
@@ -29,53 +31,17 @@ const chain: ChainConfig = {
   rpcUrls: [],
 };
 
-/** BurnMessageV2.sol layout, packed as TokenMessengerV2 does (feeExecuted and expirationBlock zero). */
-function burnMessageV2(amount: bigint, hookData: Hex = '0x'): Hex {
-  return encodePacked(
-    ['uint32', 'bytes32', 'bytes32', 'uint256', 'bytes32', 'uint256', 'uint256', 'uint256', 'bytes'],
-    [1, toWord(addr('a0')), toWord(addr('b0')), amount, toWord(addr('c0')), 500n, 0n, 0n, hookData],
-  );
-}
-
-/** MessageV2.sol `_formatMessageForRelay` (nonce and finalityThresholdExecuted are zero when sent). */
-function cctpMessage(version: number, body: Hex, sourceDomain = 0, destinationDomain = 6): Hex {
-  return encodePacked(
-    ['uint32', 'uint32', 'uint32', 'bytes32', 'bytes32', 'bytes32', 'bytes32', 'uint32', 'uint32', 'bytes'],
-    [version, sourceDomain, destinationDomain, word('00'), toWord(addr('d1')), toWord(addr('d2')), word('00'), 2000, 0, body],
-  );
-}
-
-interface Msg {
-  version?: number;
-  nonce?: number;
-  origin?: number;
-  sender?: Hex;
-  destination?: number;
-  recipient?: Hex;
-  body?: Hex;
-}
-
-/** Hyperlane Message.sol packing, independent of lib/message.ts. */
-function hyperlaneMessage(m: Msg = {}): Hex {
-  return encodePacked(
-    ['uint8', 'uint32', 'uint32', 'bytes32', 'uint32', 'bytes32', 'bytes'],
-    [m.version ?? 3, m.nonce ?? 7, m.origin ?? chain.domainId, toWord(m.sender ?? addr('51')), m.destination ?? 8453, m.recipient ?? word('72'), m.body ?? '0xbeef'],
-  );
-}
+/** This file's message (origin 1, destination 8453 unless set): nonce 7, sender 0x51…, recipient 0x72…, body 0xbeef. */
+const fields = (m: MessageFields = {}): MessageFields => ({ nonce: 7, sender: addr('51'), recipient: word('72'), body: '0xbeef', ...m });
+const hyperlaneMessage = (m: MessageFields = {}): Hex => fixtures.hyperlaneMessage(fields(m));
 
 /** A Dispatch log whose topics index the message's own fields unless `topics` overrides them. */
-function dispatchLog(m: Msg = {}, address = MAILBOX, topics: Msg = m): Log {
-  const t = encodeEventTopics({
-    abi,
-    eventName: 'Dispatch',
-    args: { sender: topics.sender ?? addr('51'), destination: topics.destination ?? 8453, recipient: topics.recipient ?? word('72') },
-  });
-  return { address, topics: t as string[], data: bytes(encodeAbiParameters([{ type: 'bytes' }], [hyperlaneMessage(m)])) };
+function dispatchLog(m: MessageFields = {}, address = MAILBOX, topics: MessageFields = m): Log {
+  return libraryLog(fixtures.dispatchLog(address, fields(m), fields(topics)));
 }
 
-function messageSentLog(message: Hex = cctpMessage(1, burnMessageV2(1_000_000n)), address = DEFAULT_CCTP_V2_TRANSMITTER): Log {
-  const t = encodeEventTopics({ abi, eventName: 'MessageSent' });
-  return { address, topics: t as string[], data: bytes(encodeAbiParameters([{ type: 'bytes' }], [message])) };
+function messageSentLog(message: Hex = cctpV2Message(), address = DEFAULT_CCTP_V2_TRANSMITTER): Log {
+  return libraryLog(fixtures.messageSentLog(address, message));
 }
 
 function dispatchIdLog(id: Hex): Log {
@@ -83,7 +49,7 @@ function dispatchIdLog(id: Hex): Log {
 }
 
 /** One bridge transfer as a real transaction logs it: Dispatch, DispatchId, MessageSent. */
-function transfer(m: Msg = {}): Log[] {
+function transfer(m: MessageFields = {}): Log[] {
   return [dispatchLog(m), dispatchIdLog(viemKeccak(hyperlaneMessage(m))), messageSentLog()];
 }
 
@@ -94,8 +60,8 @@ test('DESIGN 3: the default CCTP V2 MessageTransmitter is the documented address
 });
 
 test('MessageV2.sol layout: every field of a packed V2 burn message is read at its index', () => {
-  const body = burnMessageV2(123_456_789n, '0xdeadbeef');
-  const raw = bytes(cctpMessage(CCTP_V2_MESSAGE_VERSION, body, 3, 6));
+  const body = burnMessageV2({ amount: 123_456_789n, hookData: '0xdeadbeef' });
+  const raw = bytes(cctpV2Message({ version: CCTP_V2_MESSAGE_VERSION, body, sourceDomain: 3, destinationDomain: 6, sender: addr('d1'), recipient: addr('d2') }));
   assert.equal(raw.length, 148 + 228 + 4);
   const m = parseCctpV2Message(raw);
   assert.deepEqual(
@@ -119,9 +85,9 @@ test('MessageV2.sol layout: every field of a packed V2 burn message is read at i
 });
 
 test('MessageV2.sol: a V1 message (version 0) or one shorter than 148 bytes is not a V2 message', () => {
-  assert.equal(decodeCode(() => parseCctpV2Message(bytes(cctpMessage(0, burnMessageV2(1n))))), 'version');
-  assert.equal(decodeCode(() => parseCctpV2Message(bytes(cctpMessage(1, '0x')).subarray(0, 147))), 'short');
-  assert.equal(parseCctpV2Message(bytes(cctpMessage(1, '0x'))).body.length, 0);
+  assert.equal(decodeCode(() => parseCctpV2Message(bytes(cctpV2Message({ version: 0, body: burnMessageV2({ amount: 1n }) })))), 'version');
+  assert.equal(decodeCode(() => parseCctpV2Message(bytes(cctpV2Message({ body: '0x' })).subarray(0, 147))), 'short');
+  assert.equal(parseCctpV2Message(bytes(cctpV2Message({ body: '0x' }))).body.length, 0);
 });
 
 test('spec 4.4.2: one Dispatch and one MessageSent is eligible', () => {
@@ -223,7 +189,7 @@ test('DESIGN 3: a reverted receipt has no messages', () => {
 });
 
 test('spec 4.4.1: a MessageSent that is not a V2 message (V1 version 0, too short) is not counted', () => {
-  const v1 = messageSentLog(cctpMessage(0, burnMessageV2(1n)));
+  const v1 = messageSentLog(cctpV2Message({ version: 0, body: burnMessageV2({ amount: 1n }) }));
   const short = messageSentLog('0x00000001');
   assert.deepEqual(extractMessages(ok([dispatchLog(), v1]), chain, 10), []);
   assert.deepEqual(extractMessages(ok([dispatchLog(), short]), chain, 10), []);
@@ -235,7 +201,7 @@ test('DESIGN 3: a Dispatch whose message origin is not the chain domain is a Dec
 });
 
 test('DESIGN 3: a Dispatch whose topics disagree with its message is a DecodeError', () => {
-  const cases: Msg[] = [{ sender: addr('52') }, { destination: 8454 }, { recipient: word('73') }];
+  const cases: MessageFields[] = [{ sender: addr('52') }, { destination: 8454 }, { recipient: word('73') }];
   for (const topics of cases) {
     const logs = [dispatchLog({}, MAILBOX, topics), messageSentLog()];
     assert.equal(decodeCode(() => extractMessages(ok(logs), chain, 10)), 'mismatch', JSON.stringify(topics));

@@ -59,13 +59,14 @@ export function libraryLog(log: RpcLog): Log {
 
 /**
  * Mailbox `Dispatch(address indexed sender, uint32 indexed destination, bytes32 indexed recipient,
- * bytes message)` for the message of `f`; `indexed` sets the topics apart from the message.
+ * bytes message)` for the message of `f` (or a message given whole); `indexed` sets the topics
+ * apart from the message.
  */
-export function dispatchLog(mailbox: string, f: MessageFields = {}, indexed: MessageFields = f): RpcLog {
+export function dispatchLog(mailbox: string, f: MessageFields | Hex = {}, indexed: MessageFields = typeof f === 'string' ? {} : f): RpcLog {
   return {
     address: mailbox,
     topics: [DISPATCH_TOPIC, toWord(indexed.sender ?? SENDER), pad(toHex(indexed.destination ?? 8453)), toWord(indexed.recipient ?? RECIPIENT)],
-    data: encodeAbiParameters([{ type: 'bytes' }], [hyperlaneMessage(f)]),
+    data: encodeAbiParameters([{ type: 'bytes' }], [typeof f === 'string' ? f : hyperlaneMessage(f)]),
   };
 }
 
