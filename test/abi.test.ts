@@ -1,4 +1,4 @@
-import { test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { decodeEventLog, encodeAbiParameters, encodeEventTopics, parseAbi, toHex, type Hex } from 'viem';
@@ -9,6 +9,7 @@ import type { Log } from '../lib/types.ts';
 import { decodeCode } from './helpers/decode-error.ts';
 import { CCTP_V2_TRANSMITTER, dispatchLog, libraryLog, MAILBOX, messageSentLog } from './helpers/fixtures.ts';
 import { address, u32, word } from './helpers/properties.ts';
+import { bytes, canonicalBytesData, mutate, mutation, outcome, RUNS, tally } from './helpers/properties.ts';
 
 const abi = parseAbi([
   'event Dispatch(address indexed sender, uint32 indexed destination, bytes32 indexed recipient, bytes message)',
@@ -157,4 +158,55 @@ test('decoders throw only DecodeError on arbitrary topics and data', () => {
     }),
     { numRuns: 500 },
   );
+});
+
+describe('log decoder (DESIGN 3: strict decoding)', () => {
+  test('a mutated Dispatch log decodes only if its data is exactly the canonical ABI encoding of what was decoded (viem), otherwise DecodeError', () => {
+    const seen = tally();
+    fc.assert(
+      fc.property(address, u32, word, bytes(300), fc.option(fc.array(mutation, { minLength: 1, maxLength: 2 })), (sender, destination, recipient, message, mutations) => {
+        const rpc = dispatchLog(MAILBOX, { sender, destination, recipient: ('0x' + recipient.slice(26)) as Hex });
+        const canonical = canonicalBytesData(message);
+        const data = mutations === null ? canonical : mutations.reduce(mutate, canonical);
+        const log: Log = { address: MAILBOX, topics: rpc.topics, data };
+        const result = outcome(() => decodeDispatchLog(log), DecodeError);
+        if (mutations === null) assert.ok(result.ok, 'a canonical log decodes');
+        else seen.add(result.ok);
+        if (!result.ok) return;
+        assert.deepEqual(data, canonicalBytesData(result.value.message), 'accepted data is canonical');
+        assert.equal(result.value.sender, sender.toLowerCase());
+        assert.equal(result.value.destination, destination);
+      }),
+      RUNS,
+    );
+    seen.expectBoth(20);
+  });
+
+  test('a valid MessageSent log always decodes to its message; a mutated one decodes only when canonical', () => {
+    const seen = tally();
+    fc.assert(
+      fc.property(bytes(400), fc.option(fc.array(mutation, { minLength: 1, maxLength: 2 })), (message, mutations) => {
+        const canonical = canonicalBytesData(message);
+        const data = mutations === null ? canonical : mutations.reduce(mutate, canonical);
+        const result = outcome(() => decodeMessageSentLog({ address: CCTP_V2_TRANSMITTER, topics: [MESSAGE_SENT_TOPIC], data }), DecodeError);
+        if (mutations === null) assert.ok(result.ok && toHex(result.value) === toHex(message), 'a valid log decodes to its message');
+        if (mutations !== null) seen.add(result.ok);
+        if (result.ok) assert.deepEqual(data, canonicalBytesData(result.value));
+      }),
+      RUNS,
+    );
+    seen.expectBoth(10);
+  });
+
+  test('logs of arbitrary shape (any JSON in every field) give a value or DecodeError, never another exception', () => {
+    const field = fc.oneof(fc.anything(), fc.constant(DISPATCH_TOPIC), word, bytes(100));
+    fc.assert(
+      fc.property(field, fc.oneof(fc.array(field, { maxLength: 5 }), fc.anything()), field, (addr, topics, data) => {
+        const log = { address: addr, topics, data } as unknown as Log;
+        outcome(() => decodeDispatchLog(log), DecodeError);
+        outcome(() => decodeMessageSentLog(log), DecodeError);
+      }),
+      RUNS,
+    );
+  });
 });

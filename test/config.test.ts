@@ -14,6 +14,12 @@ import { BUILTIN_CHAINS, REGISTRY_VERSION } from '../lib/chains.generated.ts';
 import { ConfigError, DEFAULT_CCTP_V2_TRANSMITTER, DEFAULT_CCTP_V2_TRANSMITTERS, DEFAULTS, defaultConfig, parseConfig } from '../lib/config.ts';
 import { BaseError } from '../lib/errors.ts';
 import type { RelayerConfig } from '../lib/types.ts';
+import { createRelayApi } from '../lib/http/handler.ts';
+import { createMemoryOutbox } from '../lib/outbox.ts';
+import { createRelayPipeline } from '../lib/pipeline.ts';
+import { createPolicy } from '../lib/policy.ts';
+import { CCTP_V2_TRANSMITTER, MAILBOX } from './helpers/fixtures.ts';
+import { outcome, RUNS, tally } from './helpers/properties.ts';
 
 const ETH_MAILBOX = '0xc005dc82818d67AF737725bD4bf75435d065D239'; // registry chains/ethereum/addresses.yaml
 const BASE_MAILBOX = '0xeA87ae93Fa0019a82A727bfd3eBd1cFCa8f64f1D'; // registry chains/base/addresses.yaml
@@ -456,5 +462,116 @@ describe('DESIGN 5: the built-in default configuration', () => {
     assert.deepEqual(b.server.corsOrigins, []);
     assert.equal(b.relayApi.rateLimit.burst, 100);
     assert.ok(Object.isFrozen(DEFAULTS) && Object.isFrozen(DEFAULTS.relayApi.rateLimit) && Object.isFrozen(DEFAULTS.server.corsOrigins));
+  });
+});
+
+describe('config loader (DESIGN 5)', () => {
+  function validConfig(): Record<string, unknown> {
+    return {
+      chains: {
+        ethereum: { domainId: 1, chainId: 1, mailbox: '0xc005dc82818d67AF737725bD4bf75435d065D239', rpcUrls: [{ http: 'https://eth.example.org/v3/key' }] },
+        base: { domainId: 8453, mailbox: MAILBOX, cctpMessageTransmitter: [CCTP_V2_TRANSMITTER], rpcUrls: [{ http: 'http://127.0.0.1:8545' }] },
+      },
+      relayChains: ['ethereum', 'base'],
+      whitelist: [{ originDomain: [1, '8453'], senderAddress: '*', bodyRegex: '^00' }],
+      blacklist: [{ recipientAddress: '0x' + '22'.repeat(32) }],
+      addressBlacklist: ['0x' + '33'.repeat(20)],
+      relayApi: { rateLimit: { burst: 10, perMinute: 60 }, dedupWindowSeconds: 300, dedupCapacity: 100, receiptTimeoutSeconds: 10, maxMessagesPerTx: 10 },
+      server: { host: '127.0.0.1', port: 9090, adminToken: null, corsOrigins: ['https://app.example.org'], maxRelayBodyBytes: 65536, maxMerkleBodyBytes: 1 << 24 },
+      db: ':memory:',
+    };
+  }
+
+  /** Every path of the valid config (objects and arrays), to aim mutations at real keys. */
+  function paths(value: unknown, prefix: string[] = []): string[][] {
+    const out = [prefix];
+    if (typeof value === 'object' && value !== null) {
+      for (const key of Object.keys(value)) out.push(...paths((value as Record<string, unknown>)[key], [...prefix, key]));
+    }
+    return out;
+  }
+  const PATHS = paths(validConfig()).filter((p) => p.length > 0);
+
+  function setAt(root: Record<string, unknown>, path: string[], value: unknown): void {
+    let node = root as Record<string, unknown>;
+    for (const key of path.slice(0, -1)) {
+      if (typeof node[key] !== 'object' || node[key] === null) return;
+      node = node[key] as Record<string, unknown>;
+    }
+    const last = path[path.length - 1];
+    // JSON has no holes in arrays: deleting an element removes it.
+    if (value === undefined && Array.isArray(node)) node.splice(Number(last), 1);
+    else if (value === undefined) delete node[last];
+    else node[last] = value;
+  }
+
+  const hostileValue = fc.oneof(
+    fc.jsonValue(),
+    fc.constant(undefined),
+    fc.constantFrom(-0, -1, 1.5, 2 ** 31, 2 ** 53, Infinity, NaN, '', ' ', '*', '0x', '0X' + '11'.repeat(20), '0xC005dc82818d67AF737725bD4bf75435d065D239',
+      'ftp://x', 'http://', 'https://u:p@h/p?q', '(', '(a+)+$', '[', 'ethereum', 'Base', 'a'.repeat(2000), { http: 'ws://x' }, [], {}),
+  );
+
+  function checkInvariants(config: RelayerConfig): void {
+    const names = Object.keys(config.chains);
+    assert.ok(names.length >= 1);
+    const domains = new Set<number>();
+    for (const name of names) {
+      const c = config.chains[name];
+      assert.match(name, /^[a-z][a-z0-9]*$/);
+      assert.equal(c.name, name);
+      assert.ok(Number.isInteger(c.domainId) && c.domainId >= 0 && c.domainId <= 0xffffffff);
+      assert.ok(!domains.has(c.domainId), 'domain ids are unique');
+      domains.add(c.domainId);
+      assert.match(c.mailbox, /^0x[0-9a-f]{40}$/);
+      for (const t of c.cctpMessageTransmitters) assert.match(t, /^0x[0-9a-f]{40}$/);
+      assert.ok(c.rpcUrls.length >= 1);
+      for (const u of c.rpcUrls) assert.match(new URL(u).protocol, /^https?:$/);
+    }
+    assert.ok(config.relayChains.length >= 1);
+    assert.equal(new Set(config.relayChains).size, config.relayChains.length);
+    for (const n of config.relayChains) assert.ok(Object.hasOwn(config.chains, n));
+    const api = config.relayApi;
+    for (const v of [api.rateLimit.burst, api.rateLimit.perMinute, api.dedupCapacity, api.maxMessagesPerTx]) assert.ok(Number.isSafeInteger(v) && v >= 1);
+    for (const v of [api.dedupWindowSeconds, api.receiptTimeoutSeconds]) assert.ok(Number.isInteger(v) && v >= 1 && v * 1000 <= 2 ** 31 - 1);
+    const s = config.server;
+    assert.ok(Number.isInteger(s.port) && s.port >= 0 && s.port <= 65535);
+    assert.ok(s.adminToken === null || /^[\x21-\x7e]{16,1024}$/.test(s.adminToken));
+    assert.ok(s.maxRelayBodyBytes >= 1 && s.maxMerkleBodyBytes >= 1);
+  }
+
+  test('a valid config with 1-3 keys replaced by hostile values: ConfigError naming a key, or a config whose invariants hold and that builds a policy, pipeline and API', () => {
+    const seen = tally();
+    const edit = fc.tuple(fc.constantFrom(...PATHS), hostileValue);
+    fc.assert(
+      fc.property(fc.array(edit, { minLength: 1, maxLength: 3 }), (edits) => {
+        const input = validConfig();
+        for (const [path, value] of edits) setAt(input, path, value);
+        const result = outcome(() => parseConfig(structuredClone(input)), ConfigError);
+        seen.add(result.ok);
+        if (!result.ok) {
+          assert.equal(typeof (result.error as ConfigError).key, 'string');
+          return;
+        }
+        checkInvariants(result.value);
+        createPolicy(result.value);
+        createRelayPipeline({ config: result.value, queue: createMemoryOutbox(), fetchReceipt: async () => ({ success: true, logs: [] }) });
+        createRelayApi({ config: result.value });
+      }),
+      { ...RUNS, numRuns: 400 },
+    );
+    seen.expectBoth(50);
+  });
+
+  test('arbitrary JSON as a whole config, or as any one section: ConfigError or a config, nothing else', () => {
+    const section = fc.constantFrom('chains', 'relayChains', 'whitelist', 'blacklist', 'addressBlacklist', 'relayApi', 'server', 'db');
+    fc.assert(
+      fc.property(fc.jsonValue(), section, fc.jsonValue(), (whole, key, value) => {
+        outcome(() => parseConfig(whole), ConfigError);
+        const result = outcome(() => parseConfig({ ...validConfig(), [key]: value }), ConfigError);
+        if (result.ok) checkInvariants(result.value);
+      }),
+      RUNS,
+    );
   });
 });

@@ -1,4 +1,4 @@
-import { test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
@@ -8,6 +8,8 @@ import { parseHyperlaneMessage, messageFromDispatch } from '../lib/message.ts';
 import { bytesToHex, hexToBytes } from '../lib/hex.ts';
 import { decodeCode } from './helpers/decode-error.ts';
 import { hyperlaneMessage } from './helpers/fixtures.ts';
+import { DecodeError } from '../lib/abi.ts';
+import { outcome, RUNS, tally, u32, word } from './helpers/properties.ts';
 
 interface Vector {
   nonce: number;
@@ -69,8 +71,6 @@ test('DESIGN 3: message versions other than 3 are refused with code version', ()
   }
 });
 
-const word = fc.uint8Array({ minLength: 32, maxLength: 32 }).map((b) => toHex(b));
-const u32 = fc.integer({ min: 0, max: 0xffffffff });
 
 test('message fields and id agree with viem packing and keccak on random messages', () => {
   fc.assert(
@@ -101,4 +101,31 @@ test('DESIGN 3: the Dispatch topics must agree with the message they index, and 
   assert.equal(decodeCode(() => messageFromDispatch({ ...event, sender: '0x' + '33'.repeat(20) }, 1000)), 'mismatch');
   assert.equal(decodeCode(() => messageFromDispatch({ ...event, destination: 2001 }, 1000)), 'mismatch');
   assert.equal(decodeCode(() => messageFromDispatch({ ...event, recipient: '0x' + '22'.repeat(32) }, 1000)), 'mismatch');
+});
+
+describe('message parser (Hyperlane v3)', () => {
+  test('arbitrary bytes: accepted exactly when >= 77 bytes and version 3; fields equal a DataView read, id equals viem keccak256', () => {
+    const seen = tally();
+    // Lengths drawn evenly (not biased to short), half of them stamped with version 3.
+    const raw = fc.tuple(fc.boolean(), fc.uint8Array({ maxLength: 200, size: 'max' })).map(([v3, b]) => (v3 && b.length > 0 ? Uint8Array.from([3, ...b.subarray(1)]) : b));
+    fc.assert(
+      fc.property(raw, (input) => {
+        const result = outcome(() => parseHyperlaneMessage(input), DecodeError);
+        assert.equal(result.ok, input.length >= 77 && input[0] === 3);
+        seen.add(result.ok);
+        if (!result.ok) return;
+        const view = new DataView(input.buffer, input.byteOffset, input.byteLength);
+        const m = result.value;
+        assert.equal(m.id, viemKeccak(input));
+        assert.equal(m.nonce, view.getUint32(1));
+        assert.equal(m.origin, view.getUint32(5));
+        assert.equal(m.sender, toHex(input.subarray(9, 41)));
+        assert.equal(m.destination, view.getUint32(41));
+        assert.equal(m.recipient, toHex(input.subarray(45, 77)));
+        assert.equal(toHex(m.body), toHex(input.subarray(77)));
+      }),
+      { ...RUNS, numRuns: 500 },
+    );
+    seen.expectBoth(50);
+  });
 });

@@ -17,6 +17,12 @@ import {
   rpcResult,
   type Handler,
 } from './helpers/fake-fetch.ts';
+import fc from 'fast-check';
+import { RpcError, type RpcFailureCode } from '../lib/errors.ts';
+import { parseReceipt } from '../lib/receipt.ts';
+import type { Receipt } from '../lib/types.ts';
+import { dispatchLog, MAILBOX, messageSentLog, rpcReceipt, txHash } from './helpers/fixtures.ts';
+import { RUNS, tally } from './helpers/properties.ts';
 
 const TX = '0x' + 'ab'.repeat(32);
 const TX_CHECKSUM_CASE = '0x' + 'AB'.repeat(32);
@@ -478,5 +484,59 @@ describe('receipt fetch over a real HTTP server (node:http, global fetch)', () =
         assert.ok(writes < 10_000, `server wrote ${writes} chunks: the client stopped reading`);
       },
     );
+  });
+});
+
+describe('receipt parser (DESIGN 3: read only status and logs)', () => {
+  const TX = txHash(0xbeef);
+
+  /** Replaces the value at a random path of `value` with `replacement` (undefined deletes). */
+  function replaceAt(value: unknown, path: number[], replacement: unknown): unknown {
+    if (path.length === 0 || typeof value !== 'object' || value === null) return replacement;
+    const keys = Object.keys(value);
+    if (keys.length === 0) return replacement;
+    const key = keys[path[0] % keys.length];
+    const next = replaceAt((value as Record<string, unknown>)[key], path.slice(1), replacement);
+    // JSON has no holes in arrays: deleting an element removes it.
+    if (Array.isArray(value)) return next === undefined ? value.filter((_, i) => i !== Number(key)) : value.map((v, i) => (i === Number(key) ? next : v));
+    const copy: Record<string, unknown> = { ...value };
+    if (next === undefined) delete copy[key];
+    else copy[key] = next;
+    return copy;
+  }
+
+
+  // A receipt that does not parse is a failure of that endpoint (the fetcher fails over).
+  const RPC_RECEIPT_CODES: ReadonlySet<RpcFailureCode> = new Set(['malformed_receipt', 'wrong_transaction']);
+
+  it('mutated and arbitrary receipts give a Receipt (lower-case, well-formed logs) or the attempt failure that makes the fetcher fail over', () => {
+    const seen = tally();
+    const base = rpcReceipt(TX, [messageSentLog(), dispatchLog(MAILBOX)]);
+    const receipt = fc.oneof(
+      fc.tuple(fc.array(fc.nat(), { maxLength: 4 }), fc.oneof(fc.jsonValue(), fc.constant(undefined))).map(([path, v]) => replaceAt(base, path, v)),
+      fc.jsonValue(),
+    );
+    fc.assert(
+      fc.property(receipt, (value) => {
+        let parsed: Receipt;
+        try {
+          parsed = parseReceipt(value, TX);
+        } catch (error) {
+          assert.ok(error instanceof RpcError && RPC_RECEIPT_CODES.has(error.code), `unexpected ${String(error)}`);
+          seen.add(false);
+          return;
+        }
+        seen.add(true);
+        assert.equal(typeof parsed.success, 'boolean');
+        for (const log of parsed.logs) {
+          assert.match(log.address, /^0x[0-9a-f]{40}$/);
+          assert.ok(log.topics.length <= 4);
+          for (const t of log.topics) assert.match(t, /^0x[0-9a-f]{64}$/);
+          assert.ok(log.data instanceof Uint8Array);
+        }
+      }),
+      { ...RUNS, numRuns: 500 },
+    );
+    seen.expectBoth(50);
   });
 });

@@ -1,0 +1,84 @@
+/**
+ * The relay pipeline as a whole (lib/pipeline.ts, spec 4.5.4, DESIGN 3) on generated receipts: every
+ * outcome is a 200 whose messages are all enqueued with the pair kept, or a RelayError with nothing
+ * enqueued and the reservation released.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import fc from 'fast-check';
+import { toHex, type Hex } from 'viem';
+import { DISPATCH_TOPIC } from '../lib/abi.ts';
+import { extractMessages } from '../lib/cctp.ts';
+import { RelayError } from '../lib/errors.ts';
+import { hexToBytes } from '../lib/hex.ts';
+import { createMemoryOutbox } from '../lib/outbox.ts';
+import { createRelayPipeline } from '../lib/pipeline.ts';
+import { parseReceipt } from '../lib/receipt.ts';
+import type { Receipt } from '../lib/types.ts';
+import { testConfig } from './helpers/config.ts';
+import { dispatchLog, MAILBOX, messageSentLog, rpcReceipt, transferLogs, txHash } from './helpers/fixtures.ts';
+import { bytes, mutate, mutation, RUNS, tally, u32, word } from './helpers/properties.ts';
+
+describe('the relay pipeline as a whole (spec 4.5.4, DESIGN 3)', () => {
+  const FOREIGN = '0x' + 'ee'.repeat(20);
+  const config = testConfig({ blacklist: [{ recipientAddress: '0x' + '99'.repeat(20) }] });
+
+  /** One log of a random kind: real, foreign, mutated, from another chain, blacklisted. */
+  const log = fc.oneof(
+    fc.record({ nonce: u32, destination: fc.constantFrom(1, 8453, 10), recipient: fc.constantFrom('0x' + '22'.repeat(20), '0x' + '99'.repeat(20)) }).map((f) =>
+      dispatchLog(MAILBOX, { ...f, recipient: f.recipient as Hex }),
+    ),
+    fc.constant(messageSentLog()),
+    fc.constantFrom({ ...messageSentLog(), address: FOREIGN }, { ...dispatchLog(FOREIGN), address: FOREIGN }, dispatchLog(MAILBOX, { origin: 8453 })),
+    fc.tuple(fc.boolean(), mutation).map(([dispatch, m]) => {
+      const base = dispatch ? dispatchLog(MAILBOX) : messageSentLog();
+      return { ...base, data: toHex(mutate(hexToBytes(base.data)!, m)) };
+    }),
+    fc.record({ topics: fc.array(fc.oneof(word, fc.constant(DISPATCH_TOPIC as string)), { maxLength: 5 }), data: bytes(80).map((b) => toHex(b)) }).map((r) => ({ address: MAILBOX, ...r })),
+  );
+
+  test('any receipt: 200 with every listed message enqueued and the pair kept, or a RelayError with nothing enqueued and the reservation released', async () => {
+    const seen = tally();
+    const receiptLogs = fc.oneof(
+      fc.array(log, { maxLength: 14 }),
+      // Real transfers (up to 12: past the limit of 10 too) with stray logs mixed in.
+      fc.tuple(fc.integer({ min: 1, max: 12 }), fc.nat({ max: 2 ** 31 }), fc.array(log, { maxLength: 3 })).map(([n, nonce, extra]) => [...transferLogs(n, { nonce }), ...extra]),
+    );
+    await fc.assert(
+      fc.asyncProperty(receiptLogs, fc.boolean(), async (logs, success) => {
+        const hash = txHash(1);
+        let receipt: Receipt;
+        try {
+          receipt = parseReceipt(rpcReceipt(hash, logs, success ? '0x1' : '0x0'), hash);
+        } catch {
+          return; // the fetcher fails over on a receipt it cannot parse (tested above)
+        }
+        const outbox = createMemoryOutbox();
+        const pipeline = createRelayPipeline({ config, queue: outbox, fetchReceipt: async () => receipt });
+        let response;
+        try {
+          response = await pipeline.relay({ origin_chain: 'ethereum', tx_hash: hash });
+        } catch (error) {
+          assert.ok(error instanceof RelayError, `unexpected ${String(error)}`);
+          seen.add(false);
+          assert.equal(await outbox.depth(), 0, 'nothing enqueued on failure');
+          assert.equal(pipeline.dedup.size(), 0, 'reservation released');
+          return;
+        }
+        seen.add(response.messages.length > 0);
+        assert.equal(pipeline.dedup.size(), 1, 'a success keeps the pair');
+        assert.equal(await outbox.depth(), response.messages.length);
+        for (const m of response.messages) {
+          assert.ok(await outbox.get(m.message_id));
+          assert.equal(m.origin, 1);
+        }
+        if (!success) assert.deepEqual(response.messages, []);
+        // Cross-check with the extraction alone: the same messages in the same order.
+        const direct = extractMessages(receipt, config.chains.ethereum, config.relayApi.maxMessagesPerTx);
+        assert.deepEqual(response.messages.map((m) => m.message_id), direct.map((m) => m.id));
+      }),
+      RUNS,
+    );
+    seen.expectBoth(20);
+  });
+});
