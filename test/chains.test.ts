@@ -4,25 +4,22 @@
  * RPC URL.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { createRelayServer, type RelayServer } from '../lib/http/server.ts';
+import { before, describe, test, type TestContext } from 'node:test';
 import { testConfig } from './helpers/config.ts';
 import { httpRequest, postJson } from './helpers/http.ts';
 import { txHash } from './helpers/fixtures.ts';
+import { startApi } from './helpers/server.ts';
 
-let server: RelayServer;
 let url: string;
 
-before(async () => {
+// A top-level `before` runs in the file's root test, whose after hooks run once the file is done.
+before(async (root) => {
   const config = testConfig();
   // A chain without an EVM chain id, and RPC URLs with a key in them that must never be shown.
   config.chains.ethereum.rpcUrls = ['https://user:SECRETUSER@rpc.example/v2/SECRETKEY?key=SECRETQ'];
   delete config.chains.base.chainId;
-  server = createRelayServer({ config });
-  url = (await server.listen(0, '127.0.0.1')).url;
+  ({ url } = await startApi(root as TestContext, { config }));
 });
-
-after(() => server.close(100));
 
 describe('GET /chains (issue 16.6)', () => {
   test('lists every configured chain in configuration order: name, domain_id, chain_id (null when not configured)', async () => {
