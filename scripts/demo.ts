@@ -1,17 +1,31 @@
 /**
- * `npm run demo`: the whole fast-relay path on this machine, in one command, for a new user.
- * Starts anvil, deploys the real Hyperlane Mailbox and a CCTP V2 transmitter stand-in, sends one
- * USDC-style transfer, starts bin/relayer-server.ts against the node, relays the transaction with
- * an HTTP call and prints each step. Everything it started is stopped at the end, on error and on
+ * `npm run demo`: a message's whole life on this machine, in one command, for a new user.
+ * Starts two anvil nodes (origin: Hyperlane domain 1, destination: domain 2), deploys the real
+ * Hyperlane Mailbox on each and Hyperlane's CCTP V2 token bridge (TokenBridgeCctpV2) between them,
+ * sends one USDC-style transfer, starts bin/relayer-server.ts, relays the transaction with POST
+ * /relay, then runs the example delivery worker (scripts/delivery-worker.ts) on the server's
+ * database, printing the message status (GET /relay/{id}) and the destination Mailbox's
+ * `delivered(id)` before and after. Everything it started is stopped at the end, on error and on
  * Ctrl-C (test/e2e/processes.ts).
  */
-import { pad, type Address } from 'viem';
-import { startLocalChain, ORIGIN_DOMAIN, type LocalChain } from '../test/e2e/fixture.ts';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Address, Hex } from 'viem';
+import { MAILBOX_ABI } from './delivery/destination.ts';
+import { sendBridgeTransfer } from '../test/e2e/cctp-bridge.ts';
+import {
+  DESTINATION_DOMAIN,
+  ORIGIN_CHAIN_NAME,
+  ORIGIN_DOMAIN,
+  startTwoChains,
+  twoChainRelayerConfig,
+  type TwoChains,
+} from '../test/e2e/fixture.ts';
 import { mailboxLogs } from '../test/e2e/hyperlane.ts';
-import { launchRelayerServer, type RelayerProcess } from '../test/helpers/server.ts';
-import { sendTransfer } from '../test/e2e/stand-ins.ts';
+import { onExitCleanup, spawnTracked } from '../test/e2e/processes.ts';
+import { launchRelayerServer, REPO_ROOT, type RelayerProcess } from '../test/helpers/server.ts';
 
-const DESTINATION_DOMAIN = 2;
 const RECIPIENT: Address = '0x000000000000000000000000000000000000dEaD';
 const AMOUNT = 1_000_000n; // 1 USDC (6 decimals)
 
@@ -21,75 +35,103 @@ function step(text: string): void {
   console.log(`\n[${stepNumber}] ${text}`);
 }
 function detail(label: string, value: unknown): void {
-  console.log(`    ${label.padEnd(22)} ${value}`);
+  console.log(`    ${label.padEnd(24)} ${value}`);
+}
+function indent(text: string): string {
+  return text.trimEnd().replace(/^/gm, '    ');
 }
 
 async function main(): Promise<number> {
-  let local: LocalChain | undefined;
+  let two: TwoChains | undefined;
   let server: RelayerProcess | undefined;
+  const dir = mkdtempSync(join(tmpdir(), 'relayer-demo-'));
+  const removeDir = onExitCleanup(() => rmSync(dir, { recursive: true, force: true }));
   try {
-    step('Starting anvil (a local EVM node) and deploying contracts');
-    local = await startLocalChain();
-    detail('anvil JSON-RPC', local.anvil.rpcUrl);
-    detail('Mailbox (domain 1)', local.hyperlane.mailbox);
-    detail('  default ISM', `${local.hyperlane.noopIsm} (NoopIsm)`);
-    detail('  default hook', `${local.hyperlane.merkleTreeHook} (MerkleTreeHook)`);
-    detail('  required hook', `${local.hyperlane.testPostDispatchHook} (TestPostDispatchHook, fee 0)`);
-    detail('CCTP V2 transmitter', `${local.standIns.transmitter} (stand-in)`);
+    step('Starting two anvil nodes and deploying Hyperlane (Mailbox) and its CCTP V2 bridge on each');
+    two = await startTwoChains();
+    const { origin, destination, route } = two;
+    detail(`origin (domain ${ORIGIN_DOMAIN})`, `${origin.anvil.rpcUrl}, chain id ${origin.anvil.chainId}`);
+    detail('  Mailbox', origin.hyperlane.mailbox);
+    detail('  TokenBridgeCctpV2', `${route.origin.router} (Hyperlane's contract, proxied)`);
+    detail('  CCTP transmitter', `${route.origin.transmitter} (package mock, V2 format)`);
+    detail(`destination (domain ${DESTINATION_DOMAIN})`, `${destination.anvil.rpcUrl}, chain id ${destination.anvil.chainId}`);
+    detail('  Mailbox', destination.hyperlane.mailbox);
+    detail('  TokenBridgeCctpV2', `${route.destination.router} (recipient and its own CCTP ISM)`);
 
-    step(`Sending a transfer of ${AMOUNT} (1 USDC) from domain ${ORIGIN_DOMAIN} to domain ${DESTINATION_DOMAIN}`);
-    const hash = await sendTransfer(local.chain, local.standIns, { destination: DESTINATION_DOMAIN, recipient: RECIPIENT, amount: AMOUNT });
-    const receipt = await local.chain.receipt(hash);
-    const { ids } = mailboxLogs(receipt, local.hyperlane.mailbox);
+    step(`Sending 1 USDC from domain ${ORIGIN_DOMAIN} to domain ${DESTINATION_DOMAIN}: TokenBridgeCctpV2.transferRemote`);
+    const hash = await sendBridgeTransfer(origin.chain, route, { destination: DESTINATION_DOMAIN, recipient: RECIPIENT, amount: AMOUNT });
+    const receipt = await origin.chain.receipt(hash);
+    const { ids } = mailboxLogs(receipt, origin.hyperlane.mailbox);
+    const messageSent = receipt.logs.filter((l) => l.address.toLowerCase() === route.origin.transmitter).length;
     detail('tx hash', hash);
     detail('block', `${receipt.blockNumber} (status ${receipt.status}, ${receipt.logs.length} logs)`);
+    detail('CCTP MessageSent', `${messageSent} (depositForBurn)`);
     detail('Mailbox DispatchId', ids.join(', '));
+    if (ids.length !== 1) throw new Error(`expected one dispatched message, got ${ids.length}`);
+    const id = ids[0].toLowerCase() as Hex;
 
-    step('Starting bin/relayer-server.ts pointed at anvil');
-    const config = {
-      chains: {
-        anvil1: {
-          domainId: ORIGIN_DOMAIN,
-          chainId: 31337,
-          mailbox: local.hyperlane.mailbox,
-          cctpMessageTransmitter: local.standIns.transmitter,
-          rpcUrls: [{ http: local.anvil.rpcUrl }],
-        },
-        // The destination only has to be configured: the demo relays, it does not deliver.
-        dest2: { domainId: DESTINATION_DOMAIN, chainId: 2, mailbox: pad('0x02', { size: 20 }), rpcUrls: [{ http: 'http://127.0.0.1:1' }] },
-      },
-      relayChains: ['dest2'],
-      db: ':memory:',
-    };
-    server = await launchRelayerServer(['--host', '127.0.0.1', '--db', ':memory:'], { config });
+    step('Starting bin/relayer-server.ts with a SQLite file the delivery worker will share');
+    const db = join(dir, 'relayer.db');
+    const config = twoChainRelayerConfig(two, db);
+    const configFile = join(dir, 'relayer.json');
+    writeFileSync(configFile, JSON.stringify(config, null, 2));
+    server = await launchRelayerServer(['--config', configFile, '--host', '127.0.0.1', '--db', db]);
     detail('relayer API', server.url);
+    detail('database', db);
 
     step('Relaying the transaction: POST /relay');
-    const request = { origin_chain: 'anvil1', tx_hash: hash };
+    const request = { origin_chain: ORIGIN_CHAIN_NAME, tx_hash: hash };
     console.log(`    curl -s -X POST ${server.url}/relay -H 'content-type: application/json' -d '${JSON.stringify(request)}'`);
-    const res = await fetch(`${server.url}/relay`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(request),
-    });
+    const res = await fetch(`${server.url}/relay`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(request) });
     const body = (await res.json()) as { messages?: { message_id: string }[] };
     detail('HTTP status', res.status);
-    console.log(JSON.stringify(body, null, 2).replace(/^/gm, '    '));
+    console.log(indent(JSON.stringify(body, null, 2)));
+    if (res.status !== 200 || body.messages?.[0]?.message_id !== id) throw new Error('the relay did not accept the dispatched message');
 
-    const accepted = body.messages?.map((m) => m.message_id) ?? [];
-    const matches = res.status === 200 && accepted.length === ids.length && accepted.every((id, i) => id === ids[i].toLowerCase());
-    step(matches ? 'Accepted: the message id is the one the Mailbox emitted (DispatchId)' : 'Unexpected answer: see above');
-    return matches ? 0 : 1;
+    const isDelivered = () =>
+      destination.chain.publicClient.readContract({ address: destination.hyperlane.mailbox, abi: MAILBOX_ABI, functionName: 'delivered', args: [id] });
+    const status = async () => {
+      const r = await fetch(`${server!.url}/relay/${id}`);
+      return (await r.json()) as { status: string; attempts: number; destination_tx_hash: string | null };
+    };
+
+    step('Before delivery');
+    console.log(`    curl -s ${server.url}/relay/${id}`);
+    const before = await status();
+    console.log(indent(JSON.stringify(before, null, 2)));
+    detail('status', before.status);
+    detail('Mailbox.delivered(id)', `${await isDelivered()} (destination)`);
+
+    step('Running the delivery worker once: node scripts/delivery-worker.ts --config relayer.json --db relayer.db --once');
+    const worker = spawnTracked(process.execPath, [join(REPO_ROOT, 'scripts', 'delivery-worker.ts'), '--config', configFile, '--db', db, '--once'], {
+      cwd: REPO_ROOT,
+    });
+    const code = await new Promise<number | null>((resolve) => worker.child.once('exit', resolve));
+    console.log(indent(worker.output()));
+    detail('worker exit', code);
+
+    step('After delivery');
+    const after = await status();
+    console.log(indent(JSON.stringify(after, null, 2)));
+    const deliveredNow = await isDelivered();
+    detail('status', `${before.status} → ${after.status}`);
+    detail('Mailbox.delivered(id)', `false → ${deliveredNow} (destination)`);
+    detail('destination tx', after.destination_tx_hash);
+
+    const ok = code === 0 && before.status === 'queued' && after.status === 'delivered' && deliveredNow;
+    step(ok ? 'Delivered: the message went queued → delivered and the destination Mailbox says delivered(id) = true' : 'Unexpected outcome: see above');
+    return ok ? 0 : 1;
   } catch (error) {
     console.error(`\ndemo failed: ${(error as Error).stack ?? error}`);
     if (server) console.error(`\nserver output:\n${server.output()}`);
     return 1;
   } finally {
-    step('Stopping the relayer server and anvil');
+    step('Stopping the relayer server and both anvil nodes');
     const code = await server?.stop().catch(() => null);
     if (server) detail('relayer-server exit', code);
-    await local?.anvil.stop();
+    await two?.stop();
     detail('anvil', 'stopped');
+    removeDir();
   }
 }
 

@@ -63,10 +63,13 @@ async function transferAndRelay(): Promise<{ id: Hex; txHash: Hash }> {
   return { id: ids[0].toLowerCase() as Hex, txHash: hash };
 }
 
+/** The message as a bridge UI sees it: GET /relay/{id} on the server. */
 async function status(id: string): Promise<Record<string, unknown>> {
-  // TODO(GET /relay/{id}): read through the server once the endpoint lands.
-  const r = await record(id);
-  return { status: r.status, attempts: r.attempts, destination_tx_hash: r.destinationTxHash };
+  const res = await fetch(`${server.url}/relay/${id}`);
+  const body = (await res.json()) as Record<string, unknown>;
+  assert.equal(res.status, 200, JSON.stringify(body));
+  assert.equal(body.message_id, id);
+  return body;
 }
 
 /** The outbox row itself (fields the HTTP view does not show: retryAt). */
@@ -241,6 +244,9 @@ describe('e2e: delivery worker from the relayer outbox to a second chain', { tim
       assert.equal(failed.attempts, 1);
       assert.match(String(failed.lastError), /fetch failed|HTTP request failed/i);
       assert.equal(failed.retryAt, clock.now() + RETRY_DELAY_MS);
+      const view = await status(id);
+      assert.equal(view.status, 'queued');
+      assert.ok(typeof view.last_error === 'string' && view.last_error.length > 0, 'GET /relay/{id} shows the error');
       assert.equal(await delivered(id), false);
       assert.deepEqual(await down.worker.runOnce(), [], 'not claimable before retryAt');
     } finally {

@@ -1,0 +1,23 @@
+/**
+ * `npm run demo` as a user runs it (the README promises what it prints): it exits 0 and shows
+ * the message going queued → delivered while the destination Mailbox's delivered(id) turns true.
+ */
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { spawnTracked } from './processes.ts';
+import { REPO_ROOT } from '../helpers/server.ts';
+
+test('npm run demo: POST /relay, then the worker delivers; GET /relay/{id} goes queued → delivered, Mailbox.delivered(id) false → true', { timeout: 120_000 }, async () => {
+  const demo = spawnTracked(process.execPath, [join(REPO_ROOT, 'scripts', 'demo.ts')], { cwd: REPO_ROOT });
+  const [code] = (await once(demo.child, 'exit')) as [number | null];
+  const output = demo.output();
+  assert.equal(code, 0, output);
+  assert.match(output, /"status": "queued"/);
+  assert.match(output, /"status": "delivered"/);
+  assert.match(output, /status\s+queued → delivered/);
+  assert.match(output, /Mailbox\.delivered\(id\)\s+false → true/);
+  assert.match(output, /destination tx\s+0x[0-9a-f]{64}/);
+  assert.match(output, /relayer-server exit\s+0/);
+});
