@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * relayer-server: runs the relay API on node:http with a node:sqlite store. Only wiring lives here;
+ * relayer-server: runs the relay API on node:http with a node:sqlite or PostgreSQL store. Only wiring lives here;
  * everything it wires is in lib/.
  */
 // First: on a Node too old for the rest, this prints what is needed and exits (see the file).
@@ -11,9 +11,10 @@ import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
 import { ConfigError, defaultConfig, parseConfig } from '../lib/config.ts';
 import { createLineSink } from '../lib/http/log-sink.ts';
-import { createRelayServer } from '../lib/http/server.ts';
+import { createRelayServer, type RelayServerOptions } from '../lib/http/server.ts';
 import { createLogger, isLogLevel, LOG_LEVELS, type LogLevel } from '../lib/log.ts';
 import type { RelayerConfig } from '../lib/types.ts';
+import { isPostgresUrl, openPostgresFromUrl, redactDatabaseUrl } from './postgres.ts';
 
 const HELP = `Usage: relayer-server [options]
 
@@ -37,7 +38,10 @@ Options:
                       built-in default is used: known mainnet chains, ./relayer.db.
   --host HOST         address to bind (default 127.0.0.1; overrides the config file)
   --port N            port to bind, 0 for any free port (default 9090)
-  --db FILE           SQLite database file, or :memory: (default ./relayer.db)
+  --db FILE|URL       SQLite database file, :memory:, or postgres://user:pass@host:5432/name
+                      for several replicas on one database (needs the pg package; the URL's
+                      pool_size=N sets the pool, default 10). Default: env RELAYER_DB, then
+                      the config's db, then ./relayer.db
   --log-level LEVEL   ${LOG_LEVELS.join(' | ')} (default info; env RELAYER_LOG_LEVEL)
   -h, --help          show this help
 
@@ -135,6 +139,39 @@ function applyFlags(config: RelayerConfig, flags: ReturnType<typeof parseFlags>)
   if (flags.db !== undefined) {
     if (flags.db.length === 0) fail(2, '--db must not be empty');
     config.db = flags.db;
+  } else if (process.env.RELAYER_DB) {
+    // The environment keeps a database password out of the process list and the config file.
+    config.db = process.env.RELAYER_DB;
+  }
+}
+
+interface OpenedStore {
+  wiring: Pick<RelayServerOptions, 'store' | 'outbox' | 'merkle'>;
+  close(): Promise<void>;
+}
+
+async function openSqlite(config: RelayerConfig): Promise<OpenedStore> {
+  // Loaded here, not imported above: node:sqlite must not be linked before node-version.ts has run.
+  const { openStore } = await import('../lib/sqlite/index.ts');
+  prepareDatabaseDirectory(config.db);
+  let store: ReturnType<typeof openStore>;
+  try {
+    store = openStore(config.db);
+  } catch (error) {
+    return fail(1, `cannot open database ${config.db} (${resolve(config.db)}): ${(error as Error).message}`);
+  }
+  return { wiring: { outbox: store.outbox, merkle: store }, close: async () => store.close() };
+}
+
+async function openPostgres(config: RelayerConfig, logger: ReturnType<typeof createLogger>): Promise<OpenedStore> {
+  try {
+    const opened = await openPostgresFromUrl(config.db, config.relayApi, logger);
+    return { wiring: { store: opened.store }, close: opened.close };
+  } catch (error) {
+    // The driver's message (refused, authentication failed for user x, no such database) never
+    // contains the password; the URL is shown redacted.
+    const message = error instanceof Error ? error.message.split('\n')[0] : String(error);
+    return fail(1, `cannot open database ${redactDatabaseUrl(config.db)}: ${message}`);
   }
 }
 
@@ -171,19 +208,10 @@ async function main(): Promise<void> {
   process.on('exit', () => sink.flush());
   const logger = createLogger({ level: level as LogLevel, write: sink.write });
 
-  // Loaded here, not imported above: node:sqlite must not be linked before node-version.ts has run.
-  const { openStore } = await import('../lib/sqlite/index.ts');
-  prepareDatabaseDirectory(config.db);
-  let store: ReturnType<typeof openStore>;
-  try {
-    store = openStore(config.db);
-  } catch (error) {
-    return fail(1, `cannot open database ${config.db} (${resolve(config.db)}): ${(error as Error).message}`);
-  }
+  const opened = isPostgresUrl(config.db) ? await openPostgres(config, logger) : await openSqlite(config);
   const relay = createRelayServer({
     config,
-    outbox: store.outbox,
-    merkle: store,
+    ...opened.wiring,
     logger,
     openapi: readOpenApi(),
   });
@@ -192,7 +220,7 @@ async function main(): Promise<void> {
   try {
     address = await relay.listen();
   } catch (error) {
-    store.close();
+    await opened.close();
     return fail(1, `cannot listen on ${config.server.host}:${config.server.port}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
   }
   if (!isLoopback(config.server.host) && config.server.adminToken === null) {
@@ -203,7 +231,7 @@ async function main(): Promise<void> {
   logger.info('started', {
     chains: Object.keys(config.chains).length,
     relay_chains: config.relayChains.length,
-    db: config.db,
+    db: redactDatabaseUrl(config.db),
   });
   sink.write(`relayer-server listening on ${address.url}\n`);
   sink.flush();
@@ -214,7 +242,7 @@ async function main(): Promise<void> {
     stopping = true;
     logger.info('shutting down', { signal, in_flight: relay.api.inFlight() });
     await relay.close(10_000);
-    store.close();
+    await opened.close();
     logger.info('stopped');
     process.exit(0);
   };

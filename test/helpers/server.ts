@@ -80,6 +80,8 @@ export interface RelayerServerOptions {
   nodeArgs?: string[];
   /** Working directory of the server (the repository by default). */
   cwd?: string;
+  /** Its environment (this process's by default), e.g. RELAYER_DB. */
+  env?: NodeJS.ProcessEnv;
   startTimeoutMs?: number;
   /** Time between SIGTERM and SIGKILL in stop(). */
   graceMs?: number;
@@ -103,7 +105,7 @@ export async function launchRelayerServer(args: string[], options: RelayerServer
   }
   const port = args.includes('--port') ? [] : ['--port', '0'];
   // process.execPath: the Node running the tests (the pinned 24, with type stripping) runs the server.
-  const tracked = spawnTracked(process.execPath, [...(options.nodeArgs ?? []), SERVER_BIN, ...files, ...port, ...args], { cwd: options.cwd ?? REPO_ROOT });
+  const tracked = spawnTracked(process.execPath, [...(options.nodeArgs ?? []), SERVER_BIN, ...files, ...port, ...args], { cwd: options.cwd ?? REPO_ROOT, env: options.env });
   const { child } = tracked;
   const stdout = collectLines(child.stdout, (line) => options.onLine?.(line, 'stdout'));
   const stderr = collectLines(child.stderr, (line) => options.onLine?.(line, 'stderr'));
