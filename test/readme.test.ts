@@ -127,7 +127,7 @@ test('issue 16.5: every shell example of the README and the docs runs as written
   for (const c of commands) {
     if (c === starts[0]) continue;
     if (NOT_RUN_HERE.has(c.text)) continue;
-    assert.ok(!/^(npm|node) /.test(c.text), `${c.file}:${c.line}: "${c.text}" is neither run here nor listed as covered elsewhere`);
+    assert.ok(c.file === BACKUP_DOC || !/^(npm|node) /.test(c.text), `${c.file}:${c.line}: "${c.text}" is neither run here nor listed as covered elsewhere`);
     toRun.push(c);
   }
   assert.ok(toRun.length >= 10, `${toRun.length} commands to run`);
