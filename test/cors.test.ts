@@ -89,6 +89,47 @@ describe('CORS allowlist (issue 8.4)', () => {
     }
   });
 
+  test('an allowed origin gets CORS headers and a preflight answer; others get none', async (t) => {
+    const { url } = await start(t, testConfig({ server: { corsOrigins: ['https://app.example.org'] } }));
+    const pre = await httpRequest(url, { method: 'OPTIONS', path: '/relay', headers: { origin: 'https://app.example.org', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' } });
+    assert.equal(pre.status, 204);
+    assert.equal(pre.headers['access-control-allow-origin'], 'https://app.example.org');
+    assert.match(String(pre.headers['access-control-allow-methods']), /POST/);
+    assert.match(String(pre.headers['access-control-allow-headers']), /Content-Type/i);
+    const denied = await httpRequest(url, { method: 'OPTIONS', path: '/relay', headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } });
+    assert.equal(denied.headers['access-control-allow-origin'], undefined);
+    const get = await httpRequest(url, { path: '/relay', headers: { origin: 'https://app.example.org' } });
+    assert.equal(get.headers['access-control-allow-origin'], 'https://app.example.org');
+    const other = await httpRequest(url, { path: '/relay', headers: { origin: 'https://evil.example' } });
+    assert.equal(other.headers['access-control-allow-origin'], undefined);
+  });
+
+  test('only the exact configured origin is allowed; look-alikes get nothing; credentials are never allowed', async (t) => {
+    const allowed = 'https://app.example.org';
+    const { url } = await start(t, testConfig({ server: { corsOrigins: [allowed] } }));
+    const cases: Array<[string, boolean]> = [
+      [allowed, true],
+      ['https://app.example.org.evil.example', false],
+      ['https://evil-app.example.org', false],
+      ['http://app.example.org', false],
+      ['https://app.example.org:8443', false],
+      ['https://APP.EXAMPLE.ORG', false],
+      ['https://app.example.org/', false],
+      ['null', false],
+      ['*', false],
+    ];
+    for (const [origin, ok] of cases) {
+      for (const method of ['GET', 'OPTIONS']) {
+        const res = await httpRequest(url, { method, path: '/relay', headers: { Origin: origin, 'Access-Control-Request-Method': 'POST' } });
+        assert.notEqual(res.status, 500);
+        assert.equal(res.headers['access-control-allow-origin'], ok ? origin : undefined, `${method} ${origin}`);
+        assert.equal(res.headers['access-control-allow-credentials'], undefined);
+        if (!ok) assert.equal(res.headers['access-control-allow-methods'], undefined, `${method} ${origin}`);
+        assert.match(String(res.headers.vary), /Origin/, 'caches keep answers per Origin');
+      }
+    }
+  });
+
   test('an OPTIONS without Access-Control-Request-Method is a plain Allow answer, not a preflight', async (t) => {
     const { url } = await start(t, allowed());
     const res = await httpRequest(url, { method: 'OPTIONS', path: '/relay', headers: { origin: APP } });
@@ -104,11 +145,21 @@ describe('CORS allowlist (issue 8.4)', () => {
     assertNoCors(res, '404');
   });
 
-  test('CORS off (no corsOrigins, the default): no CORS header and no Vary on any answer', async (t) => {
+  test('CORS off (no corsOrigins, the default): no CORS header and no Vary on any answer, whatever the Origin and method', async (t) => {
     const { url } = await start(t, testConfig());
     for (const res of [await preflight(url, '/relay', APP), await httpRequest(url, { path: '/relay', headers: { origin: APP } })]) {
       assertNoCors(res, 'CORS off');
       assert.equal(res.headers.vary, undefined);
+    }
+    const plain = await httpRequest(url, { path: '/relay', headers: { origin: 'https://app.example.org' } });
+    assert.equal(plain.headers['access-control-allow-origin'], undefined);
+    // whatever the Origin, on every method
+    for (const origin of ['https://app.example.org', 'null', 'http://127.0.0.1']) {
+      for (const method of ['GET', 'OPTIONS', 'POST']) {
+        const res = await httpRequest(url, { method, path: '/relay', headers: { Origin: origin, 'Access-Control-Request-Method': 'POST', 'Content-Type': 'application/json' }, body: method === 'POST' ? '{}' : undefined });
+        const cors = Object.keys(res.headers).filter((h) => h.startsWith('access-control-'));
+        assert.deepEqual(cors, [], `${method} ${origin}`);
+      }
     }
   });
 

@@ -199,6 +199,10 @@ describe('X-Request-Id (issue 8.2)', () => {
     assert.notEqual(a.headers['x-request-id'], b.headers['x-request-id']);
     assert.equal(b.json().reason, 'invalid_request', 'error answers carry the id too');
     assert.deepEqual(h.requestLines().map((l) => l.request_id), [...safe, a.headers['x-request-id'], b.headers['x-request-id']]);
+    const given = await httpRequest(h.url, { path: '/relay', headers: { 'x-request-id': 'abc-123' } });
+    assert.equal(given.headers['x-request-id'], 'abc-123');
+    const generated = await httpRequest(h.url, { path: '/relay' });
+    assert.match(String(generated.headers['x-request-id']), /^[0-9a-f-]{36}$/);
   });
 
   test('a hostile X-Request-Id (too long, quotes, spaces, markup, non-ASCII, two values) is replaced, never echoed or logged', async (t) => {

@@ -263,4 +263,14 @@ describe('GET /metrics over HTTP: the relay API metrics move', () => {
     assert.equal(head.text, '');
     assert.match(String(head.headers['content-type']), /^text\/plain; version=0\.0\.4/);
   });
+
+  test('GET /metrics exposes request counters that move', async (t) => {
+    const h = await start(t);
+    await postJson(h.url, '/relay', { origin_chain: 'nope', tx_hash: txHash(1) });
+    const res = await httpRequest(h.url, { path: '/metrics' });
+    assert.equal(res.status, 200);
+    assert.match(String(res.headers['content-type']), /^text\/plain; version=0\.0\.4/);
+    assert.match(res.text, /^hyperlane_relay_api_requests_total\{error_type="invalid_request",status="failure"\} 1$/m);
+    assert.match(res.text, /^hyperlane_relay_api_dedup_cache_size 0$/m);
+  });
 });
