@@ -10,12 +10,12 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { connect } from 'node:net';
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test, type TestContext } from 'node:test';
+import { systemClock } from '../lib/clock.ts';
 import { LINGER } from '../lib/http/body.ts';
-import { createRelayServer, type RelayServer } from '../lib/http/server.ts';
 import type { MerkleStore } from '../lib/types.ts';
 import { testConfig } from './helpers/config.ts';
-import { createFakeClock } from './helpers/fake-clock.ts';
+import { startApi } from './helpers/server.ts';
 
 const BODY_BYTES = 64 * 1024 * 1024;
 const CHUNK = Buffer.alloc(256 * 1024, 0x20); // spaces: a body that is valid JSON whitespace so far
@@ -23,21 +23,15 @@ const ADMIN_TOKEN = 'early-refusal-admin-token';
 const MERKLE = '/merkle_tree_insertions';
 
 const merkle: MerkleStore = { insertMerkle: () => 0, listMerkle: () => [] };
-let open: RelayServer;
-let guarded: RelayServer;
 let openPort: number;
 let guardedPort: number;
 
-before(async () => {
-  open = createRelayServer({ config: testConfig({ server: { maxMerkleBodyBytes: 1024 * 1024 } }), merkle });
-  guarded = createRelayServer({ config: testConfig({ server: { adminToken: ADMIN_TOKEN } }), merkle });
-  openPort = (await open.listen(0, '127.0.0.1')).port;
-  guardedPort = (await guarded.listen(0, '127.0.0.1')).port;
-});
-
-after(async () => {
-  await open.close(100);
-  await guarded.close(100);
+// A top-level `before` runs in the file's root test, whose after hooks run once the file is done.
+// Real time: real clients stream into these servers while they drain.
+before(async (root) => {
+  const t = root as TestContext;
+  ({ port: openPort } = await startApi(t, { config: testConfig({ server: { maxMerkleBodyBytes: 1024 * 1024 } }), merkle, clock: systemClock }));
+  ({ port: guardedPort } = await startApi(t, { config: testConfig({ server: { adminToken: ADMIN_TOKEN } }), merkle, clock: systemClock }));
 });
 
 /** 64 MiB of body, produced as fast as the connection takes it. */
@@ -163,10 +157,7 @@ describe('issue 16.3: a raw socket that sends 64 MiB before reading gets the ear
   });
 
   test(`the drain is bounded in time: a client that neither sends nor closes is cut off after ${LINGER.maxMs / 1000} s (fake clock)`, async (t) => {
-    const clock = createFakeClock();
-    const server = createRelayServer({ config: testConfig({ server: { maxMerkleBodyBytes: 1024 } }), merkle, clock });
-    const { port } = await server.listen(0, '127.0.0.1');
-    t.after(() => server.close(100));
+    const { port, server, clock } = await startApi(t, { config: testConfig({ server: { maxMerkleBodyBytes: 1024 } }), merkle });
     let closedAt: number | undefined;
     server.server.once('connection', (serverSide) => serverSide.once('close', () => (closedAt = clock.now())));
     // allowHalfOpen: the server's FIN does not make this client close its side.
