@@ -12,7 +12,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { createPublicClient, createWalletClient, defineChain, http, type Address, type Hex, type PublicClient } from 'viem';
+import { createPublicClient, createWalletClient, defineChain, http, type Address, type Chain as ViemChain, type Hex, type PublicClient } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { parseConfig } from '../lib/config.ts';
 import { openStore } from '../lib/sqlite/index.ts';
@@ -58,15 +58,18 @@ const config = parseConfig(JSON.parse(readFileSync(flags.config, 'utf8')));
 const leaseMs = positive('lease-ms', flags['lease-ms'], 60_000);
 const pollMs = positive('poll-ms', flags['poll-ms'], 1_000);
 
-function clientOf(chain: ChainConfig): { publicClient: PublicClient; viemChain: ReturnType<typeof defineChain>; rpcUrl: string } {
+/** viem clients for a chain; its chain id from the config, else asked of the node (viem checks it before each write). */
+async function clientOf(chain: ChainConfig): Promise<{ publicClient: PublicClient; viemChain: ViemChain; rpcUrl: string }> {
   const rpcUrl = chain.rpcUrls[0];
+  const transport = http(rpcUrl, { retryCount: 0 });
+  const id = chain.chainId ?? (await createPublicClient({ transport }).getChainId());
   const viemChain = defineChain({
-    id: chain.chainId ?? 0,
+    id,
     name: chain.name,
     nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
     rpcUrls: { default: { http: [rpcUrl] } },
   });
-  const publicClient = createPublicClient({ chain: viemChain, transport: http(rpcUrl, { retryCount: 0 }), pollingInterval: 100 }) as PublicClient;
+  const publicClient = createPublicClient({ chain: viemChain, transport, pollingInterval: 100 }) as PublicClient;
   return { publicClient, viemChain, rpcUrl };
 }
 
@@ -81,7 +84,7 @@ async function signerFor(publicClient: PublicClient) {
 const destinations = new Map<number, Destination>();
 const origins = new Map<string, Origin>();
 for (const chain of Object.values(config.chains)) {
-  const { publicClient, viemChain, rpcUrl } = clientOf(chain);
+  const { publicClient, viemChain, rpcUrl } = await clientOf(chain);
   origins.set(chain.name, { publicClient, transmitters: chain.cctpMessageTransmitters });
   if (!config.relayChains.includes(chain.name)) continue;
   const account = await signerFor(publicClient);
