@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { describe, test, type TestContext } from 'node:test';
 import type { DedupStore, Reservation } from '../lib/dedup.ts';
 import { createDedupCache } from '../lib/dedup.ts';
-import { createMemoryOutbox, type Outbox } from '../lib/outbox.ts';
+import { createMemoryOutbox, type Outbox, type RelayQueue } from '../lib/outbox.ts';
 import { createRelayPipeline } from '../lib/pipeline.ts';
 import { createTokenBucket, type RateLimiter } from '../lib/rate-limit.ts';
 import type { RelayerStore } from '../lib/store.ts';
@@ -179,6 +179,27 @@ describe('asynchronous stores behind the pipeline and the handler (DESIGN 7)', (
       });
     }
   }
+
+  test('DESIGN 7 503: an embedder\'s queue (the outbox option) that throws is store_unavailable without internals, and releases the reservation', async (t) => {
+    let fail = true;
+    const memory = createMemoryOutbox();
+    const flaky: RelayQueue = {
+      enqueue(batch) {
+        if (fail) throw new Error('disk on fire at /secret/path');
+        return memory.enqueue(batch);
+      },
+    };
+    const table: ReceiptTable = new Map();
+    const { relay } = await startApi(t, { outbox: flaky, fetch: fakeRpcFetch(table).fetch });
+    const hash = txHash(1);
+    table.set(hash, rpcReceipt(hash, transferLogs(1)));
+    const res = await relay({ origin_chain: 'ethereum', tx_hash: hash });
+    assertUnavailable(res);
+    assert.equal(res.headers['retry-after'], '1');
+    assert.doesNotMatch(res.text, /secret|disk|at \w+ \(/);
+    fail = false;
+    assert.equal((await relay({ origin_chain: 'ethereum', tx_hash: hash })).status, 200, 'retry is not duplicate_tx');
+  });
 
   test('POST /relay: a RelayError thrown by a store (duplicate_tx from a shared dedup) keeps its own reason', async (t) => {
     const h = await start(t);
