@@ -39,6 +39,11 @@ export function hexToBytes(hex: string): Uint8Array | undefined {
   return out;
 }
 
+/** A JSON object: not null, not an array. */
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
 const HEX_STRING = /^0x[0-9a-fA-F]*$/;
 
 /** True for "0x" followed by exactly `bytes` bytes of hex, any case. */

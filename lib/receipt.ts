@@ -1,130 +1,50 @@
 /**
- * Fetches a transaction receipt over JSON-RPC (`eth_getTransactionReceipt`), DESIGN.md §3.
+ * Fetches a transaction receipt (`eth_getTransactionReceipt` over lib/rpc.ts), DESIGN.md §3.
  *
  * The chain's RPC URLs are tried in order; any failure of one (transport, attempt timeout, HTTP
  * status, bad JSON, wrong id, JSON-RPC error, malformed receipt, oversized body) moves on to the
  * next. A `null` result means "not mined yet": wait `pollIntervalMs` and start again from the
  * first URL. Everything runs under one deadline (spec §8: 10 s) on the injected clock.
- *
- * RPC URLs often carry API keys (path, query, userinfo), so no URL ever appears in an error, a log
- * or an event except through `redactUrl`.
  */
-import { sleep, systemClock, type Clock } from './clock.ts';
+import { sleep, systemClock } from './clock.ts';
 import { RelayError, RpcError, type RpcFailureCode } from './errors.ts';
-import { hexToBytes, isHexOfLength, joinBytes } from './hex.ts';
+import { hexToBytes, isHexOfLength, isPlainObject } from './hex.ts';
+import { causeText, createRpcClient, fail, follow, redactUrl, type RpcOptions } from './rpc.ts';
 import type { ChainConfig, Log, Receipt } from './types.ts';
 
-export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;
+export { redactUrl, type FetchLike } from './rpc.ts';
 
+/** One JSON-RPC attempt, for metrics and logs. Nothing in it carries a URL's path, query or userinfo. */
 export interface ReceiptFetchEvent {
   chain: string;
   /** scheme://host[:port] only. */
   rpc: string;
+  /** 1 for the first request of this fetch, counting across endpoints and polls. */
+  attempt: number;
   /** The endpoint gave a valid answer (a receipt or `null`). */
   ok: boolean;
   durationMs: number;
+  /** Why it failed; 'cancelled' when the caller or the deadline ended the wait. */
+  code?: RpcFailureCode | 'cancelled';
   /** A fixed, URL-free description of the failure. */
   error?: string;
+  /** What the node or the transport said beneath `error` (see lib/rpc.ts causeText). */
+  cause?: string;
 }
 
-export interface ReceiptFetcherOptions {
-  fetch?: FetchLike;
-  clock?: Clock;
+export interface ReceiptFetcherOptions extends RpcOptions {
   /** Overall deadline from the first request. Default 10 000 ms (spec §8). */
   timeoutMs?: number;
   /** Wait between polls while the receipt is `null`, or after every URL failed. Default 500 ms. */
   pollIntervalMs?: number;
-  /** One request's limit, so a hanging endpoint fails over. Default 3 000 ms. */
-  attemptTimeoutMs?: number;
-  /** Largest response body read. Default 8 MiB. */
-  maxResponseBytes?: number;
   onAttempt?: (event: ReceiptFetchEvent) => void;
 }
 
-export type ReceiptFetcher = (chain: ChainConfig, txHash: string, signal?: AbortSignal) => Promise<Receipt>;
-
-/** scheme://host[:port]: drops userinfo, path, query and fragment, where API keys live. */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.protocol}//${u.host}`;
-  } catch {
-    return '<invalid url>';
-  }
-}
-
-/**
- * The global fetch refuses a URL with credentials ("https://user:key@host/…", a form RPC providers
- * hand out), so the default fetch sends them as HTTP Basic auth instead, as curl and the reference
- * relayer's reqwest do. An injected fetch gets the URL as configured.
- */
-function fetchWithUrlCredentials(input: string, init: RequestInit): Promise<Response> {
-  let url: URL;
-  try {
-    url = new URL(input);
-  } catch {
-    return fetch(input, init);
-  }
-  if (url.username === '' && url.password === '') return fetch(input, init);
-  const decode = (part: string) => {
-    try {
-      return decodeURIComponent(part);
-    } catch {
-      return part;
-    }
-  };
-  let binary = '';
-  for (const byte of new TextEncoder().encode(`${decode(url.username)}:${decode(url.password)}`)) binary += String.fromCharCode(byte);
-  const headers = new Headers(init.headers);
-  headers.set('authorization', `Basic ${btoa(binary)}`);
-  url.username = '';
-  url.password = '';
-  return fetch(url.href, { ...init, headers });
-}
-
-function fail(code: RpcFailureCode, message: string): never {
-  throw new RpcError(code, message);
-}
-
-/** Reads at most `maxBytes` of the body, cancelling the stream beyond that or when `signal` aborts. */
-async function readBounded(response: Response, maxBytes: number, signal: AbortSignal): Promise<Uint8Array> {
-  const declared = Number(response.headers.get('content-length'));
-  if (declared > maxBytes) {
-    await response.body?.cancel().catch(() => {});
-    fail('too_large', 'response too large');
-  }
-  if (!response.body) return new Uint8Array(0);
-  const reader = response.body.getReader();
-  // A stalled body must not outlive its attempt: cancelling the reader ends the pending read.
-  const onAbort = () => void reader.cancel(signal.reason).catch(() => {});
-  signal.addEventListener('abort', onAbort, { once: true });
-  try {
-    const chunks: Uint8Array[] = [];
-    let total = 0;
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (signal.aborted) throw signal.reason;
-      if (done) break;
-      total += value.byteLength;
-      if (total > maxBytes) {
-        await reader.cancel().catch(() => {});
-        fail('too_large', 'response too large');
-      }
-      chunks.push(value);
-    }
-    return joinBytes(chunks);
-  } finally {
-    signal.removeEventListener('abort', onAbort);
-    reader.releaseLock();
-  }
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
+/** Where the pipeline gets receipts: the JSON-RPC fetcher below, or anything a test or embedder injects. */
+export type ReceiptSource = (chain: ChainConfig, txHash: string, signal?: AbortSignal) => Promise<Receipt>;
 
 function parseLog(value: unknown): Log {
-  if (!isObject(value)) fail('malformed_receipt', 'malformed receipt log');
+  if (!isPlainObject(value)) fail('malformed_receipt', 'malformed receipt log');
   const { address, topics, data } = value;
   if (!isHexOfLength(address, 20)) fail('malformed_receipt', 'malformed receipt log address');
   if (!Array.isArray(topics) || topics.length > 4) fail('malformed_receipt', 'malformed receipt log topics');
@@ -143,7 +63,7 @@ function parseLog(value: unknown): Log {
  * Every other field is ignored: nodes differ (anvil sends `blockTimestamp` as a JSON number).
  */
 export function parseReceipt(value: unknown, txHash: string): Receipt {
-  if (!isObject(value)) fail('malformed_receipt', 'malformed receipt');
+  if (!isPlainObject(value)) fail('malformed_receipt', 'malformed receipt');
   if (typeof value.transactionHash !== 'string' || value.transactionHash.toLowerCase() !== txHash.toLowerCase()) {
     fail('wrong_transaction', 'receipt for another transaction');
   }
@@ -152,104 +72,28 @@ export function parseReceipt(value: unknown, txHash: string): Receipt {
   return { success: value.status === '0x1', logs: value.logs.map(parseLog) };
 }
 
-/** Stateless when used without `stream`, so one instance serves every response. */
-const UTF8 = new TextDecoder('utf-8', { fatal: true });
-
-/**
- * A signal that aborts with `outer`'s reason when `outer` aborts, and also through `local`.
- * Cheaper than AbortSignal.any (no weak references for the GC to sweep) and undone by the
- * returned function, which every caller runs in `finally`.
- */
-function follow(outer: AbortSignal, local: AbortController): () => void {
-  if (outer.aborted) {
-    local.abort(outer.reason);
-    return () => {};
-  }
-  const onAbort = () => local.abort(outer.reason);
-  outer.addEventListener('abort', onAbort, { once: true });
-  return () => outer.removeEventListener('abort', onAbort);
-}
-
-/** The JSON-RPC `result` for request `id`: a Receipt, or null when not mined yet. */
-function parseRpcResponse(body: Uint8Array, id: number, txHash: string): Receipt | null {
-  let json: unknown;
-  try {
-    json = JSON.parse(UTF8.decode(body));
-  } catch {
-    fail('invalid_json', 'invalid JSON');
-  }
-  if (!isObject(json)) fail('not_json_rpc', 'not a JSON-RPC response');
-  if (json.id !== id) fail('wrong_id', 'wrong JSON-RPC id');
-  if (json.error !== undefined) {
-    const code = isObject(json.error) && Number.isInteger(json.error.code) ? ` ${json.error.code}` : '';
-    fail('rpc_error', `JSON-RPC error${code}`);
-  }
-  if (!('result' in json)) fail('not_json_rpc', 'not a JSON-RPC response');
-  return json.result === null ? null : parseReceipt(json.result, txHash);
-}
-
-const DEFAULTS = {
-  timeoutMs: 10_000,
-  pollIntervalMs: 500,
-  attemptTimeoutMs: 3_000,
-  maxResponseBytes: 8 * 1024 * 1024,
-};
-
-export function createReceiptFetcher(opts: ReceiptFetcherOptions = {}): ReceiptFetcher {
-  const fetchFn: FetchLike = opts.fetch ?? fetchWithUrlCredentials;
+export function createReceiptFetcher(opts: ReceiptFetcherOptions = {}): ReceiptSource {
   const clock = opts.clock ?? systemClock;
-  const timeoutMs = opts.timeoutMs ?? DEFAULTS.timeoutMs;
-  const pollIntervalMs = opts.pollIntervalMs ?? DEFAULTS.pollIntervalMs;
-  const attemptTimeoutMs = opts.attemptTimeoutMs ?? DEFAULTS.attemptTimeoutMs;
-  const maxResponseBytes = opts.maxResponseBytes ?? DEFAULTS.maxResponseBytes;
+  const timeoutMs = opts.timeoutMs ?? 10_000;
+  const pollIntervalMs = opts.pollIntervalMs ?? 500;
   const onAttempt = opts.onAttempt;
-  let nextId = 1;
+  const rpc = createRpcClient({ ...opts, clock });
 
-  /** One request to one URL; throws RpcError (or the outer signal's reason when it aborted). */
-  async function attempt(url: string, txHash: string, outer: AbortSignal): Promise<Receipt | null> {
-    const id = nextId++;
-    const local = new AbortController();
-    const timer = clock.setTimeout(() => local.abort(new RpcError('attempt_timeout', 'attempt timed out')), attemptTimeoutMs);
-    const unfollow = follow(outer, local);
-    const signal = local.signal;
-    try {
-      let response: Response;
-      try {
-        response = await fetchFn(url, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', accept: 'application/json' },
-          body: JSON.stringify({ jsonrpc: '2.0', id, method: 'eth_getTransactionReceipt', params: [txHash] }),
-          signal,
-        });
-      } catch (err) {
-        if (signal.aborted) throw signal.reason;
-        // The transport error's text may contain the URL: keep it out.
-        throw new RpcError('transport', 'transport error', { cause: err });
-      }
-      if (!response.ok) {
-        await response.body?.cancel().catch(() => {});
-        fail('http_status', `HTTP ${response.status}`);
-      }
-      const body = await readBounded(response, maxResponseBytes, signal);
-      return parseRpcResponse(body, id, txHash);
-    } catch (err) {
-      // An abort of the attempt's own timer is a failure of this URL; an outer abort ends the wait.
-      if (outer.aborted) throw outer.reason;
-      if (err instanceof RpcError) throw err;
-      if (local.signal.aborted) throw local.signal.reason;
-      throw new RpcError('transport', 'transport error', { cause: err });
-    } finally {
-      unfollow();
-      clock.clearTimeout(timer);
-    }
+  /** One request to one URL: a Receipt, null when not mined yet, or a throw (RpcError or the abort reason). */
+  async function attempt(url: string, txHash: string, signal: AbortSignal): Promise<Receipt | null> {
+    const result = await rpc(url, 'eth_getTransactionReceipt', [txHash], signal);
+    return result === null ? null : parseReceipt(result, txHash);
   }
 
-  function report(chain: ChainConfig, url: string, startedAt: number, error?: string): void {
-    if (!onAttempt) return;
-    const event: ReceiptFetchEvent = { chain: chain.name, rpc: redactUrl(url), ok: error === undefined, durationMs: clock.now() - startedAt };
-    if (error !== undefined) event.error = error;
+  function report(event: ReceiptFetchEvent, error?: unknown): void {
+    if (error !== undefined) {
+      event.code = error instanceof RpcError ? error.code : 'cancelled';
+      event.error = error instanceof RpcError ? error.message : 'cancelled';
+      const cause = causeText(error);
+      if (cause !== undefined) event.cause = cause;
+    }
     try {
-      onAttempt(event);
+      onAttempt?.(event);
     } catch {
       // Observability must not change the outcome.
     }
@@ -266,22 +110,22 @@ export function createReceiptFetcher(opts: ReceiptFetcherOptions = {}): ReceiptF
     const signal = deadline.signal;
     // Whether any endpoint answered (with null) during the wait, for the timeout's message.
     let answered = false;
+    let attempts = 0;
     try {
       for (;;) {
         for (const url of chain.rpcUrls) {
           const startedAt = clock.now();
+          const n = ++attempts;
+          const event = (ok: boolean) => ({ chain: chain.name, rpc: redactUrl(url), attempt: n, ok, durationMs: clock.now() - startedAt });
           let result: Receipt | null;
           try {
             result = await attempt(url, txHash, signal);
           } catch (err) {
-            if (signal.aborted) {
-              report(chain, url, startedAt, 'cancelled');
-              throw err;
-            }
-            report(chain, url, startedAt, (err as Error).message);
+            if (onAttempt) report(event(false), signal.aborted ? 'cancelled' : err);
+            if (signal.aborted) throw err;
             continue;
           }
-          report(chain, url, startedAt);
+          if (onAttempt) report(event(true));
           if (result) return result;
           answered = true;
           break; // not mined yet: wait, then start again from the first URL

@@ -5,7 +5,7 @@
  * `constructor` keys in a body can neither match nor pollute anything.
  */
 import { RelayError } from './errors.ts';
-import { isHexOfLength } from './hex.ts';
+import { isHexOfLength, isPlainObject } from './hex.ts';
 import type { ChainConfig, MerkleInsertion } from './types.ts';
 
 export const MAX_ORIGIN_CHAIN_BYTES = 128;
@@ -15,10 +15,6 @@ const utf8 = new TextEncoder();
 
 function invalid(message: string): RelayError {
   return new RelayError('invalid_request', message);
-}
-
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function own(object: Record<string, unknown>, key: string): unknown {

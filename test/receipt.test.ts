@@ -190,6 +190,29 @@ describe('receipt fetch: fail-over to the next URL (DESIGN §3)', () => {
     assert.equal(h.events[0].error, 'transport error');
   });
 
+  it('each attempt event carries its number across endpoints and polls, the failure code and the cause, with no secret', async () => {
+    const refused: Handler = () => {
+      throw new TypeError('fetch failed', { cause: new Error(`connect ECONNREFUSED ${URL_A}\nsecond line`) });
+    };
+    const h = harness({ [URL_A]: [refused, refused], [URL_B]: [rpcError(-32000, 'header not found'), rpcResult(null)] });
+    const result = track(h.fetcher(chain([URL_A, URL_B]), TX));
+    await h.clock.advance(500);
+    await h.clock.advance(0);
+    assert.equal(result.settled, false);
+    assert.deepEqual(
+      h.events.map((e) => [e.attempt, e.rpc, e.ok, e.code, e.error, e.cause]),
+      [
+        [1, 'https://rpc-a.example:8545', false, 'transport', 'transport error', 'connect ECONNREFUSED https://rpc-a.example:8545'],
+        [2, 'https://rpc-b.example', false, 'rpc_error', 'JSON-RPC error -32000', 'header not found'],
+        [3, 'https://rpc-a.example:8545', false, 'transport', 'transport error', 'connect ECONNREFUSED https://rpc-a.example:8545'],
+        [4, 'https://rpc-b.example', true, undefined, undefined, undefined],
+      ],
+    );
+    for (const e of h.events) assertNoSecret(JSON.stringify(e));
+    await h.clock.advance(10_000);
+    assert.ok(result.error instanceof RelayError);
+  });
+
   const failing: [string, Handler, string][] = [
     ['invalid JSON', () => new Response('{"jsonrpc":"2.0",', { status: 200 }), 'invalid JSON'],
     ['invalid UTF-8', () => new Response(new Uint8Array([0x22, 0xff, 0x22]), { status: 200 }), 'invalid JSON'],
