@@ -16,15 +16,10 @@
  *   relay from it could only time out.
  * - `cctpMessageTransmitter`: one address or an array (`[]` = no CCTP on that chain); absent =
  *   DEFAULT_CCTP_V2_TRANSMITTERS (Circle's three V2 transmitters).
- * - Addresses: 0x + 40 hex, any case. A mixed-case address (upper- and lower-case letters) must
- *   carry a valid EIP-55 checksum, which then catches typos; all-lower or all-upper case carries
- *   no checksum (as ethers' getAddress reads it; viem's strict mode would also check all-upper).
- *   Stored lower-case.
+ * - Addresses: 0x + 40 hex, any case; a mixed-case one must carry a valid EIP-55 checksum
+ *   (lib/hex.ts), which then catches typos. Stored lower-case.
  * - `relayChains` must name at least one configured chain; duplicates are dropped.
- * - Matching rules: each field "*", one value or an array (`[]` matches nothing); domains may be
- *   numbers or decimal strings (Hyperlane writes both) and are stored as numbers; `messageId` is
- *   32-byte hex; addresses 20- or 32-byte hex; `bodyRegex` must compile with the `u` flag (as
- *   lib/policy.ts compiles it).
+ * - `whitelist`, `blacklist`, `addressBlacklist`: the grammar of lib/policy.ts, which reads them.
  * - Numbers are integers. Durations that become timers are capped at 2^31-1 ms (the largest
  *   setTimeout delay): `dedupWindowSeconds`, `receiptTimeoutSeconds` <= 2147483.
  * - `server.adminToken`: null or 16..1024 visible ASCII characters (it travels in a header).
@@ -38,14 +33,10 @@
 import { DEFAULT_CCTP_V2_TRANSMITTER, DEFAULT_CCTP_V2_TRANSMITTERS } from './cctp.ts';
 import { BUILTIN_CHAINS } from './chains.generated.ts';
 import { ConfigError } from './errors.ts';
-import { keccak256 } from './keccak.ts';
-import type {
-  ChainConfig,
-  MatchingRule,
-  RelayApiConfig,
-  RelayerConfig,
-  ServerConfig,
-} from './types.ts';
+import { address20, array, integer, join, nonEmptyString, object, onlyKeys, required, string, typeName, type Obj } from './fields.ts';
+import { UINT32_MAX } from './hex.ts';
+import { parseAddressList, parseMatchingList } from './policy.ts';
+import type { ChainConfig, RelayApiConfig, RelayerConfig, ServerConfig } from './types.ts';
 
 export { ConfigError, DEFAULT_CCTP_V2_TRANSMITTER, DEFAULT_CCTP_V2_TRANSMITTERS };
 
@@ -73,116 +64,7 @@ export const DEFAULTS: {
 });
 
 const MAX_TIMER_SECONDS = Math.floor((2 ** 31 - 1) / 1000);
-const UINT32_MAX = 0xffffffff;
 const CHAIN_NAME = /^[a-z][a-z0-9]*$/;
-
-type Obj = Record<string, unknown>;
-
-// ---------------------------------------------------------------------------------------------
-// Primitive checks. Each takes the value and its key path and returns the normalised value or
-// throws a ConfigError naming that key.
-
-function join(parent: string, child: string): string {
-  return parent === '' ? child : `${parent}.${child}`;
-}
-
-function typeName(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  return `a ${typeof value}`;
-}
-
-function object(value: unknown, key: string): Obj {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    const what = key === '' ? 'the configuration must be a JSON object' : 'expected an object';
-    throw new ConfigError(key, `${what}, got ${typeName(value)}`);
-  }
-  return value as Obj;
-}
-
-function onlyKeys(obj: Obj, key: string, allowed: readonly string[]): void {
-  for (const k of Object.keys(obj)) {
-    if (!allowed.includes(k)) throw new ConfigError(join(key, k), 'unknown key');
-  }
-}
-
-function array(value: unknown, key: string): unknown[] {
-  if (!Array.isArray(value)) throw new ConfigError(key, `expected an array, got ${typeName(value)}`);
-  return value;
-}
-
-function string(value: unknown, key: string): string {
-  if (typeof value !== 'string') throw new ConfigError(key, `expected a string, got ${typeName(value)}`);
-  return value;
-}
-
-function nonEmptyString(value: unknown, key: string): string {
-  const s = string(value, key);
-  if (s.trim() === '') throw new ConfigError(key, 'must not be empty');
-  return s;
-}
-
-function integer(value: unknown, key: string, min: number, max: number): number {
-  if (typeof value !== 'number' || !Number.isInteger(value)) {
-    throw new ConfigError(key, `expected an integer, got ${typeof value === 'number' ? value : typeName(value)}`);
-  }
-  if (value < min || value > max) throw new ConfigError(key, `must be between ${min} and ${max}, got ${value}`);
-  return value;
-}
-
-function required(obj: Obj, name: string, key: string): unknown {
-  if (!Object.hasOwn(obj, name)) throw new ConfigError(join(key, name), 'required');
-  return obj[name];
-}
-
-/** A value given as a uint32 number or its decimal string (Hyperlane configs write both). */
-function domainValue(value: unknown, key: string): number {
-  if (typeof value === 'string' && /^(0|[1-9][0-9]{0,9})$/.test(value)) return integer(Number(value), key, 0, UINT32_MAX);
-  return integer(value, key, 0, UINT32_MAX);
-}
-
-function hexBody(value: string): boolean {
-  return /^[0-9a-fA-F]*$/.test(value);
-}
-
-/** EIP-55: a letter is upper-case iff the matching nibble of keccak256(lower-case hex) is >= 8. */
-function hasValidChecksum(address: string): boolean {
-  const hex = address.slice(2);
-  const hash = keccak256(new TextEncoder().encode(hex.toLowerCase()));
-  for (let i = 0; i < 40; i++) {
-    const c = hex[i];
-    if (c >= '0' && c <= '9') continue;
-    const nibble = (hash[i >> 1] >> (i % 2 === 0 ? 4 : 0)) & 15;
-    if ((c >= 'A' && c <= 'F') !== nibble >= 8) return false;
-  }
-  return true;
-}
-
-/** 20-byte address, any case; mixed case must be a valid EIP-55 checksum. Returns lower-case. */
-function address20(value: unknown, key: string): string {
-  const s = string(value, key);
-  if (s.length !== 42 || !s.startsWith('0x') || !hexBody(s.slice(2))) {
-    throw new ConfigError(key, `expected a 20-byte 0x address, got ${JSON.stringify(s)}`);
-  }
-  const body = s.slice(2);
-  const mixedCase = body !== body.toLowerCase() && body !== body.toUpperCase();
-  if (mixedCase && !hasValidChecksum(s)) throw new ConfigError(key, `bad EIP-55 checksum in ${s}`);
-  return s.toLowerCase();
-}
-
-function word32(value: unknown, key: string, what: string): string {
-  const s = string(value, key);
-  if (s.length !== 66 || !s.startsWith('0x') || !hexBody(s.slice(2))) {
-    throw new ConfigError(key, `expected ${what} (0x + 64 hex), got ${JSON.stringify(s)}`);
-  }
-  return s.toLowerCase();
-}
-
-/** 20-byte address (checksum-checked) or 32-byte word, lower-case, length kept. */
-function anyAddress(value: unknown, key: string): string {
-  if (typeof value === 'string' && value.length === 66) return word32(value, key, 'a 32-byte address');
-  return address20(value, key);
-}
 
 function httpUrl(value: unknown, key: string): string {
   const s = nonEmptyString(value, key);
@@ -297,51 +179,6 @@ function parseRelayChains(value: unknown, key: string, chains: Record<string, Ch
 }
 
 // ---------------------------------------------------------------------------------------------
-// Matching lists (Hyperlane MatchingList)
-
-const RULE_KEYS = ['messageId', 'originDomain', 'senderAddress', 'destinationDomain', 'recipientAddress', 'bodyRegex'] as const;
-
-/** "*", one value, or an array of values, each checked by `one`. */
-function filter<T>(value: unknown, key: string, one: (v: unknown, k: string) => T): T | T[] | '*' {
-  if (value === '*') return '*';
-  if (Array.isArray(value)) return value.map((v, i) => one(v, `${key}[${i}]`));
-  return one(value, key);
-}
-
-function parseRule(value: unknown, key: string): MatchingRule {
-  const obj = object(value, key);
-  onlyKeys(obj, key, RULE_KEYS);
-  const rule: MatchingRule = {};
-  if (obj.messageId !== undefined) {
-    rule.messageId = filter(obj.messageId, join(key, 'messageId'), (v, k) => word32(v, k, 'a 32-byte message id'));
-  }
-  if (obj.originDomain !== undefined) rule.originDomain = filter(obj.originDomain, join(key, 'originDomain'), domainValue);
-  if (obj.senderAddress !== undefined) rule.senderAddress = filter(obj.senderAddress, join(key, 'senderAddress'), anyAddress);
-  if (obj.destinationDomain !== undefined) {
-    rule.destinationDomain = filter(obj.destinationDomain, join(key, 'destinationDomain'), domainValue);
-  }
-  if (obj.recipientAddress !== undefined) {
-    rule.recipientAddress = filter(obj.recipientAddress, join(key, 'recipientAddress'), anyAddress);
-  }
-  if (obj.bodyRegex !== undefined) rule.bodyRegex = parseRegex(obj.bodyRegex, join(key, 'bodyRegex'));
-  return rule;
-}
-
-function parseRegex(value: unknown, key: string): string {
-  const source = string(value, key);
-  try {
-    new RegExp(source, 'u');
-  } catch (err) {
-    throw new ConfigError(key, `does not compile: ${(err as Error).message}`);
-  }
-  return source;
-}
-
-function parseRules(value: unknown, key: string): MatchingRule[] {
-  return array(value, key).map((rule, i) => parseRule(rule, `${key}[${i}]`));
-}
-
-// ---------------------------------------------------------------------------------------------
 // relayApi, server
 
 /** Reads an optional integer field, falling back to its default. */
@@ -419,12 +256,9 @@ export function parseConfig(input: unknown): RelayerConfig {
   return {
     chains,
     relayChains: root.relayChains === undefined ? Object.keys(chains) : parseRelayChains(root.relayChains, 'relayChains', chains),
-    whitelist: root.whitelist === undefined ? [] : parseRules(root.whitelist, 'whitelist'),
-    blacklist: root.blacklist === undefined ? [] : parseRules(root.blacklist, 'blacklist'),
-    addressBlacklist:
-      root.addressBlacklist === undefined
-        ? []
-        : array(root.addressBlacklist, 'addressBlacklist').map((a, i) => address20(a, `addressBlacklist[${i}]`)),
+    whitelist: root.whitelist === undefined ? [] : parseMatchingList(root.whitelist, 'whitelist'),
+    blacklist: root.blacklist === undefined ? [] : parseMatchingList(root.blacklist, 'blacklist'),
+    addressBlacklist: root.addressBlacklist === undefined ? [] : parseAddressList(root.addressBlacklist, 'addressBlacklist'),
     relayApi: parseRelayApi(root.relayApi, 'relayApi'),
     server: parseServer(root.server, 'server'),
     db: root.db === undefined ? DEFAULTS.db : nonEmptyString(root.db, 'db'),

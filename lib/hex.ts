@@ -1,4 +1,8 @@
-/** Bytes are Uint8Array inside the library; hex only at the edges. */
+/**
+ * Bytes are Uint8Array inside the library; hex only at the edges. Also the scalar checks every
+ * input edge shares: JSON objects, uint32, hex of a length, address words and EIP-55.
+ */
+import { keccak256 } from './keccak.ts';
 
 const HEX_CHARS = '0123456789abcdef';
 const BYTE_TO_HEX: string[] = [];
@@ -39,6 +43,17 @@ export function hexToBytes(hex: string): Uint8Array | undefined {
   return out;
 }
 
+export const UINT32_MAX = 0xffff_ffff;
+
+export function isUint32(value: unknown): value is number {
+  return Number.isInteger(value) && (value as number) >= 0 && (value as number) <= UINT32_MAX;
+}
+
+/** The value of a decimal integer of at most 10 digits without leading zeros, else undefined. */
+export function decimal(text: string): number | undefined {
+  return /^(0|[1-9][0-9]{0,9})$/.test(text) ? Number(text) : undefined;
+}
+
 /** A JSON object: not null, not an array. */
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -52,18 +67,7 @@ export function isHexOfLength(value: unknown, bytes: number): value is string {
   return HEX_STRING.test(value); // lower-case 0x only, digits in either case
 }
 
-export function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  let diff = 0;
-  for (let i = 0; i < a.length; i++) diff |= a[i] ^ b[i];
-  return diff === 0;
-}
-
-export function concatBytes(...parts: Uint8Array[]): Uint8Array {
-  return joinBytes(parts);
-}
-
-/** concatBytes for a list of any length (a spread of many chunks would overflow the call stack). */
+/** Concatenates the parts (a list, not a spread: many chunks would overflow the call stack). */
 export function joinBytes(parts: readonly Uint8Array[]): Uint8Array {
   let length = 0;
   for (const p of parts) length += p.length;
@@ -81,22 +85,25 @@ export function readUint32(bytes: Uint8Array, offset: number): number {
   return ((bytes[offset] << 24) | (bytes[offset + 1] << 16) | (bytes[offset + 2] << 8) | bytes[offset + 3]) >>> 0;
 }
 
-/** A 20-byte address as the 32-byte word Hyperlane uses (left-padded with zeros). */
-export function addressToWord(address: Uint8Array): Uint8Array {
-  if (address.length === 32) return address;
-  const word = new Uint8Array(32);
-  word.set(address, 32 - address.length);
-  return word;
+/** A lower-case 20-byte address as the 32-byte word Hyperlane uses (left-padded with zeros); a word stays as it is. */
+export function addressWord(hex: string): string {
+  return hex.length === 42 ? '0x' + '0'.repeat(24) + hex.slice(2) : hex;
 }
 
 /**
- * Normalises an address given as 20-byte or 32-byte hex (any case) to lower-case 32-byte word hex.
- * Returns undefined when it is neither.
+ * EIP-55: in a mixed-case address a letter is upper-case iff the matching nibble of
+ * keccak256(lower-case hex) is >= 8. All-lower or all-upper case carries no checksum (as ethers'
+ * getAddress reads it; viem's strict mode would also check all-upper).
  */
-export function normalizeAddressWord(value: unknown): string | undefined {
-  if (typeof value !== 'string') return undefined;
-  const lower = value.toLowerCase();
-  if (isHexOfLength(lower, 20)) return '0x' + '0'.repeat(24) + lower.slice(2);
-  if (isHexOfLength(lower, 32)) return lower;
-  return undefined;
+export function hasValidChecksum(address: string): boolean {
+  const hex = address.slice(2);
+  if (hex === hex.toLowerCase() || hex === hex.toUpperCase()) return true;
+  const hash = keccak256(new TextEncoder().encode(hex.toLowerCase()));
+  for (let i = 0; i < hex.length; i++) {
+    const c = hex[i];
+    if (c >= '0' && c <= '9') continue;
+    const nibble = (hash[i >> 1] >> (i % 2 === 0 ? 4 : 0)) & 15;
+    if ((c >= 'A' && c <= 'F') !== nibble >= 8) return false;
+  }
+  return true;
 }

@@ -7,7 +7,7 @@
  * The id is keccak256 of the whole packed message.
  */
 import { DecodeError, type DispatchEvent } from './abi.ts';
-import { bytesToHex, readUint32 } from './hex.ts';
+import { addressWord, bytesToHex, readUint32 } from './hex.ts';
 import { keccak256 } from './keccak.ts';
 import type { HyperlaneMessage } from './types.ts';
 
@@ -42,8 +42,7 @@ export function messageFromDispatch(event: DispatchEvent, originDomain: number):
   if (message.origin !== originDomain) {
     throw new DecodeError('origin', `message origin ${message.origin} is not the chain's domain ${originDomain}`);
   }
-  const senderWord = '0x' + '0'.repeat(24) + event.sender.slice(2);
-  if (message.sender !== senderWord || message.destination !== event.destination || message.recipient !== event.recipient) {
+  if (message.sender !== addressWord(event.sender) || message.destination !== event.destination || message.recipient !== event.recipient) {
     throw new DecodeError('mismatch', 'message fields differ from the indexed Dispatch topics');
   }
   return message;

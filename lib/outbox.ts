@@ -5,7 +5,7 @@
  * copies what it stores and what it returns, so callers cannot alias its rows.
  */
 import { systemClock, type Clock } from './clock.ts';
-import { isHexOfLength } from './hex.ts';
+import { isHexOfLength, isUint32 } from './hex.ts';
 
 /** A message as it is stored in the relay outbox. */
 export interface OutboxMessage {
@@ -145,10 +145,6 @@ function checkLease(lease: unknown): string | null {
 /** Unique per claim across processes and replicas (a counter would repeat after a restart). */
 export function newLease(): string {
   return crypto.randomUUID();
-}
-
-function isUint32(value: unknown): value is number {
-  return Number.isInteger(value) && (value as number) >= 0 && (value as number) <= 0xffffffff;
 }
 
 /** Throws a TypeError naming the first invalid message and field; a batch is all valid or refused. */

@@ -1,5 +1,7 @@
 /**
- * Message policy (DESIGN.md §3, §5): whitelist → blacklist → address blacklist → destination.
+ * Message policy (DESIGN.md §3, §5): whitelist → blacklist → address blacklist → destination, and
+ * the one grammar of its rules: the loader (lib/config.ts) and createPolicy read them with the
+ * same functions, so both accept exactly the same rules.
  *
  * Matching follows the Hyperlane relayer's MatchingList
  * (hyperlane-monorepo rust/main/agents/relayer/src/settings/matching_list.rs):
@@ -10,14 +12,87 @@
  * - a field given as an empty array (`[]`) matches nothing (the reference's empty `Enumerated`);
  * - ids and addresses are compared as 32-byte words (a 20-byte address is left-padded);
  * - bodyRegex is an unanchored search over the body's lower-case hex without `0x`.
- * Deviations: addresses are hex only (the reference also takes base58/bech32, non-EVM chains we do
- * not serve); regexes use JavaScript syntax with the `u` flag, not Rust's `regex` crate (the
- * common subset is the same; JavaScript adds backreferences and lookaround, so a pathological
- * pattern can backtrack: patterns come from the operator's config, not from requests).
+ * The grammar is the strictest the reference and DESIGN.md §5 document: unknown keys are refused;
+ * each field is "*", one value or an array; domains are uint32 numbers or their decimal strings
+ * without leading zeros (Hyperlane writes both); `messageId` is 32-byte hex; addresses are 20-byte
+ * hex (a mixed-case one must carry a valid EIP-55 checksum) or 32-byte words; `bodyRegex` is a
+ * string. Deviations: addresses are hex only (the reference also takes base58/bech32, non-EVM
+ * chains we do not serve); regexes use JavaScript syntax with the `u` flag, not Rust's `regex`
+ * crate (the common subset is the same; JavaScript adds backreferences and lookaround, so a
+ * pathological pattern can backtrack: patterns come from the operator's config, not from requests).
  */
-import { RelayError } from './errors.ts';
-import { bytesToHex, normalizeAddressWord } from './hex.ts';
-import type { HyperlaneMessage, MatchingRule, RelayerConfig } from './types.ts';
+import { ConfigError, RelayError } from './errors.ts';
+import { address20, array, integer, join, object, onlyKeys, string, word32 } from './fields.ts';
+import { addressWord, bytesToHex, decimal, UINT32_MAX } from './hex.ts';
+import type { HyperlaneMessage, RelayerConfig } from './types.ts';
+
+/**
+ * A Hyperlane MatchingList rule: matches when every field it names matches. Each field is "*",
+ * one value or an array of values. Hex is lower-case; addresses keep their length (20 or 32 bytes).
+ */
+export interface MatchingRule {
+  messageId?: string | string[] | '*';
+  originDomain?: number | number[] | '*';
+  senderAddress?: string | string[] | '*';
+  destinationDomain?: number | number[] | '*';
+  recipientAddress?: string | string[] | '*';
+  bodyRegex?: string;
+}
+
+type Filter<T> = T | T[] | '*';
+
+const RULE_KEYS = ['messageId', 'originDomain', 'senderAddress', 'destinationDomain', 'recipientAddress', 'bodyRegex'] as const;
+
+/** "*", one value, or an array of values, each checked by `one`. */
+function filter<T>(value: unknown, key: string, one: (v: unknown, k: string) => T): Filter<T> {
+  if (value === '*') return '*';
+  if (Array.isArray(value)) return value.map((v, i) => one(v, `${key}[${i}]`));
+  return one(value, key);
+}
+
+function domain(value: unknown, key: string): number {
+  return integer(typeof value === 'string' ? (decimal(value) ?? value) : value, key, 0, UINT32_MAX);
+}
+
+/** 20-byte address (checksum-checked) or 32-byte word, lower-case, length kept. */
+function anyAddress(value: unknown, key: string): string {
+  if (typeof value === 'string' && value.length === 66) return word32(value, key, 'a 32-byte address');
+  return address20(value, key);
+}
+
+function regex(value: unknown, key: string): string {
+  const source = string(value, key);
+  try {
+    new RegExp(source, 'u');
+  } catch (err) {
+    throw new ConfigError(key, `does not compile: ${(err as Error).message}`);
+  }
+  return source;
+}
+
+function parseRule(value: unknown, key: string): MatchingRule {
+  const obj = object(value, key);
+  onlyKeys(obj, key, RULE_KEYS);
+  const read = <T>(name: string, one: (v: unknown, k: string) => T) => filter(obj[name], join(key, name), one);
+  const rule: MatchingRule = {};
+  if (obj.messageId !== undefined) rule.messageId = read('messageId', (v, k) => word32(v, k, 'a 32-byte message id'));
+  if (obj.originDomain !== undefined) rule.originDomain = read('originDomain', domain);
+  if (obj.senderAddress !== undefined) rule.senderAddress = read('senderAddress', anyAddress);
+  if (obj.destinationDomain !== undefined) rule.destinationDomain = read('destinationDomain', domain);
+  if (obj.recipientAddress !== undefined) rule.recipientAddress = read('recipientAddress', anyAddress);
+  if (obj.bodyRegex !== undefined) rule.bodyRegex = regex(obj.bodyRegex, join(key, 'bodyRegex'));
+  return rule;
+}
+
+/** A MatchingList from JSON, normalised; throws ConfigError naming the key (`whitelist[2].bodyRegex`). */
+export function parseMatchingList(value: unknown, key: string): MatchingRule[] {
+  return array(value, key).map((rule, i) => parseRule(rule, `${key}[${i}]`));
+}
+
+/** `addressBlacklist`: 20-byte addresses (EIP-55 checked when mixed case), lower-case. */
+export function parseAddressList(value: unknown, key: string): string[] {
+  return array(value, key).map((a, i) => address20(a, `${key}[${i}]`));
+}
 
 /** A rule with each field reduced to a predicate-friendly form; `undefined` = wildcard. */
 interface CompiledRule {
@@ -35,58 +110,20 @@ export interface CompiledMatchingList {
   readonly size: number;
 }
 
-type Filter<T> = T | T[] | '*' | undefined;
-
-function asList<T>(value: Filter<T>): T[] | undefined {
+function asSet<T>(value: Filter<T> | undefined, map: (item: T) => T = (item) => item): ReadonlySet<T> | undefined {
   if (value === undefined || value === '*') return undefined;
-  return Array.isArray(value) ? value : [value];
+  return new Set((Array.isArray(value) ? value : [value]).map(map));
 }
 
-function compileWords(value: Filter<string>, where: string): ReadonlySet<string> | undefined {
-  const list = asList(value);
-  if (!list) return undefined;
-  return new Set(
-    list.map((item, i) => {
-      const word = normalizeAddressWord(item);
-      if (word === undefined) throw new TypeError(`${where}[${i}]: expected 20- or 32-byte 0x hex`);
-      return word;
-    }),
-  );
-}
-
-function compileDomains(value: Filter<number>, where: string): ReadonlySet<number> | undefined {
-  const list = asList(value);
-  if (!list) return undefined;
-  return new Set(
-    list.map((item, i) => {
-      // Hyperlane configs also write domains as decimal strings ("9913372").
-      const n = typeof item === 'string' && /^[0-9]{1,10}$/.test(item) ? Number(item) : item;
-      if (!Number.isInteger(n) || n < 0 || n > 0xffffffff) throw new TypeError(`${where}[${i}]: expected a uint32 domain`);
-      return n;
-    }),
-  );
-}
-
-function compileRule(rule: MatchingRule, where: string): CompiledRule {
-  const compiled: CompiledRule = {
-    messageId: compileWords(rule.messageId, `${where}.messageId`),
-    originDomain: compileDomains(rule.originDomain, `${where}.originDomain`),
-    senderAddress: compileWords(rule.senderAddress, `${where}.senderAddress`),
-    destinationDomain: compileDomains(rule.destinationDomain, `${where}.destinationDomain`),
-    recipientAddress: compileWords(rule.recipientAddress, `${where}.recipientAddress`),
+function compileRule(rule: MatchingRule): CompiledRule {
+  return {
+    messageId: asSet(rule.messageId),
+    originDomain: asSet(rule.originDomain),
+    senderAddress: asSet(rule.senderAddress, addressWord),
+    destinationDomain: asSet(rule.destinationDomain),
+    recipientAddress: asSet(rule.recipientAddress, addressWord),
+    bodyRegex: rule.bodyRegex === undefined ? undefined : new RegExp(rule.bodyRegex, 'u'),
   };
-  if (rule.bodyRegex !== undefined) {
-    try {
-      compiled.bodyRegex = new RegExp(rule.bodyRegex, 'u');
-    } catch (cause) {
-      throw new TypeError(`${where}.bodyRegex: invalid regular expression`, { cause });
-    }
-  }
-  return compiled;
-}
-
-function bodyHex(message: HyperlaneMessage): string {
-  return bytesToHex(message.body).slice(2);
 }
 
 function ruleMatches(rule: CompiledRule, message: HyperlaneMessage, body: () => string): boolean {
@@ -101,17 +138,17 @@ function ruleMatches(rule: CompiledRule, message: HyperlaneMessage, body: () => 
 }
 
 /**
- * Compiles rules once (regexes, address normalisation). Throws a TypeError naming the rule and
- * field (`whitelist[0].senderAddress[1]: …`) on a malformed rule, so config loading can report it.
+ * Reads the rules with parseMatchingList (so a malformed rule throws its ConfigError naming the
+ * rule and field, `whitelist[0].senderAddress[1]: …`) and compiles them once (regexes, words).
  */
 export function compileMatchingList(rules: readonly MatchingRule[], name = 'rules'): CompiledMatchingList {
-  const compiled = rules.map((rule, i) => compileRule(rule, `${name}[${i}]`));
+  const compiled = parseMatchingList(rules, name).map(compileRule);
   return {
     size: compiled.length,
     matches(message) {
       // The body hex is built at most once per message, and only if some rule has a regex.
       let hex: string | undefined;
-      const body = () => (hex ??= bodyHex(message));
+      const body = () => (hex ??= bytesToHex(message.body).slice(2));
       return compiled.some((rule) => ruleMatches(rule, message, body));
     },
   };
@@ -140,7 +177,7 @@ function relayDomains(config: PolicyConfig): ReadonlySet<number> {
 export function createPolicy(config: PolicyConfig): (message: HyperlaneMessage) => void {
   const whitelist = compileMatchingList(config.whitelist, 'whitelist');
   const blacklist = compileMatchingList(config.blacklist, 'blacklist');
-  const blockedWords = compileWords(config.addressBlacklist, 'addressBlacklist') ?? new Set<string>();
+  const blockedWords = new Set(parseAddressList(config.addressBlacklist, 'addressBlacklist').map(addressWord));
   const destinations = relayDomains(config);
 
   return (message) => {

@@ -5,11 +5,10 @@
  * `constructor` keys in a body can neither match nor pollute anything.
  */
 import { RelayError } from './errors.ts';
-import { isHexOfLength, isPlainObject } from './hex.ts';
+import { decimal, isHexOfLength, isPlainObject, UINT32_MAX } from './hex.ts';
 import type { ChainConfig, MerkleInsertion } from './types.ts';
 
 export const MAX_ORIGIN_CHAIN_BYTES = 128;
-export const MAX_UINT32 = 0xffff_ffff;
 
 const utf8 = new TextEncoder();
 
@@ -89,11 +88,11 @@ export function validateMerkleRequest(body: unknown): { records: MerkleInsertion
     const block = own(item, 'insertion_block_number');
     const leaf = own(item, 'leaf_index');
     const id = own(item, 'message_id');
-    if (!isUint(chain, MAX_UINT32)) throw invalid(`${at}.chain must be an integer from 0 to ${MAX_UINT32}`);
+    if (!isUint(chain, UINT32_MAX)) throw invalid(`${at}.chain must be an integer from 0 to ${UINT32_MAX}`);
     if (!isUint(block, Number.MAX_SAFE_INTEGER)) {
       throw invalid(`${at}.insertion_block_number must be an integer from 0 to ${Number.MAX_SAFE_INTEGER}`);
     }
-    if (!isUint(leaf, MAX_UINT32)) throw invalid(`${at}.leaf_index must be an integer from 0 to ${MAX_UINT32}`);
+    if (!isUint(leaf, UINT32_MAX)) throw invalid(`${at}.leaf_index must be an integer from 0 to ${UINT32_MAX}`);
     if (typeof id !== 'string' || !id.startsWith('0x') || !isHexOfLength(id.toLowerCase(), 32)) {
       throw invalid(`${at}.message_id must be 0x followed by 64 hex digits`);
     }
@@ -115,11 +114,9 @@ export function validateMerkleRange(params: URLSearchParams): MerkleRange {
   const read = (name: string): number => {
     const values = params.getAll(name);
     if (values.length !== 1) throw invalid(`${name} is required exactly once`);
-    const text = values[0];
-    if (!/^(0|[1-9][0-9]{0,9})$/.test(text) || Number(text) > MAX_UINT32) {
-      throw invalid(`${name} must be an integer from 0 to ${MAX_UINT32}`);
-    }
-    return Number(text);
+    const value = decimal(values[0]);
+    if (value === undefined || value > UINT32_MAX) throw invalid(`${name} must be an integer from 0 to ${UINT32_MAX}`);
+    return value;
   };
   const domain = read('domain_id');
   const start = read('leaf_index_start');

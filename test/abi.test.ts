@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { decodeEventLog, encodeAbiParameters, encodeEventTopics, parseAbi, toHex, type Hex } from 'viem';
 import { keccak_256 } from '@noble/hashes/sha3.js';
 import { DecodeError, DISPATCH_TOPIC, MESSAGE_SENT_TOPIC, decodeDispatchLog, decodeMessageSentLog, decodeBytesData } from '../lib/abi.ts';
-import { bytesToHex, concatBytes, hexToBytes } from '../lib/hex.ts';
+import { bytesToHex, hexToBytes, joinBytes } from '../lib/hex.ts';
 import type { Log } from '../lib/types.ts';
 import { decodeCode } from './helpers/decode-error.ts';
 import { CCTP_V2_TRANSMITTER, dispatchLog, libraryLog, MAILBOX, messageSentLog } from './helpers/fixtures.ts';
@@ -98,8 +98,8 @@ const malformed: [string, Log, string][] = [
   ['length 2^32 + 40 (would wrap to the right length)', withWord(1, uintWord(2n ** 32n + 40n)), 'length'],
   ['non-zero padding', withWord(3, uintWord(1n)), 'padding'],
   ['padding cut short', withData(base.data.subarray(0, base.data.length - 1)), 'padding'],
-  ['a whole word after the padding', withData(concatBytes(base.data, new Uint8Array(32))), 'trailing'],
-  ['one byte after the padding', withData(concatBytes(base.data, new Uint8Array(1))), 'trailing'],
+  ['a whole word after the padding', withData(joinBytes([base.data, new Uint8Array(32)])), 'trailing'],
+  ['one byte after the padding', withData(joinBytes([base.data, new Uint8Array(1)])), 'trailing'],
   ['data shorter than 64 bytes', withData(base.data.subarray(0, 63)), 'short'],
   ['empty data', withData(new Uint8Array()), 'short'],
 ];
@@ -138,7 +138,7 @@ test('decoders throw only DecodeError on arbitrary topics and data', () => {
     fc.anything(),
     // Data that starts like a real encoding and then goes wrong, to reach the deeper checks.
     fc.tuple(fc.bigInt({ min: 0n, max: 2n ** 256n - 1n }), fc.uint8Array({ maxLength: 200 })).map(([len, rest]) =>
-      concatBytes(uintWord(32n), uintWord(len % 300n), rest),
+      joinBytes([uintWord(32n), uintWord(len % 300n), rest]),
     ),
   );
   fc.assert(

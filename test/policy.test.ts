@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { RelayError } from '../lib/errors.ts';
+import { ConfigError, RelayError } from '../lib/errors.ts';
 import { hexToBytes } from '../lib/hex.ts';
+import { parseConfig } from '../lib/config.ts';
 import { compileMatchingList, createPolicy, matchesList } from '../lib/policy.ts';
 import type { ChainConfig, HyperlaneMessage, MatchingRule, RelayerConfig } from '../lib/types.ts';
 
@@ -97,16 +98,80 @@ describe('MatchingList semantics (DESIGN §5, hyperlane matching_list.rs)', () =
   });
 
   const invalid: [string, MatchingRule, RegExp][] = [
-    ['a bad regex', { bodyRegex: '(' }, /^whitelist\[0\]\.bodyRegex: invalid regular expression$/],
-    ['a short address', { senderAddress: '0x1234' }, /^whitelist\[0\]\.senderAddress\[0\]/],
-    ['a bad entry in an address list', { recipientAddress: [ADDR, 'nope'] }, /^whitelist\[0\]\.recipientAddress\[1\]/],
-    ['a negative domain', { originDomain: -1 }, /^whitelist\[0\]\.originDomain\[0\]/],
-    ['a domain above uint32', { destinationDomain: [2 ** 32] }, /^whitelist\[0\]\.destinationDomain\[0\]/],
-    ['a bad message id', { messageId: 'abc' }, /^whitelist\[0\]\.messageId\[0\]/],
+    ['a bad regex', { bodyRegex: '(' }, /^whitelist\[0\]\.bodyRegex: does not compile: /],
+    ['a short address', { senderAddress: '0x1234' }, /^whitelist\[0\]\.senderAddress: expected a 20-byte 0x address/],
+    ['a bad entry in an address list', { recipientAddress: [ADDR, 'nope'] }, /^whitelist\[0\]\.recipientAddress\[1\]: expected a 20-byte 0x address/],
+    ['a negative domain', { originDomain: -1 }, /^whitelist\[0\]\.originDomain: must be between 0 and 4294967295/],
+    ['a domain above uint32', { destinationDomain: [2 ** 32] }, /^whitelist\[0\]\.destinationDomain\[0\]: must be between 0 and 4294967295/],
+    ['a bad message id', { messageId: 'abc' }, /^whitelist\[0\]\.messageId: expected a 32-byte message id/],
   ];
   for (const [name, rule, error] of invalid) {
     it(`compiling rejects ${name}, naming the rule and field`, () => {
-      assert.throws(() => compileMatchingList([rule], 'whitelist'), (e) => e instanceof TypeError && error.test(e.message));
+      assert.throws(() => compileMatchingList([rule], 'whitelist'), (e) => e instanceof ConfigError && error.test(e.message));
+    });
+  }
+});
+
+describe('DESIGN 5: the config loader and the policy accept exactly the same rules', () => {
+  /** The error key, or 'ok'; anything but a ConfigError fails the test. */
+  function verdict(fn: () => unknown): string {
+    try {
+      fn();
+      return 'ok';
+    } catch (e) {
+      assert.ok(e instanceof ConfigError, String(e));
+      return `${e.key} (${e.message})`;
+    }
+  }
+  const BAD_CHECKSUM = OTHER.replace('A', 'a');
+  // [what, rule, 'ok' or the key both must name]; the starred rows are where the two used to disagree.
+  const rules: [string, unknown, string][] = [
+    ['an empty rule', {}, 'ok'],
+    ['"*" everywhere', { messageId: '*', originDomain: '*', senderAddress: '*', destinationDomain: '*', recipientAddress: '*' }, 'ok'],
+    ['a domain number', { originDomain: 7 }, 'ok'],
+    ['a domain decimal string', { originDomain: '9913372' }, 'ok'],
+    ['the largest uint32 domain as a string', { destinationDomain: ['4294967295'] }, 'ok'],
+    ['* a domain string with a leading zero', { originDomain: '007' }, 'whitelist[0].originDomain'],
+    ['an empty domain string', { originDomain: '' }, 'whitelist[0].originDomain'],
+    ['a domain string above uint32', { destinationDomain: ['4294967296'] }, 'whitelist[0].destinationDomain[0]'],
+    ['a fractional domain', { destinationDomain: 1.5 }, 'whitelist[0].destinationDomain'],
+    ['"*" inside a list', { destinationDomain: ['*'] }, 'whitelist[0].destinationDomain[0]'],
+    ['a message id in upper case', { messageId: ID.toUpperCase().replace('0X', '0x') }, 'ok'],
+    ['* a 20-byte message id', { messageId: ADDR.toLowerCase() }, 'whitelist[0].messageId'],
+    ['a checksummed address', { senderAddress: ADDR }, 'ok'],
+    ['an all-lower-case address', { senderAddress: ADDR.toLowerCase() }, 'ok'],
+    ['a 32-byte address word', { recipientAddress: [ADDR_WORD, WIDE_WORD] }, 'ok'],
+    ['an empty address list', { recipientAddress: [] }, 'ok'],
+    ['* a mixed-case address with a bad checksum', { senderAddress: [ADDR, BAD_CHECKSUM] }, 'whitelist[0].senderAddress[1]'],
+    ['a 21-byte address', { senderAddress: '0x' + '1'.repeat(42) }, 'whitelist[0].senderAddress'],
+    ['an address without 0x', { senderAddress: ADDR.slice(2) }, 'whitelist[0].senderAddress'],
+    ['a regex', { bodyRegex: '^00+(ab|cd)' }, 'ok'],
+    ['a regex invalid under the u flag', { bodyRegex: '\\a' }, 'whitelist[0].bodyRegex'],
+    ['* a regex that is not a string', { bodyRegex: 5 }, 'whitelist[0].bodyRegex'],
+    ['* an unknown field', { originChain: 'ethereum' }, 'whitelist[0].originChain'],
+    ['* a rule that is not an object', '*', 'whitelist[0]'],
+    ['* a rule that is null', null, 'whitelist[0]'],
+  ];
+  for (const [what, rule, expected] of rules) {
+    it(what, () => {
+      const loader = verdict(() => parseConfig({ whitelist: [rule] }));
+      const policy = verdict(() => compileMatchingList([rule as MatchingRule], 'whitelist'));
+      assert.equal(loader, policy);
+      assert.equal(loader.split(' ')[0], expected, loader);
+    });
+  }
+
+  const addresses: [string, unknown, string][] = [
+    ['a checksummed address', ADDR, 'ok'],
+    ['* a 32-byte word', ADDR_WORD, 'addressBlacklist[0]'],
+    ['* a bad checksum', BAD_CHECKSUM, 'addressBlacklist[0]'],
+  ];
+  for (const [what, address, expected] of addresses) {
+    it(`addressBlacklist: ${what}`, () => {
+      const loader = verdict(() => parseConfig({ addressBlacklist: [address] }));
+      const config = { whitelist: [], blacklist: [], addressBlacklist: [address as string], relayChains: [], chains: {} };
+      assert.equal(loader, verdict(() => createPolicy(config)));
+      assert.equal(loader.split(' ')[0], expected, loader);
     });
   }
 });
@@ -163,8 +228,8 @@ describe('policy order (DESIGN §3, spec §7)', () => {
   }
 
   it('a malformed list fails at construction, not per message', () => {
-    assert.throws(() => policy({ blacklist: [{ bodyRegex: '[' }] }), /^TypeError: blacklist\[0\]\.bodyRegex/);
-    assert.throws(() => policy({ addressBlacklist: ['0x12'] }), /^TypeError: addressBlacklist\[0\]/);
+    assert.throws(() => policy({ blacklist: [{ bodyRegex: '[' }] }), /^ConfigError: blacklist\[0\]\.bodyRegex/);
+    assert.throws(() => policy({ addressBlacklist: ['0x12'] }), /^ConfigError: addressBlacklist\[0\]/);
   });
 
   it('error messages name the message id and the destination, nothing else', () => {

@@ -1,0 +1,77 @@
+/**
+ * Readers for configuration values (DESIGN.md §5), shared by the loader (lib/config.ts) and the
+ * MatchingList grammar (lib/policy.ts). Each takes a value and its dotted key path and returns
+ * the normalised value or throws a ConfigError naming that key.
+ */
+import { ConfigError } from './errors.ts';
+import { hasValidChecksum, isHexOfLength, isPlainObject } from './hex.ts';
+
+export type Obj = Record<string, unknown>;
+
+export function join(parent: string, child: string): string {
+  return parent === '' ? child : `${parent}.${child}`;
+}
+
+export function typeName(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return `a ${typeof value}`;
+}
+
+export function object(value: unknown, key: string): Obj {
+  if (!isPlainObject(value)) {
+    const what = key === '' ? 'the configuration must be a JSON object' : 'expected an object';
+    throw new ConfigError(key, `${what}, got ${typeName(value)}`);
+  }
+  return value;
+}
+
+export function onlyKeys(obj: Obj, key: string, allowed: readonly string[]): void {
+  for (const k of Object.keys(obj)) {
+    if (!allowed.includes(k)) throw new ConfigError(join(key, k), 'unknown key');
+  }
+}
+
+export function array(value: unknown, key: string): unknown[] {
+  if (!Array.isArray(value)) throw new ConfigError(key, `expected an array, got ${typeName(value)}`);
+  return value;
+}
+
+export function string(value: unknown, key: string): string {
+  if (typeof value !== 'string') throw new ConfigError(key, `expected a string, got ${typeName(value)}`);
+  return value;
+}
+
+export function nonEmptyString(value: unknown, key: string): string {
+  const s = string(value, key);
+  if (s.trim() === '') throw new ConfigError(key, 'must not be empty');
+  return s;
+}
+
+export function integer(value: unknown, key: string, min: number, max: number): number {
+  if (typeof value !== 'number' || !Number.isInteger(value)) {
+    throw new ConfigError(key, `expected an integer, got ${typeof value === 'number' ? value : typeName(value)}`);
+  }
+  if (value < min || value > max) throw new ConfigError(key, `must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+export function required(obj: Obj, name: string, key: string): unknown {
+  if (!Object.hasOwn(obj, name)) throw new ConfigError(join(key, name), 'required');
+  return obj[name];
+}
+
+/** 20-byte address, any case; mixed case must be a valid EIP-55 checksum. Returns lower-case. */
+export function address20(value: unknown, key: string): string {
+  const s = string(value, key);
+  if (!s.startsWith('0x') || !isHexOfLength(s, 20)) throw new ConfigError(key, `expected a 20-byte 0x address, got ${JSON.stringify(s)}`);
+  if (!hasValidChecksum(s)) throw new ConfigError(key, `bad EIP-55 checksum in ${s}`);
+  return s.toLowerCase();
+}
+
+/** 32-byte word (0x + 64 hex, any case), lower-case. */
+export function word32(value: unknown, key: string, what: string): string {
+  const s = string(value, key);
+  if (!s.startsWith('0x') || !isHexOfLength(s, 32)) throw new ConfigError(key, `expected ${what} (0x + 64 hex), got ${JSON.stringify(s)}`);
+  return s.toLowerCase();
+}
