@@ -10,15 +10,15 @@ import { RelayError, retryAfterHeader, toRelayError } from '../errors.ts';
 import { silentLogger, type Logger } from '../log.ts';
 import { createRelayPipeline, type RelayPipeline } from '../pipeline.ts';
 import { createMemoryOutbox } from '../outbox.ts';
-import type { FetchLike, ReceiptFetchEvent } from '../receipt.ts';
+import type { FetchLike } from '../receipt.ts';
 import type { Outbox, RelayQueue } from '../outbox.ts';
-import { callStore, isPromiseLike, withDeadline, type RelayerStore } from '../store.ts';
+import { callStore, withDeadline, type RelayerStore } from '../store.ts';
 import type { MerkleStore, RelayerConfig } from '../types.ts';
 import { isHexOfLength } from '../hex.ts';
 import { messageStatusJson } from '../message-status.ts';
 import { parseJsonBody, validateMerkleRange, validateMerkleRequest, validateRelayRequest } from '../validate.ts';
 import { lingerAfterAnswer, readBody } from './body.ts';
-import { createMetricsRegistry, type MetricsRegistry } from './metrics.ts';
+import { createMetricsRegistry, createRelayMetrics, type MetricsRegistry } from './metrics.ts';
 
 export interface RelayApiOptions {
   config: RelayerConfig;
@@ -55,34 +55,84 @@ export interface RelayApi {
 }
 
 const JSON_TYPE = 'application/json';
+const TEXT_TYPE = 'text/plain; charset=utf-8';
 /** GET /ready waits this long for the store's ping (DESIGN.md §2). */
 const READY_TIMEOUT_MS = 1_000;
-/** A /metrics scrape waits this long for a store-backed gauge, then shows its last value. */
-const GAUGE_TIMEOUT_MS = 1_000;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /** Log and metric reason of a request whose client went away before the answer (no RelayError). */
 const CLIENT_CLOSED = 'client_closed';
 
-type Route = '/relay' | typeof MESSAGE_ROUTE | '/ready' | '/merkle_tree_insertions' | '/chains' | '/metrics' | '/openapi.json';
-/** GET /relay/{message_id}: one route (and one metrics label) for every id. */
-const MESSAGE_ROUTE = '/relay/{message_id}';
-const MESSAGE_PATH = /^\/relay\/([^/]+)$/;
-const ALLOW: Record<Route, string> = {
-  '/relay': 'GET, HEAD, POST, OPTIONS',
-  [MESSAGE_ROUTE]: 'GET, HEAD, OPTIONS',
-  '/ready': 'GET, HEAD, OPTIONS',
-  '/merkle_tree_insertions': 'GET, HEAD, POST, OPTIONS',
-  '/chains': 'GET, HEAD, OPTIONS',
-  '/metrics': 'GET, HEAD, OPTIONS',
-  '/openapi.json': 'GET, HEAD, OPTIONS',
-};
+export type RouteHandler = (ex: Exchange) => void | Promise<void>;
+
+/**
+ * One endpoint. The table of them drives dispatch, 404, 405 and `Allow`: adding an endpoint is
+ * adding an entry. A `{name}` path segment matches one non-empty segment, found in `ex.params`.
+ * HEAD is served by GET without the body; OPTIONS answers from the methods listed.
+ */
+export interface Route {
+  path: string;
+  GET?: RouteHandler;
+  POST?: RouteHandler;
+  /** A successful GET is a health probe, logged at debug (probes come every few seconds). */
+  probe?: boolean;
+}
+
+export interface CompiledRoute extends Route {
+  allow: string;
+  segments: string[];
+}
+
+export interface RouteTable {
+  /** The route whose path is exactly `path`, if any (no parameters, no parsing). */
+  exact(path: string): CompiledRoute | undefined;
+  /** The route matching `path`, with its `{name}` segments written into `params`. */
+  match(path: string, params: Record<string, string>): CompiledRoute | undefined;
+}
+
+export function compileRoutes(routes: readonly Route[]): RouteTable {
+  const exact = new Map<string, CompiledRoute>();
+  const patterns: CompiledRoute[] = [];
+  for (const route of routes) {
+    const allow = [route.GET && 'GET, HEAD', route.POST && 'POST', 'OPTIONS'].filter(Boolean).join(', ');
+    const compiled = { ...route, allow, segments: route.path.split('/') };
+    if (route.path.includes('{')) patterns.push(compiled);
+    else exact.set(route.path, compiled);
+  }
+  return {
+    exact: (path) => exact.get(path),
+    match(path, params) {
+      const found = exact.get(path);
+      if (found !== undefined) return found;
+      const segments = path.split('/');
+      for (const route of patterns) {
+        if (route.segments.length !== segments.length) continue;
+        const values: Record<string, string> = {};
+        const matches = route.segments.every((part, i) => {
+          if (!part.startsWith('{')) return part === segments[i];
+          values[part.slice(1, -1)] = segments[i];
+          return segments[i] !== '';
+        });
+        if (matches) {
+          Object.assign(params, values);
+          return route;
+        }
+      }
+      return undefined;
+    },
+  };
+}
 
 /** Context of one request, for the log line and the metrics. */
-interface Exchange {
+export interface Exchange {
   req: IncomingMessage;
   res: ServerResponse;
   id: string;
+  /** The matched route's path pattern ('unknown' before a match): the metric and log label. */
   route: string;
+  matched?: CompiledRoute;
+  /** Parsed only when the request line is not exactly a route's path. */
+  url?: URL;
+  params: Record<string, string>;
   reason?: string;
   originChain?: string;
   txHash?: string;
@@ -97,6 +147,9 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
   const store = options.store;
   const outbox = options.outbox ?? store?.outbox ?? createMemoryOutbox(clock);
   const merkle = options.merkle ?? store?.merkle;
+  // The status endpoints exist only when the outbox can be read back.
+  const readMessage = outbox.get?.bind(outbox);
+  const readTx = outbox.byTx?.bind(outbox);
   const chains = new Map(Object.entries(config.chains));
   const knownDomains = new Set(Object.values(config.chains).map((c) => c.domainId));
   const corsOrigins = new Set(config.server.corsOrigins);
@@ -108,31 +161,13 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
     chains: Object.values(config.chains).map((c) => ({ name: c.name, domain_id: c.domainId, chain_id: c.chainId ?? null })),
   });
 
-  // Same name, labels and label values as the reference relayer (relay_api/metrics.rs), so its
-  // dashboards work: POST /relay only, status "success" | "failure", error_type "" on success.
-  const requests = metrics.counter(
-    'hyperlane_relay_api_requests_total',
-    'POST /relay requests by status ("success" or "failure") and error_type (the failure reason, "" on success).',
-  );
-  const responses = metrics.counter('hyperlane_relay_api_http_responses_total', 'HTTP responses by route and status code.');
-  const duration = metrics.histogram('hyperlane_relay_api_request_duration_seconds', 'Relay API request duration by route.');
-  const rateLimited = metrics.counter('hyperlane_relay_api_rate_limited_total', 'POST /relay requests refused by the global rate limit.');
-  const receiptDuration = metrics.histogram(
-    'hyperlane_relay_api_receipt_fetch_duration_seconds',
-    'Duration of eth_getTransactionReceipt attempts by chain and RPC endpoint (origin only).',
-  );
-  const receiptFailures = metrics.counter(
-    'hyperlane_relay_api_receipt_fetch_failures_total',
-    'Failed eth_getTransactionReceipt attempts by chain and RPC endpoint (origin only).',
-  );
-  const messagesEnqueued = metrics.counter('hyperlane_relay_api_messages_enqueued_total', 'Messages accepted by POST /relay.');
-  const merkleRows = metrics.counter('hyperlane_relay_api_merkle_rows_written_total', 'Merkle tree insertion rows written.');
-
-  const onReceiptAttempt = (event: ReceiptFetchEvent) => {
-    const labels = { chain: event.chain, rpc: event.rpc };
-    receiptDuration.observe(labels, event.durationMs / 1000);
-    if (!event.ok) receiptFailures.inc(labels);
-  };
+  // The gauges read `pipeline` only at scrape time, after it exists.
+  const relayMetrics = createRelayMetrics(metrics, {
+    clock,
+    dedupSize: () => pipeline.dedup.size(),
+    inFlight: () => inFlight,
+    outboxDepth: typeof outbox.depth === 'function' ? outbox.depth.bind(outbox) : undefined,
+  });
   const pipeline =
     options.pipeline ??
     createRelayPipeline({
@@ -140,51 +175,10 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
       queue: outbox,
       clock,
       fetch: options.fetch,
-      onReceiptAttempt,
+      onReceiptAttempt: relayMetrics.receiptAttempt,
       dedup: store?.dedup,
       rateLimiter: store?.rateLimiter,
     });
-
-  // Gauges read from a store that answers asynchronously are sampled before each /metrics render;
-  // a synchronous one (the in-memory engines) is read at render time as before.
-  const gaugeSamplers: Array<() => Promise<void>> = [];
-  function storeGauge(name: string, help: string, read: () => number | Promise<number>): void {
-    let last = NaN;
-    let kind: 'unknown' | 'sync' | 'async' = 'unknown';
-    gaugeSamplers.push(async () => {
-      if (kind === 'sync') return;
-      try {
-        const value = read();
-        if (!isPromiseLike(value)) {
-          kind = 'sync';
-          return;
-        }
-        kind = 'async';
-        last = await withDeadline(value, GAUGE_TIMEOUT_MS, clock, name);
-      } catch {
-        // A failing store shows as NaN; the scrape itself still answers.
-        last = NaN;
-      }
-    });
-    metrics.gauge(name, help, () => {
-      if (kind === 'async') return last;
-      try {
-        const value = read();
-        if (!isPromiseLike(value)) return value;
-        kind = 'async';
-        value.then((v) => (last = v), () => {});
-      } catch {
-        // As above.
-      }
-      return last;
-    });
-  }
-
-  storeGauge('hyperlane_relay_api_dedup_cache_size', 'Live entries in the POST /relay dedup cache.', () => pipeline.dedup.size());
-  metrics.gauge('hyperlane_relay_api_in_flight_requests', 'Requests being handled.', () => inFlight);
-  if (typeof outbox.depth === 'function') {
-    storeGauge('hyperlane_relay_api_outbox_depth', 'Messages in the relay outbox not yet delivered.', outbox.depth.bind(outbox));
-  }
 
   function send(ex: Exchange, status: number, body: string, type: string, headers: Record<string, string> = {}): void {
     const { res } = ex;
@@ -210,7 +204,7 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
     const headers: Record<string, string> = { ...extra };
     const retryAfter = retryAfterHeader(error);
     if (retryAfter !== undefined) headers['Retry-After'] = retryAfter;
-    if (error.reason === 'rate_limited') rateLimited.inc();
+    if (error.reason === 'rate_limited') relayMetrics.rateLimited.inc();
     if (error.reason === 'internal_error' || error.reason === 'store_unavailable') {
       // The cause is for the operator's log only, reduced to its name and first line.
       const cause = error.cause instanceof Error ? `${error.cause.name}: ${error.cause.message.split('\n')[0]}` : undefined;
@@ -261,7 +255,7 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
     // whose client leaves early is logged with them.
     const result = await pipeline.relayText(text, { info: ex });
     ex.messages = result.messages.length;
-    if (result.messages.length > 0) messagesEnqueued.inc({}, result.messages.length);
+    if (result.messages.length > 0) relayMetrics.messagesEnqueued.inc({}, result.messages.length);
     sendJson(ex, 200, result);
   }
 
@@ -273,25 +267,34 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
     const known = records.filter((r) => knownDomains.has(r.chain));
     const skipped = sent.filter((_, i) => !knownDomains.has(records[i].chain));
     const count = known.length > 0 ? await callStore(() => store.insertMerkle(known)) : 0;
-    merkleRows.inc({}, count);
+    relayMetrics.merkleRows.inc({}, count);
     sendJson(ex, 200, { count, skipped });
   }
 
-  async function getMerkle(ex: Exchange, store: MerkleStore, url: URL): Promise<void> {
+  async function getMerkle(ex: Exchange, store: MerkleStore): Promise<void> {
     requireAdmin(ex);
-    const { domain, start, end } = validateMerkleRange(url.searchParams);
+    const { domain, start, end } = validateMerkleRange(query(ex));
     sendJson(ex, 200, { merkle_tree_insertions: await callStore(() => store.listMerkle(domain, start, end)) });
   }
 
-  async function getMessage(ex: Exchange, id: string): Promise<void> {
+  async function getMessage(ex: Exchange, read: NonNullable<typeof readMessage>): Promise<void> {
+    const id = ex.params.message_id;
     if (!isHexOfLength(id, 32)) throw new RelayError('invalid_request', 'message_id must be 0x followed by 64 hex digits');
-    const record = await callStore(() => outbox.get!(id));
+    const record = await callStore(() => read(id));
     if (record === undefined) throw new RelayError('not_found', 'no message with this id was accepted by this relayer');
     sendJson(ex, 200, messageStatusJson(record));
   }
 
+  /** GET /relay: the liveness probe; with a query, the messages accepted from one transaction. */
+  function getRelay(ex: Exchange): void | Promise<void> {
+    // Any query makes it a lookup; the bare path stays the liveness probe.
+    if (ex.url === undefined || ex.url.search === '') return send(ex, 200, 'up', TEXT_TYPE);
+    if (readTx === undefined) throw new RelayError('not_found', 'this relayer does not keep message statuses');
+    return getMessagesOfTx(ex, ex.url.searchParams, readTx);
+  }
+
   /** GET /relay?origin_chain=&tx_hash=: the messages accepted from one transaction. */
-  async function getMessagesOfTx(ex: Exchange, params: URLSearchParams): Promise<void> {
+  async function getMessagesOfTx(ex: Exchange, params: URLSearchParams, read: NonNullable<typeof readTx>): Promise<void> {
     const query: Record<string, string> = {};
     for (const name of ['origin_chain', 'tx_hash']) {
       const values = params.getAll(name);
@@ -303,50 +306,63 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
     const { chain, txHash } = validateRelayRequest(query, chains);
     ex.originChain = chain.name;
     ex.txHash = txHash;
-    const records = await callStore(() => outbox.byTx!(chain.name, txHash));
+    const records = await callStore(() => read(chain.name, txHash));
     sendJson(ex, 200, { messages: records.map(messageStatusJson) });
   }
 
   async function getReady(ex: Exchange): Promise<void> {
     // Without a store bundle everything lives in this process, which is answering.
     if (store !== undefined) await withDeadline(callStore(() => store.ping()), READY_TIMEOUT_MS, clock, 'the store ping');
-    send(ex, 200, 'ready', 'text/plain; charset=utf-8');
+    send(ex, 200, 'ready', TEXT_TYPE);
   }
 
   async function getMetrics(ex: Exchange): Promise<void> {
-    if (gaugeSamplers.length > 0) await Promise.all(gaugeSamplers.map((sample) => sample()));
+    await relayMetrics.sample();
     send(ex, 200, metrics.render(), 'text/plain; version=0.0.4; charset=utf-8');
+  }
+
+  const routes = compileRoutes([
+    { path: '/relay', GET: getRelay, POST: postRelay, probe: true },
+    ...(readMessage === undefined ? [] : [{ path: '/relay/{message_id}', GET: (ex: Exchange) => getMessage(ex, readMessage), probe: true }]),
+    { path: '/ready', GET: getReady, probe: true },
+    { path: '/chains', GET: (ex) => send(ex, 200, chainList, JSON_TYPE) },
+    ...(merkle === undefined ? [] : [{ path: '/merkle_tree_insertions', GET: (ex: Exchange) => getMerkle(ex, merkle), POST: (ex: Exchange) => postMerkle(ex, merkle) }]),
+    { path: '/metrics', GET: getMetrics },
+    ...(options.openapi === undefined ? [] : [{ path: '/openapi.json', GET: (ex: Exchange) => sendJson(ex, 200, options.openapi) }]),
+  ]);
+
+  /** The query of the request line (empty when the line was exactly a route's path). */
+  function query(ex: Exchange): URLSearchParams {
+    return (ex.url ?? new URL(ex.req.url ?? '/', 'http://localhost')).searchParams;
+  }
+
+  function findRoute(ex: Exchange): CompiledRoute {
+    const target = ex.req.url ?? '/';
+    // A request line that is exactly a route (the usual case) has nothing to normalise or query.
+    const exact = routes.exact(target);
+    if (exact !== undefined) return exact;
+    try {
+      ex.url = new URL(target, 'http://localhost');
+    } catch {
+      throw new RelayError('not_found', 'no such endpoint');
+    }
+    const found = routes.match(ex.url.pathname, ex.params);
+    if (found === undefined) throw new RelayError('not_found', 'no such endpoint');
+    return found;
   }
 
   async function route(ex: Exchange): Promise<void> {
     const { req } = ex;
-    const target = req.url ?? '/';
-    // A request line that is exactly a route (the usual case) has nothing to normalise or query.
-    let url: URL | undefined;
-    if (!Object.hasOwn(ALLOW, target)) {
-      try {
-        url = new URL(target, 'http://localhost');
-      } catch {
-        throw new RelayError('not_found', 'no such endpoint');
-      }
-    }
-    const pathname = url === undefined ? target : url.pathname;
-    const messageId = MESSAGE_PATH.exec(pathname)?.[1];
-    const path = (messageId === undefined ? pathname : MESSAGE_ROUTE) as Route;
-    const allow = Object.hasOwn(ALLOW, path) ? ALLOW[path] : undefined;
-    if (allow === undefined || (path === '/merkle_tree_insertions' && merkle === undefined) ||
-        (path === MESSAGE_ROUTE && typeof outbox.get !== 'function') ||
-        (path === '/openapi.json' && options.openapi === undefined)) {
-      throw new RelayError('not_found', 'no such endpoint');
-    }
-    ex.route = path;
+    const route = findRoute(ex);
+    ex.matched = route;
+    ex.route = route.path;
     const allowedOrigin = applyCors(ex);
     const method = req.method === 'HEAD' ? 'GET' : req.method;
 
     if (method === 'OPTIONS') {
-      const headers: Record<string, string> = { Allow: allow };
+      const headers: Record<string, string> = { Allow: route.allow };
       if (allowedOrigin && req.headers['access-control-request-method'] !== undefined) {
-        headers['Access-Control-Allow-Methods'] = allow;
+        headers['Access-Control-Allow-Methods'] = route.allow;
         headers['Access-Control-Allow-Headers'] = 'Content-Type, Authorization, X-Request-Id';
         headers['Access-Control-Max-Age'] = '600';
       }
@@ -356,22 +372,9 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
       ex.res.end();
       return;
     }
-
-    if (path === '/relay' && method === 'GET') {
-      // Any query makes it a lookup; the bare path stays the liveness probe.
-      if (url === undefined || url.search === '') return send(ex, 200, 'up', 'text/plain; charset=utf-8');
-      if (typeof outbox.byTx !== 'function') throw new RelayError('not_found', 'this relayer does not keep message statuses');
-      return getMessagesOfTx(ex, url.searchParams);
-    }
-    if (path === MESSAGE_ROUTE && method === 'GET') return getMessage(ex, messageId!);
-    if (path === '/relay' && method === 'POST') return postRelay(ex);
-    if (path === '/merkle_tree_insertions' && method === 'POST') return postMerkle(ex, merkle!);
-    if (path === '/merkle_tree_insertions' && method === 'GET') return getMerkle(ex, merkle!, url ?? new URL(target, 'http://localhost'));
-    if (path === '/ready' && method === 'GET') return getReady(ex);
-    if (path === '/chains' && method === 'GET') return send(ex, 200, chainList, JSON_TYPE);
-    if (path === '/metrics' && method === 'GET') return getMetrics(ex);
-    if (path === '/openapi.json' && method === 'GET') return sendJson(ex, 200, options.openapi);
-    throw new RelayError('method_not_allowed', `${req.method} is not allowed on ${path}`);
+    const handler = method === 'GET' ? route.GET : method === 'POST' ? route.POST : undefined;
+    if (handler === undefined) throw new RelayError('method_not_allowed', `${req.method} is not allowed on ${route.path}`);
+    return handler(ex);
   }
 
   function handle(req: IncomingMessage, res: ServerResponse): void {
@@ -382,6 +385,7 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
       res,
       id: typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID(),
       route: 'unknown',
+      params: {},
     };
     inFlight++;
     const done = () => {
@@ -392,10 +396,10 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
       if (!res.writableFinished) ex.reason = CLIENT_CLOSED;
       const status = res.writableFinished ? res.statusCode : 499;
       if (ex.route === '/relay' && req.method === 'POST') {
-        requests.inc(status < 400 ? { status: 'success', error_type: '' } : { status: 'failure', error_type: ex.reason ?? 'internal_error' });
+        relayMetrics.requests.inc(status < 400 ? { status: 'success', error_type: '' } : { status: 'failure', error_type: ex.reason ?? 'internal_error' });
       }
-      responses.inc({ route: ex.route, code: String(status) });
-      duration.observe({ route: ex.route }, seconds);
+      relayMetrics.responses.inc({ route: ex.route, code: String(status) });
+      relayMetrics.duration.observe({ route: ex.route }, seconds);
       // A successful health check (GET or HEAD /relay or /ready) or status lookup (/relay/{id}, /relay?…)
       // is logged at debug: probes and UIs polling a message come every few seconds and would bury
       // the relay requests.
@@ -410,9 +414,7 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
         tx_hash: ex.txHash,
         messages: ex.messages,
       };
-      if ((ex.route === '/relay' || ex.route === '/ready' || ex.route === MESSAGE_ROUTE) && status === 200 && req.method !== 'POST') {
-        logger.debug('request', fields);
-      }
+      if (ex.matched?.probe && status === 200 && req.method !== 'POST') logger.debug('request', fields);
       else logger.info('request', fields);
     };
     // 'close' follows 'finish' on every answered response and also ends one whose client left.
@@ -420,7 +422,7 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
     route(ex).catch((thrown: unknown) => {
       const error = toRelayError(thrown);
       const headers: Record<string, string> = {};
-      if (error.reason === 'method_not_allowed' && ex.route !== 'unknown') headers.Allow = ALLOW[ex.route as Route];
+      if (error.reason === 'method_not_allowed' && ex.matched) headers.Allow = ex.matched.allow;
       if (error.reason === 'unauthorized') headers['WWW-Authenticate'] = 'Bearer';
       // An unread or partly read body leaves the connection unusable: close it after answering,
       // letting a client that is still sending read the answer (lingering close).
