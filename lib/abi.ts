@@ -9,9 +9,17 @@
 import { DecodeError, type DecodeCode } from './errors.ts';
 import { keccak256 } from './keccak.ts';
 import { bytesToHex, isHexOfLength, readUint32 } from './hex.ts';
-import type { Log } from './types.ts';
 
 export { DecodeError };
+
+/** An EVM log as the pipeline reads it: nothing else of the receipt matters. */
+export interface Log {
+  /** 20-byte address, lower-case. */
+  address: string;
+  /** 32-byte words, lower-case hex. */
+  topics: string[];
+  data: Uint8Array;
+}
 
 function eventTopic(signature: string): string {
   return bytesToHex(keccak256(new TextEncoder().encode(signature)));

@@ -6,8 +6,9 @@
 import { DISPATCH_TOPIC, MESSAGE_SENT_TOPIC, DecodeError, decodeDispatchLog, decodeMessageSentLog, type DispatchEvent } from './abi.ts';
 import { RelayError } from './errors.ts';
 import { bytesToHex, readUint32 } from './hex.ts';
-import { messageFromDispatch } from './message.ts';
-import type { ChainConfig, HyperlaneMessage, Receipt } from './types.ts';
+import { messageFromDispatch, type HyperlaneMessage } from './message.ts';
+import type { Receipt } from './receipt.ts';
+import type { ChainConfig } from './types.ts';
 
 /** The CCTP V2 MessageTransmitter, deployed at the same address on every EVM chain Circle supports. */
 export const DEFAULT_CCTP_V2_TRANSMITTER = '0x81d40f21f12a8f0e3252bccb954d722d4c464b64';

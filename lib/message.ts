@@ -9,7 +9,22 @@
 import { DecodeError, type DispatchEvent } from './abi.ts';
 import { addressWord, bytesToHex, readUint32 } from './hex.ts';
 import { keccak256 } from './keccak.ts';
-import type { HyperlaneMessage } from './types.ts';
+
+/** A decoded Hyperlane message (version 3). */
+export interface HyperlaneMessage {
+  /** keccak256 of the raw message, 0x + 64 lower-case hex. */
+  id: string;
+  version: number;
+  nonce: number;
+  origin: number;
+  /** 32-byte word, 0x + 64 lower-case hex. */
+  sender: string;
+  destination: number;
+  /** 32-byte word, 0x + 64 lower-case hex. */
+  recipient: string;
+  body: Uint8Array;
+  raw: Uint8Array;
+}
 
 export const HYPERLANE_MESSAGE_VERSION = 3;
 const HEADER_LENGTH = 77;

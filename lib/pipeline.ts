@@ -16,9 +16,10 @@ import { RelayError, toRelayError } from './errors.ts';
 import { callStore, isPromiseLike, toStoreError } from './store.ts';
 import { createPolicy } from './policy.ts';
 import { createTokenBucket, type RateLimiter, type TakeResult } from './rate-limit.ts';
-import { createReceiptFetcher, type FetchLike, type ReceiptFetchEvent, type ReceiptSource } from './receipt.ts';
+import { createReceiptFetcher, type FetchLike, type Receipt, type ReceiptFetchEvent, type ReceiptSource } from './receipt.ts';
 import type { OutboxMessage, RelayQueue } from './outbox.ts';
-import type { ChainConfig, HyperlaneMessage, Receipt, RelayResponse, RelayerConfig } from './types.ts';
+import type { HyperlaneMessage } from './message.ts';
+import type { ChainConfig, RelayResponse, RelayerConfig } from './types.ts';
 import { parseJsonBody, validateRelayRequest } from './validate.ts';
 
 export type { ReceiptSource };

@@ -24,7 +24,8 @@
 import { ConfigError, RelayError } from './errors.ts';
 import { address20, array, integer, join, object, onlyKeys, string, word32 } from './fields.ts';
 import { addressWord, bytesToHex, decimal, UINT32_MAX } from './hex.ts';
-import type { HyperlaneMessage, RelayerConfig } from './types.ts';
+import type { HyperlaneMessage } from './message.ts';
+import type { RelayerConfig } from './types.ts';
 
 /**
  * A Hyperlane MatchingList rule: matches when every field it names matches. Each field is "*",

@@ -10,9 +10,17 @@ import { sleep, systemClock } from './clock.ts';
 import { RelayError, RpcError, type RpcFailureCode } from './errors.ts';
 import { hexToBytes, isHexOfLength, isPlainObject } from './hex.ts';
 import { causeText, createRpcClient, fail, follow, redactUrl, type RpcOptions } from './rpc.ts';
-import type { ChainConfig, Log, Receipt } from './types.ts';
+import type { Log } from './abi.ts';
+import type { ChainConfig } from './types.ts';
 
 export { redactUrl, type FetchLike } from './rpc.ts';
+
+/** A transaction receipt as the pipeline reads it. */
+export interface Receipt {
+  /** true when the transaction succeeded (status 0x1); a reverted receipt carries no messages. */
+  success: boolean;
+  logs: Log[];
+}
 
 /** One JSON-RPC attempt, for metrics and logs. Nothing in it carries a URL's path, query or userinfo. */
 export interface ReceiptFetchEvent {

@@ -1,4 +1,8 @@
-/** Types shared across the core and its adapters. Addresses and ids are lower-case 0x hex. */
+/**
+ * Types shared across the core and its adapters: the HTTP request and response bodies and the
+ * configuration. Addresses and ids are lower-case 0x hex. A type one module owns lives there.
+ */
+import type { MatchingRule } from './policy.ts';
 
 /** POST /relay request body (spec §2.4). */
 export interface RelayRequest {
@@ -19,37 +23,6 @@ export interface RelayResponse {
   messages: MessageSummary[];
 }
 
-/** A decoded Hyperlane message (version 3). */
-export interface HyperlaneMessage {
-  /** keccak256 of the raw message, 0x + 64 lower-case hex. */
-  id: string;
-  version: number;
-  nonce: number;
-  origin: number;
-  /** 32-byte word, 0x + 64 lower-case hex. */
-  sender: string;
-  destination: number;
-  /** 32-byte word, 0x + 64 lower-case hex. */
-  recipient: string;
-  body: Uint8Array;
-  raw: Uint8Array;
-}
-
-/** An EVM log as the pipeline reads it: nothing else of the receipt matters. */
-export interface Log {
-  /** 20-byte address, lower-case. */
-  address: string;
-  /** 32-byte words, lower-case hex. */
-  topics: string[];
-  data: Uint8Array;
-}
-
-export interface Receipt {
-  /** true when the transaction succeeded (status 0x1); a reverted receipt carries no messages. */
-  success: boolean;
-  logs: Log[];
-}
-
 /** A chain as the relayer knows it (normalised from the config file). */
 export interface ChainConfig {
   name: string;
@@ -60,19 +33,6 @@ export interface ChainConfig {
   /** CCTP V2 MessageTransmitter address(es), 20 bytes, lower-case. */
   cctpMessageTransmitters: string[];
   rpcUrls: string[];
-}
-
-/**
- * A Hyperlane MatchingList rule: matches when every field it names matches. Each field is "*",
- * one value or an array of values. Addresses are compared as 32-byte words, case-insensitive.
- */
-export interface MatchingRule {
-  messageId?: string | string[];
-  originDomain?: number | number[] | '*';
-  senderAddress?: string | string[];
-  destinationDomain?: number | number[] | '*';
-  recipientAddress?: string | string[];
-  bodyRegex?: string;
 }
 
 export interface RateLimitConfig {

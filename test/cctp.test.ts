@@ -5,7 +5,9 @@ import { CCTP_V2_MESSAGE_VERSION, DEFAULT_CCTP_V2_TRANSMITTER, DEFAULT_CCTP_V2_T
 import { defaultConfig } from '../lib/config.ts';
 import { RelayError } from '../lib/errors.ts';
 import { hexToBytes } from '../lib/hex.ts';
-import type { ChainConfig, Log, Receipt } from '../lib/types.ts';
+import type { Log } from '../lib/abi.ts';
+import type { Receipt } from '../lib/receipt.ts';
+import type { ChainConfig } from '../lib/types.ts';
 import { decodeCode } from './helpers/decode-error.ts';
 import * as fixtures from './helpers/fixtures.ts';
 import { burnMessageV2, cctpV2Message, libraryLog, type MessageFields } from './helpers/fixtures.ts';

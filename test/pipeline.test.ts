@@ -14,7 +14,7 @@ import { hexToBytes } from '../lib/hex.ts';
 import { createMemoryOutbox } from '../lib/outbox.ts';
 import { createRelayPipeline } from '../lib/pipeline.ts';
 import { parseReceipt } from '../lib/receipt.ts';
-import type { Receipt } from '../lib/types.ts';
+import type { Receipt } from '../lib/receipt.ts';
 import { testConfig } from './helpers/config.ts';
 import { dispatchLog, MAILBOX, messageSentLog, rpcReceipt, transferLogs, txHash } from './helpers/fixtures.ts';
 import { bytes, mutate, mutation, RUNS, tally, u32, word } from './helpers/properties.ts';

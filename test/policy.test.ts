@@ -3,8 +3,9 @@ import { describe, it } from 'node:test';
 import { ConfigError, RelayError } from '../lib/errors.ts';
 import { hexToBytes } from '../lib/hex.ts';
 import { parseConfig } from '../lib/config.ts';
-import { compileMatchingList, createPolicy, matchesList } from '../lib/policy.ts';
-import type { ChainConfig, HyperlaneMessage, MatchingRule, RelayerConfig } from '../lib/types.ts';
+import { compileMatchingList, createPolicy, matchesList, type MatchingRule } from '../lib/policy.ts';
+import type { HyperlaneMessage } from '../lib/message.ts';
+import type { ChainConfig, RelayerConfig } from '../lib/types.ts';
 
 // Address used by the Hyperlane relayer's own MatchingList tests (matching_list.rs), checksummed.
 const ADDR = '0x9d4454B023096f34B160D6B654540c56A1F81688';

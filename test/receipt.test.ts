@@ -20,7 +20,7 @@ import {
 import fc from 'fast-check';
 import { RpcError, type RpcFailureCode } from '../lib/errors.ts';
 import { parseReceipt } from '../lib/receipt.ts';
-import type { Receipt } from '../lib/types.ts';
+import type { Receipt } from '../lib/receipt.ts';
 import { dispatchLog, MAILBOX, messageSentLog, rpcReceipt, txHash } from './helpers/fixtures.ts';
 import { RUNS, tally } from './helpers/properties.ts';
 
