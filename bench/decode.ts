@@ -10,8 +10,7 @@ import { hexToBytes } from '../lib/hex.ts';
 import { keccak256 } from '../lib/keccak.ts';
 import { messageFromDispatch } from '../lib/message.ts';
 import { dispatchLog, MAILBOX, messageId } from '../test/helpers/fixtures.ts';
-import { compare, formatOps, printTable } from './lib.ts';
-import type { BenchRow } from './run.ts';
+import { compare, formatOps, printTable, type BenchRow } from './lib.ts';
 
 const DISPATCH_ABI = [parseAbiItem('event Dispatch(address indexed sender, uint32 indexed destination, bytes32 indexed recipient, bytes message)')];
 

@@ -4,6 +4,19 @@
  * from a neighbour) hits every contender alike instead of whichever happened to run then.
  */
 
+/** One row of the summary table of `npm run bench` (bench/run.ts). */
+export interface BenchRow {
+  what: string;
+  ours: string;
+  peer: string;
+  /** ours / peer; undefined where there is no peer. */
+  ratio?: number;
+  /** The issue's target, or 'info' for a row that only explains another. */
+  target: string;
+  /** Whether the target is met; absent for 'info' rows. */
+  met?: boolean;
+}
+
 export interface Contender {
   name: string;
   fn: () => unknown;

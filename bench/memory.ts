@@ -11,9 +11,8 @@ import { fileURLToPath } from 'node:url';
 import { createRelayPipeline } from '../lib/pipeline.ts';
 import { createMemoryOutbox } from '../lib/outbox.ts';
 import { testConfig } from '../test/helpers/config.ts';
-import { freshTxHash, load, POST_RELAY, startServer, type ServerHandle } from './http.ts';
-import { median, printTable } from './lib.ts';
-import type { BenchRow } from './run.ts';
+import { freshTxHash, load, POST_RELAY, startServer, type ServerHandle } from './load.ts';
+import { median, printTable, type BenchRow } from './lib.ts';
 
 const ENTRIES = 10_000;
 const MiB = 1024 * 1024;

@@ -15,9 +15,8 @@ import { DatabaseSync } from 'node:sqlite';
 import { openStore } from '../lib/sqlite/index.ts';
 import { parseJsonBody, validateMerkleRequest } from '../lib/validate.ts';
 import type { MerkleInsertion } from '../lib/types.ts';
-import { startServer } from './http.ts';
-import { formatOps, median, printTable } from './lib.ts';
-import type { BenchRow } from './run.ts';
+import { startServer } from './load.ts';
+import { formatOps, median, printTable, type BenchRow } from './lib.ts';
 
 const RECORDS = 10_000;
 

@@ -1,0 +1,168 @@
+/**
+ * Load helpers shared by the HTTP benches (http.ts, memory.ts, merkle.ts): a server in its own
+ * child process (bench/server-child.ts), autocannon runs against it with the CPU both sides used,
+ * rounds that alternate between contenders, and their medians.
+ */
+import autocannon, { type Request } from 'autocannon';
+import { fork } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { median } from './lib.ts';
+import type { RelayChildOptions } from './server-child.ts';
+
+export interface ServerHandle {
+  url: string;
+  pid: number;
+  /** The child's process.memoryUsage(), after a full GC when `gc` is true. */
+  memory(gc?: boolean): Promise<NodeJS.MemoryUsage>;
+  stop(): Promise<void>;
+}
+
+const CHILD = fileURLToPath(new URL('./server-child.ts', import.meta.url));
+
+export async function startServer(kind: 'bare' | 'relay', options: RelayChildOptions = {}): Promise<ServerHandle> {
+  const child = fork(CHILD, [kind, JSON.stringify(options)], {
+    // BENCH_CPU_PROF=<dir> writes a V8 CPU profile of every server child (node --cpu-prof).
+    execArgv: ['--expose-gc', ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [])],
+    // stdout (the request log) goes to /dev/null: the server still formats and writes every line.
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', (code) => reject(new Error(`server child (${kind}) exited with ${code}`)));
+    child.once('message', (m: { type: string; port: number }) => resolve(m.port));
+  });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    pid: child.pid!,
+    memory(gc = false) {
+      return new Promise((resolve) => {
+        child.once('message', (m: NodeJS.MemoryUsage) => resolve(m));
+        child.send({ type: 'memory', gc });
+      });
+    },
+    async stop() {
+      child.disconnect();
+      await exited;
+    },
+  };
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
+export function cpuSeconds(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ 100)
+  } catch {
+    return NaN;
+  }
+}
+
+export interface LoadResult {
+  rps: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+  statuses: Record<string, number>;
+  /** Share of one core the server used, and the load generator (this process). */
+  serverCpu: number;
+  clientCpu: number;
+}
+
+export interface LoadSpec {
+  requests: Request[];
+}
+
+/** One autocannon run of `seconds` against `server`. */
+export async function load(server: ServerHandle, spec: LoadSpec, seconds: number): Promise<LoadResult> {
+  const cpu0 = cpuSeconds(server.pid);
+  const own0 = process.cpuUsage();
+  const wall0 = performance.now();
+  const result = await autocannon({ url: server.url, connections: 50, duration: seconds, requests: spec.requests });
+  const wall = (performance.now() - wall0) / 1000;
+  const own = process.cpuUsage(own0);
+  const statuses: Record<string, number> = {};
+  for (const [code, { count }] of Object.entries(result.statusCodeStats ?? {})) statuses[code] = Number(count);
+  return {
+    rps: result.requests.total / result.duration,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    non2xx: result.non2xx,
+    errors: result.errors + result.timeouts,
+    statuses,
+    serverCpu: (cpuSeconds(server.pid) - cpu0) / wall,
+    clientCpu: (own.user + own.system) / 1e6 / wall,
+  };
+}
+
+export interface Contender {
+  name: string;
+  server: ServerHandle;
+  spec: LoadSpec;
+}
+
+/**
+ * Runs every contender once per round (the order rotates each round) after a short warm-up, and
+ * returns the results of each by name.
+ */
+export async function rounds(contenders: readonly Contender[], count: number, seconds: number): Promise<Map<string, LoadResult[]>> {
+  for (const c of contenders) await load(c.server, c.spec, 0.5);
+  const results = new Map(contenders.map((c) => [c.name, [] as LoadResult[]]));
+  for (let round = 0; round < count; round++) {
+    for (let k = 0; k < contenders.length; k++) {
+      const c = contenders[(round + k) % contenders.length];
+      results.get(c.name)!.push(await load(c.server, c.spec, seconds));
+    }
+  }
+  return results;
+}
+
+export interface Summary {
+  rps: number;
+  /** Server CPU time per request, in microseconds. */
+  cpuPerRequest: number;
+  p50: number;
+  p99: number;
+  serverCpu: number;
+  clientCpu: number;
+  statuses: Record<string, number>;
+  errors: number;
+}
+
+/** Medians over the rounds; status counts and errors are totals. */
+export function summarize(results: readonly LoadResult[]): Summary {
+  const statuses: Record<string, number> = {};
+  for (const r of results) for (const [code, n] of Object.entries(r.statuses)) statuses[code] = (statuses[code] ?? 0) + n;
+  return {
+    rps: median(results.map((r) => r.rps)),
+    cpuPerRequest: median(results.map((r) => (r.serverCpu / r.rps) * 1e6)),
+    p50: median(results.map((r) => r.p50)),
+    p99: median(results.map((r) => r.p99)),
+    serverCpu: median(results.map((r) => r.serverCpu)),
+    clientCpu: median(results.map((r) => r.clientCpu)),
+    statuses,
+    errors: results.reduce((sum, r) => sum + r.errors, 0),
+  };
+}
+
+let txCounter = 0x5eed_0000;
+
+/** A transaction hash never sent before in this run, so dedup never answers duplicate_tx. */
+export function freshTxHash(): string {
+  return '0x' + (txCounter++).toString(16).padStart(64, '0');
+}
+
+/** A POST /relay with a transaction hash never sent before. */
+export const POST_RELAY: LoadSpec = {
+  requests: [
+    {
+      method: 'POST',
+      path: '/relay',
+      headers: { 'content-type': 'application/json' },
+      setupRequest: (request) => ({ ...request, body: JSON.stringify({ origin_chain: 'ethereum', tx_hash: freshTxHash() }) }),
+    },
+  ],
+};
+
