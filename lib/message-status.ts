@@ -5,7 +5,7 @@
  * no lease (a worker's token is not public).
  */
 import type { MessageStatus, OutboxRecord } from './outbox.ts';
-import { redactUrl } from './receipt.ts';
+import { redactUrls } from './rpc.ts';
 
 export interface MessageStatusJson {
   message_id: string;
@@ -28,14 +28,6 @@ export interface MessagesOfTxJson {
   messages: MessageStatusJson[];
 }
 
-// A worker's error often quotes the RPC URL it called, and RPC URLs carry API keys in their path
-// or credentials: only scheme and host are shown.
-const URL_IN_TEXT = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>()]+/gi;
-
-export function redactUrls(text: string): string {
-  return text.replace(URL_IN_TEXT, (url) => redactUrl(url));
-}
-
 const iso = (ms: number) => new Date(ms).toISOString();
 
 export function messageStatusJson(record: OutboxRecord): MessageStatusJson {
@@ -51,6 +43,7 @@ export function messageStatusJson(record: OutboxRecord): MessageStatusJson {
     delivered_at: record.deliveredAt === null ? null : iso(record.deliveredAt),
     destination_tx_hash: record.destinationTxHash,
     attempts: record.attempts,
+    // A worker's error often quotes the RPC URL it called, and RPC URLs carry API keys.
     last_error: record.lastError === null ? null : redactUrls(record.lastError),
   };
 }

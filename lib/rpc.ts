@@ -188,15 +188,20 @@ export function createRpcClient(opts: RpcOptions = {}): RpcCall {
   };
 }
 
+/** Every URL in `text` reduced to its origin: errors and causes often quote the URL they called. */
+export function redactUrls(text: string): string {
+  return text.replace(/\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>()]+/gi, redactUrl);
+}
+
 /**
  * Why an attempt failed beneath its fixed message, for the operator's log: the node's JSON-RPC
  * error message or the innermost transport cause ("connect ECONNREFUSED 127.0.0.1:8545",
- * "getaddrinfo ENOTFOUND host"): first line, every URL reduced to its origin, at most 200 characters.
+ * "getaddrinfo ENOTFOUND host"): first line, URLs redacted, at most 200 characters.
  */
 export function causeText(error: unknown): string | undefined {
   let cause = error instanceof Error ? error.cause : undefined;
   while (cause instanceof Error && cause.cause !== undefined) cause = cause.cause;
   const text = cause instanceof Error ? cause.message : cause;
   if (typeof text !== 'string' || text === '') return undefined;
-  return text.split('\n')[0].replace(/[a-z][a-z0-9+.-]*:\/\/[^\s"'<>]*/gi, redactUrl).slice(0, 200);
+  return redactUrls(text.split('\n')[0]).slice(0, 200);
 }
