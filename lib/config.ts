@@ -1,34 +1,10 @@
 /**
  * Configuration (DESIGN.md §5): validates a parsed JSON config file and fills in defaults.
- * Pure core: the caller reads the file and calls `parseConfig(JSON.parse(text))`.
- *
- * Decisions where DESIGN.md is silent:
- * - `chains`, when present, REPLACES the built-in table (an operator who lists chains means
- *   exactly those); when absent, the built-in mainnet table (lib/chains.generated.ts) is used.
- * - Unknown keys are refused at every level. In a chain entry four Hyperlane chain-metadata keys
- *   are tolerated, checked and dropped: `name` (must equal the entry's key), `protocol` (must be
- *   "ethereum": this relayer reads EVM receipts only), `displayName` (string), `isTestnet`
- *   (boolean). Everything else Hyperlane's metadata carries (blocks, nativeToken, hook
- *   addresses…) is refused rather than silently ignored.
- * - Chain names follow the registry schema `^[a-z][a-z0-9]*$`. `chainId` is optional and, when
- *   given, a positive integer (EVM chain ids). `domainId` is a uint32 number, unique per chain.
- * - Every chain needs at least one `rpcUrls` entry (`{"http": "http(s)://…"}`): without one a
- *   relay from it could only time out.
- * - `cctpMessageTransmitter`: one address or an array (`[]` = no CCTP on that chain); absent =
- *   DEFAULT_CCTP_V2_TRANSMITTERS (Circle's three V2 transmitters).
- * - Addresses: 0x + 40 hex, any case; a mixed-case one must carry a valid EIP-55 checksum
- *   (lib/hex.ts), which then catches typos. Stored lower-case.
- * - `relayChains` must name at least one configured chain; duplicates are dropped.
- * - `whitelist`, `blacklist`, `addressBlacklist`: the grammar of lib/policy.ts, which reads them.
- * - Numbers are integers. Durations that become timers are capped at 2^31-1 ms (the largest
- *   setTimeout delay): `dedupWindowSeconds`, `receiptTimeoutSeconds` <= 2147483.
- * - `server.adminToken`: null or 16..1024 visible ASCII characters (it travels in a header).
- *   `server.corsOrigins`: "*" or origins `http(s)://host[:port]` without path, stored as
- *   `URL.origin`.
- * - Error keys are dotted paths with array indexes in brackets: `chains.base.rpcUrls[0].http`,
- *   `whitelist[2].bodyRegex`. A non-object root has key "".
- * - The `chains` record has a null prototype, so looking up a request's `origin_chain` such as
- *   "constructor" finds nothing instead of an Object.prototype member.
+ * Pure core: the caller reads the file and calls `parseConfig(JSON.parse(text))`. Every rule is
+ * documented once, for operators, in docs/configuration.md; the rules of `whitelist`, `blacklist`
+ * and `addressBlacklist` are lib/policy.ts's. Unknown keys are refused at every level (a typo must
+ * not be ignored), and the `chains` record has a null prototype, so a request's `origin_chain`
+ * such as "constructor" finds nothing instead of an Object.prototype member.
  */
 import { DEFAULT_CCTP_V2_TRANSMITTER, DEFAULT_CCTP_V2_TRANSMITTERS } from './cctp.ts';
 import { BUILTIN_CHAINS } from './chains.generated.ts';
@@ -63,6 +39,7 @@ export const DEFAULTS: {
   db: './relayer.db',
 });
 
+/** Durations become timers: 2^31-1 ms is the largest setTimeout delay. */
 const MAX_TIMER_SECONDS = Math.floor((2 ** 31 - 1) / 1000);
 const CHAIN_NAME = /^[a-z][a-z0-9]*$/;
 

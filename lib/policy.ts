@@ -12,14 +12,12 @@
  * - a field given as an empty array (`[]`) matches nothing (the reference's empty `Enumerated`);
  * - ids and addresses are compared as 32-byte words (a 20-byte address is left-padded);
  * - bodyRegex is an unanchored search over the body's lower-case hex without `0x`.
- * The grammar is the strictest the reference and DESIGN.md §5 document: unknown keys are refused;
- * each field is "*", one value or an array; domains are uint32 numbers or their decimal strings
- * without leading zeros (Hyperlane writes both); `messageId` is 32-byte hex; addresses are 20-byte
- * hex (a mixed-case one must carry a valid EIP-55 checksum) or 32-byte words; `bodyRegex` is a
- * string. Deviations: addresses are hex only (the reference also takes base58/bech32, non-EVM
- * chains we do not serve); regexes use JavaScript syntax with the `u` flag, not Rust's `regex`
- * crate (the common subset is the same; JavaScript adds backreferences and lookaround, so a
- * pathological pattern can backtrack: patterns come from the operator's config, not from requests).
+ * The grammar (docs/configuration.md) is the strictest the reference and DESIGN.md §5 document,
+ * so a typo is refused rather than matching nothing or everything. Deviations: addresses are hex
+ * only (the reference also takes base58/bech32, non-EVM chains we do not serve); regexes use
+ * JavaScript syntax with the `u` flag, not Rust's `regex` crate (the common subset is the same;
+ * JavaScript adds backreferences and lookaround, so a pathological pattern can backtrack: patterns
+ * come from the operator's config, not from requests).
  */
 import { ConfigError, RelayError } from './errors.ts';
 import { address20, array, integer, join, object, onlyKeys, string, word32 } from './fields.ts';
