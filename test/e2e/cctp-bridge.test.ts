@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { decodeEventLog, encodePacked, pad, parseAbi, toEventSelector, type Address, type Hash, type Hex, type TransactionReceipt } from 'viem';
+import { decodeEventLog, encodePacked, pad, parseAbi, toEventSelector, toFunctionSelector, type Address, type Hash, type Hex, type TransactionReceipt } from 'viem';
 import { cctpAttestationMetadata } from '../../scripts/delivery/cctp-attestation.ts';
 import { ISM_CCIP_READ, ISM_NULL, MAILBOX_ABI, processMessage, recipientIsmType } from '../../scripts/delivery/destination.ts';
 import { bridgeArtifacts, CIRCLE_DESTINATION_DOMAIN, CIRCLE_ORIGIN_DOMAIN, MIN_FINALITY_THRESHOLD, sendBridgeTransfer } from './cctp-bridge.ts';
@@ -93,6 +93,57 @@ describe('e2e: Hyperlane TokenBridgeCctpV2 between two anvil nodes', { timeout: 
     assert.equal(burn.amount, 1_000_000n);
     assert.equal(burn.messageSender, pad(origin.router), 'the Hyperlane router burns');
     assert.equal(burn.maxFee, 0n);
+  });
+
+  test('call graph (debug_traceTransaction): transferRemote → depositForBurn → sendMessage, then → Mailbox.dispatch → hooks', async () => {
+    const { receipt } = await transfer(3_000_000n);
+    interface Frame { type: string; to: string; input: Hex; calls?: Frame[] }
+    const trace = (await two.origin.chain.rpc('debug_traceTransaction', [receipt.transactionHash, { tracer: 'callTracer' }])) as Frame;
+    const origin = two.origin;
+    const route = two.route.origin;
+    const names = new Map<string, string>([
+      [route.router, 'router'],
+      [route.token, 'token'],
+      [route.tokenMessenger, 'tokenMessenger'],
+      [route.transmitter, 'transmitter'],
+      [origin.hyperlane.mailbox, 'mailbox'],
+      [origin.hyperlane.merkleTreeHook, 'merkleTreeHook'],
+      [origin.hyperlane.testPostDispatchHook, 'testPostDispatchHook'],
+    ].map(([a, n]) => [a.toLowerCase(), n]));
+    const fns = [
+      'transferRemote(uint32,bytes32,uint256)',
+      'transferFrom(address,address,uint256)',
+      'depositForBurn(uint256,uint32,bytes32,address,bytes32,uint256,uint32)',
+      'burn(uint256)',
+      'sendMessage(uint32,bytes32,bytes32,uint32,bytes)',
+      'dispatch(uint32,bytes32,bytes,bytes,address)',
+      'quoteDispatch(bytes,bytes)',
+      'postDispatch(bytes,bytes)',
+      'latestDispatchedId()',
+    ];
+    const selectors = new Map(fns.map((f) => [toFunctionSelector(f), f.slice(0, f.indexOf('('))]));
+    const lines: string[] = [];
+    const walk = (frame: Frame, depth: number) => {
+      // The proxy's DELEGATECALL goes to the implementation, whose address the route does not keep.
+      const to = frame.type === 'DELEGATECALL' ? 'implementation' : (names.get(frame.to.toLowerCase()) ?? frame.to);
+      lines.push(`${'  '.repeat(depth)}${frame.type} ${to}.${selectors.get(frame.input.slice(0, 10) as Hex) ?? frame.input.slice(0, 10)}`);
+      for (const call of frame.calls ?? []) walk(call, depth + 1);
+    };
+    walk(trace, 0);
+    assert.deepEqual(lines, [
+      'CALL router.transferRemote',
+      '  DELEGATECALL implementation.transferRemote',
+      '    CALL token.transferFrom',
+      '    CALL tokenMessenger.depositForBurn',
+      '      CALL token.transferFrom',
+      '      CALL token.burn',
+      '      CALL transmitter.sendMessage',
+      '    CALL mailbox.dispatch',
+      '      STATICCALL testPostDispatchHook.quoteDispatch',
+      '      CALL testPostDispatchHook.postDispatch',
+      '      CALL merkleTreeHook.postDispatch',
+      '        STATICCALL mailbox.latestDispatchedId',
+    ]);
   });
 
   test('Mailbox.process through the CCTP ISM: a forged burn is refused, the attested one delivers, a second process reverts', async () => {
