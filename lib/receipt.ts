@@ -9,7 +9,7 @@
 import { sleep, systemClock } from './clock.ts';
 import { RelayError, RpcError, type RpcFailureCode } from './errors.ts';
 import { hexToBytes, isHexOfLength, isPlainObject } from './hex.ts';
-import { causeText, createRpcClient, fail, follow, redactUrl, type RpcOptions } from './rpc.ts';
+import { causeText, classifyFailure, createRpcClient, fail, follow, redactEndpoint, redactUrl, type RpcFailureClass, type RpcOptions } from './rpc.ts';
 import type { Log } from './abi.ts';
 import type { ChainConfig } from './types.ts';
 
@@ -27,6 +27,8 @@ export interface ReceiptFetchEvent {
   chain: string;
   /** scheme://host[:port] only. */
   rpc: string;
+  /** The transaction whose receipt is asked for, lower-case. */
+  txHash: string;
   /** 1 for the first request of this fetch, counting across endpoints and polls. */
   attempt: number;
   /** The endpoint gave a valid answer (a receipt or `null`). */
@@ -38,6 +40,8 @@ export interface ReceiptFetchEvent {
   error?: string;
   /** What the node or the transport said beneath `error` (see lib/rpc.ts causeText). */
   cause?: string;
+  /** The class of the failure (DNS, connection refused, HTTP 5xx, JSON-RPC error, …). */
+  failure?: RpcFailureClass;
 }
 
 export interface ReceiptFetcherOptions extends RpcOptions {
@@ -93,12 +97,13 @@ export function createReceiptFetcher(opts: ReceiptFetcherOptions = {}): ReceiptS
     return result === null ? null : parseReceipt(result, txHash);
   }
 
-  function report(event: ReceiptFetchEvent, error?: unknown): void {
+  function report(event: ReceiptFetchEvent, url: string, error?: unknown): void {
     if (error !== undefined) {
       event.code = error instanceof RpcError ? error.code : 'cancelled';
       event.error = error instanceof RpcError ? error.message : 'cancelled';
+      if (error instanceof RpcError) event.failure = classifyFailure(error).failure;
       const cause = causeText(error);
-      if (cause !== undefined) event.cause = cause;
+      if (cause !== undefined) event.cause = redactEndpoint(cause, url);
     }
     try {
       onAttempt?.(event);
@@ -118,22 +123,25 @@ export function createReceiptFetcher(opts: ReceiptFetcherOptions = {}): ReceiptS
     const signal = deadline.signal;
     // Whether any endpoint answered (with null) during the wait, for the timeout's message.
     let answered = false;
+    // Why the latest failed attempt failed, for the timeout's message (never a URL).
+    let lastFailure: string | undefined;
     let attempts = 0;
     try {
       for (;;) {
         for (const url of chain.rpcUrls) {
           const startedAt = clock.now();
           const n = ++attempts;
-          const event = (ok: boolean) => ({ chain: chain.name, rpc: redactUrl(url), attempt: n, ok, durationMs: clock.now() - startedAt });
+          const event = (ok: boolean): ReceiptFetchEvent => ({ chain: chain.name, rpc: redactUrl(url), txHash: txHash.toLowerCase(), attempt: n, ok, durationMs: clock.now() - startedAt });
           let result: Receipt | null;
           try {
             result = await attempt(url, txHash, signal);
           } catch (err) {
-            if (onAttempt) report(event(false), signal.aborted ? 'cancelled' : err);
+            if (onAttempt) report(event(false), url, signal.aborted ? 'cancelled' : err);
             if (signal.aborted) throw err;
+            if (err instanceof RpcError) lastFailure = classifyFailure(err).summary;
             continue;
           }
-          if (onAttempt) report(event(true));
+          if (onAttempt) report(event(true), url);
           if (result) return result;
           answered = true;
           break; // not mined yet: wait, then start again from the first URL
@@ -142,7 +150,7 @@ export function createReceiptFetcher(opts: ReceiptFetcherOptions = {}): ReceiptS
       }
     } catch (err) {
       if (callerSignal?.aborted) throw callerSignal.reason;
-      if (deadline.signal.aborted) throw timeoutError(chain, answered);
+      if (deadline.signal.aborted) throw timeoutError(chain, answered, lastFailure);
       throw err;
     } finally {
       unfollow();
@@ -150,11 +158,12 @@ export function createReceiptFetcher(opts: ReceiptFetcherOptions = {}): ReceiptS
     }
   };
 
-  function timeoutError(chain: ChainConfig, answered: boolean): RelayError {
+  function timeoutError(chain: ChainConfig, answered: boolean, lastFailure: string | undefined): RelayError {
     const seconds = Math.ceil(timeoutMs / 1000);
     const message = answered
       ? `transaction receipt not found within ${seconds} seconds`
-      : `transaction receipt not fetched within ${seconds} seconds: the RPC endpoints of chain ${chain.name} failed`;
+      : `transaction receipt not fetched within ${seconds} seconds: the RPC endpoints of chain ${chain.name} failed ` +
+        `(last attempt: ${lastFailure ?? 'no answer in time'})`;
     // Retry once the transaction is confirmed (spec §7); one more full wait is a fair first guess.
     return new RelayError('timeout', message, { retryAfterSeconds: Math.max(1, seconds) });
   }

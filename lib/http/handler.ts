@@ -10,7 +10,7 @@ import { RelayError, retryAfterHeader, toRelayError } from '../errors.ts';
 import { silentLogger, type Logger } from '../log.ts';
 import { createRelayPipeline, type RelayPipeline } from '../pipeline.ts';
 import { createMemoryOutbox } from '../outbox.ts';
-import type { FetchLike } from '../receipt.ts';
+import type { FetchLike, ReceiptFetchEvent } from '../receipt.ts';
 import type { Outbox, RelayQueue } from '../outbox.ts';
 import { callStore, withDeadline, type RelayerStore } from '../store.ts';
 import type { MerkleStore, RelayerConfig } from '../types.ts';
@@ -175,10 +175,31 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
       queue: outbox,
       clock,
       fetch: options.fetch,
-      onReceiptAttempt: relayMetrics.receiptAttempt,
+      onReceiptAttempt: (event) => {
+        relayMetrics.receiptAttempt(event);
+        logRpcFailure(event);
+      },
       dedup: store?.dedup,
       rateLimiter: store?.rateLimiter,
     });
+
+  /**
+   * Each failed JSON-RPC attempt at warn, with why it failed: without it a 408 after ten seconds of
+   * failing endpoints says nothing an operator can act on. The event carries the endpoint's origin
+   * only and a cause already cut of URLs and of the endpoint's path, query and userinfo.
+   */
+  function logRpcFailure(event: ReceiptFetchEvent): void {
+    if (event.ok || event.code === 'cancelled') return;
+    logger.warn('rpc attempt failed', {
+      chain: event.chain,
+      rpc: event.rpc,
+      tx_hash: event.txHash,
+      attempt: event.attempt,
+      failure: event.failure,
+      error: event.error,
+      cause: event.cause,
+    });
+  }
 
   function send(ex: Exchange, status: number, body: string, type: string, headers: Record<string, string> = {}): void {
     const { res } = ex;
