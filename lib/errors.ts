@@ -37,7 +37,14 @@ export type RpcFailureCode =
   | 'transport' | 'attempt_timeout' | 'deadline' | 'http_status' | 'too_large' | 'invalid_json'
   | 'not_json_rpc' | 'wrong_id' | 'rpc_error' | 'malformed_receipt' | 'wrong_transaction';
 
-export type ErrorCode = Reason | DecodeCode | RpcFailureCode | 'invalid_config' | 'schema_version';
+/**
+ * What relayer-api/client reports when there is no API answer to quote: the request never got one
+ * (network_error), the answer was not the API's (bad_response: a proxy's HTML page, a non-JSON
+ * body), or the caller's time budget ran out while a request was in flight (deadline_exceeded).
+ */
+export type ClientFailureCode = 'network_error' | 'bad_response' | 'deadline_exceeded';
+
+export type ErrorCode = Reason | DecodeCode | RpcFailureCode | ClientFailureCode | 'invalid_config' | 'schema_version';
 
 export class BaseError<Code extends ErrorCode = ErrorCode> extends Error {
   override name = 'BaseError';
@@ -128,5 +135,36 @@ export class SchemaVersionError extends BaseError<'schema_version'> {
     );
     this.found = found;
     this.supported = supported;
+  }
+}
+
+export interface RelayApiErrorOptions {
+  /** HTTP status, 0 when there was no HTTP answer (network_error, deadline_exceeded). */
+  status: number;
+  retryAfterSeconds?: number;
+  /** The X-Request-Id of the answer: quote it to the relayer's operator. */
+  requestId?: string;
+  cause?: unknown;
+}
+
+/**
+ * The one error relayer-api/client throws for a failed call (DESIGN.md §10): the API's answer
+ * (`reason` and `message` of its JSON body, `status`, `Retry-After`, `X-Request-Id`), or a
+ * ClientFailureCode when there was none. An abort rejects with the signal's reason instead.
+ */
+export class RelayApiError extends BaseError<Reason | ClientFailureCode> {
+  override name = 'RelayApiError';
+  /** The same as `code`: the API's reason (a newer server may send one this version does not list). */
+  readonly reason: Reason | ClientFailureCode;
+  readonly status: number;
+  readonly retryAfterSeconds: number | undefined;
+  readonly requestId: string | undefined;
+
+  constructor(reason: Reason | ClientFailureCode, message: string, options: RelayApiErrorOptions) {
+    super(reason, message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.reason = reason;
+    this.status = options.status;
+    this.retryAfterSeconds = options.retryAfterSeconds;
+    this.requestId = options.requestId;
   }
 }

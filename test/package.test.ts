@@ -66,7 +66,7 @@ test('DESIGN 1: package.json has no runtime dependencies, pins Node 24 and maps 
   assert.equal(pkg.type, 'module');
   assert.equal(pkg.engines.node, '>=22.13');
   assert.match(pkg.devDependencies.node, /^24\./);
-  assert.deepEqual(Object.keys(pkg.exports).sort(), ['.', './package.json', './postgres', './server', './sqlite']);
+  assert.deepEqual(Object.keys(pkg.exports).sort(), ['.', './client', './package.json', './postgres', './server', './sqlite']);
   assert.equal(pkg.bin['relayer-server'], './dist/bin/relayer-server.js');
   assert.match(process.version, /^v24\./, 'npm scripts run on the pinned Node 24');
 });
@@ -86,7 +86,38 @@ test('DESIGN 1: the built entry points export the documented API', async () => {
   const sqlite = await import('relayer-api/sqlite');
   assert.equal(typeof sqlite.openStore, 'function');
   const postgres = await import('relayer-api/postgres');
-  assert.equal(typeof postgres.openPostgresStore, 'function');
+  assert.equal(typeof postgres.openPostgresStore, 'function');  const client = await import('relayer-api/client');
+  assert.equal(typeof client.createRelayClient, 'function');
+  const apiError = new client.RelayApiError('rate_limited', 'x', { status: 429, retryAfterSeconds: 3, requestId: 'r-1' });
+  assert.deepEqual([apiError.status, apiError.reason, apiError.retryAfterSeconds, apiError.requestId], [429, 'rate_limited', 3, 'r-1']);
+  assert.ok(apiError instanceof Error);
+});
+
+/** Relative imports of a built file and of everything it imports, with the file they come from. */
+function importClosure(entry: string): Map<string, string[]> {
+  const seen = new Map<string, string[]>();
+  const visit = (file: string) => {
+    if (seen.has(file)) return;
+    const specs = importsOf(file);
+    seen.set(file, specs);
+    for (const spec of specs) if (spec.startsWith('.')) visit(posix.join(posix.dirname(file), spec));
+  };
+  visit(entry);
+  return seen;
+}
+
+test('DESIGN 10: relayer-api/client is browser-safe: its built module and all it imports use no node:* module, no package, no Node global', () => {
+  const entry = pkg.exports['./client'].default.replace(/^\.\//, '');
+  const closure = importClosure(entry);
+  assert.ok(closure.size >= 2, `files loaded: ${[...closure.keys()].join(', ')}`);
+  for (const [file, specs] of closure) {
+    for (const spec of specs) assert.ok(spec.startsWith('./') || spec.startsWith('../'), `${file} imports ${spec}`);
+    const text = readFileSync(join(root, file), 'utf8');
+    assert.doesNotMatch(text, /\b(?:process|Buffer|require|__dirname|global)\s*[.(]/, `${file} uses a Node global`);
+  }
+  // Type declarations too: a browser project type-checks against them without @types/node.
+  const types = readFileSync(join(root, pkg.exports['./client'].types), 'utf8');
+  assert.doesNotMatch(types, /from ['"]node:|NodeJS\./);
 });
 
 /** What `npm pack` would publish, as npm itself computes it (files, .npmignore, always-included files). */
