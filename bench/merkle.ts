@@ -73,7 +73,7 @@ export async function run(options: { rounds?: number } = {}): Promise<BenchRow[]
   const dir = mkdtempSync(join(tmpdir(), 'relayer-bench-merkle-'));
   const server = await startServer('relay', { merkle: true, log: true });
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-  const store = openStore(join(dir, 'store.db'));
+  const store = await openStore(join(dir, 'store.db'));
   const raw = rawLoop(join(dir, 'raw.db'));
   try {
     // Round 0 warms every contender up and is not counted.
@@ -86,7 +86,7 @@ export async function run(options: { rounds?: number } = {}): Promise<BenchRow[]
           const res = await post(server.url, agent, bodies[round]);
           if (res.status !== 200 || JSON.parse(res.text).count !== RECORDS) throw new Error(`merkle POST: ${res.status} ${res.text.slice(0, 200)}`);
         }],
-        ['store', () => void store.insertMerkle(data[round])],
+        ['store', async () => void (await store.merkle.insertMerkle(data[round]))],
         ['raw', () => raw(data[round])],
         // What the HTTP path adds before the store: decoding, JSON.parse and validation of the body.
         ['parse', () => void validateMerkleRequest(parseJsonBody(new TextDecoder('utf-8', { fatal: true }).decode(bodies[round])))],
@@ -121,7 +121,7 @@ export async function run(options: { rounds?: number } = {}): Promise<BenchRow[]
     ];
   } finally {
     agent.destroy();
-    store.close();
+    await store.close();
     await server.stop();
     rmSync(dir, { recursive: true, force: true });
   }

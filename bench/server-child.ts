@@ -19,7 +19,7 @@ import { createRelayServer } from '../lib/http/server.ts';
 import { createLogger, silentLogger } from '../lib/log.ts';
 import { createMemoryOutbox } from '../lib/outbox.ts';
 import type { FetchLike } from '../lib/receipt.ts';
-import { openStore, type RelayerStore } from '../lib/sqlite/index.ts';
+import { openStore, type SqliteStore } from '../lib/sqlite/index.ts';
 import type { RelayerConfig } from '../lib/types.ts';
 import { testConfig } from '../test/helpers/config.ts';
 import { rpcReceipt, transferLogs } from '../test/helpers/fixtures.ts';
@@ -87,19 +87,19 @@ async function main(): Promise<void> {
     port = (server.address() as AddressInfo).port;
   } else if (kind === 'relay') {
     const config = testConfig({ relayApi: options.relayApi });
-    let store: RelayerStore | undefined;
+    let store: SqliteStore | undefined;
     if (options.outbox === 'sqlite' || options.merkle) {
       const dir = mkdtempSync(join(tmpdir(), 'relayer-bench-'));
-      store = openStore(join(dir, 'relayer.db'));
+      store = await openStore(join(dir, 'relayer.db'));
       cleanup = () => {
-        store?.close();
+        void store?.close();
         rmSync(dir, { recursive: true, force: true });
       };
     }
     const relay = createRelayServer({
       config,
       outbox: options.outbox === 'sqlite' ? store!.outbox : createMemoryOutbox(),
-      merkle: options.merkle ? store : undefined,
+      merkle: options.merkle ? store!.merkle : undefined,
       fetch: instantRpc(options.distinctMessages ?? false),
       logger: options.log === false ? silentLogger : createLogger({ level: 'info', write: createLineSink(process.stdout).write }),
     });

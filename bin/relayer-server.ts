@@ -154,13 +154,13 @@ async function openSqlite(config: RelayerConfig): Promise<OpenedStore> {
   // Loaded here, not imported above: node:sqlite must not be linked before node-version.ts has run.
   const { openStore } = await import('../lib/sqlite/index.ts');
   prepareDatabaseDirectory(config.db);
-  let store: ReturnType<typeof openStore>;
+  let store: Awaited<ReturnType<typeof openStore>>;
   try {
-    store = openStore(config.db);
+    store = await openStore(config.db);
   } catch (error) {
     return fail(1, `cannot open database ${config.db} (${resolve(config.db)}): ${(error as Error).message}`);
   }
-  return { wiring: { outbox: store.outbox, merkle: store }, close: async () => store.close() };
+  return { wiring: { store }, close: () => store.close() };
 }
 
 async function openPostgres(config: RelayerConfig, logger: ReturnType<typeof createLogger>): Promise<OpenedStore> {

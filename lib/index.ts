@@ -12,6 +12,7 @@ export { createTokenBucket, type RateLimiter, type TakeResult } from './rate-lim
 export { callStore, toStoreError, withDeadline, STORE_RETRY_AFTER_SECONDS, type RelayerStore } from './store.ts';
 export { createReceiptFetcher, parseReceipt, type Receipt, type ReceiptFetchEvent, type ReceiptFetcherOptions, type ReceiptSource } from './receipt.ts';
 export { createRpcClient, redactUrl, type FetchLike, type RpcCall, type RpcOptions } from './rpc.ts';
+export { createMemoryMerkleStore, type MemoryMerkleStore } from './merkle.ts';
 export { createMemoryOutbox, type Outbox, type OutboxMessage, type OutboxRecord, type ClaimedMessage, type MessageStatus, type MarkDeliveredOptions, type MarkFailedOptions, type RelayQueue } from './outbox.ts';
 export { parseConfig, defaultConfig } from './config.ts';
 export { createRelayPipeline, type RelayPipeline, type RelayPipelineOptions, type RelayCallOptions } from './pipeline.ts';

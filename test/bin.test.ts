@@ -114,11 +114,11 @@ describe('bin/relayer-server serving (DESIGN 6, 7)', () => {
     const list = await httpRequest(second.url, { path: '/merkle_tree_insertions?domain_id=1&leaf_index_start=0&leaf_index_end=0' });
     assert.deepEqual(list.json().merkle_tree_insertions, [{ chain: 1, insertion_block_number: 5, leaf_index: 0, message_id: relayed[0].message_id }]);
     assert.equal(await second.stop(), 0);
-    const store = openStore(db);
+    const store = await openStore(db);
     try {
       for (const m of relayed) assert.ok(await store.outbox.get(m.message_id), 'acknowledged message is in the outbox after restart');
     } finally {
-      store.close();
+      await store.close();
     }
   });
 
@@ -147,11 +147,11 @@ describe('bin/relayer-server serving (DESIGN 6, 7)', () => {
     assert.equal(res.status, 200, res.text);
     assert.equal(res.json().messages.length, 1);
     assert.equal((await server.exited).code, 0);
-    const store = openStore(db);
+    const store = await openStore(db);
     try {
       assert.equal(await store.outbox.depth(), 1);
     } finally {
-      store.close();
+      await store.close();
     }
   });
 });

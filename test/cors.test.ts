@@ -16,11 +16,11 @@ import { startApi } from './helpers/server.ts';
 
 const APP = 'https://app.example.org';
 const ROUTES = Object.keys(openapi.paths);
-const store = openStore(':memory:');
+const store = await openStore(':memory:');
 after(() => store.close());
 
 function start(t: TestContext, config: RelayerConfig) {
-  return startApi(t, { config, merkle: store, openapi });
+  return startApi(t, { config, merkle: store.merkle, openapi });
 }
 
 function preflight(url: string, path: string, origin: string, method = 'POST'): Promise<RawResponse> {

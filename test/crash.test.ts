@@ -145,10 +145,10 @@ test('DESIGN 7: SIGKILL during large merkle writes and relays, 12 times: the dat
     assert.equal(signal, 'SIGKILL', `round ${round}: killed, not exited on its own\n${server.output()}`);
     await Promise.all(inFlight);
 
-    const store = openStore(db); // must open after every kill
+    const store = await openStore(db); // must open after every kill
     try {
       for (const m of merkle) {
-        const rows = store.listMerkle(1, m.start, m.start + RECORDS_PER_REQUEST - 1);
+        const rows = await store.merkle.listMerkle(1, m.start, m.start + RECORDS_PER_REQUEST - 1);
         assert.ok(rows.length === 0 || rows.length === RECORDS_PER_REQUEST, `round ${round}: merkle request ${m.marker} is partial (${rows.length} rows)`);
         assert.ok(rows.every((r) => r.insertion_block_number === m.marker));
         if (m.reply?.status === 200) {
@@ -162,7 +162,8 @@ test('DESIGN 7: SIGKILL during large merkle writes and relays, 12 times: the dat
         }
       }
       for (const r of relays) {
-        const present = r.ids.filter((id) => store.outbox.get(id) !== undefined).length;
+        let present = 0;
+        for (const id of r.ids) if ((await store.outbox.get(id)) !== undefined) present++;
         assert.ok(present === 0 || present === r.ids.length, `round ${round}: a relay batch is half-enqueued`);
         if (r.reply?.status === 200) {
           assert.equal(present, r.ids.length, `round ${round}: an acknowledged relay is in the outbox`);
@@ -175,7 +176,7 @@ test('DESIGN 7: SIGKILL during large merkle writes and relays, 12 times: the dat
         }
       }
     } finally {
-      store.close();
+      await store.close();
     }
   }
 

@@ -14,7 +14,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { RelayServer } from '../lib/http/server.ts';
 import { createLogger } from '../lib/log.ts';
 import { createMemoryOutbox } from '../lib/outbox.ts';
-import { openStore } from '../lib/sqlite/index.ts';
+import { openStore, type SqliteStore } from '../lib/sqlite/index.ts';
 import { testConfig } from './helpers/config.ts';
 import { createFakeClock } from './helpers/fake-clock.ts';
 import { fakeRpcFetch, type ReceiptTable } from './helpers/fake-rpc.ts';
@@ -31,7 +31,7 @@ const table: ReceiptTable = new Map();
 const logLines: string[] = [];
 let server: RelayServer;
 let port: number;
-let store: ReturnType<typeof openStore>;
+let store: SqliteStore;
 let guardedPort: number;
 let nextTx = 0x5000;
 /** Pairs answered 200: the dedup cache must hold exactly these afterwards. */
@@ -42,7 +42,7 @@ before(async (root) => {
   const t = root as TestContext;
   const clock = createFakeClock();
   const { fetch } = fakeRpcFetch(table);
-  store = openStore(':memory:');
+  store = await openStore(':memory:');
   const config = testConfig({
     relayApi: { rateLimit: { burst: 100_000, perMinute: 100_000 } },
     server: { maxMerkleBodyBytes: MERKLE_LIMIT },
@@ -51,14 +51,14 @@ before(async (root) => {
   ({ server, port } = await startApi(t, {
     config,
     outbox: createMemoryOutbox(clock),
-    merkle: store,
+    merkle: store.merkle,
     clock,
     fetch,
     logger,
     headersTimeoutMs: HEADERS_TIMEOUT_MS,
     requestTimeoutMs: REQUEST_TIMEOUT_MS,
   }));
-  ({ port: guardedPort } = await startApi(t, { config: testConfig({ server: { adminToken: ADMIN_TOKEN } }), merkle: store, clock, fetch }));
+  ({ port: guardedPort } = await startApi(t, { config: testConfig({ server: { adminToken: ADMIN_TOKEN } }), merkle: store.merkle, clock, fetch }));
   t.after(() => store.close());
 });
 

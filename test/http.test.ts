@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test, type TestContext } from 'node:test';
 import { createMemoryOutbox } from '../lib/outbox.ts';
-import { openStore } from '../lib/sqlite/index.ts';
+import { openStore, type SqliteStore } from '../lib/sqlite/index.ts';
 import type { Outbox } from '../lib/outbox.ts';
 import { testConfig } from './helpers/config.ts';
 import { createFakeClock, type FakeClock } from './helpers/fake-clock.ts';
@@ -25,16 +25,16 @@ let dbCount = 0;
 interface Harness extends StartedApi<FakeClock> {
   table: ReceiptTable;
   outbox: Outbox;
-  store: ReturnType<typeof openStore>;
+  store: SqliteStore;
 }
 
 async function start(t: TestContext, configOverrides: Parameters<typeof testConfig>[0] = {}): Promise<Harness> {
   const clock = createFakeClock();
   const table: ReceiptTable = new Map();
   const outbox = createMemoryOutbox(clock);
-  const store = openStore(join(dir, `merkle-${dbCount++}.db`));
+  const store = await openStore(join(dir, `merkle-${dbCount++}.db`));
   const { fetch } = fakeRpcFetch(table);
-  const api = await startApi(t, { config: testConfig(configOverrides), outbox, merkle: store, clock, fetch });
+  const api = await startApi(t, { config: testConfig(configOverrides), outbox, merkle: store.merkle, clock, fetch });
   t.after(() => store.close());
   return { ...api, table, outbox, store };
 }
@@ -377,7 +377,7 @@ describe('POST /merkle_tree_insertions (DESIGN 4)', () => {
       assertError(await postJson(h.url, '/merkle_tree_insertions', JSON.stringify(body)), 400, 'invalid_request');
     }
     assertError(await postJson(h.url, '/merkle_tree_insertions', '{"merkle_tree_insertions":['), 400, 'invalid_request');
-    assert.equal(h.store.merkleRowCount(), 0, 'nothing written by any failed request');
+    assert.equal(await h.store.merkleRowCount(), 0, 'nothing written by any failed request');
   });
 
   test('DESIGN 4: listing needs domain_id, leaf_index_start <= leaf_index_end, at most 10 000 leaves', async (t) => {
@@ -402,7 +402,7 @@ describe('POST /merkle_tree_insertions (DESIGN 4)', () => {
       assert.equal(res.headers['www-authenticate'], 'Bearer');
       assertError(await httpRequest(h.url, { path: '/merkle_tree_insertions?domain_id=1&leaf_index_start=0&leaf_index_end=1', headers }), 401, 'unauthorized');
     }
-    assert.equal(h.store.merkleRowCount(), 0);
+    assert.equal(await h.store.merkleRowCount(), 0);
     const ok = await postJson(h.url, '/merkle_tree_insertions', body, { authorization: `Bearer ${token}` });
     assert.equal(ok.status, 200);
     // RFC 9110 §11.1: the scheme is case-insensitive; the token is not.

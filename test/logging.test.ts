@@ -25,7 +25,7 @@ import { startApi, startRelayerServer } from './helpers/server.ts';
 const ADMIN_TOKEN = 'admin-token-SECRET-0123456789';
 const SECRET = /secret/i;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
-const store = openStore(':memory:');
+const store = await openStore(':memory:');
 after(() => store.close());
 
 interface Line {
@@ -50,7 +50,7 @@ async function start(t: TestContext, options: { level?: LogLevel; queue?: RelayQ
   const ethereum = { ...base.chains.ethereum, rpcUrls: options.rpcUrls ?? base.chains.ethereum.rpcUrls };
   const config = { ...base, chains: { ...base.chains, ethereum } };
   const logger = createLogger({ level: options.level ?? 'info', write: (line) => raw.push(line), now: () => clock.now() });
-  const { url, port } = await startApi(t, { config, clock, fetch, logger, merkle: store, outbox: options.queue });
+  const { url, port } = await startApi(t, { config, clock, fetch, logger, merkle: store.merkle, outbox: options.queue });
   const lines = (): Line[] =>
     raw.map((text) => {
       assert.ok(text.endsWith('\n') && text.indexOf('\n') === text.length - 1, `one line: ${JSON.stringify(text)}`);

@@ -4,11 +4,11 @@
  * move as requests arrive. RPC URLs carry API keys: only their origin may appear.
  */
 import assert from 'node:assert/strict';
-import { after, describe, test, type TestContext } from 'node:test';
+import { after, before, describe, test, type TestContext } from 'node:test';
 import { createMetricsRegistry, DEFAULT_BUCKETS } from '../lib/http/metrics.ts';
 import { createMemoryOutbox } from '../lib/outbox.ts';
 import type { FetchLike } from '../lib/receipt.ts';
-import { openStore } from '../lib/sqlite/index.ts';
+import { openStore, type SqliteStore } from '../lib/sqlite/index.ts';
 import { testConfig } from './helpers/config.ts';
 import { createFakeClock } from './helpers/fake-clock.ts';
 import { fakeRpcFetch, type ReceiptTable } from './helpers/fake-rpc.ts';
@@ -155,7 +155,10 @@ describe('GET /metrics over HTTP: the relay API metrics move', () => {
   const GOOD_URL = 'https://good.example.invalid/rpc/PATH-secret-789';
   const BAD = { chain: 'ethereum', rpc: 'https://bad.example.invalid:8545' };
   const GOOD = { chain: 'ethereum', rpc: 'https://good.example.invalid' };
-  const store = openStore(':memory:');
+  let store: SqliteStore;
+  before(async () => {
+    store = await openStore(':memory:');
+  });
   after(() => store.close());
 
   async function start(t: TestContext) {
@@ -177,7 +180,7 @@ describe('GET /metrics over HTTP: the relay API metrics move', () => {
     const base = testConfig({ relayApi: { rateLimit: { burst: 4, perMinute: 1 } } });
     const config = { ...base, chains: { ...base.chains, ethereum: { ...base.chains.ethereum, rpcUrls: [SECRET_URL, GOOD_URL] } } };
     const outbox = createMemoryOutbox(clock);
-    const { url } = await startApi(t, { config, clock, fetch, outbox, merkle: store });
+    const { url } = await startApi(t, { config, clock, fetch, outbox, merkle: store.merkle });
     const scrape = async () => {
       const res = await httpRequest(url, { path: '/metrics' });
       assert.equal(res.status, 200);

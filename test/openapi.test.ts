@@ -6,10 +6,10 @@
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { after, describe, test, type TestContext } from 'node:test';
+import { after, before, describe, test, type TestContext } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { REASON_STATUS } from '../lib/errors.ts';
-import { openStore } from '../lib/sqlite/index.ts';
+import { openStore, type SqliteStore } from '../lib/sqlite/index.ts';
 import { validateMerkleRequest, validateRelayRequest } from '../lib/validate.ts';
 import { testConfig } from './helpers/config.ts';
 import { txHash } from './helpers/fixtures.ts';
@@ -215,11 +215,14 @@ describe('the document covers every status, reason and header (DESIGN 2)', () =>
 });
 
 describe('the document matches the running server', () => {
-  const store = openStore(':memory:');
+  let store: SqliteStore;
+  before(async () => {
+    store = await openStore(':memory:');
+  });
   after(() => store.close());
 
   function start(t: TestContext, openapiDoc: unknown) {
-    return startApi(t, { merkle: store, openapi: openapiDoc });
+    return startApi(t, { merkle: store.merkle, openapi: openapiDoc });
   }
 
   test('DESIGN 2: each documented path allows exactly the documented methods (OPTIONS Allow)', async (t) => {

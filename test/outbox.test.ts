@@ -32,17 +32,17 @@ const freshFile = () => join(dir, `outbox-${++files}.db`);
 outboxContract('memory (lib/outbox.ts)', async (clock) => ({ outbox: createMemoryOutbox(clock), close() {} }));
 
 outboxContract('SQLite :memory:', async (clock) => {
-  const store = openStore(':memory:', { clock });
+  const store = await openStore(':memory:', { clock });
   return { outbox: store.outbox, close: () => store.close() };
 });
 
 outboxContract('SQLite file (WAL), several connections', async (clock) => {
   const file = freshFile();
-  const store = openStore(file, { clock });
+  const store = await openStore(file, { clock });
   return {
     outbox: store.outbox,
     async connect() {
-      const other = openStore(file, { clock });
+      const other = await openStore(file, { clock });
       return { outbox: other.outbox, close: () => other.close() };
     },
     close: () => store.close(),
@@ -65,58 +65,58 @@ outboxContract('PostgreSQL, several pools', async (clock) => {
 });
 
 describe('SQLite outbox persistence', () => {
-  test('DESIGN 7: enqueued and delivered messages survive close and reopen', () => {
+  test('DESIGN 7: enqueued and delivered messages survive close and reopen', async () => {
     const file = freshFile();
     const clock = createFakeClock(1_700_000_009_000);
-    const first = openStore(file, { clock });
+    const first = await openStore(file, { clock });
     const batch = [outboxMessage(1), outboxMessage(2), outboxMessage(3)];
-    assert.equal(first.outbox.enqueue(batch), 3);
-    assert.equal(first.outbox.markDelivered(batch[1].id, { destinationTxHash: DEST_TX }), true);
-    first.close();
+    assert.equal(await first.outbox.enqueue(batch), 3);
+    assert.equal(await first.outbox.markDelivered(batch[1].id, { destinationTxHash: DEST_TX }), true);
+    await first.close();
 
-    const second = openStore(file, { clock });
+    const second = await openStore(file, { clock });
     try {
-      assert.equal(second.outbox.depth(), 2);
+      assert.equal(await second.outbox.depth(), 2);
       assert.deepEqual(
-        second.outbox.claim(10, 1_000).map((m) => m.id),
+        (await second.outbox.claim(10, 1_000)).map((m) => m.id),
         [batch[0].id, batch[2].id],
       );
-      assert.deepEqual(second.outbox.get(batch[0].id), { ...queuedRecord(batch[0]), status: 'delivering', attempts: 1, claimedUntil: clock.now() + 1_000 });
-      assert.equal(second.outbox.get(batch[1].id)?.deliveredAt, 1_700_000_009_000);
-      assert.equal(second.outbox.get(batch[1].id)?.destinationTxHash, DEST_TX);
+      assert.deepEqual(await second.outbox.get(batch[0].id), { ...queuedRecord(batch[0]), status: 'delivering', attempts: 1, claimedUntil: clock.now() + 1_000 });
+      assert.equal((await second.outbox.get(batch[1].id))?.deliveredAt, 1_700_000_009_000);
+      assert.equal((await second.outbox.get(batch[1].id))?.destinationTxHash, DEST_TX);
       // Idempotence holds across restarts: the same messages are not stored twice.
-      assert.equal(second.outbox.enqueue(batch), 0);
+      assert.equal(await second.outbox.enqueue(batch), 0);
     } finally {
-      second.close();
+      await second.close();
     }
   });
 
-  test('DESIGN 3: a batch the table refuses midway (CHECK on origin chain length) stores nothing', () => {
-    const store = openStore(freshFile());
+  test('DESIGN 3: a batch the table refuses midway (CHECK on origin chain length) stores nothing', async () => {
+    const store = await openStore(freshFile());
     try {
-      store.outbox.enqueue([outboxMessage(9)]);
+      await store.outbox.enqueue([outboxMessage(9)]);
       // validateOutboxBatch lets a 129-byte chain name through; the table's CHECK does not, so
       // the failure happens inside the transaction, after message 1 was inserted.
       const batch = [outboxMessage(1), outboxMessage(2, 0, { originChain: 'x'.repeat(129) }), outboxMessage(3)];
-      assert.throws(() => store.outbox.enqueue(batch), /CHECK constraint failed/);
-      assert.equal(store.outbox.depth(), 1);
-      assert.equal(store.outbox.get(batch[0].id), undefined);
-      assert.equal(store.outbox.enqueue([batch[0], batch[2]]), 2);
+      await assert.rejects(store.outbox.enqueue(batch), /CHECK constraint failed/);
+      assert.equal(await store.outbox.depth(), 1);
+      assert.equal(await store.outbox.get(batch[0].id), undefined);
+      assert.equal(await store.outbox.enqueue([batch[0], batch[2]]), 2);
     } finally {
-      store.close();
+      await store.close();
     }
   });
 
-  test('DESIGN 7: a batch refused before a restart left nothing behind after it', () => {
+  test('DESIGN 7: a batch refused before a restart left nothing behind after it', async () => {
     const file = freshFile();
-    const first = openStore(file);
-    assert.throws(() => first.outbox.enqueue([outboxMessage(1), outboxMessage(2, 0, { nonce: -1 })]));
-    first.close();
-    const second = openStore(file);
+    const first = await openStore(file);
+    await assert.rejects(first.outbox.enqueue([outboxMessage(1), outboxMessage(2, 0, { nonce: -1 })]));
+    await first.close();
+    const second = await openStore(file);
     try {
-      assert.equal(second.outbox.depth(), 0);
+      assert.equal(await second.outbox.depth(), 0);
     } finally {
-      second.close();
+      await second.close();
     }
   });
 });
@@ -130,8 +130,8 @@ describe('SQLite outbox across processes (DESIGN 11)', () => {
   test('four worker processes claiming from one file at the same moment: no message held twice, every message claimed once', async (t) => {
     const file = freshFile();
     const N = 400;
-    const store = openStore(file);
-    store.outbox.enqueue(Array.from({ length: N }, (_, i) => outboxMessage(i + 1)));
+    const store = await openStore(file);
+    await store.outbox.enqueue(Array.from({ length: N }, (_, i) => outboxMessage(i + 1)));
     const script = new URL('./helpers/claim-child.ts', import.meta.url).pathname;
     const workers = [1, 2, 3, 2].map((limit) => {
       const child = spawn(process.execPath, [script, file, String(limit)], { stdio: ['pipe', 'pipe', 'inherit'] });
@@ -149,20 +149,20 @@ describe('SQLite outbox across processes (DESIGN 11)', () => {
       assert.equal(new Set(all).size, all.length, 'no message was claimed by two workers');
       assert.equal(all.length, N, 'every message was claimed');
       for (let i = 1; i <= N; i++) {
-        const record = store.outbox.get(outboxMessage(i).id);
+        const record = await store.outbox.get(outboxMessage(i).id);
         assert.equal(record?.status, 'delivering');
         assert.equal(record?.attempts, 1, 'claimed exactly once');
       }
-      assert.deepEqual(store.outbox.claim(10, 1_000), []);
+      assert.deepEqual(await store.outbox.claim(10, 1_000), []);
       t.diagnostic(`claims per worker: ${claimed.map((c) => c.length).join(', ')}`);
     } finally {
-      store.close();
+      await store.close();
     }
   });
 });
 
 describe('SQLite schema migration 3 (DESIGN 11 lifecycle)', () => {
-  test('a version-2 database keeps its rows, arrival order and delivery times; they become queued or delivered', () => {
+  test('a version-2 database keeps its rows, arrival order and delivery times; they become queued or delivered', async () => {
     const file = freshFile();
     const old = new DatabaseSync(file);
     old.exec(MIGRATIONS[0]);
@@ -179,12 +179,12 @@ describe('SQLite schema migration 3 (DESIGN 11 lifecycle)', () => {
     old.close();
 
     const clock = createFakeClock(1_700_000_001_000);
-    const store = openStore(file, { clock });
+    const store = await openStore(file, { clock });
     try {
-      assert.deepEqual(store.outbox.get(a.id), queuedRecord(a));
-      assert.deepEqual(store.outbox.get(b.id), { ...queuedRecord(b), status: 'delivered', deliveredAt: 1_700_000_000_500.25 });
-      assert.equal(store.outbox.depth(), 2);
-      assert.deepEqual(store.outbox.claim(10, 1_000).map((m) => m.id), [a.id, c.id], 'arrival order kept');
+      assert.deepEqual(await store.outbox.get(a.id), queuedRecord(a));
+      assert.deepEqual(await store.outbox.get(b.id), { ...queuedRecord(b), status: 'delivered', deliveredAt: 1_700_000_000_500.25 });
+      assert.equal(await store.outbox.depth(), 2);
+      assert.deepEqual((await store.outbox.claim(10, 1_000)).map((m) => m.id), [a.id, c.id], 'arrival order kept');
       // The new table enforces the lifecycle: a delivered row without a delivery time is refused.
       const db = new DatabaseSync(file);
       try {
@@ -194,7 +194,7 @@ describe('SQLite schema migration 3 (DESIGN 11 lifecycle)', () => {
         db.close();
       }
     } finally {
-      store.close();
+      await store.close();
     }
   });
 });

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after } from 'node:test';
 import { createDedupCache } from '../lib/dedup.ts';
+import { createMemoryMerkleStore } from '../lib/merkle.ts';
 import { openPostgresStore, type PostgresStoreOptions } from '../lib/postgres/index.ts';
 import { createTokenBucket } from '../lib/rate-limit.ts';
 import { openStore } from '../lib/sqlite/index.ts';
@@ -64,9 +65,19 @@ const dir = mkdtempSync(join(tmpdir(), 'relayer-contract-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 let files = 0;
 
-merkleContract('SQLite file', async () => {
-  const store = openStore(join(dir, `merkle-${++files}.db`));
-  return { merkle: store, count: async () => store.merkleRowCount(), close: () => store.close() };
+merkleContract('memory (lib/merkle.ts)', async () => {
+  const merkle = createMemoryMerkleStore();
+  return { merkle, count: async () => merkle.size(), close() {} };
+});
+
+merkleContract('SQLite :memory:', async () => {
+  const store = await openStore(':memory:');
+  return { merkle: store.merkle, count: () => store.merkleRowCount(), close: () => store.close() };
+});
+
+merkleContract('SQLite file (WAL)', async () => {
+  const store = await openStore(join(dir, `merkle-${++files}.db`));
+  return { merkle: store.merkle, count: () => store.merkleRowCount(), close: () => store.close() };
 });
 
 merkleContract('PostgreSQL', async () => {

@@ -1,76 +1,64 @@
 /**
  * The node:sqlite store (`./sqlite` export, DESIGN.md §7): merkle tree insertions and the relay
- * outbox in one database file.
+ * outbox in one database file, behind the asynchronous RelayerStore interface.
  *
- * Durability: WAL with synchronous=FULL. WAL alone (even with synchronous=NORMAL) keeps every
- * committed transaction across a process crash or SIGKILL, since the commit is in the OS page
- * cache; FULL also fsyncs the WAL at each commit, so an acknowledged relay survives power loss
- * or a kernel crash too. The price is one fsync per commit, i.e. per request (merkle batches
- * are one transaction), far below the default rate limit of 100 relays per minute.
- * busy_timeout lets a second process (an operator's sqlite3 shell, a backup) hold the lock
- * briefly; it blocks the event loop while waiting, so keep other writers rare.
+ * One worker thread owns the connection (lib/sqlite/worker.ts): disk flushes and lock waits stop
+ * that thread, never the server's event loop. Writes are group-committed (one transaction and one
+ * fsync for all the writes waiting), each acknowledged only after the fsync that covers it, with
+ * WAL and synchronous=FULL (lib/sqlite/database.ts). This module never loads node:sqlite itself.
  */
-import { DatabaseSync } from 'node:sqlite';
 import { systemClock, type Clock } from '../clock.ts';
-import type { MerkleInsertion } from '../types.ts';
-import { createMerkleTable } from './merkle.ts';
-import { createSqliteOutbox, type SqliteOutbox } from './outbox.ts';
-import { migrate, readSchemaVersion, SCHEMA_VERSION, SchemaVersionError } from './schema.ts';
-import { createTransaction } from './transaction.ts';
+import type { RelayerStore } from '../store.ts';
+import type { MerkleStore } from '../types.ts';
+import { startWorker, type Proxied } from './client.ts';
+import type { MerkleTable } from './merkle.ts';
+import type { SqliteOutbox } from './outbox.ts';
+import { SCHEMA_VERSION, SchemaVersionError } from './schema.ts';
 
-export { SCHEMA_VERSION, SchemaVersionError, type SqliteOutbox };
+export { SCHEMA_VERSION, SchemaVersionError, type SqliteOutbox, type Proxied };
 
-export interface RelayerStore {
-  /** The relay outbox; synchronous, usable wherever an Outbox or RelayQueue is expected. */
-  outbox: SqliteOutbox;
-  /** One transaction; INSERT OR REPLACE on (chain, leaf_index). Returns rows written. */
-  insertMerkle(records: readonly MerkleInsertion[]): number;
-  /** Inclusive range, ordered by leaf_index. */
-  listMerkle(domain: number, start: number, end: number): MerkleInsertion[];
-  merkleRowCount(): number;
-  /** Closes the database; later calls do nothing. */
-  close(): void;
+/** The SQLite store: a RelayerStore, plus what tests and tools read directly. */
+export interface SqliteStore extends RelayerStore {
+  /** The outbox, every method of lib/sqlite/outbox.ts answered by the worker. */
+  outbox: Proxied<SqliteOutbox>;
+  merkle: MerkleStore;
+  merkleRowCount(): Promise<number>;
 }
 
 export interface OpenStoreOptions {
-  /** The outbox's time: claim leases, retryAt checks, deliveredAt. Tests pass a fake clock. */
+  /** The time the tables see (enqueue times, leases); the injected clock of the server. */
   clock?: Clock;
-  /** Milliseconds to wait for another connection's lock before failing with SQLITE_BUSY. */
+  /**
+   * Milliseconds a write waits for another connection's write lock (an operator's sqlite3 shell,
+   * a backup) before the request answers 503 store_unavailable with nothing written. Default 2 s.
+   */
   busyTimeoutMs?: number;
+  /** Milliseconds any store call may take in all before it is given up. Default busyTimeoutMs + 5 s. */
+  callTimeoutMs?: number;
 }
 
-function configure(db: DatabaseSync, path: string): void {
-  // An in-memory database has no file to log ahead of; it keeps its "memory" journal.
-  if (path !== ':memory:' && path !== '') db.exec('PRAGMA journal_mode = WAL');
-  db.exec('PRAGMA synchronous = FULL');
-}
+export const DEFAULT_BUSY_TIMEOUT_MS = 2_000;
 
-/** Opens (creating if needed) and migrates the database at `path` (a file or ":memory:"). */
-export function openStore(path: string, options: OpenStoreOptions = {}): RelayerStore {
-  const db = new DatabaseSync(path, { timeout: options.busyTimeoutMs ?? 5_000 });
-  try {
-    // Refuse a newer schema before touching the file's journal mode.
-    const found = readSchemaVersion(db);
-    if (found > SCHEMA_VERSION) throw new SchemaVersionError(found, SCHEMA_VERSION);
-    configure(db, path);
-    migrate(db);
-  } catch (err) {
-    db.close();
-    throw err;
-  }
-  const transaction = createTransaction(db);
-  const merkle = createMerkleTable(db, transaction);
-  const outbox = createSqliteOutbox(db, transaction, options.clock ?? systemClock);
-  let open = true;
+/**
+ * Opens (creating if needed) and migrates the database at `path` (a file or ":memory:") in the
+ * store's worker thread. Rejects with SchemaVersionError for a database of a newer release.
+ */
+export async function openStore(path: string, options: OpenStoreOptions = {}): Promise<SqliteStore> {
+  const lockTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
+  const worker = await startWorker({
+    path,
+    clock: options.clock ?? systemClock,
+    lockTimeoutMs,
+    callTimeoutMs: options.callTimeoutMs ?? lockTimeoutMs + 5_000,
+  });
+  const table = worker.proxy<MerkleTable>('merkle');
   return {
-    outbox,
-    insertMerkle: merkle.insert,
-    listMerkle: merkle.list,
-    merkleRowCount: merkle.count,
-    close() {
-      if (!open) return;
-      open = false;
-      db.close();
+    outbox: worker.proxy<SqliteOutbox>('outbox'),
+    merkle: { insertMerkle: table.insert, listMerkle: table.list },
+    merkleRowCount: table.count,
+    async ping() {
+      await worker.call('health', 'ping', []);
     },
+    close: () => worker.close(),
   };
 }

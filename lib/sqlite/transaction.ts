@@ -1,7 +1,9 @@
 /**
- * All-or-nothing writes: BEGIN IMMEDIATE … COMMIT, ROLLBACK on any throw. IMMEDIATE takes the
- * write lock up front, so a concurrent writer waits (busy_timeout) at BEGIN instead of failing
- * with SQLITE_BUSY halfway through a batch. The three statements are prepared once.
+ * All-or-nothing writes. Outside a transaction: BEGIN IMMEDIATE … COMMIT, ROLLBACK on any throw
+ * (IMMEDIATE takes the write lock up front, so a concurrent writer waits at BEGIN instead of
+ * failing with SQLITE_BUSY halfway through a batch). Inside one (the worker's group-commit
+ * transaction, lib/sqlite/worker.ts): a SAVEPOINT, so a failing batch rolls back only itself and
+ * the others of the group still commit. Statements are prepared once.
  */
 import type { DatabaseSync } from 'node:sqlite';
 
@@ -11,7 +13,25 @@ export function createTransaction(db: DatabaseSync): Transaction {
   const begin = db.prepare('BEGIN IMMEDIATE');
   const commit = db.prepare('COMMIT');
   const rollback = db.prepare('ROLLBACK');
+  const savepoint = db.prepare('SAVEPOINT batch');
+  const release = db.prepare('RELEASE batch');
+  const rollbackTo = db.prepare('ROLLBACK TO batch');
   return (work) => {
+    if (db.isTransaction) {
+      savepoint.run();
+      try {
+        const result = work();
+        release.run();
+        return result;
+      } catch (err) {
+        // An error that ended the whole transaction (SQLITE_FULL, SQLITE_IOERR…) left no savepoint.
+        if (db.isTransaction) {
+          rollbackTo.run();
+          release.run();
+        }
+        throw err;
+      }
+    }
     begin.run();
     try {
       const result = work();

@@ -4,22 +4,22 @@
  * worker starts claiming at the same moment, claims `limit` (argv[3]) at a time, 1 ms apart, until
  * nothing is left, and prints the ids it got as one JSON line.
  */
+import { setTimeout as delay } from 'node:timers/promises';
 import { openStore } from '../../lib/sqlite/index.ts';
 
 const [file, limit] = process.argv.slice(2);
-const pause = new Int32Array(new SharedArrayBuffer(4));
-const store = openStore(file, { busyTimeoutMs: 30_000 });
+const store = await openStore(file, { busyTimeoutMs: 30_000 });
 process.stdout.write('ready\n');
-process.stdin.once('data', () => {
+process.stdin.once('data', async () => {
   const ids: string[] = [];
   for (;;) {
-    const got = store.outbox.claim(Number(limit), 600_000);
+    const got = await store.outbox.claim(Number(limit), 600_000);
     if (got.length === 0) break;
     for (const m of got) ids.push(m.id);
     // A real worker delivers between claims; without a pause the first process to start would
     // take everything before the others get the lock, and nothing would race.
-    Atomics.wait(pause, 0, 0, 1);
+    await delay(1);
   }
-  store.close();
+  await store.close();
   process.stdout.write(JSON.stringify(ids) + '\n', () => process.exit(0));
 });

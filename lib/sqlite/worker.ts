@@ -1,0 +1,212 @@
+/**
+ * The store's worker thread: it owns the only node:sqlite connection, so a disk flush or a lock
+ * wait stops this thread, never the server's event loop (DESIGN.md §7).
+ *
+ * Reads run as they arrive. Writes are group-committed: every write waiting when the previous
+ * commit ends goes into one BEGIN IMMEDIATE … COMMIT, each inside its own SAVEPOINT (through the
+ * tables' Transaction), so a request that fails rolls back only itself; each is answered after the
+ * COMMIT, i.e. after the fsync that covers it. Messages that arrive while a commit (its fsync) is
+ * in flight wait in the port and form the next group.
+ *
+ * No statement waits inside SQLite (busy_timeout 0): when another connection holds the write lock,
+ * BEGIN IMMEDIATE fails at once and is retried every RETRY_MS, so reads keep being answered
+ * meanwhile; a write still waiting at its deadline is answered SQLITE_BUSY and nothing of it is
+ * written.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import type { DatabaseSync } from 'node:sqlite';
+import type { Clock } from '../clock.ts';
+import { openDatabase, type Tables } from './database.ts';
+import { isBusy, isWrite, serializeError, type CallMessage, type FromWorker, type ToWorker } from './protocol.ts';
+
+export interface WorkerOptions {
+  path: string;
+  /** How long opening (migrations) may wait for another connection's lock. */
+  openTimeoutMs: number;
+}
+
+const RETRY_MS = 2;
+
+const port = parentPort!;
+const { path, openTimeoutMs } = workerData as WorkerOptions;
+
+// The table methods read time from the caller's clock: each call carries its reading.
+let callNow = 0;
+const clock: Clock = {
+  now: () => callNow,
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
+};
+
+function post(message: FromWorker): void {
+  port.postMessage(message);
+}
+
+let database: ReturnType<typeof openDatabase> | undefined;
+try {
+  database = openDatabase(path, clock, openTimeoutMs);
+} catch (error) {
+  post({ type: 'failed', error: serializeError(error) });
+  port.close();
+}
+if (database !== undefined) serve(database.db, database.tables);
+
+function serve(db: DatabaseSync, tables: Tables): void {
+  const begin = db.prepare('BEGIN IMMEDIATE');
+  const commit = db.prepare('COMMIT');
+  const rollback = db.prepare('ROLLBACK');
+
+  /** Own methods of each table, by name: what the main thread's proxy may call. */
+  const methods: Record<string, string[]> = {};
+  for (const [name, table] of Object.entries(tables)) {
+    methods[name] = Object.keys(table).filter((key) => typeof (table as unknown as Record<string, unknown>)[key] === 'function');
+  }
+
+  function invoke(call: CallMessage): unknown {
+    const table = (tables as unknown as Record<string, Record<string, (...args: unknown[]) => unknown>>)[call.target];
+    if (table === undefined || !methods[call.target].includes(call.method)) {
+      throw new TypeError(`no such store method: ${call.target}.${call.method}`);
+    }
+    callNow = call.now;
+    return table[call.method](...call.args);
+  }
+
+  const reads: CallMessage[] = [];
+  const writes: CallMessage[] = [];
+  let scheduled = false;
+  let retryTimer: ReturnType<typeof setTimeout> | undefined;
+  let closing = false;
+
+  function busyError(call: CallMessage): Error {
+    return Object.assign(new Error(`database is locked: ${call.target}.${call.method} waited for the write lock until its deadline`), {
+      code: 'ERR_SQLITE_ERROR',
+      errcode: 5,
+      errstr: 'database is locked',
+    });
+  }
+
+  /** Answers the calls of `queue` whose deadline passed with SQLITE_BUSY; keeps the others. */
+  function expire(queue: CallMessage[]): void {
+    const now = Date.now();
+    let kept = 0;
+    for (const call of queue) {
+      if (call.deadline <= now) post({ type: 'error', id: call.id, error: serializeError(busyError(call)) });
+      else queue[kept++] = call;
+    }
+    queue.length = kept;
+  }
+
+  function runReads(): void {
+    const batch = reads.splice(0);
+    for (const call of batch) {
+      try {
+        post({ type: 'result', id: call.id, value: invoke(call) });
+      } catch (error) {
+        // A WAL reader is refused only while another connection recovers the WAL index: rare, brief.
+        if (isBusy(error)) reads.push(call);
+        else post({ type: 'error', id: call.id, error: serializeError(error) });
+      }
+    }
+  }
+
+  function runWrites(): void {
+    if (writes.length === 0) return;
+    try {
+      begin.run();
+    } catch (error) {
+      if (!isBusy(error)) {
+        for (const call of writes.splice(0)) post({ type: 'error', id: call.id, error: serializeError(error) });
+      }
+      return; // busy: retried by the timer while reads go on
+    }
+    const group = writes.splice(0);
+    const results: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
+    for (const call of group) {
+      try {
+        // The tables' Transaction makes this a SAVEPOINT inside the group's transaction; a method
+        // that writes without one is wrapped here so that it, too, is all or nothing.
+        results.push({ ok: true, value: withSavepoint(() => invoke(call)) });
+      } catch (error) {
+        results.push({ ok: false, error });
+        if (!db.isTransaction) break; // SQLite ended the transaction itself (SQLITE_FULL, IOERR…)
+      }
+    }
+    let failure: unknown;
+    if (db.isTransaction) {
+      try {
+        commit.run();
+      } catch (error) {
+        failure = error;
+        if (db.isTransaction) rollback.run();
+      }
+    } else {
+      failure = (results.at(-1) as { error: unknown } | undefined)?.error;
+    }
+    group.forEach((call, i) => {
+      const result = results[i];
+      if (failure !== undefined && (result === undefined || result.ok)) {
+        // Nothing of the group was committed: every write of it fails with the commit's error.
+        post({ type: 'error', id: call.id, error: serializeError(failure) });
+      } else if (result.ok) post({ type: 'result', id: call.id, value: result.value });
+      else post({ type: 'error', id: call.id, error: serializeError(result.error) });
+    });
+  }
+
+  const savepoint = db.prepare('SAVEPOINT call');
+  const release = db.prepare('RELEASE call');
+  const rollbackTo = db.prepare('ROLLBACK TO call');
+
+  function withSavepoint(work: () => unknown): unknown {
+    savepoint.run();
+    try {
+      const value = work();
+      release.run();
+      return value;
+    } catch (error) {
+      if (db.isTransaction) {
+        rollbackTo.run();
+        release.run();
+      }
+      throw error;
+    }
+  }
+
+  function drain(): void {
+    scheduled = false;
+    if (retryTimer !== undefined) {
+      clearTimeout(retryTimer);
+      retryTimer = undefined;
+    }
+    runReads();
+    runWrites();
+    expire(reads);
+    expire(writes);
+    if (reads.length > 0 || writes.length > 0) {
+      // Only a lock held by another connection leaves work behind: try again shortly.
+      retryTimer ??= setTimeout(drain, RETRY_MS);
+    } else if (closing) {
+      db.close();
+      post({ type: 'closed' });
+      port.close();
+    }
+  }
+
+  function schedule(): void {
+    if (scheduled) return;
+    scheduled = true;
+    // After the messages already in the port are delivered: they join this group.
+    setImmediate(drain);
+  }
+
+  port.on('message', (message: ToWorker) => {
+    if (message.type === 'close') {
+      closing = true;
+      schedule();
+      return;
+    }
+    (isWrite(message.target, message.method) ? writes : reads).push(message);
+    schedule();
+  });
+
+  post({ type: 'ready', methods });
+}
