@@ -26,8 +26,10 @@ const dir = mkdtempSync(join(tmpdir(), 'relayer-worker-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 let files = 0;
 
-/** Lock waits of the store under test: short, so a refused write answers quickly. */
-const BUSY_MS = 300;
+/** A lock wait the tests end themselves by releasing the lock (never reached on a loaded machine). */
+const LONG_WAIT_MS = 60_000;
+/** A lock wait the tests let run out: short, so the refused write answers quickly. */
+const SHORT_WAIT_MS = 300;
 
 interface Harness {
   url: string;
@@ -38,10 +40,10 @@ interface Harness {
   close(): Promise<void>;
 }
 
-async function start(): Promise<Harness> {
+async function start(busyTimeoutMs = LONG_WAIT_MS): Promise<Harness> {
   const file = join(dir, `locked-${++files}.db`);
   const clock = createFakeClock();
-  const store = await openStore(file, { busyTimeoutMs: BUSY_MS, clock });
+  const store = await openStore(file, { busyTimeoutMs, clock });
   const table: ReceiptTable = new Map();
   const server = createRelayServer({
     config: testConfig({ relayApi: { rateLimit: { burst: 1000, perMinute: 1000 } } }),
@@ -96,7 +98,7 @@ function assertUnavailable(res: RawResponse): void {
 const RECORDS = Array.from({ length: 500 }, (_, i) => ({ chain: 1, insertion_block_number: 7, leaf_index: i, message_id: '0x' + (i + 1).toString(16).padStart(64, '0') }));
 
 describe('a write waits for another connection\'s lock without stopping the server (issue 13)', () => {
-  test('while a relay waits for the lock: GET /relay, GET /ready, a read and a relay that writes nothing answer; the waiting relay is 503 past the wait, nothing stored, the key free', async () => {
+  test('while a relay waits for the lock: GET /relay, GET /ready, a read and a relay that writes nothing answer; the relay is stored and answered 200 once the lock is let go', async () => {
     const h = await start();
     try {
       const { hash, id } = mined(h, 1);
@@ -117,8 +119,25 @@ describe('a write waits for another connection\'s lock without stopping the serv
         const nothing = await postJson(h.url, '/relay', { origin_chain: 'ethereum', tx_hash: noMessages });
         assert.deepEqual(nothing.json(), { messages: [] }, 'a relay that writes nothing');
         assert.equal(waiting.settled(), false, 'all of that answered while the relay still waited for the lock');
-        const refused = await waiting.promise;
-        assertUnavailable(refused);
+        assert.equal(await h.store.outbox.get(id), undefined, 'not written while the lock is held');
+      } finally {
+        lock.release();
+      }
+      const res = await waiting.promise;
+      assert.equal(res.status, 200, res.text);
+      assert.equal((await h.store.outbox.get(id))?.status, 'queued');
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('a relay still waiting for the lock at the end of its wait is 503 store_unavailable: nothing stored, the key free', async () => {
+    const h = await start(SHORT_WAIT_MS);
+    try {
+      const { hash, id } = mined(h, 4);
+      const lock = holdWriteLock(h.file);
+      try {
+        assertUnavailable(await postJson(h.url, '/relay', { origin_chain: 'ethereum', tx_hash: hash }));
       } finally {
         lock.release();
       }
@@ -155,7 +174,7 @@ describe('a write waits for another connection\'s lock without stopping the serv
   });
 
   test('a merkle request refused for the lock writes nothing (all or nothing), then succeeds', async () => {
-    const h = await start();
+    const h = await start(SHORT_WAIT_MS);
     try {
       const lock = holdWriteLock(h.file);
       try {
