@@ -28,15 +28,15 @@ const DEST_TX = '0x' + 'de'.repeat(32);
 
 interface Engine {
   name: string;
-  open(clock: FakeClock): { outbox: Outbox; close(): void };
+  open(clock: FakeClock): Promise<{ outbox: Outbox; close(): void | Promise<void> }>;
 }
 
 const ENGINES: Engine[] = [
-  { name: 'memory outbox', open: (clock) => ({ outbox: createMemoryOutbox(clock), close() {} }) },
+  { name: 'memory outbox', open: async (clock) => ({ outbox: createMemoryOutbox(clock), close() {} }) },
   {
     name: 'SQLite outbox (file)',
-    open(clock) {
-      const store = openStore(join(dir, `status-${++files}.db`), { clock });
+    async open(clock) {
+      const store = await openStore(join(dir, `status-${++files}.db`), { clock });
       return { outbox: store.outbox, close: () => store.close() };
     },
   },
@@ -55,7 +55,7 @@ interface Harness {
 async function start(t: TestContext, engine: Engine, queue?: RelayQueue): Promise<Harness> {
   const clock = createFakeClock();
   const table: ReceiptTable = new Map();
-  const { outbox, close } = engine.open(clock);
+  const { outbox, close } = await engine.open(clock);
   const { fetch } = fakeRpcFetch(table);
   const { url, get } = await startApi(t, { outbox: queue ?? outbox, clock, fetch });
   t.after(close);
