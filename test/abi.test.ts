@@ -7,8 +7,7 @@ import { DecodeError, DISPATCH_TOPIC, MESSAGE_SENT_TOPIC, decodeDispatchLog, dec
 import { bytesToHex, hexToBytes, joinBytes } from '../lib/hex.ts';
 import { decodeCode } from './helpers/decode-error.ts';
 import { CCTP_V2_TRANSMITTER, dispatchLog, libraryLog, MAILBOX, messageSentLog } from './helpers/fixtures.ts';
-import { address, u32, word } from './helpers/properties.ts';
-import { bytes, canonicalBytesData, mutate, mutation, outcome, RUNS, tally } from './helpers/properties.ts';
+import { address, bytes, canonicalBytesData, mutate, mutation, outcome, RUNS, tally, u32, word } from './helpers/properties.ts';
 
 const abi = parseAbi([
   'event Dispatch(address indexed sender, uint32 indexed destination, bytes32 indexed recipient, bytes message)',

@@ -13,11 +13,11 @@ import { getAddress, isAddress } from 'viem';
 import { BUILTIN_CHAINS, REGISTRY_VERSION } from '../lib/chains.generated.ts';
 import { ConfigError, DEFAULT_CCTP_V2_TRANSMITTER, DEFAULT_CCTP_V2_TRANSMITTERS, DEFAULTS, defaultConfig, parseConfig } from '../lib/config.ts';
 import { BaseError } from '../lib/errors.ts';
-import type { RelayerConfig } from '../lib/types.ts';
 import { createRelayApi } from '../lib/http/handler.ts';
 import { createMemoryOutbox } from '../lib/outbox.ts';
 import { createRelayPipeline } from '../lib/pipeline.ts';
 import { createPolicy } from '../lib/policy.ts';
+import type { RelayerConfig } from '../lib/types.ts';
 import { CCTP_V2_TRANSMITTER, MAILBOX } from './helpers/fixtures.ts';
 import { outcome, RUNS, tally } from './helpers/properties.ts';
 

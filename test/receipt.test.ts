@@ -2,9 +2,10 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
+import fc from 'fast-check';
 import { systemClock } from '../lib/clock.ts';
-import { RelayError } from '../lib/errors.ts';
-import { createReceiptFetcher, redactUrl, type ReceiptFetchEvent, type ReceiptFetcherOptions } from '../lib/receipt.ts';
+import { RelayError, RpcError, type RpcFailureCode } from '../lib/errors.ts';
+import { createReceiptFetcher, parseReceipt, redactUrl, type Receipt, type ReceiptFetchEvent, type ReceiptFetcherOptions } from '../lib/receipt.ts';
 import type { ChainConfig } from '../lib/types.ts';
 import { createFakeClock, type FakeClock } from './helpers/fake-clock.ts';
 import {
@@ -17,11 +18,7 @@ import {
   rpcResult,
   type Handler,
 } from './helpers/fake-fetch.ts';
-import fc from 'fast-check';
-import { RpcError, type RpcFailureCode } from '../lib/errors.ts';
-import { parseReceipt } from '../lib/receipt.ts';
-import type { Receipt } from '../lib/receipt.ts';
-import { dispatchLog, MAILBOX, messageSentLog, rpcReceipt, txHash } from './helpers/fixtures.ts';
+import { DISPATCH_TOPIC, dispatchLog, MAILBOX, messageSentLog, rpcReceipt, txHash } from './helpers/fixtures.ts';
 import { RUNS, tally } from './helpers/properties.ts';
 
 const TX = '0x' + 'ab'.repeat(32);
@@ -29,7 +26,6 @@ const TX_CHECKSUM_CASE = '0x' + 'AB'.repeat(32);
 // Hyperlane's mainnet Mailbox as checksummed in the Hyperlane registry.
 const MAILBOX_CHECKSUMMED = '0xc005dc82818d67AF737725bD4bf75435d065D239';
 const MAILBOX_LOWER = '0xc005dc82818d67af737725bd4bf75435d065d239';
-const DISPATCH_TOPIC = '0x769f711d20c679153d382254f59892613b58a97cc876b249134ac25c80f9c814';
 
 // The secret parts (userinfo, path, query) must never leave the fetcher.
 const URL_A = 'https://user:hunter2@rpc-a.example:8545/v2/SECRETKEYA?apikey=SECRETQ#frag';
