@@ -28,15 +28,15 @@ const DEST_TX = '0x' + 'de'.repeat(32);
 
 interface Engine {
   name: string;
-  open(clock: FakeClock): { outbox: Outbox; close(): void };
+  open(clock: FakeClock): Promise<{ outbox: Outbox; close(): void | Promise<void> }>;
 }
 
 const ENGINES: Engine[] = [
-  { name: 'memory outbox', open: (clock) => ({ outbox: createMemoryOutbox(clock), close() {} }) },
+  { name: 'memory outbox', open: async (clock) => ({ outbox: createMemoryOutbox(clock), close() {} }) },
   {
     name: 'SQLite outbox (file)',
-    open(clock) {
-      const store = openStore(join(dir, `client-${++files}.db`), { clock });
+    async open(clock) {
+      const store = await openStore(join(dir, `client-${++files}.db`), { clock });
       return { outbox: store.outbox, close: () => store.close() };
     },
   },
@@ -60,6 +60,8 @@ interface Harness {
   outbox: Outbox;
   wire: Exchange[];
   client(options?: Partial<RelayClientOptions>): ReturnType<typeof createRelayClient>;
+  /** Requests the server is answering right now. */
+  busy(): boolean;
   /** Puts a mined transaction with `count` transfers (nonces from `nonce`) in the RPC's table. */
   mined(n: number, count?: number, nonce?: number): string;
   close(): Promise<void>;
@@ -70,7 +72,7 @@ type ConfigOverrides = Parameters<typeof testConfig>[0];
 async function start(engine: Engine, overrides: ConfigOverrides = {}): Promise<Harness> {
   const clock = createFakeClock();
   const table: ReceiptTable = new Map();
-  const { outbox, close } = engine.open(clock);
+  const { outbox, close } = await engine.open(clock);
   const server = createRelayServer({ config: testConfig(overrides), outbox, clock, fetch: fakeRpcFetch(table).fetch });
   const { url } = await server.listen(0, '127.0.0.1');
   const wire: Exchange[] = [];
@@ -90,6 +92,7 @@ async function start(engine: Engine, overrides: ConfigOverrides = {}): Promise<H
     table,
     outbox,
     wire,
+    busy: () => server.api.inFlight() > 0,
     client: (options = {}) => createRelayClient({ baseUrl: url, fetch: recordingFetch, clock, ...options }),
     mined(n, count = 1, nonce = n * 100) {
       const hash = txHash(n);
@@ -98,19 +101,34 @@ async function start(engine: Engine, overrides: ConfigOverrides = {}): Promise<H
     },
     async close() {
       await server.close(100);
-      close();
+      await close();
     },
   };
 }
 
 /** Moves fake time in small steps until `promise` settles (real loopback I/O runs in between). */
-async function settle<T>(clock: FakeClock, promise: Promise<T>, stepMs = 50): Promise<T> {
+/**
+ * Advances fake time until `promise` settles. Time does not move while the server is answering: a
+ * store on another thread (SQLite's worker) answers in real time, which a fake step must not race.
+ */
+/** Advances fake time by `ms` in steps, never while the server is answering (see settle). */
+async function advance(h: { clock: FakeClock; busy?: () => boolean }, ms: number, stepMs = 50): Promise<void> {
+  for (let left = ms; left > 0; left -= stepMs) {
+    for (let wait = 0; h.busy?.() && wait < 10_000; wait++) await new Promise((resolve) => setImmediate(resolve));
+    await h.clock.advance(Math.min(stepMs, left));
+  }
+}
+
+async function settle<T>(h: { clock: FakeClock; busy?: () => boolean }, promise: Promise<T>, stepMs = 50): Promise<T> {
   let done = false;
   promise.then(
     () => (done = true),
     () => (done = true),
   );
-  for (let i = 0; !done && i < 20_000; i++) await clock.advance(stepMs);
+  for (let i = 0; !done && i < 20_000; i++) {
+    for (let wait = 0; h.busy?.() && wait < 10_000; wait++) await new Promise((resolve) => setImmediate(resolve));
+    await h.clock.advance(stepMs);
+  }
   assert.ok(done, 'the call settled');
   return promise;
 }
@@ -132,7 +150,7 @@ for (const engine of ENGINES) {
       const h = await start(engine);
       try {
         const hash = h.mined(1, 2, 50);
-        const result = await settle(h.clock, h.client().relay({ origin_chain: 'ethereum', tx_hash: hash }));
+        const result = await settle(h, h.client().relay({ origin_chain: 'ethereum', tx_hash: hash }));
         assert.deepEqual(result, {
           messages: [50, 51].map((nonce) => ({ message_id: idOf(nonce), origin: 1, destination: 8453, nonce })),
           alreadySubmitted: false,
@@ -149,7 +167,7 @@ for (const engine of ENGINES) {
       try {
         const client = h.client({ maxAttempts: 20, maxTotalMs: 120_000 });
         const hashes = Array.from({ length: 8 }, (_, i) => h.mined(10 + i));
-        const results = await settle(h.clock, Promise.all(hashes.map((tx_hash) => client.relay({ origin_chain: 'ethereum', tx_hash }))));
+        const results = await settle(h, Promise.all(hashes.map((tx_hash) => client.relay({ origin_chain: 'ethereum', tx_hash }))));
         assert.deepEqual(results.map((r) => r.messages[0].message_id), hashes.map((_, i) => idOf((10 + i) * 100)));
         const limited = h.wire.filter((e) => e.status === 429);
         assert.ok(limited.length >= 5, `the storm was rate limited (${limited.length} answers 429)`);
@@ -173,7 +191,7 @@ for (const engine of ENGINES) {
       try {
         const client = h.client({ maxAttempts: 2, maxTotalMs: 600_000 });
         const hashes = Array.from({ length: 5 }, (_, i) => h.mined(20 + i));
-        const outcomes = await settle(h.clock, Promise.allSettled(hashes.map((tx_hash) => client.relay({ origin_chain: 'ethereum', tx_hash }))));
+        const outcomes = await settle(h, Promise.allSettled(hashes.map((tx_hash) => client.relay({ origin_chain: 'ethereum', tx_hash }))));
         assert.equal(outcomes.filter((o) => o.status === 'fulfilled').length, 2, 'one token at first, one a second later');
         for (const [i, outcome] of outcomes.entries()) {
           const tries = posts(h.wire, hashes[i]);
@@ -194,7 +212,7 @@ for (const engine of ENGINES) {
       const h = await start(engine, { relayApi: { rateLimit: { burst: 1, perMinute: 1 } } });
       try {
         const client = h.client({ maxTotalMs: 5_000 });
-        await settle(h.clock, client.relay({ origin_chain: 'ethereum', tx_hash: h.mined(1) }));
+        await settle(h, client.relay({ origin_chain: 'ethereum', tx_hash: h.mined(1) }));
         const before = h.clock.now();
         const error = await client.relay({ origin_chain: 'ethereum', tx_hash: h.mined(2) }).catch((e: unknown) => e);
         const apiError = assertApiError(error, 429, 'rate_limited');
@@ -215,7 +233,7 @@ for (const engine of ENGINES) {
         for (let i = 0; i < 2_000 && !posts(h.wire).some((e) => e.status === 408); i++) await h.clock.advance(50);
         assert.equal(posts(h.wire)[0].status, 408);
         h.mined(5);
-        const result = await settle(h.clock, call);
+        const result = await settle(h, call);
         assert.equal(result.messages[0].message_id, idOf(500));
         const tries = posts(h.wire);
         assert.deepEqual(tries.map((e) => e.status), [408, 200]);
@@ -228,7 +246,7 @@ for (const engine of ENGINES) {
     test('DESIGN 10: a transaction that never mines: maxAttempts 408s, then the timeout error', async () => {
       const h = await start(engine, { relayApi: { receiptTimeoutSeconds: 1 } });
       try {
-        const error = await settle(h.clock, h.client({ maxAttempts: 3 }).relay({ origin_chain: 'ethereum', tx_hash: txHash(6) })).catch((e: unknown) => e);
+        const error = await settle(h, h.client({ maxAttempts: 3 }).relay({ origin_chain: 'ethereum', tx_hash: txHash(6) })).catch((e: unknown) => e);
         const apiError = assertApiError(error, 408, 'timeout');
         assert.ok(apiError.retryAfterSeconds! >= 1);
         assert.deepEqual(posts(h.wire).map((e) => e.status), [408, 408, 408]);
@@ -241,8 +259,8 @@ for (const engine of ENGINES) {
       const h = await start(engine);
       try {
         const hash = h.mined(7, 2, 70);
-        const first = await settle(h.clock, h.client().relay({ origin_chain: 'ethereum', tx_hash: hash }));
-        const again = await settle(h.clock, h.client().relay({ origin_chain: 'ethereum', tx_hash: hash.toUpperCase().replace('0X', '0x') }));
+        const first = await settle(h, h.client().relay({ origin_chain: 'ethereum', tx_hash: hash }));
+        const again = await settle(h, h.client().relay({ origin_chain: 'ethereum', tx_hash: hash.toUpperCase().replace('0X', '0x') }));
         assert.deepEqual(again, { messages: first.messages, alreadySubmitted: true });
         assert.deepEqual(h.wire.map((e) => [e.method, e.status]), [['POST', 200], ['POST', 429], ['GET', 200]]);
 
@@ -260,8 +278,8 @@ for (const engine of ENGINES) {
       try {
         const hash = txHash(8);
         h.table.set(hash, rpcReceipt(hash, [...transferLogs(2), messageSentLog()])); // not eligible: 200 []
-        assert.deepEqual(await settle(h.clock, h.client().relay({ origin_chain: 'ethereum', tx_hash: hash })), { messages: [], alreadySubmitted: false });
-        const error = await settle(h.clock, h.client().relay({ origin_chain: 'ethereum', tx_hash: hash })).catch((e: unknown) => e);
+        assert.deepEqual(await settle(h, h.client().relay({ origin_chain: 'ethereum', tx_hash: hash })), { messages: [], alreadySubmitted: false });
+        const error = await settle(h, h.client().relay({ origin_chain: 'ethereum', tx_hash: hash })).catch((e: unknown) => e);
         assertApiError(error, 429, 'duplicate_tx');
         assert.deepEqual(h.wire.map((e) => [e.method, e.status]), [['POST', 200], ['POST', 429], ['GET', 200]]);
       } finally {
@@ -287,7 +305,7 @@ for (const engine of ENGINES) {
       const h = await start(engine, { relayApi: { rateLimit: { burst: 1, perMinute: 1 } } });
       try {
         const client = h.client({ maxTotalMs: 600_000 });
-        await settle(h.clock, client.relay({ origin_chain: 'ethereum', tx_hash: h.mined(1) }));
+        await settle(h, client.relay({ origin_chain: 'ethereum', tx_hash: h.mined(1) }));
         const controller = new AbortController();
         const call = client.relay({ origin_chain: 'ethereum', tx_hash: h.mined(2) }, { signal: controller.signal });
         for (let i = 0; i < 200 && posts(h.wire, txHash(2)).length === 0; i++) await h.clock.flush();
@@ -311,7 +329,7 @@ for (const engine of ENGINES) {
       try {
         const client = h.client();
         const hash = h.mined(9, 2, 90);
-        const { messages } = await settle(h.clock, client.relay({ origin_chain: 'ethereum', tx_hash: hash }));
+        const { messages } = await settle(h, client.relay({ origin_chain: 'ethereum', tx_hash: hash }));
         const one = await client.message(messages[1].message_id);
         assert.equal(one.message_id, idOf(91));
         assert.equal(one.status, 'queued');
@@ -329,18 +347,18 @@ for (const engine of ENGINES) {
       const h = await start(engine);
       try {
         const client = h.client();
-        const { messages } = await settle(h.clock, client.relay({ origin_chain: 'ethereum', tx_hash: h.mined(3) }));
+        const { messages } = await settle(h, client.relay({ origin_chain: 'ethereum', tx_hash: h.mined(3) }));
         const id = messages[0].message_id;
         const updates: string[] = [];
         let done = false;
         const wait = client.waitForDelivery(id, { pollIntervalMs: 1_000, onUpdate: (m) => updates.push(`${m.status}/${m.attempts}`) });
         wait.finally(() => (done = true)).catch(() => {});
-        await h.clock.advance(2_500);
+        await advance(h, 2_500);
         const [claimed] = await h.outbox.claim(1, 60_000);
-        await h.clock.advance(2_000);
+        await advance(h, 2_000);
         await h.outbox.markDelivered(id, { destinationTxHash: DEST_TX, lease: claimed.lease });
         assert.equal(done, false, 'still waiting until the next poll');
-        const delivered = await settle(h.clock, wait);
+        const delivered = await settle(h, wait);
         assert.equal(delivered.status, 'delivered');
         assert.equal(delivered.destination_tx_hash, DEST_TX);
         assert.deepEqual(updates, ['queued/0', 'delivering/1', 'delivered/1']);
@@ -356,15 +374,15 @@ for (const engine of ENGINES) {
       const h = await start(engine);
       try {
         const client = h.client();
-        const { messages } = await settle(h.clock, client.relay({ origin_chain: 'ethereum', tx_hash: h.mined(4, 2, 40) }));
+        const { messages } = await settle(h, client.relay({ origin_chain: 'ethereum', tx_hash: h.mined(4, 2, 40) }));
         await h.outbox.claim(1, 60_000);
         await h.outbox.markFailed(messages[0].message_id, { error: 'recipient reverts', final: true });
-        const failed = await settle(h.clock, client.waitForDelivery(messages[0].message_id, { pollIntervalMs: 1_000 }));
+        const failed = await settle(h, client.waitForDelivery(messages[0].message_id, { pollIntervalMs: 1_000 }));
         assert.equal(failed.status, 'failed');
         assert.equal(failed.last_error, 'recipient reverts');
 
         const start = h.clock.now();
-        const late = await settle(h.clock, client.waitForDelivery(messages[1].message_id, { pollIntervalMs: 1_000, timeoutMs: 5_000 })).catch((e: unknown) => e);
+        const late = await settle(h, client.waitForDelivery(messages[1].message_id, { pollIntervalMs: 1_000, timeoutMs: 5_000 })).catch((e: unknown) => e);
         assert.match(assertApiError(late, 0, 'deadline_exceeded').message, /still queued/);
         assert.ok(h.clock.now() - start <= 5_000 + 100, 'gave up at the deadline');
 
@@ -393,7 +411,7 @@ describe('relayer-api/client without the API behind it', { timeout: 60_000 }, ()
       backoffMs: 500,
       fetch: (input, init) => (at.push(clock.now()), fetch(input, init)),
     });
-    const error = await settle(clock, client.message(idOf(1))).catch((e: unknown) => e);
+    const error = await settle({ clock }, client.message(idOf(1))).catch((e: unknown) => e);
     assertApiError(error, 0, 'network_error');
     assert.equal(at.length, 4);
     const gaps = at.slice(1).map((t, i) => t - at[i]);
@@ -422,7 +440,7 @@ describe('relayer-api/client without the API behind it', { timeout: 60_000 }, ()
     await new Promise<void>((resolve) => hanging.listen(0, '127.0.0.1', resolve));
     try {
       const client = createRelayClient({ baseUrl: `http://127.0.0.1:${(hanging.address() as AddressInfo).port}`, clock, maxTotalMs: 3_000 });
-      const error = await settle(clock, client.message(idOf(1))).catch((e: unknown) => e);
+      const error = await settle({ clock }, client.message(idOf(1))).catch((e: unknown) => e);
       assertApiError(error, 0, 'deadline_exceeded');
     } finally {
       hanging.closeAllConnections();
