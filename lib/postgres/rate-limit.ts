@@ -9,7 +9,7 @@
  */
 import type { Clock } from '../clock.ts';
 import type { TakeResult } from '../rate-limit.ts';
-import { nowSql, run, type PgPool } from './pool.ts';
+import { nowSql, run, type PgPool, type PgQueryResult } from './pool.ts';
 
 export interface PostgresTokenBucketOptions {
   burst: number;
@@ -25,6 +25,12 @@ export interface PostgresRateLimiter {
 
 const UNIT = 60_000;
 
+/** A finite number as an SQL numeric literal. */
+function num(value: number): string {
+  if (!Number.isFinite(value)) throw new RangeError(`not a finite number: ${value}`);
+  return String(value);
+}
+
 export function createPostgresTokenBucket(pool: PgPool, s: string, opts: PostgresTokenBucketOptions): PostgresRateLimiter {
   const { burst, perMinute, clock } = opts;
   const name = opts.name ?? 'relay';
@@ -32,29 +38,45 @@ export function createPostgresTokenBucket(pool: PgPool, s: string, opts: Postgre
   if (!Number.isFinite(perMinute) || perMinute <= 0) throw new RangeError('perMinute must be positive');
   const capacity = burst * UNIT;
 
-  // $1 now, $2 name, $3 capacity, $4 perMinute, $5 unit. `refilled` is spelled out twice:
-  // PostgreSQL has no per-row variables in UPDATE, and both uses read the same old row.
-  const refilled = `least($3::double precision, units + greatest(0, ${nowSql(1)} - updated_at) * $4)`;
-  const takeSql = `
-    UPDATE ${s}.token_buckets SET
-      units = ${refilled} - CASE WHEN ${refilled} >= $5 THEN $5 ELSE 0 END,
-      taken = ${refilled} >= $5,
-      updated_at = greatest(updated_at, ${nowSql(1)})
-    WHERE name = $2
-    RETURNING taken, units`;
+  if (!/^[a-z0-9_]{1,64}$/.test(name)) throw new TypeError('name must be 1-64 of a-z, 0-9, _');
+
+  // Every replica's take() goes through this one row, and a row lock is held until its
+  // transaction commits. With synchronous_commit on, that is until the WAL reaches the disk: takes
+  // would queue behind one fsync each. The bucket is not worth an fsync (a database crash can at
+  // worst hand out again the tokens of its last few hundred milliseconds), so the UPDATE runs with
+  // SET LOCAL synchronous_commit = off, in the same round trip: a query string of two statements
+  // is one implicit transaction. Such a string cannot carry parameters, so the values are spliced
+  // in as numeric literals (all finite numbers, checked above) and the validated name.
+  const sql = (now: number | null) => {
+    const at = now === null ? 'extract(epoch from statement_timestamp()) * 1000' : num(now);
+    const refilled = `least(${num(capacity)}::double precision, units + greatest(0, ${at} - updated_at) * ${num(perMinute)})`;
+    return `SET LOCAL synchronous_commit = off;
+      UPDATE ${s}.token_buckets SET
+        units = ${refilled} - CASE WHEN ${refilled} >= ${UNIT} THEN ${UNIT} ELSE 0 END,
+        taken = ${refilled} >= ${UNIT},
+        updated_at = greatest(updated_at, ${at})
+      WHERE name = '${name}'
+      RETURNING taken, units`;
+  };
   const createSql = `
     INSERT INTO ${s}.token_buckets (name, units, updated_at) VALUES ($2, $3, ${nowSql(1)})
     ON CONFLICT (name) DO NOTHING`;
 
+  async function update(now: number | null): Promise<{ taken: boolean; units: number }[]> {
+    const result = (await run(pool, sql(now))) as unknown as PgQueryResult<{ taken: boolean; units: number }> | PgQueryResult<never>[];
+    // pg answers a multi-statement string with one result per statement; take the UPDATE's.
+    return (Array.isArray(result) ? result[result.length - 1] : result).rows;
+  }
+
   return {
     async take() {
       const now = clock?.now() ?? null;
-      const args = [now, name, capacity, perMinute, UNIT];
-      let { rows } = await run<{ taken: boolean; units: number }>(pool, takeSql, args);
+      if (now !== null && !Number.isFinite(now)) throw new RangeError('the clock gave a non-finite time');
+      let rows = await update(now);
       if (rows.length === 0) {
         // First take on this database: the bucket starts full.
         await run(pool, createSql, [now, name, capacity]);
-        ({ rows } = await run<{ taken: boolean; units: number }>(pool, takeSql, args));
+        rows = await update(now);
       }
       const { taken, units } = rows[0];
       if (taken) return { ok: true };
