@@ -10,9 +10,8 @@
  */
 import autocannon, { type Request } from 'autocannon';
 import { startEmbeddedPostgres } from '../scripts/embedded-postgres.ts';
-import { formatOps, median, printTable } from './lib.ts';
-import { POST_RELAY, startServer, type ServerHandle } from './http.ts';
-import type { BenchRow } from './run.ts';
+import { formatOps, median, printTable, type BenchRow } from './lib.ts';
+import { POST_RELAY, startServer, type ServerHandle } from './load.ts';
 
 /** No rate limit, a 1 s dedup window: every request does the full reserve → enqueue → commit. */
 const UNLIMITED = { rateLimit: { burst: 1e9, perMinute: 1e9 }, dedupWindowSeconds: 1, dedupCapacity: 1_000_000 };
