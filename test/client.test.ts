@@ -14,11 +14,13 @@ import { after, describe, test } from 'node:test';
 import { createRelayClient, RelayApiError, type RelayClientOptions } from '../lib/client.ts';
 import { createRelayServer } from '../lib/http/server.ts';
 import { createMemoryOutbox, type Outbox } from '../lib/outbox.ts';
+import { openPostgresStore } from '../lib/postgres/index.ts';
 import { openStore } from '../lib/sqlite/index.ts';
 import { testConfig } from './helpers/config.ts';
 import { createFakeClock, type FakeClock } from './helpers/fake-clock.ts';
 import { fakeRpcFetch, type ReceiptTable } from './helpers/fake-rpc.ts';
 import { hyperlaneMessage, messageId, messageSentLog, rpcReceipt, transferLogs, txHash } from './helpers/fixtures.ts';
+import { testSchema } from './helpers/postgres.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'relayer-client-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -38,6 +40,14 @@ const ENGINES: Engine[] = [
     async open(clock) {
       const store = await openStore(join(dir, `client-${++files}.db`), { clock });
       return { outbox: store.outbox, close: () => store.close() };
+    },
+  },
+  {
+    name: 'PostgreSQL outbox',
+    async open(clock) {
+      const t = await testSchema();
+      const store = await openPostgresStore(t.pool, { relayApi: testConfig().relayApi, schema: t.schema, clock });
+      return { outbox: store.outbox, close: () => t.close() };
     },
   },
 ];

@@ -10,11 +10,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test, type TestContext } from 'node:test';
 import { createMemoryOutbox, type Outbox, type RelayQueue } from '../lib/outbox.ts';
+import { openPostgresStore } from '../lib/postgres/index.ts';
 import { openStore } from '../lib/sqlite/index.ts';
+import { testConfig } from './helpers/config.ts';
 import { createFakeClock, type FakeClock } from './helpers/fake-clock.ts';
 import { fakeRpcFetch, type ReceiptTable } from './helpers/fake-rpc.ts';
 import { hyperlaneMessage, messageId, rpcReceipt, transferLogs, txHash } from './helpers/fixtures.ts';
 import { httpRequest, postJson, type RawResponse } from './helpers/http.ts';
+import { testSchema } from './helpers/postgres.ts';
 import { parseExposition } from './helpers/prometheus.ts';
 import { startApi } from './helpers/server.ts';
 
@@ -38,6 +41,14 @@ const ENGINES: Engine[] = [
     async open(clock) {
       const store = await openStore(join(dir, `status-${++files}.db`), { clock });
       return { outbox: store.outbox, close: () => store.close() };
+    },
+  },
+  {
+    name: 'PostgreSQL outbox',
+    async open(clock) {
+      const t = await testSchema();
+      const store = await openPostgresStore(t.pool, { relayApi: testConfig().relayApi, schema: t.schema, clock });
+      return { outbox: store.outbox, close: () => t.close() };
     },
   },
 ];
