@@ -1,9 +1,10 @@
 /**
  * `node scripts/delivery-worker.ts --config relayer.json --db relayer.db [--once]`: an example
- * delivery worker for local nodes (anvil). It opens the relayer's own SQLite file (the server
- * exposes no consumer endpoint; SQLite in WAL mode lets both processes use it, and claims are
- * transactions, so several workers never hold the same message), reads the chains from the
- * relayer's config file, and delivers with `Mailbox.process` (scripts/delivery/worker.ts).
+ * delivery worker for local nodes (anvil). It opens the relayer's own store, the SQLite file or
+ * the PostgreSQL database given as --db (the server exposes no consumer endpoint; SQLite in WAL
+ * mode lets both processes use the file, and claims are transactions on either, so several
+ * workers never hold the same message), reads the chains from the relayer's config file, and
+ * delivers with `Mailbox.process` (scripts/delivery/worker.ts).
  *
  * It signs with the destination node's first unlocked account (anvil's dev account), or with
  * the key in DELIVERY_PRIVATE_KEY. It builds metadata for NoopIsm/TestIsm recipients and for
@@ -14,7 +15,9 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { createPublicClient, createWalletClient, defineChain, http, type Address, type Chain as ViemChain, type Hex, type PublicClient } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
+import { isPostgresUrl, openPostgresFromUrl, redactDatabaseUrl } from '../bin/postgres.ts';
 import { parseConfig } from '../lib/config.ts';
+import { silentLogger } from '../lib/log.ts';
 import { openStore } from '../lib/sqlite/index.ts';
 import type { ChainConfig } from '../lib/types.ts';
 import type { Destination } from './delivery/destination.ts';
@@ -22,7 +25,8 @@ import { createDeliveryWorker, type Origin } from './delivery/worker.ts';
 
 const HELP = `usage: node scripts/delivery-worker.ts --config FILE [--db FILE] [--once] [--lease-ms N] [--poll-ms N]
   --config FILE   the relayer-server config (chains, RPC URLs, mailboxes, CCTP transmitters)
-  --db FILE       the relayer-server's SQLite file (default: the config's "db")
+  --db FILE|URL   the relayer-server's database: its SQLite file or its postgres:// URL
+                  (default: the config's "db")
   --once          claim one batch, deliver it and exit (default: keep polling)
   --lease-ms N    how long a claim holds a message (default 60000)
   --poll-ms N     wait between empty claims (default 1000)`;
@@ -93,8 +97,10 @@ for (const chain of Object.values(config.chains)) {
 }
 
 const dbPath = flags.db ?? config.db;
-// `await`: the store may open asynchronously (it does not today; it costs nothing if it does not).
-const store = await openStore(dbPath);
+// The same store the server opens for this --db: a SQLite file, or a postgres:// URL (bin/postgres.ts).
+const store = isPostgresUrl(dbPath)
+  ? await openPostgresFromUrl(dbPath, config.relayApi, silentLogger).then((opened) => ({ outbox: opened.store.outbox, close: opened.close }))
+  : await openStore(dbPath);
 const worker = createDeliveryWorker({
   outbox: store.outbox,
   destinations,
@@ -102,7 +108,7 @@ const worker = createDeliveryWorker({
   leaseMs,
   log: (line) => console.log(`${new Date().toISOString()} ${line}`),
 });
-console.log(`delivery worker: ${dbPath}, destinations ${[...destinations.keys()].join(', ') || 'none'}, lease ${leaseMs} ms`);
+console.log(`delivery worker: ${redactDatabaseUrl(dbPath)}, destinations ${[...destinations.keys()].join(', ') || 'none'}, lease ${leaseMs} ms`);
 
 let stopping = false;
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => (stopping = true));

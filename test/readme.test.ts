@@ -39,6 +39,7 @@ const NOT_RUN_HERE = new Map<string, string>([
   ['npm start -- --port 9091 --db postgres://relayer:relayer@127.0.0.1:54329/postgres', 'test/replicas.test.ts starts relayer-server with --db postgres://… on a real PostgreSQL'],
   ['node scripts/delivery-worker.ts --config relayer.json --db relayer.db --once   # one batch, then exit', 'test/e2e/delivery.e2e.test.ts runs the worker on two anvil nodes'],
   ['node scripts/delivery-worker.ts --config relayer.json --db relayer.db          # keeps polling (1 s)', 'test/e2e/delivery.e2e.test.ts runs the worker on two anvil nodes'],
+  ['node scripts/delivery-worker.ts --config relayer.json --db postgres://user:pass@host:5432/relayer --once', 'test/e2e/delivery.e2e.test.ts runs the worker on a PostgreSQL database'],
 ]);
 
 interface Command {

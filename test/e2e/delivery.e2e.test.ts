@@ -9,15 +9,19 @@
  * test process on the same file with a fake clock past the first lease (no real waiting).
  */
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
 import type { Address, Hash, Hex } from 'viem';
 import { openStore } from '../../lib/sqlite/index.ts';
 import { MAILBOX_ABI, type Destination } from '../../scripts/delivery/destination.ts';
 import { createDeliveryWorker, type DeliveryResult } from '../../scripts/delivery/worker.ts';
 import { createFakeClock, type FakeClock } from '../helpers/fake-clock.ts';
+import { sharedPostgresUrl } from '../helpers/postgres.ts';
 import { sendBridgeTransfer } from './cctp-bridge.ts';
 import { connectChain } from './chain.ts';
 import {
@@ -46,13 +50,13 @@ let configFile: string;
 let dbFile: string;
 let amount = 1_000_000n;
 
-/** A fresh transfer (a new amount each time), relayed; returns its message id and tx hash. */
-async function transferAndRelay(): Promise<{ id: Hex; txHash: Hash }> {
+/** A fresh transfer (a new amount each time), relayed to `via`; returns its message id and tx hash. */
+async function transferAndRelay(via: RelayerProcess = server): Promise<{ id: Hex; txHash: Hash }> {
   const hash = await sendBridgeTransfer(two.origin.chain, two.route, { destination: DESTINATION_DOMAIN, recipient: RECIPIENT, amount: amount++ });
   const receipt = await two.origin.chain.receipt(hash);
   const { ids } = mailboxLogs(receipt, two.origin.hyperlane.mailbox);
   assert.equal(ids.length, 1);
-  const res = await fetch(`${server.url}/relay`, {
+  const res = await fetch(`${via.url}/relay`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ origin_chain: ORIGIN_CHAIN_NAME, tx_hash: hash }),
@@ -64,8 +68,8 @@ async function transferAndRelay(): Promise<{ id: Hex; txHash: Hash }> {
 }
 
 /** The message as a bridge UI sees it: GET /relay/{id} on the server. */
-async function status(id: string): Promise<Record<string, unknown>> {
-  const res = await fetch(`${server.url}/relay/${id}`);
+async function status(id: string, via: RelayerProcess = server): Promise<Record<string, unknown>> {
+  const res = await fetch(`${via.url}/relay/${id}`);
   const body = (await res.json()) as Record<string, unknown>;
   assert.equal(res.status, 200, JSON.stringify(body));
   assert.equal(body.message_id, id);
@@ -98,6 +102,13 @@ async function deliveries(id: Hex): Promise<Hash[]> {
 
 function startWorker(...args: string[]): Tracked {
   return spawnTracked(process.execPath, [WORKER, '--config', configFile, '--db', dbFile, '--lease-ms', String(LEASE_MS), ...args], { cwd: REPO_ROOT });
+}
+
+/** Runs a child worker with `--once` to its end; resolves with its exit code. */
+async function runWorkerOnce(db: string): Promise<{ code: number | null; output: string }> {
+  const child = spawnTracked(process.execPath, [WORKER, '--config', configFile, '--db', db, '--once'], { cwd: REPO_ROOT });
+  const [code] = (await once(child.child, 'exit')) as [number | null];
+  return { code, output: child.output() };
 }
 
 /**
@@ -154,12 +165,11 @@ describe('e2e: delivery worker from the relayer outbox to a second chain', { tim
     assert.equal(before.destination_tx_hash, null);
     assert.equal(await delivered(id), false);
 
-    const child = startWorker('--once');
-    const code = await new Promise<number | null>((resolve) => child.child.once('exit', resolve));
-    assert.equal(code, 0, child.output());
+    const worker = await runWorkerOnce(dbFile);
+    assert.equal(worker.code, 0, worker.output);
 
     const after = await status(id);
-    assert.equal(after.status, 'delivered', child.output());
+    assert.equal(after.status, 'delivered', worker.output);
     assert.equal(after.attempts, 1);
     assert.equal(await delivered(id), true);
     assert.deepEqual(await deliveries(id), [after.destination_tx_hash]);
@@ -263,6 +273,36 @@ describe('e2e: delivery worker from the relayer outbox to a second chain', { tim
       assert.equal(await delivered(id), true);
     } finally {
       await up.close();
+    }
+  });
+  test('the same through PostgreSQL: the server and the worker on one postgres:// database', async () => {
+    // A database of its own on the run's PostgreSQL server: the relayer's tables and nobody else's.
+    const shared = await sharedPostgresUrl();
+    const admin = new pg.Pool({ connectionString: shared, max: 1 });
+    const name = `delivery_${randomBytes(6).toString('hex')}`;
+    await admin.query(`CREATE DATABASE ${name}`);
+    const url = new URL(shared);
+    url.pathname = `/${name}`;
+    let pgServer: RelayerProcess | undefined;
+    try {
+      pgServer = await launchRelayerServer(['--config', configFile, '--host', '127.0.0.1', '--db', url.href], { startTimeoutMs: 30_000 });
+      const { id } = await transferAndRelay(pgServer);
+      assert.equal((await status(id, pgServer)).status, 'queued');
+      assert.equal(await delivered(id), false);
+
+      const worker = await runWorkerOnce(url.href);
+      assert.equal(worker.code, 0, worker.output);
+      if (url.password) assert.ok(!worker.output.includes(url.password), 'the database password is never printed');
+
+      const after = await status(id, pgServer);
+      assert.equal(after.status, 'delivered', worker.output);
+      assert.equal(after.attempts, 1);
+      assert.equal(await delivered(id), true);
+      assert.deepEqual(await deliveries(id), [after.destination_tx_hash]);
+    } finally {
+      await pgServer?.stop();
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end();
     }
   });
 });
