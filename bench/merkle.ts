@@ -72,19 +72,25 @@ export async function run(options: { rounds?: number } = {}): Promise<BenchRow[]
   const rounds = options.rounds ?? 9;
   const dir = mkdtempSync(join(tmpdir(), 'relayer-bench-merkle-'));
   const server = await startServer('relay', { merkle: true, log: true });
+  const peer = await startServer('merkle-peer');
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  const peerAgent = new Agent({ keepAlive: true, maxSockets: 1 });
   const store = await openStore(join(dir, 'store.db'));
   const raw = rawLoop(join(dir, 'raw.db'));
   try {
     // Round 0 warms every contender up and is not counted.
     const data = Array.from({ length: rounds + 1 }, (_, round) => records(round));
     const bodies = data.map((rows) => Buffer.from(JSON.stringify({ merkle_tree_insertions: rows })));
-    const times: Record<'http' | 'store' | 'raw' | 'parse', number[]> = { http: [], store: [], raw: [], parse: [] };
+    const times: Record<'http' | 'peer' | 'store' | 'raw' | 'parse', number[]> = { http: [], peer: [], store: [], raw: [], parse: [] };
     for (let round = 0; round <= rounds; round++) {
       const contenders: [keyof typeof times, () => Promise<void> | void][] = [
         ['http', async () => {
           const res = await post(server.url, agent, bodies[round]);
           if (res.status !== 200 || JSON.parse(res.text).count !== RECORDS) throw new Error(`merkle POST: ${res.status} ${res.text.slice(0, 200)}`);
+        }],
+        ['peer', async () => {
+          const res = await post(peer.url, peerAgent, bodies[round]);
+          if (res.status !== 200 || JSON.parse(res.text).count !== RECORDS) throw new Error(`peer merkle POST: ${res.status} ${res.text.slice(0, 200)}`);
         }],
         ['store', async () => void (await store.merkle.insertMerkle(data[round]))],
         ['raw', () => raw(data[round])],
@@ -100,12 +106,14 @@ export async function run(options: { rounds?: number } = {}): Promise<BenchRow[]
     }
     const rowsPerSecond = (ms: number[]) => (RECORDS * 1000) / median(ms);
     const http = rowsPerSecond(times.http);
+    const byHand = rowsPerSecond(times.peer);
     const inStore = rowsPerSecond(times.store);
     const floor = rowsPerSecond(times.raw);
     console.log(`\n## POST /merkle_tree_insertions, ${RECORDS} records (${(bodies[1].length / 1024).toFixed(0)} KiB), median of ${rounds} rounds`);
     printTable(['contender', 'ms', 'rows/s', 'vs raw loop'], [
-      ['ours over HTTP (child process: body, JSON, validation, store)', median(times.http).toFixed(1), formatOps(http), `${(http / floor).toFixed(2)}x`],
-      ['ours, store.insertMerkle in-process (STRICT + CHECK table)', median(times.store).toFixed(1), formatOps(inStore), `${(inStore / floor).toFixed(2)}x`],
+      ['ours over HTTP (child process: body, JSON, validation, store worker)', median(times.http).toFixed(1), formatOps(http), `${(http / floor).toFixed(2)}x`],
+      ['peer over HTTP: node:http + node:sqlite, parse + insert on its main thread', median(times.peer).toFixed(1), formatOps(byHand), `${(byHand / floor).toFixed(2)}x`],
+      ['ours, store.merkle.insertMerkle from this process (worker, STRICT + CHECK table)', median(times.store).toFixed(1), formatOps(inStore), `${(inStore / floor).toFixed(2)}x`],
       ['raw node:sqlite prepared-insert loop, one transaction', median(times.raw).toFixed(1), formatOps(floor), '1.00x'],
       ['(part of ours) UTF-8 decode + JSON.parse + validateMerkleRequest, in-process', median(times.parse).toFixed(1), '', ''],
     ]);
@@ -118,11 +126,20 @@ export async function run(options: { rounds?: number } = {}): Promise<BenchRow[]
         target: '>= 0.7x',
         met: http / floor >= 0.7,
       },
+      {
+        what: `POST /merkle_tree_insertions ${RECORDS / 1000}k rows vs an HTTP peer`,
+        ours: `${formatOps(http)} rows/s`,
+        peer: `${formatOps(byHand)} rows/s (node:http + node:sqlite by hand)`,
+        ratio: http / byHand,
+        target: '>= 0.9x',
+        met: http / byHand >= 0.9,
+      },
     ];
   } finally {
     agent.destroy();
+    peerAgent.destroy();
     await store.close();
-    await server.stop();
+    await Promise.all([server.stop(), peer.stop()]);
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -6,7 +6,8 @@
  *
  * kinds: `bare` (the peer: plain node:http answering "up" and JSON), `relay` (our server as
  * relayer-server wires it: metrics, a JSON log line per request to stdout (batched per event-loop turn), an outbox, the merkle
- * store when `db` is given). It reports `{ port }` over IPC once listening, and answers
+ * store when `merkle` is set), `merkle-peer` (a hand-written node:http + node:sqlite merkle endpoint
+ * on its main thread). It reports `{ port }` over IPC once listening, and answers
  * `{ type: 'memory', gc }` with process.memoryUsage() (after a full GC when asked).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -14,13 +15,15 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { createLineSink } from '../lib/http/log-sink.ts';
 import { createRelayServer } from '../lib/http/server.ts';
 import { createLogger, silentLogger } from '../lib/log.ts';
 import { createMemoryOutbox } from '../lib/outbox.ts';
 import type { FetchLike } from '../lib/receipt.ts';
 import { openStore, type SqliteStore } from '../lib/sqlite/index.ts';
-import type { RelayerConfig } from '../lib/types.ts';
+import { MIGRATIONS } from '../lib/sqlite/schema.ts';
+import type { MerkleInsertion, RelayerConfig } from '../lib/types.ts';
 import { testConfig } from '../test/helpers/config.ts';
 import { rpcReceipt, transferLogs } from '../test/helpers/fixtures.ts';
 
@@ -36,6 +39,8 @@ export interface RelayChildOptions {
   relayApi?: Partial<RelayerConfig['relayApi']>;
   /** Run on the shared PostgreSQL store at this URL (outbox, merkle, dedup, rate limiter), as a replica. */
   postgres?: string;
+  /** The SQLite file to use instead of a fresh one (bench/store.ts locks it from another connection). */
+  dbFile?: string;
 }
 
 const TX_PLACEHOLDER = '0x' + 'ee'.repeat(32);
@@ -84,6 +89,31 @@ function bare(): (req: IncomingMessage, res: ServerResponse) => void {
   };
 }
 
+/**
+ * The merkle peer of issue 13: the minimal node:http + node:sqlite endpoint a user could write by
+ * hand. It parses the body and inserts every record in one transaction on its main thread, with the
+ * same durability (WAL, synchronous=FULL) and the same table as ours, without validation.
+ */
+function merklePeer(path: string): (req: IncomingMessage, res: ServerResponse) => void {
+  const db = new DatabaseSync(path);
+  db.exec('PRAGMA journal_mode = WAL');
+  db.exec('PRAGMA synchronous = FULL');
+  db.exec(MIGRATIONS[0]);
+  const insert = db.prepare('INSERT OR REPLACE INTO merkle_insertions (chain, leaf_index, insertion_block_number, message_id) VALUES (?, ?, ?, ?)');
+  return (req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const { merkle_tree_insertions: rows } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { merkle_tree_insertions: MerkleInsertion[] };
+      db.exec('BEGIN IMMEDIATE');
+      for (const r of rows) insert.run(r.chain, r.leaf_index, r.insertion_block_number, r.message_id);
+      db.exec('COMMIT');
+      const text = JSON.stringify({ count: rows.length, skipped: [] });
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
+    });
+  };
+}
+
 async function main(): Promise<void> {
   const [kind, json] = process.argv.slice(2);
   const options = JSON.parse(json ?? '{}') as RelayChildOptions;
@@ -98,7 +128,7 @@ async function main(): Promise<void> {
     let store: SqliteStore | undefined;
     if (options.outbox === 'sqlite' || options.merkle) {
       const dir = mkdtempSync(join(tmpdir(), 'relayer-bench-'));
-      store = await openStore(join(dir, 'relayer.db'));
+      store = await openStore(options.dbFile ?? join(dir, 'relayer.db'));
       cleanup = () => {
         void store?.close();
         rmSync(dir, { recursive: true, force: true });
@@ -120,6 +150,12 @@ async function main(): Promise<void> {
       logger: options.log === false ? silentLogger : createLogger({ level: 'info', write: createLineSink(process.stdout).write }),
     });
     port = (await relay.listen(0, '127.0.0.1')).port;
+  } else if (kind === 'merkle-peer') {
+    const dir = mkdtempSync(join(tmpdir(), 'relayer-bench-peer-'));
+    const server = createServer(merklePeer(join(dir, 'peer.db')));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as AddressInfo).port;
+    cleanup = () => rmSync(dir, { recursive: true, force: true });
   } else {
     throw new Error(`unknown server kind ${kind}`);
   }

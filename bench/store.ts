@@ -1,0 +1,170 @@
+/**
+ * The SQLite store off the main thread (issue 13), three figures from one run:
+ *  1. durable POST /relay (one eligible message per transaction, SQLite synchronous=FULL, group
+ *     commit in the store's worker) against the same server with the in-memory outbox;
+ *  2. GET /relay p99 while another connection holds the database's write lock for 3 s (writes
+ *     waiting meanwhile), against GET /relay p99 on the same server without the lock;
+ *  3. how a 10 000-record merkle body is cheapest handed to the worker: as parsed records
+ *     (structured clone) or as the JSON text (parsed again in the worker).
+ * Run alone: node bench/store.ts
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { Worker } from 'node:worker_threads';
+import { formatOps, median, printTable, type BenchRow } from './lib.ts';
+import { freshTxHash, load, POST_RELAY, rounds, startServer, summarize, type LoadSpec } from './load.ts';
+
+const GET_UP: LoadSpec = { requests: [{ method: 'GET', path: '/relay' }] };
+const UNLIMITED = { rateLimit: { burst: 1e9, perMinute: 1e9 }, dedupWindowSeconds: 1, dedupCapacity: 1_000_000 };
+const LOCK_SECONDS = 3;
+
+async function durable(count: number, seconds: number) {
+  const memory = await startServer('relay', { relayApi: UNLIMITED, distinctMessages: true });
+  const sqlite = await startServer('relay', { relayApi: UNLIMITED, outbox: 'sqlite', distinctMessages: true });
+  try {
+    const results = await rounds(
+      [
+        { name: 'memory outbox', server: memory, spec: POST_RELAY },
+        { name: 'SQLite outbox (FULL, group commit)', server: sqlite, spec: POST_RELAY },
+      ],
+      count,
+      seconds,
+    );
+    return new Map([...results].map(([name, r]) => [name, summarize(r)]));
+  } finally {
+    await Promise.all([memory.stop(), sqlite.stop()]);
+  }
+}
+
+async function underLock() {
+  const dir = mkdtempSync(join(tmpdir(), 'relayer-bench-lock-'));
+  const file = join(dir, 'relayer.db');
+  const server = await startServer('relay', { relayApi: UNLIMITED, outbox: 'sqlite', distinctMessages: true, dbFile: file });
+  try {
+    await load(server, GET_UP, 0.5); // warm-up
+    const free = await load(server, GET_UP, LOCK_SECONDS);
+    // An operator's `sqlite3 relayer.db` + BEGIN IMMEDIATE: this process holds the write lock.
+    const other = new DatabaseSync(file);
+    other.exec('BEGIN IMMEDIATE');
+    const writes = Array.from({ length: 20 }, () =>
+      fetch(`${server.url}/relay`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ origin_chain: 'ethereum', tx_hash: freshTxHash() }),
+      }).then((res) => res.status),
+    );
+    const locked = await load(server, GET_UP, LOCK_SECONDS);
+    other.exec('ROLLBACK');
+    other.close();
+    const statuses: Record<string, number> = {};
+    for (const status of await Promise.all(writes)) statuses[status] = (statuses[status] ?? 0) + 1;
+    return { free, locked, writes: statuses };
+  } finally {
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Round trip to a worker that needs the records: structured clone of the parsed array vs the text. */
+async function bodyTransfer(count: number) {
+  const worker = new Worker(
+    `const { parentPort } = require('node:worker_threads');
+     parentPort.on('message', (m) => {
+       const rows = typeof m === 'string' ? JSON.parse(m).merkle_tree_insertions : m;
+       let sum = 0;
+       for (const r of rows) sum += r.leaf_index;
+       parentPort.postMessage(sum);
+     });`,
+    { eval: true },
+  );
+  const rows = Array.from({ length: 10_000 }, (_, i) => ({
+    chain: 1,
+    insertion_block_number: 20_000_000 + i,
+    leaf_index: i,
+    message_id: '0x' + (i * 2654435761).toString(16).padStart(64, '0').slice(-64),
+  }));
+  const text = JSON.stringify({ merkle_tree_insertions: rows });
+  const roundTrip = (message: unknown) =>
+    new Promise<{ total: number; send: number }>((resolve) => {
+      const start = performance.now();
+      worker.once('message', () => resolve({ total: performance.now() - start, send }));
+      worker.postMessage(message);
+      const send = performance.now() - start; // main-thread cost: serialising the message
+    });
+  const times = { records: [] as number[], recordsSend: [] as number[], text: [] as number[], textSend: [] as number[] };
+  for (let i = 0; i <= count; i++) {
+    const r = await roundTrip(rows);
+    const t = await roundTrip(text);
+    if (i === 0) continue; // warm-up
+    times.records.push(r.total);
+    times.recordsSend.push(r.send);
+    times.text.push(t.total);
+    times.textSend.push(t.send);
+  }
+  await worker.terminate();
+  return { bytes: text.length, ...Object.fromEntries(Object.entries(times).map(([k, v]) => [k, median(v)])) } as {
+    bytes: number;
+    records: number;
+    recordsSend: number;
+    text: number;
+    textSend: number;
+  };
+}
+
+export async function run(options: { rounds?: number; seconds?: number } = {}): Promise<BenchRow[]> {
+  const count = options.rounds ?? 5;
+  const seconds = options.seconds ?? 2;
+
+  const posts = await durable(count, seconds);
+  const mem = posts.get('memory outbox')!;
+  const sql = posts.get('SQLite outbox (FULL, group commit)')!;
+  console.log(`\n## durable POST /relay: autocannon, 50 connections, ${count} rounds of ${seconds} s, medians`);
+  printTable(
+    ['outbox', 'req/s', 'vs memory', 'p50 ms', 'p99 ms', 'server CPU', 'statuses', 'errors'],
+    [...posts].map(([name, s]) => [name, formatOps(s.rps), `${(s.rps / mem.rps).toFixed(2)}x`, s.p50, s.p99, `${Math.round(s.serverCpu * 100)}%`, Object.entries(s.statuses).map(([c, n]) => `${c}:${n}`).join(' '), s.errors]),
+  );
+
+  const lock = await underLock();
+  console.log(`\n## GET /relay while another connection holds the write lock for ${LOCK_SECONDS} s (SQLite outbox, 50 connections)`);
+  printTable(
+    ['', 'req/s', 'p50 ms', 'p99 ms', 'errors'],
+    [
+      ['no lock', formatOps(lock.free.rps), lock.free.p50, lock.free.p99, lock.free.errors],
+      ['write lock held, 20 relays waiting', formatOps(lock.locked.rps), lock.locked.p50, lock.locked.p99, lock.locked.errors],
+    ],
+  );
+  console.log(`the 20 waiting relays answered: ${JSON.stringify(lock.writes)} (503 store_unavailable after the 2 s lock wait)`);
+
+  const body = await bodyTransfer(9);
+  console.log(`\n## handing a 10 000-record merkle body (${(body.bytes / 1024).toFixed(0)} KiB of JSON) to a worker, median of 9`);
+  printTable(
+    ['form', 'main thread ms (send)', 'round trip ms (incl. worker use)'],
+    [
+      ['parsed records (structured clone)', body.recordsSend.toFixed(2), body.records.toFixed(2)],
+      ['JSON text (JSON.parse in the worker)', body.textSend.toFixed(2), body.text.toFixed(2)],
+    ],
+  );
+
+  const ok = sql.errors === 0 && Object.keys(sql.statuses).every((code) => code === '200');
+  return [
+    {
+      what: 'durable POST /relay req/s (SQLite FULL)',
+      ours: `${formatOps(sql.rps)} req/s, p99 ${sql.p99} ms`,
+      peer: `${formatOps(mem.rps)} req/s, p99 ${mem.p99} ms (memory outbox)`,
+      ratio: sql.rps / mem.rps,
+      target: '>= 0.8x',
+      met: ok && sql.rps / mem.rps >= 0.8,
+    },
+    {
+      what: `GET /relay p99 under a ${LOCK_SECONDS} s write lock`,
+      ours: `p99 ${lock.locked.p99} ms`,
+      peer: `p99 ${lock.free.p99} ms (no lock)`,
+      target: '< 20 ms',
+      met: lock.locked.errors === 0 && lock.locked.p99 < 20,
+    },
+  ];
+}
+
+if (import.meta.main) await run();
