@@ -5,52 +5,21 @@
  * global fetch, wrapped only to record what went over the wire.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { createRelayClient, RelayApiError, type RelayClientOptions } from '../lib/client.ts';
 import { createRelayServer } from '../lib/http/server.ts';
-import { createMemoryOutbox, type Outbox } from '../lib/outbox.ts';
-import { openPostgresStore } from '../lib/postgres/index.ts';
-import { openStore } from '../lib/sqlite/index.ts';
+import type { Outbox } from '../lib/outbox.ts';
 import { testConfig } from './helpers/config.ts';
 import { createFakeClock, type FakeClock } from './helpers/fake-clock.ts';
+import { outboxEngines, type OutboxEngine } from './helpers/outbox-engines.ts';
 import { fakeRpcFetch, type ReceiptTable } from './helpers/fake-rpc.ts';
 import { hyperlaneMessage, messageId, messageSentLog, rpcReceipt, transferLogs, txHash } from './helpers/fixtures.ts';
-import { testSchema } from './helpers/postgres.ts';
-
-const dir = mkdtempSync(join(tmpdir(), 'relayer-client-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
-let files = 0;
 
 const DEST_TX = '0x' + 'de'.repeat(32);
 
-interface Engine {
-  name: string;
-  open(clock: FakeClock): Promise<{ outbox: Outbox; close(): void | Promise<void> }>;
-}
-
-const ENGINES: Engine[] = [
-  { name: 'memory outbox', open: async (clock) => ({ outbox: createMemoryOutbox(clock), close() {} }) },
-  {
-    name: 'SQLite outbox (file)',
-    async open(clock) {
-      const store = await openStore(join(dir, `client-${++files}.db`), { clock });
-      return { outbox: store.outbox, close: () => store.close() };
-    },
-  },
-  {
-    name: 'PostgreSQL outbox',
-    async open(clock) {
-      const t = await testSchema();
-      const store = await openPostgresStore(t.pool, { relayApi: testConfig().relayApi, schema: t.schema, clock });
-      return { outbox: store.outbox, close: () => t.close() };
-    },
-  },
-];
+const ENGINES = outboxEngines('client');
 
 /** One request the client sent and the answer it got, at fake time `at`. */
 interface Exchange {
@@ -79,7 +48,7 @@ interface Harness {
 
 type ConfigOverrides = Parameters<typeof testConfig>[0];
 
-async function start(engine: Engine, overrides: ConfigOverrides = {}): Promise<Harness> {
+async function start(engine: OutboxEngine, overrides: ConfigOverrides = {}): Promise<Harness> {
   const clock = createFakeClock();
   const table: ReceiptTable = new Map();
   const { outbox, close } = await engine.open(clock);

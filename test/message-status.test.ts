@@ -5,53 +5,21 @@
  * back as the document (docs/openapi.json, checked on every answer by test/helpers/http.ts) says.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, describe, test, type TestContext } from 'node:test';
+import { describe, test, type TestContext } from 'node:test';
 import { createMemoryOutbox, type Outbox, type RelayQueue } from '../lib/outbox.ts';
-import { openPostgresStore } from '../lib/postgres/index.ts';
-import { openStore } from '../lib/sqlite/index.ts';
-import { testConfig } from './helpers/config.ts';
 import { createFakeClock, type FakeClock } from './helpers/fake-clock.ts';
+import { outboxEngines, type OutboxEngine } from './helpers/outbox-engines.ts';
 import { fakeRpcFetch, type ReceiptTable } from './helpers/fake-rpc.ts';
 import { hyperlaneMessage, messageId, rpcReceipt, transferLogs, txHash } from './helpers/fixtures.ts';
 import { httpRequest, postJson, type RawResponse } from './helpers/http.ts';
-import { testSchema } from './helpers/postgres.ts';
 import { parseExposition } from './helpers/prometheus.ts';
 import { startApi } from './helpers/server.ts';
-
-const dir = mkdtempSync(join(tmpdir(), 'relayer-status-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
-let files = 0;
 
 /** The fake clock's start, 1_700_000_000_000 ms, written by hand. */
 const START_ISO = '2023-11-14T22:13:20.000Z';
 const DEST_TX = '0x' + 'de'.repeat(32);
 
-interface Engine {
-  name: string;
-  open(clock: FakeClock): Promise<{ outbox: Outbox; close(): void | Promise<void> }>;
-}
-
-const ENGINES: Engine[] = [
-  { name: 'memory outbox', open: async (clock) => ({ outbox: createMemoryOutbox(clock), close() {} }) },
-  {
-    name: 'SQLite outbox (file)',
-    async open(clock) {
-      const store = await openStore(join(dir, `status-${++files}.db`), { clock });
-      return { outbox: store.outbox, close: () => store.close() };
-    },
-  },
-  {
-    name: 'PostgreSQL outbox',
-    async open(clock) {
-      const t = await testSchema();
-      const store = await openPostgresStore(t.pool, { relayApi: testConfig().relayApi, schema: t.schema, clock });
-      return { outbox: store.outbox, close: () => t.close() };
-    },
-  },
-];
+const ENGINES = outboxEngines('status');
 
 interface Harness {
   url: string;
@@ -63,7 +31,7 @@ interface Harness {
   relayTransfers(n: number, count: number, nonce: number): Promise<{ hash: string; ids: string[] }>;
 }
 
-async function start(t: TestContext, engine: Engine, queue?: RelayQueue): Promise<Harness> {
+async function start(t: TestContext, engine: OutboxEngine, queue?: RelayQueue): Promise<Harness> {
   const clock = createFakeClock();
   const table: ReceiptTable = new Map();
   const { outbox, close } = await engine.open(clock);
