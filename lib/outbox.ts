@@ -50,6 +50,45 @@ export interface ClaimedMessage extends OutboxRecord {
   lease: string;
 }
 
+/** An outbox row as the SQL engines (SQLite, PostgreSQL) store it; `raw` is engine-specific. */
+export interface OutboxRow {
+  id: string;
+  origin_chain: string;
+  tx_hash: string;
+  origin: number;
+  destination: number;
+  nonce: number;
+  enqueued_at: number;
+  status: MessageStatus;
+  attempts: number;
+  last_error: string | null;
+  delivered_at: number | null;
+  destination_tx_hash: string | null;
+  claimed_until: number | null;
+  retry_at: number | null;
+}
+
+/** The record of a SQL row, with `raw` already decoded by the engine. */
+export function recordFromRow(row: OutboxRow, raw: Uint8Array): OutboxRecord {
+  return {
+    id: row.id,
+    originChain: row.origin_chain,
+    txHash: row.tx_hash,
+    origin: Number(row.origin),
+    destination: Number(row.destination),
+    nonce: Number(row.nonce),
+    raw,
+    enqueuedAt: row.enqueued_at,
+    status: row.status,
+    attempts: row.attempts,
+    lastError: row.last_error,
+    deliveredAt: row.delivered_at,
+    destinationTxHash: row.destination_tx_hash,
+    claimedUntil: row.claimed_until,
+    retryAt: row.retry_at,
+  };
+}
+
 export interface MarkDeliveredOptions {
   destinationTxHash: string;
   lease?: string;

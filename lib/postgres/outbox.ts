@@ -16,14 +16,15 @@ import {
   checkClaim,
   checkMarkDelivered,
   checkMarkFailed,
+  recordFromRow,
   validateOutboxBatch,
   type ClaimedMessage,
   type MarkDeliveredOptions,
   type MarkFailedOptions,
-  type MessageStatus,
   type Outbox,
   type OutboxMessage,
   type OutboxRecord,
+  type OutboxRow,
 } from '../outbox.ts';
 import { nowSql, run, type PgPool } from './pool.ts';
 
@@ -38,22 +39,9 @@ export interface PostgresOutbox extends Outbox {
   markFailed(id: string, opts: MarkFailedOptions): Promise<boolean>;
 }
 
-interface Row {
-  id: string;
-  origin_chain: string;
-  tx_hash: string;
-  origin: number;
-  destination: number;
-  nonce: number;
+/** origin, destination, nonce and seq arrive as float8 (see columns()); raw as hex text. */
+interface Row extends OutboxRow {
   raw: string;
-  enqueued_at: number;
-  status: MessageStatus;
-  attempts: number;
-  last_error: string | null;
-  delivered_at: number | null;
-  destination_tx_hash: string | null;
-  claimed_until: number | null;
-  retry_at: number | null;
   lease: string | null;
   seq: number;
 }
@@ -66,23 +54,7 @@ function columns(t: string): string {
 }
 
 function toRecord(row: Row): OutboxRecord {
-  return {
-    id: row.id,
-    originChain: row.origin_chain,
-    txHash: row.tx_hash,
-    origin: Number(row.origin),
-    destination: Number(row.destination),
-    nonce: Number(row.nonce),
-    raw: hexToBytes(`0x${row.raw}`)!,
-    enqueuedAt: row.enqueued_at,
-    status: row.status,
-    attempts: row.attempts,
-    lastError: row.last_error,
-    deliveredAt: row.delivered_at,
-    destinationTxHash: row.destination_tx_hash,
-    claimedUntil: row.claimed_until,
-    retryAt: row.retry_at,
-  };
+  return recordFromRow(row, hexToBytes(`0x${row.raw}`)!);
 }
 
 export function createPostgresOutbox(pool: PgPool, s: string, clock?: Clock): PostgresOutbox {

@@ -17,33 +17,20 @@ import {
   checkMarkDelivered,
   checkMarkFailed,
   newLease,
+  recordFromRow,
   validateOutboxBatch,
   type ClaimedMessage,
   type MarkDeliveredOptions,
   type MarkFailedOptions,
-  type MessageStatus,
   type Outbox,
   type OutboxMessage,
   type OutboxRecord,
+  type OutboxRow,
 } from '../outbox.ts';
 import type { Transaction } from './transaction.ts';
 
-interface Row {
-  id: string;
-  origin_chain: string;
-  tx_hash: string;
-  origin: number;
-  destination: number;
-  nonce: number;
+interface Row extends OutboxRow {
   raw: Uint8Array;
-  enqueued_at: number;
-  status: MessageStatus;
-  attempts: number;
-  last_error: string | null;
-  delivered_at: number | null;
-  destination_tx_hash: string | null;
-  claimed_until: number | null;
-  retry_at: number | null;
 }
 
 const COLUMNS =
@@ -56,23 +43,7 @@ const CLAIMABLE =
   "((status = 'queued' AND (retry_at IS NULL OR retry_at <= :now)) OR (status = 'delivering' AND claimed_until <= :now))";
 
 function toRecord(row: Row): OutboxRecord {
-  return {
-    id: row.id,
-    originChain: row.origin_chain,
-    txHash: row.tx_hash,
-    origin: row.origin,
-    destination: row.destination,
-    nonce: row.nonce,
-    raw: row.raw,
-    enqueuedAt: row.enqueued_at,
-    status: row.status,
-    attempts: row.attempts,
-    lastError: row.last_error,
-    deliveredAt: row.delivered_at,
-    destinationTxHash: row.destination_tx_hash,
-    claimedUntil: row.claimed_until,
-    retryAt: row.retry_at,
-  };
+  return recordFromRow(row, row.raw);
 }
 
 /** The Outbox with its synchronous return types spelled out (node:sqlite is synchronous). */
