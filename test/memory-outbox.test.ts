@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import { createMemoryOutbox } from '../lib/outbox.ts';
 import type { OutboxMessage } from '../lib/outbox.ts';
 import { createFakeClock } from './helpers/fake-clock.ts';
+import { queuedRecord } from './outbox-contract.ts';
 
 const T0 = 1_700_000_000_000;
 const DEST = '0x' + 'de'.repeat(32);
@@ -26,16 +27,7 @@ describe('memory outbox (DESIGN §3 enqueue, §7 outbox)', () => {
     const outbox = createMemoryOutbox(createFakeClock());
     assert.equal(outbox.enqueue([msg(1), msg(2)]), 2);
     assert.equal(outbox.depth(), 2);
-    assert.deepEqual(outbox.get(msg(1).id), {
-      ...msg(1),
-      status: 'queued',
-      attempts: 0,
-      lastError: null,
-      deliveredAt: null,
-      destinationTxHash: null,
-      claimedUntil: null,
-      retryAt: null,
-    });
+    assert.deepEqual(outbox.get(msg(1).id), queuedRecord(msg(1)));
   });
 
   it('DESIGN §3: idempotent by message id: a resubmission stores nothing twice', () => {
