@@ -20,7 +20,7 @@ import { createLineSink } from '../lib/http/log-sink.ts';
 import { createRelayServer } from '../lib/http/server.ts';
 import { createLogger, silentLogger } from '../lib/log.ts';
 import { createMemoryOutbox } from '../lib/outbox.ts';
-import type { FetchLike } from '../lib/receipt.ts';
+import type { FetchLike } from '../lib/rpc.ts';
 import { openStore, type SqliteStore } from '../lib/sqlite/index.ts';
 import { MIGRATIONS } from '../lib/sqlite/schema.ts';
 import type { MerkleInsertion, RelayerConfig } from '../lib/types.ts';

@@ -10,8 +10,6 @@ import { DecodeError, type DecodeCode } from './errors.ts';
 import { keccak256 } from './keccak.ts';
 import { bytesToHex, isHexOfLength, readUint32 } from './hex.ts';
 
-export { DecodeError };
-
 /** An EVM log as the pipeline reads it: nothing else of the receipt matters. */
 export interface Log {
   /** 20-byte address, lower-case. */

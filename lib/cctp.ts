@@ -3,8 +3,8 @@
  * transaction qualifies when the Mailbox's Dispatch events and the V2 MessageTransmitter's
  * MessageSent events are equally many (and there is at least one).
  */
-import { DISPATCH_TOPIC, MESSAGE_SENT_TOPIC, DecodeError, decodeDispatchLog, decodeMessageSentLog, type DispatchEvent } from './abi.ts';
-import { RelayError } from './errors.ts';
+import { DISPATCH_TOPIC, MESSAGE_SENT_TOPIC, decodeDispatchLog, decodeMessageSentLog, type DispatchEvent } from './abi.ts';
+import { DecodeError, RelayError } from './errors.ts';
 import { bytesToHex, readUint32 } from './hex.ts';
 import { messageFromDispatch, type HyperlaneMessage } from './message.ts';
 import type { Receipt } from './receipt.ts';

@@ -6,15 +6,13 @@
  * not be ignored), and the `chains` record has a null prototype, so a request's `origin_chain`
  * such as "constructor" finds nothing instead of an Object.prototype member.
  */
-import { DEFAULT_CCTP_V2_TRANSMITTER, DEFAULT_CCTP_V2_TRANSMITTERS } from './cctp.ts';
+import { DEFAULT_CCTP_V2_TRANSMITTERS } from './cctp.ts';
 import { BUILTIN_CHAINS } from './chains.generated.ts';
 import { ConfigError } from './errors.ts';
 import { address20, array, integer, join, nonEmptyString, object, onlyKeys, required, string, typeName, type Obj } from './fields.ts';
 import { UINT32_MAX } from './hex.ts';
 import { parseAddressList, parseMatchingList } from './policy.ts';
 import type { ChainConfig, RelayApiConfig, RelayerConfig, ServerConfig } from './types.ts';
-
-export { ConfigError, DEFAULT_CCTP_V2_TRANSMITTER, DEFAULT_CCTP_V2_TRANSMITTERS };
 
 export const DEFAULTS: {
   readonly relayApi: Readonly<RelayApiConfig>;

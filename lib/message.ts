@@ -6,7 +6,8 @@
  *
  * The id is keccak256 of the whole packed message.
  */
-import { DecodeError, type DispatchEvent } from './abi.ts';
+import type { DispatchEvent } from './abi.ts';
+import { DecodeError } from './errors.ts';
 import { addressWord, bytesToHex, readUint32 } from './hex.ts';
 import { keccak256 } from './keccak.ts';
 

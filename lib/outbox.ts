@@ -25,8 +25,6 @@ export interface OutboxMessage {
 /** Where a message is in its life (DESIGN.md §11). */
 export type MessageStatus = 'queued' | 'delivering' | 'delivered' | 'failed';
 
-export const MESSAGE_STATUSES: readonly MessageStatus[] = ['queued', 'delivering', 'delivered', 'failed'];
-
 /** An outbox row with its lifecycle: what `get`, `byTx` and the status endpoints read. */
 export interface OutboxRecord extends OutboxMessage {
   status: MessageStatus;

@@ -8,21 +8,19 @@
  * Every store (rate limiter, dedup, queue) may answer with a promise and is awaited; a store that
  * fails makes the request `store_unavailable` (lib/store.ts), with the reservation released.
  */
-import { DecodeError } from './abi.ts';
 import { extractMessages } from './cctp.ts';
 import { systemClock, type Clock } from './clock.ts';
 import { createDedupCache, type DedupStore } from './dedup.ts';
-import { RelayError, toRelayError } from './errors.ts';
+import { DecodeError, RelayError, toRelayError } from './errors.ts';
 import { callStore, isPromiseLike, toStoreError } from './store.ts';
 import { createPolicy } from './policy.ts';
 import { createTokenBucket, type RateLimiter, type TakeResult } from './rate-limit.ts';
-import { createReceiptFetcher, type FetchLike, type Receipt, type ReceiptFetchEvent, type ReceiptSource } from './receipt.ts';
+import { createReceiptFetcher, type Receipt, type ReceiptFetchEvent, type ReceiptSource } from './receipt.ts';
+import type { FetchLike } from './rpc.ts';
 import type { OutboxMessage, RelayQueue } from './outbox.ts';
 import type { HyperlaneMessage } from './message.ts';
 import type { ChainConfig, RelayResponse, RelayerConfig } from './types.ts';
 import { parseJsonBody, validateRelayRequest } from './validate.ts';
-
-export type { ReceiptSource };
 
 export interface RelayPipelineOptions {
   config: RelayerConfig;

@@ -13,8 +13,6 @@ import { causeText, classifyFailure, createRpcClient, fail, follow, redactEndpoi
 import type { Log } from './abi.ts';
 import type { ChainConfig } from './types.ts';
 
-export { redactUrl, type FetchLike } from './rpc.ts';
-
 /** A transaction receipt as the pipeline reads it. */
 export interface Receipt {
   /** true when the transaction succeeded (status 0x1); a reverted receipt carries no messages. */

@@ -5,7 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, describe, test, type TestContext } from 'node:test';
-import { ConfigError, parseConfig } from '../lib/config.ts';
+import { parseConfig } from '../lib/config.ts';
+import { ConfigError } from '../lib/errors.ts';
 import { openStore } from '../lib/sqlite/index.ts';
 import type { RelayerConfig } from '../lib/types.ts';
 import { testConfig } from './helpers/config.ts';

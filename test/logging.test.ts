@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test, type TestContext } from 'node:test';
 import { createLogger, isLogLevel, LOG_LEVELS, type LogLevel } from '../lib/log.ts';
-import type { FetchLike } from '../lib/receipt.ts';
+import type { FetchLike } from '../lib/rpc.ts';
 import { openStore } from '../lib/sqlite/index.ts';
 import type { RelayQueue } from '../lib/outbox.ts';
 import { testConfig } from './helpers/config.ts';

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { keccak256 as viemKeccak, toHex, type Hex } from 'viem';
 import { keccak_256 } from '@noble/hashes/sha3.js';
-import { DecodeError } from '../lib/abi.ts';
+import { DecodeError } from '../lib/errors.ts';
 import { parseHyperlaneMessage, messageFromDispatch } from '../lib/message.ts';
 import { bytesToHex, hexToBytes } from '../lib/hex.ts';
 import { decodeCode } from './helpers/decode-error.ts';

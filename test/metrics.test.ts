@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import { createMetricsRegistry, DEFAULT_BUCKETS } from '../lib/http/metrics.ts';
 import { createMemoryOutbox } from '../lib/outbox.ts';
-import type { FetchLike } from '../lib/receipt.ts';
+import type { FetchLike } from '../lib/rpc.ts';
 import { openStore, type SqliteStore } from '../lib/sqlite/index.ts';
 import { testConfig } from './helpers/config.ts';
 import { createFakeClock } from './helpers/fake-clock.ts';

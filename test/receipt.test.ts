@@ -5,7 +5,8 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { systemClock } from '../lib/clock.ts';
 import { RelayError, RpcError, type RpcFailureCode } from '../lib/errors.ts';
-import { createReceiptFetcher, parseReceipt, redactUrl, type Receipt, type ReceiptFetchEvent, type ReceiptFetcherOptions } from '../lib/receipt.ts';
+import { redactUrl } from '../lib/rpc.ts';
+import { createReceiptFetcher, parseReceipt, type Receipt, type ReceiptFetchEvent, type ReceiptFetcherOptions } from '../lib/receipt.ts';
 import type { ChainConfig } from '../lib/types.ts';
 import { createFakeClock, type FakeClock } from './helpers/fake-clock.ts';
 import {
