@@ -9,7 +9,7 @@
 import { DEFAULT_CCTP_V2_TRANSMITTERS } from './cctp.ts';
 import { BUILTIN_CHAINS } from './chains.generated.ts';
 import { ConfigError } from './errors.ts';
-import { address20, array, integer, join, nonEmptyString, object, onlyKeys, required, string, typeName, type Obj } from './fields.ts';
+import { address20, array, integer, join, nonEmptyString, object, required, string, typeName, type Obj } from './fields.ts';
 import { UINT32_MAX } from './hex.ts';
 import { parseAddressList, parseMatchingList } from './policy.ts';
 import type { ChainConfig, RelayApiConfig, RelayerConfig, ServerConfig } from './types.ts';
@@ -53,9 +53,6 @@ function httpUrl(value: unknown, key: string): string {
   return s;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Chains
-
 const CHAIN_KEYS = ['domainId', 'chainId', 'mailbox', 'cctpMessageTransmitter', 'rpcUrls'] as const;
 /** Hyperlane chain-metadata keys accepted for copy-paste convenience, checked, then dropped. */
 const TOLERATED_CHAIN_KEYS = ['name', 'protocol', 'displayName', 'isTestnet'] as const;
@@ -71,8 +68,7 @@ function parseRpcUrls(value: unknown, key: string): string[] {
   if (list.length === 0) throw new ConfigError(key, 'needs at least one {"http": "…"} entry');
   return list.map((entry, i) => {
     const where = `${key}[${i}]`;
-    const obj = object(entry, where);
-    onlyKeys(obj, where, ['http']);
+    const obj = object(entry, where, ['http']);
     return httpUrl(required(obj, 'http', where), join(where, 'http'));
   });
 }
@@ -91,8 +87,7 @@ function checkToleratedKeys(name: string, obj: Obj, key: string): void {
 }
 
 function parseChain(name: string, value: unknown, key: string): ChainConfig {
-  const obj = object(value, key);
-  onlyKeys(obj, key, [...CHAIN_KEYS, ...TOLERATED_CHAIN_KEYS]);
+  const obj = object(value, key, [...CHAIN_KEYS, ...TOLERATED_CHAIN_KEYS]);
   checkToleratedKeys(name, obj, key);
   const chain: ChainConfig = {
     name,
@@ -153,9 +148,6 @@ function parseRelayChains(value: unknown, key: string, chains: Record<string, Ch
   return out;
 }
 
-// ---------------------------------------------------------------------------------------------
-// relayApi, server
-
 /** Reads an optional integer field, falling back to its default. */
 function optionalInt(obj: Obj, name: string, key: string, fallback: number, min: number, max: number): number {
   return obj[name] === undefined ? fallback : integer(obj[name], join(key, name), min, max);
@@ -163,11 +155,9 @@ function optionalInt(obj: Obj, name: string, key: string, fallback: number, min:
 
 function parseRelayApi(value: unknown, key: string): RelayApiConfig {
   const d = DEFAULTS.relayApi;
-  const obj = value === undefined ? {} : object(value, key);
-  onlyKeys(obj, key, ['rateLimit', 'dedupWindowSeconds', 'dedupCapacity', 'receiptTimeoutSeconds', 'maxMessagesPerTx']);
+  const obj = value === undefined ? {} : object(value, key, ['rateLimit', 'dedupWindowSeconds', 'dedupCapacity', 'receiptTimeoutSeconds', 'maxMessagesPerTx']);
   const rlKey = join(key, 'rateLimit');
-  const rl = obj.rateLimit === undefined ? {} : object(obj.rateLimit, rlKey);
-  onlyKeys(rl, rlKey, ['burst', 'perMinute']);
+  const rl = obj.rateLimit === undefined ? {} : object(obj.rateLimit, rlKey, ['burst', 'perMinute']);
   const max = Number.MAX_SAFE_INTEGER;
   return {
     rateLimit: {
@@ -205,8 +195,7 @@ function parseOrigin(value: unknown, key: string): string {
 
 function parseServer(value: unknown, key: string): ServerConfig {
   const d = DEFAULTS.server;
-  const obj = value === undefined ? {} : object(value, key);
-  onlyKeys(obj, key, ['host', 'port', 'adminToken', 'corsOrigins', 'maxRelayBodyBytes', 'maxMerkleBodyBytes']);
+  const obj = value === undefined ? {} : object(value, key, ['host', 'port', 'adminToken', 'corsOrigins', 'maxRelayBodyBytes', 'maxMerkleBodyBytes']);
   const max = Number.MAX_SAFE_INTEGER;
   const corsKey = join(key, 'corsOrigins');
   return {
@@ -219,14 +208,11 @@ function parseServer(value: unknown, key: string): ServerConfig {
   };
 }
 
-// ---------------------------------------------------------------------------------------------
-
 const TOP_KEYS = ['chains', 'relayChains', 'whitelist', 'blacklist', 'addressBlacklist', 'relayApi', 'server', 'db'] as const;
 
 /** Validates a parsed config file (DESIGN.md §5). Throws ConfigError naming the offending key. */
 export function parseConfig(input: unknown): RelayerConfig {
-  const root = object(input, '');
-  onlyKeys(root, '', TOP_KEYS);
+  const root = object(input, '', TOP_KEYS);
   const chains = root.chains === undefined ? builtinChains() : parseChains(root.chains, 'chains');
   return {
     chains,

@@ -18,18 +18,16 @@ export function typeName(value: unknown): string {
   return `a ${typeof value}`;
 }
 
-export function object(value: unknown, key: string): Obj {
+/** A JSON object; with `allowed`, a key outside it is refused (a typo must not be ignored). */
+export function object(value: unknown, key: string, allowed?: readonly string[]): Obj {
   if (!isPlainObject(value)) {
     const what = key === '' ? 'the configuration must be a JSON object' : 'expected an object';
     throw new ConfigError(key, `${what}, got ${typeName(value)}`);
   }
-  return value;
-}
-
-export function onlyKeys(obj: Obj, key: string, allowed: readonly string[]): void {
-  for (const k of Object.keys(obj)) {
-    if (!allowed.includes(k)) throw new ConfigError(join(key, k), 'unknown key');
+  for (const k of Object.keys(value)) {
+    if (allowed && !allowed.includes(k)) throw new ConfigError(join(key, k), 'unknown key');
   }
+  return value;
 }
 
 export function array(value: unknown, key: string): unknown[] {

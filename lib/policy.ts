@@ -20,7 +20,7 @@
  * come from the operator's config, not from requests).
  */
 import { ConfigError, RelayError } from './errors.ts';
-import { address20, array, integer, join, object, onlyKeys, string, word32 } from './fields.ts';
+import { address20, array, integer, join, object, string, word32 } from './fields.ts';
 import { addressWord, bytesToHex, decimal, UINT32_MAX } from './hex.ts';
 import type { HyperlaneMessage } from './message.ts';
 import type { RelayerConfig } from './types.ts';
@@ -70,8 +70,7 @@ function regex(value: unknown, key: string): string {
 }
 
 function parseRule(value: unknown, key: string): MatchingRule {
-  const obj = object(value, key);
-  onlyKeys(obj, key, RULE_KEYS);
+  const obj = object(value, key, RULE_KEYS);
   const read = <T>(name: string, one: (v: unknown, k: string) => T) => filter(obj[name], join(key, name), one);
   const rule: MatchingRule = {};
   if (obj.messageId !== undefined) rule.messageId = read('messageId', (v, k) => word32(v, k, 'a 32-byte message id'));
