@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, test } from 'node:test';
-import { createRelayClient, RelayApiError, type RelayClientOptions } from '../lib/client.ts';
+import { createRelayClient, RelayApiError, type RelayClientOptions } from '../lib/client/index.ts';
 import { createRelayServer } from '../lib/http/server.ts';
 import type { Outbox } from '../lib/outbox.ts';
 import { testConfig } from './helpers/config.ts';

@@ -13,10 +13,10 @@
  * Every call takes an AbortSignal; an abort rejects with the signal's reason (the fetch and any
  * wait are cancelled). Time comes from an injectable Clock, so tests drive the waits.
  */
-import { sleep, systemClock, type Clock } from './clock.ts';
-import { RelayApiError, type ClientFailureCode, type Reason } from './errors.ts';
-import type { MessageStatusJson, MessagesOfTxJson } from './message-status.ts';
-import type { MessageSummary, RelayRequest, RelayResponse } from './types.ts';
+import { sleep, systemClock, type Clock } from '../clock.ts';
+import { RelayApiError, type ClientFailureCode, type Reason } from '../errors.ts';
+import type { MessageStatusJson, MessagesOfTxJson } from '../message-status.ts';
+import type { MessageSummary, RelayRequest, RelayResponse } from '../types.ts';
 
 export { RelayApiError, type ClientFailureCode, type MessageStatusJson, type MessageSummary, type Reason, type RelayRequest };
 
