@@ -60,6 +60,8 @@ export function merkleContract(name: string, make: () => Promise<MerkleHarness>)
       ['a fractional insertion_block_number', { insertion_block_number: 1.5 }],
       ['a message_id of 31 bytes', { message_id: '0x' + 'ab'.repeat(31) }],
       ['a message_id that is not hex', { message_id: '0x' + 'zz'.repeat(32) }],
+      ['a message_id whose last digit is not hex', { message_id: '0x' + 'ab'.repeat(31) + 'ag' }],
+      ['a message_id without its 0x', { message_id: '00' + 'ab'.repeat(32) }],
       ['a message_id that is not a string', { message_id: 42 as unknown as string }],
       ['a missing field', { insertion_block_number: undefined as unknown as number }],
     ] as const) {

@@ -116,6 +116,46 @@ describe('durability and schema', () => {
     assert.equal(pragma(file, 'user_version'), SCHEMA_VERSION);
   });
 
+  test('DESIGN 7: migration 4 turns stored message ids into 32-byte BLOBs, upper-case hex included', async () => {
+    const file = freshFile();
+    const old = new DatabaseSync(file);
+    for (const migration of MIGRATIONS.slice(0, 3)) old.exec(migration);
+    old.exec('PRAGMA user_version = 3');
+    // Version 3 stored the text form; its CHECK admitted only lower case, as the store wrote it.
+    old.prepare('INSERT INTO merkle_insertions VALUES (1, 0, 10, ?), (1, 1, 11, ?)').run(id(0xabcdef), '0x' + 'ff'.repeat(32));
+    old.close();
+    await withStore(file, async (store) => {
+      assert.deepEqual(await store.merkle.listMerkle(1, 0, 1), [record(1, 0, 10, id(0xabcdef)), record(1, 1, 11, '0x' + 'ff'.repeat(32))]);
+    });
+    const db = new DatabaseSync(file, { readOnly: true });
+    try {
+      const rows = db.prepare('SELECT typeof(message_id) AS type, hex(message_id) AS hex FROM merkle_insertions ORDER BY leaf_index').all();
+      assert.deepEqual(rows.map((r) => ({ ...r })), [
+        { type: 'blob', hex: id(0xabcdef).slice(2).toUpperCase() },
+        { type: 'blob', hex: 'FF'.repeat(32) },
+      ]);
+    } finally {
+      db.close();
+    }
+  });
+
+  test('DESIGN 4: the merkle table itself refuses an id that is not 32 bytes, from any writer', async () => {
+    const file = freshFile();
+    await withStore(file, async (store) => assert.equal(await store.merkle.insertMerkle([record(1, 0)]), 1));
+    const db = new DatabaseSync(file);
+    try {
+      const insert = db.prepare('INSERT INTO merkle_insertions VALUES (1, 5, 5, ?)');
+      assert.throws(() => insert.run(id(5)), /cannot store TEXT value in BLOB column/, 'the text form');
+      assert.throws(() => insert.run(new Uint8Array(31)), /CHECK constraint failed/, '31 bytes');
+      assert.throws(() => insert.run(new Uint8Array(33)), /CHECK constraint failed/, '33 bytes');
+      assert.throws(() => insert.run(null), /NOT NULL constraint failed/);
+      insert.run(new Uint8Array(32).fill(7));
+    } finally {
+      db.close();
+    }
+    await withStore(file, async (store) => assert.deepEqual(await store.merkle.listMerkle(1, 5, 5), [record(1, 5, 5, '0x' + '07'.repeat(32))]));
+  });
+
   test('DESIGN 7: a newer schema is refused with a clear error and the file is left alone', async () => {
     const file = freshFile();
     const newer = new DatabaseSync(file);

@@ -31,7 +31,8 @@ export interface WorkerClientOptions {
 
 export interface WorkerClient {
   proxy<T>(target: string): Proxied<T>;
-  call(target: string, method: string, args: unknown[]): Promise<unknown>;
+  /** `transfer`: buffers among the arguments that move to the worker instead of being copied. */
+  call(target: string, method: string, args: unknown[], transfer?: ArrayBuffer[]): Promise<unknown>;
   /** Lets the queued calls finish, closes the database and ends the thread. Idempotent. */
   close(): Promise<void>;
 }
@@ -127,14 +128,14 @@ export function startWorker(options: WorkerClientOptions): Promise<WorkerClient>
     onFailed(stopped);
   });
 
-  function call(target: string, method: string, args: unknown[]): Promise<unknown> {
+  function call(target: string, method: string, args: unknown[], transfer: ArrayBuffer[] = []): Promise<unknown> {
     if (stopped !== undefined) return Promise.reject(stopped);
     if (closing !== undefined) return Promise.reject(new Error('the SQLite store is closed'));
     return new Promise((resolve, reject) => {
       const id = nextId++;
       const message: CallMessage = { type: 'call', id, target, method, args, now: clock.now(), deadline: Date.now() + lockTimeoutMs };
       // Cloning the arguments may throw (a getter, a function): the promise rejects, nothing is sent.
-      worker.postMessage(message satisfies ToWorker);
+      worker.postMessage(message satisfies ToWorker, transfer);
       if (pending.size === 0) {
         worker.ref();
         sweep = setInterval(expireCalls, Math.min(250, callTimeoutMs));

@@ -11,7 +11,7 @@ import { systemClock, type Clock } from '../clock.ts';
 import type { RelayerStore } from '../store.ts';
 import type { MerkleStore } from '../types.ts';
 import { startWorker, type Proxied } from './client.ts';
-import type { MerkleTable } from './merkle.ts';
+import { packMerkle, type MerkleTable } from './merkle.ts';
 import type { SqliteOutbox } from './outbox.ts';
 import { SCHEMA_VERSION, SchemaVersionError } from './schema.ts';
 
@@ -54,7 +54,13 @@ export async function openStore(path: string, options: OpenStoreOptions = {}): P
   const table = worker.proxy<MerkleTable>('merkle');
   return {
     outbox: worker.proxy<SqliteOutbox>('outbox'),
-    merkle: { insertMerkle: table.insert, listMerkle: table.list },
+    merkle: {
+      insertMerkle(records) {
+        const packed = packMerkle(records);
+        return packed === undefined ? table.insert(records) : worker.call('merkle', 'insertPacked', [packed], [packed.numbers.buffer]) as Promise<number>;
+      },
+      listMerkle: table.list,
+    },
     merkleRowCount: table.count,
     async ping() {
       await worker.call('health', 'ping', []);

@@ -9,7 +9,7 @@ import { SchemaVersionError } from '../errors.ts';
 
 export const WRITES: Readonly<Record<string, readonly string[]>> = {
   outbox: ['enqueue', 'markDelivered', 'claim', 'markFailed'],
-  merkle: ['insert'],
+  merkle: ['insert', 'insertPacked'],
 };
 
 export function isWrite(target: string, method: string): boolean {
