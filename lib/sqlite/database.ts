@@ -14,7 +14,7 @@ import type { Clock } from '../clock.ts';
 import { createMerkleTable, type MerkleTable } from './merkle.ts';
 import { createSqliteOutbox, type SqliteOutbox } from './outbox.ts';
 import { migrate, readSchemaVersion, SCHEMA_VERSION, SchemaVersionError } from './schema.ts';
-import { createTransaction } from './transaction.ts';
+import { createTransaction, type Transaction } from './transaction.ts';
 
 /** The objects whose methods the worker serves, by name (the proxy's `target`). */
 export interface Tables {
@@ -27,6 +27,8 @@ export interface Tables {
 export interface Database {
   db: DatabaseSync;
   tables: Tables;
+  /** The tables' all-or-nothing wrapper; the worker's group commit uses it too. */
+  transaction: Transaction;
 }
 
 function configure(db: DatabaseSync, path: string): void {
@@ -58,6 +60,7 @@ export function openDatabase(path: string, clock: Clock, openTimeoutMs: number):
   const select1 = db.prepare('SELECT 1');
   return {
     db,
+    transaction,
     tables: {
       outbox: createSqliteOutbox(db, transaction, clock),
       merkle: createMerkleTable(db, transaction),

@@ -17,6 +17,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import type { DatabaseSync } from 'node:sqlite';
 import type { Clock } from '../clock.ts';
 import { openDatabase, type Tables } from './database.ts';
+import type { Transaction } from './transaction.ts';
 import { isBusy, isWrite, serializeError, type CallMessage, type FromWorker, type ToWorker } from './protocol.ts';
 
 export interface WorkerOptions {
@@ -49,13 +50,9 @@ try {
   post({ type: 'failed', error: serializeError(error) });
   port.close();
 }
-if (database !== undefined) serve(database.db, database.tables);
+if (database !== undefined) serve(database.db, database.tables, database.transaction);
 
-function serve(db: DatabaseSync, tables: Tables): void {
-  const begin = db.prepare('BEGIN IMMEDIATE');
-  const commit = db.prepare('COMMIT');
-  const rollback = db.prepare('ROLLBACK');
-
+function serve(db: DatabaseSync, tables: Tables, transaction: Transaction): void {
   /** Own methods of each table, by name: what the main thread's proxy may call. */
   const methods: Record<string, string[]> = {};
   for (const [name, table] of Object.entries(tables)) {
@@ -111,36 +108,34 @@ function serve(db: DatabaseSync, tables: Tables): void {
 
   function runWrites(): void {
     if (writes.length === 0) return;
-    try {
-      begin.run();
-    } catch (error) {
-      if (!isBusy(error)) {
-        for (const call of writes.splice(0)) post({ type: 'error', id: call.id, error: serializeError(error) });
-      }
-      return; // busy: retried by the timer while reads go on
-    }
-    const group = writes.splice(0);
+    let group: CallMessage[] = [];
     const results: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
-    for (const call of group) {
-      try {
-        // The tables' Transaction makes this a SAVEPOINT inside the group's transaction; a method
-        // that writes without one is wrapped here so that it, too, is all or nothing.
-        results.push({ ok: true, value: withSavepoint(() => invoke(call)) });
-      } catch (error) {
-        results.push({ ok: false, error });
-        if (!db.isTransaction) break; // SQLite ended the transaction itself (SQLITE_FULL, IOERR…)
-      }
-    }
     let failure: unknown;
-    if (db.isTransaction) {
-      try {
-        commit.run();
-      } catch (error) {
-        failure = error;
-        if (db.isTransaction) rollback.run();
+    try {
+      // The group's BEGIN IMMEDIATE … COMMIT. The calls are taken only once BEGIN has the lock.
+      transaction(() => {
+        group = writes.splice(0);
+        for (const call of group) {
+          try {
+            // Inside the group's transaction this is a SAVEPOINT: a failing call rolls back only
+            // itself, and a method that writes without its own transaction is all or nothing too.
+            results.push({ ok: true, value: transaction(() => invoke(call)) });
+          } catch (error) {
+            results.push({ ok: false, error });
+            // SQLite ended the transaction itself (SQLITE_FULL, IOERR…): the whole group fails.
+            if (!db.isTransaction) throw error;
+          }
+        }
+      });
+    } catch (error) {
+      if (group.length === 0) {
+        // BEGIN failed. Busy: retried by the timer while reads go on; anything else ends the calls.
+        if (!isBusy(error)) {
+          for (const call of writes.splice(0)) post({ type: 'error', id: call.id, error: serializeError(error) });
+        }
+        return;
       }
-    } else {
-      failure = (results.at(-1) as { error: unknown } | undefined)?.error;
+      failure = error;
     }
     group.forEach((call, i) => {
       const result = results[i];
@@ -150,25 +145,6 @@ function serve(db: DatabaseSync, tables: Tables): void {
       } else if (result.ok) post({ type: 'result', id: call.id, value: result.value });
       else post({ type: 'error', id: call.id, error: serializeError(result.error) });
     });
-  }
-
-  const savepoint = db.prepare('SAVEPOINT call');
-  const release = db.prepare('RELEASE call');
-  const rollbackTo = db.prepare('ROLLBACK TO call');
-
-  function withSavepoint(work: () => unknown): unknown {
-    savepoint.run();
-    try {
-      const value = work();
-      release.run();
-      return value;
-    } catch (error) {
-      if (db.isTransaction) {
-        rollbackTo.run();
-        release.run();
-      }
-      throw error;
-    }
   }
 
   function drain(): void {
