@@ -10,7 +10,7 @@
  * sweeping timer, and before a full cache refuses a reservation.
  */
 import type { Clock } from './clock.ts';
-import { RelayError } from './errors.ts';
+import { RelayError, secondsToWait } from './errors.ts';
 
 export interface Reservation {
   /** Keeps the key for the window, counted from now. Idempotent; no-op after release. */
@@ -49,14 +49,27 @@ export interface DedupCacheOptions {
  */
 const SWEEP_MIN_INTERVAL_MS = 1000;
 
-function secondsUntil(at: number, now: number): number {
-  return Math.max(1, Math.ceil((at - now) / 1000));
+/** Throws RangeError for a window or capacity no engine can keep (shared with lib/postgres/dedup.ts). */
+export function checkDedupLimits(windowMs: number, capacity: number): void {
+  if (!(windowMs > 0)) throw new RangeError('windowMs must be positive');
+  if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError('capacity must be a positive integer');
+}
+
+/** The refusal of a key that is live for `ms` more, in every engine's words. */
+export function duplicateTx(ms: number): RelayError {
+  return new RelayError('duplicate_tx', 'this transaction was already submitted within the deduplication window', {
+    retryAfterSeconds: secondsToWait(ms),
+  });
+}
+
+/** The refusal of a full store whose oldest entry expires in `ms`. */
+export function cacheFull(ms: number): RelayError {
+  return new RelayError('cache_full', 'the deduplication cache is full', { retryAfterSeconds: secondsToWait(ms) });
 }
 
 export function createDedupCache(opts: DedupCacheOptions): MemoryDedupStore {
   const { clock, windowMs, capacity } = opts;
-  if (!(windowMs > 0)) throw new RangeError('windowMs must be positive');
-  if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError('capacity must be a positive integer');
+  checkDedupLimits(windowMs, capacity);
 
   // key → expiry. Map order is insertion order; a commit re-inserts its key, and every expiry is
   // `insertion time + windowMs`, so expiries are non-decreasing along the map and the first entry
@@ -100,9 +113,7 @@ export function createDedupCache(opts: DedupCacheOptions): MemoryDedupStore {
     const expiry = expiries.get(key);
     if (expiry === undefined) return;
     if (expiry <= now) return drop(key);
-    throw new RelayError('duplicate_tx', 'this transaction was already submitted within the deduplication window', {
-      retryAfterSeconds: secondsUntil(expiry, now),
-    });
+    throw duplicateTx(expiry - now);
   }
 
   function refuseIfFull(now: number): void {
@@ -110,7 +121,7 @@ export function createDedupCache(opts: DedupCacheOptions): MemoryDedupStore {
     dropExpired(now);
     if (expiries.size < capacity) return;
     const oldest = expiries.values().next().value as number;
-    throw new RelayError('cache_full', 'the deduplication cache is full', { retryAfterSeconds: secondsUntil(oldest, now) });
+    throw cacheFull(oldest - now);
   }
 
   function reserve(key: string): MemoryReservation {

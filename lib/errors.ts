@@ -82,6 +82,11 @@ export class RelayError extends BaseError<Reason> {
   }
 }
 
+/** A wait of `ms` from now in the whole seconds Retry-After carries, at least 1. */
+export function secondsToWait(ms: number): number {
+  return Math.max(1, Math.ceil(ms / 1000));
+}
+
 /**
  * The `Retry-After` value of an answer with this error: every 408, 429 and 503 carries one, at
  * least 1 s (a client that retries at once only adds load); other statuses carry none.

@@ -4,6 +4,7 @@
  * `burst`. An interface so a shared store can replace it when running several replicas (§8).
  */
 import type { Clock } from './clock.ts';
+import { secondsToWait } from './errors.ts';
 
 export type TakeResult = { ok: true } | { ok: false; retryAfterSeconds: number };
 
@@ -21,13 +22,24 @@ export interface TokenBucketOptions {
   perMinute: number;
 }
 
-export function createTokenBucket(opts: TokenBucketOptions): TokenBucket {
-  const { clock, burst, perMinute } = opts;
+// Tokens are counted in 1/60 000ths so that with whole milliseconds and a whole perMinute the
+// refill is exact integer arithmetic: one token is UNIT, and one ms adds `perMinute` units.
+export const UNIT = 60_000;
+
+/** Throws RangeError for a bucket no engine can run (shared with lib/postgres/rate-limit.ts). */
+export function checkBucket(burst: number, perMinute: number): void {
   if (!Number.isFinite(burst) || burst < 1) throw new RangeError('burst must be at least 1');
   if (!Number.isFinite(perMinute) || perMinute <= 0) throw new RangeError('perMinute must be positive');
-  // Tokens are counted in 1/60 000ths so that with whole milliseconds and a whole perMinute the
-  // refill is exact integer arithmetic: one token is UNIT, and one ms adds `perMinute` units.
-  const UNIT = 60_000;
+}
+
+/** The refusal of a bucket holding `units` (< UNIT): Retry-After when the next token is in. */
+export function refused(units: number, perMinute: number): TakeResult {
+  return { ok: false, retryAfterSeconds: secondsToWait((UNIT - units) / perMinute) };
+}
+
+export function createTokenBucket(opts: TokenBucketOptions): TokenBucket {
+  const { clock, burst, perMinute } = opts;
+  checkBucket(burst, perMinute);
   const capacity = burst * UNIT;
 
   let units = capacity;
@@ -47,8 +59,7 @@ export function createTokenBucket(opts: TokenBucketOptions): TokenBucket {
         units -= UNIT;
         return { ok: true };
       }
-      const waitMs = (UNIT - units) / perMinute;
-      return { ok: false, retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)) };
+      return refused(units, perMinute);
     },
   };
 }

@@ -15,7 +15,8 @@
  * table, it is not a quota.
  */
 import type { Clock } from '../clock.ts';
-import { RelayError } from '../errors.ts';
+import { cacheFull, checkDedupLimits, duplicateTx } from '../dedup.ts';
+import type { RelayError } from '../errors.ts';
 import { nowSql, run, type PgPool } from './pool.ts';
 
 export interface PostgresDedupOptions {
@@ -41,15 +42,10 @@ export interface PostgresDedupStore {
 /** Expired rows are deleted at most this often per replica (reads ignore them anyway). */
 const SWEEP_INTERVAL_MS = 60_000;
 
-function secondsUntil(at: number, now: number): number {
-  return Math.max(1, Math.ceil((at - now) / 1000));
-}
-
 export function createPostgresDedup(pool: PgPool, s: string, opts: PostgresDedupOptions): PostgresDedupStore {
   const { windowMs, pendingMs, capacity, clock } = opts;
-  if (!(windowMs > 0)) throw new RangeError('windowMs must be positive');
+  checkDedupLimits(windowMs, capacity);
   if (!(pendingMs > 0)) throw new RangeError('pendingMs must be positive');
-  if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError('capacity must be a positive integer');
   const now = () => clock?.now() ?? null;
 
   // $1 now, $2 key, $3 pendingMs, $4 capacity. The SELECT yields the row to insert only while
@@ -79,17 +75,11 @@ export function createPostgresDedup(pool: PgPool, s: string, opts: PostgresDedup
 
   async function refusal(key: string): Promise<RelayError> {
     const live = await run<{ expires_at: number; now: number }>(pool, liveSql, [now(), key]);
-    if (live.rows.length > 0) {
-      const { expires_at, now: at } = live.rows[0];
-      return new RelayError('duplicate_tx', 'this transaction was already submitted within the deduplication window', {
-        retryAfterSeconds: secondsUntil(expires_at, at),
-      });
-    }
+    if (live.rows.length > 0) return duplicateTx(live.rows[0].expires_at - live.rows[0].now);
     const oldest = await run<{ expires_at: number | null; now: number }>(pool, oldestSql, [now()]);
     const { expires_at, now: at } = oldest.rows[0];
-    return new RelayError('cache_full', 'the deduplication cache is full', {
-      retryAfterSeconds: expires_at === null ? 1 : secondsUntil(expires_at, at),
-    });
+    // No live row left (they expired since the insert was refused): any wait will do.
+    return cacheFull(expires_at === null ? 0 : expires_at - at);
   }
 
   return {

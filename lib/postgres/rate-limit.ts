@@ -8,7 +8,7 @@
  * in double precision; a clock that steps backwards neither drains nor refills the bucket.
  */
 import type { Clock } from '../clock.ts';
-import type { TakeResult } from '../rate-limit.ts';
+import { checkBucket, refused, UNIT, type TakeResult } from '../rate-limit.ts';
 import { nowSql, run, type PgPool, type PgQueryResult } from './pool.ts';
 
 export interface PostgresTokenBucketOptions {
@@ -23,8 +23,6 @@ export interface PostgresRateLimiter {
   take(): Promise<TakeResult>;
 }
 
-const UNIT = 60_000;
-
 /** A finite number as an SQL numeric literal. */
 function num(value: number): string {
   if (!Number.isFinite(value)) throw new RangeError(`not a finite number: ${value}`);
@@ -34,8 +32,7 @@ function num(value: number): string {
 export function createPostgresTokenBucket(pool: PgPool, s: string, opts: PostgresTokenBucketOptions): PostgresRateLimiter {
   const { burst, perMinute, clock } = opts;
   const name = opts.name ?? 'relay';
-  if (!Number.isFinite(burst) || burst < 1) throw new RangeError('burst must be at least 1');
-  if (!Number.isFinite(perMinute) || perMinute <= 0) throw new RangeError('perMinute must be positive');
+  checkBucket(burst, perMinute);
   const capacity = burst * UNIT;
 
   if (!/^[a-z0-9_]{1,64}$/.test(name)) throw new TypeError('name must be 1-64 of a-z, 0-9, _');
@@ -79,9 +76,7 @@ export function createPostgresTokenBucket(pool: PgPool, s: string, opts: Postgre
         rows = await update(now);
       }
       const { taken, units } = rows[0];
-      if (taken) return { ok: true };
-      const waitMs = (UNIT - units) / perMinute;
-      return { ok: false, retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)) };
+      return taken ? { ok: true } : refused(units, perMinute);
     },
   };
 }
