@@ -4,11 +4,11 @@
  * same surface plugs in and the library itself has no runtime dependency.
  *
  * Every call goes through `run`, which turns a failure to reach or use the database into
- * RelayError `store_unavailable` (lib/store.ts's toStoreError: HTTP 503 with Retry-After). The driver's
+ * RelayError `store_unavailable` (lib/store.ts's callStore: HTTP 503 with Retry-After). The driver's
  * error is kept as `cause` for the logs; drivers do not put the password in their messages, and
  * the store never puts the connection string anywhere.
  */
-import { toStoreError } from '../store.ts';
+import { callStore } from '../store.ts';
 
 export interface PgQueryResult<Row> {
   rows: Row[];
@@ -31,41 +31,8 @@ export interface PgPool extends PgQueryable {
 }
 
 /** One query; any failure is store_unavailable. */
-export async function run<Row>(db: PgQueryable, text: string, values?: unknown[]): Promise<PgQueryResult<Row>> {
-  try {
-    return await db.query<Row>(text, values);
-  } catch (error) {
-    throw toStoreError(error);
-  }
-}
-
-/**
- * BEGIN … COMMIT on one pooled connection, ROLLBACK on any throw. A connection whose ROLLBACK
- * failed (it broke mid-transaction) is released with the error so the pool drops it.
- */
-export async function transaction<T>(pool: PgPool, work: (client: PgPoolClient) => Promise<T>): Promise<T> {
-  let client: PgPoolClient;
-  try {
-    client = await pool.connect();
-  } catch (error) {
-    throw toStoreError(error);
-  }
-  let broken: Error | undefined;
-  try {
-    await run(client, 'BEGIN');
-    const result = await work(client);
-    await run(client, 'COMMIT');
-    return result;
-  } catch (error) {
-    try {
-      await client.query('ROLLBACK');
-    } catch (rollbackError) {
-      broken = rollbackError as Error;
-    }
-    throw error;
-  } finally {
-    client.release(broken);
-  }
+export function run<Row>(db: PgQueryable, text: string, values?: unknown[]): Promise<PgQueryResult<Row>> {
+  return callStore(() => db.query<Row>(text, values));
 }
 
 /**
