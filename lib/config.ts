@@ -122,14 +122,7 @@ function parseChains(value: unknown, key: string): Record<string, ChainConfig> {
 function builtinChains(): Record<string, ChainConfig> {
   const chains: Record<string, ChainConfig> = Object.create(null);
   for (const c of BUILTIN_CHAINS) {
-    chains[c.name] = {
-      name: c.name,
-      domainId: c.domainId,
-      chainId: c.chainId,
-      mailbox: c.mailbox,
-      cctpMessageTransmitters: [...DEFAULT_CCTP_V2_TRANSMITTERS],
-      rpcUrls: [...c.rpcUrls],
-    };
+    chains[c.name] = { ...c, cctpMessageTransmitters: [...DEFAULT_CCTP_V2_TRANSMITTERS], rpcUrls: [...c.rpcUrls] };
   }
   return chains;
 }

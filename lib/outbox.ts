@@ -201,17 +201,13 @@ export function validateOutboxBatch(batch: readonly OutboxMessage[]): void {
   });
 }
 
-function copyRecord(row: OutboxRecord): OutboxRecord {
-  return { ...row, raw: row.raw.slice() };
-}
-
 interface MemoryRow extends OutboxRecord {
   lease: string | null;
 }
 
 function toRecord(row: MemoryRow): OutboxRecord {
   const { lease: _lease, ...record } = row;
-  return copyRecord(record);
+  return { ...record, raw: row.raw.slice() };
 }
 
 export function createMemoryOutbox(clock: Clock = systemClock): Outbox {

@@ -97,8 +97,11 @@ export function createRelayPipeline(options: RelayPipelineOptions): RelayPipelin
     });
   }
 
-  async function run(body: unknown, { signal, info }: RelayCallOptions = {}): Promise<RelayResponse> {
-    const { chain, txHash } = validateRelayRequest(body, chains);
+  /** `body` is read after the token is taken: relayText parses no JSON for a refused request. */
+  async function run(body: () => unknown, { signal, info }: RelayCallOptions = {}): Promise<RelayResponse> {
+    const taking = takeToken();
+    if (taking) await taking;
+    const { chain, txHash } = validateRelayRequest(body(), chains);
     if (info) {
       info.originChain = chain.name;
       info.txHash = txHash;
@@ -143,16 +146,8 @@ export function createRelayPipeline(options: RelayPipelineOptions): RelayPipelin
   return {
     dedup,
     rateLimiter,
-    async relay(body, options) {
-      const taking = takeToken();
-      if (taking) await taking;
-      return run(body, options);
-    },
-    async relayText(text, options) {
-      const taking = takeToken();
-      if (taking) await taking;
-      return run(parseJsonBody(text), options);
-    },
+    relay: (body, options) => run(() => body, options),
+    relayText: (text, options) => run(() => parseJsonBody(text), options),
   };
 }
 

@@ -159,15 +159,6 @@ export function matchesList(rules: readonly MatchingRule[], message: HyperlaneMe
 
 type PolicyConfig = Pick<RelayerConfig, 'whitelist' | 'blacklist' | 'addressBlacklist' | 'relayChains' | 'chains'>;
 
-function relayDomains(config: PolicyConfig): ReadonlySet<number> {
-  const domains = new Set<number>();
-  for (const name of config.relayChains) {
-    const chain = config.chains[name];
-    if (chain) domains.add(chain.domainId);
-  }
-  return domains;
-}
-
 /**
  * Builds the per-message policy check once at start-up. The returned function throws a
  * RelayError with the first failing reason, in DESIGN.md §3 order, and returns nothing otherwise.
@@ -176,7 +167,7 @@ export function createPolicy(config: PolicyConfig): (message: HyperlaneMessage) 
   const whitelist = compileMatchingList(config.whitelist, 'whitelist');
   const blacklist = compileMatchingList(config.blacklist, 'blacklist');
   const blockedWords = new Set(parseAddressList(config.addressBlacklist, 'addressBlacklist').map(addressWord));
-  const destinations = relayDomains(config);
+  const destinations = new Set(config.relayChains.flatMap((name) => config.chains[name]?.domainId ?? []));
 
   return (message) => {
     if (whitelist.size > 0 && !whitelist.matches(message)) {

@@ -89,12 +89,6 @@ export function createReceiptFetcher(opts: ReceiptFetcherOptions = {}): ReceiptS
   const onAttempt = opts.onAttempt;
   const rpc = createRpcClient({ ...opts, clock });
 
-  /** One request to one URL: a Receipt, null when not mined yet, or a throw (RpcError or the abort reason). */
-  async function attempt(url: string, txHash: string, signal: AbortSignal): Promise<Receipt | null> {
-    const result = await rpc(url, 'eth_getTransactionReceipt', [txHash], signal);
-    return result === null ? null : parseReceipt(result, txHash);
-  }
-
   function report(event: ReceiptFetchEvent, url: string, error?: unknown): void {
     if (error !== undefined) {
       event.code = error instanceof RpcError ? error.code : 'cancelled';
@@ -130,9 +124,11 @@ export function createReceiptFetcher(opts: ReceiptFetcherOptions = {}): ReceiptS
           const startedAt = clock.now();
           const n = ++attempts;
           const event = (ok: boolean): ReceiptFetchEvent => ({ chain: chain.name, rpc: redactUrl(url), txHash: txHash.toLowerCase(), attempt: n, ok, durationMs: clock.now() - startedAt });
+          // A Receipt, null when not mined yet, or a throw (RpcError or the abort reason).
           let result: Receipt | null;
           try {
-            result = await attempt(url, txHash, signal);
+            const answer = await rpc(url, 'eth_getTransactionReceipt', [txHash], signal);
+            result = answer === null ? null : parseReceipt(answer, txHash);
           } catch (err) {
             if (onAttempt) report(event(false), url, signal.aborted ? 'cancelled' : err);
             if (signal.aborted) throw err;
