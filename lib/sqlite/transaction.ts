@@ -17,30 +17,21 @@ export function createTransaction(db: DatabaseSync): Transaction {
   const release = db.prepare('RELEASE batch');
   const rollbackTo = db.prepare('ROLLBACK TO batch');
   return (work) => {
-    if (db.isTransaction) {
-      savepoint.run();
-      try {
-        const result = work();
-        release.run();
-        return result;
-      } catch (err) {
-        // An error that ended the whole transaction (SQLITE_FULL, SQLITE_IOERR…) left no savepoint.
-        if (db.isTransaction) {
-          rollbackTo.run();
-          release.run();
-        }
-        throw err;
-      }
-    }
-    begin.run();
+    const nested = db.isTransaction;
+    (nested ? savepoint : begin).run();
     try {
       const result = work();
-      commit.run();
+      (nested ? release : commit).run();
       return result;
     } catch (err) {
-      // SQLite rolls back by itself on some errors (SQLITE_FULL, SQLITE_IOERR…); a second
-      // ROLLBACK would throw and hide the original error.
-      if (db.isTransaction) rollback.run();
+      // SQLite rolls back the whole transaction by itself on some errors (SQLITE_FULL,
+      // SQLITE_IOERR…), leaving no savepoint: a second ROLLBACK would throw and hide this error.
+      if (db.isTransaction && nested) {
+        rollbackTo.run();
+        release.run();
+      } else if (db.isTransaction) {
+        rollback.run();
+      }
       throw err;
     }
   };
