@@ -6,12 +6,9 @@
  */
 import type { MessageStatus, OutboxRecord } from './outbox.ts';
 import { redactUrls } from './rpc.ts';
+import type { MessageSummary } from './types.ts';
 
-export interface MessageStatusJson {
-  message_id: string;
-  origin: number;
-  destination: number;
-  nonce: number;
+export interface MessageStatusJson extends MessageSummary {
   origin_chain: string;
   tx_hash: string;
   status: MessageStatus;
