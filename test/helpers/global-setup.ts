@@ -1,0 +1,26 @@
+/**
+ * `npm test`'s global setup (node --test-global-setup), for every test file of the run:
+ * - one PostgreSQL server, its URL passed to the test processes in the environment
+ *   (test/helpers/postgres.ts);
+ * - Node's compile cache, also through the environment: each test file, SQLite worker thread and
+ *   spawned relayer-server strips and compiles the same TypeScript (and viem, pg) again, which is
+ *   most of the CPU of a short test file. The cache is keyed by the source's hash, so an edited
+ *   file is compiled afresh.
+ */
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { EmbeddedPostgres } from '../../scripts/embedded-postgres.ts';
+import { PG_URL_ENV, startTestPostgres } from './postgres.ts';
+
+let server: EmbeddedPostgres | undefined;
+
+export async function globalSetup(): Promise<void> {
+  process.env.NODE_COMPILE_CACHE ??= join(tmpdir(), 'node-compile-cache');
+  if (process.env[PG_URL_ENV]) return; // a server given from outside
+  server = await startTestPostgres();
+  process.env[PG_URL_ENV] = server.url();
+}
+
+export async function globalTeardown(): Promise<void> {
+  await server?.remove();
+}
