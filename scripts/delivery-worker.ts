@@ -13,7 +13,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { createPublicClient, createWalletClient, defineChain, http, type Address, type Chain as ViemChain, type Hex, type PublicClient } from 'viem';
+import { createPublicClient, createWalletClient, defineChain, http, type Address, type Chain as ViemChain, type Hex, type PublicClient, type Tokens, type Transport } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { isPostgresUrl, openPostgresFromUrl, redactDatabaseUrl } from '../bin/postgres.ts';
 import { parseConfig } from '../lib/config.ts';
@@ -73,7 +73,8 @@ async function clientOf(chain: ChainConfig): Promise<{ publicClient: PublicClien
     nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
     rpcUrls: { default: { http: [rpcUrl] } },
   });
-  const publicClient = createPublicClient({ chain: viemChain, transport, pollingInterval: 100 }) as PublicClient;
+  // Created as the general PublicClient type: tsc does not have to prove the specific one assignable to it (seconds).
+  const publicClient = createPublicClient<Transport, ViemChain | undefined, undefined, undefined, Tokens | undefined>({ chain: viemChain, transport, pollingInterval: 100 });
   return { publicClient, viemChain, rpcUrl };
 }
 

@@ -9,11 +9,14 @@ import {
   getAddress,
   http,
   type Abi,
+  type Account,
   type Address,
   type Hash,
   type Hex,
   type PublicClient,
+  type Tokens,
   type TransactionReceipt,
+  type Transport,
   type Chain as ViemChain,
   type WalletClient,
 } from 'viem';
@@ -55,15 +58,17 @@ export function connectChain(rpcUrl: string, chainId: number = foundry.id): Chai
   const chain = chainId === foundry.id ? foundry : defineChain({ ...foundry, id: chainId });
   // viem's default polling follows a 12 s block time; anvil mines on send, so poll fast.
   const transport = http(rpcUrl, { retryCount: 0 });
-  const publicClient = createPublicClient({ chain, transport, pollingInterval: 25 });
-  const wallet = createWalletClient({ chain, transport, account: DEV_ACCOUNT, pollingInterval: 25 });
+  // Created as the general PublicClient and WalletClient types the Chain interface holds: tsc then
+  // does not have to prove the specific client types assignable to them, which costs seconds.
+  const publicClient = createPublicClient<Transport, ViemChain | undefined, undefined, undefined, Tokens | undefined>({ chain, transport, pollingInterval: 25 });
+  const wallet = createWalletClient<Transport, ViemChain | undefined, Account | undefined, undefined, Tokens | undefined>({ chain, transport, account: DEV_ACCOUNT, pollingInterval: 25 });
 
   async function receipt(hash: Hash): Promise<TransactionReceipt> {
     return publicClient.waitForTransactionReceipt({ hash, pollingInterval: 25, timeout: 10_000 });
   }
 
   async function deploy(abi: Abi, bytecode: Hex, args: readonly unknown[] = []): Promise<Address> {
-    const hash = await wallet.deployContract({ abi, bytecode, args });
+    const hash = await wallet.deployContract({ abi, bytecode, args, chain, account: DEV_ACCOUNT });
     const mined = await receipt(hash);
     if (mined.status !== 'success' || !mined.contractAddress) throw new Error(`deployment reverted: ${hash}`);
     return mined.contractAddress;
@@ -96,5 +101,5 @@ export function connectChain(rpcUrl: string, chainId: number = foundry.id): Chai
     await rpc('evm_mine');
   }
 
-  return { rpcUrl, publicClient: publicClient as PublicClient, wallet, viemChain: chain, rpc, receipt, deploy, call, callAndWait, setAutomine, mineBlock };
+  return { rpcUrl, publicClient, wallet, viemChain: chain, rpc, receipt, deploy, call, callAndWait, setAutomine, mineBlock };
 }
