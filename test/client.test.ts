@@ -41,6 +41,8 @@ interface Harness {
   client(options?: Partial<RelayClientOptions>): ReturnType<typeof createRelayClient>;
   /** Requests the server is answering right now. */
   busy(): boolean;
+  /** Calls the server made to the outbox that have not settled yet. */
+  storeBusy(): boolean;
   /** Puts a mined transaction with `count` transfers (nonces from `nonce`) in the RPC's table. */
   mined(n: number, count?: number, nonce?: number): string;
   close(): Promise<void>;
@@ -48,11 +50,31 @@ interface Harness {
 
 type ConfigOverrides = Parameters<typeof testConfig>[0];
 
+/** `outbox` with a count of its calls whose promise has not settled yet. */
+function countingCalls(outbox: Outbox, calls: { pending: number }): Outbox {
+  return new Proxy(outbox, {
+    get(target, key) {
+      const value: unknown = Reflect.get(target, key);
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        const result: unknown = value.apply(target, args);
+        if (result instanceof Promise) {
+          calls.pending++;
+          const settled = () => calls.pending--;
+          result.then(settled, settled);
+        }
+        return result;
+      };
+    },
+  });
+}
+
 async function start(engine: OutboxEngine, overrides: ConfigOverrides = {}): Promise<Harness> {
   const clock = createFakeClock();
   const table: ReceiptTable = new Map();
   const { outbox, close } = await engine.open(clock);
-  const server = createRelayServer({ config: testConfig(overrides), outbox, clock, fetch: fakeRpcFetch(table).fetch });
+  const storeCalls = { pending: 0 };
+  const server = createRelayServer({ config: testConfig(overrides), outbox: countingCalls(outbox, storeCalls), clock, fetch: fakeRpcFetch(table).fetch });
   const { url } = await server.listen(0, '127.0.0.1');
   const wire: Exchange[] = [];
   const recordingFetch = async (input: string, init: RequestInit): Promise<Response> => {
@@ -72,6 +94,7 @@ async function start(engine: OutboxEngine, overrides: ConfigOverrides = {}): Pro
     outbox,
     wire,
     busy: () => server.api.inFlight() > 0,
+    storeBusy: () => storeCalls.pending > 0,
     client: (options = {}) => createRelayClient({ baseUrl: url, fetch: recordingFetch, clock, ...options }),
     mined(n, count = 1, nonce = n * 100) {
       const hash = txHash(n);
@@ -85,27 +108,40 @@ async function start(engine: OutboxEngine, overrides: ConfigOverrides = {}): Pro
   };
 }
 
-/** Moves fake time in small steps until `promise` settles (real loopback I/O runs in between). */
+interface Stepped {
+  clock: FakeClock;
+  busy?: () => boolean;
+  storeBusy?: () => boolean;
+}
+
 /**
- * Advances fake time until `promise` settles. Time does not move while the server is answering: a
- * store on another thread (SQLite's worker) answers in real time, which a fake step must not race.
+ * Waits until the server is not answering, so that a fake step never races real time: a store on
+ * another thread or socket (SQLite's worker, PostgreSQL) answers in real time. A request waiting on
+ * the fake clock itself (a receipt not mined yet, polled until the receipt timeout) is answering
+ * too, but only a step moves it on: with no store call under way the wait is a few turns, not the
+ * 10 000 that a store call may take.
  */
-/** Advances fake time by `ms` in steps, never while the server is answering (see settle). */
-async function advance(h: { clock: FakeClock; busy?: () => boolean }, ms: number, stepMs = 50): Promise<void> {
+async function quiet(h: Stepped): Promise<void> {
+  for (let turn = 0; h.busy?.() && turn < (h.storeBusy?.() ? 10_000 : 100); turn++) await new Promise((resolve) => setImmediate(resolve));
+}
+
+/** Advances fake time by `ms` in steps, never while the server is answering (see quiet). */
+async function advance(h: Stepped, ms: number, stepMs = 50): Promise<void> {
   for (let left = ms; left > 0; left -= stepMs) {
-    for (let wait = 0; h.busy?.() && wait < 10_000; wait++) await new Promise((resolve) => setImmediate(resolve));
+    await quiet(h);
     await h.clock.advance(Math.min(stepMs, left));
   }
 }
 
-async function settle<T>(h: { clock: FakeClock; busy?: () => boolean }, promise: Promise<T>, stepMs = 50): Promise<T> {
+/** Advances fake time in steps until `promise` settles (real loopback I/O runs in between). */
+async function settle<T>(h: Stepped, promise: Promise<T>, stepMs = 50): Promise<T> {
   let done = false;
   promise.then(
     () => (done = true),
     () => (done = true),
   );
   for (let i = 0; !done && i < 20_000; i++) {
-    for (let wait = 0; h.busy?.() && wait < 10_000; wait++) await new Promise((resolve) => setImmediate(resolve));
+    await quiet(h);
     await h.clock.advance(stepMs);
   }
   assert.ok(done, 'the call settled');
