@@ -45,8 +45,9 @@ export function hexToBytes(hex: string): Uint8Array | undefined {
 
 export const UINT32_MAX = 0xffff_ffff;
 
-export function isUint32(value: unknown): value is number {
-  return Number.isInteger(value) && (value as number) >= 0 && (value as number) <= UINT32_MAX;
+/** A whole number from 0 to `max`; not -0 (JSON.parse reads "-0" as -0, a store would keep it as 0). */
+export function isUint(value: unknown, max = UINT32_MAX): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= max && !Object.is(value, -0);
 }
 
 /** The value of a decimal integer of at most 10 digits without leading zeros, else undefined. */

@@ -5,7 +5,7 @@
  * copies what it stores and what it returns, so callers cannot alias its rows.
  */
 import { systemClock, type Clock } from './clock.ts';
-import { isHexOfLength, isUint32 } from './hex.ts';
+import { isHexOfLength, isUint } from './hex.ts';
 
 /** A message as it is stored in the relay outbox. */
 export interface OutboxMessage {
@@ -193,9 +193,9 @@ export function validateOutboxBatch(batch: readonly OutboxMessage[]): void {
     if (!isHexOfLength(m.id, 32) || m.id !== m.id.toLowerCase()) throw bad('id');
     if (typeof m.originChain !== 'string' || m.originChain.length === 0) throw bad('originChain');
     if (!isHexOfLength(m.txHash, 32) || m.txHash !== m.txHash.toLowerCase()) throw bad('txHash');
-    if (!isUint32(m.origin)) throw bad('origin');
-    if (!isUint32(m.destination)) throw bad('destination');
-    if (!isUint32(m.nonce)) throw bad('nonce');
+    if (!isUint(m.origin)) throw bad('origin');
+    if (!isUint(m.destination)) throw bad('destination');
+    if (!isUint(m.nonce)) throw bad('nonce');
     if (!(m.raw instanceof Uint8Array)) throw bad('raw');
     if (!Number.isSafeInteger(m.enqueuedAt) || m.enqueuedAt < 0) throw bad('enqueuedAt');
   });

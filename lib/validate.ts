@@ -5,7 +5,7 @@
  * `constructor` keys in a body can neither match nor pollute anything.
  */
 import { RelayError } from './errors.ts';
-import { decimal, isHexOfLength, isPlainObject, UINT32_MAX } from './hex.ts';
+import { decimal, isHexOfLength, isPlainObject, isUint, UINT32_MAX } from './hex.ts';
 import type { ChainConfig, MerkleInsertion } from './types.ts';
 
 export const MAX_ORIGIN_CHAIN_BYTES = 128;
@@ -67,10 +67,6 @@ export function validateRelayRequest(body: unknown, chains: ReadonlyMap<string, 
     throw invalid(`origin_chain ${quoteForMessage(originChain)} is not a chain known to this relayer; GET /chains lists the chains it knows`);
   }
   return { chain, txHash: lower };
-}
-
-function isUint(value: unknown, max: number): value is number {
-  return typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= max && !Object.is(value, -0);
 }
 
 /** POST /merkle_tree_insertions body (spec §2.1-2.2, DESIGN.md §4). */

@@ -113,6 +113,7 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       ['an id that is not 32 bytes', { id: '0x1234' }],
       ['an upper-case id', { id: outboxMessage(2).id.toUpperCase().replace('0X', '0x') }],
       ['a negative nonce', { nonce: -1 }],
+      ['an origin of -0 (the engines would store it as 0 and -0)', { origin: -0 }],
       ['a destination above uint32', { destination: 2 ** 32 }],
       ['raw that is not bytes', { raw: 'not bytes' as unknown as Uint8Array }],
     ] as const) {
