@@ -141,7 +141,6 @@ function parseRelayChains(value: unknown, key: string, chains: Record<string, Ch
   return out;
 }
 
-/** Reads an optional integer field, falling back to its default. */
 function optionalInt(obj: Obj, name: string, key: string, fallback: number, min: number, max: number): number {
   return obj[name] === undefined ? fallback : integer(obj[name], join(key, name), min, max);
 }

@@ -124,7 +124,6 @@ export function createReceiptFetcher(opts: ReceiptFetcherOptions = {}): ReceiptS
           const startedAt = clock.now();
           const n = ++attempts;
           const event = (ok: boolean): ReceiptFetchEvent => ({ chain: chain.name, rpc: redactUrl(url), txHash: txHash.toLowerCase(), attempt: n, ok, durationMs: clock.now() - startedAt });
-          // A Receipt, null when not mined yet, or a throw (RpcError or the abort reason).
           let result: Receipt | null;
           try {
             const answer = await rpc(url, 'eth_getTransactionReceipt', [txHash], signal);

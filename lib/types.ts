@@ -80,7 +80,7 @@ export interface MerkleInsertion {
   message_id: string;
 }
 
-/** Where merkle tree insertions are kept (the SQLite store implements it). */
+/** Where merkle tree insertions are kept (the memory, SQLite and PostgreSQL stores implement it). */
 export interface MerkleStore {
   /** Writes all records in one transaction (a repeated (chain, leaf_index) replaces); returns rows written. */
   insertMerkle(records: readonly MerkleInsertion[]): number | Promise<number>;
