@@ -138,7 +138,6 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
       } catch (error) {
         throw noAnswer(error);
       }
-      const requestId = response.headers.get('x-request-id') ?? undefined;
       let json: unknown;
       try {
         json = JSON.parse(text);
@@ -146,14 +145,9 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
         json = undefined;
       }
       if (response.ok && json !== undefined) return json as T;
-      if (!response.ok && isErrorBody(json)) {
-        throw new RelayApiError(json.reason as Reason, json.message, { status: response.status, retryAfterSeconds: retryAfter(response), requestId });
-      }
-      throw new RelayApiError('bad_response', `${method} ${path}: HTTP ${response.status} without the API's JSON body`, {
-        status: response.status,
-        retryAfterSeconds: retryAfter(response),
-        requestId,
-      });
+      const answer = { status: response.status, retryAfterSeconds: retryAfter(response), requestId: response.headers.get('x-request-id') ?? undefined };
+      if (!response.ok && isErrorBody(json)) throw new RelayApiError(json.reason as Reason, json.message, answer);
+      throw new RelayApiError('bad_response', `${method} ${path}: HTTP ${response.status} without the API's JSON body`, answer);
     } finally {
       clock.clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
