@@ -62,9 +62,7 @@ export function createRelayPipeline(options: RelayPipelineOptions): RelayPipelin
   const dedup =
     options.dedup ??
     createDedupCache({ clock, windowMs: api.dedupWindowSeconds * 1000, capacity: api.dedupCapacity });
-  const rateLimiter =
-    options.rateLimiter ??
-    createTokenBucket({ clock, burst: api.rateLimit.burst, perMinute: api.rateLimit.perMinute });
+  const rateLimiter = options.rateLimiter ?? createTokenBucket({ clock, ...api.rateLimit });
   const fetchReceipt =
     options.fetchReceipt ??
     createReceiptFetcher({
