@@ -11,9 +11,10 @@
  */
 import { DatabaseSync } from 'node:sqlite';
 import type { Clock } from '../clock.ts';
+import { SchemaVersionError } from '../errors.ts';
 import { createMerkleTable, type MerkleTable } from './merkle.ts';
 import { createSqliteOutbox, type SqliteOutbox } from './outbox.ts';
-import { migrate, readSchemaVersion, SCHEMA_VERSION, SchemaVersionError } from './schema.ts';
+import { migrate, readSchemaVersion, SCHEMA_VERSION } from './schema.ts';
 import { createTransaction, type Transaction } from './transaction.ts';
 
 /** The objects whose methods the worker serves, by name (the proxy's `target`). */

@@ -8,12 +8,13 @@
  * WAL and synchronous=FULL (lib/sqlite/database.ts). This module never loads node:sqlite itself.
  */
 import { systemClock, type Clock } from '../clock.ts';
+import { SchemaVersionError } from '../errors.ts';
 import type { RelayerStore } from '../store.ts';
 import type { MerkleStore } from '../types.ts';
 import { startWorker, type Proxied } from './client.ts';
 import { packMerkle, type MerkleTable } from './merkle.ts';
 import type { SqliteOutbox } from './outbox.ts';
-import { SCHEMA_VERSION, SchemaVersionError } from './schema.ts';
+import { SCHEMA_VERSION } from './schema.ts';
 
 export { SCHEMA_VERSION, SchemaVersionError, type SqliteOutbox, type Proxied };
 
