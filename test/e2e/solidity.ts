@@ -1,10 +1,13 @@
 /**
  * Compiles the e2e stand-in contracts with solc-js at test time, so the bytecode the tests run is
- * always the source next to it. The output is cached per process: several suites in one process
- * pay the compiler once.
+ * always the source next to it. The output is cached per process, and on disk under the hash of
+ * the compiler's whole input and version: the e2e files and the demo each run in their own
+ * process, and each paid the compiler (over a second of CPU) for the same sources.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Abi, Hex } from 'viem';
 
@@ -28,7 +31,7 @@ let cache: Map<string, CompiledContract> | undefined;
  */
 function loadSolc(): { compile(input: string): string } {
   const before = new Set(process.listeners('unhandledRejection'));
-  const solc = createRequire(import.meta.url)('solc') as { compile(input: string): string };
+  const solc = require('solc') as { compile(input: string): string };
   for (const listener of process.listeners('unhandledRejection')) {
     if (!before.has(listener)) process.off('unhandledRejection', listener);
   }
@@ -53,10 +56,31 @@ function standardJsonInput(): string {
   });
 }
 
+const require = createRequire(import.meta.url);
+const DISK_CACHE = join(tmpdir(), 'relayer-api-solc');
+
+/** solc's output for `input`: from the disk cache when the same input met the same compiler before. */
+function solcOutput(input: string): string {
+  const version = (require('solc/package.json') as { version: string }).version;
+  const file = join(DISK_CACHE, `${createHash('sha256').update(version).update('\0').update(input).digest('hex')}.json`);
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    // not compiled yet
+  }
+  const output = loadSolc().compile(input);
+  // Written whole under another name, then renamed: a concurrent reader sees all of it or nothing.
+  mkdirSync(DISK_CACHE, { recursive: true });
+  const partial = `${file}.${process.pid}`;
+  writeFileSync(partial, output);
+  renameSync(partial, file);
+  return output;
+}
+
 /** Compiles every contract under test/e2e/contracts/; throws with solc's messages on any error. */
 export function compileContracts(): Map<string, CompiledContract> {
   if (cache) return cache;
-  const output = JSON.parse(loadSolc().compile(standardJsonInput())) as SolcOutput;
+  const output = JSON.parse(solcOutput(standardJsonInput())) as SolcOutput;
   const errors = (output.errors ?? []).filter((e) => e.severity === 'error');
   if (errors.length > 0) throw new Error(`solc failed:\n${errors.map((e) => e.formattedMessage).join('\n')}`);
   const compiled = new Map<string, CompiledContract>();
