@@ -44,12 +44,13 @@ function configure(db: DatabaseSync, path: string): void {
  */
 export function openDatabase(path: string, clock: Clock, openTimeoutMs: number): Database {
   const db = new DatabaseSync(path, { timeout: openTimeoutMs });
+  const transaction = createTransaction(db);
   try {
     // Refuse a newer schema before touching the file's journal mode.
     const found = readSchemaVersion(db);
     if (found > SCHEMA_VERSION) throw new SchemaVersionError(found, SCHEMA_VERSION);
     configure(db, path);
-    migrate(db);
+    migrate(db, transaction);
     // From here on no statement waits inside SQLite: a busy lock is retried by the worker's own
     // loop, which keeps answering reads meanwhile (lib/sqlite/worker.ts).
     db.exec('PRAGMA busy_timeout = 0');
@@ -57,7 +58,6 @@ export function openDatabase(path: string, clock: Clock, openTimeoutMs: number):
     db.close();
     throw err;
   }
-  const transaction = createTransaction(db);
   const select1 = db.prepare('SELECT 1');
   return {
     db,

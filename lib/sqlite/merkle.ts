@@ -64,13 +64,6 @@ function decodeIds(hex: string, count: number): Buffer | undefined {
   return bytes.length === count * ID_BYTES ? bytes : undefined;
 }
 
-interface Row {
-  chain: number;
-  insertion_block_number: number;
-  leaf_index: number;
-  message_id: string;
-}
-
 export function createMerkleTable(db: DatabaseSync, transaction: Transaction): MerkleTable {
   const upsert = db.prepare(
     'INSERT OR REPLACE INTO merkle_insertions (chain, leaf_index, insertion_block_number, message_id) VALUES (?, ?, ?, ?)',
@@ -107,13 +100,8 @@ export function createMerkleTable(db: DatabaseSync, transaction: Transaction): M
       });
     },
     list(domain, start, end) {
-      // Plain objects (node:sqlite rows have a null prototype) in the API's field order.
-      return (select.all(domain, start, end) as unknown as Row[]).map((row) => ({
-        chain: row.chain,
-        insertion_block_number: row.insertion_block_number,
-        leaf_index: row.leaf_index,
-        message_id: row.message_id,
-      }));
+      // Plain objects (node:sqlite rows have a null prototype), in the API's field order (the SELECT's).
+      return (select.all(domain, start, end) as unknown as MerkleInsertion[]).map((row) => ({ ...row }));
     },
     count() {
       return Number((countRows.get() as { n: number }).n);

@@ -8,9 +8,9 @@
  */
 import type { DatabaseSync } from 'node:sqlite';
 import { SchemaVersionError } from '../errors.ts';
+import { createTransaction, type Transaction } from './transaction.ts';
 import { MAX_DESTINATION_TX_HASH_LENGTH, MAX_ERROR_LENGTH } from '../outbox.ts';
 
-export { SchemaVersionError };
 
 // unhex() is NULL unless every character is a hex digit; lower() then refuses A-F. A GLOB with a
 // negated class ('*[^0-9a-f]*') says the same but costs four times as much, as much as the insert.
@@ -108,16 +108,11 @@ export function readSchemaVersion(db: DatabaseSync): number {
  * Brings the database to SCHEMA_VERSION in one IMMEDIATE transaction. The version is read inside
  * the transaction so two processes opening a fresh file do not both run migration 1.
  */
-export function migrate(db: DatabaseSync): void {
-  db.exec('BEGIN IMMEDIATE');
-  try {
+export function migrate(db: DatabaseSync, transaction: Transaction = createTransaction(db)): void {
+  transaction(() => {
     const found = readSchemaVersion(db);
     if (found > SCHEMA_VERSION) throw new SchemaVersionError(found, SCHEMA_VERSION);
     for (let v = found; v < SCHEMA_VERSION; v++) db.exec(MIGRATIONS[v]);
     if (found !== SCHEMA_VERSION) db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);
-    db.exec('COMMIT');
-  } catch (err) {
-    if (db.isTransaction) db.exec('ROLLBACK');
-    throw err;
-  }
+  });
 }

@@ -15,7 +15,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import type { DatabaseSync } from 'node:sqlite';
-import type { Clock } from '../clock.ts';
+import { systemClock, type Clock } from '../clock.ts';
 import { openDatabase, type Tables } from './database.ts';
 import type { Transaction } from './transaction.ts';
 import { isBusy, isWrite, serializeError, type CallMessage, type FromWorker, type ToWorker } from './protocol.ts';
@@ -33,11 +33,7 @@ const { path, openTimeoutMs } = workerData as WorkerOptions;
 
 // The table methods read time from the caller's clock: each call carries its reading.
 let callNow = 0;
-const clock: Clock = {
-  now: () => callNow,
-  setTimeout: (fn, ms) => setTimeout(fn, ms),
-  clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
-};
+const clock: Clock = { ...systemClock, now: () => callNow };
 
 function post(message: FromWorker): void {
   port.postMessage(message);
