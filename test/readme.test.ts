@@ -28,7 +28,7 @@ const root = new URL('..', import.meta.url).pathname;
 const NOT_RUN_HERE = new Map<string, string>([
   ['npm install', 'the shared node_modules of this checkout stands for it'],
   ['npm test', 'this is npm test'],
-  ['npm test            # tsc --noEmit, then node --test on test/**/*.test.ts (e2e on a real anvil included)', 'this is npm test'],
+  ['npm test            # builds dist/, then tsc --noEmit beside node --test on test/**/*.test.ts (e2e on a real anvil included)', 'this is npm test'],
   ['npm run bench       # benchmarks against peers, ratios printed; results in BENCHMARKS.md', 'minutes of load; bench/ is its own check'],
   ['npm run soak        # 60 s load run; results in RELIABILITY.md', 'a minute of load; test/load.test.ts runs 5 s of the same'],
   ['npm run demo        # end-to-end demo on two local chains: relay, then delivery', 'test/e2e/demo.e2e.test.ts runs the demo itself'],
