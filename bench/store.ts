@@ -1,19 +1,17 @@
 /**
- * The SQLite store off the main thread (issue 13), three figures from one run:
+ * The SQLite store off the main thread (issue 13), two figures from one run (the third, merkle, is
+ * bench/merkle.ts, with the forms a merkle body can take to the worker):
  *  1. durable POST /relay (one eligible message per transaction, SQLite synchronous=FULL, group
  *     commit in the store's worker) against the same server with the in-memory outbox;
  *  2. GET /relay p99 while another connection holds the database's write lock for 3 s (writes
- *     waiting meanwhile), against GET /relay p99 on the same server without the lock;
- *  3. how a 10 000-record merkle body is cheapest handed to the worker: as parsed records
- *     (structured clone) or as the JSON text (parsed again in the worker).
+ *     waiting meanwhile), against GET /relay p99 on the same server without the lock.
  * Run alone: node bench/store.ts
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { Worker } from 'node:worker_threads';
-import { formatOps, median, printTable, type BenchRow } from './lib.ts';
+import { formatOps, printTable, type BenchRow } from './lib.ts';
 import { freshTxHash, load, POST_RELAY, rounds, startServer, summarize, type LoadSpec } from './load.ts';
 
 const GET_UP: LoadSpec = { requests: [{ method: 'GET', path: '/relay' }] };
@@ -67,52 +65,6 @@ async function underLock() {
   }
 }
 
-/** Round trip to a worker that needs the records: structured clone of the parsed array vs the text. */
-async function bodyTransfer(count: number) {
-  const worker = new Worker(
-    `const { parentPort } = require('node:worker_threads');
-     parentPort.on('message', (m) => {
-       const rows = typeof m === 'string' ? JSON.parse(m).merkle_tree_insertions : m;
-       let sum = 0;
-       for (const r of rows) sum += r.leaf_index;
-       parentPort.postMessage(sum);
-     });`,
-    { eval: true },
-  );
-  const rows = Array.from({ length: 10_000 }, (_, i) => ({
-    chain: 1,
-    insertion_block_number: 20_000_000 + i,
-    leaf_index: i,
-    message_id: '0x' + (i * 2654435761).toString(16).padStart(64, '0').slice(-64),
-  }));
-  const text = JSON.stringify({ merkle_tree_insertions: rows });
-  const roundTrip = (message: unknown) =>
-    new Promise<{ total: number; send: number }>((resolve) => {
-      const start = performance.now();
-      worker.once('message', () => resolve({ total: performance.now() - start, send }));
-      worker.postMessage(message);
-      const send = performance.now() - start; // main-thread cost: serialising the message
-    });
-  const times = { records: [] as number[], recordsSend: [] as number[], text: [] as number[], textSend: [] as number[] };
-  for (let i = 0; i <= count; i++) {
-    const r = await roundTrip(rows);
-    const t = await roundTrip(text);
-    if (i === 0) continue; // warm-up
-    times.records.push(r.total);
-    times.recordsSend.push(r.send);
-    times.text.push(t.total);
-    times.textSend.push(t.send);
-  }
-  await worker.terminate();
-  return { bytes: text.length, ...Object.fromEntries(Object.entries(times).map(([k, v]) => [k, median(v)])) } as {
-    bytes: number;
-    records: number;
-    recordsSend: number;
-    text: number;
-    textSend: number;
-  };
-}
-
 export async function run(options: { rounds?: number; seconds?: number } = {}): Promise<BenchRow[]> {
   const count = options.rounds ?? 5;
   const seconds = options.seconds ?? 2;
@@ -136,16 +88,6 @@ export async function run(options: { rounds?: number; seconds?: number } = {}): 
     ],
   );
   console.log(`the 20 waiting relays answered: ${JSON.stringify(lock.writes)} (503 store_unavailable after the 2 s lock wait)`);
-
-  const body = await bodyTransfer(9);
-  console.log(`\n## handing a 10 000-record merkle body (${(body.bytes / 1024).toFixed(0)} KiB of JSON) to a worker, median of 9`);
-  printTable(
-    ['form', 'main thread ms (send)', 'round trip ms (incl. worker use)'],
-    [
-      ['parsed records (structured clone)', body.recordsSend.toFixed(2), body.records.toFixed(2)],
-      ['JSON text (JSON.parse in the worker)', body.textSend.toFixed(2), body.text.toFixed(2)],
-    ],
-  );
 
   const ok = sql.errors === 0 && Object.keys(sql.statuses).every((code) => code === '200');
   return [
