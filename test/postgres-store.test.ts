@@ -8,6 +8,9 @@ import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { RelayError, SchemaVersionError } from '../lib/errors.ts';
 import { migrate, openPostgresStore, SCHEMA_VERSION, type PostgresStoreOptions } from '../lib/postgres/index.ts';
+import { MIGRATIONS } from '../lib/postgres/schema.ts';
+import { MAX_DESTINATION_TX_HASH_LENGTH, MAX_ERROR_LENGTH } from '../lib/outbox.ts';
+import { outboxMessage } from './outbox-contract.ts';
 import type { EmbeddedPostgres } from '../scripts/embedded-postgres.ts';
 import { createFakeClock } from './helpers/fake-clock.ts';
 import { startTestPostgres, testSchema } from './helpers/postgres.ts';
@@ -50,6 +53,35 @@ describe('PostgreSQL schema and migrations', () => {
       assert.equal(await migrate(t.pool, t.schema), SCHEMA_VERSION);
       const second = await openPostgresStore(t.pool, { relayApi, schema: t.schema });
       assert.deepEqual(await second.merkle.listMerkle(1, 3, 3), [record(3)]);
+    } finally {
+      await t.close();
+    }
+  });
+
+  test('DESIGN 7: migration 2 adds the outbox length limits to a version-1 schema, keeping its rows', async () => {
+    const t = await testSchema();
+    const s = `"${t.schema}"`;
+    try {
+      await t.pool.query(`CREATE SCHEMA ${s}; CREATE TABLE ${s}.schema_version (version integer NOT NULL); INSERT INTO ${s}.schema_version VALUES (1)`);
+      await t.pool.query(MIGRATIONS[0](s));
+      const message = outboxMessage(1);
+      await t.pool.query(
+        `INSERT INTO ${s}.outbox (id, origin_chain, tx_hash, origin, destination, nonce, raw, enqueued_at, last_error) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+        [message.id, message.originChain, message.txHash, message.origin, message.destination, message.nonce, message.raw, message.enqueuedAt, 'x'.repeat(MAX_ERROR_LENGTH)],
+      );
+      assert.equal(await migrate(t.pool, t.schema), 1);
+      const store = await openPostgresStore(t.pool, { relayApi, schema: t.schema });
+      assert.equal((await store.outbox.get(message.id))?.lastError, 'x'.repeat(MAX_ERROR_LENGTH));
+      await store.close();
+      const update = (set: string) => t.pool.query(`UPDATE ${s}.outbox SET ${set} WHERE id = $1`, [message.id]);
+      await assert.rejects(update(`last_error = repeat('x', ${MAX_ERROR_LENGTH + 1})`), /violates check constraint "outbox_last_error_length"/);
+      const delivered = `status = 'delivered', delivered_at = 1`;
+      await assert.rejects(update(`${delivered}, destination_tx_hash = ''`), /violates check constraint "outbox_destination_tx_hash_length"/);
+      await assert.rejects(
+        update(`${delivered}, destination_tx_hash = repeat('a', ${MAX_DESTINATION_TX_HASH_LENGTH + 1})`),
+        /violates check constraint "outbox_destination_tx_hash_length"/,
+      );
+      await update(`${delivered}, destination_tx_hash = repeat('a', ${MAX_DESTINATION_TX_HASH_LENGTH})`);
     } finally {
       await t.close();
     }

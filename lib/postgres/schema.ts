@@ -11,6 +11,7 @@
  * Tables carry CHECK constraints mirroring the API's validation, like the SQLite store's.
  */
 import { SchemaVersionError } from '../errors.ts';
+import { MAX_DESTINATION_TX_HASH_LENGTH, MAX_ERROR_LENGTH } from '../outbox.ts';
 import type { PgPool } from './pool.ts';
 
 const HEX_ID = (column: string) => `${column} ~ '^0x[0-9a-f]{64}$'`;
@@ -74,6 +75,15 @@ export const MIGRATIONS: readonly ((s: string) => string)[] = [
     updated_at double precision NOT NULL,
     taken boolean NOT NULL DEFAULT false
   );`,
+
+  // 2: the outbox's length limits, which the SQLite table has had since its lifecycle migration:
+  // last_error is cut to MAX_ERROR_LENGTH characters, a destination transaction hash is 1 to
+  // MAX_DESTINATION_TX_HASH_LENGTH. Rows written by this package already hold to them.
+  (s) => `
+  ALTER TABLE ${s}.outbox
+    ADD CONSTRAINT outbox_last_error_length CHECK (char_length(last_error) <= ${MAX_ERROR_LENGTH}),
+    ADD CONSTRAINT outbox_destination_tx_hash_length
+      CHECK (char_length(destination_tx_hash) BETWEEN 1 AND ${MAX_DESTINATION_TX_HASH_LENGTH});`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
