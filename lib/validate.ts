@@ -79,7 +79,7 @@ export function validateMerkleRequest(body: unknown): { records: MerkleInsertion
   // A body holds up to ~10 000 records: the loop builds no string unless a record is refused.
   for (let i = 0; i < list.length; i++) {
     const item: unknown = list[i];
-    if (!isPlainObject(item)) throw invalidRecord(i, 'must be an object');
+    if (!isPlainObject(item)) throw invalidRecord(i, ' must be an object');
     const chain = own(item, 'chain');
     const block = own(item, 'insertion_block_number');
     const leaf = own(item, 'leaf_index');
@@ -95,8 +95,9 @@ export function validateMerkleRequest(body: unknown): { records: MerkleInsertion
   return { records, sent: list };
 }
 
+/** `problem` follows the record's path as written: ".chain must …" or " must …". */
 function invalidRecord(index: number, problem: string): RelayError {
-  return invalid(`merkle_tree_insertions[${index}]${problem.startsWith('.') ? '' : ' '}${problem}`);
+  return invalid(`merkle_tree_insertions[${index}]${problem}`);
 }
 
 export interface MerkleRange {

@@ -8,9 +8,8 @@
  */
 import type { DatabaseSync } from 'node:sqlite';
 import { SchemaVersionError } from '../errors.ts';
-import { createTransaction, type Transaction } from './transaction.ts';
 import { MAX_DESTINATION_TX_HASH_LENGTH, MAX_ERROR_LENGTH } from '../outbox.ts';
-
+import { createTransaction, type Transaction } from './transaction.ts';
 
 // unhex() is NULL unless every character is a hex digit; lower() then refuses A-F. A GLOB with a
 // negated class ('*[^0-9a-f]*') says the same but costs four times as much, as much as the insert.
