@@ -31,7 +31,7 @@ test('DESIGN 1: the core in lib/ imports no node:* module and no adapter', () =>
   assert.ok(core.length >= 15, 'core files found');
   for (const file of core) {
     for (const spec of importsOf(file)) {
-      assert.ok(spec.startsWith('./') && !/\/(http|sqlite|postgres|client)\//.test(spec), `${file} imports ${spec}`);
+      assert.ok(spec.startsWith('./') && !/\/(http|sqlite|postgres|client|worker)\//.test(spec), `${file} imports ${spec}`);
       assert.ok(!spec.startsWith('node:'), `${file} imports ${spec}`);
     }
     const text = readFileSync(join(root, file), 'utf8');
@@ -43,6 +43,15 @@ test('DESIGN 1: adapters import only the core, Node built-ins and each other', (
   for (const file of [...sources('lib/http'), ...sources('lib/sqlite')]) {
     for (const spec of importsOf(file)) {
       assert.ok(spec.startsWith('node:') || spec.startsWith('./') || spec.startsWith('../'), `${file} imports ${spec}`);
+    }
+  }
+});
+
+test('DESIGN 12: the worker (lib/worker) imports the core, Node built-ins and viem only', () => {
+  for (const file of sources('lib/worker')) {
+    for (const spec of importsOf(file)) {
+      const ok = spec.startsWith('node:') || spec.startsWith('./') || spec === 'viem' || spec.startsWith('viem/') || (spec.startsWith('../') && !/^\.\.\/(http|sqlite|postgres|client)\//.test(spec));
+      assert.ok(ok, `${file} imports ${spec}`);
     }
   }
 });
