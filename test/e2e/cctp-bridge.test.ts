@@ -6,12 +6,15 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { decodeEventLog, encodePacked, pad, parseAbi, toEventSelector, toFunctionSelector, type Address, type Hash, type Hex, type TransactionReceipt } from 'viem';
+import { decodeErrorResult, decodeEventLog, encodeFunctionData, encodePacked, getAddress, pad, parseAbi, toEventSelector, toFunctionSelector, type Abi, type Address, type Hash, type Hex, type TransactionReceipt } from 'viem';
+import { ccipRead, CcipReadError, decodeOffchainLookup } from '../../lib/worker/ccip-read.ts';
 import { cctpAttestationMetadata } from '../../scripts/delivery/cctp-attestation.ts';
 import { ISM_CCIP_READ, ISM_NULL, MAILBOX_ABI, processMessage, recipientIsmType } from '../../scripts/delivery/destination.ts';
+import { CCTP_SERVICE_ABI } from './ccip-gateway.ts';
 import { bridgeArtifacts, CIRCLE_DESTINATION_DOMAIN, CIRCLE_ORIGIN_DOMAIN, MIN_FINALITY_THRESHOLD, sendBridgeTransfer } from './cctp-bridge.ts';
 import { deliveryDestination, DESTINATION_DOMAIN, ORIGIN_DOMAIN, startTwoChains, type TwoChains } from './fixture.ts';
 import { hyperlaneArtifact, mailboxLogs } from './hyperlane.ts';
+import { deployMessageIdMultisigIsm, deployNoopIsm, deployRoutingIsm, deployTestRecipient, ismArtifacts, ISM_TYPE } from './isms.ts';
 import { readBurnMessageV2, readCctpV2Message, readHyperlaneMessage } from './wire.ts';
 
 const RECIPIENT: Address = '0x00000000000000000000000000000000000000b0';
@@ -200,4 +203,71 @@ describe('e2e: Hyperlane TokenBridgeCctpV2 between two anvil nodes', { timeout: 
     });
     assert.equal(lastData, '0x68656c6c6f');
   });
+
+  test('CCIP-read through the real router: its OffchainLookup names the gateway, which answers pending, then the metadata process accepts (lib/worker/ccip-read.ts)', async () => {
+    const { message, id } = await transfer(3_000_000n);
+    const router = two.route.destination.router;
+    const routerAbi = bridgeArtifacts.router().abi;
+    const revert = await revertData(two.destination.anvil.rpcUrl, router, encodeFunctionData({ abi: routerAbi, functionName: 'getOffchainVerifyInfo', args: [message] }));
+    const lookup = decodeOffchainLookup(revert);
+    assert.ok(lookup, 'the router reverts with OffchainLookup');
+    // Cross-check with viem's decoder and the contract's own definitions (AbstractCcipReadIsm).
+    const byViem = decodeErrorResult({ abi: routerAbi, data: revert });
+    assert.equal(byViem.errorName, 'OffchainLookup');
+    assert.deepEqual(byViem.args, [getAddress(lookup.sender), lookup.urls, lookup.callData, lookup.callbackFunction, lookup.extraData]);
+    assert.equal(lookup.sender, router.toLowerCase());
+    assert.deepEqual(lookup.urls, [two.gateway.url], 'setUrls pointed the router at the gateway');
+    assert.equal(lookup.callData, encodeFunctionData({ abi: CCTP_SERVICE_ABI, functionName: 'getCCTPAttestation', args: [message] }));
+    assert.equal(lookup.callbackFunction, toFunctionSelector('verify(bytes,bytes)'));
+    assert.equal(lookup.extraData, message);
+
+    const asked = two.gateway.requests();
+    two.gateway.respond('pending-500', 1);
+    await assert.rejects(ccipRead(lookup, { contract: router }), (e) => e instanceof CcipReadError && e.kind === 'pending');
+    two.gateway.respond('pending-404', 1);
+    await assert.rejects(ccipRead(lookup, { contract: router }), (e) => e instanceof CcipReadError && e.kind === 'pending');
+    const metadata = await ccipRead(lookup, { contract: router });
+    // The GET form of the same service answers the same bytes.
+    assert.equal(await ccipRead({ ...lookup, urls: [two.gateway.getUrl] }, { contract: router }), metadata);
+    assert.equal(two.gateway.requests() - asked, 4);
+
+    const mailboxA = hyperlaneArtifact('Mailbox');
+    const processed = await two.destination.chain.callAndWait(two.destination.hyperlane.mailbox, mailboxA.abi, 'process', [metadata, message]);
+    assert.equal(processed.status, 'success');
+    assert.equal(await delivered(id), true);
+  });
+
+  test('ISM fixtures: a TestRecipient behind a DomainRoutingIsm that routes the origin to a NoopIsm; a multisig ISM is type 5', async () => {
+    const chain = two.destination.chain;
+    const noop = await deployNoopIsm(chain);
+    const routing = await deployRoutingIsm(chain, new Map([[ORIGIN_DOMAIN, noop]]));
+    const recipient = await deployTestRecipient(chain, routing);
+    const multisig = await deployMessageIdMultisigIsm(chain);
+    const mailboxA = hyperlaneArtifact('Mailbox');
+    const receipt = await two.origin.chain.callAndWait(two.origin.hyperlane.mailbox, mailboxA.abi, 'dispatch', [DESTINATION_DOMAIN, pad(recipient), '0x726f75746564']);
+    const { messages, ids } = mailboxLogs(receipt, two.origin.hyperlane.mailbox);
+    const read = (address: Address, abi: Abi, functionName: string, args: readonly unknown[] = []) => chain.publicClient.readContract({ address, abi, functionName, args });
+    assert.equal(((await read(two.destination.hyperlane.mailbox, mailboxA.abi, 'recipientIsm', [recipient])) as Address).toLowerCase(), routing.toLowerCase());
+    const routingAbi = ismArtifacts.routing().abi;
+    assert.equal(await read(routing, routingAbi, 'moduleType'), ISM_TYPE.ROUTING);
+    assert.equal(((await read(routing, routingAbi, 'route', [messages[0]])) as Address).toLowerCase(), noop.toLowerCase());
+    assert.equal(await read(noop, ismArtifacts.noop().abi, 'moduleType'), ISM_TYPE.NULL);
+    assert.equal(await read(multisig, ismArtifacts.messageIdMultisig().abi, 'moduleType'), ISM_TYPE.MESSAGE_ID_MULTISIG);
+    const processed = await chain.callAndWait(two.destination.hyperlane.mailbox, mailboxA.abi, 'process', ['0x', messages[0]]);
+    assert.equal(processed.status, 'success');
+    assert.equal(await delivered(ids[0]), true);
+    assert.equal(await read(recipient, ismArtifacts.recipient().abi, 'lastData'), '0x726f75746564');
+  });
 });
+
+/** The revert data of an eth_call (anvil: JSON-RPC error code 3 with `data`). */
+async function revertData(rpcUrl: string, to: Address, data: Hex): Promise<Hex> {
+  const response = await fetch(rpcUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_call', params: [{ to, data }, 'latest'] }),
+  });
+  const reply = (await response.json()) as { error?: { data?: Hex } };
+  assert.ok(reply.error?.data, 'the call reverted with data');
+  return reply.error.data;
+}

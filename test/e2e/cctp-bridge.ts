@@ -27,10 +27,11 @@ export const MIN_FINALITY_THRESHOLD = 1000;
  */
 const PROXY_ADMIN: Address = '0x000000000000000000000000000000000000a11c';
 /**
- * The routers' CCIP-read URL (where a Hyperlane relayer would fetch Circle's attestation). It
- * must be non-empty; the delivery worker never follows it (it builds the metadata itself).
+ * The routers' CCIP-read URL at initialization (initialize refuses an empty list). A route that
+ * is delivered through CCIP-read gets its gateway's URLs with `setCcipReadUrls` (the real
+ * `setUrls`), as Hyperlane points production routers at its CCTP attestation service.
  */
-const ATTESTATION_URL = 'http://127.0.0.1/cctp-attestation-not-used';
+const UNSET_ATTESTATION_URL = 'http://127.0.0.1/cctp-attestation-not-set';
 
 export const bridgeArtifacts = {
   router: () => hyperlaneArtifact('token/TokenBridgeCctpV2'),
@@ -86,15 +87,27 @@ async function deploySide(side: Side, deployMessenger: (token: Address, transmit
   const initialize = encodeFunctionData({ abi: routerA.abi, functionName: 'initialize', args: [
     '0x0000000000000000000000000000000000000000',
     DEV_ACCOUNT,
-    [ATTESTATION_URL],
+    [UNSET_ATTESTATION_URL],
   ] });
   const proxyA = bridgeArtifacts.proxy();
   const router = await chain.deploy(proxyA.abi, proxyA.bytecode, [implementation, PROXY_ADMIN, initialize]);
   return { router, token, transmitter, tokenMessenger };
 }
 
-/** Deploys both sides and enrolls each router with the other (Hyperlane and Circle domains). */
-export async function deployCctpV2Route(origin: Side, destination: Side): Promise<CctpV2Route> {
+/**
+ * The router's OffchainLookup URLs (AbstractCcipReadIsm.setUrls, owner only: the dev account).
+ * The destination router is the ISM of messages from the origin, so its URLs are where a relayer
+ * asks for their attestation.
+ */
+export async function setCcipReadUrls(chain: Chain, router: Address, urls: readonly string[]): Promise<void> {
+  await send(chain, router, bridgeArtifacts.router().abi, 'setUrls', [urls]);
+}
+
+/**
+ * Deploys both sides and enrolls each router with the other (Hyperlane and Circle domains).
+ * With `ccipReadUrls`, the destination router's OffchainLookup points there.
+ */
+export async function deployCctpV2Route(origin: Side, destination: Side, opts: { ccipReadUrls?: readonly string[] } = {}): Promise<CctpV2Route> {
   const messengerA = bridgeArtifacts.tokenMessenger();
   const dest = await deploySide(destination, async (token) => {
     const messenger = await destination.chain.deploy(messengerA.abi, messengerA.bytecode, [token]);
@@ -110,6 +123,7 @@ export async function deployCctpV2Route(origin: Side, destination: Side): Promis
   await send(origin.chain, orig.router, routerAbi, 'addDomain', [destination.hyperlane.domain, CIRCLE_DESTINATION_DOMAIN]);
   await send(destination.chain, dest.router, routerAbi, 'enrollRemoteRouter', [origin.hyperlane.domain, pad(orig.router)]);
   await send(destination.chain, dest.router, routerAbi, 'addDomain', [origin.hyperlane.domain, CIRCLE_ORIGIN_DOMAIN]);
+  if (opts.ccipReadUrls) await setCcipReadUrls(destination.chain, dest.router, opts.ccipReadUrls);
   return { origin: orig, destination: dest };
 }
 

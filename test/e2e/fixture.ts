@@ -5,6 +5,7 @@
  */
 import { ANVIL_CHAIN_ID, startAnvil, type Anvil } from './anvil.ts';
 import { deployCctpV2Route, type CctpV2Route } from './cctp-bridge.ts';
+import { startCcipGateway, type CcipGateway } from './ccip-gateway.ts';
 import type { Destination } from '../../scripts/delivery/destination.ts';
 import { connectChain, DEV_ACCOUNT, type Chain } from './chain.ts';
 import { deployHyperlane, type HyperlaneDeployment } from './hyperlane.ts';
@@ -55,26 +56,35 @@ export interface TwoChains {
   destination: ChainNode;
   /** Hyperlane's CCTP V2 token bridge from origin to destination. */
   route: CctpV2Route;
-  /** Stops both nodes. */
+  /**
+   * The CCIP-read gateway standing in for Hyperlane's CCTP attestation service: the destination
+   * router's OffchainLookup URL is `gateway.url`.
+   */
+  gateway: CcipGateway;
+  /** Stops the gateway and both nodes. */
   stop(): Promise<void>;
 }
 
 /**
  * Two anvil nodes (origin: domain 1, chain id 31337; destination: domain 2, chain id 31338),
- * each with a Mailbox (NoopIsm default ISM), and the CCTP V2 bridge between them.
+ * each with a Mailbox (NoopIsm default ISM), the CCTP V2 bridge between them and the local
+ * CCIP-read gateway its destination router points to.
  */
 export async function startTwoChains(): Promise<TwoChains> {
   const started = await Promise.allSettled([startNode(ORIGIN_DOMAIN, ANVIL_CHAIN_ID), startNode(DESTINATION_DOMAIN, DESTINATION_CHAIN_ID)]);
   const nodes = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+  let gateway: CcipGateway | undefined;
   const stop = async () => {
-    await Promise.all(nodes.map((n) => n.anvil.stop()));
+    await Promise.all([gateway?.close(), ...nodes.map((n) => n.anvil.stop())]);
   };
   try {
     const failed = started.find((s) => s.status === 'rejected');
     if (failed) throw failed.reason;
     const [origin, destination] = nodes;
-    const route = await deployCctpV2Route(origin, destination);
-    return { origin, destination, route, stop };
+    gateway = await startCcipGateway({ origin: origin.chain.publicClient, mailbox: origin.hyperlane.mailbox });
+    const route = await deployCctpV2Route(origin, destination, { ccipReadUrls: [gateway.url] });
+    gateway.setTransmitters([route.origin.transmitter]);
+    return { origin, destination, route, gateway, stop };
   } catch (error) {
     await stop();
     throw error;
