@@ -1,0 +1,220 @@
+/**
+ * lib/worker/transactions.ts against a real node (anvil) and the real Mailbox (docs/delivery.md,
+ * Transactions): a transaction held unmined is replaced with bumped fees and the replacement's
+ * receipt returned; concurrent sends take consecutive nonces; a nonce used behind the sender's
+ * back is re-read; simulation surfaces the Mailbox's revert reasons. Waiting runs on the injected
+ * clock: the test moves time, never sleeps for it.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { createWalletClient, encodeFunctionData, http, type Address, type Hash, type Hex, type WalletClient } from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
+import { foundry } from 'viem/chains';
+import { createTransactionSender, TransactionError, type TransactionSenderOptions } from '../../lib/worker/transactions.ts';
+import { createFakeClock, type FakeClock } from '../helpers/fake-clock.ts';
+import { hyperlaneMessage } from '../helpers/fixtures.ts';
+import { startAnvil, type Anvil } from './anvil.ts';
+import { connectChain, type Chain } from './chain.ts';
+import { deployHyperlane, hyperlaneArtifact, mailboxArtifact, type HyperlaneDeployment } from './hyperlane.ts';
+
+// anvil's dev account 1 (mnemonic "test … junk"): the signer under test, signing locally.
+const SIGNER_KEY: Hex = '0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d';
+const signer = privateKeyToAccount(SIGNER_KEY);
+const PAYEE: Address = '0x00000000000000000000000000000000000000c1';
+const LOCAL_DOMAIN = 1;
+
+let anvil: Anvil;
+let chain: Chain;
+let hyperlane: HyperlaneDeployment;
+let recipient: Address;
+
+interface Broadcast {
+  hash: Hash;
+  nonce?: number;
+  maxFeePerGas?: bigint;
+  maxPriorityFeePerGas?: bigint;
+}
+
+/**
+ * The signer's wallet, with every broadcast it makes recorded (observed, not altered): `sent`
+ * holds those the node took, `refused` counts those it refused.
+ */
+function observedWallet(): { wallet: WalletClient; sent: Broadcast[]; refused: () => number } {
+  const wallet = createWalletClient({ chain: foundry, transport: http(anvil.rpcUrl, { retryCount: 0 }), account: signer });
+  const sent: Broadcast[] = [];
+  let refused = 0;
+  const sendTransaction = wallet.sendTransaction.bind(wallet);
+  const observed = Object.assign(Object.create(wallet) as WalletClient, {
+    sendTransaction: async (args: Parameters<WalletClient['sendTransaction']>[0]) => {
+      let hash: Hash;
+      try {
+        hash = await sendTransaction(args);
+      } catch (err) {
+        refused += 1;
+        throw err;
+      }
+      const a = args as { nonce?: number; maxFeePerGas?: bigint; maxPriorityFeePerGas?: bigint };
+      sent.push({ hash, nonce: a.nonce, maxFeePerGas: a.maxFeePerGas, maxPriorityFeePerGas: a.maxPriorityFeePerGas });
+      return hash;
+    },
+  });
+  return { wallet: observed, sent, refused: () => refused };
+}
+
+function sender(wallet: WalletClient, over: Partial<TransactionSenderOptions> = {}) {
+  return createTransactionSender({ publicClient: chain.publicClient, walletClient: wallet, account: signer, ...over });
+}
+
+/**
+ * Until the sender waits on the clock (its poll timer is scheduled): real I/O with the node runs
+ * meanwhile. Bounded in real time; a test that gets here never waits for a timeout.
+ */
+async function untilWaiting(clock: FakeClock): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (clock.keepingAlive() === 0) {
+    if (Date.now() > deadline) throw new Error('the sender never went back to waiting');
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+const processCall = (metadata: Hex, message: Hex) => encodeFunctionData({ abi: mailboxArtifact().abi, functionName: 'process', args: [metadata, message] });
+
+describe('e2e: transaction sender on anvil (lib/worker/transactions.ts)', { timeout: 90_000 }, () => {
+  before(async () => {
+    anvil = await startAnvil();
+    chain = connectChain(anvil.rpcUrl);
+    hyperlane = await deployHyperlane(chain, LOCAL_DOMAIN);
+    const recipientA = hyperlaneArtifact('test/TestRecipient');
+    recipient = await chain.deploy(recipientA.abi, recipientA.bytecode);
+  });
+  after(async () => {
+    await anvil?.stop();
+  });
+
+  test('simulation surfaces the Mailbox\'s revert reasons; nothing is signed for them', async () => {
+    const { wallet, sent } = observedWallet();
+    const s = sender(wallet);
+    const message = hyperlaneMessage({ origin: 5, destination: LOCAL_DOMAIN, recipient, nonce: 7, body: '0x01' });
+    const badVersion = hyperlaneMessage({ version: 2, origin: 5, destination: LOCAL_DOMAIN, recipient });
+    await assert.rejects(s.send({ to: hyperlane.mailbox, data: processCall('0x', badVersion) }), (e) => {
+      assert.ok(e instanceof TransactionError);
+      assert.equal(e.kind, 'revert');
+      assert.equal(e.reason, 'Mailbox: bad version');
+      assert.doesNotMatch(e.message, /127\.0\.0\.1|http/);
+      return true;
+    });
+    assert.equal(sent.length, 0, 'a reverting call is never signed');
+
+    const { gas, estimate } = await s.simulate({ to: hyperlane.mailbox, data: processCall('0x', message) });
+    assert.equal(gas, (estimate * 12_000n + 9_999n) / 10_000n, 'the estimate plus 20 %');
+    const { receipt } = await s.send({ to: hyperlane.mailbox, data: processCall('0x', message) });
+    assert.equal(receipt.status, 'success');
+    assert.equal(receipt.gasUsed < gas, true);
+    await assert.rejects(s.simulate({ to: hyperlane.mailbox, data: processCall('0x', message) }), (e) => {
+      assert.ok(e instanceof TransactionError);
+      assert.equal(e.kind, 'revert');
+      assert.equal(e.reason, 'Mailbox: already delivered');
+      return true;
+    });
+  });
+
+  test('a transaction not mined in time is re-sent with the same nonce and bumped fees; the mined replacement\'s receipt is returned', async () => {
+    const clock = createFakeClock();
+    const { wallet, sent } = observedWallet();
+    const s = sender(wallet, { clock, pollMs: 1_000, replaceAfterMs: 5_000 });
+    let waits = 0;
+    await chain.setAutomine(false);
+    try {
+      const result = s.send({ to: PAYEE, data: '0x', value: 1n }, { onWait: async () => void waits++ });
+      await untilWaiting(clock);
+      assert.equal(sent.length, 1);
+      for (let t = 0; t < 4; t++) {
+        await clock.advance(1_000);
+        await untilWaiting(clock);
+      }
+      assert.equal(sent.length, 1, 'not replaced before 5 s');
+      await clock.advance(1_000);
+      await untilWaiting(clock);
+      assert.equal(sent.length, 2, 'replaced after 5 s');
+      const [first, second] = sent;
+      assert.equal(second.nonce, first.nonce);
+      assert.ok(second.maxFeePerGas! >= (first.maxFeePerGas! * 1125n) / 1000n, `${second.maxFeePerGas} >= 1.125 x ${first.maxFeePerGas}`);
+      assert.ok(second.maxPriorityFeePerGas! >= (first.maxPriorityFeePerGas! * 1125n) / 1000n);
+
+      await chain.mineBlock();
+      await clock.advance(1_000);
+      const { hash, receipt } = await result;
+      assert.equal(hash, second.hash);
+      assert.equal(receipt.transactionHash, second.hash);
+      assert.equal(receipt.status, 'success');
+      assert.ok(waits >= 6, `onWait called while waiting (${waits})`);
+      const mined = await chain.publicClient.getTransaction({ hash });
+      assert.equal(mined.nonce, first.nonce);
+      await assert.rejects(chain.publicClient.getTransactionReceipt({ hash: first.hash }), /could not be found/, 'the first was replaced, never mined');
+    } finally {
+      await chain.setAutomine(true);
+    }
+  });
+
+  test('N confirmations: the send returns once the block is N deep, extending (onWait) meanwhile', async () => {
+    const clock = createFakeClock();
+    const { wallet } = observedWallet();
+    const s = sender(wallet, { clock, pollMs: 1_000, confirmations: 3 });
+    let settled = false;
+    let waits = 0;
+    const result = s.send({ to: PAYEE, data: '0x', value: 2n }, { onWait: async () => void waits++ }).finally(() => (settled = true));
+    await untilWaiting(clock); // mined (automine), 1 confirmation
+    await chain.mineBlock();
+    await clock.advance(1_000);
+    await untilWaiting(clock); // 2
+    assert.equal(settled, false);
+    await chain.mineBlock();
+    await clock.advance(1_000);
+    const { receipt } = await result; // 3
+    assert.equal(receipt.status, 'success');
+    assert.equal((await chain.publicClient.getBlockNumber({ cacheTime: 0 })) - receipt.blockNumber + 1n, 3n);
+    assert.equal(waits, 2);
+  });
+
+  test('concurrent sends of one signer take consecutive nonces', async () => {
+    const { wallet, sent, refused } = observedWallet();
+    const s = sender(wallet, { pollMs: 10 });
+    // A second sender on the same client and signer shares the sequence.
+    const t = sender(wallet, { pollMs: 10 });
+    const start = await chain.publicClient.getTransactionCount({ address: signer.address, blockTag: 'pending' });
+    const results = await Promise.all([s, t, s, t, s].map((x, i) => x.send({ to: PAYEE, data: '0x', value: BigInt(10 + i) })));
+    const nonces = (await Promise.all(results.map((r) => chain.publicClient.getTransaction({ hash: r.hash })))).map((tx) => tx.nonce).sort((a, b) => a - b);
+    assert.deepEqual(nonces, [start, start + 1, start + 2, start + 3, start + 4]);
+    assert.equal(sent.length, 5);
+    assert.equal(refused(), 0, 'no nonce conflict, no retry');
+  });
+
+  test('a nonce used behind the sender\'s back ("nonce too low") is re-read from the node and the send goes through', async () => {
+    const { wallet, sent, refused } = observedWallet();
+    // A fresh client: its own sequence, initialised by the first send.
+    const s = createTransactionSender({ publicClient: connectChain(anvil.rpcUrl).publicClient, walletClient: wallet, account: signer, pollMs: 10 });
+    await s.send({ to: PAYEE, data: '0x', value: 20n });
+    // Another process signs with the same key.
+    const other = createWalletClient({ chain: foundry, transport: http(anvil.rpcUrl, { retryCount: 0 }), account: signer });
+    const behind = await chain.receipt(await other.sendTransaction({ to: PAYEE, value: 21n, chain: foundry }));
+    const behindNonce = (await chain.publicClient.getTransaction({ hash: behind.transactionHash })).nonce;
+    const before = sent.length;
+    const { hash, receipt } = await s.send({ to: PAYEE, data: '0x', value: 22n });
+    assert.equal(receipt.status, 'success');
+    assert.equal((await chain.publicClient.getTransaction({ hash })).nonce, behindNonce + 1);
+    // The stale nonce was refused, then the re-read one was sent.
+    assert.equal(sent.length - before, 1);
+    assert.equal(refused(), 1);
+  });
+
+  test('a node that cannot be reached is an rpc error that does not name the URL', async () => {
+    const down = connectChain('http://127.0.0.1:1/secret-key');
+    const s = createTransactionSender({ publicClient: down.publicClient, walletClient: observedWallet().wallet, account: signer });
+    await assert.rejects(s.simulate({ to: PAYEE, data: '0x' }), (e) => {
+      assert.ok(e instanceof TransactionError);
+      assert.equal(e.kind, 'rpc');
+      assert.doesNotMatch(e.message, /secret-key|127\.0\.0\.1/);
+      return true;
+    });
+  });
+});
