@@ -5,17 +5,15 @@
  */
 // First: on a Node too old for the rest, this prints what is needed and exits (see the file).
 import './node-version.ts';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
-import { defaultConfig, parseConfig } from '../lib/config.ts';
-import { ConfigError } from '../lib/errors.ts';
 import { createLineSink } from '../lib/http/log-sink.ts';
-import { createRelayServer, type RelayServerOptions } from '../lib/http/server.ts';
+import { createRelayServer } from '../lib/http/server.ts';
 import { createLogger, isLogLevel, LOG_LEVELS, type LogLevel } from '../lib/log.ts';
 import type { RelayerConfig } from '../lib/types.ts';
-import { isPostgresUrl, openPostgresFromUrl, redactDatabaseUrl } from './postgres.ts';
+import { cliFail, loadConfig, openRelayerStore } from './cli.ts';
+import { redactDatabaseUrl } from './postgres.ts';
 
 const HELP = `Usage: relayer-server [options]
 
@@ -50,11 +48,7 @@ Exit codes: 0 after a clean shutdown (SIGINT/SIGTERM), 2 for bad flags or an inv
 1 when the server cannot start (e.g. the port is taken).
 `;
 
-/** Ends the process with `code` after printing `message` (for start-up failures). */
-function fail(code: number, message: string): never {
-  process.stderr.write(`relayer-server: ${message}\n`);
-  process.exit(code);
-}
+const fail = (code: number, message: string): never => cliFail('relayer-server', code, message);
 
 function parseFlags() {
   try {
@@ -75,59 +69,6 @@ function parseFlags() {
   }
 }
 
-function loadConfig(path: string | undefined): RelayerConfig {
-  if (path === undefined) return defaultConfig();
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (error) {
-    return fail(2, `cannot read config file ${path}: ${describeFsError(error, path)}`);
-  }
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (error) {
-    return fail(2, `config file ${path} is not valid JSON: ${(error as Error).message}`);
-  }
-  try {
-    return parseConfig(json);
-  } catch (error) {
-    if (error instanceof ConfigError) return fail(2, `invalid config: ${error.message}`);
-    throw error;
-  }
-}
-
-/**
- * The OS error and the absolute path it happened at. `npm start` runs in the package directory,
- * not where the user typed the command, so a relative path may not be the file they meant.
- */
-function describeFsError(error: unknown, path: string): string {
-  const { code, message } = error as NodeJS.ErrnoException;
-  // "ENOENT: no such file or directory, open 'x'" without the path part, which is given resolved.
-  const reason = code ? message.split(',')[0] : message;
-  let text = `${reason} (resolved to ${resolve(path)})`;
-  const invokedFrom = process.env.INIT_CWD;
-  if (invokedFrom !== undefined && resolve(invokedFrom) !== process.cwd() && !path.startsWith('/')) {
-    text += `; npm runs the server in ${process.cwd()}, not in ${invokedFrom}: give an absolute path`;
-  }
-  return text;
-}
-
-/**
- * SQLite creates the database file but not its directory: `--db ./data/relayer.db` on a fresh
- * clone would fail with "unable to open database file". Create the directory, or say exactly
- * which one could not be made.
- */
-function prepareDatabaseDirectory(db: string): void {
-  if (db === ':memory:' || db.includes('://') || db.startsWith('file:')) return;
-  const directory = dirname(resolve(db));
-  try {
-    mkdirSync(directory, { recursive: true });
-  } catch (error) {
-    fail(1, `cannot create the directory of database ${db}: ${describeFsError(error, dirname(db))}`);
-  }
-}
-
 function applyFlags(config: RelayerConfig, flags: ReturnType<typeof parseFlags>): void {
   if (flags.host !== undefined) {
     if (flags.host.length === 0) fail(2, '--host must not be empty');
@@ -143,36 +84,6 @@ function applyFlags(config: RelayerConfig, flags: ReturnType<typeof parseFlags>)
   } else if (process.env.RELAYER_DB) {
     // The environment keeps a database password out of the process list and the config file.
     config.db = process.env.RELAYER_DB;
-  }
-}
-
-interface OpenedStore {
-  wiring: Pick<RelayServerOptions, 'store' | 'outbox' | 'merkle'>;
-  close(): Promise<void>;
-}
-
-async function openSqlite(config: RelayerConfig): Promise<OpenedStore> {
-  // Loaded here, not imported above: node:sqlite must not be linked before node-version.ts has run.
-  const { openStore } = await import('../lib/sqlite/index.ts');
-  prepareDatabaseDirectory(config.db);
-  let store: Awaited<ReturnType<typeof openStore>>;
-  try {
-    store = await openStore(config.db);
-  } catch (error) {
-    return fail(1, `cannot open database ${config.db} (${resolve(config.db)}): ${(error as Error).message}`);
-  }
-  return { wiring: { store }, close: () => store.close() };
-}
-
-async function openPostgres(config: RelayerConfig, logger: ReturnType<typeof createLogger>): Promise<OpenedStore> {
-  try {
-    const opened = await openPostgresFromUrl(config.db, config.relayApi, logger);
-    return { wiring: { store: opened.store }, close: opened.close };
-  } catch (error) {
-    // The driver's message (refused, authentication failed for user x, no such database) never
-    // contains the password; the URL is shown redacted.
-    const message = error instanceof Error ? error.message.split('\n')[0] : String(error);
-    return fail(1, `cannot open database ${redactDatabaseUrl(config.db)}: ${message}`);
   }
 }
 
@@ -202,17 +113,17 @@ async function main(): Promise<void> {
     const source = flags['log-level'] !== undefined ? '--log-level' : 'RELAYER_LOG_LEVEL';
     fail(2, `${source} must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(level.slice(0, 64))}`);
   }
-  const config = loadConfig(flags.config);
+  const config = loadConfig('relayer-server', flags.config);
   applyFlags(config, flags);
   // Log lines of one event-loop turn go out in one write; whatever waits is written on exit.
   const sink = createLineSink(process.stdout);
   process.on('exit', () => sink.flush());
   const logger = createLogger({ level: level as LogLevel, write: sink.write });
 
-  const opened = isPostgresUrl(config.db) ? await openPostgres(config, logger) : await openSqlite(config);
+  const store = await openRelayerStore('relayer-server', config, logger);
   const relay = createRelayServer({
     config,
-    ...opened.wiring,
+    store,
     logger,
     openapi: readOpenApi(),
   });
@@ -221,7 +132,7 @@ async function main(): Promise<void> {
   try {
     address = await relay.listen();
   } catch (error) {
-    await opened.close();
+    await store.close();
     return fail(1, `cannot listen on ${config.server.host}:${config.server.port}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
   }
   if (!isLoopback(config.server.host) && config.server.adminToken === null) {
@@ -243,7 +154,7 @@ async function main(): Promise<void> {
     stopping = true;
     logger.info('shutting down', { signal, in_flight: relay.api.inFlight() });
     await relay.close(10_000);
-    await opened.close();
+    await store.close();
     logger.info('stopped');
     process.exit(0);
   };

@@ -12,11 +12,12 @@ import { ConfigError } from './errors.ts';
 import { address20, array, integer, join, nonEmptyString, object, required, string, typeName, type Obj } from './fields.ts';
 import { UINT32_MAX } from './hex.ts';
 import { parseAddressList, parseMatchingList } from './policy.ts';
-import type { ChainConfig, RelayApiConfig, RelayerConfig, ServerConfig } from './types.ts';
+import type { ChainConfig, RelayApiConfig, RelayerConfig, ServerConfig, WorkerConfig } from './types.ts';
 
 export const DEFAULTS: {
   readonly relayApi: Readonly<RelayApiConfig>;
   readonly server: Readonly<ServerConfig>;
+  readonly worker: Readonly<WorkerConfig>;
   readonly db: string;
 } = Object.freeze({
   relayApi: Object.freeze({
@@ -33,6 +34,24 @@ export const DEFAULTS: {
     corsOrigins: Object.freeze([]) as unknown as string[],
     maxRelayBodyBytes: 65_536,
     maxMerkleBodyBytes: 16_777_216,
+  }),
+  worker: Object.freeze({
+    host: '127.0.0.1',
+    port: 9091,
+    batch: 10,
+    concurrency: 4,
+    leaseSeconds: 60,
+    maxAttempts: 5,
+    maxLeaseExpiries: 5,
+    confirmations: 1,
+    pendingDeadlineHours: 48,
+    retryBaseSeconds: 5,
+    retryMaxSeconds: 600,
+    pollMs: 1_000,
+    gasMarginPercent: 20,
+    replaceAfterSeconds: 60,
+    ccipReadTimeoutSeconds: 10,
+    stopGraceSeconds: 30,
   }),
   db: './relayer.db',
 });
@@ -200,7 +219,35 @@ function parseServer(value: unknown, key: string): ServerConfig {
   };
 }
 
-const TOP_KEYS = ['chains', 'relayChains', 'whitelist', 'blacklist', 'addressBlacklist', 'relayApi', 'server', 'db'] as const;
+const WORKER_LIMITS: Record<Exclude<keyof WorkerConfig, 'host'>, [number, number]> = {
+  port: [0, 65_535],
+  batch: [1, 1_000],
+  concurrency: [1, 1_000],
+  leaseSeconds: [1, MAX_TIMER_SECONDS],
+  maxAttempts: [1, 1_000_000],
+  maxLeaseExpiries: [1, 1_000_000],
+  confirmations: [1, 1_000],
+  pendingDeadlineHours: [1, 24 * 365],
+  retryBaseSeconds: [1, MAX_TIMER_SECONDS],
+  retryMaxSeconds: [1, MAX_TIMER_SECONDS],
+  pollMs: [1, 3_600_000],
+  gasMarginPercent: [0, 1_000],
+  replaceAfterSeconds: [1, MAX_TIMER_SECONDS],
+  ccipReadTimeoutSeconds: [1, 3_600],
+  stopGraceSeconds: [0, 3_600],
+};
+
+function parseWorker(value: unknown, key: string): WorkerConfig {
+  const d = DEFAULTS.worker;
+  const names = Object.keys(WORKER_LIMITS) as Array<keyof typeof WORKER_LIMITS>;
+  const obj = value === undefined ? {} : object(value, key, ['host', ...names]);
+  const worker = { ...d, host: obj.host === undefined ? d.host : nonEmptyString(obj.host, join(key, 'host')) };
+  for (const name of names) worker[name] = optionalInt(obj, name, key, d[name], ...WORKER_LIMITS[name]);
+  if (worker.retryMaxSeconds < worker.retryBaseSeconds) throw new ConfigError(join(key, 'retryMaxSeconds'), 'must be at least retryBaseSeconds');
+  return worker;
+}
+
+const TOP_KEYS = ['chains', 'relayChains', 'whitelist', 'blacklist', 'addressBlacklist', 'relayApi', 'server', 'worker', 'db'] as const;
 
 /** Validates a parsed config file (DESIGN.md §5). Throws ConfigError naming the offending key. */
 export function parseConfig(input: unknown): RelayerConfig {
@@ -214,6 +261,7 @@ export function parseConfig(input: unknown): RelayerConfig {
     addressBlacklist: root.addressBlacklist === undefined ? [] : parseAddressList(root.addressBlacklist, 'addressBlacklist'),
     relayApi: parseRelayApi(root.relayApi, 'relayApi'),
     server: parseServer(root.server, 'server'),
+    worker: parseWorker(root.worker, 'worker'),
     db: root.db === undefined ? DEFAULTS.db : nonEmptyString(root.db, 'db'),
   };
 }

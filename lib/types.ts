@@ -57,6 +57,36 @@ export interface ServerConfig {
   maxMerkleBodyBytes: number;
 }
 
+/** relayer-worker's section (docs/configuration.md, worker). Durations in the unit their name says. */
+export interface WorkerConfig {
+  /** The ops server (/metrics, /ready). */
+  host: string;
+  port: number;
+  /** Messages per claim. */
+  batch: number;
+  /** Messages delivered at once by one worker. */
+  concurrency: number;
+  leaseSeconds: number;
+  /** Failed attempts (pending polls not counted) before a message is failed for good. */
+  maxAttempts: number;
+  /** Expired leases (its worker died mid-delivery) before the outbox gives a message up. */
+  maxLeaseExpiries: number;
+  /** Blocks on top of the one with the transaction, plus one, before it counts as delivered. */
+  confirmations: number;
+  pendingDeadlineHours: number;
+  retryBaseSeconds: number;
+  retryMaxSeconds: number;
+  /** Wait after a claim that found nothing. */
+  pollMs: number;
+  gasMarginPercent: number;
+  /** A transaction not mined within this is re-sent with the same nonce and higher fees. */
+  replaceAfterSeconds: number;
+  /** Per CCIP-read gateway URL. */
+  ccipReadTimeoutSeconds: number;
+  /** On SIGTERM, how long transactions already sent are followed before the worker exits. */
+  stopGraceSeconds: number;
+}
+
 /** The whole configuration after validation and defaults (DESIGN.md §5). */
 export interface RelayerConfig {
   chains: Record<string, ChainConfig>;
@@ -68,6 +98,7 @@ export interface RelayerConfig {
   addressBlacklist: string[];
   relayApi: RelayApiConfig;
   server: ServerConfig;
+  worker: WorkerConfig;
   /** SQLite file path or ":memory:". */
   db: string;
 }

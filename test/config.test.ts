@@ -96,6 +96,14 @@ const BAD: [string, unknown, string][] = [
   ['unknown relayApi key', withValue('relayApi.rateLimits', {}), 'relayApi.rateLimits'],
   ['unknown relayApi.rateLimit key', withValue('relayApi.rateLimit.refill', 1), 'relayApi.rateLimit.refill'],
   ['unknown server key', withValue('server.tls', true), 'server.tls'],
+  ['unknown worker key (typo)', withValue('worker.maxAttempt', 3), 'worker.maxAttempt'],
+  ['worker is not an object', withValue('worker', 5), 'worker'],
+  ['worker.maxAttempts zero', withValue('worker.maxAttempts', 0), 'worker.maxAttempts'],
+  ['worker.leaseSeconds fractional', withValue('worker.leaseSeconds', 1.5), 'worker.leaseSeconds'],
+  ['worker.port above 65535', withValue('worker.port', 65_536), 'worker.port'],
+  ['worker.confirmations as a string', withValue('worker.confirmations', '2'), 'worker.confirmations'],
+  ['worker.host empty', withValue('worker.host', ''), 'worker.host'],
+  ['worker.retryMaxSeconds below retryBaseSeconds', withValue('worker.retryMaxSeconds', 1), 'worker.retryMaxSeconds'],
   ['unknown matching rule key', withValue('whitelist', [{ originChain: 'ethereum' }]), 'whitelist[0].originChain'],
   // chains
   ['chains is an array', withValue('chains', []), 'chains'],
@@ -450,7 +458,23 @@ describe('DESIGN 5: the built-in default configuration', () => {
     assert.deepEqual(config.relayApi, { rateLimit: { burst: 100, perMinute: 100 }, dedupWindowSeconds: 300, dedupCapacity: 10_000, receiptTimeoutSeconds: 10, maxMessagesPerTx: 10 });
     assert.deepEqual(config.server, { host: '127.0.0.1', port: 9090, adminToken: null, corsOrigins: [], maxRelayBodyBytes: 65_536, maxMerkleBodyBytes: 16_777_216 });
     assert.equal(config.db, './relayer.db');
-    assert.deepEqual({ relayApi: config.relayApi, server: config.server, db: config.db }, { ...DEFAULTS });
+    assert.deepEqual(config.worker, {
+      host: '127.0.0.1', port: 9091, batch: 10, concurrency: 4, leaseSeconds: 60, maxAttempts: 5, maxLeaseExpiries: 5, confirmations: 1,
+      pendingDeadlineHours: 48, retryBaseSeconds: 5, retryMaxSeconds: 600, pollMs: 1_000, gasMarginPercent: 20, replaceAfterSeconds: 60,
+      ccipReadTimeoutSeconds: 10, stopGraceSeconds: 30,
+    });
+    assert.deepEqual({ relayApi: config.relayApi, server: config.server, worker: config.worker, db: config.db }, { ...DEFAULTS });
+  });
+
+  test('worker section: given values are kept, the rest defaulted', () => {
+    const config = parseConfig(withValue('worker', { host: '0.0.0.0', port: 0, maxAttempts: 8, confirmations: 3, pendingDeadlineHours: 1, pollMs: 50 }));
+    assert.equal(config.worker.host, '0.0.0.0');
+    assert.equal(config.worker.port, 0);
+    assert.equal(config.worker.maxAttempts, 8);
+    assert.equal(config.worker.confirmations, 3);
+    assert.equal(config.worker.pendingDeadlineHours, 1);
+    assert.equal(config.worker.pollMs, 50);
+    assert.equal(config.worker.leaseSeconds, DEFAULTS.worker.leaseSeconds);
   });
 
   test('DESIGN 5: each defaultConfig() is a fresh object; DEFAULTS cannot be changed', () => {

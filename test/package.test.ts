@@ -75,8 +75,9 @@ test('DESIGN 1: package.json has no runtime dependencies, pins Node 24 and maps 
   assert.equal(pkg.type, 'module');
   assert.equal(pkg.engines.node, '>=22.13');
   assert.match(pkg.devDependencies.node, /^24\./);
-  assert.deepEqual(Object.keys(pkg.exports).sort(), ['.', './client', './package.json', './postgres', './server', './sqlite']);
+  assert.deepEqual(Object.keys(pkg.exports).sort(), ['.', './client', './package.json', './postgres', './server', './sqlite', './worker']);
   assert.equal(pkg.bin['relayer-server'], './dist/bin/relayer-server.js');
+  assert.equal(pkg.bin['relayer-worker'], './dist/bin/relayer-worker.js');
   assert.match(process.version, /^v24\./, 'npm scripts run on the pinned Node 24');
 });
 
@@ -95,11 +96,34 @@ test('DESIGN 1: the built entry points export the documented API', async () => {
   const sqlite = await import('relayer-api/sqlite');
   assert.equal(typeof sqlite.openStore, 'function');
   const postgres = await import('relayer-api/postgres');
-  assert.equal(typeof postgres.openPostgresStore, 'function');  const client = await import('relayer-api/client');
+  assert.equal(typeof postgres.openPostgresStore, 'function');  const worker = await import('relayer-api/worker');
+  for (const name of ['createRelayerWorker', 'createDeliveryWorker', 'createMailboxDestination', 'buildMetadata', 'createOpsServer', 'DeliveryError']) {
+    assert.equal(typeof worker[name as keyof typeof worker], 'function', `relayer-api/worker exports ${name}`);
+  }
+  const client = await import('relayer-api/client');
   assert.equal(typeof client.createRelayClient, 'function');
   const apiError = new client.RelayApiError('rate_limited', 'x', { status: 429, retryAfterSeconds: 3, requestId: 'r-1' });
   assert.deepEqual([apiError.status, apiError.reason, apiError.retryAfterSeconds, apiError.requestId], [429, 'rate_limited', 3, 'r-1']);
   assert.ok(apiError instanceof Error);
+});
+
+test('DESIGN 12: the worker (lib/worker) imports the core, its adapters, Node built-ins and viem only; viem is an optional peer that only the worker and its bin load', () => {
+  const files = sources('lib/worker');
+  assert.ok(files.length >= 4, 'worker files found');
+  for (const file of files) {
+    for (const spec of importsOf(file)) {
+      assert.ok(spec.startsWith('./') || spec.startsWith('../') || spec.startsWith('node:') || spec === 'viem' || spec.startsWith('viem/'), `${file} imports ${spec}`);
+    }
+  }
+  for (const file of [...sources('lib'), ...sources('lib/http'), ...sources('lib/sqlite'), ...sources('lib/postgres'), ...sources('lib/client'), 'bin/relayer-server.ts', 'bin/cli.ts']) {
+    for (const spec of importsOf(file)) assert.ok(!/(^|\/)worker\/|^viem/.test(spec), `${file} imports ${spec}`);
+  }
+  // relayer-worker loads lib/worker (and so viem) with a dynamic import, to say what is missing.
+  const bin = importsOf('bin/relayer-worker.ts');
+  assert.ok(bin.includes('../lib/worker/index.ts'), 'relayer-worker loads lib/worker');
+  assert.doesNotMatch(readFileSync(join(root, 'bin/relayer-worker.ts'), 'utf8'), /^import (?!type)[^;]*from '\.\.\/lib\/worker\//m, 'only type imports of lib/worker are static');
+  assert.deepEqual(pkg.peerDependenciesMeta.viem, { optional: true });
+  assert.ok(pkg.peerDependencies.viem && pkg.devDependencies.viem);
 });
 
 /** Relative imports of a built file and of everything it imports, with the file they come from. */

@@ -1,0 +1,221 @@
+#!/usr/bin/env node
+/**
+ * relayer-worker: the delivery worker, the outbox's consumer (docs/operations.md, Delivery
+ * worker). It reads the relayer-server's config file and database (`--db` / RELAYER_DB: the
+ * SQLite file or the postgres:// URL), signs with the key in RELAYER_SIGNER_KEY (never printed),
+ * serves /metrics and /ready on its own port, and stops cleanly on SIGINT/SIGTERM (exit 0).
+ * Several workers may share one database: claims are leases, no message is held by two.
+ *
+ * `relayer-worker requeue <message_id>` puts a failed message (a dead letter) back in the queue.
+ */
+// First: on a Node too old for the rest, this prints what is needed and exits (see the file).
+import './node-version.ts';
+import { parseArgs } from 'node:util';
+import { createLineSink } from '../lib/http/log-sink.ts';
+import { createLogger, isLogLevel, LOG_LEVELS, type LogLevel } from '../lib/log.ts';
+import type { RelayerConfig } from '../lib/types.ts';
+import type { DeliveryOutbox } from '../lib/worker/delivery.ts';
+import { cliFail, loadConfig, openRelayerStore } from './cli.ts';
+import { redactDatabaseUrl } from './postgres.ts';
+
+const HELP = `Usage: relayer-worker [options]
+       relayer-worker requeue <message_id> [--config FILE] [--db FILE|URL]
+
+Delivers the messages relayer-server accepted: claims them from the relayer's database, builds
+the ISM metadata (empty for NULL ISMs, routing ISMs followed, CCIP-read per EIP-3668 for the CCTP
+ISM), simulates, then sends Mailbox.process on the destination chain and records the outcome.
+Several workers may run on one database (SQLite file or PostgreSQL).
+
+Commands:
+  (none)                  run the worker until SIGINT/SIGTERM
+  requeue <message_id>    put a failed message back in the queue (attempts kept); exit 0 if it
+                          was requeued, 1 if it is unknown or not failed
+
+Options:
+  --config FILE       the relayer-server's JSON configuration: chains (RPC URLs, Mailboxes),
+                      relayChains (the destinations this worker delivers to) and the "worker"
+                      section. Without it the built-in default is used.
+  --db FILE|URL       the relayer-server's database: its SQLite file or postgres://…
+                      (needs the pg package). Default: env RELAYER_DB, then the config's db
+  --host HOST         address of /metrics and /ready (default 127.0.0.1; config worker.host)
+  --port N            port of /metrics and /ready, 0 for any (default 9091; config worker.port)
+  --log-level LEVEL   ${LOG_LEVELS.join(' | ')} (default info; env RELAYER_LOG_LEVEL)
+  -h, --help          show this help
+
+Environment:
+  RELAYER_SIGNER_KEY  0x + 64 hex: the key that signs Mailbox.process (required to run; never
+                      printed or logged). Fund its address on every destination chain.
+  RELAYER_DB          the database, when --db is not given (keeps a password out of ps)
+
+Exit codes: 0 after a clean stop (SIGINT/SIGTERM: messages not yet sent are released, sent
+ones are followed to their receipt for up to worker.stopGraceSeconds), 2 for bad flags, an
+invalid config or a missing key, 1 when it cannot start (database, viem not installed, port).
+`;
+
+const fail = (code: number, message: string): never => cliFail('relayer-worker', code, message);
+
+function parseFlags() {
+  try {
+    return parseArgs({
+      options: {
+        config: { type: 'string' },
+        db: { type: 'string' },
+        host: { type: 'string' },
+        port: { type: 'string' },
+        'log-level': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+      allowPositionals: true,
+    });
+  } catch (error) {
+    return fail(2, `${(error as Error).message}\n\n${HELP}`);
+  }
+}
+
+function applyFlags(config: RelayerConfig, flags: ReturnType<typeof parseFlags>['values']): void {
+  if (flags.host !== undefined) {
+    if (flags.host.length === 0) fail(2, '--host must not be empty');
+    config.worker.host = flags.host;
+  }
+  if (flags.port !== undefined) {
+    if (!/^\d{1,5}$/.test(flags.port) || Number(flags.port) > 65535) fail(2, '--port must be an integer from 0 to 65535');
+    config.worker.port = Number(flags.port);
+  }
+  if (flags.db !== undefined) {
+    if (flags.db.length === 0) fail(2, '--db must not be empty');
+    config.db = flags.db;
+  } else if (process.env.RELAYER_DB) {
+    config.db = process.env.RELAYER_DB;
+  }
+}
+
+/** lib/worker loads viem; without it installed, say so instead of a module-resolution trace. */
+async function loadWorkerModule(): Promise<typeof import('../lib/worker/index.ts')> {
+  try {
+    return await import('../lib/worker/index.ts');
+  } catch (error) {
+    const e = error as NodeJS.ErrnoException;
+    if (e.code === 'ERR_MODULE_NOT_FOUND' && /'viem'|"viem"|viem\//.test(e.message)) {
+      return fail(1, 'the delivery worker needs the viem package, which is not installed: install viem (npm install viem) beside relayer-api');
+    }
+    throw error;
+  }
+}
+
+async function requeue(config: RelayerConfig, positionals: string[], logger: ReturnType<typeof createLogger>): Promise<number> {
+  const id = positionals[1];
+  if (positionals.length !== 2 || !/^0x[0-9a-fA-F]{64}$/.test(id ?? '')) return fail(2, 'usage: relayer-worker requeue <message_id> (0x + 64 hex)');
+  const store = await openRelayerStore('relayer-worker', config, logger);
+  try {
+    const outbox = store.outbox as typeof store.outbox & { requeue?: (id: string) => boolean | Promise<boolean> };
+    if (typeof outbox.requeue !== 'function') return fail(1, 'this database engine cannot requeue');
+    const before = await outbox.get(id);
+    if (await outbox.requeue(id)) {
+      process.stdout.write(`requeued ${id.toLowerCase()} (attempts so far ${before?.attempts ?? 0})\n`);
+      return 0;
+    }
+    process.stderr.write(`relayer-worker: not requeued: ${before ? `message ${id.toLowerCase()} is ${before.status}, not failed` : `no message ${id.toLowerCase()}`}\n`);
+    return 1;
+  } finally {
+    await store.close();
+  }
+}
+
+async function main(): Promise<void> {
+  const { values: flags, positionals } = parseFlags();
+  if (flags.help) {
+    process.stdout.write(HELP);
+    return;
+  }
+  const command = positionals[0];
+  if (command !== undefined && command !== 'requeue') fail(2, `unknown command ${JSON.stringify(command.slice(0, 64))}\n\n${HELP}`);
+  const level = flags['log-level'] ?? process.env.RELAYER_LOG_LEVEL ?? 'info';
+  if (!isLogLevel(level)) {
+    const source = flags['log-level'] !== undefined ? '--log-level' : 'RELAYER_LOG_LEVEL';
+    fail(2, `${source} must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(level.slice(0, 64))}`);
+  }
+  const config = loadConfig('relayer-worker', flags.config);
+  applyFlags(config, flags);
+  const sink = createLineSink(process.stdout);
+  process.on('exit', () => sink.flush());
+  const logger = createLogger({ level: level as LogLevel, write: sink.write });
+
+  if (command === 'requeue') {
+    sink.flush();
+    process.exitCode = await requeue(config, positionals, logger);
+    return;
+  }
+
+  // Read once and removed from the environment: nothing this process starts inherits it.
+  const signerKey = process.env.RELAYER_SIGNER_KEY;
+  delete process.env.RELAYER_SIGNER_KEY;
+  if (!signerKey) fail(2, 'RELAYER_SIGNER_KEY is not set: the key (0x + 64 hex) that signs Mailbox.process');
+  const mod = await loadWorkerModule();
+  if (!mod.isPrivateKey(signerKey!)) fail(2, 'RELAYER_SIGNER_KEY must be 0x followed by 64 hex digits');
+
+  const store = await openRelayerStore('relayer-worker', config, logger);
+  const outbox = store.outbox;
+  // Until every engine has extend() (docs/design.md, Leases): a lease that cannot be renewed is
+  // reported as renewed, so the worker relies on its lease being long enough.
+  const consumer: DeliveryOutbox = {
+    claim: (limit, leaseMs, opts) => (outbox.claim as DeliveryOutbox['claim'])(limit, leaseMs, opts),
+    extend: (id, lease, leaseMs) => (outbox as Partial<DeliveryOutbox>).extend?.(id, lease, leaseMs) ?? true,
+    markDelivered: (id, opts) => outbox.markDelivered(id, opts),
+    markFailed: (id, opts) => outbox.markFailed(id, opts),
+  };
+  let relayer: Awaited<ReturnType<typeof mod.createRelayerWorker>>;
+  try {
+    relayer = await mod.createRelayerWorker({ config, outbox: consumer, signerKey: signerKey as `0x${string}`, logger });
+  } catch (error) {
+    await store.close();
+    return fail(1, (error as Error).message);
+  }
+  const { worker } = relayer;
+  const ops = mod.createOpsServer({
+    metrics: relayer.metrics,
+    ready: async () => {
+      await store.ping();
+      return true;
+    },
+    depth: async () => outbox.depth(),
+  });
+  let address;
+  try {
+    address = await ops.listen(config.worker.port, config.worker.host);
+  } catch (error) {
+    await store.close();
+    return fail(1, `cannot listen on ${config.worker.host}:${config.worker.port}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+  logger.info('started', {
+    signer: relayer.address,
+    destinations: [...relayer.destinations.values()].map((d) => d.name),
+    db: redactDatabaseUrl(config.db),
+    concurrency: config.worker.concurrency,
+  });
+  sink.write(`relayer-worker ops on ${address.url} (signer ${relayer.address})\n`);
+  sink.flush();
+
+  const running = worker.run();
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info('stopping', { signal, in_flight: worker.inFlight() });
+    await worker.stop();
+    await running;
+    await ops.close();
+    await store.close();
+    logger.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+}
+
+process.on('uncaughtException', (error) => {
+  process.stderr.write(JSON.stringify({ time: new Date().toISOString(), level: 'error', msg: 'uncaught exception', error: `${error.name}: ${error.message}` }) + '\n');
+  process.exit(1);
+});
+
+await main();
