@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { Hash, Hex } from 'viem';
-import { createMemoryOutbox, type Outbox } from '../lib/outbox.ts';
+import { createMemoryOutbox, type Outbox, type OutboxRecord } from '../lib/outbox.ts';
 import { createDeliveryWorker, readAttemptState, type DeliveryOutbox, type DeliveryWorkerOptions, type Destination } from '../lib/worker/delivery.ts';
 import { DeliveryError } from '../lib/worker/errors.ts';
 import { createFakeClock, type FakeClock } from './helpers/fake-clock.ts';
@@ -79,12 +79,19 @@ function rig(messages = 1): Rig {
     claim: (limit, leaseMs) => outbox.claim(limit, leaseMs),
     extend: (id) => {
       calls.push({ id, at: clock.now() });
-      return outbox.get(id)?.status === 'delivering';
+      return (outbox.get(id) as OutboxRecord | undefined)?.status === 'delivering';
     },
     markDelivered: (id, opts) => outbox.markDelivered(id, opts),
     markFailed: (id, opts) => outbox.markFailed(id, opts),
   };
   return { clock, outbox, extends: calls, consumer };
+}
+
+/** The memory outbox answers synchronously. */
+function row(r: Rig, id: string): OutboxRecord {
+  const found = r.outbox.get(id) as OutboxRecord | undefined;
+  assert.ok(found, `no message ${id}`);
+  return found;
 }
 
 function worker(r: Rig, destination: Destination, options: Partial<DeliveryWorkerOptions> = {}) {
@@ -100,7 +107,7 @@ describe('delivery loop', () => {
     const [result] = await w.runOnce();
     assert.deepEqual(result, { id: idOf(1), outcome: 'delivered', txHash: TX, already: false, recorded: true });
     assert.deepEqual(d.calls, { deliveredBy: 1, metadata: 1, simulate: 1, process: 1 });
-    const record = r.outbox.get(idOf(1))!;
+    const record = row(r, idOf(1));
     assert.equal(record.status, 'delivered');
     assert.equal(record.destinationTxHash, TX);
     assert.deepEqual(seen, [10]);
@@ -111,7 +118,7 @@ describe('delivery loop', () => {
     const d = scripted({ deliveredBy: () => PRIOR });
     const [result] = await worker(r, d).runOnce();
     assert.equal(result.outcome, 'delivered');
-    assert.equal(r.outbox.get(idOf(1))!.destinationTxHash, PRIOR);
+    assert.equal(row(r, idOf(1)).destinationTxHash, PRIOR);
     assert.deepEqual(d.calls, { deliveredBy: 1, metadata: 0, simulate: 0, process: 0 });
   });
 
@@ -121,7 +128,7 @@ describe('delivery loop', () => {
     const d = scripted({ deliveredBy: (_id, call) => (call === 1 ? null : PRIOR), simulate: async () => Promise.reject(revert) });
     const [result] = await worker(r, d).runOnce();
     assert.equal(result.outcome, 'delivered');
-    assert.equal(r.outbox.get(idOf(1))!.destinationTxHash, PRIOR);
+    assert.equal(row(r, idOf(1)).destinationTxHash, PRIOR);
     assert.equal(d.calls.process, 0);
   });
 
@@ -132,21 +139,21 @@ describe('delivery loop', () => {
     const w = worker(r, d, { maxAttempts: 3, retryBaseMs: 5_000, random: () => randoms.shift() ?? 0.5 });
     const [first] = await w.runOnce();
     assert.equal(first.outcome, 'retry');
-    let record = r.outbox.get(idOf(1))!;
+    let record = row(r, idOf(1));
     // failure 1: delay 5 s, random 0 → 2.5 s
     assert.equal(record.retryAt, T0 + 2_500);
     assert.equal(record.lastError, 'revert: ISM: bad signature (failures 1/3)');
     assert.deepEqual(await w.runOnce(), [], 'not claimable before retryAt');
     await r.clock.advanceTo(T0 + 2_500);
     await w.runOnce();
-    record = r.outbox.get(idOf(1))!;
+    record = row(r, idOf(1));
     // failure 2: delay 10 s, random 1 → 10 s
     assert.equal(record.retryAt, T0 + 2_500 + 10_000);
     assert.equal(readAttemptState(record.lastError).failures, 2);
     await r.clock.advanceTo(record.retryAt!);
     const [last] = await w.runOnce();
     assert.equal(last.outcome, 'failed');
-    record = r.outbox.get(idOf(1))!;
+    record = row(r, idOf(1));
     assert.equal(record.status, 'failed');
     assert.equal(record.lastError, 'revert: ISM: bad signature (failures 3/3, final)');
     assert.equal(d.calls.process, 0, 'a message that would revert never costs gas');
@@ -167,7 +174,7 @@ describe('delivery loop', () => {
       const before = r.clock.now();
       const [result] = await w.runOnce();
       assert.equal(result.outcome, 'pending');
-      const record = r.outbox.get(idOf(1))!;
+      const record = row(r, idOf(1));
       assert.equal(record.status, 'queued');
       assert.match(record.lastError!, /^pending: gateway 1 of 1 answered HTTP 404 \(failures 0\/2; pending since 2026-11-25T12:00:00.000Z, poll \d+\)$/);
       delays.push(record.retryAt! - before);
@@ -177,12 +184,12 @@ describe('delivery loop', () => {
     mode = 'rpc';
     const [failure] = await w.runOnce();
     assert.equal(failure.outcome, 'retry', 'one failure of two allowed: pending polls did not use them up');
-    assert.deepEqual(readAttemptState(r.outbox.get(idOf(1))!.lastError), { failures: 1, pendingSince: T0, polls: 8 });
+    assert.deepEqual(readAttemptState(row(r, idOf(1)).lastError), { failures: 1, pendingSince: T0, polls: 8 });
     mode = 'pending';
     await r.clock.advanceTo(T0 + 3_600_000);
     const [final] = await w.runOnce();
     assert.equal(final.outcome, 'failed');
-    const record = r.outbox.get(idOf(1))!;
+    const record = row(r, idOf(1));
     assert.equal(record.status, 'failed');
     assert.match(record.lastError!, /^pending: deadline passed, proof still not ready/);
   });
@@ -192,12 +199,12 @@ describe('delivery loop', () => {
     const d = scripted({ metadata: async () => Promise.reject(new DeliveryError('unsupported', 'unsupported ISM type 3')) });
     const w = createDeliveryWorker({ outbox: r.consumer, destinations: new Map([[2, d]]), clock: r.clock });
     await w.runOnce();
-    assert.equal(r.outbox.get(idOf(1))!.status, 'failed');
-    assert.equal(r.outbox.get(idOf(1))!.lastError, 'unsupported ISM type 3');
+    assert.equal(row(r, idOf(1)).status, 'failed');
+    assert.equal(row(r, idOf(1)).lastError, 'unsupported ISM type 3');
     const none = createDeliveryWorker({ outbox: r.consumer, destinations: new Map(), clock: r.clock });
     r.outbox.enqueue([{ id: idOf(9), originChain: 'anvil1', txHash: idOf(9), origin: 1, destination: 7, nonce: 9, raw: rawMessage(9), enqueuedAt: T0 }]);
     await none.runOnce();
-    assert.equal(r.outbox.get(idOf(9))!.lastError, 'no chain configured for destination domain 7');
+    assert.equal(row(r, idOf(9)).lastError, 'no chain configured for destination domain 7');
   });
 
   test('the lease is renewed a third of the way through while a transaction waits for confirmations', async () => {
@@ -250,15 +257,15 @@ describe('delivery loop', () => {
     await r.clock.flush();
     releaseMetadata();
     await r.clock.flush();
-    const released = r.outbox.get(idOf(2))!;
+    const released = row(r, idOf(2));
     assert.equal(released.status, 'queued');
     assert.equal(released.retryAt, T0);
     assert.equal(released.lastError, 'released: a worker stopped before delivering it', 'no earlier error to keep: says why');
-    assert.equal(r.outbox.get(idOf(1))!.status, 'delivering', 'the sent one is still followed');
+    assert.equal(row(r, idOf(1)).status, 'delivering', 'the sent one is still followed');
     confirm();
     await stopped;
     await running;
-    assert.equal(r.outbox.get(idOf(1))!.status, 'delivered');
+    assert.equal(row(r, idOf(1)).status, 'delivered');
     assert.equal(d.calls.process, 1);
     assert.equal(w.inFlight(), 0);
   });
