@@ -186,12 +186,18 @@ describe('ccipRead: not ready is pending', () => {
     });
   }
 
-  test('404 on the first gateway, an answer on the next: the answer', async (t) => {
+  test('404 on the first gateway, an answer on the next: the answer; onAttempt tells each outcome in order', async (t) => {
     const one = await startGateway(t, (_req, res) => json(res, 404, {}));
     const two = await startGateway(t, answer);
-    assert.equal(await ccipRead(lookup([`${one.url}/{data}`, `${two.url}/{data}`]), { contract: ISM }), METADATA);
+    const attempts: unknown[] = [];
+    const urls = [`${one.url}/{data}`, `${two.url}/{data}`];
+    assert.equal(await ccipRead(lookup(urls), { contract: ISM, onAttempt: (a) => attempts.push(a) }), METADATA);
     assert.equal(one.requests.length, 1);
     assert.equal(two.requests.length, 1);
+    assert.deepEqual(attempts, [
+      { index: 0, url: urls[0], outcome: 'pending' },
+      { index: 1, url: urls[1], outcome: 'answer' },
+    ]);
   });
 
   test('pending on one gateway and down on the other is pending', async (t) => {

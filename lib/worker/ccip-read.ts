@@ -178,6 +178,18 @@ export interface CcipReadOptions {
   /** URLs tried, in order; the rest are ignored. Default 10. */
   maxUrls?: number;
   signal?: AbortSignal;
+  /**
+   * Told of each gateway asked, in order, with its outcome (the demo prints the URL followed).
+   * The URL is the template as the ISM gave it: it may hold a key, so log it with care.
+   */
+  onAttempt?: (attempt: CcipReadAttempt) => void;
+}
+
+export interface CcipReadAttempt {
+  /** 0-based position in the lookup's URLs. */
+  index: number;
+  url: string;
+  outcome: 'answer' | 'pending' | 'unavailable' | 'malformed' | 'refused';
 }
 
 const DEFAULT_TIMEOUT_MS = 10_000;
@@ -276,14 +288,18 @@ export async function ccipRead(lookup: OffchainLookup, opts: CcipReadOptions): P
     opts.signal?.throwIfAborted();
     const which = `gateway ${i + 1} of ${urls.length}`;
     try {
-      return await askGateway(urls[i], { sender, data, fetchFn, clock, timeoutMs, maxBytes, signal: opts.signal });
+      const answer = await askGateway(urls[i], { sender, data, fetchFn, clock, timeoutMs, maxBytes, signal: opts.signal });
+      opts.onAttempt?.({ index: i, url: urls[i], outcome: 'answer' });
+      return answer;
     } catch (err) {
       if (opts.signal?.aborted) throw opts.signal.reason;
       if (err instanceof Refusal) {
+        opts.onAttempt?.({ index: i, url: urls[i], outcome: 'refused' });
         outcomes.push(`${which} ${err.message}`);
         throw new CcipReadError('refused', `CCIP-read refused: ${outcomes.join('; ')}`);
       }
       const outcome: Outcome = err instanceof Failure ? err.outcome : { kind: 'unavailable', said: 'failed' };
+      opts.onAttempt?.({ index: i, url: urls[i], outcome: outcome.kind });
       if (outcome.kind === 'pending') pending = true;
       if (outcome.kind === 'malformed') malformed = true;
       outcomes.push(`${which} ${outcome.said}`);

@@ -334,6 +334,8 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
     const startedAt = clock.now();
     let sentAt = startedAt;
     let last: Hash = first.hash;
+    let rpcFailures = 0;
+    let seenMined = false;
 
     for (;;) {
       let mined: TransactionReceipt | undefined;
@@ -343,6 +345,7 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
           if (mined) break;
         }
         if (mined) {
+          seenMined = true;
           if (mined.status !== 'success') {
             const outOfGas = mined.gasUsed >= gas;
             throw outOfGas
@@ -358,12 +361,17 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
         }
       } catch (err) {
         if (err instanceof TransactionError) throw err;
-        throw toError(classify(err), 'waiting for the receipt', opts.errorAbi, err, last);
+        const c = classify(err);
+        // The transaction is out there: a node that fails for a while (restart, rate limit) is
+        // waited out until `timeoutMs`, not taken for a failed send.
+        if (c.kind !== 'rpc') throw toError(c, 'waiting for the receipt', opts.errorAbi, err, last);
+        rpcFailures += 1;
       }
       if (sendOpts.onWait) await sendOpts.onWait();
       const now = clock.now();
       if (now - startedAt >= timeoutMs) {
-        throw new TransactionError('timeout', `not ${mined ? 'confirmed' : 'mined'} within ${timeoutMs} ms (nonce ${nonce})`, { hash: last });
+        const node = rpcFailures > 0 ? `; the node failed ${rpcFailures} poll${rpcFailures === 1 ? '' : 's'}` : '';
+        throw new TransactionError('timeout', `not ${seenMined ? 'confirmed' : 'mined'} within ${timeoutMs} ms (nonce ${nonce})${node}`, { hash: last });
       }
       if (!mined && now - sentAt >= replaceAfterMs) {
         // Same nonce, both fees up by the bump (and at least what the node asks now).

@@ -6,6 +6,8 @@
  * clock: the test moves time, never sleeps for it.
  */
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { createWalletClient, encodeFunctionData, http, type Address, type Hash, type Hex, type WalletClient } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
@@ -70,8 +72,12 @@ function sender(wallet: WalletClient, over: Partial<TransactionSenderOptions> = 
  * meanwhile. Bounded in real time; a test that gets here never waits for a timeout.
  */
 async function untilWaiting(clock: FakeClock): Promise<void> {
+  return untilWaitingOr(clock, () => false);
+}
+
+async function untilWaitingOr(clock: FakeClock, finished: () => boolean): Promise<void> {
   const deadline = Date.now() + 10_000;
-  while (clock.keepingAlive() === 0) {
+  while (clock.keepingAlive() === 0 && !finished()) {
     if (Date.now() > deadline) throw new Error('the sender never went back to waiting');
     await new Promise((resolve) => setImmediate(resolve));
   }
@@ -176,11 +182,63 @@ describe('e2e: transaction sender on anvil (lib/worker/transactions.ts)', { time
     assert.equal(waits, 2);
   });
 
+  test('a node that fails while the sender waits for confirmations is waited out (until timeoutMs)', async (t) => {
+    // A pass-through to anvil that can be switched to answering 503.
+    let down = false;
+    const proxy = createServer(async (req, res) => {
+      const chunks: Buffer[] = [];
+      for await (const chunk of req) chunks.push(chunk as Buffer);
+      if (down) return void res.writeHead(503).end();
+      const upstream = await fetch(anvil.rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: Buffer.concat(chunks) });
+      res.writeHead(upstream.status, { 'content-type': 'application/json' }).end(await upstream.text());
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    t.after(() => new Promise<void>((resolve) => proxy.close(() => resolve())));
+    const node = connectChain(`http://127.0.0.1:${(proxy.address() as AddressInfo).port}`);
+
+    const clock = createFakeClock();
+    const { wallet } = observedWallet();
+    const s = createTransactionSender({ publicClient: node.publicClient, walletClient: wallet, account: signer, clock, pollMs: 1_000, confirmations: 2, timeoutMs: 10_000 });
+    const result = s.send({ to: PAYEE, data: '0x', value: 3n });
+    await untilWaiting(clock); // mined: 1 confirmation
+    down = true;
+    for (let i = 0; i < 3; i++) {
+      await clock.advance(1_000);
+      await untilWaiting(clock);
+    }
+    down = false;
+    await chain.mineBlock();
+    await clock.advance(1_000);
+    const { receipt } = await result;
+    assert.equal(receipt.status, 'success');
+
+    // Down for good: the send ends at timeoutMs, naming the failures, with the hash sent.
+    let done = false;
+    const stuck = s.send({ to: PAYEE, data: '0x', value: 4n }).finally(() => (done = true));
+    await untilWaiting(clock);
+    down = true;
+    const ended = assert.rejects(stuck, (e) => {
+      assert.ok(e instanceof TransactionError);
+      assert.equal(e.kind, 'timeout');
+      assert.match(e.message, /not confirmed within 10000 ms .*the node failed \d+ polls/);
+      assert.match(e.hash ?? '', /^0x[0-9a-f]{64}$/);
+      return true;
+    });
+    for (let i = 0; i < 12 && !done; i++) {
+      await clock.advance(1_000);
+      await untilWaitingOr(clock, () => done);
+    }
+    await ended;
+    down = false;
+  });
+
   test('concurrent sends of one signer take consecutive nonces', async () => {
     const { wallet, sent, refused } = observedWallet();
-    const s = sender(wallet, { pollMs: 10 });
-    // A second sender on the same client and signer shares the sequence.
-    const t = sender(wallet, { pollMs: 10 });
+    // A fresh client (earlier tests used the key through others); a second sender on the same
+    // client and signer shares the sequence.
+    const publicClient = connectChain(anvil.rpcUrl).publicClient;
+    const s = createTransactionSender({ publicClient, walletClient: wallet, account: signer, pollMs: 10 });
+    const t = createTransactionSender({ publicClient, walletClient: wallet, account: signer, pollMs: 10 });
     const start = await chain.publicClient.getTransactionCount({ address: signer.address, blockTag: 'pending' });
     const results = await Promise.all([s, t, s, t, s].map((x, i) => x.send({ to: PAYEE, data: '0x', value: BigInt(10 + i) })));
     const nonces = (await Promise.all(results.map((r) => chain.publicClient.getTransaction({ hash: r.hash })))).map((tx) => tx.nonce).sort((a, b) => a - b);
