@@ -30,6 +30,12 @@ export interface OutboxRecord extends OutboxMessage {
   status: MessageStatus;
   /** Delivery attempts begun: each claim() adds 1 (a lease that expires counted as one). */
   attempts: number;
+  /**
+   * Leases of this message that expired with no outcome recorded and were then taken over by a
+   * later claim() (its worker stopped mid-delivery). claim's `maxAttempts` dead-letters on this
+   * count; requeue() resets it to 0.
+   */
+  leaseExpiries: number;
   /** The error of the last failed attempt (kept after a later success, for the record). */
   lastError: string | null;
   /** Milliseconds since the epoch when it was marked delivered. */
@@ -43,8 +49,8 @@ export interface OutboxRecord extends OutboxMessage {
 
 /** A message handed to one delivery worker by claim(). */
 export interface ClaimedMessage extends OutboxRecord {
-  /** Opaque token of this claim: pass it back to markDelivered/markFailed so a worker whose lease
-   * expired and was taken over cannot overwrite the new holder's outcome. */
+  /** Opaque token of this claim: required by extend, markDelivered and markFailed, so a worker
+   * whose lease expired and was taken over cannot overwrite the new holder's outcome. */
   lease: string;
 }
 
@@ -59,6 +65,7 @@ export interface OutboxRow {
   enqueued_at: number;
   status: MessageStatus;
   attempts: number;
+  lease_expiries: number;
   last_error: string | null;
   delivered_at: number | null;
   destination_tx_hash: string | null;
@@ -79,6 +86,7 @@ export function recordFromRow(row: OutboxRow, raw: Uint8Array): OutboxRecord {
     enqueuedAt: row.enqueued_at,
     status: row.status,
     attempts: row.attempts,
+    leaseExpiries: row.lease_expiries,
     lastError: row.last_error,
     deliveredAt: row.delivered_at,
     destinationTxHash: row.destination_tx_hash,
@@ -89,12 +97,24 @@ export function recordFromRow(row: OutboxRow, raw: Uint8Array): OutboxRecord {
 
 export interface MarkDeliveredOptions {
   destinationTxHash: string;
-  lease?: string;
+  /** The `lease` claim() returned with the message (required). */
+  lease: string;
 }
 
 export type MarkFailedOptions =
-  | { error: string; retryAt: number; lease?: string }
-  | { error: string; final: true; lease?: string };
+  | { error: string; retryAt: number; lease: string }
+  | { error: string; final: true; lease: string };
+
+export interface ClaimOptions {
+  /**
+   * Dead-letter threshold for workers that stop mid-delivery: a delivering message whose lease
+   * expired this many times (`leaseExpiries` + 1 >= maxAttempts when this claim finds it expired)
+   * is not handed out again but becomes `failed` with a `lastError` saying so. Only expired
+   * leases count here; a worker's own failed attempts (markFailed with retryAt) are counted by
+   * the worker from `attempts`. Omitted: expired leases are counted but never dead-letter.
+   */
+  maxAttempts?: number;
+}
 
 /**
  * Where accepted messages go. `enqueue` stores the whole batch atomically (all or nothing) and
@@ -120,21 +140,38 @@ export interface Outbox extends RelayQueue {
    * Takes up to `limit` claimable messages, oldest enqueuedAt first (ties in enqueue order), for
    * `leaseMs`. Claimable: queued with retryAt null or <= now, or delivering with an expired lease
    * (claimedUntil <= now). Each becomes delivering with claimedUntil = now + leaseMs, attempts + 1
-   * and a fresh lease. Two concurrent claimers never get the same message.
+   * (and leaseExpiries + 1 when it was taken over from an expired lease) and a fresh lease. Two
+   * concurrent claimers never get the same message. With `maxAttempts`, expired messages that
+   * reached it are dead-lettered first (see ClaimOptions) and do not count toward `limit`.
+   * `now` is read while the engine holds its lock (the database's clock on PostgreSQL).
    */
-  claim(limit: number, leaseMs: number): ClaimedMessage[] | Promise<ClaimedMessage[]>;
+  claim(limit: number, leaseMs: number, opts?: ClaimOptions): ClaimedMessage[] | Promise<ClaimedMessage[]>;
   /**
-   * queued|delivering -> delivered, deliveredAt = now. With `lease`, only while the message is
+   * Renews the lease: claimedUntil = now + leaseMs, for the holder of `lease` only (a worker
+   * waiting for confirmations keeps its claim). Like markDelivered it still succeeds on a lease
+   * that expired if nobody claimed the message since. false: another lease holds it, or it is
+   * delivered, failed, queued again or unknown.
+   */
+  extend(id: string, lease: string, leaseMs: number): boolean | Promise<boolean>;
+  /**
+   * delivering -> delivered, deliveredAt = now, only under `lease`: the message must still be
    * delivering under that lease (an expired lease nobody took over still counts: the delivery it
-   * covered happened). Returns whether it changed; an unknown, delivered or failed message: false.
+   * covered happened). A missing lease is a TypeError; a wrong or stale one, an unknown, queued,
+   * delivered or failed message: false, nothing changed.
    */
   markDelivered(id: string, opts: MarkDeliveredOptions): boolean | Promise<boolean>;
   /**
    * delivering -> queued (lastError, retryAt; claimable again from retryAt) or, with `final`,
-   * -> failed. With `lease`, only under that lease. Returns whether it changed. `error` is kept
-   * to its first MAX_ERROR_LENGTH characters.
+   * -> failed; only under `lease`, like markDelivered. Returns whether it changed. `error` is
+   * kept to its first MAX_ERROR_LENGTH characters.
    */
   markFailed(id: string, opts: MarkFailedOptions): boolean | Promise<boolean>;
+  /**
+   * An operator re-drives a dead letter: failed -> queued, claimable at once (retryAt null),
+   * attempts and lastError kept, leaseExpiries back to 0 (so the next claim with maxAttempts does
+   * not dead-letter it again at once). false for any other status or an unknown id.
+   */
+  requeue(id: string): boolean | Promise<boolean>;
 }
 
 /** last_error is shown by GET /relay/{id}: a worker's multi-kilobyte RPC error is cut here. */
@@ -142,28 +179,50 @@ export const MAX_ERROR_LENGTH = 1000;
 /** Longer than any chain's transaction id (EVM 66, Solana ~88 base58, Cosmos 64). */
 export const MAX_DESTINATION_TX_HASH_LENGTH = 256;
 
-/** Checks claim()'s arguments (shared by every engine). */
-export function checkClaim(limit: number, leaseMs: number): void {
+/** Checks claim()'s arguments (shared by every engine); returns maxAttempts or null. */
+export function checkClaim(limit: number, leaseMs: number, opts?: ClaimOptions): number | null {
   if (!Number.isSafeInteger(limit) || limit < 0) throw new RangeError(`claim(limit): expected a non-negative integer, got ${limit}`);
-  if (!Number.isSafeInteger(leaseMs) || leaseMs <= 0) throw new RangeError(`claim(leaseMs): expected a positive integer, got ${leaseMs}`);
+  checkLeaseMs('claim', leaseMs);
+  if (opts !== undefined && (typeof opts !== 'object' || opts === null)) throw new TypeError('claim(opts): expected an object');
+  const max = opts?.maxAttempts;
+  if (max === undefined) return null;
+  if (!Number.isSafeInteger(max) || max < 1 || max > 2 ** 31 - 1) {
+    throw new RangeError(`claim(maxAttempts): expected a positive integer, got ${max}`);
+  }
+  return max;
+}
+
+/** Checks extend()'s arguments (shared by every engine). */
+export function checkExtend(lease: unknown, leaseMs: number): string {
+  checkLeaseMs('extend', leaseMs);
+  return checkLease(lease, 'extend');
+}
+
+function checkLeaseMs(method: string, leaseMs: number): void {
+  if (!Number.isSafeInteger(leaseMs) || leaseMs <= 0) throw new RangeError(`${method}(leaseMs): expected a positive integer, got ${leaseMs}`);
+}
+
+/** The last_error of a message claim() dead-lettered after `expiries` expired leases. */
+export function deadLetterError(expiries: number, maxAttempts: number): string {
+  return `dead letter: its lease expired ${expiries} times with no outcome recorded (maxAttempts ${maxAttempts})`;
 }
 
 /** Throws on an invalid markDelivered call; returns the options to store. */
-export function checkMarkDelivered(opts: MarkDeliveredOptions): { destinationTxHash: string; lease: string | null } {
+export function checkMarkDelivered(opts: MarkDeliveredOptions): { destinationTxHash: string; lease: string } {
   const hash = opts?.destinationTxHash;
   if (typeof hash !== 'string' || hash.length === 0 || hash.length > MAX_DESTINATION_TX_HASH_LENGTH) {
     throw new TypeError(`markDelivered: destinationTxHash must be a string of 1..${MAX_DESTINATION_TX_HASH_LENGTH} characters`);
   }
-  return { destinationTxHash: hash, lease: checkLease(opts.lease) };
+  return { destinationTxHash: hash, lease: checkLease(opts.lease, 'markDelivered') };
 }
 
 /** Throws on an invalid markFailed call; returns what to store (retryAt null when final). */
-export function checkMarkFailed(opts: MarkFailedOptions): { error: string; retryAt: number | null; lease: string | null } {
+export function checkMarkFailed(opts: MarkFailedOptions): { error: string; retryAt: number | null; lease: string } {
   if (typeof opts?.error !== 'string') throw new TypeError('markFailed: error must be a string');
   let error = opts.error.slice(0, MAX_ERROR_LENGTH);
   // Do not keep half of a surrogate pair cut at the limit.
   if (/[\ud800-\udbff]$/.test(error)) error = error.slice(0, -1);
-  const lease = checkLease(opts.lease);
+  const lease = checkLease(opts.lease, 'markFailed');
   if ('final' in opts) {
     if (opts.final !== true) throw new TypeError('markFailed: final must be true');
     return { error, retryAt: null, lease };
@@ -173,9 +232,12 @@ export function checkMarkFailed(opts: MarkFailedOptions): { error: string; retry
   return { error, retryAt, lease };
 }
 
-function checkLease(lease: unknown): string | null {
-  if (lease === undefined) return null;
-  if (typeof lease !== 'string') throw new TypeError('lease must be the string claim() returned');
+/**
+ * The lease is required (README.md, "Delivery workers"): a call without one is a programming
+ * error, thrown, never a silent `false` that a worker might read as "someone else has it".
+ */
+function checkLease(lease: unknown, method: string): string {
+  if (typeof lease !== 'string' || lease.length === 0) throw new TypeError(`${method}: lease must be the string claim() returned`);
   return lease;
 }
 
@@ -203,22 +265,24 @@ export function validateOutboxBatch(batch: readonly OutboxMessage[]): void {
 
 interface MemoryRow extends OutboxRecord {
   lease: string | null;
+  /** Arrival order: breaks ties between equal enqueuedAt, like a SQL rowid. */
+  seq: number;
 }
 
 function toRecord(row: MemoryRow): OutboxRecord {
-  const { lease: _lease, ...record } = row;
+  const { lease: _lease, seq: _seq, ...record } = row;
   return { ...record, raw: row.raw.slice() };
 }
 
 export function createMemoryOutbox(clock: Clock = systemClock): Outbox {
-  // Map iteration order is insertion order, which breaks ties between equal enqueuedAt times the
-  // way a SQLite rowid does. `open` holds the queued and delivering rows, so claim() does not
-  // walk the delivered history.
+  // `open` holds the queued and delivering rows, so claim() does not walk the delivered history.
   const rows = new Map<string, MemoryRow>();
   const open = new Map<string, MemoryRow>();
 
-  function leaseHolds(row: MemoryRow, lease: string | null): boolean {
-    return lease === null || (row.status === 'delivering' && row.lease === lease);
+  /** The holder of `lease`: still delivering under it (expired or not, as long as nobody took it over). */
+  function held(id: string, lease: string): MemoryRow | undefined {
+    const row = open.get(id.toLowerCase());
+    return row !== undefined && row.status === 'delivering' && row.lease === lease ? row : undefined;
   }
 
   return {
@@ -238,12 +302,14 @@ export function createMemoryOutbox(clock: Clock = systemClock): Outbox {
           enqueuedAt: m.enqueuedAt,
           status: 'queued',
           attempts: 0,
+          leaseExpiries: 0,
           lastError: null,
           deliveredAt: null,
           destinationTxHash: null,
           claimedUntil: null,
           retryAt: null,
           lease: null,
+          seq: rows.size,
         };
         rows.set(m.id, row);
         open.set(m.id, row);
@@ -266,17 +332,29 @@ export function createMemoryOutbox(clock: Clock = systemClock): Outbox {
 
     depth: () => open.size,
 
-    claim(limit, leaseMs) {
-      checkClaim(limit, leaseMs);
+    claim(limit, leaseMs, opts) {
+      const maxAttempts = checkClaim(limit, leaseMs, opts);
+      if (limit === 0) return [];
       const now = clock.now();
       const claimable: MemoryRow[] = [];
       for (const row of open.values()) {
-        const ready = row.status === 'queued' ? row.retryAt === null || row.retryAt <= now : row.claimedUntil! <= now;
-        if (ready) claimable.push(row);
+        if (row.status === 'queued') {
+          if (row.retryAt === null || row.retryAt <= now) claimable.push(row);
+        } else if (row.claimedUntil! <= now) {
+          if (maxAttempts !== null && row.leaseExpiries + 1 >= maxAttempts) {
+            // The dead letter: its workers kept stopping while holding it.
+            row.leaseExpiries++;
+            row.status = 'failed';
+            row.lastError = deadLetterError(row.leaseExpiries, maxAttempts);
+            row.claimedUntil = null;
+            row.lease = null;
+            open.delete(row.id);
+          } else claimable.push(row);
+        }
       }
-      // Array.prototype.sort is stable, so equal times keep insertion order.
-      claimable.sort((a, b) => a.enqueuedAt - b.enqueuedAt);
+      claimable.sort((a, b) => a.enqueuedAt - b.enqueuedAt || a.seq - b.seq);
       return claimable.slice(0, limit).map((row) => {
+        if (row.status === 'delivering') row.leaseExpiries++;
         row.status = 'delivering';
         row.claimedUntil = now + leaseMs;
         row.retryAt = null;
@@ -286,10 +364,18 @@ export function createMemoryOutbox(clock: Clock = systemClock): Outbox {
       });
     },
 
+    extend(id, lease, leaseMs) {
+      const token = checkExtend(lease, leaseMs);
+      const row = held(id, token);
+      if (!row) return false;
+      row.claimedUntil = clock.now() + leaseMs;
+      return true;
+    },
+
     markDelivered(id, opts) {
       const { destinationTxHash, lease } = checkMarkDelivered(opts);
-      const row = open.get(id.toLowerCase());
-      if (!row || !leaseHolds(row, lease)) return false;
+      const row = held(id, lease);
+      if (!row) return false;
       row.status = 'delivered';
       row.deliveredAt = clock.now();
       row.destinationTxHash = destinationTxHash;
@@ -302,8 +388,8 @@ export function createMemoryOutbox(clock: Clock = systemClock): Outbox {
 
     markFailed(id, opts) {
       const { error, retryAt, lease } = checkMarkFailed(opts);
-      const row = open.get(id.toLowerCase());
-      if (!row || row.status !== 'delivering' || !leaseHolds(row, lease)) return false;
+      const row = held(id, lease);
+      if (!row) return false;
       row.lastError = error;
       row.claimedUntil = null;
       row.lease = null;
@@ -314,6 +400,16 @@ export function createMemoryOutbox(clock: Clock = systemClock): Outbox {
         row.status = 'queued';
         row.retryAt = retryAt;
       }
+      return true;
+    },
+
+    requeue(id) {
+      const row = rows.get(id.toLowerCase());
+      if (!row || row.status !== 'failed') return false;
+      row.status = 'queued';
+      row.retryAt = null;
+      row.leaseExpiries = 0;
+      open.set(row.id, row);
       return true;
     },
   };

@@ -61,9 +61,11 @@ function asyncStore(clock: FakeClock, faults: Faults, calls: string[]): RelayerS
     get: (id) => later(undefined, () => memory.get(id)),
     byTx: (chain, hash) => later(undefined, () => memory.byTx(chain, hash)),
     depth: () => later(undefined, () => memory.depth()),
-    claim: (limit, leaseMs) => later(undefined, () => memory.claim(limit, leaseMs)),
+    claim: (limit, leaseMs, opts) => later(undefined, () => memory.claim(limit, leaseMs, opts)),
+    extend: (id, lease, leaseMs) => later(undefined, () => memory.extend(id, lease, leaseMs)),
     markDelivered: (id, opts) => later(undefined, () => memory.markDelivered(id, opts)),
     markFailed: (id, opts) => later(undefined, () => memory.markFailed(id, opts)),
+    requeue: (id) => later(undefined, () => memory.requeue(id)),
   };
   const merkle: MerkleStore = {
     insertMerkle: (records) => later(faults.insertMerkle, () => (rows.push(...records), records.length)),

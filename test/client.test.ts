@@ -390,8 +390,8 @@ for (const engine of ENGINES) {
       try {
         const client = h.client();
         const { messages } = await settle(h, client.relay({ origin_chain: 'ethereum', tx_hash: h.mined(4, 2, 40) }));
-        await h.outbox.claim(1, 60_000);
-        await h.outbox.markFailed(messages[0].message_id, { error: 'recipient reverts', final: true });
+        const [claimed] = await h.outbox.claim(1, 60_000);
+        assert.equal(await h.outbox.markFailed(messages[0].message_id, { error: 'recipient reverts', final: true, lease: claimed.lease }), true);
         const failed = await settle(h, client.waitForDelivery(messages[0].message_id, { pollIntervalMs: 1_000 }));
         assert.equal(failed.status, 'failed');
         assert.equal(failed.last_error, 'recipient reverts');

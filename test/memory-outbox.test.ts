@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createMemoryOutbox } from '../lib/outbox.ts';
-import type { OutboxMessage } from '../lib/outbox.ts';
+import type { ClaimedMessage, OutboxMessage } from '../lib/outbox.ts';
 import { createFakeClock } from './helpers/fake-clock.ts';
 import { queuedRecord } from './outbox-contract.ts';
 
@@ -98,12 +98,13 @@ describe('memory outbox (DESIGN §3 enqueue, §7 outbox)', () => {
     const clock = createFakeClock(T0);
     const outbox = createMemoryOutbox(clock);
     outbox.enqueue([msg(1), msg(2), msg(3)]);
+    const [one, two] = outbox.claim(2, 60_000) as ClaimedMessage[];
     await clock.advance(5_000);
-    assert.equal(outbox.markDelivered(msg(1).id, { destinationTxHash: DEST }), true);
-    assert.equal(outbox.markDelivered('0x' + 'ff'.repeat(32), { destinationTxHash: DEST }), false, 'unknown');
-    assert.equal(outbox.markDelivered(msg(1).id, { destinationTxHash: DEST }), false, 'already delivered');
+    assert.equal(outbox.markDelivered(msg(1).id, { destinationTxHash: DEST, lease: one.lease }), true);
+    assert.equal(outbox.markDelivered('0x' + 'ff'.repeat(32), { destinationTxHash: DEST, lease: one.lease }), false, 'unknown');
+    assert.equal(outbox.markDelivered(msg(1).id, { destinationTxHash: DEST, lease: one.lease }), false, 'already delivered');
     await clock.advance(37);
-    assert.equal(outbox.markDelivered(msg(2).id, { destinationTxHash: DEST }), true);
+    assert.equal(outbox.markDelivered(msg(2).id, { destinationTxHash: DEST, lease: two.lease }), true);
     assert.equal(outbox.depth(), 1);
     assert.equal((outbox.get(msg(1).id) as { deliveredAt: number }).deliveredAt, T0 + 5_000);
     assert.equal((outbox.get(msg(2).id) as { deliveredAt: number }).deliveredAt, T0 + 5_037);
@@ -116,7 +117,8 @@ describe('memory outbox (DESIGN §3 enqueue, §7 outbox)', () => {
   it('a delivered message re-enqueued is not stored again nor made claimable again', () => {
     const outbox = createMemoryOutbox(createFakeClock());
     outbox.enqueue([msg(1)]);
-    outbox.markDelivered(msg(1).id, { destinationTxHash: DEST });
+    const [claimed] = outbox.claim(1, 60_000) as ClaimedMessage[];
+    assert.equal(outbox.markDelivered(msg(1).id, { destinationTxHash: DEST, lease: claimed.lease }), true);
     assert.equal(outbox.enqueue([msg(1)]), 0);
     assert.equal(outbox.depth(), 0);
     assert.deepEqual(outbox.claim(10, 1_000), []);

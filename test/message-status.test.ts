@@ -132,8 +132,8 @@ for (const engine of ENGINES) {
     test('DESIGN 11: a message the worker gave up on answers failed', async (t) => {
       const h = await start(t, engine);
       const { hash, ids } = await h.relayTransfers(3, 1, 1);
-      await h.outbox.claim(1, 60_000);
-      await h.outbox.markFailed(ids[0], { error: 'recipient reverts', final: true });
+      const [claimed] = await h.outbox.claim(1, 60_000);
+      assert.equal(await h.outbox.markFailed(ids[0], { error: 'recipient reverts', final: true, lease: claimed.lease }), true);
       assert.deepEqual((await h.get(`/relay/${ids[0]}`)).json(), { ...queuedJson(hash, 1), status: 'failed', attempts: 1, last_error: 'recipient reverts' });
     });
 
@@ -174,9 +174,11 @@ for (const engine of ENGINES) {
       }
       // Parameters in the other order, and percent-encoded, are the same query.
       assert.deepEqual((await h.get(`/relay?tx_hash=${hash}&origin_chain=%65thereum`)).json(), expected);
-      await h.outbox.markDelivered(ids[1], { destinationTxHash: DEST_TX });
+      const claimed = await h.outbox.claim(2, 60_000);
+      assert.deepEqual(claimed.map((m) => m.id), ids.slice(0, 2));
+      assert.equal(await h.outbox.markDelivered(ids[1], { destinationTxHash: DEST_TX, lease: claimed[1].lease }), true);
       const statuses = (await h.get(`/relay?origin_chain=ethereum&tx_hash=${hash}`)).json().messages.map((m: { status: string }) => m.status);
-      assert.deepEqual(statuses, ['queued', 'delivered', 'queued']);
+      assert.deepEqual(statuses, ['delivering', 'delivered', 'queued']);
     });
 
     test('DESIGN 2: a transaction with no accepted message, or another chain, lists nothing', async (t) => {

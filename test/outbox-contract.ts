@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import { hexToBytes } from 'viem';
-import { MAX_ERROR_LENGTH, type ClaimedMessage, type Outbox, type OutboxMessage, type OutboxRecord } from '../lib/outbox.ts';
+import { deadLetterError, MAX_ERROR_LENGTH, type ClaimedMessage, type Outbox, type OutboxMessage, type OutboxRecord } from '../lib/outbox.ts';
 import { createFakeClock, type FakeClock } from './helpers/fake-clock.ts';
 import { hyperlaneMessage, messageId, txHash } from './helpers/fixtures.ts';
 
@@ -51,6 +51,7 @@ export function queuedRecord(m: OutboxMessage): OutboxRecord {
     ...m,
     status: 'queued',
     attempts: 0,
+    leaseExpiries: 0,
     lastError: null,
     deliveredAt: null,
     destinationTxHash: null,
@@ -187,6 +188,7 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.deepEqual(none, []);
       assert.equal(second.id, id(1));
       assert.equal(second.attempts, 2, 'the expired attempt counts');
+      assert.equal(second.leaseExpiries, 1, 'and is counted as an expired lease');
       assert.notEqual(second.lease, first.lease);
       assert.equal(second.claimedUntil, clock.now() + 5_000);
       // The first worker wakes up late: its outcome no longer applies.
@@ -203,6 +205,143 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       await clock.advance(60_000);
       assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: claimed.lease }), true);
       assert.deepEqual(await h.outbox.claim(10, 1_000), []);
+    });
+
+    test('DESIGN 11: extend renews a live lease for its holder only: claimedUntil = now + leaseMs', async () => {
+      await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
+      const [held] = await h.outbox.claim(1, 5_000);
+      await clock.advance(4_000);
+      assert.equal(await h.outbox.extend(id(1), 'not-a-lease', 60_000), false, 'a wrong lease');
+      assert.equal(await h.outbox.extend(id(2), held.lease, 60_000), false, 'another message (queued)');
+      assert.equal(await h.outbox.extend(id(99), held.lease, 60_000), false, 'an unknown id');
+      assert.equal((await h.outbox.get(id(1)))?.claimedUntil, T0 + 1_000_000 + 5_000, 'unchanged by refused calls');
+      assert.equal(await h.outbox.extend(id(1).toUpperCase().replace('0X', '0x'), held.lease, 5_000), true);
+      assert.deepEqual(await h.outbox.get(id(1)), { ...queuedRecord(outboxMessage(1)), status: 'delivering', attempts: 1, claimedUntil: clock.now() + 5_000 });
+      await clock.advance(4_999); // past the first lease's end, within the renewed one
+      assert.deepEqual(ids(await h.outbox.claim(10, 5_000)), [id(2)], 'the renewed message is still held');
+      assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: held.lease }), true, 'the lease is the same token');
+      assert.equal(await h.outbox.extend(id(1), held.lease, 5_000), false, 'delivered');
+    });
+
+    test('DESIGN 11: extend is refused once the lease was taken over, or the message failed or went back to the queue', async () => {
+      await h.outbox.enqueue([outboxMessage(1), outboxMessage(2), outboxMessage(3)]);
+      const [first, two, three] = await h.outbox.claim(3, 1_000);
+      await clock.advance(1_000);
+      // Expired but nobody claimed it since: the holder keeps it, like markDelivered.
+      assert.equal(await h.outbox.extend(id(3), three.lease, 1_000), true);
+      assert.equal((await h.outbox.get(id(3)))?.claimedUntil, clock.now() + 1_000);
+      const [second, ...rest] = await h.outbox.claim(10, 1_000);
+      assert.deepEqual(ids([second, ...rest]), [id(1), id(2)]);
+      assert.equal(await h.outbox.extend(id(1), first.lease, 60_000), false, 'taken over');
+      assert.equal((await h.outbox.get(id(1)))?.claimedUntil, clock.now() + 1_000, 'the new holder\'s lease is unchanged');
+      assert.equal(await h.outbox.markFailed(id(2), { error: 'x', retryAt: clock.now() + 5, lease: rest[0].lease }), true);
+      assert.equal(await h.outbox.extend(id(2), rest[0].lease, 60_000), false, 'queued again');
+      assert.equal((await h.outbox.get(id(2)))?.status, 'queued');
+      assert.equal(await h.outbox.markFailed(id(3), { error: 'x', final: true, lease: three.lease }), true);
+      assert.equal(await h.outbox.extend(id(3), three.lease, 60_000), false, 'failed');
+      assert.equal((await h.outbox.get(id(3)))?.claimedUntil, null);
+      assert.equal(await h.outbox.extend(id(1), second.lease, 60_000), true, 'the new holder may');
+    });
+
+    test('DESIGN 11: claim with maxAttempts dead-letters a message whose lease expired that many times: failed, saying so, never handed out again', async () => {
+      await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
+      const leases: string[] = [];
+      for (let round = 1; round <= 3; round++) {
+        const got = await h.outbox.claim(1, 1_000, { maxAttempts: 3 });
+        assert.deepEqual(ids(got), [id(1)], `round ${round}`);
+        assert.equal(got[0].attempts, round);
+        assert.equal(got[0].leaseExpiries, round - 1);
+        leases.push(got[0].lease);
+        await clock.advance(1_000); // the worker holding it stopped
+      }
+      // The third lease expired: message 1 is the dead letter, and the claim hands out message 2.
+      assert.deepEqual(ids(await h.outbox.claim(1, 1_000, { maxAttempts: 3 })), [id(2)]);
+      const dead = await h.outbox.get(id(1));
+      assert.deepEqual(dead, {
+        ...queuedRecord(outboxMessage(1)),
+        status: 'failed',
+        attempts: 3,
+        leaseExpiries: 3,
+        lastError: deadLetterError(3, 3),
+      });
+      assert.match(dead!.lastError!, /lease expired 3 times/);
+      assert.equal(await h.outbox.depth(), 1);
+      await clock.advance(60_000);
+      assert.deepEqual(ids(await h.outbox.claim(10, 1_000)), [id(2)], 'not claimable, with or without maxAttempts');
+      assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: leases[2] }), false, 'its last lease is void');
+      assert.equal((await h.outbox.get(id(1)))?.status, 'failed');
+    });
+
+    test('DESIGN 11: maxAttempts counts expired leases only: retries recorded by markFailed and live leases never dead-letter', async () => {
+      await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
+      for (let round = 1; round <= 4; round++) {
+        const [m] = await h.outbox.claim(1, 1_000, { maxAttempts: 1 });
+        assert.equal(m.id, id(1), `round ${round}`);
+        assert.equal(await h.outbox.markFailed(m.id, { error: 'rpc timeout', retryAt: clock.now(), lease: m.lease }), true);
+      }
+      assert.equal((await h.outbox.get(id(1)))?.attempts, 4);
+      assert.equal((await h.outbox.get(id(1)))?.leaseExpiries, 0);
+      // Held with live leases: a claim with maxAttempts 1 leaves them alone.
+      const held = await h.outbox.claim(2, 1_000, { maxAttempts: 1 });
+      assert.deepEqual(ids(held), [id(1), id(2)]);
+      await clock.advance(999);
+      assert.deepEqual(await h.outbox.claim(10, 1_000, { maxAttempts: 1 }), []);
+      assert.deepEqual(ids(await h.outbox.claim(10, 1_000)), [], 'no claim without maxAttempts either');
+      for (const m of held) assert.equal((await h.outbox.get(m.id))?.status, 'delivering');
+    });
+
+    test('DESIGN 11: without maxAttempts expired leases are counted but never dead-letter; the count goes up only on a takeover', async () => {
+      await h.outbox.enqueue([outboxMessage(1)]);
+      for (let round = 0; round < 5; round++) {
+        const [m] = await h.outbox.claim(1, 1_000);
+        assert.equal(m.leaseExpiries, round);
+        await clock.advance(1_000);
+      }
+      const record = await h.outbox.get(id(1));
+      assert.equal(record?.status, 'delivering');
+      assert.equal(record?.leaseExpiries, 4, 'the fifth lease expired but nobody has taken it over yet');
+      // A later claim with maxAttempts sees the fifth expiry: 5 >= 5.
+      assert.deepEqual(await h.outbox.claim(1, 1_000, { maxAttempts: 5 }), []);
+      assert.equal((await h.outbox.get(id(1)))?.lastError, deadLetterError(5, 5));
+    });
+
+    test('DESIGN 11: requeue puts a failed message back to queued: attempts and lastError kept, expired leases reset, claimable at once', async () => {
+      await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
+      await h.outbox.claim(1, 1_000, { maxAttempts: 2 });
+      await clock.advance(1_000);
+      await h.outbox.claim(1, 1_000, { maxAttempts: 2 });
+      await clock.advance(1_000);
+      assert.deepEqual(ids(await h.outbox.claim(1, 1_000, { maxAttempts: 2 })), [id(2)]);
+      assert.equal((await h.outbox.get(id(1)))?.status, 'failed');
+      assert.equal(await h.outbox.requeue(id(1).toUpperCase().replace('0X', '0x')), true);
+      assert.deepEqual(await h.outbox.get(id(1)), {
+        ...queuedRecord(outboxMessage(1)),
+        attempts: 2,
+        lastError: deadLetterError(2, 2),
+      });
+      assert.equal(await h.outbox.depth(), 2);
+      assert.equal(await h.outbox.requeue(id(1)), false, 'already queued');
+      // Not dead-lettered again at once by the next claim with the same maxAttempts.
+      const [again] = await h.outbox.claim(1, 1_000, { maxAttempts: 2 });
+      assert.equal(again.id, id(1));
+      assert.equal(again.attempts, 3);
+      assert.equal(again.leaseExpiries, 0);
+      assert.equal(await h.outbox.requeue(id(1)), false, 'delivering');
+      assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: again.lease }), true);
+      assert.equal(await h.outbox.requeue(id(1)), false, 'delivered');
+      assert.equal((await h.outbox.get(id(1)))?.status, 'delivered');
+      assert.equal(await h.outbox.requeue(id(99)), false, 'unknown');
+    });
+
+    test('DESIGN 11: requeue re-drives a message its worker failed for good (markFailed final)', async () => {
+      await h.outbox.enqueue([outboxMessage(1)]);
+      const [m] = await h.outbox.claim(1, LEASE);
+      assert.equal(await h.outbox.markFailed(m.id, { error: 'recipient reverts', final: true, lease: m.lease }), true);
+      assert.equal(await h.outbox.requeue(m.id), true);
+      assert.deepEqual(await h.outbox.get(m.id), { ...queuedRecord(outboxMessage(1)), attempts: 1, lastError: 'recipient reverts' });
+      const [again] = await h.outbox.claim(1, LEASE);
+      assert.equal(again.id, m.id);
+      assert.equal(await h.outbox.markFailed(m.id, { error: 'late', final: true, lease: m.lease }), false, 'the first lease stays void');
     });
 
     test('DESIGN 11: an expired lease is claimed in age order among queued messages', async () => {
@@ -235,12 +374,13 @@ export function outboxContract(name: string, make: MakeOutbox): void {
 
     test('DESIGN 11: markDelivered counts only changes: unknown ids are ignored, a second mark keeps the first time and hash', async () => {
       await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
-      assert.equal(await h.outbox.markDelivered(id(99), { destinationTxHash: DEST_TX }), false);
+      const [first1, first2] = await claimAll(h.outbox);
+      assert.equal(await h.outbox.markDelivered(id(99), { destinationTxHash: DEST_TX, lease: first1.lease }), false);
       const first = clock.now();
-      assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX }), true);
+      assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: first1.lease }), true);
       await clock.advance(10);
-      assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: '0x' + '11'.repeat(32) }), false);
-      assert.equal(await h.outbox.markDelivered(id(2), { destinationTxHash: DEST_TX }), true);
+      assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: '0x' + '11'.repeat(32), lease: first1.lease }), false);
+      assert.equal(await h.outbox.markDelivered(id(2), { destinationTxHash: DEST_TX, lease: first2.lease }), true);
       const one = await h.outbox.get(id(1));
       assert.equal(one?.deliveredAt, first);
       assert.equal(one?.destinationTxHash, DEST_TX);
@@ -248,19 +388,37 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.deepEqual(await claimAll(h.outbox), []);
     });
 
-    test('DESIGN 11: markDelivered without a lease takes a queued message straight to delivered; with a lease it needs the claim', async () => {
+    test('DESIGN 11: markDelivered needs the claim: a queued message is not delivered by any lease, a wrong lease changes nothing', async () => {
       await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
       assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: 'not-a-lease' }), false);
       assert.equal((await h.outbox.get(id(1)))?.status, 'queued');
-      assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX }), true);
-      const record = await h.outbox.get(id(1));
-      assert.equal(record?.status, 'delivered');
-      assert.equal(record?.attempts, 0);
-      assert.equal(record?.deliveredAt, clock.now());
-      // A wrong lease on a claimed message changes nothing.
-      await h.outbox.claim(1, LEASE);
-      assert.equal(await h.outbox.markDelivered(id(2), { destinationTxHash: DEST_TX, lease: 'not-a-lease' }), false);
-      assert.equal((await h.outbox.get(id(2)))?.status, 'delivering');
+      const [claimed] = await h.outbox.claim(1, LEASE);
+      assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: 'not-a-lease' }), false);
+      assert.equal(await h.outbox.markDelivered(id(2), { destinationTxHash: DEST_TX, lease: claimed.lease }), false, 'another message\'s lease');
+      assert.equal((await h.outbox.get(id(2)))?.status, 'queued');
+      assert.deepEqual(await h.outbox.get(id(1)), { ...queuedRecord(outboxMessage(1)), status: 'delivering', attempts: 1, claimedUntil: clock.now() + LEASE });
+      assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: claimed.lease }), true);
+      assert.equal((await h.outbox.get(id(1)))?.deliveredAt, clock.now());
+    });
+
+    test('DESIGN 11: the lease is required: a call without it throws TypeError and leaves another worker\'s live claim alone', async () => {
+      await h.outbox.enqueue([outboxMessage(1)]);
+      const [held] = await h.outbox.claim(1, LEASE);
+      const before = await h.outbox.get(id(1));
+      const leaseless = [
+        () => h.outbox.markFailed(id(1), { error: 'x', retryAt: clock.now() } as never),
+        () => h.outbox.markFailed(id(1), { error: 'x', final: true } as never),
+        () => h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX } as never),
+        () => h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: undefined } as never),
+        () => h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: '' }),
+        () => h.outbox.markFailed(id(1), { error: 'x', final: true, lease: null } as never),
+        () => h.outbox.extend(id(1), undefined as never, LEASE),
+      ];
+      for (const call of leaseless) await assert.rejects(async () => call(), TypeError);
+      // Still the holder's: not failed under it, not handed to a third worker (delivered twice).
+      assert.deepEqual(await h.outbox.get(id(1)), before);
+      assert.deepEqual(await h.outbox.claim(10, LEASE), []);
+      assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: held.lease }), true);
     });
 
     test('DESIGN 11: markFailed with retryAt: delivering -> queued with lastError, not claimable before retryAt, attempts keep counting', async () => {
@@ -275,7 +433,7 @@ export function outboxContract(name: string, make: MakeOutbox): void {
         retryAt,
       });
       assert.equal(await h.outbox.depth(), 1, 'a message waiting for its retry is still in the outbox');
-      assert.equal(await h.outbox.markFailed(id(1), { error: 'again', retryAt }), false, 'a queued message is not failed again');
+      assert.equal(await h.outbox.markFailed(id(1), { error: 'again', retryAt, lease: claimed.lease }), false, 'a queued message is not failed again');
       await clock.advance(9_999);
       assert.deepEqual(await claimAll(h.outbox), []);
       await clock.advance(1);
@@ -294,8 +452,8 @@ export function outboxContract(name: string, make: MakeOutbox): void {
 
     test('DESIGN 11: markFailed with a retryAt already past makes the message claimable at once', async () => {
       await h.outbox.enqueue([outboxMessage(1)]);
-      await h.outbox.claim(1, LEASE);
-      assert.equal(await h.outbox.markFailed(id(1), { error: 'nonce too low', retryAt: clock.now() - 1 }), true);
+      const [claimed] = await h.outbox.claim(1, LEASE);
+      assert.equal(await h.outbox.markFailed(id(1), { error: 'nonce too low', retryAt: clock.now() - 1, lease: claimed.lease }), true);
       assert.deepEqual(ids(await claimAll(h.outbox)), [id(1)]);
     });
 
@@ -312,29 +470,31 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.equal(await h.outbox.depth(), 1);
       await clock.advance(LEASE * 10);
       assert.deepEqual(ids(await claimAll(h.outbox)), [id(2)]);
-      assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX }), false, 'failed is terminal');
-      assert.equal(await h.outbox.markFailed(id(1), { error: 'x', final: true }), false);
-      assert.equal(await h.outbox.markFailed(id(1), { error: 'x', retryAt: clock.now() }), false);
+      assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: claimed.lease }), false, 'failed is terminal');
+      assert.equal(await h.outbox.markFailed(id(1), { error: 'x', final: true, lease: claimed.lease }), false);
+      assert.equal(await h.outbox.markFailed(id(1), { error: 'x', retryAt: clock.now(), lease: claimed.lease }), false);
       assert.equal((await h.outbox.get(id(1)))?.status, 'failed');
     });
 
     test('DESIGN 11: markFailed only applies to a delivering message under the given lease', async () => {
-      await h.outbox.enqueue([outboxMessage(1)]);
-      assert.equal(await h.outbox.markFailed(id(99), { error: 'x', final: true }), false, 'unknown id');
-      assert.equal(await h.outbox.markFailed(id(1), { error: 'x', final: true }), false, 'queued, never claimed');
-      await h.outbox.claim(1, LEASE);
+      await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
+      assert.equal(await h.outbox.markFailed(id(99), { error: 'x', final: true, lease: 'not-a-lease' }), false, 'unknown id');
+      assert.equal(await h.outbox.markFailed(id(1), { error: 'x', final: true, lease: 'not-a-lease' }), false, 'queued, never claimed');
+      const [claimed] = await h.outbox.claim(1, LEASE);
       assert.equal(await h.outbox.markFailed(id(1), { error: 'x', final: true, lease: 'not-a-lease' }), false);
+      assert.equal(await h.outbox.markFailed(id(2), { error: 'x', final: true, lease: claimed.lease }), false, 'another message\'s lease');
       assert.equal((await h.outbox.get(id(1)))?.status, 'delivering');
-      assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX }), true);
-      assert.equal(await h.outbox.markFailed(id(1), { error: 'x', final: true }), false, 'delivered is terminal');
+      assert.equal((await h.outbox.get(id(2)))?.status, 'queued');
+      assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: claimed.lease }), true);
+      assert.equal(await h.outbox.markFailed(id(1), { error: 'x', final: true, lease: claimed.lease }), false, 'delivered is terminal');
       assert.equal((await h.outbox.get(id(1)))?.lastError, null);
     });
 
     test(`DESIGN 11: markFailed keeps the first ${MAX_ERROR_LENGTH} characters of a long error`, async () => {
       await h.outbox.enqueue([outboxMessage(1)]);
-      await h.outbox.claim(1, LEASE);
+      const [claimed] = await h.outbox.claim(1, LEASE);
       const long = 'e'.repeat(MAX_ERROR_LENGTH - 1) + '\u{1F600}' + 'tail';
-      assert.equal(await h.outbox.markFailed(id(1), { error: long, retryAt: clock.now() }), true);
+      assert.equal(await h.outbox.markFailed(id(1), { error: long, retryAt: clock.now(), lease: claimed.lease }), true);
       assert.equal((await h.outbox.get(id(1)))?.lastError, 'e'.repeat(MAX_ERROR_LENGTH - 1), 'not half an emoji');
     });
 
@@ -343,15 +503,24 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       for (const [limit, leaseMs] of [[-1, LEASE], [1.5, LEASE], [Number.NaN, LEASE], [1, 0], [1, -5], [1, Number.POSITIVE_INFINITY]]) {
         await assert.rejects(async () => h.outbox.claim(limit, leaseMs), RangeError, `claim(${limit}, ${leaseMs})`);
       }
+      for (const maxAttempts of [0, -1, 1.5, Number.NaN, 2 ** 31]) {
+        await assert.rejects(async () => h.outbox.claim(1, LEASE, { maxAttempts }), RangeError, `maxAttempts ${maxAttempts}`);
+      }
+      for (const leaseMs of [0, -1, 1.5, Number.NaN]) {
+        await assert.rejects(async () => h.outbox.extend(id(1), 'a-lease', leaseMs), RangeError, `extend(leaseMs ${leaseMs})`);
+      }
+      const lease = 'a-lease';
       const bad = [
         () => h.outbox.markDelivered(id(1), {} as never),
-        () => h.outbox.markDelivered(id(1), { destinationTxHash: '' }),
-        () => h.outbox.markDelivered(id(1), { destinationTxHash: 'x'.repeat(257) }),
+        () => h.outbox.markDelivered(id(1), { destinationTxHash: '', lease }),
+        () => h.outbox.markDelivered(id(1), { destinationTxHash: 'x'.repeat(257), lease }),
         () => h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: 7 as never }),
-        () => h.outbox.markFailed(id(1), { error: 'x' } as never),
-        () => h.outbox.markFailed(id(1), { error: 'x', retryAt: Number.NaN }),
-        () => h.outbox.markFailed(id(1), { error: 'x', final: false } as never),
-        () => h.outbox.markFailed(id(1), { error: 42, final: true } as never),
+        () => h.outbox.markFailed(id(1), { error: 'x', lease } as never),
+        () => h.outbox.markFailed(id(1), { error: 'x', retryAt: Number.NaN, lease }),
+        () => h.outbox.markFailed(id(1), { error: 'x', final: false, lease } as never),
+        () => h.outbox.markFailed(id(1), { error: 42, final: true, lease } as never),
+        () => h.outbox.extend(id(1), 7 as never, LEASE),
+        () => h.outbox.claim(1, LEASE, 'often' as never),
       ];
       for (const call of bad) await assert.rejects(async () => call(), TypeError);
       assert.deepEqual(await h.outbox.get(id(1)), queuedRecord(outboxMessage(1)));
@@ -374,17 +543,21 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.deepEqual(ids(await h.outbox.byTx('base', tx)), [id(5)]);
       assert.deepEqual(await h.outbox.byTx('polygon', tx), []);
       assert.deepEqual(await h.outbox.byTx('ethereum', txHash(43)), []);
+      assert.deepEqual(await h.outbox.byTx('base', tx), [queuedRecord(outboxMessage(5, T0, { txHash: tx, originChain: 'base' }))]);
       // Records carry their lifecycle.
-      await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX });
+      const claimed = await claimAll(h.outbox);
+      const one = claimed.find((m) => m.id === id(1))!;
+      await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: one.lease });
       const records = await h.outbox.byTx('ethereum', tx);
-      assert.deepEqual(records.map((r) => r.status), ['queued', 'delivered', 'queued']);
-      assert.deepEqual(records[0], queuedRecord(batch[0]));
+      assert.deepEqual(records.map((r) => r.status), ['delivering', 'delivered', 'delivering']);
+      assert.deepEqual(records[0], { ...queuedRecord(batch[0]), status: 'delivering', attempts: 1, claimedUntil: clock.now() + LEASE });
     });
 
     test('DESIGN 3: a delivered message enqueued again is not stored again and stays delivered', async () => {
       await h.outbox.enqueue([outboxMessage(1)]);
       const at = clock.now();
-      await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX });
+      const [claimed] = await claimAll(h.outbox);
+      await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: claimed.lease });
       await clock.advance(50);
       assert.equal(await h.outbox.enqueue([outboxMessage(1, T0 + 50)]), 0);
       assert.equal(await h.outbox.depth(), 0);
@@ -394,8 +567,8 @@ export function outboxContract(name: string, make: MakeOutbox): void {
     test('DESIGN 11: a claimed or failed message enqueued again keeps its status and attempts', async () => {
       await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
       await h.outbox.claim(1, LEASE);
-      await h.outbox.claim(1, LEASE);
-      await h.outbox.markFailed(id(2), { error: 'gave up', final: true });
+      const [two] = await h.outbox.claim(1, LEASE);
+      assert.equal(await h.outbox.markFailed(id(2), { error: 'gave up', final: true, lease: two.lease }), true);
       assert.equal(await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]), 0);
       assert.equal((await h.outbox.get(id(1)))?.status, 'delivering');
       assert.equal((await h.outbox.get(id(2)))?.status, 'failed');

@@ -71,7 +71,10 @@ describe('SQLite outbox persistence', () => {
     const first = await openStore(file, { clock });
     const batch = [outboxMessage(1), outboxMessage(2), outboxMessage(3)];
     assert.equal(await first.outbox.enqueue(batch), 3);
-    assert.equal(await first.outbox.markDelivered(batch[1].id, { destinationTxHash: DEST_TX }), true);
+    const [, second1] = await first.outbox.claim(2, 1_000);
+    assert.equal(second1.id, batch[1].id);
+    assert.equal(await first.outbox.markDelivered(batch[1].id, { destinationTxHash: DEST_TX, lease: second1.lease }), true);
+    await clock.advance(1_000); // message 1's lease runs out before the restart
     await first.close();
 
     const second = await openStore(file, { clock });
@@ -81,7 +84,13 @@ describe('SQLite outbox persistence', () => {
         (await second.outbox.claim(10, 1_000)).map((m) => m.id),
         [batch[0].id, batch[2].id],
       );
-      assert.deepEqual(await second.outbox.get(batch[0].id), { ...queuedRecord(batch[0]), status: 'delivering', attempts: 1, claimedUntil: clock.now() + 1_000 });
+      assert.deepEqual(await second.outbox.get(batch[0].id), {
+        ...queuedRecord(batch[0]),
+        status: 'delivering',
+        attempts: 2,
+        leaseExpiries: 1,
+        claimedUntil: clock.now() + 1_000,
+      });
       assert.equal((await second.outbox.get(batch[1].id))?.deliveredAt, 1_700_000_009_000);
       assert.equal((await second.outbox.get(batch[1].id))?.destinationTxHash, DEST_TX);
       // Idempotence holds across restarts: the same messages are not stored twice.
@@ -195,6 +204,182 @@ describe('SQLite schema migration 3 (DESIGN 11 lifecycle)', () => {
       }
     } finally {
       await store.close();
+    }
+  });
+});
+
+describe('outbox migrations for expired-lease counting (DESIGN 11)', () => {
+  test('SQLite migration 5: rows of a version-4 file start with leaseExpiries 0; the table refuses a negative count', async () => {
+    const file = freshFile();
+    const old = new DatabaseSync(file);
+    for (const migration of MIGRATIONS.slice(0, 4)) old.exec(migration);
+    old.exec('PRAGMA user_version = 4');
+    const m = outboxMessage(1);
+    old.prepare('INSERT INTO outbox (id, origin_chain, tx_hash, origin, destination, nonce, raw, enqueued_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
+      .run(m.id, m.originChain, m.txHash, m.origin, m.destination, m.nonce, m.raw, m.enqueuedAt);
+    old.close();
+    const store = await openStore(file, { clock: createFakeClock(1_700_000_001_000) });
+    try {
+      assert.deepEqual(await store.outbox.get(m.id), queuedRecord(m));
+    } finally {
+      await store.close();
+    }
+    const db = new DatabaseSync(file);
+    try {
+      assert.throws(() => db.prepare('UPDATE outbox SET lease_expiries = -1 WHERE id = ?').run(m.id), /CHECK constraint failed/);
+      assert.throws(() => db.prepare('UPDATE outbox SET lease_expiries = NULL WHERE id = ?').run(m.id), /NOT NULL constraint failed/);
+    } finally {
+      db.close();
+    }
+  });
+
+  test('PostgreSQL migration 3: rows of a version-2 schema start with leaseExpiries 0; the table refuses what SQLite refuses', async () => {
+    const { MIGRATIONS: PG_MIGRATIONS, migrate } = await import('../lib/postgres/schema.ts');
+    const t = await testSchema();
+    const s = `"${t.schema}"`;
+    try {
+      await t.pool.query(`CREATE SCHEMA ${s}; CREATE TABLE ${s}.schema_version (version integer NOT NULL); INSERT INTO ${s}.schema_version VALUES (2)`);
+      for (const migration of PG_MIGRATIONS.slice(0, 2)) await t.pool.query(migration(s));
+      const m = outboxMessage(1);
+      await t.pool.query(
+        `INSERT INTO ${s}.outbox (id, origin_chain, tx_hash, origin, destination, nonce, raw, enqueued_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+        [m.id, m.originChain, m.txHash, m.origin, m.destination, m.nonce, m.raw, m.enqueuedAt],
+      );
+      assert.equal(await migrate(t.pool, t.schema), 2);
+      const store = await openPostgresStore(t.pool, { relayApi: POSTGRES_RELAY_API, schema: t.schema, clock: createFakeClock() });
+      assert.deepEqual(await store.outbox.get(m.id), queuedRecord(m));
+      const update = (set: string) => t.pool.query(`UPDATE ${s}.outbox SET ${set} WHERE id = $1`, [m.id]);
+      await assert.rejects(update('lease_expiries = -1'), /violates check constraint "outbox_lease_expiries_count"/);
+      await assert.rejects(update('lease_expiries = NULL'), /violates not-null constraint/);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe('lease time is read where the lock is held, not when the call was sent (DESIGN 11)', () => {
+  test('SQLite: a claim that waited 300 ms for the write lock gets its whole lease from when it got the lock; so do extend and markDelivered', async () => {
+    const file = freshFile();
+    const T = 1_700_000_100_000;
+    const clock = createFakeClock(T);
+    const store = await openStore(file, { clock, busyTimeoutMs: 60_000 });
+    try {
+      const [one, two] = [outboxMessage(1), outboxMessage(2)];
+      await store.outbox.enqueue([one, two, outboxMessage(3)]);
+      const [held1, held2] = await store.outbox.claim(2, 1_000);
+      // Another connection holds the write lock (an operator's sqlite3 shell, another process).
+      const lock = new DatabaseSync(file);
+      lock.exec('BEGIN IMMEDIATE');
+      let claim: Promise<unknown[]>, extend: Promise<boolean>, deliver: Promise<boolean>;
+      const settled: string[] = [];
+      try {
+        claim = store.outbox.claim(1, 1_000).finally(() => settled.push('claim'));
+        extend = store.outbox.extend(one.id, held1.lease, 1_000).finally(() => settled.push('extend'));
+        deliver = store.outbox.markDelivered(two.id, { destinationTxHash: DEST_TX, lease: held2.lease }).finally(() => settled.push('deliver'));
+        // A read issued after them is answered while they wait: they reached the worker.
+        assert.equal((await store.outbox.get(one.id))?.claimedUntil, T + 1_000);
+        await clock.advance(300);
+        assert.equal((await store.outbox.get(one.id))?.claimedUntil, T + 1_000);
+        assert.deepEqual(settled, [], 'still waiting for the lock');
+      } finally {
+        lock.exec('ROLLBACK');
+        lock.close();
+      }
+      const [claimed] = (await claim) as { id: string; claimedUntil: number }[];
+      assert.equal(claimed.id, outboxMessage(3).id);
+      assert.equal(claimed.claimedUntil, T + 300 + 1_000, 'the whole lease, not 300 ms short');
+      assert.equal((await store.outbox.get(claimed.id))?.claimedUntil, T + 300 + 1_000);
+      assert.equal(await extend, true);
+      assert.equal((await store.outbox.get(one.id))?.claimedUntil, T + 300 + 1_000);
+      assert.equal(await deliver, true);
+      assert.equal((await store.outbox.get(two.id))?.deliveredAt, T + 300);
+    } finally {
+      await store.close();
+    }
+  });
+
+  /** The database's clock in ms, read by `db`. */
+  async function dbNow(db: pg.ClientBase | pg.Pool): Promise<number> {
+    const { rows } = await db.query<{ now: number }>('SELECT extract(epoch from clock_timestamp()) * 1000 AS now');
+    return Number(rows[0].now);
+  }
+
+  /** Waits (bounded) until a backend of this database waits for a row lock. */
+  async function untilWaitingForLock(pool: pg.Pool): Promise<void> {
+    for (let i = 0; i < 2_000; i++) {
+      const { rows } = await pool.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()");
+      if (rows[0].n > 0) return;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    assert.fail('no statement waited for the row lock');
+  }
+
+  test('PostgreSQL: extend and markDelivered that waited for a row lock read the database clock after the wait', async () => {
+    const t = await testSchema({ max: 6 });
+    try {
+      const store = await openPostgresStore(t.pool, { relayApi: POSTGRES_RELAY_API, schema: t.schema });
+      const [one, two] = [outboxMessage(1), outboxMessage(2)];
+      await store.outbox.enqueue([one, two]);
+      const [held1, held2] = await store.outbox.claim(2, 60_000);
+      for (const [what, start, check] of [
+        [
+          'extend',
+          () => store.outbox.extend(one.id, held1.lease, 60_000),
+          async (released: number) => {
+            const until = (await store.outbox.get(one.id))!.claimedUntil!;
+            assert.ok(until >= released + 60_000, `claimedUntil ${until} < ${released} + 60000: the lease lost the wait`);
+          },
+        ],
+        [
+          'markDelivered',
+          () => store.outbox.markDelivered(two.id, { destinationTxHash: DEST_TX, lease: held2.lease }),
+          async (released: number) => {
+            const at = (await store.outbox.get(two.id))!.deliveredAt!;
+            assert.ok(at >= released, `deliveredAt ${at} < ${released}`);
+          },
+        ],
+      ] as const) {
+        const id = what === 'extend' ? one.id : two.id;
+        // Another transaction writes the row and keeps it locked.
+        const other = await t.pool.connect();
+        let call: Promise<boolean>;
+        let released: number;
+        try {
+          await other.query('BEGIN');
+          await other.query(`UPDATE "${t.schema}".outbox SET attempts = attempts WHERE id = $1`, [id]);
+          call = start();
+          await untilWaitingForLock(t.pool);
+          released = await dbNow(other);
+          await other.query('COMMIT');
+        } finally {
+          other.release();
+        }
+        assert.equal(await call, true, what);
+        await check(released);
+      }
+    } finally {
+      await t.close();
+    }
+  });
+
+  test('PostgreSQL: a claim that waited for a pooled connection is leased from the database clock when it runs', async () => {
+    const t = await testSchema({ max: 1 });
+    try {
+      const store = await openPostgresStore(t.pool, { relayApi: POSTGRES_RELAY_API, schema: t.schema });
+      await store.outbox.enqueue([outboxMessage(1)]);
+      const busy = await t.pool.connect(); // the only connection
+      let claim: Promise<{ claimedUntil: number | null }[]>;
+      let released: number;
+      try {
+        claim = store.outbox.claim(1, 60_000);
+        released = await dbNow(busy);
+      } finally {
+        busy.release();
+      }
+      const [claimed] = await claim;
+      assert.ok(claimed.claimedUntil! >= released + 60_000, `claimedUntil ${claimed.claimedUntil} < ${released} + 60000`);
+    } finally {
+      await t.close();
     }
   });
 });

@@ -49,10 +49,13 @@ test('README: the browser example relays a transaction and follows its messages 
   const lines: string[] = [];
   const waits: number[] = [];
   // The stand-in worker: at each wait of the example, the oldest message moves one step.
+  const leases = new Map<string, string>();
   const step = async () => {
     const [claimed] = await outbox.claim(1, 60_000);
-    if (claimed) return;
-    for (const id of ids) if ((await outbox.get(id))?.status === 'delivering') return void (await outbox.markDelivered(id, { destinationTxHash: DEST_TX }));
+    if (claimed) return void leases.set(claimed.id, claimed.lease);
+    for (const id of ids) {
+      if ((await outbox.get(id))?.status === 'delivering') return void (await outbox.markDelivered(id, { destinationTxHash: DEST_TX, lease: leases.get(id)! }));
+    }
   };
   const fakeSetTimeout = (fn: () => void, ms: number) => {
     waits.push(ms);

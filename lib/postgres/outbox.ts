@@ -5,6 +5,11 @@
  * FOR UPDATE SKIP LOCKED inside the UPDATE that leases them, so concurrent workers on any
  * replica never get the same message and never wait on each other's rows.
  *
+ * Time for leases is the database's clock read while the statement runs (clock_timestamp(), so a
+ * statement that waited for a row lock reads it after the wait), never the time the call was sent:
+ * replicas with skewed clocks agree on every lease. An injected Clock (tests) replaces it with its
+ * reading at the time of the call.
+ *
  * Batches and consumer calls are checked by the same helpers as the memory and SQLite engines
  * (lib/outbox.ts), so all three refuse the same input with the same error; the table's CHECK
  * constraints are the second line. Raw bytes travel as hex text, which every driver passes the
@@ -14,11 +19,13 @@ import type { Clock } from '../clock.ts';
 import { bytesToHex, hexToBytes } from '../hex.ts';
 import {
   checkClaim,
+  checkExtend,
   checkMarkDelivered,
   checkMarkFailed,
   recordFromRow,
   validateOutboxBatch,
   type ClaimedMessage,
+  type ClaimOptions,
   type MarkDeliveredOptions,
   type MarkFailedOptions,
   type Outbox,
@@ -26,7 +33,7 @@ import {
   type OutboxRecord,
   type OutboxRow,
 } from '../outbox.ts';
-import { nowSql, run, type PgPool } from './pool.ts';
+import { run, type PgPool } from './pool.ts';
 
 /** The Outbox with its asynchronous return types spelled out. */
 export interface PostgresOutbox extends Outbox {
@@ -34,9 +41,11 @@ export interface PostgresOutbox extends Outbox {
   get(id: string): Promise<OutboxRecord | undefined>;
   byTx(originChain: string, txHash: string): Promise<OutboxRecord[]>;
   depth(): Promise<number>;
-  claim(limit: number, leaseMs: number): Promise<ClaimedMessage[]>;
+  claim(limit: number, leaseMs: number, opts?: ClaimOptions): Promise<ClaimedMessage[]>;
+  extend(id: string, lease: string, leaseMs: number): Promise<boolean>;
   markDelivered(id: string, opts: MarkDeliveredOptions): Promise<boolean>;
   markFailed(id: string, opts: MarkFailedOptions): Promise<boolean>;
+  requeue(id: string): Promise<boolean>;
 }
 
 /** origin, destination, nonce and seq arrive as float8 (see columns()); raw as hex text. */
@@ -49,8 +58,17 @@ interface Row extends OutboxRow {
 /** The columns of Row from table alias `t`: numbers as float8 (drivers return bigint as a string), raw as hex. */
 function columns(t: string): string {
   return `${t}.id, ${t}.origin_chain, ${t}.tx_hash, ${t}.origin::float8 AS origin, ${t}.destination::float8 AS destination,
-    ${t}.nonce::float8 AS nonce, encode(${t}.raw, 'hex') AS raw, ${t}.enqueued_at, ${t}.status, ${t}.attempts, ${t}.last_error,
+    ${t}.nonce::float8 AS nonce, encode(${t}.raw, 'hex') AS raw, ${t}.enqueued_at, ${t}.status, ${t}.attempts, ${t}.lease_expiries, ${t}.last_error,
     ${t}.delivered_at, ${t}.destination_tx_hash, ${t}.claimed_until, ${t}.retry_at, ${t}.lease, ${t}.seq::float8 AS seq`;
+}
+
+/**
+ * "now" in ms where it is evaluated: `$n` is the injected clock's reading or null, and null reads
+ * the database's clock at that moment (volatile: a single-row UPDATE that waited for the row's
+ * lock evaluates it again after the wait, with its WHERE).
+ */
+function nowSql(n: number): string {
+  return `coalesce($${n}::double precision, extract(epoch from clock_timestamp()) * 1000)`;
 }
 
 function toRecord(row: Row): OutboxRecord {
@@ -68,26 +86,47 @@ export function createPostgresOutbox(pool: PgPool, s: string, clock?: Clock): Po
       WITH ORDINALITY AS b(id, origin_chain, tx_hash, origin, destination, nonce, raw, enqueued_at, n)
     ORDER BY n
     ON CONFLICT (id) DO NOTHING`;
+  // One reading of the time for the whole claim (the CTE t is evaluated once). Picking with
+  // SKIP LOCKED never waits for a lock, so it is read once the statement runs. `dead` fails the
+  // expired rows that reached maxAttempts ($4, null: none); `picked` leaves them out, since both
+  // see the same snapshot. Its text is deadLetterError's (lib/outbox.ts).
   const claimSql = `
-    UPDATE ${s}.outbox o SET status = 'delivering', claimed_until = t.now + $3, retry_at = NULL,
-      attempts = o.attempts + 1, lease = gen_random_uuid()::text
-    FROM (SELECT ${nowSql(1)} AS now) t, (
-      SELECT q.id FROM ${s}.outbox q, (SELECT ${nowSql(1)} AS now) t
+    WITH t AS (SELECT ${nowSql(1)} AS now),
+    dead AS (
+      UPDATE ${s}.outbox d SET status = 'failed', lease_expiries = d.lease_expiries + 1, claimed_until = NULL, lease = NULL,
+        last_error = 'dead letter: its lease expired ' || (d.lease_expiries + 1) || ' times with no outcome recorded (maxAttempts ' || $4::integer || ')'
+      WHERE d.id IN (
+        SELECT q.id FROM ${s}.outbox q, t
+        WHERE $4::integer IS NOT NULL AND q.status = 'delivering' AND q.claimed_until <= t.now AND q.lease_expiries + 1 >= $4::integer
+        FOR UPDATE OF q SKIP LOCKED)
+      RETURNING d.id
+    ),
+    picked AS (
+      SELECT q.id FROM ${s}.outbox q, t
       WHERE (q.status = 'queued' AND (q.retry_at IS NULL OR q.retry_at <= t.now))
-         OR (q.status = 'delivering' AND q.claimed_until <= t.now)
+         OR (q.status = 'delivering' AND q.claimed_until <= t.now AND ($4::integer IS NULL OR q.lease_expiries + 1 < $4::integer))
       ORDER BY q.enqueued_at, q.seq LIMIT $2
       FOR UPDATE OF q SKIP LOCKED
-    ) picked
+    )
+    UPDATE ${s}.outbox o SET status = 'delivering', claimed_until = t.now + $3, retry_at = NULL,
+      attempts = o.attempts + 1, lease_expiries = o.lease_expiries + CASE WHEN o.status = 'delivering' THEN 1 ELSE 0 END,
+      lease = gen_random_uuid()::text
+    FROM t, picked
     WHERE o.id = picked.id
     RETURNING ${columns('o')}`;
+  // Only the holder of the lease, expired or not, as long as nobody claimed the message since.
+  const extendSql = `
+    UPDATE ${s}.outbox SET claimed_until = ${nowSql(1)} + $3
+    WHERE id = $2 AND status = 'delivering' AND lease = $4`;
   const deliverSql = `
     UPDATE ${s}.outbox SET status = 'delivered', delivered_at = ${nowSql(1)}, destination_tx_hash = $3,
       claimed_until = NULL, retry_at = NULL, lease = NULL
-    WHERE id = $2 AND status IN ('queued', 'delivering') AND ($4::text IS NULL OR (status = 'delivering' AND lease = $4))`;
+    WHERE id = $2 AND status = 'delivering' AND lease = $4`;
   const failSql = `
     UPDATE ${s}.outbox SET status = CASE WHEN $4::float8 IS NULL THEN 'failed' ELSE 'queued' END,
       retry_at = $4, last_error = $3, claimed_until = NULL, lease = NULL
-    WHERE id = $1 AND status = 'delivering' AND ($2::text IS NULL OR lease = $2)`;
+    WHERE id = $1 AND status = 'delivering' AND lease = $2`;
+  const requeueSql = `UPDATE ${s}.outbox SET status = 'queued', retry_at = NULL, lease_expiries = 0 WHERE id = $1 AND status = 'failed'`;
 
   return {
     async enqueue(batch) {
@@ -121,13 +160,18 @@ export function createPostgresOutbox(pool: PgPool, s: string, clock?: Clock): Po
       const { rows } = await run<{ n: number }>(pool, `SELECT count(*)::integer AS n FROM ${s}.outbox WHERE status IN ('queued', 'delivering')`);
       return rows[0].n;
     },
-    async claim(limit, leaseMs) {
-      checkClaim(limit, leaseMs);
+    async claim(limit, leaseMs, opts) {
+      const maxAttempts = checkClaim(limit, leaseMs, opts);
       if (limit === 0) return [];
-      const { rows } = await run<Row>(pool, claimSql, [now(), limit, leaseMs]);
+      const { rows } = await run<Row>(pool, claimSql, [now(), limit, leaseMs, maxAttempts]);
       // RETURNING has no order: hand them out oldest first, like the other engines.
       rows.sort((a, b) => a.enqueued_at - b.enqueued_at || a.seq - b.seq);
       return rows.map((row) => ({ ...toRecord(row), lease: row.lease! }));
+    },
+    async extend(id, lease, leaseMs) {
+      const token = checkExtend(lease, leaseMs);
+      const { rowCount } = await run(pool, extendSql, [now(), String(id).toLowerCase(), leaseMs, token]);
+      return rowCount === 1;
     },
     async markDelivered(id, opts) {
       const { destinationTxHash, lease } = checkMarkDelivered(opts);
@@ -137,6 +181,10 @@ export function createPostgresOutbox(pool: PgPool, s: string, clock?: Clock): Po
     async markFailed(id, opts) {
       const { error, retryAt, lease } = checkMarkFailed(opts);
       const { rowCount } = await run(pool, failSql, [String(id).toLowerCase(), lease, error, retryAt]);
+      return rowCount === 1;
+    },
+    async requeue(id) {
+      const { rowCount } = await run(pool, requeueSql, [String(id).toLowerCase()]);
       return rowCount === 1;
     },
   };

@@ -84,6 +84,13 @@ export const MIGRATIONS: readonly ((s: string) => string)[] = [
     ADD CONSTRAINT outbox_last_error_length CHECK (char_length(last_error) <= ${MAX_ERROR_LENGTH}),
     ADD CONSTRAINT outbox_destination_tx_hash_length
       CHECK (char_length(destination_tx_hash) BETWEEN 1 AND ${MAX_DESTINATION_TX_HASH_LENGTH});`,
+
+  // 3: the count of expired leases taken over (lib/outbox.ts, leaseExpiries), on which claim's
+  // maxAttempts dead-letters a message whose workers keep stopping. Existing rows start at 0.
+  // The same column and CHECK as the SQLite table's migration 5.
+  (s) => `
+  ALTER TABLE ${s}.outbox ADD COLUMN lease_expiries integer NOT NULL DEFAULT 0
+    CONSTRAINT outbox_lease_expiries_count CHECK (lease_expiries >= 0);`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

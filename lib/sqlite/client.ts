@@ -11,7 +11,7 @@
  * are real); the injected Clock only supplies the time the table methods see.
  */
 import { Worker } from 'node:worker_threads';
-import type { Clock } from '../clock.ts';
+import { wallNow, type Clock } from '../clock.ts';
 import { deserializeError, type CallMessage, type FromWorker, type SerializedError, type ToWorker } from './protocol.ts';
 import type { WorkerOptions } from './worker.ts';
 
@@ -50,7 +50,7 @@ const WORKER_URL = new URL(`./worker${import.meta.url.slice(import.meta.url.last
 /** Starts the worker and resolves once the database is open and migrated. */
 export function startWorker(options: WorkerClientOptions): Promise<WorkerClient> {
   const { clock, lockTimeoutMs, callTimeoutMs } = options;
-  const workerData: WorkerOptions = { path: options.path, openTimeoutMs: Math.max(lockTimeoutMs, 5_000) };
+  const workerData: WorkerOptions = { path: options.path, openTimeoutMs: Math.max(lockTimeoutMs, 5_000), sharedTime: clock.sharedTime };
   // No inherited flags: --input-type, -e or a test runner's flags would apply to the worker's file.
   const worker = new Worker(WORKER_URL, { workerData, execArgv: [] });
   // Idle, the worker does not keep the process alive; a call in flight does (ref below).
@@ -133,7 +133,7 @@ export function startWorker(options: WorkerClientOptions): Promise<WorkerClient>
     if (closing !== undefined) return Promise.reject(new Error('the SQLite store is closed'));
     return new Promise((resolve, reject) => {
       const id = nextId++;
-      const message: CallMessage = { type: 'call', id, target, method, args, now: clock.now(), deadline: Date.now() + lockTimeoutMs };
+      const message: CallMessage = { type: 'call', id, target, method, args, now: clock.now(), sentAt: wallNow(), deadline: Date.now() + lockTimeoutMs };
       // Cloning the arguments may throw (a getter, a function): the promise rejects, nothing is sent.
       worker.postMessage(message satisfies ToWorker, transfer);
       if (pending.size === 0) {

@@ -5,21 +5,25 @@
  * hashes lower-case, domains and nonce uint32…), so both stores refuse the same batches with the
  * same TypeError; the table's CHECK constraints are the second line. Lookups lower-case the id.
  *
- * Consumers: claim() selects and leases inside one BEGIN IMMEDIATE transaction, which holds the
- * database's write lock, so claimers in this process, in other processes or worker threads on the
- * same file are serialised and never take the same message. markDelivered/markFailed are single
- * conditional UPDATEs (atomic on their own). Times come from the injected clock.
+ * Consumers: claim() dead-letters, selects and leases inside one BEGIN IMMEDIATE transaction,
+ * which holds the database's write lock, so claimers in this process, in other processes or worker
+ * threads on the same file are serialised and never take the same message. extend, markDelivered,
+ * markFailed and requeue are single conditional UPDATEs naming the lease (atomic on their own).
+ * Every method reads the clock when it runs, i.e. inside the worker's transaction, once the write
+ * lock is held (lib/sqlite/worker.ts), never at the time the call was sent.
  */
 import type { DatabaseSync } from 'node:sqlite';
 import type { Clock } from '../clock.ts';
 import {
   checkClaim,
+  checkExtend,
   checkMarkDelivered,
   checkMarkFailed,
   newLease,
   recordFromRow,
   validateOutboxBatch,
   type ClaimedMessage,
+  type ClaimOptions,
   type MarkDeliveredOptions,
   type MarkFailedOptions,
   type Outbox,
@@ -34,13 +38,20 @@ interface Row extends OutboxRow {
 }
 
 const COLUMNS =
-  'id, origin_chain, tx_hash, origin, destination, nonce, raw, enqueued_at, status, attempts, last_error, ' +
+  'id, origin_chain, tx_hash, origin, destination, nonce, raw, enqueued_at, status, attempts, lease_expiries, last_error, ' +
   'delivered_at, destination_tx_hash, claimed_until, retry_at';
 
-/** Rows claim() may take at `now` (the first term lets the planner use the outbox_open index). */
+/**
+ * Rows claim() may take at `now` (the first term lets the planner use the outbox_open index); the
+ * rows to dead-letter are gone by then. The dead-letter text is deadLetterError's (lib/outbox.ts).
+ */
 const CLAIMABLE =
   "status IN ('queued', 'delivering') AND " +
   "((status = 'queued' AND (retry_at IS NULL OR retry_at <= :now)) OR (status = 'delivering' AND claimed_until <= :now))";
+const DEAD_LETTER =
+  "UPDATE outbox SET status = 'failed', lease_expiries = lease_expiries + 1, claimed_until = NULL, lease = NULL, " +
+  "last_error = 'dead letter: its lease expired ' || (lease_expiries + 1) || ' times with no outcome recorded (maxAttempts ' || CAST(:max AS INTEGER) || ')' " +
+  "WHERE status IN ('queued', 'delivering') AND status = 'delivering' AND claimed_until <= :now AND lease_expiries + 1 >= :max";
 
 function toRecord(row: Row): OutboxRecord {
   return recordFromRow(row, row.raw);
@@ -52,9 +63,11 @@ export interface SqliteOutbox extends Outbox {
   get(id: string): OutboxRecord | undefined;
   byTx(originChain: string, txHash: string): OutboxRecord[];
   depth(): number;
-  claim(limit: number, leaseMs: number): ClaimedMessage[];
+  claim(limit: number, leaseMs: number, opts?: ClaimOptions): ClaimedMessage[];
+  extend(id: string, lease: string, leaseMs: number): boolean;
   markDelivered(id: string, opts: MarkDeliveredOptions): boolean;
   markFailed(id: string, opts: MarkFailedOptions): boolean;
+  requeue(id: string): boolean;
 }
 
 export function createSqliteOutbox(db: DatabaseSync, transaction: Transaction, clock: Clock): SqliteOutbox {
@@ -68,23 +81,28 @@ export function createSqliteOutbox(db: DatabaseSync, transaction: Transaction, c
   const selectOne = db.prepare(`SELECT ${COLUMNS} FROM outbox WHERE id = ?`);
   const selectTx = db.prepare(`SELECT ${COLUMNS} FROM outbox WHERE origin_chain = ? AND tx_hash = ? ORDER BY rowid`);
   const selectClaimable = db.prepare(`SELECT ${COLUMNS} FROM outbox WHERE ${CLAIMABLE} ORDER BY enqueued_at, rowid LIMIT :limit`);
+  const deadLetter = db.prepare(DEAD_LETTER);
+  // An expired lease taken over counts in lease_expiries (the old value of status in SET).
   const lease = db.prepare(
-    "UPDATE outbox SET status = 'delivering', claimed_until = ?, lease = ?, retry_at = NULL, attempts = attempts + 1 WHERE id = ?",
+    "UPDATE outbox SET status = 'delivering', claimed_until = ?, lease = ?, retry_at = NULL, attempts = attempts + 1, " +
+      "lease_expiries = lease_expiries + (status = 'delivering') WHERE id = ?",
   );
-  // :lease NULL means "whoever holds it"; otherwise only the holder of that lease.
+  // Only the holder of :lease, expired or not, as long as nobody claimed the message since.
+  const renew = db.prepare("UPDATE outbox SET claimed_until = :until WHERE id = :id AND status = 'delivering' AND lease = :lease");
   const deliver = db.prepare(
     "UPDATE outbox SET status = 'delivered', delivered_at = :now, destination_tx_hash = :hash, " +
       'claimed_until = NULL, lease = NULL, retry_at = NULL ' +
-      "WHERE id = :id AND status IN ('queued', 'delivering') AND (:lease IS NULL OR (status = 'delivering' AND lease = :lease))",
+      "WHERE id = :id AND status = 'delivering' AND lease = :lease",
   );
-  const requeue = db.prepare(
+  const retry = db.prepare(
     "UPDATE outbox SET status = 'queued', last_error = :error, retry_at = :retryAt, claimed_until = NULL, lease = NULL " +
-      "WHERE id = :id AND status = 'delivering' AND (:lease IS NULL OR lease = :lease)",
+      "WHERE id = :id AND status = 'delivering' AND lease = :lease",
   );
   const giveUp = db.prepare(
     "UPDATE outbox SET status = 'failed', last_error = :error, claimed_until = NULL, lease = NULL " +
-      "WHERE id = :id AND status = 'delivering' AND (:lease IS NULL OR lease = :lease)",
+      "WHERE id = :id AND status = 'delivering' AND lease = :lease",
   );
+  const redrive = db.prepare("UPDATE outbox SET status = 'queued', retry_at = NULL, lease_expiries = 0 WHERE id = ? AND status = 'failed'");
 
   return {
     enqueue(batch) {
@@ -118,13 +136,14 @@ export function createSqliteOutbox(db: DatabaseSync, transaction: Transaction, c
     depth() {
       return Number((countOpen.get() as { n: number }).n);
     },
-    claim(limit, leaseMs) {
-      checkClaim(limit, leaseMs);
+    claim(limit, leaseMs, opts) {
+      const maxAttempts = checkClaim(limit, leaseMs, opts);
       if (limit === 0) return [];
       return transaction(() => {
         // Read the time inside the lock: a claimer that waited for it must not judge leases by
-        // the time it started waiting.
+        // the time it started waiting, nor get a lease shortened by the wait.
         const now = clock.now();
+        if (maxAttempts !== null) deadLetter.run({ now, max: maxAttempts });
         const rows = selectClaimable.all({ now, limit }) as unknown as Row[];
         return rows.map((row) => {
           const token = newLease();
@@ -134,6 +153,7 @@ export function createSqliteOutbox(db: DatabaseSync, transaction: Transaction, c
             ...toRecord(row),
             status: 'delivering',
             attempts: row.attempts + 1,
+            leaseExpiries: row.lease_expiries + (row.status === 'delivering' ? 1 : 0),
             claimedUntil,
             retryAt: null,
             lease: token,
@@ -141,16 +161,24 @@ export function createSqliteOutbox(db: DatabaseSync, transaction: Transaction, c
         });
       });
     },
+    extend(id, held, leaseMs) {
+      const token = checkExtend(held, leaseMs);
+      const { changes } = renew.run({ id: String(id).toLowerCase(), lease: token, until: clock.now() + leaseMs });
+      return Number(changes) === 1;
+    },
     markDelivered(id, opts) {
       const { destinationTxHash, lease: held } = checkMarkDelivered(opts);
-      const { changes } = deliver.run({ id: id.toLowerCase(), now: clock.now(), hash: destinationTxHash, lease: held });
+      const { changes } = deliver.run({ id: String(id).toLowerCase(), now: clock.now(), hash: destinationTxHash, lease: held });
       return Number(changes) === 1;
     },
     markFailed(id, opts) {
       const { error, retryAt, lease: held } = checkMarkFailed(opts);
-      const params = { id: id.toLowerCase(), error, lease: held };
-      const { changes } = retryAt === null ? giveUp.run(params) : requeue.run({ ...params, retryAt });
+      const params = { id: String(id).toLowerCase(), error, lease: held };
+      const { changes } = retryAt === null ? giveUp.run(params) : retry.run({ ...params, retryAt });
       return Number(changes) === 1;
+    },
+    requeue(id) {
+      return Number(redrive.run(String(id).toLowerCase()).changes) === 1;
     },
   };
 }

@@ -8,7 +8,7 @@
 import { SchemaVersionError } from '../errors.ts';
 
 export const WRITES: Readonly<Record<string, readonly string[]>> = {
-  outbox: ['enqueue', 'markDelivered', 'claim', 'markFailed'],
+  outbox: ['enqueue', 'markDelivered', 'claim', 'markFailed', 'extend', 'requeue'],
   merkle: ['insert', 'insertPacked'],
 };
 
@@ -22,8 +22,13 @@ export interface CallMessage {
   target: string;
   method: string;
   args: unknown[];
-  /** The caller's clock reading (ms): the table methods' `now`, so an injected clock drives them. */
+  /**
+   * The caller's clock reading (ms) and the wall time (performance.timeOrigin + performance.now())
+   * it was read at. Without a shared clock (see Clock.sharedTime) the worker's `now` is this
+   * reading plus the wall time elapsed since, read when the method runs (inside the lock).
+   */
   now: number;
+  sentAt: number;
   /** Date.now() after which the worker answers SQLITE_BUSY instead of waiting longer for a lock. */
   deadline: number;
 }

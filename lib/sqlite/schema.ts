@@ -95,6 +95,11 @@ export const MIGRATIONS: readonly string[] = [
      SELECT chain, leaf_index, insertion_block_number, unhex(substr(message_id, 3)) FROM merkle_insertions;
    DROP TABLE merkle_insertions;
    ALTER TABLE merkle_insertions_v4 RENAME TO merkle_insertions;`,
+
+  // 5: the count of expired leases taken over (lib/outbox.ts, leaseExpiries), on which claim's
+  // maxAttempts dead-letters a message whose workers keep stopping. Existing rows start at 0.
+  // The same column and CHECK as PostgreSQL's migration 3, so both refuse the same rows.
+  `ALTER TABLE outbox ADD COLUMN lease_expiries INTEGER NOT NULL DEFAULT 0 CHECK (lease_expiries >= 0);`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

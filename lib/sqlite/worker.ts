@@ -15,7 +15,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import type { DatabaseSync } from 'node:sqlite';
-import { systemClock, type Clock } from '../clock.ts';
+import { readSharedTime, systemClock, wallNow, type Clock } from '../clock.ts';
 import { openDatabase, type Tables } from './database.ts';
 import type { Transaction } from './transaction.ts';
 import { isBusy, isWrite, serializeError, type CallMessage, type FromWorker, type ToWorker } from './protocol.ts';
@@ -24,16 +24,28 @@ export interface WorkerOptions {
   path: string;
   /** How long opening (migrations) may wait for another connection's lock. */
   openTimeoutMs: number;
+  /** The injected clock's shared time (Clock.sharedTime), when it has one. */
+  sharedTime?: SharedArrayBuffer;
 }
 
 const RETRY_MS = 2;
 
 const port = parentPort!;
-const { path, openTimeoutMs } = workerData as WorkerOptions;
+const { path, openTimeoutMs, sharedTime } = workerData as WorkerOptions;
 
-// The table methods read time from the caller's clock: each call carries its reading.
-let callNow = 0;
-const clock: Clock = { ...systemClock, now: () => callNow };
+// The table methods read the time when they run, i.e. once their transaction holds the write lock
+// (a claim that waited 300 ms for the lock still gets its whole lease): the injected clock's
+// shared time if it has one, else the caller's reading moved on by the wall time since it was
+// sent (for the system clock, this thread's own reading of the wall clock).
+let current: CallMessage | undefined;
+const clock: Clock = {
+  ...systemClock,
+  now() {
+    if (sharedTime !== undefined) return readSharedTime(sharedTime);
+    if (current === undefined) return systemClock.now();
+    return current.now + Math.max(0, wallNow() - current.sentAt);
+  },
+};
 
 function post(message: FromWorker): void {
   port.postMessage(message);
@@ -60,8 +72,12 @@ function serve(db: DatabaseSync, tables: Tables, transaction: Transaction): void
     if (table === undefined || !methods[call.target].includes(call.method)) {
       throw new TypeError(`no such store method: ${call.target}.${call.method}`);
     }
-    callNow = call.now;
-    return table[call.method](...call.args);
+    current = call;
+    try {
+      return table[call.method](...call.args);
+    } finally {
+      current = undefined;
+    }
   }
 
   const reads: CallMessage[] = [];

@@ -4,7 +4,7 @@
  * flushed between firings so async code awaiting `sleep()` or a fetch progresses before the next
  * timer is considered. Test helpers may use Node APIs (setImmediate); the library may not.
  */
-import type { Clock } from '../../lib/clock.ts';
+import { createSharedTime, writeSharedTime, type Clock } from '../../lib/clock.ts';
 
 export interface FakeClock extends Clock {
   /** Moves time forward by `ms`, firing every timer due on the way. */
@@ -38,6 +38,12 @@ export async function flushJobs(turns = FLUSH_TURNS): Promise<void> {
 
 export function createFakeClock(start = 1_700_000_000_000): FakeClock {
   let now = start;
+  // The SQLite store's worker thread reads the time here when its transaction runs (lib/clock.ts).
+  const sharedTime = createSharedTime(start);
+  const moveTo = (at: number) => {
+    now = at;
+    writeSharedTime(sharedTime, at);
+  };
   let nextId = 1;
   const timers = new Map<number, Timer>();
 
@@ -58,16 +64,17 @@ export function createFakeClock(start = 1_700_000_000_000): FakeClock {
       if (!due) break;
       timers.delete(due[0]);
       // Never move time backwards: a timer scheduled "in the past" fires at the current time.
-      if (due[1].at > now) now = due[1].at;
+      if (due[1].at > now) moveTo(due[1].at);
       due[1].fn();
       await flushJobs();
     }
-    if (target > now) now = target;
+    if (target > now) moveTo(target);
     await flushJobs();
   }
 
   return {
     now: () => now,
+    sharedTime,
     setTimeout(fn, ms, options) {
       const delay = Number.isFinite(ms) && ms > 0 ? ms : 0;
       const id = nextId++;
