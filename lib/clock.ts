@@ -18,38 +18,12 @@ export interface Clock {
   setTimeout(fn: () => void, ms: number, options?: TimerOptions): unknown;
   clearTimeout(handle: unknown): void;
   /**
-   * Optional: this clock's current time kept in shared memory (written with writeSharedTime), so
-   * another thread reads the clock's time at the moment it needs it. The SQLite store's worker
+   * Optional: this clock's current time kept in shared memory (lib/sqlite/shared-time.ts), so
+   * another thread reads the clock's time at the moment it needs it: the SQLite store's worker
    * thread reads it when its transaction holds the lock. A test's fake clock has one; without it
    * the worker adds the wall time elapsed since the call was sent to the caller's reading.
    */
   readonly sharedTime?: SharedArrayBuffer;
-}
-
-const bits = new BigInt64Array(1);
-const asFloat = new Float64Array(bits.buffer);
-
-/** A SharedArrayBuffer for Clock.sharedTime, holding `ms`. */
-export function createSharedTime(ms: number): SharedArrayBuffer {
-  const buffer = new SharedArrayBuffer(8);
-  writeSharedTime(buffer, ms);
-  return buffer;
-}
-
-/** Stores `ms` atomically (the float's 64 bits in one Atomics.store, so a reader never sees half). */
-export function writeSharedTime(buffer: SharedArrayBuffer, ms: number): void {
-  asFloat[0] = ms;
-  Atomics.store(new BigInt64Array(buffer), 0, bits[0]);
-}
-
-export function readSharedTime(buffer: SharedArrayBuffer): number {
-  bits[0] = Atomics.load(new BigInt64Array(buffer), 0);
-  return asFloat[0];
-}
-
-/** Wall time in ms, comparable across threads of one process. */
-export function wallNow(): number {
-  return performance.timeOrigin + performance.now();
 }
 
 export const systemClock: Clock = {

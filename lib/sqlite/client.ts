@@ -11,8 +11,9 @@
  * are real); the injected Clock only supplies the time the table methods see.
  */
 import { Worker } from 'node:worker_threads';
-import { wallNow, type Clock } from '../clock.ts';
+import type { Clock } from '../clock.ts';
 import { deserializeError, type CallMessage, type FromWorker, type SerializedError, type ToWorker } from './protocol.ts';
+import { wallNow } from './shared-time.ts';
 import type { WorkerOptions } from './worker.ts';
 
 /** The methods of `T` as the proxy offers them: same arguments, answers as promises. */

@@ -15,8 +15,9 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import type { DatabaseSync } from 'node:sqlite';
-import { readSharedTime, systemClock, wallNow, type Clock } from '../clock.ts';
+import { systemClock, type Clock } from '../clock.ts';
 import { openDatabase, type Tables } from './database.ts';
+import { readSharedTime, wallNow } from './shared-time.ts';
 import type { Transaction } from './transaction.ts';
 import { isBusy, isWrite, serializeError, type CallMessage, type FromWorker, type ToWorker } from './protocol.ts';
 

@@ -4,7 +4,8 @@
  * flushed between firings so async code awaiting `sleep()` or a fetch progresses before the next
  * timer is considered. Test helpers may use Node APIs (setImmediate); the library may not.
  */
-import { createSharedTime, writeSharedTime, type Clock } from '../../lib/clock.ts';
+import type { Clock } from '../../lib/clock.ts';
+import { createSharedTime, writeSharedTime } from '../../lib/sqlite/shared-time.ts';
 
 export interface FakeClock extends Clock {
   /** Moves time forward by `ms`, firing every timer due on the way. */
