@@ -8,7 +8,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
 import { encodeErrorResult, parseAbi, toFunctionSelector, type Hex } from 'viem';
-import { ccipRead, CcipReadError, decodeOffchainLookup, OFFCHAIN_LOOKUP_SELECTOR, type OffchainLookup } from '../lib/worker/ccip-read.ts';
+import { ccipRead, CcipReadError, createOffchainReader, decodeOffchainLookup, OFFCHAIN_LOOKUP_SELECTOR, type OffchainLookup } from '../lib/worker/ccip-read.ts';
 import { createFakeClock } from './helpers/fake-clock.ts';
 
 // The error as Hyperlane's ICcipReadIsm declares it (EIP-3668's definition).
@@ -352,5 +352,19 @@ describe('ccipRead: hostile gateways', () => {
     const reason = new Error('stopping');
     controller.abort(reason);
     await assert.rejects(result, (e) => e === reason);
+  });
+});
+
+describe('createOffchainReader: a revert to metadata', () => {
+  test('an OffchainLookup revert is followed with the ISM as the contract asked; anything else is malformed', async (t) => {
+    const g = await startGateway(t, answer);
+    const read = createOffchainReader();
+    const revert = encode({ sender: ISM_CHECKSUMMED, urls: [`${g.url}/{sender}/{data}`], callData: '0xc0ffee' });
+    assert.equal(await read(revert, ISM), METADATA);
+    assert.equal(g.requests[0].path, `/${ISM}/0xc0ffee`);
+    await rejectsWith(read(revert, '0x0000000000000000000000000000000000000002'), 'refused', /another sender/);
+    const notLookup = encodeErrorResult({ abi: parseAbi(['error Error(string)']), errorName: 'Error', args: ['no'] });
+    await rejectsWith(read(notLookup, ISM), 'malformed', /did not revert with an OffchainLookup/);
+    assert.equal(g.requests.length, 1);
   });
 });

@@ -386,3 +386,16 @@ async function askGateway(template: string, a: Ask): Promise<Hex> {
     a.signal?.removeEventListener('abort', onAbort);
   }
 }
+
+/**
+ * The revert of `getOffchainVerifyInfo(message)` on `ism` followed to its metadata: decode the
+ * OffchainLookup (anything else is `malformed`: the ISM is broken), then `ccipRead` with `ism` as
+ * the contract asked. The shape of lib/worker/metadata.ts's OffchainReader.
+ */
+export function createOffchainReader(opts: Omit<CcipReadOptions, 'contract' | 'signal'> = {}): (revertData: Hex, ism: Hex, signal?: AbortSignal) => Promise<Hex> {
+  return async (revertData, ism, signal) => {
+    const lookup = decodeOffchainLookup(revertData);
+    if (!lookup) throw new CcipReadError('malformed', 'the ISM did not revert with an OffchainLookup');
+    return ccipRead(lookup, { ...opts, contract: ism, signal });
+  };
+}
