@@ -623,6 +623,47 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       }
     });
 
+    test('DESIGN 11: claimers with and without maxAttempts racing on expired messages: each is dead-lettered once or claimed once, never both', async () => {
+      const N = 30;
+      await h.outbox.enqueue(Array.from({ length: N }, (_, i) => outboxMessage(i + 1)));
+      await h.outbox.claim(N, 1_000);
+      await clock.advance(1_000);
+      assert.equal((await h.outbox.claim(N, 1_000)).length, N, 'taken over once: one expired lease each');
+      await clock.advance(1_000); // the second lease expired too: maxAttempts 2 dead-letters them
+      const handles = [h.outbox];
+      const extra: { close(): void | Promise<void> }[] = [];
+      if (h.connect) {
+        for (let i = 0; i < 2; i++) {
+          const c = await h.connect();
+          extra.push(c);
+          handles.push(c.outbox);
+        }
+      }
+      try {
+        const results = await Promise.all(
+          Array.from({ length: 12 }, (_, i) =>
+            Promise.resolve().then(() => handles[i % handles.length].claim(3, 1_000, i % 3 === 0 ? undefined : { maxAttempts: 2 })),
+          ),
+        );
+        const claimed = ids(results.flat());
+        assert.equal(new Set(claimed).size, claimed.length, 'no message handed out twice');
+        for (let i = 1; i <= N; i++) {
+          const record = (await h.outbox.get(id(i)))!;
+          assert.equal(record.leaseExpiries, 2, `${id(i)}: its second expiry counted once`);
+          if (claimed.includes(id(i))) {
+            assert.equal(record.status, 'delivering');
+            assert.equal(record.attempts, 3);
+          } else {
+            assert.equal(record.status, 'failed', `${id(i)}: neither claimed nor dead-lettered`);
+            assert.equal(record.lastError, deadLetterError(2, 2));
+            assert.equal(record.attempts, 2);
+          }
+        }
+      } finally {
+        for (const c of extra) await c.close();
+      }
+    });
+
     test('DESIGN 11: claim and a lease-holder\'s markDelivered racing: the message ends delivered once, never reclaimed', async () => {
       await h.outbox.enqueue(Array.from({ length: 20 }, (_, i) => outboxMessage(i + 1)));
       const claimed = await h.outbox.claim(20, 1_000);

@@ -32,7 +32,8 @@ export interface PostgresStoreOptions {
   schema?: string;
   /**
    * Time source for expiries, the bucket and the lifecycle timestamps. Default: the database's
-   * clock, so replicas whose clocks differ agree. Tests inject a fake clock.
+   * clock, so replicas whose clocks differ agree; the outbox reads it inside each statement, after
+   * any wait for a row lock. Tests inject a fake clock: it is read when a call is made.
    */
   clock?: Clock;
   /** Run the migrations (default true). */

@@ -27,7 +27,12 @@ export interface SqliteStore extends RelayerStore {
 }
 
 export interface OpenStoreOptions {
-  /** The time the tables see (enqueue times, leases); the injected clock of the server. */
+  /**
+   * The time the tables see (enqueue times, leases); the injected clock of the server. The
+   * worker thread reads it when a call runs inside its transaction (lock held), not when the
+   * call was sent: through `clock.sharedTime` when the clock has one (the tests' fake clock),
+   * else as the reading at sending plus the wall time elapsed since.
+   */
   clock?: Clock;
   /**
    * Milliseconds a write waits for another connection's write lock (an operator's sqlite3 shell,
