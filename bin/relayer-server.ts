@@ -45,7 +45,7 @@ Options:
   -h, --help          show this help
 
 Exit codes: 0 after a clean shutdown (SIGINT/SIGTERM), 2 for bad flags or an invalid config,
-1 when the server cannot start (e.g. the port is taken).
+1 when the server cannot start (e.g. the port is taken) or its SQLite store stops while it runs.
 `;
 
 const fail = (code: number, message: string): never => cliFail('relayer-server', code, message);
@@ -160,6 +160,16 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
+  // A store that stopped on its own fails every request from then on: rather than answer 503
+  // forever while GET /relay says up, answer what is in flight (503, the calls fail at once) and
+  // exit 1 so that a supervisor restarts the server (docs/operations.md, "The SQLite store").
+  store.closed?.catch(async (error: Error) => {
+    if (stopping) return;
+    stopping = true;
+    logger.error('the store stopped; exiting', { error: error.cause instanceof Error ? error.cause.message : error.message, in_flight: relay.api.inFlight() });
+    await relay.close(10_000);
+    process.exit(1);
+  });
 }
 
 process.on('uncaughtException', (error) => {

@@ -23,6 +23,11 @@ export interface RelayerStore {
   /** Resolves when the store answers (GET /ready). */
   ping(): Promise<void>;
   close(): Promise<void>;
+  /**
+   * Engines that can stop on their own for good (SQLite: its worker thread died) reject this with
+   * the error every call answers from then on; relayer-server then exits 1 to be restarted.
+   */
+  readonly closed?: Promise<void>;
 }
 
 /** Seconds a client is asked to wait after `store_unavailable`: a lock wait or a failover is short. */

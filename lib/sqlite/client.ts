@@ -12,6 +12,8 @@
  */
 import { Worker } from 'node:worker_threads';
 import type { Clock } from '../clock.ts';
+import { RelayError } from '../errors.ts';
+import { STORE_RETRY_AFTER_SECONDS } from '../store.ts';
 import { deserializeError, type CallMessage, type FromWorker, type SerializedError, type ToWorker } from './protocol.ts';
 import { wallNow } from './shared-time.ts';
 import type { WorkerOptions } from './worker.ts';
@@ -36,6 +38,13 @@ export interface WorkerClient {
   call(target: string, method: string, args: unknown[], transfer?: ArrayBuffer[]): Promise<unknown>;
   /** Lets the queued calls finish, closes the database and ends the thread. Idempotent. */
   close(): Promise<void>;
+  /**
+   * Resolves when close() has ended the thread. Rejects with the store_unavailable RelayError
+   * every call rejects with from then on when the thread ends any other way (a crash, out of
+   * memory, terminated): the store cannot be used again. Handled here, so an embedder that does
+   * not listen is not ended by an unhandled rejection.
+   */
+  closed: Promise<void>;
 }
 
 interface Pending {
@@ -72,7 +81,9 @@ export function startWorker(options: WorkerClientOptions): Promise<WorkerClient>
   }
 
   function idle(): void {
-    worker.unref();
+    // Once close() is called the thread keeps the process alive until it has ended: the caller
+    // awaits close(), and nothing else may be left to keep the event loop running.
+    if (closing === undefined) worker.unref();
     if (sweep !== undefined) clearInterval(sweep);
     sweep = undefined;
   }
@@ -118,14 +129,33 @@ export function startWorker(options: WorkerClientOptions): Promise<WorkerClient>
         return;
     }
   });
-  worker.on('error', (error) => {
-    // Only a bug in the worker gets here; its message may name a path, so it stays in `cause`.
-    const failure = new Error('the SQLite worker stopped', { cause: error });
-    stop(failure);
-    onFailed(failure);
+  let onClosed: () => void;
+  let onDied: (error: Error) => void;
+  const closed = new Promise<void>((resolve, reject) => {
+    onClosed = resolve;
+    onDied = reject;
   });
-  worker.on('exit', () => {
-    stop(new Error('the SQLite store is closed'));
+  closed.catch(() => {});
+  let failure: unknown;
+
+  worker.on('error', (error) => {
+    // A bug or a resource limit in the worker; the 'exit' below follows. Its message may name a
+    // path, so it stays in `cause`.
+    failure ??= error;
+  });
+  worker.on('exit', (code) => {
+    if (closing !== undefined && failure === undefined) {
+      stop(new Error('the SQLite store is closed'));
+      onClosed();
+    } else {
+      // The thread ended on its own: every call from now on fails at once, like the ones waiting.
+      const cause = new Error(`the SQLite worker thread exited with code ${code}`, failure === undefined ? undefined : { cause: failure });
+      stop(new RelayError('store_unavailable', 'the SQLite store stopped; nothing more can be stored until the relayer is restarted', {
+        retryAfterSeconds: STORE_RETRY_AFTER_SECONDS,
+        cause,
+      }));
+      onDied(stopped!);
+    }
     onFailed(stopped);
   });
 
@@ -148,6 +178,7 @@ export function startWorker(options: WorkerClientOptions): Promise<WorkerClient>
 
   const client: WorkerClient = {
     call,
+    closed,
     proxy<T>(target: string): Proxied<T> {
       const object: Record<string, (...args: unknown[]) => Promise<unknown>> = {};
       for (const method of methods[target] ?? []) object[method] = (...args) => call(target, method, args);

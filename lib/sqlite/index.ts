@@ -24,6 +24,14 @@ export interface SqliteStore extends RelayerStore {
   outbox: Proxied<SqliteOutbox>;
   merkle: MerkleStore;
   merkleRowCount(): Promise<number>;
+  /**
+   * Resolves once close() has ended the store's worker thread. Rejects when the thread ends any
+   * other way (a crash, out of memory): from then on every call rejects at once with the same
+   * error, a RelayError `store_unavailable`, and the store stays unusable; the process should be
+   * restarted (relayer-server exits with code 1) or the store opened again. Nothing needs to
+   * listen: an ignored rejection does not end the process.
+   */
+  readonly closed: Promise<void>;
 }
 
 export interface OpenStoreOptions {
@@ -72,5 +80,6 @@ export async function openStore(path: string, options: OpenStoreOptions = {}): P
       await worker.call('health', 'ping', []);
     },
     close: () => worker.close(),
+    closed: worker.closed,
   };
 }
