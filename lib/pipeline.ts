@@ -41,8 +41,11 @@ export interface RelayPipelineOptions {
 
 export interface RelayCallOptions {
   signal?: AbortSignal;
-  /** Filled in once the request is valid: the chain name and lower-case tx hash (for logs). */
-  info?: { originChain?: string; txHash?: string };
+  /**
+   * Called once the request is valid, with the chain name and lower-case tx hash (for logs: a
+   * request whose client leaves early is still logged with them).
+   */
+  onValid?: (request: { originChain: string; txHash: string }) => void;
 }
 
 export interface RelayPipeline {
@@ -96,14 +99,11 @@ export function createRelayPipeline(options: RelayPipelineOptions): RelayPipelin
   }
 
   /** `body` is read after the token is taken: relayText parses no JSON for a refused request. */
-  async function run(body: () => unknown, { signal, info }: RelayCallOptions = {}): Promise<RelayResponse> {
+  async function run(body: () => unknown, { signal, onValid }: RelayCallOptions = {}): Promise<RelayResponse> {
     const taking = takeToken();
     if (taking) await taking;
     const { chain, txHash } = validateRelayRequest(body(), chains);
-    if (info) {
-      info.originChain = chain.name;
-      info.txHash = txHash;
-    }
+    onValid?.({ originChain: chain.name, txHash });
     const reservation = await callStore(() => dedup.reserve(`${chain.name}\n${txHash}`));
     try {
       const receipt = await fetchReceipt(chain, txHash, signal);

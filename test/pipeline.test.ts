@@ -82,3 +82,26 @@ describe('the relay pipeline as a whole (spec 4.5.4, DESIGN 3)', () => {
     seen.expectBoth(20);
   });
 });
+
+test('the pipeline reports the valid request through onValid (before the receipt), and writes into nothing it is given', async () => {
+  const hash = txHash(7);
+  const seen: unknown[] = [];
+  let receiptAsked = false;
+  const options = {
+    onValid: (request: { originChain: string; txHash: string }) => seen.push({ ...request, receiptAsked }),
+  };
+  const pipeline = createRelayPipeline({
+    config: testConfig(),
+    queue: createMemoryOutbox(),
+    fetchReceipt: async () => {
+      receiptAsked = true;
+      return parseReceipt(rpcReceipt(hash, []), hash);
+    },
+  });
+  await pipeline.relay({ origin_chain: 'ethereum', tx_hash: hash.toUpperCase().replace('0X', '0x') }, options);
+  assert.deepEqual(seen, [{ originChain: 'ethereum', txHash: hash.toLowerCase(), receiptAsked: false }]);
+  assert.deepEqual(Object.keys(options), ['onValid']);
+  // An invalid request is never reported.
+  await assert.rejects(pipeline.relay({ origin_chain: 'nowhere', tx_hash: hash }, options), RelayError);
+  assert.equal(seen.length, 1);
+});

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { compileRoutes, type RouteHandler } from '../lib/http/handler.ts';
+import { compileRoutes, type RouteHandler } from '../lib/http/router.ts';
 
 const handler: RouteHandler = () => {};
 

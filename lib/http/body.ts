@@ -13,6 +13,15 @@ export function tooLarge(limit: number): RelayError {
   return new RelayError('payload_too_large', `request body exceeds ${limit} bytes`);
 }
 
+/** The body of a request that must be JSON: `unsupported_media_type` for any other Content-Type. */
+export function readJsonBody(req: IncomingMessage, limit: number): Promise<string> {
+  const media = req.headers['content-type']?.split(';')[0].trim().toLowerCase();
+  if (media !== 'application/json') {
+    return Promise.reject(new RelayError('unsupported_media_type', 'Content-Type must be application/json'));
+  }
+  return readBody(req, limit);
+}
+
 export function readBody(req: IncomingMessage, limit: number): Promise<string> {
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > limit) return Promise.reject(tooLarge(limit));

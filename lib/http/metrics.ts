@@ -185,7 +185,6 @@ export function createMetricsRegistry(): MetricsRegistry {
 
 /** What the relay API's gauges read at scrape time; a store-backed one may answer with a promise. */
 export interface RelayMetricSources {
-  clock: Clock;
   dedupSize(): number | Promise<number>;
   inFlight(): number;
   outboxDepth?: () => number | Promise<number>;
@@ -201,6 +200,8 @@ export interface RelayMetrics {
   merkleRows: Counter;
   /** Observes one eth_getTransactionReceipt attempt (the pipeline's onReceiptAttempt). */
   receiptAttempt(event: ReceiptFetchEvent): void;
+  /** Registers the gauges (once, after the counters: the exposition keeps that order). */
+  gauges(sources: RelayMetricSources): void;
   /** Samples the gauges backed by an asynchronous store; awaited before each render. */
   sample(): Promise<void>;
 }
@@ -209,7 +210,7 @@ export interface RelayMetrics {
 const GAUGE_TIMEOUT_MS = 1_000;
 
 /** The relay API's metric families (docs/operations.md lists them), registered on `registry`. */
-export function createRelayMetrics(registry: MetricsRegistry, sources: RelayMetricSources): RelayMetrics {
+export function createRelayMetrics(registry: MetricsRegistry, clock: Clock): RelayMetrics {
   // Same name, labels and label values as the reference relayer (relay_api/metrics.rs), so its
   // dashboards work: POST /relay only, status "success" | "failure", error_type "" on success.
   const requests = registry.counter(
@@ -245,7 +246,7 @@ export function createRelayMetrics(registry: MetricsRegistry, sources: RelayMetr
           return;
         }
         kind = 'async';
-        last = await withDeadline(value, GAUGE_TIMEOUT_MS, sources.clock, name);
+        last = await withDeadline(value, GAUGE_TIMEOUT_MS, clock, name);
       } catch {
         // A failing store shows as NaN; the scrape itself still answers.
         last = NaN;
@@ -265,9 +266,6 @@ export function createRelayMetrics(registry: MetricsRegistry, sources: RelayMetr
     });
   }
 
-  storeGauge('hyperlane_relay_api_dedup_cache_size', 'Live entries in the POST /relay dedup cache.', sources.dedupSize);
-  registry.gauge('hyperlane_relay_api_in_flight_requests', 'Requests being handled.', sources.inFlight);
-  if (sources.outboxDepth) storeGauge('hyperlane_relay_api_outbox_depth', 'Messages in the relay outbox not yet delivered.', sources.outboxDepth);
 
   return {
     requests,
@@ -280,6 +278,11 @@ export function createRelayMetrics(registry: MetricsRegistry, sources: RelayMetr
       const labels = { chain: event.chain, rpc: event.rpc };
       receiptDuration.observe(labels, event.durationMs / 1000);
       if (!event.ok) receiptFailures.inc(labels);
+    },
+    gauges(sources) {
+      storeGauge('hyperlane_relay_api_dedup_cache_size', 'Live entries in the POST /relay dedup cache.', sources.dedupSize);
+      registry.gauge('hyperlane_relay_api_in_flight_requests', 'Requests being handled.', sources.inFlight);
+      if (sources.outboxDepth) storeGauge('hyperlane_relay_api_outbox_depth', 'Messages in the relay outbox not yet delivered.', sources.outboxDepth);
     },
     async sample() {
       if (samplers.length > 0) await Promise.all(samplers.map((sample) => sample()));

@@ -1,0 +1,137 @@
+/**
+ * One HTTP exchange (request and answer) and everything observed about it: the in-flight count,
+ * the request log line, the request metrics, and the operator's log of failures (internal and
+ * store errors, failed JSON-RPC attempts). Nothing else in lib/http logs or counts.
+ */
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Clock } from '../clock.ts';
+import type { RelayError } from '../errors.ts';
+import type { Logger } from '../log.ts';
+import type { ReceiptFetchEvent } from '../receipt.ts';
+import type { RelayMetrics } from './metrics.ts';
+import type { CompiledRoute } from './router.ts';
+
+/** Context of one request, for the log line and the metrics. */
+export interface Exchange {
+  req: IncomingMessage;
+  res: ServerResponse;
+  id: string;
+  /** The matched route's path pattern ('unknown' before a match): the metric and log label. */
+  route: string;
+  matched?: CompiledRoute;
+  /** Parsed only when the request line is not exactly a route's path. */
+  url?: URL;
+  params: Record<string, string>;
+  reason?: string;
+  originChain?: string;
+  txHash?: string;
+  messages?: number;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/** Log and metric reason of a request whose client went away before the answer (no RelayError). */
+const CLIENT_CLOSED = 'client_closed';
+
+/** A new exchange; its id is the client's X-Request-Id when well-formed, else a fresh UUID. */
+export function createExchange(req: IncomingMessage, res: ServerResponse): Exchange {
+  const given = req.headers['x-request-id'];
+  return {
+    req,
+    res,
+    id: typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID(),
+    route: 'unknown',
+    params: {},
+  };
+}
+
+/** The query of the request line (empty when the line was exactly a route's path). */
+export function query(ex: Exchange): URLSearchParams {
+  return (ex.url ?? new URL(ex.req.url ?? '/', 'http://localhost')).searchParams;
+}
+
+export interface ExchangeRecorder {
+  /** Counts the exchange in flight until its response closes, then logs and counts it. */
+  begin(ex: Exchange, started: number): void;
+  /** Records the error the exchange is answered with (before the answer is written). */
+  failed(ex: Exchange, error: RelayError): void;
+  /** Observes one eth_getTransactionReceipt attempt (the pipeline's onReceiptAttempt). */
+  receiptAttempt(event: ReceiptFetchEvent): void;
+  /** Requests being handled right now. */
+  inFlight(): number;
+}
+
+export function createExchangeRecorder(deps: { clock: Clock; logger: Logger; metrics: RelayMetrics }): ExchangeRecorder {
+  const { clock, logger, metrics } = deps;
+  let inFlight = 0;
+
+  function end(ex: Exchange, started: number): void {
+    const { req, res } = ex;
+    inFlight--;
+    const seconds = (clock.now() - started) / 1000;
+    // A connection closed before the answer was sent must not count as the default 200: it gets
+    // nginx's 499 "client closed request".
+    if (!res.writableFinished) ex.reason = CLIENT_CLOSED;
+    const status = res.writableFinished ? res.statusCode : 499;
+    if (ex.route === '/relay' && req.method === 'POST') {
+      metrics.requests.inc(status < 400 ? { status: 'success', error_type: '' } : { status: 'failure', error_type: ex.reason ?? 'internal_error' });
+    }
+    metrics.responses.inc({ route: ex.route, code: String(status) });
+    metrics.duration.observe({ route: ex.route }, seconds);
+    // A successful health check (GET or HEAD /relay or /ready) or status lookup (/relay/{id}, /relay?…)
+    // is logged at debug: probes and UIs polling a message come every few seconds and would bury
+    // the relay requests.
+    const fields = {
+      request_id: ex.id,
+      method: req.method,
+      route: ex.route,
+      status,
+      reason: ex.reason,
+      duration_ms: Math.round(seconds * 1e6) / 1000,
+      origin_chain: ex.originChain,
+      tx_hash: ex.txHash,
+      messages: ex.messages,
+    };
+    if (ex.matched?.probe && status === 200 && req.method !== 'POST') logger.debug('request', fields);
+    else logger.info('request', fields);
+  }
+
+  return {
+    begin(ex, started) {
+      inFlight++;
+      // 'close' follows 'finish' on every answered response and also ends one whose client left.
+      ex.res.once('close', () => end(ex, started));
+    },
+    failed(ex, error) {
+      ex.reason = error.reason;
+      if (error.reason === 'rate_limited') metrics.rateLimited.inc();
+      if (error.reason === 'internal_error' || error.reason === 'store_unavailable') {
+        // The cause is for the operator's log only, reduced to its name and first line.
+        const cause = error.cause instanceof Error ? `${error.cause.name}: ${error.cause.message.split('\n')[0]}` : undefined;
+        logger.error(error.reason === 'internal_error' ? 'internal error' : 'store unavailable', {
+          request_id: ex.id,
+          route: ex.route,
+          error: error.message,
+          cause,
+        });
+      }
+    },
+    receiptAttempt(event) {
+      metrics.receiptAttempt(event);
+      // Each failed JSON-RPC attempt at warn, with why it failed: without it a 408 after ten seconds
+      // of failing endpoints says nothing an operator can act on. The event carries the endpoint's
+      // origin only and a cause already cut of URLs and of the endpoint's path, query and userinfo.
+      if (event.ok || event.code === 'cancelled') return;
+      logger.warn('rpc attempt failed', {
+        chain: event.chain,
+        rpc: event.rpc,
+        tx_hash: event.txHash,
+        attempt: event.attempt,
+        failure: event.failure,
+        error: event.error,
+        cause: event.cause,
+      });
+    },
+    inFlight: () => inFlight,
+  };
+}

@@ -1,0 +1,57 @@
+/**
+ * The message status lookups: GET /relay/{message_id} and GET /relay?origin_chain=&tx_hash=. They
+ * exist only when the outbox can be read back (`get`, `byTx`).
+ */
+import { RelayError } from '../errors.ts';
+import { isHexOfLength } from '../hex.ts';
+import { messageStatusJson } from '../message-status.ts';
+import type { Outbox } from '../outbox.ts';
+import { callStore } from '../store.ts';
+import type { ChainConfig } from '../types.ts';
+import { validateRelayRequest } from '../validate.ts';
+import { sendJson } from './answers.ts';
+import type { Exchange } from './exchange.ts';
+import type { Route } from './router.ts';
+
+export type StatusSource = Partial<Pick<Outbox, 'get' | 'byTx'>>;
+
+export interface StatusEndpoints {
+  /** GET /relay/{message_id}, when the outbox has `get`. */
+  routes: Route[];
+  /** GET /relay?origin_chain=&tx_hash=: the messages accepted from one transaction. */
+  messagesOfTx(ex: Exchange, params: URLSearchParams): Promise<void>;
+}
+
+export function statusEndpoints(outbox: StatusSource, chains: ReadonlyMap<string, ChainConfig>): StatusEndpoints {
+  const readMessage = outbox.get?.bind(outbox);
+  const readTx = outbox.byTx?.bind(outbox);
+
+  async function getMessage(ex: Exchange, read: NonNullable<typeof readMessage>): Promise<void> {
+    const id = ex.params.message_id;
+    if (!isHexOfLength(id, 32)) throw new RelayError('invalid_request', 'message_id must be 0x followed by 64 hex digits');
+    const record = await callStore(() => read(id));
+    if (record === undefined) throw new RelayError('not_found', 'no message with this id was accepted by this relayer');
+    sendJson(ex, 200, messageStatusJson(record));
+  }
+
+  async function messagesOfTx(ex: Exchange, params: URLSearchParams): Promise<void> {
+    if (readTx === undefined) throw new RelayError('not_found', 'this relayer does not keep message statuses');
+    const query: Record<string, string> = {};
+    for (const name of ['origin_chain', 'tx_hash']) {
+      const values = params.getAll(name);
+      if (values.length === 0) throw new RelayError('invalid_request', `${name} is required (GET /relay without a query is the liveness probe)`);
+      if (values.length > 1) throw new RelayError('invalid_request', `${name} is given more than once`);
+      query[name] = values[0];
+    }
+    // The rules of POST /relay's body, so a pair POST accepted is a pair GET finds.
+    const { chain, txHash } = validateRelayRequest(query, chains);
+    ex.originChain = chain.name;
+    ex.txHash = txHash;
+    const records = await callStore(() => readTx(chain.name, txHash));
+    sendJson(ex, 200, { messages: records.map(messageStatusJson) });
+  }
+
+  const routes: Route[] =
+    readMessage === undefined ? [] : [{ path: '/relay/{message_id}', GET: (ex) => getMessage(ex, readMessage), probe: true }];
+  return { routes, messagesOfTx };
+}
