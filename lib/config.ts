@@ -45,6 +45,8 @@ export const DEFAULTS: {
     maxLeaseExpiries: 5,
     confirmations: 1,
     pendingDeadlineHours: 48,
+    pendingRetrySeconds: 5,
+    pendingRetryMaxSeconds: 60,
     retryBaseSeconds: 5,
     retryMaxSeconds: 600,
     pollMs: 1_000,
@@ -228,6 +230,8 @@ const WORKER_LIMITS: Record<Exclude<keyof WorkerConfig, 'host'>, [number, number
   maxLeaseExpiries: [1, 1_000_000],
   confirmations: [1, 1_000],
   pendingDeadlineHours: [1, 24 * 365],
+  pendingRetrySeconds: [1, MAX_TIMER_SECONDS],
+  pendingRetryMaxSeconds: [1, MAX_TIMER_SECONDS],
   retryBaseSeconds: [1, MAX_TIMER_SECONDS],
   retryMaxSeconds: [1, MAX_TIMER_SECONDS],
   pollMs: [1, 3_600_000],
@@ -244,6 +248,7 @@ function parseWorker(value: unknown, key: string): WorkerConfig {
   const worker = { ...d, host: obj.host === undefined ? d.host : nonEmptyString(obj.host, join(key, 'host')) };
   for (const name of names) worker[name] = optionalInt(obj, name, key, d[name], ...WORKER_LIMITS[name]);
   if (worker.retryMaxSeconds < worker.retryBaseSeconds) throw new ConfigError(join(key, 'retryMaxSeconds'), 'must be at least retryBaseSeconds');
+  if (worker.pendingRetryMaxSeconds < worker.pendingRetrySeconds) throw new ConfigError(join(key, 'pendingRetryMaxSeconds'), 'must be at least pendingRetrySeconds');
   return worker;
 }
 

@@ -74,6 +74,9 @@ export interface WorkerConfig {
   /** Blocks on top of the one with the transaction, plus one, before it counts as delivered. */
   confirmations: number;
   pendingDeadlineHours: number;
+  /** First poll of a proof that is not ready, doubling up to pendingRetryMaxSeconds. */
+  pendingRetrySeconds: number;
+  pendingRetryMaxSeconds: number;
   retryBaseSeconds: number;
   retryMaxSeconds: number;
   /** Wait after a claim that found nothing. */

@@ -460,7 +460,7 @@ describe('DESIGN 5: the built-in default configuration', () => {
     assert.equal(config.db, './relayer.db');
     assert.deepEqual(config.worker, {
       host: '127.0.0.1', port: 9091, batch: 10, concurrency: 4, leaseSeconds: 60, maxAttempts: 5, maxLeaseExpiries: 5, confirmations: 1,
-      pendingDeadlineHours: 48, retryBaseSeconds: 5, retryMaxSeconds: 600, pollMs: 1_000, gasMarginPercent: 20, replaceAfterSeconds: 60,
+      pendingDeadlineHours: 48, pendingRetrySeconds: 5, pendingRetryMaxSeconds: 60, retryBaseSeconds: 5, retryMaxSeconds: 600, pollMs: 1_000, gasMarginPercent: 20, replaceAfterSeconds: 60,
       ccipReadTimeoutSeconds: 10, stopGraceSeconds: 30,
     });
     assert.deepEqual({ relayApi: config.relayApi, server: config.server, worker: config.worker, db: config.db }, { ...DEFAULTS });

@@ -4,23 +4,11 @@
  * nonce sequence per signer and chain, fees from the node, replacement of a stuck transaction,
  * confirmations: lib/worker/transactions.ts).
  */
-import { encodeFunctionData, type Address, type Hash, type Hex, type PublicClient } from 'viem';
+import { encodeFunctionData, type Address, type Hex, type PublicClient } from 'viem';
 import type { Destination } from './delivery.ts';
 import { DeliveryError } from './errors.ts';
 import { buildMetadata, MAILBOX_ABI, type OffchainReader } from './metadata.ts';
-
-export interface TransactionRequest {
-  to: Address;
-  data: Hex;
-  value?: bigint;
-}
-
-/** What the destination needs of a transaction sender (lib/worker/transactions.ts). */
-export interface TransactionSender {
-  /** eth_estimateGas; throws TransactionError kind 'revert' (with its reason) when it would revert. */
-  simulate(request: TransactionRequest): Promise<unknown>;
-  send(request: TransactionRequest, options?: { onWait?: () => Promise<void> }): Promise<{ hash: Hash; receipt: { status: 'success' | 'reverted' } }>;
-}
+import type { TransactionRequest, TransactionSender } from './transactions.ts';
 
 export interface MailboxDestinationOptions {
   name: string;

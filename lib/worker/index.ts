@@ -13,7 +13,6 @@ import {
   defineChain,
   fallback,
   http,
-  nonceManager,
   type Account,
   type Chain,
   type Hex,
@@ -26,14 +25,19 @@ import { privateKeyToAccount } from 'viem/accounts';
 import type { Clock } from '../clock.ts';
 import { silentLogger, type Logger } from '../log.ts';
 import type { RelayerConfig } from '../types.ts';
-import { createBasicSender } from './basic-sender.ts';
+import { ccipRead, decodeOffchainLookup } from './ccip-read.ts';
 import { createDeliveryWorker, type DeliveryOutbox, type DeliveryWorker, type Destination } from './delivery.ts';
 import { createMailboxDestination } from './destination.ts';
+import { DeliveryError } from './errors.ts';
+import type { OffchainReader } from './metadata.ts';
+import { createTransactionSender } from './transactions.ts';
 import { createWorkerMetrics, type WorkerMetrics } from './ops.ts';
 
 export { createDeliveryWorker, formatAttemptState, readAttemptState, WORKER_DEFAULTS } from './delivery.ts';
 export type { AttemptState, DeliveryEvents, DeliveryOutbox, DeliveryResult, DeliveryWorker, DeliveryWorkerOptions, Destination } from './delivery.ts';
-export { createMailboxDestination, type MailboxDestinationOptions, type TransactionRequest, type TransactionSender } from './destination.ts';
+export { createMailboxDestination, type MailboxDestinationOptions } from './destination.ts';
+export { ccipRead, CcipReadError, decodeOffchainLookup, type CcipReadOptions, type OffchainLookup } from './ccip-read.ts';
+export { createTransactionSender, TransactionError, type TransactionRequest, type TransactionSender, type TransactionSenderOptions } from './transactions.ts';
 export { DeliveryError, type DeliveryErrorKind } from './errors.ts';
 export { buildMetadata, ISM_TYPE, MAILBOX_ABI, type MetadataOptions, type OffchainReader } from './metadata.ts';
 export { createOpsServer, createWorkerMetrics, DELIVERY_BUCKETS, type OpsServer, type OpsServerOptions, type WorkerMetrics } from './ops.ts';
@@ -49,6 +53,8 @@ export interface RelayerWorkerOptions {
   logger?: Logger;
   clock?: Clock;
   random?: () => number;
+  /** For the CCIP-read gateways (tests inject one); default globalThis.fetch. */
+  fetch?: typeof fetch;
 }
 
 export interface RelayerWorker {
@@ -57,6 +63,15 @@ export interface RelayerWorker {
   destinations: ReadonlyMap<number, Destination>;
   /** The signer's address (safe to show). */
   address: Hex;
+}
+
+/**
+ * A gateway URL as logged: scheme, host and path (its {sender}/{data} template included), without
+ * credentials or query string, which may carry an API key.
+ */
+export function gatewayForLog(url: string): string {
+  const match = url.match(/^([a-z][a-z0-9+.-]*:\/\/)(?:[^@/?#]*@)?([^/?#]*)([^?#]*)/i);
+  return match ? `${match[1]}${match[2]}${match[3]}` : '(unparsable URL)';
 }
 
 export function isPrivateKey(value: string): value is Hex {
@@ -86,15 +101,35 @@ export async function createRelayerWorker(options: RelayerWorkerOptions): Promis
   const { config, outbox } = options;
   const logger = options.logger ?? silentLogger;
   if (!isPrivateKey(options.signerKey)) throw new Error('the signer key must be 0x followed by 64 hex digits');
-  // viem's nonce manager: concurrent sends of this process get consecutive nonces.
-  const account = privateKeyToAccount(options.signerKey, { nonceManager });
+  const account = privateKeyToAccount(options.signerKey);
   const w = config.worker;
+  const offchain: OffchainReader = async (revert, ism, signal) => {
+    const lookup = decodeOffchainLookup(revert);
+    if (!lookup) throw new DeliveryError('metadata', 'the CCIP-read ISM reverted with something other than OffchainLookup');
+    return ccipRead(lookup, {
+      contract: ism,
+      fetch: options.fetch,
+      clock: options.clock,
+      timeoutMs: w.ccipReadTimeoutSeconds * 1000,
+      signal,
+      onAttempt: ({ index, url, outcome }) => logger.info('ccip-read', { ism, gateway: index + 1, of: lookup.urls.length, url: gatewayForLog(url), outcome }),
+    });
+  };
   const destinations = new Map<number, Destination>();
   for (const name of config.relayChains) {
     const chain = config.chains[name];
-    const { publicClient, walletClient, viemChain } = await chainClients(chain, account);
-    const sender = createBasicSender({ publicClient, walletClient, account, chain: viemChain, confirmations: w.confirmations, gasMarginPercent: w.gasMarginPercent });
-    destinations.set(chain.domainId, createMailboxDestination({ name, domain: chain.domainId, mailbox: chain.mailbox as Hex, publicClient, sender }));
+    const { publicClient, walletClient } = await chainClients(chain, account);
+    // One sender per chain on one client: its nonce sequence is shared by every concurrent send.
+    const sender = createTransactionSender({
+      publicClient,
+      walletClient,
+      account,
+      clock: options.clock,
+      gasMarginPercent: w.gasMarginPercent,
+      replaceAfterMs: w.replaceAfterSeconds * 1000,
+      confirmations: w.confirmations,
+    });
+    destinations.set(chain.domainId, createMailboxDestination({ name, domain: chain.domainId, mailbox: chain.mailbox as Hex, publicClient, sender, offchain }));
   }
   let worker: DeliveryWorker | undefined;
   const metrics = createWorkerMetrics({ inFlight: () => worker?.inFlight() ?? 0 });
@@ -113,6 +148,8 @@ export async function createRelayerWorker(options: RelayerWorkerOptions): Promis
     retryBaseMs: w.retryBaseSeconds * 1000,
     retryMaxMs: w.retryMaxSeconds * 1000,
     pendingDeadlineMs: w.pendingDeadlineHours * 3_600_000,
+    pendingBaseMs: w.pendingRetrySeconds * 1000,
+    pendingMaxMs: w.pendingRetryMaxSeconds * 1000,
     pollMs: w.pollMs,
     stopGraceMs: w.stopGraceSeconds * 1000,
   });

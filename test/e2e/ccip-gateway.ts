@@ -102,6 +102,8 @@ export interface CcipGateway {
   setTransmitters(transmitters: readonly Address[]): void;
   /** The next `times` requests (default: all) are answered as `mode`; then answers again. */
   respond(mode: GatewayMode, times?: number): void;
+  /** The next requests are answered as each step says, in order (`times` requests each); then answers again. */
+  respondInOrder(steps: ReadonlyArray<readonly [GatewayMode, number]>): void;
   /** Requests received so far (any path, any outcome). */
   requests(): number;
   /** Requests answered with metadata. */
@@ -218,6 +220,10 @@ export async function startCcipGateway(opts: CcipGatewayOptions): Promise<CcipGa
     respond(mode, times = Infinity) {
       modes.length = 0;
       if (mode !== 'answer') modes.push({ mode, left: times });
+    },
+    respondInOrder(steps) {
+      modes.length = 0;
+      for (const [mode, times] of steps) modes.push({ mode, left: times });
     },
     requests: () => received,
     answered: () => answered,

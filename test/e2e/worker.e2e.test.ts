@@ -4,12 +4,24 @@
  * relayer's SQLite outbox, delivered by the worker with Mailbox.process on domain 2.
  */
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
+import { privateKeyToAddress } from 'viem/accounts';
 import type { Hash, Hex } from 'viem';
+import { openPostgresFromUrl } from '../../bin/postgres.ts';
+import { silentLogger } from '../../lib/log.ts';
+import type { Outbox, OutboxMessage } from '../../lib/outbox.ts';
 import { openStore, type SqliteStore } from '../../lib/sqlite/index.ts';
 import { MAILBOX_ABI } from '../../lib/worker/metadata.ts';
-import { devKey, startWorker, startWorkerBench, until, type WorkerBench } from './worker-fixture.ts';
+import { DEFAULTS } from '../../lib/config.ts';
+import { sharedPostgresUrl } from '../helpers/postgres.ts';
+import { deployMessageIdMultisigIsm, deployNoopIsm, deployRoutingIsm, deployTestRecipient } from './isms.ts';
+import { spawnTracked } from './processes.ts';
+import { REPO_ROOT } from '../helpers/server.ts';
+import { devKey, startWorker, startWorkerBench, until, WORKER_BIN, type WorkerBench } from './worker-fixture.ts';
 
 let bench: WorkerBench;
 
@@ -19,6 +31,33 @@ before(async () => {
 after(async () => {
   await bench?.stop();
 });
+
+async function allDelivered(outbox: Pick<Outbox, 'get'>, messages: readonly OutboxMessage[]): Promise<boolean> {
+  for (const m of messages) if ((await outbox.get(m.id))?.status !== 'delivered') return false;
+  return true;
+}
+
+/** Runs `relayer-worker requeue <id>` to its end. */
+async function requeueCli(config: string, id: string, db?: string): Promise<{ code: number | null; output: string }> {
+  const child = spawnTracked(process.execPath, [WORKER_BIN, 'requeue', id, '--config', config, ...(db ? ['--db', db] : [])], { cwd: REPO_ROOT });
+  const [code] = (await once(child.child, 'exit')) as [number | null];
+  return { code, output: child.output() };
+}
+
+async function pending(address: Hex): Promise<number> {
+  const [latest, inPool] = await Promise.all([
+    bench.chain.publicClient.getTransactionCount({ address, blockTag: 'latest' }),
+    bench.chain.publicClient.getTransactionCount({ address, blockTag: 'pending' }),
+  ]);
+  return inPool - latest;
+}
+
+/** The pool's transactions from `address`: hash and maxFeePerGas by nonce. */
+async function poolOf(address: Hex): Promise<Map<number, { hash: string; maxFeePerGas: bigint }>> {
+  const content = (await bench.chain.rpc('txpool_content')) as { pending: Record<string, Record<string, { hash: string; maxFeePerGas: string }>> };
+  const mine = Object.entries(content.pending).find(([from]) => from.toLowerCase() === address.toLowerCase())?.[1] ?? {};
+  return new Map(Object.entries(mine).map(([nonce, tx]) => [Number(nonce), { hash: tx.hash, maxFeePerGas: BigInt(tx.maxFeePerGas) }]));
+}
 
 async function deliveries(id: string): Promise<Hash[]> {
   const logs = await bench.chain.publicClient.getContractEvents({ address: bench.destination.mailbox, abi: MAILBOX_ABI, eventName: 'ProcessId', args: { messageId: id as Hex }, fromBlock: 0n });
@@ -59,6 +98,161 @@ describe('e2e: relayer-worker', { timeout: 120_000 }, () => {
       assert.ok(!output.includes(devKey(1).slice(2)), 'the signer key is never printed');
       for (const line of output.trim().split('\n').filter((l) => l.startsWith('{'))) JSON.parse(line);
       assert.match(output, /"msg":"delivered"/);
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('a ROUTING ISM in front of a NoopIsm: route(message) is followed and the message delivered; an unsupported ISM type is failed at once', async () => {
+    const db = join(bench.dir, 'routing.db');
+    const store = await openStore(db);
+    const noop = await deployNoopIsm(bench.chain);
+    const routing = await deployRoutingIsm(bench.chain, new Map([[1, noop]]));
+    const routed = await deployTestRecipient(bench.chain, routing);
+    const multisig = await deployMessageIdMultisigIsm(bench.chain);
+    const guarded = await deployTestRecipient(bench.chain, multisig);
+    const config = bench.writeConfig(db);
+    try {
+      const [viaRouting] = await bench.dispatch(1, routed);
+      const [unsupported] = await bench.dispatch(1, guarded);
+      await store.outbox.enqueue([viaRouting, unsupported]);
+      const worker = await startWorker(config, { keyIndex: 3 });
+      try {
+        await until(async () => (await store.outbox.get(viaRouting.id))?.status === 'delivered' && (await store.outbox.get(unsupported.id))?.status === 'failed', 'both outcomes');
+        assert.equal((await deliveries(viaRouting.id)).length, 1);
+        const failed = await store.outbox.get(unsupported.id);
+        assert.equal(failed?.lastError, 'unsupported ISM type 5');
+        assert.equal(failed?.attempts, 1, 'final at once: no retry');
+        assert.deepEqual(await deliveries(unsupported.id), []);
+      } finally {
+        assert.equal(await worker.stop(), 0);
+      }
+    } finally {
+      await store.close();
+    }
+  });
+
+  /** 50 messages, two workers (two signers) on one database: each delivered exactly once. */
+  async function twoWorkersExactlyOnce(db: string, outbox: Pick<Outbox, 'enqueue' | 'get'>): Promise<void> {
+    const messages = await bench.dispatch(50);
+    assert.equal(await outbox.enqueue(messages), 50);
+    const config = bench.writeConfig(db, { concurrency: 4, batch: 5 });
+    const workers = await Promise.all([startWorker(config, { keyIndex: 4 }), startWorker(config, { keyIndex: 5 })]);
+    try {
+      await until(() => allDelivered(outbox, messages), '50 deliveries', 90_000);
+    } finally {
+      for (const w of workers) assert.equal(await w.stop(), 0, w.output());
+    }
+    const signers = new Set<string>();
+    for (const m of messages) {
+      const record = await outbox.get(m.id);
+      const onChain = await deliveries(m.id);
+      assert.equal(onChain.length, 1, `${m.id} delivered once on chain`);
+      assert.equal(record?.destinationTxHash, onChain[0]);
+      assert.equal(record?.attempts, 1, 'claimed once: no two workers held it');
+      const tx = await bench.chain.publicClient.getTransaction({ hash: onChain[0] });
+      signers.add(tx.from.toLowerCase());
+    }
+    assert.deepEqual([...signers].sort(), [privateKeyToAddress(devKey(4)), privateKeyToAddress(devKey(5))].map((a) => a.toLowerCase()).sort(), 'both workers delivered some');
+  }
+
+  test('two workers on one SQLite file: 50 messages, each delivered exactly once', { timeout: 150_000 }, async () => {
+    const db = join(bench.dir, 'two-workers.db');
+    const store = await openStore(db);
+    try {
+      await twoWorkersExactlyOnce(db, store.outbox);
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('two workers on one PostgreSQL database: 50 messages, each delivered exactly once', { timeout: 150_000 }, async () => {
+    const shared = await sharedPostgresUrl();
+    const admin = new pg.Pool({ connectionString: shared, max: 1 });
+    const name = `workers_${randomBytes(6).toString('hex')}`;
+    await admin.query(`CREATE DATABASE ${name}`);
+    const url = new URL(shared);
+    url.pathname = `/${name}`;
+    const opened = await openPostgresFromUrl(url.href, DEFAULTS.relayApi, silentLogger);
+    try {
+      await twoWorkersExactlyOnce(url.href, opened.store.outbox);
+    } finally {
+      await opened.close();
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end();
+    }
+  });
+
+  test('a worker SIGKILLed after sending, before recording: the next worker finds it delivered and records the one transaction', async () => {
+    const db = join(bench.dir, 'killed.db');
+    const store = await openStore(db);
+    const signer = privateKeyToAddress(devKey(6));
+    try {
+      const [m] = await bench.dispatch(1);
+      await store.outbox.enqueue([m]);
+      const config = bench.writeConfig(db, { leaseSeconds: 1 });
+      await bench.chain.setAutomine(false);
+      const first = await startWorker(config, { keyIndex: 6 });
+      try {
+        await until(async () => (await pending(signer)) === 1, 'the process() transaction in the pool');
+        await first.stop('SIGKILL');
+      } finally {
+        await bench.chain.mineBlock();
+        await bench.chain.setAutomine(true);
+      }
+      const [sent] = await deliveries(m.id);
+      assert.ok(sent, 'the killed worker\'s transaction landed');
+      assert.equal((await store.outbox.get(m.id))?.status, 'delivering', 'not recorded by the killed worker');
+      const second = await startWorker(config, { keyIndex: 7 });
+      try {
+        await until(async () => (await store.outbox.get(m.id))?.status === 'delivered', 'the second worker records it');
+      } finally {
+        assert.equal(await second.stop(), 0);
+      }
+      const record = await store.outbox.get(m.id);
+      assert.equal(record?.destinationTxHash, sent, 'recorded with the transaction that delivered it');
+      assert.deepEqual(await deliveries(m.id), [sent], 'exactly one delivery');
+      assert.equal(await pending(privateKeyToAddress(devKey(7))), 0);
+      assert.equal(await bench.chain.publicClient.getTransactionCount({ address: privateKeyToAddress(devKey(7)) }), 0, 'the second worker sent nothing');
+    } finally {
+      await bench.chain.setAutomine(true);
+      await store.close();
+    }
+  });
+
+  test('a stuck transaction (mining held) is replaced with higher fees, same nonce; the replacement is mined and recorded', async () => {
+    const db = join(bench.dir, 'stuck.db');
+    const store = await openStore(db);
+    const signer = privateKeyToAddress(devKey(8));
+    try {
+      const [m] = await bench.dispatch(1);
+      await store.outbox.enqueue([m]);
+      await bench.chain.setAutomine(false);
+      const worker = await startWorker(bench.writeConfig(db, { replaceAfterSeconds: 1 }), { keyIndex: 8 });
+      let original: { hash: string; maxFeePerGas: bigint } | undefined;
+      let replacement: { hash: string; maxFeePerGas: bigint } | undefined;
+      try {
+        await until(async () => (original = (await poolOf(signer)).get(0)) !== undefined, 'the first process() in the pool');
+        await until(async () => {
+          const now = (await poolOf(signer)).get(0);
+          if (now && now.hash !== original!.hash) replacement = now;
+          return replacement !== undefined;
+        }, 'its replacement');
+        assert.ok(replacement!.maxFeePerGas > original!.maxFeePerGas, 'fees bumped');
+        await bench.chain.mineBlock();
+        await bench.chain.setAutomine(true);
+        await until(async () => (await store.outbox.get(m.id))?.status === 'delivered', 'delivery recorded');
+      } finally {
+        await bench.chain.setAutomine(true);
+        assert.equal(await worker.stop(), 0);
+      }
+      const record = await store.outbox.get(m.id);
+      const [delivered] = await deliveries(m.id);
+      assert.equal(record?.destinationTxHash, delivered);
+      const tx = await bench.chain.publicClient.getTransaction({ hash: delivered });
+      assert.equal(tx.nonce, 0);
+      assert.ok(tx.maxFeePerGas! > original!.maxFeePerGas, 'the mined one is a replacement');
+      assert.equal(await bench.chain.publicClient.getTransactionCount({ address: signer }), 1, 'one transaction landed');
     } finally {
       await store.close();
     }

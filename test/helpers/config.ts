@@ -23,7 +23,7 @@ export function testConfig(overrides: Partial<Omit<RelayerConfig, 'relayApi' | '
     server: { host: '127.0.0.1', port: 0, adminToken: null, corsOrigins: [], maxRelayBodyBytes: 65_536, maxMerkleBodyBytes: 16_777_216, ...server },
     worker: {
       host: '127.0.0.1', port: 0, batch: 10, concurrency: 4, leaseSeconds: 60, maxAttempts: 5, maxLeaseExpiries: 5, confirmations: 1,
-      pendingDeadlineHours: 48, retryBaseSeconds: 5, retryMaxSeconds: 600, pollMs: 1_000, gasMarginPercent: 20, replaceAfterSeconds: 60,
+      pendingDeadlineHours: 48, pendingRetrySeconds: 5, pendingRetryMaxSeconds: 60, retryBaseSeconds: 5, retryMaxSeconds: 600, pollMs: 1_000, gasMarginPercent: 20, replaceAfterSeconds: 60,
       ccipReadTimeoutSeconds: 10, stopGraceSeconds: 30, ...worker,
     },
   };

@@ -1,0 +1,130 @@
+/**
+ * The CCTP V2 route end to end with the shipped worker (docs/operations.md, Delivery worker): a
+ * transfer through Hyperlane's real TokenBridgeCctpV2 on one anvil node, POST /relay to the real
+ * bin/relayer-server.ts, and bin/relayer-worker.ts on the server's SQLite file delivering it on a
+ * second node through the bridge's CCIP-read ISM: the router's OffchainLookup names the local
+ * EIP-3668 gateway (test/e2e/ccip-gateway.ts), which stands in for Hyperlane's CCTP attestation
+ * service. Not-ready answers are polled without counting as failures; a gateway that answers
+ * garbage, then 500, then nothing uses up maxAttempts and the message is failed.
+ */
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import type { Address, Hash, Hex } from 'viem';
+import { MAILBOX_ABI } from '../../lib/worker/metadata.ts';
+import { launchRelayerServer, REPO_ROOT, type RelayerProcess } from '../helpers/server.ts';
+import { sendBridgeTransfer } from './cctp-bridge.ts';
+import { DESTINATION_DOMAIN, ORIGIN_CHAIN_NAME, startTwoChains, twoChainRelayerConfig, type TwoChains } from './fixture.ts';
+import { mailboxLogs } from './hyperlane.ts';
+import { spawnTracked } from './processes.ts';
+import { devKey, startWorker, until, WORKER_BIN } from './worker-fixture.ts';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { onExitCleanup } from './processes.ts';
+
+const RECIPIENT: Address = '0x00000000000000000000000000000000000000b0';
+
+let two: TwoChains;
+let server: RelayerProcess;
+let dir: string;
+let removeDir: () => void;
+let db: string;
+let amount = 1_000_000n;
+
+function writeConfig(worker: Record<string, unknown>): string {
+  const path = join(dir, `relayer-${Object.keys(worker).join('-') || 'default'}.json`);
+  writeFileSync(path, JSON.stringify({ ...twoChainRelayerConfig(two, db), worker: { port: 0, pollMs: 50, ...worker } }));
+  return path;
+}
+
+async function transferAndRelay(): Promise<Hex> {
+  const hash = await sendBridgeTransfer(two.origin.chain, two.route, { destination: DESTINATION_DOMAIN, recipient: RECIPIENT, amount: amount++ });
+  const { ids } = mailboxLogs(await two.origin.chain.receipt(hash), two.origin.hyperlane.mailbox);
+  assert.equal(ids.length, 1);
+  const res = await fetch(`${server.url}/relay`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ origin_chain: ORIGIN_CHAIN_NAME, tx_hash: hash }) });
+  assert.equal(res.status, 200, await res.clone().text());
+  return ids[0].toLowerCase() as Hex;
+}
+
+async function status(id: string): Promise<{ status: string; attempts: number; last_error: string | null; destination_tx_hash: string | null }> {
+  const res = await fetch(`${server.url}/relay/${id}`);
+  assert.equal(res.status, 200);
+  return (await res.json()) as never;
+}
+
+async function deliveries(id: Hex): Promise<Hash[]> {
+  const { chain, hyperlane } = two.destination;
+  const logs = await chain.publicClient.getContractEvents({ address: hyperlane.mailbox, abi: MAILBOX_ABI, eventName: 'ProcessId', args: { messageId: id }, fromBlock: 0n });
+  return logs.map((l) => l.transactionHash);
+}
+
+async function requeueCli(config: string, id: string): Promise<{ code: number | null; output: string }> {
+  const child = spawnTracked(process.execPath, [WORKER_BIN, 'requeue', id, '--config', config], { cwd: REPO_ROOT });
+  const [code] = (await once(child.child, 'exit')) as [number | null];
+  return { code, output: child.output() };
+}
+
+describe('e2e: relayer-worker on the CCTP V2 route, through CCIP-read', { timeout: 150_000 }, () => {
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'relayer-worker-cctp-'));
+    removeDir = onExitCleanup(() => rmSync(dir, { recursive: true, force: true }));
+    db = join(dir, 'relayer.db');
+    two = await startTwoChains();
+    writeFileSync(join(dir, 'server.json'), JSON.stringify(twoChainRelayerConfig(two, db)));
+    server = await launchRelayerServer(['--config', join(dir, 'server.json'), '--db', db]);
+  });
+  after(async () => {
+    await server?.stop();
+    await two?.stop();
+    removeDir?.();
+  });
+
+  test('transferRemote → POST /relay → the worker follows the router\'s OffchainLookup to the gateway (pending twice, not counted), then process() delivers the tokens', async () => {
+    const id = await transferAndRelay();
+    assert.equal((await status(id)).status, 'queued');
+    const asked = two.gateway.requests();
+    two.gateway.respondInOrder([['pending-500', 1], ['pending-404', 1]]);
+    const worker = await startWorker(writeConfig({ maxAttempts: 1, pendingRetrySeconds: 1, pendingRetryMaxSeconds: 1 }), { keyIndex: 1 });
+    try {
+      await until(async () => (await status(id)).status === 'delivered', 'delivery', 60_000);
+      const after = await status(id);
+      assert.equal(after.attempts, 3, 'two pending polls and the delivery');
+      assert.match(String(after.last_error), /^pending: .*\(failures 0\/1; pending since \S+, poll 2\)$/, 'maxAttempts 1 was not used up by the pending polls');
+      assert.ok(!String(after.last_error).includes('127.0.0.1'), 'no gateway URL in last_error');
+      assert.deepEqual(await deliveries(id), [after.destination_tx_hash]);
+      assert.equal(two.gateway.requests() - asked, 3);
+      const metrics = await (await fetch(`${worker.opsUrl}/metrics`)).text();
+      assert.match(metrics, /^relayer_worker_retries_total\{destination="anvil2",kind="pending"\} 2$/m);
+      assert.match(metrics, /^relayer_worker_delivered_total\{already="false",destination="anvil2"\} 1$/m);
+      // The worker says which gateway it followed (the router's setUrls), without credentials or query.
+      const followed = worker.output().split('\n').filter((l) => l.includes('"msg":"ccip-read"')).map((l) => JSON.parse(l) as { url: string; outcome: string });
+      assert.deepEqual(followed.map((f) => [f.url, f.outcome]), [[two.gateway.url, 'pending'], [two.gateway.url, 'pending'], [two.gateway.url, 'answer']]);
+    } finally {
+      assert.equal(await worker.stop(), 0, worker.output());
+    }
+    assert.ok(!worker.output().includes(devKey(1).slice(2)), 'the key is never printed');
+  });
+
+  test('a gateway that answers garbage, then 500, then nothing: each a failure, retried with backoff, then failed (maxAttempts 3)', async () => {
+    const id = await transferAndRelay();
+    two.gateway.respondInOrder([['garbage', 1], ['error-500', 1], ['hang', 1]]);
+    const config = writeConfig({ maxAttempts: 3, retryBaseSeconds: 1, retryMaxSeconds: 1, ccipReadTimeoutSeconds: 1 });
+    const worker = await startWorker(config, { keyIndex: 2 });
+    try {
+      await until(async () => (await status(id)).status === 'failed', 'the message failed', 60_000).catch((error) => {
+        throw new Error(`${error.message}\n${worker.output()}`);
+      });
+      const failed = await status(id);
+      assert.equal(failed.attempts, 3);
+      assert.match(String(failed.last_error), /^gateway: .*\(failures 3\/3, final\)$/);
+      assert.ok(!String(failed.last_error).includes('127.0.0.1'), 'no gateway URL in last_error');
+      assert.deepEqual(await deliveries(id), [], 'nothing sent');
+      const metrics = await (await fetch(`${worker.opsUrl}/metrics`)).text();
+      assert.match(metrics, /^relayer_worker_failed_total\{destination="anvil2",kind="gateway"\} 1$/m);
+      assert.match(metrics, /^relayer_worker_retries_total\{destination="anvil2",kind="gateway"\} 2$/m);
+    } finally {
+      assert.equal(await worker.stop(), 0, worker.output());
+    }
+  });
+});
