@@ -14,7 +14,6 @@ import { parseArgs } from 'node:util';
 import { createLineSink } from '../lib/http/log-sink.ts';
 import { createLogger, isLogLevel, LOG_LEVELS, type LogLevel } from '../lib/log.ts';
 import type { RelayerConfig } from '../lib/types.ts';
-import type { DeliveryOutbox } from '../lib/worker/delivery.ts';
 import { cliFail, loadConfig, openRelayerStore } from './cli.ts';
 import { redactDatabaseUrl } from './postgres.ts';
 
@@ -108,8 +107,7 @@ async function requeue(config: RelayerConfig, positionals: string[], logger: Ret
   if (positionals.length !== 2 || !/^0x[0-9a-fA-F]{64}$/.test(id ?? '')) return fail(2, 'usage: relayer-worker requeue <message_id> (0x + 64 hex)');
   const store = await openRelayerStore('relayer-worker', config, logger);
   try {
-    const outbox = store.outbox as typeof store.outbox & { requeue?: (id: string) => boolean | Promise<boolean> };
-    if (typeof outbox.requeue !== 'function') return fail(1, 'this database engine cannot requeue');
+    const { outbox } = store;
     const before = await outbox.get(id);
     if (await outbox.requeue(id)) {
       process.stdout.write(`requeued ${id.toLowerCase()} (attempts so far ${before?.attempts ?? 0})\n`);
@@ -156,17 +154,9 @@ async function main(): Promise<void> {
 
   const store = await openRelayerStore('relayer-worker', config, logger);
   const outbox = store.outbox;
-  // Until every engine has extend() (docs/design.md, Leases): a lease that cannot be renewed is
-  // reported as renewed, so the worker relies on its lease being long enough.
-  const consumer: DeliveryOutbox = {
-    claim: (limit, leaseMs, opts) => (outbox.claim as DeliveryOutbox['claim'])(limit, leaseMs, opts),
-    extend: (id, lease, leaseMs) => (outbox as Partial<DeliveryOutbox>).extend?.(id, lease, leaseMs) ?? true,
-    markDelivered: (id, opts) => outbox.markDelivered(id, opts),
-    markFailed: (id, opts) => outbox.markFailed(id, opts),
-  };
   let relayer: Awaited<ReturnType<typeof mod.createRelayerWorker>>;
   try {
-    relayer = await mod.createRelayerWorker({ config, outbox: consumer, signerKey: signerKey as `0x${string}`, logger });
+    relayer = await mod.createRelayerWorker({ config, outbox, signerKey: signerKey as `0x${string}`, logger });
   } catch (error) {
     await store.close();
     return fail(1, (error as Error).message);

@@ -2,17 +2,20 @@
  * `npm run demo`: a message's whole life on this machine, in one command, for a new user.
  * Starts two anvil nodes (origin: Hyperlane domain 1, destination: domain 2), deploys the real
  * Hyperlane Mailbox on each and Hyperlane's CCTP V2 token bridge (TokenBridgeCctpV2) between them,
- * sends one USDC-style transfer, starts bin/relayer-server.ts, relays the transaction with POST
- * /relay, then runs the example delivery worker (scripts/delivery-worker.ts) on the server's
- * database, printing the message status (GET /relay/{id}) and the destination Mailbox's
- * `delivered(id)` before and after. Everything it started is stopped at the end, on error and on
- * Ctrl-C (test/e2e/processes.ts).
+ * whose CCIP-read URL points to a local EIP-3668 gateway standing in for Hyperlane's CCTP
+ * attestation service (test/e2e/ccip-gateway.ts); sends one USDC-style transfer, starts
+ * bin/relayer-server.ts, relays the transaction with POST /relay, then starts the shipped delivery
+ * worker (bin/relayer-worker.ts) on the server's database. The worker follows the router's
+ * OffchainLookup to the gateway and calls Mailbox.process; the demo prints the URL it followed,
+ * the message status (GET /relay/{id}) and the destination Mailbox's `delivered(id)` before and
+ * after, then stops the worker with SIGTERM. Everything it started is stopped at the end, on error
+ * and on Ctrl-C (test/e2e/processes.ts).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Address, Hex } from 'viem';
-import { MAILBOX_ABI } from './delivery/destination.ts';
+import { MAILBOX_ABI } from '../lib/worker/metadata.ts';
 import { sendBridgeTransfer } from '../test/e2e/cctp-bridge.ts';
 import {
   DESTINATION_DOMAIN,
@@ -23,8 +26,9 @@ import {
   type TwoChains,
 } from '../test/e2e/fixture.ts';
 import { mailboxLogs } from '../test/e2e/hyperlane.ts';
-import { onExitCleanup, spawnTracked } from '../test/e2e/processes.ts';
-import { launchRelayerServer, REPO_ROOT, type RelayerProcess } from '../test/helpers/server.ts';
+import { onExitCleanup } from '../test/e2e/processes.ts';
+import { startWorker, until, type WorkerProcess } from '../test/e2e/worker-fixture.ts';
+import { launchRelayerServer, type RelayerProcess } from '../test/helpers/server.ts';
 
 const RECIPIENT: Address = '0x000000000000000000000000000000000000dEaD';
 const AMOUNT = 1_000_000n; // 1 USDC (6 decimals)
@@ -44,19 +48,21 @@ function indent(text: string): string {
 async function main(): Promise<number> {
   let two: TwoChains | undefined;
   let server: RelayerProcess | undefined;
+  let worker: WorkerProcess | undefined;
   const dir = mkdtempSync(join(tmpdir(), 'relayer-demo-'));
   const removeDir = onExitCleanup(() => rmSync(dir, { recursive: true, force: true }));
   try {
     step('Starting two anvil nodes and deploying Hyperlane (Mailbox) and its CCTP V2 bridge on each');
     two = await startTwoChains();
-    const { origin, destination, route } = two;
+    const { origin, destination, route, gateway } = two;
     detail(`origin (domain ${ORIGIN_DOMAIN})`, `${origin.anvil.rpcUrl}, chain id ${origin.anvil.chainId}`);
     detail('  Mailbox', origin.hyperlane.mailbox);
     detail('  TokenBridgeCctpV2', `${route.origin.router} (Hyperlane's contract, proxied)`);
     detail('  CCTP transmitter', `${route.origin.transmitter} (package mock, V2 format)`);
     detail(`destination (domain ${DESTINATION_DOMAIN})`, `${destination.anvil.rpcUrl}, chain id ${destination.anvil.chainId}`);
     detail('  Mailbox', destination.hyperlane.mailbox);
-    detail('  TokenBridgeCctpV2', `${route.destination.router} (recipient and its own CCTP ISM)`);
+    detail('  TokenBridgeCctpV2', `${route.destination.router} (recipient and its own CCIP-read ISM)`);
+    detail('CCIP-read gateway', `${gateway.url} (stands in for Hyperlane's CCTP attestation service)`);
 
     step(`Sending 1 USDC from domain ${ORIGIN_DOMAIN} to domain ${DESTINATION_DOMAIN}: TokenBridgeCctpV2.transferRemote`);
     const hash = await sendBridgeTransfer(origin.chain, route, { destination: DESTINATION_DOMAIN, recipient: RECIPIENT, amount: AMOUNT });
@@ -72,7 +78,7 @@ async function main(): Promise<number> {
 
     step('Starting bin/relayer-server.ts with a SQLite file the delivery worker will share');
     const db = join(dir, 'relayer.db');
-    const config = twoChainRelayerConfig(two, db);
+    const config = { ...twoChainRelayerConfig(two, db), worker: { port: 0, pollMs: 200 } };
     const configFile = join(dir, 'relayer.json');
     writeFileSync(configFile, JSON.stringify(config, null, 2));
     server = await launchRelayerServer(['--config', configFile, '--host', '127.0.0.1', '--db', db]);
@@ -102,13 +108,22 @@ async function main(): Promise<number> {
     detail('status', before.status);
     detail('Mailbox.delivered(id)', `${await isDelivered()} (destination)`);
 
-    step('Running the delivery worker once: node scripts/delivery-worker.ts --config relayer.json --db relayer.db --once');
-    const worker = spawnTracked(process.execPath, [join(REPO_ROOT, 'scripts', 'delivery-worker.ts'), '--config', configFile, '--db', db, '--once'], {
-      cwd: REPO_ROOT,
-    });
-    const code = await new Promise<number | null>((resolve) => worker.child.once('exit', resolve));
+    step('Starting the delivery worker: RELAYER_SIGNER_KEY=… relayer-worker --config relayer.json --db relayer.db');
+    // anvil's dev account 1 signs (a well-known test key, funded by anvil); account 0 deployed the contracts.
+    worker = await startWorker(configFile, { keyIndex: 1, db });
+    detail('worker /metrics', `${worker.opsUrl}/metrics`);
+    await until(async () => (await status()).status === 'delivered', 'the delivery', 60_000);
+    const followed = worker
+      .output()
+      .split('\n')
+      .filter((line) => line.includes('"msg":"ccip-read"'))
+      .map((line) => JSON.parse(line) as { url: string; outcome: string });
+    for (const f of followed) detail('OffchainLookup URL', `${f.url} (${f.outcome})`);
+    const metrics = await (await fetch(`${worker.opsUrl}/metrics`)).text();
+    console.log(indent(metrics.split('\n').filter((l) => l.startsWith('relayer_worker_delivered_total') || l.startsWith('relayer_worker_enqueue_to_delivered_seconds_count')).join('\n')));
+    const code = await worker.stop();
     console.log(indent(worker.output()));
-    detail('worker exit', code);
+    detail('relayer-worker exit', `${code} (SIGTERM)`);
 
     step('After delivery');
     const after = await status();
@@ -118,15 +133,17 @@ async function main(): Promise<number> {
     detail('Mailbox.delivered(id)', `false → ${deliveredNow} (destination)`);
     detail('destination tx', after.destination_tx_hash);
 
-    const ok = code === 0 && before.status === 'queued' && after.status === 'delivered' && deliveredNow;
+    const ok = code === 0 && before.status === 'queued' && after.status === 'delivered' && deliveredNow && followed.some((f) => f.outcome === 'answer');
     step(ok ? 'Delivered: the message went queued → delivered and the destination Mailbox says delivered(id) = true' : 'Unexpected outcome: see above');
     return ok ? 0 : 1;
   } catch (error) {
     console.error(`\ndemo failed: ${(error as Error).stack ?? error}`);
     if (server) console.error(`\nserver output:\n${server.output()}`);
+    if (worker) console.error(`\nworker output:\n${worker.output()}`);
     return 1;
   } finally {
     step('Stopping the relayer server and both anvil nodes');
+    await worker?.stop().catch(() => null);
     const code = await server?.stop().catch(() => null);
     if (server) detail('relayer-server exit', code);
     await two?.stop();

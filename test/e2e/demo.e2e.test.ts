@@ -1,6 +1,7 @@
 /**
  * `npm run demo` as a user runs it (the README promises what it prints): it exits 0 and shows
- * the message going queued → delivered while the destination Mailbox's delivered(id) turns true.
+ * the message going queued → delivered while the destination Mailbox's delivered(id) turns true,
+ * delivered by bin/relayer-worker.ts through the bridge's CCIP-read ISM (the URL it followed).
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
@@ -9,7 +10,7 @@ import { test } from 'node:test';
 import { spawnTracked } from './processes.ts';
 import { REPO_ROOT } from '../helpers/server.ts';
 
-test('npm run demo: POST /relay, then the worker delivers; GET /relay/{id} goes queued → delivered, Mailbox.delivered(id) false → true', { timeout: 120_000 }, async () => {
+test('npm run demo: POST /relay, then relayer-worker delivers through the CCIP-read gateway; GET /relay/{id} goes queued → delivered, Mailbox.delivered(id) false → true', { timeout: 180_000 }, async () => {
   const demo = spawnTracked(process.execPath, [join(REPO_ROOT, 'scripts', 'demo.ts')], { cwd: REPO_ROOT });
   const [code] = (await once(demo.child, 'exit')) as [number | null];
   const output = demo.output();
@@ -20,4 +21,9 @@ test('npm run demo: POST /relay, then the worker delivers; GET /relay/{id} goes 
   assert.match(output, /Mailbox\.delivered\(id\)\s+false → true/);
   assert.match(output, /destination tx\s+0x[0-9a-f]{64}/);
   assert.match(output, /relayer-server exit\s+0/);
+  // The shipped worker, not a script: it followed the router's OffchainLookup to the gateway and stopped cleanly.
+  assert.match(output, /relayer-worker ops on http:\/\/127\.0\.0\.1:\d+/);
+  assert.match(output, /OffchainLookup URL\s+http:\/\/127\.0\.0\.1:\d+\/cctp\/getCctpAttestation \(answer\)/);
+  assert.match(output, /relayer-worker exit\s+0 \(SIGTERM\)/);
+  assert.match(output, /^\s+relayer_worker_delivered_total\{already="false",destination="anvil2"\} 1$/m);
 });

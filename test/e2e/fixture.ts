@@ -6,7 +6,10 @@
 import { ANVIL_CHAIN_ID, startAnvil, type Anvil } from './anvil.ts';
 import { deployCctpV2Route, type CctpV2Route } from './cctp-bridge.ts';
 import { startCcipGateway, type CcipGateway } from './ccip-gateway.ts';
-import type { Destination } from '../../scripts/delivery/destination.ts';
+import type { Address } from 'viem';
+import type { Destination } from '../../lib/worker/delivery.ts';
+import { createMailboxDestination } from '../../lib/worker/destination.ts';
+import { createTransactionSender } from '../../lib/worker/transactions.ts';
 import { connectChain, DEV_ACCOUNT, type Chain } from './chain.ts';
 import { deployHyperlane, type HyperlaneDeployment } from './hyperlane.ts';
 import { deployStandIns, type StandIns } from './stand-ins.ts';
@@ -119,14 +122,8 @@ export function twoChainRelayerConfig(two: TwoChains, db: string) {
   };
 }
 
-/** The delivery worker's view of a node (scripts/delivery/), signing as the dev account. */
-export function deliveryDestination(node: ChainNode): Destination {
-  return {
-    domain: node.hyperlane.domain,
-    mailbox: node.hyperlane.mailbox,
-    publicClient: node.chain.publicClient,
-    wallet: node.chain.wallet,
-    account: DEV_ACCOUNT,
-    chain: node.chain.viemChain,
-  };
+/** The delivery worker's view of a node (lib/worker/destination.ts), the node signing as the dev account. */
+export function deliveryDestination(node: ChainNode, name = DESTINATION_CHAIN_NAME): Destination {
+  const sender = createTransactionSender({ publicClient: node.chain.publicClient, walletClient: node.chain.wallet, account: DEV_ACCOUNT, pollMs: 25 });
+  return createMailboxDestination({ name, domain: node.hyperlane.domain, mailbox: node.hyperlane.mailbox as Address, publicClient: node.chain.publicClient, sender });
 }

@@ -18,7 +18,7 @@ import { sendBridgeTransfer } from './cctp-bridge.ts';
 import { DESTINATION_DOMAIN, ORIGIN_CHAIN_NAME, startTwoChains, twoChainRelayerConfig, type TwoChains } from './fixture.ts';
 import { mailboxLogs } from './hyperlane.ts';
 import { spawnTracked } from './processes.ts';
-import { devKey, startWorker, until, WORKER_BIN } from './worker-fixture.ts';
+import { devKey, killWorkers, startWorker, until, WORKER_BIN } from './worker-fixture.ts';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { onExitCleanup } from './processes.ts';
@@ -65,7 +65,7 @@ async function requeueCli(config: string, id: string): Promise<{ code: number | 
   return { code, output: child.output() };
 }
 
-describe('e2e: relayer-worker on the CCTP V2 route, through CCIP-read', { timeout: 150_000 }, () => {
+describe('e2e: relayer-worker on the CCTP V2 route, through CCIP-read', { timeout: 300_000 }, () => {
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'relayer-worker-cctp-'));
     removeDir = onExitCleanup(() => rmSync(dir, { recursive: true, force: true }));
@@ -75,6 +75,7 @@ describe('e2e: relayer-worker on the CCTP V2 route, through CCIP-read', { timeou
     server = await launchRelayerServer(['--config', join(dir, 'server.json'), '--db', db]);
   });
   after(async () => {
+    await killWorkers();
     await server?.stop();
     await two?.stop();
     removeDir?.();
@@ -106,7 +107,7 @@ describe('e2e: relayer-worker on the CCTP V2 route, through CCIP-read', { timeou
     assert.ok(!worker.output().includes(devKey(1).slice(2)), 'the key is never printed');
   });
 
-  test('a gateway that answers garbage, then 500, then nothing: each a failure, retried with backoff, then failed (maxAttempts 3)', async () => {
+  test('a gateway that answers garbage, then 500, then nothing: each a failure, retried with backoff, then failed (maxAttempts 3); relayer-worker requeue, and it is delivered', async () => {
     const id = await transferAndRelay();
     two.gateway.respondInOrder([['garbage', 1], ['error-500', 1], ['hang', 1]]);
     const config = writeConfig({ maxAttempts: 3, retryBaseSeconds: 1, retryMaxSeconds: 1, ccipReadTimeoutSeconds: 1 });
@@ -123,6 +124,13 @@ describe('e2e: relayer-worker on the CCTP V2 route, through CCIP-read', { timeou
       const metrics = await (await fetch(`${worker.opsUrl}/metrics`)).text();
       assert.match(metrics, /^relayer_worker_failed_total\{destination="anvil2",kind="gateway"\} 1$/m);
       assert.match(metrics, /^relayer_worker_retries_total\{destination="anvil2",kind="gateway"\} 2$/m);
+      // The gateway answers again; an operator re-drives the dead letter and the running worker delivers it.
+      const requeued = await requeueCli(config, id);
+      assert.equal(requeued.code, 0, requeued.output);
+      await until(async () => (await status(id)).status === 'delivered', 'the requeued message delivered', 60_000);
+      const done = await status(id);
+      assert.equal(done.attempts, 4);
+      assert.deepEqual(await deliveries(id), [done.destination_tx_hash]);
     } finally {
       assert.equal(await worker.stop(), 0, worker.output());
     }

@@ -111,6 +111,13 @@ export interface WorkerProcess extends Tracked {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
+const started = new Set<WorkerProcess>();
+
+/** SIGKILLs every worker still running (an `after` hook: a test cut short by a timeout leaves its worker). */
+export async function killWorkers(): Promise<void> {
+  await Promise.all([...started].map((w) => w.stop('SIGKILL')));
+}
+
 /** Starts bin/relayer-worker.ts signing with dev account `keyIndex`; resolves once it serves /ready. */
 export async function startWorker(config: string, options: { keyIndex?: number; db?: string; env?: NodeJS.ProcessEnv; args?: string[] } = {}): Promise<WorkerProcess> {
   const args = [WORKER_BIN, '--config', config, ...(options.db ? ['--db', options.db] : []), ...(options.args ?? [])];
@@ -120,7 +127,13 @@ export async function startWorker(config: string, options: { keyIndex?: number; 
   });
   try {
     const [, opsUrl] = await waitForLine(tracked, /relayer-worker ops on (http:\/\/\S+)/, 30_000);
-    return { ...tracked, opsUrl, stop: (signal = 'SIGTERM') => stopProcess(tracked.child, 15_000, signal) };
+    const worker: WorkerProcess = {
+      ...tracked,
+      opsUrl,
+      stop: (signal = 'SIGTERM') => stopProcess(tracked.child, 15_000, signal).finally(() => started.delete(worker)),
+    };
+    started.add(worker);
+    return worker;
   } catch (error) {
     await stopProcess(tracked.child, 1_000, 'SIGKILL');
     throw error;

@@ -21,7 +21,7 @@ import { sharedPostgresUrl } from '../helpers/postgres.ts';
 import { deployMessageIdMultisigIsm, deployNoopIsm, deployRoutingIsm, deployTestRecipient } from './isms.ts';
 import { spawnTracked } from './processes.ts';
 import { REPO_ROOT } from '../helpers/server.ts';
-import { devKey, startWorker, startWorkerBench, until, WORKER_BIN, type WorkerBench } from './worker-fixture.ts';
+import { devKey, killWorkers, startWorker, startWorkerBench, until, WORKER_BIN, type WorkerBench } from './worker-fixture.ts';
 
 let bench: WorkerBench;
 
@@ -29,6 +29,7 @@ before(async () => {
   bench = await startWorkerBench();
 });
 after(async () => {
+  await killWorkers();
   await bench?.stop();
 });
 
@@ -64,7 +65,7 @@ async function deliveries(id: string): Promise<Hash[]> {
   return logs.map((l) => l.transactionHash);
 }
 
-describe('e2e: relayer-worker', { timeout: 120_000 }, () => {
+describe('e2e: relayer-worker', { timeout: 600_000 }, () => {
   test('a NULL-ISM recipient: queued → delivered on chain, recorded with the ProcessId transaction; /metrics, /ready; SIGTERM exits 0; the key is never printed', async () => {
     const db = join(bench.dir, 'null-ism.db');
     const store: SqliteStore = await openStore(db);
@@ -103,7 +104,7 @@ describe('e2e: relayer-worker', { timeout: 120_000 }, () => {
     }
   });
 
-  test('a ROUTING ISM in front of a NoopIsm: route(message) is followed and the message delivered; an unsupported ISM type is failed at once', async () => {
+  test('a ROUTING ISM in front of a NoopIsm: route(message) is followed and the message delivered; an unsupported ISM type is failed at once and relayer-worker requeue puts it back', async () => {
     const db = join(bench.dir, 'routing.db');
     const store = await openStore(db);
     const noop = await deployNoopIsm(bench.chain);
@@ -127,6 +128,13 @@ describe('e2e: relayer-worker', { timeout: 120_000 }, () => {
       } finally {
         assert.equal(await worker.stop(), 0);
       }
+      const requeued = await requeueCli(config, unsupported.id);
+      assert.equal(requeued.code, 0, requeued.output);
+      assert.match(requeued.output, new RegExp(`requeued ${unsupported.id}`));
+      assert.equal((await store.outbox.get(unsupported.id))?.status, 'queued');
+      const again = await requeueCli(config, unsupported.id);
+      assert.equal(again.code, 1, 'a queued message is not requeued');
+      assert.match(again.output, /is queued, not failed/);
     } finally {
       await store.close();
     }
