@@ -194,7 +194,8 @@ for (const engine of ENGINES) {
       const bad: Array<[string, RegExp]> = [
         [`?origin_chain=ethereum`, /tx_hash is required/],
         [`?tx_hash=${hash}`, /origin_chain is required/],
-        [`?foo=bar`, /origin_chain is required/],
+        [`?probe=1&tx_hash=${hash}`, /origin_chain is required/],
+        [`?origin_chain=ethereum&_=1700000000`, /tx_hash is required/],
         [`?origin_chain=ethereum&origin_chain=base&tx_hash=${hash}`, /origin_chain is given more than once/],
         [`?origin_chain=ethereum&tx_hash=${hash}&tx_hash=${hash}`, /tx_hash is given more than once/],
         [`?origin_chain=ethereum&tx_hash=0x1234`, /tx_hash/],
@@ -204,11 +205,15 @@ for (const engine of ENGINES) {
         [`?origin_chain=${'x'.repeat(129)}&tx_hash=${hash}`, /origin_chain exceeds/],
       ];
       for (const [query, message] of bad) assertError(await h.get(`/relay${query}`), 400, 'invalid_request', message);
-      for (const path of ['/relay', '/relay?']) {
+      // Spec 4.3, docs/api.md: only a query naming origin_chain or tx_hash is a lookup; a load
+      // balancer's cache-buster or a probe's marker leaves GET /relay the liveness probe.
+      for (const path of ['/relay', '/relay?', '/relay?probe=1', '/relay?_=1700000000123', '/relay?foo=bar&x', '/relay?Origin_Chain=ethereum']) {
         const up = await h.get(path);
-        assert.equal(up.status, 200);
+        assert.equal(up.status, 200, `${path}: ${up.text}`);
         assert.equal(up.text, 'up');
       }
+      const probeHead = await httpRequest(h.url, { method: 'HEAD', path: '/relay?probe=1' });
+      assert.equal(probeHead.status, 200);
       const head = await httpRequest(h.url, { method: 'HEAD', path: `/relay?origin_chain=ethereum` });
       assert.equal(head.status, 400);
       assert.equal(head.text, '');
@@ -245,6 +250,7 @@ describe('message status endpoints: store faults and bare queues', () => {
     assertError(await httpRequest(url, { path: `/relay/0x${'ab'.repeat(32)}` }), 404, 'not_found');
     assertError(await httpRequest(url, { path: `/relay?origin_chain=ethereum&tx_hash=${txHash(1)}` }), 404, 'not_found', /statuses/);
     assert.equal((await httpRequest(url, { path: '/relay' })).text, 'up');
+    assert.equal((await httpRequest(url, { path: '/relay?probe=1' })).text, 'up', 'a cache-busting query is still the probe');
   });
 
   test('metrics: every message id is counted under the one route label /relay/{message_id}', async (t) => {

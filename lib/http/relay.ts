@@ -1,6 +1,7 @@
 /**
- * /relay: POST submits a transaction's messages through the relay pipeline; GET without a query
- * is the liveness probe, with one the status lookup of lib/http/status.ts.
+ * /relay: POST submits a transaction's messages through the relay pipeline; GET is the liveness
+ * probe, or the status lookup of lib/http/status.ts when its query names `origin_chain` or
+ * `tx_hash`.
  */
 import type { RelayPipeline } from '../pipeline.ts';
 import { sendJson, sendText } from './answers.ts';
@@ -36,9 +37,11 @@ export function relayRoutes(options: RelayEndpointOptions): Route[] {
   }
 
   function getRelay(ex: Exchange): void | Promise<void> {
-    // Any query makes it a lookup; the bare path stays the liveness probe.
-    if (ex.url === undefined || ex.url.search === '') return sendText(ex, 200, 'up');
-    return status.messagesOfTx(ex, ex.url.searchParams);
+    // Only a query naming origin_chain or tx_hash is a lookup: any other (a load balancer's
+    // cache-buster, `?probe=1`) leaves GET /relay the liveness probe (docs/api.md, GET /relay).
+    const params = ex.url?.searchParams;
+    if (params === undefined || (!params.has('origin_chain') && !params.has('tx_hash'))) return sendText(ex, 200, 'up');
+    return status.messagesOfTx(ex, params);
   }
 
   return [{ path: '/relay', GET: getRelay, POST: postRelay, probe: true }, ...status.routes];

@@ -39,7 +39,7 @@ export function statusEndpoints(outbox: StatusSource, chains: ReadonlyMap<string
     const query: Record<string, string> = {};
     for (const name of ['origin_chain', 'tx_hash']) {
       const values = params.getAll(name);
-      if (values.length === 0) throw new RelayError('invalid_request', `${name} is required (GET /relay without a query is the liveness probe)`);
+      if (values.length === 0) throw new RelayError('invalid_request', `${name} is required (GET /relay without origin_chain and tx_hash is the liveness probe)`);
       if (values.length > 1) throw new RelayError('invalid_request', `${name} is given more than once`);
       query[name] = values[0];
     }
