@@ -9,7 +9,7 @@ export { DEFAULT_CCTP_V2_TRANSMITTER, DEFAULT_CCTP_V2_TRANSMITTERS, extractMessa
 export { compileMatchingList, createPolicy, matchesList, parseMatchingList, type MatchingRule } from './policy.ts';
 export { createDedupCache, type DedupStore, type Reservation } from './dedup.ts';
 export { createTokenBucket, type RateLimiter, type TakeResult } from './rate-limit.ts';
-export { callStore, toStoreError, withDeadline, STORE_RETRY_AFTER_SECONDS, type RelayerStore } from './store.ts';
+export { callStore, isStoreUnavailable, StoreUnavailableError, toStoreError, withDeadline, STORE_RETRY_AFTER_SECONDS, type RelayerStore } from './store.ts';
 export { createReceiptFetcher, parseReceipt, type Receipt, type ReceiptFetchEvent, type ReceiptFetcherOptions, type ReceiptSource } from './receipt.ts';
 export { createRpcClient, redactUrl, type FetchLike, type RpcCall, type RpcOptions } from './rpc.ts';
 export { createMemoryMerkleStore, type MemoryMerkleStore } from './merkle.ts';

@@ -3,9 +3,13 @@
  * engines shared by several replicas, the dedup store and rate limiter. Every method may answer
  * with a promise; the pipeline and the handler await them.
  *
- * A store call that fails for any reason other than a RelayError it chose to throw (duplicate_tx,
- * cache_full…) means the store could not be used: the request answers 503 `store_unavailable`,
- * nothing is acknowledged and the dedup reservation is released. The mapping lives here, once.
+ * A store call that fails with anything but a RelayError it chose to throw (duplicate_tx,
+ * cache_full…) is classified here, once (docs/api.md, "Errors"): a store that cannot be used
+ * right now (unreachable, locked or busy past its wait, cancelled by a timeout, out of
+ * connections) answers 503 `store_unavailable` with Retry-After, worth retrying; anything else (a
+ * constraint violation, a bug) answers 500 `internal_error`, which retrying will not fix. Either
+ * way nothing is acknowledged, the dedup reservation is released and the cause goes to the log
+ * only.
  */
 import type { Clock } from './clock.ts';
 import type { DedupStore } from './dedup.ts';
@@ -33,9 +37,62 @@ export interface RelayerStore {
 /** Seconds a client is asked to wait after `store_unavailable`: a lock wait or a failover is short. */
 export const STORE_RETRY_AFTER_SECONDS = 1;
 
-/** The RelayError a failed store call answers with; a RelayError thrown by the store is kept. */
+/**
+ * What a store (an engine's transport, an embedder's own store) throws when it cannot be used right
+ * now and a retry may succeed: a call that timed out, a connection that is closed. It answers 503
+ * `store_unavailable`; its message goes to the log only.
+ */
+export class StoreUnavailableError extends Error {
+  override name = 'StoreUnavailableError';
+}
+
+/**
+ * PostgreSQL SQLSTATEs that mean "not now" rather than "never": connection exceptions (class
+ * 08), insufficient resources (53: too many connections, disk full, out of memory), the
+ * statement or lock timeout (57014 query_canceled, 55P03 lock_not_available), the server
+ * shutting down or refusing connections (57P01..57P05), and serialization failures and
+ * deadlocks (40001, 40P01), which a retry resolves.
+ */
+function isTransientSqlState(code: string): boolean {
+  return code.startsWith('08') || code.startsWith('53') || code.startsWith('57P0') || code === '57014' || code === '55P03' || code === '40001' || code === '40P01';
+}
+
+/** Node's socket and resolver errors: the database host cannot be reached right now. */
+const NETWORK_CODES: ReadonlySet<string> = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'EHOSTDOWN',
+  'ENETUNREACH', 'ENETDOWN', 'ENOTFOUND', 'EAI_AGAIN',
+]);
+
+/**
+ * SQLite primary result codes that mean "not now": SQLITE_BUSY (5) and SQLITE_LOCKED (6), another
+ * connection holds the lock past the wait; SQLITE_NOMEM (7) and SQLITE_FULL (13), out of memory or
+ * disk, like PostgreSQL's class 53. SQLITE_CONSTRAINT (19) and the rest are 500.
+ */
+const SQLITE_TRANSIENT: ReadonlySet<number> = new Set([5, 6, 7, 13]);
+
+/** Whether a store's failure means it cannot be used right now (503) rather than a fault (500). */
+export function isStoreUnavailable(error: unknown): boolean {
+  if (error instanceof StoreUnavailableError) return true;
+  if (error === null || typeof error !== 'object') return false;
+  const { code, errcode } = error as { code?: unknown; errcode?: unknown };
+  if (typeof code === 'string') {
+    if (NETWORK_CODES.has(code)) return true;
+    // A SQLSTATE is five digits or upper-case letters (pg's DatabaseError.code).
+    if (/^[0-9A-Z]{5}$/.test(code)) return isTransientSqlState(code);
+  }
+  // node:sqlite's errors carry the extended result code; its low byte is the primary one.
+  if (typeof errcode === 'number') return SQLITE_TRANSIENT.has(errcode & 0xff);
+  return false;
+}
+
+/**
+ * The RelayError a failed store call answers with: a RelayError thrown by the store is kept,
+ * unavailability (isStoreUnavailable) is 503 `store_unavailable`, anything else 500
+ * `internal_error`. The cause stays on the error for the log, never in the answer.
+ */
 export function toStoreError(error: unknown): RelayError {
   if (error instanceof RelayError) return error;
+  if (!isStoreUnavailable(error)) return new RelayError('internal_error', 'internal error', { cause: error });
   return new RelayError('store_unavailable', 'the store is unavailable; nothing was stored, retry shortly', {
     retryAfterSeconds: STORE_RETRY_AFTER_SECONDS,
     cause: error,
@@ -62,7 +119,7 @@ export function isPromiseLike<T>(value: T | PromiseLike<T>): value is PromiseLik
 export function withDeadline<T>(value: T | Promise<T>, ms: number, clock: Clock, what: string): Promise<T> {
   if (!isPromiseLike(value)) return Promise.resolve(value);
   return new Promise<T>((resolve, reject) => {
-    const timer = clock.setTimeout(() => reject(toStoreError(new Error(`${what} did not answer within ${ms} ms`))), ms);
+    const timer = clock.setTimeout(() => reject(toStoreError(new StoreUnavailableError(`${what} did not answer within ${ms} ms`))), ms);
     value.then(
       (result) => {
         clock.clearTimeout(timer);

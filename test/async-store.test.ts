@@ -11,7 +11,7 @@ import { createDedupCache } from '../lib/dedup.ts';
 import { createMemoryOutbox, type Outbox, type RelayQueue } from '../lib/outbox.ts';
 import { createRelayPipeline } from '../lib/pipeline.ts';
 import { createTokenBucket, type RateLimiter } from '../lib/rate-limit.ts';
-import type { RelayerStore } from '../lib/store.ts';
+import { StoreUnavailableError, type RelayerStore } from '../lib/store.ts';
 import type { MerkleInsertion, MerkleStore } from '../lib/types.ts';
 import { testConfig } from './helpers/config.ts';
 import { createFakeClock, type FakeClock } from './helpers/fake-clock.ts';
@@ -35,7 +35,8 @@ interface Faults {
 
 /** Answers `value` after a macrotask, or fails as `failure` says: a store on another thread or host. */
 function later<T>(failure: Failure, value: () => T | PromiseLike<T>): Promise<T> {
-  const error = Object.assign(new Error('SQLITE_BUSY: database is locked\n    at step (/srv/relayer/lib/sqlite/worker.ts:1:1)'), { code: 'ERR_SQLITE_ERROR' });
+  // node:sqlite's shape of SQLITE_BUSY (errcode 5): the store cannot be used right now (503).
+  const error = Object.assign(new Error('SQLITE_BUSY: database is locked\n    at step (/srv/relayer/lib/sqlite/worker.ts:1:1)'), { code: 'ERR_SQLITE_ERROR', errcode: 5 });
   if (failure === 'throw') throw error;
   return new Promise<T>((resolve, reject) => {
     setImmediate(() => {
@@ -182,12 +183,12 @@ describe('asynchronous stores behind the pipeline and the handler (DESIGN 7)', (
     }
   }
 
-  test('DESIGN 7 503: an embedder\'s queue (the outbox option) that throws is store_unavailable without internals, and releases the reservation', async (t) => {
+  test('DESIGN 7 503: an embedder\'s queue (the outbox option) that throws StoreUnavailableError is store_unavailable without internals, and releases the reservation', async (t) => {
     let fail = true;
     const memory = createMemoryOutbox();
     const flaky: RelayQueue = {
       enqueue(batch) {
-        if (fail) throw new Error('disk on fire at /secret/path');
+        if (fail) throw new StoreUnavailableError('disk on fire at /secret/path');
         return memory.enqueue(batch);
       },
     };
@@ -201,6 +202,40 @@ describe('asynchronous stores behind the pipeline and the handler (DESIGN 7)', (
     assert.doesNotMatch(res.text, /secret|disk|at \w+ \(/);
     fail = false;
     assert.equal((await relay({ origin_chain: 'ethereum', tx_hash: hash })).status, 200, 'retry is not duplicate_tx');
+  });
+
+  test('docs/api.md Errors: a queue that throws anything else (a bug, a refused row) is 500 internal_error: no Retry-After, no internals, logged, the reservation released', async (t) => {
+    const thrown: unknown[] = [
+      new Error('disk on fire at /secret/path'),
+      new TypeError("Cannot read properties of undefined (reading 'id')"),
+      Object.assign(new Error('CHECK constraint failed: status IN (...)'), { code: 'ERR_SQLITE_ERROR', errcode: 275 }),
+      Object.assign(new Error('new row violates check constraint "outbox_id_check"'), { code: '23514' }),
+      'a string',
+    ];
+    for (const [i, value] of thrown.entries()) {
+      let fail = true;
+      const memory = createMemoryOutbox();
+      const logs: string[] = [];
+      const flaky: RelayQueue = {
+        enqueue(batch) {
+          if (fail) throw value;
+          return memory.enqueue(batch);
+        },
+      };
+      const table: ReceiptTable = new Map();
+      const logger = { debug() {}, info() {}, warn() {}, error: (msg: string, fields?: object) => void logs.push(JSON.stringify({ msg, ...fields })) };
+      const { relay } = await startApi(t, { outbox: flaky, fetch: fakeRpcFetch(table).fetch, logger });
+      const hash = txHash(100 + i);
+      table.set(hash, rpcReceipt(hash, transferLogs(1)));
+      const res = await relay({ origin_chain: 'ethereum', tx_hash: hash });
+      assert.equal(res.status, 500, res.text);
+      assert.deepEqual(res.json(), { reason: 'internal_error', message: 'internal error' });
+      assert.equal(res.headers['retry-after'], undefined, 'nothing to wait for: retrying will not help');
+      assert.equal(logs.length, 1);
+      assert.match(logs[0], /"msg":"internal error"/);
+      fail = false;
+      assert.equal((await relay({ origin_chain: 'ethereum', tx_hash: hash })).status, 200, 'the reservation was released');
+    }
   });
 
   test('POST /relay: a RelayError thrown by a store (duplicate_tx from a shared dedup) keeps its own reason', async (t) => {
@@ -234,7 +269,7 @@ describe('asynchronous stores behind the pipeline and the handler (DESIGN 7)', (
       config: testConfig(),
       clock,
       fetch: fakeRpcFetch(table).fetch,
-      queue: { enqueue: () => Promise.reject(new Error('disk gone')) },
+      queue: { enqueue: () => Promise.reject(new StoreUnavailableError('disk gone')) },
       dedup: {
         reserve(key) {
           const r = cache.reserve(key);

@@ -228,9 +228,10 @@ describe('message status endpoints: store faults and bare queues', () => {
     const broken: Outbox = {
       ...memory,
       enqueue: (batch) => memory.enqueue(batch),
-      get: () => Promise.reject(new Error('SQLITE_BUSY: database is locked at /srv/secret/path.db')),
+      // What the engines throw when the database cannot be used right now: SQLITE_BUSY, a refused connection.
+      get: () => Promise.reject(Object.assign(new Error('SQLITE_BUSY: database is locked at /srv/secret/path.db'), { code: 'ERR_SQLITE_ERROR', errcode: 5 })),
       byTx: () => {
-        throw new Error('connection refused postgres://relayer:hunter2@db:5432/relayer');
+        throw Object.assign(new Error('connection refused postgres://relayer:hunter2@db:5432/relayer'), { code: 'ECONNREFUSED' });
       },
     };
     const { url } = await startApi(t, { outbox: broken, clock, fetch: fakeRpcFetch(new Map()).fetch });

@@ -160,13 +160,16 @@ describe('RPC URLs carry API keys: never in responses, metrics or logs (DESIGN 3
 });
 
 describe('no stack, cause or internals in any answer (DESIGN 2)', () => {
-  test('an exception in the queue (multi-line message, stack, a non-Error) answers the fixed store_unavailable body; the log has one line, no stack', async (t) => {
-    const thrown: unknown[] = [
-      Object.assign(new Error('disk I/O error\n    at enqueue (/srv/relayer/lib/sqlite/outbox.ts:42:7)'), { code: 'SQLITE_IOERR' }),
-      'a string',
-      { toString: () => { throw new Error('hostile toString'); } },
+  test('an exception in the queue (multi-line message, stack, a non-Error) answers a fixed body (store_unavailable or internal_error); the log has one line, no stack', async (t) => {
+    const UNAVAILABLE = '{"reason":"store_unavailable","message":"the store is unavailable; nothing was stored, retry shortly"}';
+    const INTERNAL = '{"reason":"internal_error","message":"internal error"}';
+    const thrown: Array<[unknown, number, string]> = [
+      [Object.assign(new Error('database is locked\n    at enqueue (/srv/relayer/lib/sqlite/outbox.ts:42:7)'), { code: 'ERR_SQLITE_ERROR', errcode: 5 }), 503, UNAVAILABLE],
+      [Object.assign(new Error('disk I/O error\n    at enqueue (/srv/relayer/lib/sqlite/outbox.ts:42:7)'), { code: 'SQLITE_IOERR' }), 500, INTERNAL],
+      ['a string', 500, INTERNAL],
+      [{ toString: () => { throw new Error('hostile toString'); } }, 500, INTERNAL],
     ];
-    for (const value of thrown) {
+    for (const [value, status, body] of thrown) {
       const clock = createFakeClock();
       const table = new Map();
       const hash = txHash(nextTx++);
@@ -179,8 +182,8 @@ describe('no stack, cause or internals in any answer (DESIGN 2)', () => {
         logger: createLogger({ level: 'debug', write: (line) => lines.push(line) }),
       });
       const res = await postJson(url, '/relay', { origin_chain: 'ethereum', tx_hash: hash });
-      assert.equal(res.status, 503);
-      assert.equal(res.text, '{"reason":"store_unavailable","message":"the store is unavailable; nothing was stored, retry shortly"}');
+      assert.equal(res.status, status);
+      assert.equal(res.text, body);
       assert.equal(res.headers['x-powered-by'], undefined);
       assert.equal(res.headers.server, undefined);
       const log = lines.join('');

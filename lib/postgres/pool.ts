@@ -3,12 +3,13 @@
  * `connect()` → client with `query` and `release`), so `pg`, `pg-native` or a wrapper with the
  * same surface plugs in and the library itself has no runtime dependency.
  *
- * Every call goes through `run`, which turns a failure to reach or use the database into
- * RelayError `store_unavailable` (lib/store.ts's callStore: HTTP 503 with Retry-After). The driver's
- * error is kept as `cause` for the logs; drivers do not put the password in their messages, and
- * the store never puts the connection string anywhere.
+ * Every call goes through `run`, which maps the driver's failure with lib/store.ts's callStore: a
+ * database that cannot be used right now (by SQLSTATE, or a lost connection) is RelayError
+ * `store_unavailable` (HTTP 503 with Retry-After), anything else (a CHECK violation, a bug)
+ * `internal_error` (500). The driver's error is kept as `cause` for the logs; drivers do not put
+ * the password in their messages, and the store never puts the connection string anywhere.
  */
-import { callStore } from '../store.ts';
+import { callStore, StoreUnavailableError } from '../store.ts';
 
 export interface PgQueryResult<Row> {
   rows: Row[];
@@ -30,9 +31,34 @@ export interface PgPool extends PgQueryable {
   on?(event: 'error', listener: (error: Error) => void): unknown;
 }
 
-/** One query; any failure is store_unavailable. */
+/**
+ * The server-side limits every connection of the store's pool carries (docs/operations.md, "Several
+ * replicas on PostgreSQL"): a statement running longer than `statement_timeout`, or waiting longer
+ * than `lock_timeout` for a lock, is cancelled by the server, so a request that answered 503 leaves
+ * nothing running that could still commit (a reservation that would refuse the retry). With `pg`:
+ * `new pg.Pool({ ..., statement_timeout: DEFAULT_STATEMENT_TIMEOUT_MS, lock_timeout: DEFAULT_LOCK_TIMEOUT_MS })`.
+ * Migrations lift both for their own session (schema.ts).
+ */
+export const DEFAULT_STATEMENT_TIMEOUT_MS = 5_000;
+export const DEFAULT_LOCK_TIMEOUT_MS = 2_000;
+
+/** One query; its failure is store_unavailable or internal_error (see above). */
 export function run<Row>(db: PgQueryable, text: string, values?: unknown[]): Promise<PgQueryResult<Row>> {
-  return callStore(() => db.query<Row>(text, values));
+  return callStore(() => db.query<Row>(text, values).catch(unavailableWithoutSqlState));
+}
+
+/**
+ * An error from the database carries a SQLSTATE (`code`), classified by lib/store.ts. A plain Error
+ * without one is the driver's own word that the connection is gone or never came: `pg`'s
+ * "Connection terminated unexpectedly", its client-side `query_timeout` ("Query read timeout") and
+ * a pool out of connections ("timeout exceeded when trying to connect"). Those are unavailability;
+ * a TypeError or RangeError (a value the driver cannot send) stays a fault.
+ */
+function unavailableWithoutSqlState(error: unknown): never {
+  if (error instanceof Error && Object.getPrototypeOf(error) === Error.prototype && (error as { code?: unknown }).code === undefined) {
+    throw new StoreUnavailableError(error.message, { cause: error });
+  }
+  throw error;
 }
 
 /**

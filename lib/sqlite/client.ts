@@ -13,7 +13,7 @@
 import { Worker } from 'node:worker_threads';
 import type { Clock } from '../clock.ts';
 import { RelayError } from '../errors.ts';
-import { STORE_RETRY_AFTER_SECONDS } from '../store.ts';
+import { STORE_RETRY_AFTER_SECONDS, StoreUnavailableError } from '../store.ts';
 import { deserializeError, type CallMessage, type FromWorker, type SerializedError, type ToWorker } from './protocol.ts';
 import { wallNow } from './shared-time.ts';
 import type { WorkerOptions } from './worker.ts';
@@ -93,7 +93,7 @@ export function startWorker(options: WorkerClientOptions): Promise<WorkerClient>
     // Calls are in sending order with one timeout, so the first not expired ends the sweep.
     for (const [id, call] of pending) {
       if (call.expires > now) break;
-      settle(id)?.reject(new Error(`the SQLite worker did not answer within ${callTimeoutMs} ms`));
+      settle(id)?.reject(new StoreUnavailableError(`the SQLite worker did not answer within ${callTimeoutMs} ms`));
     }
   }
 
@@ -145,7 +145,7 @@ export function startWorker(options: WorkerClientOptions): Promise<WorkerClient>
   });
   worker.on('exit', (code) => {
     if (closing !== undefined && failure === undefined) {
-      stop(new Error('the SQLite store is closed'));
+      stop(new StoreUnavailableError('the SQLite store is closed'));
       onClosed();
     } else {
       // The thread ended on its own: every call from now on fails at once, like the ones waiting.
@@ -161,7 +161,7 @@ export function startWorker(options: WorkerClientOptions): Promise<WorkerClient>
 
   function call(target: string, method: string, args: unknown[], transfer: ArrayBuffer[] = []): Promise<unknown> {
     if (stopped !== undefined) return Promise.reject(stopped);
-    if (closing !== undefined) return Promise.reject(new Error('the SQLite store is closed'));
+    if (closing !== undefined) return Promise.reject(new StoreUnavailableError('the SQLite store is closed'));
     return new Promise((resolve, reject) => {
       const id = nextId++;
       const message: CallMessage = { type: 'call', id, target, method, args, now: clock.now(), sentAt: wallNow(), deadline: Date.now() + lockTimeoutMs };
