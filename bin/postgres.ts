@@ -6,14 +6,19 @@
  * The URL carries the password; it appears nowhere but in the pool's configuration. What is
  * logged or printed is `redactDatabaseUrl(url)`.
  */
-import { openPostgresStore, type PostgresStore } from '../lib/postgres/index.ts';
+import { DEFAULT_LOCK_TIMEOUT_MS, DEFAULT_STATEMENT_TIMEOUT_MS, migrate, openPostgresStore, type PostgresStore } from '../lib/postgres/index.ts';
 import type { Logger } from '../lib/log.ts';
 import type { RelayApiConfig } from '../lib/types.ts';
 
 export const DEFAULT_POOL_SIZE = 10;
-/** A store call (connect or query) that takes longer fails: the request answers 503 instead of hanging. */
+/** A connection attempt that takes longer fails: the request answers 503 instead of hanging. */
 const CONNECT_TIMEOUT_MS = 5_000;
-const QUERY_TIMEOUT_MS = 5_000;
+/**
+ * The client gives up on a statement this long after the server's `statement_timeout` would have
+ * cancelled it: it only fires when the server cannot answer at all (a partition), since the
+ * server-side limits end every statement that runs or waits too long (lib/postgres/pool.ts).
+ */
+const QUERY_TIMEOUT_MARGIN_MS = 1_000;
 
 export function isPostgresUrl(db: string): boolean {
   return /^postgres(?:ql)?:\/\//i.test(db);
@@ -58,36 +63,74 @@ export interface OpenedPostgres {
   close(): Promise<void>;
 }
 
+/** Takes the integer parameter `name` (milliseconds or a count) out of the URL's query. */
+function takeInteger(url: URL, name: string, min: number, max: number): number | undefined {
+  const value = url.searchParams.get(name);
+  if (value === null) return undefined;
+  if (!/^\d{1,7}$/.test(value) || Number(value) < min || Number(value) > max) {
+    throw new PostgresSetupError(`${name} in the database URL must be an integer from ${min} to ${max}, got ${JSON.stringify(value.slice(0, 16))}`);
+  }
+  url.searchParams.delete(name);
+  return Number(value);
+}
+
+export interface PostgresPoolConfigs {
+  /** The request pool: server-side statement and lock limits, a client-side safety net. */
+  pool: Record<string, unknown>;
+  /** One connection for the migrations, without any limit (a migration or its lock wait may be long). */
+  migration: Record<string, unknown>;
+}
+
 /**
- * Opens the pool and the store (running migrations). The URL's own query parameter `pool_size`
- * (default 10) sizes the pool and is not passed to the server; everything else goes to `pg` as is
- * (`sslmode=…`, `application_name=…`).
+ * The `pg` pool configurations for a database URL. The URL's own query parameters `pool_size`
+ * (default 10), `statement_timeout` (ms, default 5 000) and `lock_timeout` (ms, default 2 000; 0
+ * turns a limit off) are taken out of it; everything else goes to `pg` as is (`sslmode=…`,
+ * `application_name=…`). Throws PostgresSetupError for a URL that does not parse or a bad value.
  */
-export async function openPostgresFromUrl(db: string, relayApi: RelayApiConfig, logger: Logger): Promise<OpenedPostgres> {
+export function postgresPoolConfigs(db: string): PostgresPoolConfigs {
   let url: URL;
   try {
     url = new URL(db);
   } catch {
     throw new PostgresSetupError('the database URL does not parse (expected postgres://user:password@host:5432/name)');
   }
-  let max = DEFAULT_POOL_SIZE;
-  const size = url.searchParams.get('pool_size');
-  if (size !== null) {
-    if (!/^[1-9]\d{0,3}$/.test(size)) throw new PostgresSetupError(`pool_size in the database URL must be an integer from 1 to 9999, got ${JSON.stringify(size.slice(0, 16))}`);
-    max = Number(size);
-    url.searchParams.delete('pool_size');
-  }
+  const max = takeInteger(url, 'pool_size', 1, 9999) ?? DEFAULT_POOL_SIZE;
+  const statementTimeout = takeInteger(url, 'statement_timeout', 0, 3_600_000) ?? DEFAULT_STATEMENT_TIMEOUT_MS;
+  const lockTimeout = takeInteger(url, 'lock_timeout', 0, 3_600_000) ?? DEFAULT_LOCK_TIMEOUT_MS;
+  const common = { connectionString: url.href, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, application_name: 'relayer-server' };
+  return {
+    pool: {
+      ...common,
+      max,
+      // Startup parameters: every connection of the pool has them from its first statement on.
+      // pg sends nothing for 0, which is the server's "no limit" anyway.
+      statement_timeout: statementTimeout,
+      lock_timeout: lockTimeout,
+      query_timeout: (statementTimeout || DEFAULT_STATEMENT_TIMEOUT_MS) + QUERY_TIMEOUT_MARGIN_MS,
+    },
+    migration: { ...common, max: 1 },
+  };
+}
+
+/**
+ * Opens the pool and the store, after running the migrations on a connection of their own (see
+ * postgresPoolConfigs for the URL's parameters).
+ */
+export async function openPostgresFromUrl(db: string, relayApi: RelayApiConfig, logger: Logger): Promise<OpenedPostgres> {
+  const configs = postgresPoolConfigs(db);
   const pg = await loadPg();
-  const pool = new pg.Pool({
-    connectionString: url.href,
-    max,
-    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-    query_timeout: QUERY_TIMEOUT_MS,
-    application_name: 'relayer-server',
-  });
+  const migrationPool = new pg.Pool(configs.migration);
+  migrationPool.on?.('error', () => {}); // its connection is ended below; a drop before is the migration's error
+  try {
+    await migrate(migrationPool, 'relayer');
+  } finally {
+    await migrationPool.end().catch(() => {});
+  }
+  const pool = new pg.Pool(configs.pool);
   try {
     const store = await openPostgresStore(pool, {
       relayApi,
+      migrate: false,
       // An idle connection the server dropped (a restart, a failover): the pool opens a new one.
       onPoolError: (error) => logger.warn('database connection lost', { error: `${error.name}: ${error.message.split('\n')[0]}` }),
     });

@@ -88,17 +88,19 @@ export function createPostgresDedup(pool: PgPool, s: string, opts: PostgresDedup
       const { rows } = await run<{ token: string }>(pool, reserveSql, [now(), key, pendingMs, capacity]);
       if (rows.length === 0) throw await refusal(key);
       const token = rows[0].token;
+      // Settled only once a statement succeeded: a commit whose UPDATE failed (the pipeline then
+      // answers 503) leaves the release able to free the key, so the retry is not duplicate_tx.
       let settled = false;
       return {
         async commit() {
           if (settled) return;
-          settled = true;
           await run(pool, commitSql, [now(), key, token, windowMs]);
+          settled = true;
         },
         async release() {
           if (settled) return;
-          settled = true;
           await run(pool, releaseSql, [key, token]);
+          settled = true;
         },
       };
     },

@@ -105,6 +105,8 @@ export function quoteSchema(name: string): string {
  * Brings schema `name` to SCHEMA_VERSION and returns the version found before. Refuses a newer
  * schema (another replica runs a newer release) with SchemaVersionError. Runs at start-up,
  * not on a request path, so the driver's errors pass through as they are (they say what is wrong).
+ * The session runs without `statement_timeout` and `lock_timeout`; a client-side limit of the pool
+ * (`pg`'s `query_timeout`) still applies, so relayer-server migrates on a pool without one.
  */
 export async function migrate(pool: PgPool, name: string): Promise<number> {
   const s = quoteSchema(name);
@@ -114,6 +116,10 @@ export async function migrate(pool: PgPool, name: string): Promise<number> {
   try {
     // A session lock: held across the per-migration transactions below, and freed by the server
     // if this process dies half-way.
+    // No server-side limits for this session: a replica starting while another runs a long
+    // migration waits for the lock as long as it takes, and a migration may take long itself.
+    // RESET below gives the pooled connection back with the limits it was opened with.
+    await client.query('SET statement_timeout = 0; SET lock_timeout = 0');
     await client.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [lockName]);
     try {
       await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
@@ -136,6 +142,7 @@ export async function migrate(pool: PgPool, name: string): Promise<number> {
       return found;
     } finally {
       await client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [lockName]).catch((e: Error) => (broken = e));
+      await client.query('RESET statement_timeout; RESET lock_timeout').catch((e: Error) => (broken = e));
     }
   } catch (error) {
     broken ??= error as Error;
