@@ -78,7 +78,7 @@ async function running(schema: string): Promise<Array<{ query: string; wait_even
 }
 
 describe('server-side limits on every request connection (docs/operations.md)', () => {
-  const cases = [
+  const cases: Array<{ limit: string; params: Record<string, string>; cancelled: RegExp }> = [
     { limit: 'lock_timeout', params: { lock_timeout: '300' }, cancelled: /canceling statement due to lock timeout/ },
     { limit: 'statement_timeout', params: { lock_timeout: '0', statement_timeout: '300' }, cancelled: /canceling statement due to statement timeout/ },
   ];
