@@ -10,7 +10,7 @@ import { ConfigError } from '../lib/errors.ts';
 import type { Logger } from '../lib/log.ts';
 import type { RelayerStore } from '../lib/store.ts';
 import type { RelayerConfig } from '../lib/types.ts';
-import { isPostgresUrl, openPostgresFromUrl, redactDatabaseUrl } from './postgres.ts';
+import { describeJsonError, isPostgresUrl, openPostgresFromUrl, redactDatabaseSecrets, redactDatabaseUrl, unsupportedDatabaseMessage, unsupportedDatabaseScheme } from './postgres.ts';
 
 /** Ends the process with `code` after printing `message` (for start-up failures). */
 export function cliFail(program: string, code: number, message: string): never {
@@ -30,7 +30,7 @@ export function loadConfig(program: string, path: string | undefined): RelayerCo
   try {
     json = JSON.parse(text);
   } catch (error) {
-    return cliFail(program, 2, `config file ${path} is not valid JSON: ${(error as Error).message}`);
+    return cliFail(program, 2, `config file ${path} is not valid JSON: ${describeJsonError((error as Error).message)}`);
   }
   try {
     return parseConfig(json);
@@ -71,18 +71,24 @@ function prepareDatabaseDirectory(program: string, db: string): void {
   }
 }
 
-/** The store of `config.db`; exits 1 when it cannot be opened. */
+/**
+ * The store of `config.db`; exits 1 when it cannot be opened, 2 when it is a URL of a scheme no
+ * store opens (`postgress://user:password@…`: a typo, not a SQLite file name). Nothing printed
+ * holds the database password (redactDatabaseUrl, redactDatabaseSecrets).
+ */
 export async function openRelayerStore(program: string, config: RelayerConfig, logger: Logger): Promise<RelayerStore> {
+  const scheme = unsupportedDatabaseScheme(config.db);
+  if (scheme !== undefined) return cliFail(program, 2, unsupportedDatabaseMessage(config.db, scheme));
   if (isPostgresUrl(config.db)) {
     try {
       const opened = await openPostgresFromUrl(config.db, config.relayApi, logger);
       const { store } = opened;
       return { outbox: store.outbox, merkle: store.merkle, dedup: store.dedup, rateLimiter: store.rateLimiter, ping: () => store.ping(), close: opened.close };
     } catch (error) {
-      // The driver's message (refused, authentication failed for user x, no such database) never
-      // contains the password; the URL is shown redacted.
+      // The driver's message (refused, authentication failed for user x, no such database) does
+      // not contain the password; it is scrubbed anyway, and the URL is shown redacted.
       const message = error instanceof Error ? error.message.split('\n')[0] : String(error);
-      return cliFail(program, 1, `cannot open database ${redactDatabaseUrl(config.db)}: ${message}`);
+      return cliFail(program, 1, `cannot open database ${redactDatabaseUrl(config.db)}: ${redactDatabaseSecrets(message, config.db)}`);
     }
   }
   // Loaded here, not imported above: node:sqlite must not be linked before node-version.ts has run.
@@ -91,6 +97,6 @@ export async function openRelayerStore(program: string, config: RelayerConfig, l
   try {
     return await openStore(config.db);
   } catch (error) {
-    return cliFail(program, 1, `cannot open database ${config.db} (${resolve(config.db)}): ${(error as Error).message}`);
+    return cliFail(program, 1, `cannot open database ${config.db} (${resolve(config.db)}): ${redactDatabaseSecrets((error as Error).message, config.db)}`);
   }
 }

@@ -8,6 +8,7 @@
  */
 import { DEFAULT_LOCK_TIMEOUT_MS, DEFAULT_STATEMENT_TIMEOUT_MS, migrate, openPostgresStore, type PostgresStore } from '../lib/postgres/index.ts';
 import type { Logger } from '../lib/log.ts';
+import { redactUrls } from '../lib/rpc.ts';
 import type { RelayApiConfig } from '../lib/types.ts';
 
 export const DEFAULT_POOL_SIZE = 10;
@@ -24,17 +25,89 @@ export function isPostgresUrl(db: string): boolean {
   return /^postgres(?:ql)?:\/\//i.test(db);
 }
 
-/** The URL with its password replaced by `***` (and nothing at all if it does not parse). */
+/** `scheme://…`: a URL, not a file path (a SQLite path never has a scheme; `file:` URIs aside). */
+const URL_LIKE = /^([a-z][a-z0-9+.-]*):\/\//i;
+/** Query parameters whose value is a secret: `password`, `sslpassword`, `sslkey`, a token… */
+const SECRET_PARAM = /pass|secret|token|key/i;
+
+/**
+ * What may be printed of a database string: a URL (any scheme, a mistyped one included) with its
+ * password and every secret query parameter (`?password=`, `sslpassword=`…) replaced by `***`,
+ * or only its scheme if it does not parse; a file path or `:memory:` as it is.
+ */
 export function redactDatabaseUrl(db: string): string {
-  if (!isPostgresUrl(db)) return db;
+  const scheme = URL_LIKE.exec(db)?.[1];
+  if (scheme === undefined) return db;
   let url: URL;
   try {
     url = new URL(db);
   } catch {
-    return 'postgres://(unparsable URL)';
+    return `${scheme}://(unparsable URL)`;
   }
   if (url.password !== '') url.password = '***';
+  for (const name of new Set(url.searchParams.keys())) {
+    if (SECRET_PARAM.test(name)) url.searchParams.set(name, '***');
+  }
   return url.href;
+}
+
+/**
+ * The scheme of a database string that is a URL no store here opens (`postgress://…`, `mysql://…`),
+ * else undefined. Such a string is refused rather than opened as a SQLite file of that name: it
+ * is a typo, and as a "path" it would be printed whole, password and all (docs/configuration.md).
+ */
+export function unsupportedDatabaseScheme(db: string): string | undefined {
+  const scheme = URL_LIKE.exec(db)?.[1];
+  if (scheme === undefined || isPostgresUrl(db) || scheme.toLowerCase() === 'file') return undefined;
+  return scheme;
+}
+
+/** The refusal of an unsupported database URL, redacted. */
+export function unsupportedDatabaseMessage(db: string, scheme: string): string {
+  return `the database ${redactDatabaseUrl(db)} is a URL of scheme "${scheme}:", which no store here opens: a PostgreSQL URL starts with postgres:// or postgresql://, a SQLite database is a file path or :memory:`;
+}
+
+/**
+ * `text` (a driver's error message) with anything secret of `db` in it replaced: the URL itself,
+ * its password and its secret query parameters, as written and decoded. Drivers do not put them
+ * in their messages; this makes sure of it.
+ */
+export function redactDatabaseSecrets(text: string, db: string): string {
+  const secrets = new Set<string>();
+  if (URL_LIKE.test(db)) {
+    secrets.add(db);
+    try {
+      const url = new URL(db);
+      for (const value of [url.password, ...[...url.searchParams].filter(([name]) => SECRET_PARAM.test(name)).map(([, v]) => v)]) {
+        if (value === '') continue;
+        secrets.add(value);
+        secrets.add(encodeURIComponent(value));
+        try {
+          secrets.add(decodeURIComponent(value));
+        } catch {
+          // not percent-encoded text: the raw form is enough
+        }
+      }
+    } catch {
+      // unparsable: only the whole string is known to be secret
+    }
+  }
+  let out = text;
+  // Longest first, so the whole URL goes before the password inside it.
+  for (const secret of [...secrets].sort((a, b) => b.length - a.length)) {
+    out = out.split(secret).join(secret === db ? redactDatabaseUrl(db) : '***');
+  }
+  return out;
+}
+
+/**
+ * JSON.parse's message without the text it quotes around the error (`Unexpected token 'p',
+ * "…": postgres://user:pas"... is not valid JSON`): a config file's text may hold the `db` URL's
+ * password. The messages that give a position instead quote nothing and are kept.
+ */
+export function describeJsonError(message: string): string {
+  const quoted = /^(.*?), (?:\.\.\.)?".*"(?:\.\.\.)? is not valid JSON$/s.exec(message);
+  return quoted === null ? redactUrls(message) : `${quoted[1]} (the text around it is not repeated: it may hold a password)`;
 }
 
 export class PostgresSetupError extends Error {
@@ -132,7 +205,7 @@ export async function openPostgresFromUrl(db: string, relayApi: RelayApiConfig, 
       relayApi,
       migrate: false,
       // An idle connection the server dropped (a restart, a failover): the pool opens a new one.
-      onPoolError: (error) => logger.warn('database connection lost', { error: `${error.name}: ${error.message.split('\n')[0]}` }),
+      onPoolError: (error) => logger.warn('database connection lost', { error: redactDatabaseSecrets(`${error.name}: ${error.message.split('\n')[0]}`, db) }),
     });
     return {
       store,

@@ -11,6 +11,7 @@ import { parseArgs } from 'node:util';
 import { createLineSink } from '../lib/http/log-sink.ts';
 import { createRelayServer } from '../lib/http/server.ts';
 import { createLogger, isLogLevel, LOG_LEVELS, type LogLevel } from '../lib/log.ts';
+import { redactUrls } from '../lib/rpc.ts';
 import type { RelayerConfig } from '../lib/types.ts';
 import { cliFail, loadConfig, openRelayerStore } from './cli.ts';
 import { redactDatabaseUrl } from './postgres.ts';
@@ -65,7 +66,9 @@ function parseFlags() {
       allowPositionals: false,
     }).values;
   } catch (error) {
-    return fail(2, `${(error as Error).message}\n\n${HELP}`);
+    // The message quotes the offending argument, which may be a database URL: URLs are cut to
+    // scheme://host (a stray `postgres://user:password@…` positional, for one).
+    return fail(2, `${redactUrls((error as Error).message)}\n\n${HELP}`);
   }
 }
 
@@ -174,7 +177,8 @@ async function main(): Promise<void> {
 
 process.on('uncaughtException', (error) => {
   // No stack in the log: the name and message are enough to find the fault, and safe to show.
-  process.stderr.write(JSON.stringify({ time: new Date().toISOString(), level: 'error', msg: 'uncaught exception', error: `${error.name}: ${error.message}` }) + '\n');
+  // URLs (a database's, an RPC endpoint's) are cut to scheme://host: they may carry credentials.
+  process.stderr.write(JSON.stringify({ time: new Date().toISOString(), level: 'error', msg: 'uncaught exception', error: redactUrls(`${error.name}: ${error.message}`) }) + '\n');
   process.exit(1);
 });
 

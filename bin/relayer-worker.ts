@@ -13,6 +13,7 @@ import './node-version.ts';
 import { parseArgs } from 'node:util';
 import { createLineSink } from '../lib/http/log-sink.ts';
 import { createLogger, isLogLevel, LOG_LEVELS, type LogLevel } from '../lib/log.ts';
+import { redactUrls } from '../lib/rpc.ts';
 import type { RelayerConfig } from '../lib/types.ts';
 import { cliFail, loadConfig, openRelayerStore } from './cli.ts';
 import { redactDatabaseUrl } from './postgres.ts';
@@ -68,7 +69,9 @@ function parseFlags() {
       allowPositionals: true,
     });
   } catch (error) {
-    return fail(2, `${(error as Error).message}\n\n${HELP}`);
+    // The message quotes the offending argument, which may be a database URL: URLs are cut to
+    // scheme://host (a stray `postgres://user:password@…` positional, for one).
+    return fail(2, `${redactUrls((error as Error).message)}\n\n${HELP}`);
   }
 }
 
@@ -204,7 +207,8 @@ async function main(): Promise<void> {
 }
 
 process.on('uncaughtException', (error) => {
-  process.stderr.write(JSON.stringify({ time: new Date().toISOString(), level: 'error', msg: 'uncaught exception', error: `${error.name}: ${error.message}` }) + '\n');
+  // URLs (a database's, an RPC endpoint's) are cut to scheme://host: they may carry credentials.
+  process.stderr.write(JSON.stringify({ time: new Date().toISOString(), level: 'error', msg: 'uncaught exception', error: redactUrls(`${error.name}: ${error.message}`) }) + '\n');
   process.exit(1);
 });
 

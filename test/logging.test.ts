@@ -170,7 +170,8 @@ describe('log level (issue 8.2)', () => {
   });
 
   test('over HTTP: at "warn" no request lines, but a store failure is still logged; at "debug" request lines appear', async (t) => {
-    const failing: RelayQueue = { enqueue() { throw new Error('queue broke'); } };
+    // A connection reset: the store is unavailable (503), not faulty (lib/store.ts).
+    const failing: RelayQueue = { enqueue() { throw Object.assign(new Error('queue broke'), { code: 'ECONNRESET' }); } };
     const quiet = await start(t, { level: 'warn', queue: failing });
     const hash = txHash(4);
     quiet.table.set(hash, rpcReceipt(hash, transferLogs(1)));
