@@ -130,7 +130,8 @@ async function main(): Promise<void> {
     return;
   }
   const command = positionals[0];
-  if (command !== undefined && command !== 'requeue') fail(2, `unknown command ${JSON.stringify(command.slice(0, 64))}\n\n${HELP}`);
+  // A stray database URL (a forgotten --db) must not be echoed with its password.
+  if (command !== undefined && command !== 'requeue') fail(2, `unknown command ${JSON.stringify(redactUrls(command).slice(0, 64))}\n\n${HELP}`);
   const level = flags['log-level'] ?? process.env.RELAYER_LOG_LEVEL ?? 'info';
   if (!isLogLevel(level)) {
     const source = flags['log-level'] !== undefined ? '--log-level' : 'RELAYER_LOG_LEVEL';

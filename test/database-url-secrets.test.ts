@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -156,5 +156,31 @@ describe('relayer-server prints no database password (SECURITY.md)', () => {
       await server.stop();
     }
     assertClean(server.output(), [password]);
+  });
+});
+
+describe('relayer-worker prints no database password', () => {
+  const WORKER_BIN = join(REPO_ROOT, 'bin', 'relayer-worker.ts');
+  const ID = `0x${'ab'.repeat(32)}`;
+
+  async function runWorkerBin(args: string[]): Promise<{ code: number | null; output: string }> {
+    const tracked = spawnTracked(process.execPath, [WORKER_BIN, ...args], { cwd: emptyDir(), env: env() });
+    const [code] = (await once(tracked.child, 'exit')) as [number | null];
+    return { code, output: tracked.output() };
+  }
+
+  test('a mistyped scheme (exit 2), a failing connection with ?password= (exit 1), a stray URL as the command (exit 2), a config file that is not JSON (exit 2)', async () => {
+    const typo = await runWorkerBin(['requeue', ID, '--db', 'postgress://u:S3cret-b1@127.0.0.1/x']);
+    assert.equal(typo.code, 2, typo.output);
+    assert.match(typo.output, /postgress:\/\/u:\*\*\*@127\.0\.0\.1\/x is a URL of scheme "postgress:"/);
+    const refused = await runWorkerBin(['requeue', ID, '--db', 'postgres://u@127.0.0.1:1/x?password=S3cret-b2']);
+    assert.equal(refused.code, 1, refused.output);
+    assert.match(refused.output, /cannot open database postgres:\/\/u@127\.0\.0\.1:1\/x\?password=\*\*\*: /);
+    const stray = await runWorkerBin(['postgres://u:S3cret-b3@127.0.0.1/x']);
+    assert.equal(stray.code, 2, stray.output);
+    assert.match(stray.output, /unknown command "postgres:\/\/127\.0\.0\.1"/);
+    const json = await runWorkerBin(['requeue', ID, '--config', configFile(undefined, '{"server": {}, "db": postgres://u:S3cret-b4@h/db}')]);
+    assert.equal(json.code, 2, json.output);
+    for (const run of [typo, refused, stray, json]) assertClean(run.output, ['S3cret-b1', 'S3cret-b2', 'S3cret-b3', 'S3cret-b4']);
   });
 });
