@@ -270,3 +270,23 @@ describe('delivery loop', () => {
     assert.equal(w.inFlight(), 0);
   });
 });
+
+describe('delivery errors (lib/worker/errors.ts)', () => {
+  test('each failure class is named, the sender\'s and the CCIP-read client\'s kinds kept, URLs cut out of the text', async () => {
+    const { toDeliveryError, scrub } = await import('../lib/worker/errors.ts');
+    const { TransactionError } = await import('../lib/worker/transactions.ts');
+    const { CcipReadError } = await import('../lib/worker/ccip-read.ts');
+    assert.equal(toDeliveryError(new TransactionError('insufficient-funds', 'the signer cannot pay')).kind, 'insufficient-funds');
+    const revert = toDeliveryError(new TransactionError('revert', 'reverted', { reason: 'Mailbox: already delivered' }));
+    assert.deepEqual([revert.kind, revert.message], ['revert', 'Mailbox: already delivered']);
+    assert.equal(toDeliveryError(new CcipReadError('pending', 'gateway 1 of 1 answered HTTP 404')).kind, 'pending');
+    const gateway = toDeliveryError(new CcipReadError('malformed', 'gateway 1 of 1 answered data that is not hex'));
+    assert.deepEqual([gateway.kind, gateway.message], ['gateway', 'malformed: gateway 1 of 1 answered data that is not hex']);
+    const rpc = toDeliveryError(new Error('HTTP request failed. URL: https://user:secret@rpc.example/v2/KEY123 Status: 500'));
+    assert.equal(rpc.kind, 'rpc');
+    assert.doesNotMatch(rpc.message, /secret|KEY123|rpc\.example/);
+    assert.equal(scrub('see http://127.0.0.1:9/x?key=1 now'), 'see <url> now');
+    assert.equal(new DeliveryError('unsupported', 'x').final, true);
+    assert.equal(new DeliveryError('rpc', 'x').final, false);
+  });
+});

@@ -6,7 +6,8 @@
  *   Polled again without counting toward maxAttempts, until the pending deadline.
  * - `unsupported`, `config`: no retry can cure it (an ISM type the worker cannot satisfy, a
  *   destination it has no chain for): final at once.
- * - everything else (`rpc`, `revert`, `gateway`, `out-of-gas`, `nonce`, `timeout`, `metadata`):
+ * - everything else (`rpc`, `revert`, `gateway`, `out-of-gas`, `insufficient-funds`, `nonce`,
+ *   `timeout`, `metadata`):
  *   retried with backoff, final after maxAttempts.
  */
 export type DeliveryErrorKind =
@@ -18,6 +19,7 @@ export type DeliveryErrorKind =
   | 'gateway'
   | 'metadata'
   | 'out-of-gas'
+  | 'insufficient-funds'
   | 'nonce'
   | 'timeout'
   | 'stopped';
@@ -65,7 +67,7 @@ export function toDeliveryError(error: unknown): DeliveryError {
     return new DeliveryError('gateway', `${String(kind)}: ${describe(error)}`, { cause: error });
   }
   if (name === 'TransactionError' && typeof kind === 'string') {
-    const known: DeliveryErrorKind[] = ['revert', 'out-of-gas', 'nonce', 'rpc', 'timeout'];
+    const known: DeliveryErrorKind[] = ['revert', 'out-of-gas', 'insufficient-funds', 'nonce', 'rpc', 'timeout'];
     const reason = (error as { reason?: unknown }).reason;
     const text = kind === 'revert' && typeof reason === 'string' && reason !== '' ? reason : describe(error);
     return new DeliveryError(known.includes(kind as DeliveryErrorKind) ? (kind as DeliveryErrorKind) : 'rpc', scrub(text), { cause: error });
