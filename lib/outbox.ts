@@ -174,6 +174,16 @@ export interface Outbox extends RelayQueue {
   requeue(id: string): boolean | Promise<boolean>;
 }
 
+/** `T`'s methods answering synchronously (node:sqlite, the in-memory engine). */
+export type Synchronous<T> = {
+  [K in keyof T]: T[K] extends (...args: infer A) => infer R ? (...args: A) => Awaited<R> : T[K];
+};
+
+/** `T`'s methods answering with promises (PostgreSQL, the SQLite store's worker proxy). */
+export type Asynchronous<T> = {
+  [K in keyof T]: T[K] extends (...args: infer A) => infer R ? (...args: A) => Promise<Awaited<R>> : T[K];
+};
+
 /** last_error is shown by GET /relay/{id}: a worker's multi-kilobyte RPC error is cut here. */
 export const MAX_ERROR_LENGTH = 1000;
 /** Longer than any chain's transaction id (EVM 66, Solana ~88 base58, Cosmos 64). */
@@ -274,7 +284,10 @@ function toRecord(row: MemoryRow): OutboxRecord {
   return { ...record, raw: row.raw.slice() };
 }
 
-export function createMemoryOutbox(clock: Clock = systemClock): Outbox {
+/** The in-memory outbox answers synchronously. */
+export type MemoryOutbox = Synchronous<Outbox>;
+
+export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
   // `open` holds the queued and delivering rows, so claim() does not walk the delivered history.
   const rows = new Map<string, MemoryRow>();
   const open = new Map<string, MemoryRow>();

@@ -24,29 +24,16 @@ import {
   checkMarkFailed,
   recordFromRow,
   validateOutboxBatch,
-  type ClaimedMessage,
-  type ClaimOptions,
-  type MarkDeliveredOptions,
-  type MarkFailedOptions,
   type Outbox,
+  type Asynchronous,
   type OutboxMessage,
   type OutboxRecord,
   type OutboxRow,
 } from '../outbox.ts';
 import { run, type PgPool } from './pool.ts';
 
-/** The Outbox with its asynchronous return types spelled out. */
-export interface PostgresOutbox extends Outbox {
-  enqueue(batch: readonly OutboxMessage[]): Promise<number>;
-  get(id: string): Promise<OutboxRecord | undefined>;
-  byTx(originChain: string, txHash: string): Promise<OutboxRecord[]>;
-  depth(): Promise<number>;
-  claim(limit: number, leaseMs: number, opts?: ClaimOptions): Promise<ClaimedMessage[]>;
-  extend(id: string, lease: string, leaseMs: number): Promise<boolean>;
-  markDelivered(id: string, opts: MarkDeliveredOptions): Promise<boolean>;
-  markFailed(id: string, opts: MarkFailedOptions): Promise<boolean>;
-  requeue(id: string): Promise<boolean>;
-}
+/** The Outbox with its asynchronous return types. */
+export type PostgresOutbox = Asynchronous<Outbox>;
 
 /** origin, destination, nonce and seq arrive as float8 (see columns()); raw as hex text. */
 interface Row extends OutboxRow {

@@ -22,12 +22,8 @@ import {
   newLease,
   recordFromRow,
   validateOutboxBatch,
-  type ClaimedMessage,
-  type ClaimOptions,
-  type MarkDeliveredOptions,
-  type MarkFailedOptions,
   type Outbox,
-  type OutboxMessage,
+  type Synchronous,
   type OutboxRecord,
   type OutboxRow,
 } from '../outbox.ts';
@@ -57,18 +53,8 @@ function toRecord(row: Row): OutboxRecord {
   return recordFromRow(row, row.raw);
 }
 
-/** The Outbox with its synchronous return types spelled out (node:sqlite is synchronous). */
-export interface SqliteOutbox extends Outbox {
-  enqueue(batch: readonly OutboxMessage[]): number;
-  get(id: string): OutboxRecord | undefined;
-  byTx(originChain: string, txHash: string): OutboxRecord[];
-  depth(): number;
-  claim(limit: number, leaseMs: number, opts?: ClaimOptions): ClaimedMessage[];
-  extend(id: string, lease: string, leaseMs: number): boolean;
-  markDelivered(id: string, opts: MarkDeliveredOptions): boolean;
-  markFailed(id: string, opts: MarkFailedOptions): boolean;
-  requeue(id: string): boolean;
-}
+/** The Outbox with its synchronous return types (node:sqlite is synchronous). */
+export type SqliteOutbox = Synchronous<Outbox>;
 
 export function createSqliteOutbox(db: DatabaseSync, transaction: Transaction, clock: Clock): SqliteOutbox {
   // ON CONFLICT (id) DO NOTHING, not INSERT OR IGNORE: OR IGNORE also skips rows that fail a

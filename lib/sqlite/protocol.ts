@@ -1,19 +1,39 @@
 /**
  * What the main thread and the store's worker say to each other (lib/sqlite/client.ts,
- * lib/sqlite/worker.ts). A call names a table and one of its methods: any synchronous method of
- * lib/sqlite/outbox.ts or lib/sqlite/merkle.ts is served without further code. Methods listed in
- * WRITES are group-committed (one transaction and one fsync for every write waiting, a SAVEPOINT
- * each); every other method is a read and runs at once, also while a write waits for a lock.
+ * lib/sqlite/worker.ts). A call names a table and one of its methods. Every method of every table
+ * is classified below as a read or a write, checked against the tables' types: a method added to
+ * a table and not classified here does not compile, and the worker serves only classified
+ * methods. Writes are group-committed (one transaction and one fsync for every write waiting, a
+ * SAVEPOINT each); reads run at once, also while a write waits for a lock.
  */
-import { SchemaVersionError } from '../errors.ts';
+import * as errors from '../errors.ts';
+import type { Tables } from './database.ts';
 
-export const WRITES: Readonly<Record<string, readonly string[]>> = {
-  outbox: ['enqueue', 'markDelivered', 'claim', 'markFailed', 'extend', 'requeue'],
-  merkle: ['insert', 'insertPacked'],
-};
+export type Access = 'read' | 'write';
+
+export const ACCESS = {
+  outbox: {
+    enqueue: 'write',
+    get: 'read',
+    byTx: 'read',
+    depth: 'read',
+    claim: 'write',
+    extend: 'write',
+    markDelivered: 'write',
+    markFailed: 'write',
+    requeue: 'write',
+  },
+  merkle: { insert: 'write', insertPacked: 'write', list: 'read', count: 'read' },
+  health: { ping: 'read' },
+} as const satisfies { [T in keyof Tables]: Record<keyof Tables[T], Access> };
 
 export function isWrite(target: string, method: string): boolean {
-  return WRITES[target]?.includes(method) ?? false;
+  return (ACCESS as Record<string, Record<string, Access> | undefined>)[target]?.[method] === 'write';
+}
+
+/** The methods of a table the worker serves: exactly the classified ones. */
+export function servedMethods(target: keyof Tables): string[] {
+  return Object.keys(ACCESS[target]);
 }
 
 export interface CallMessage {
@@ -40,13 +60,14 @@ export interface CloseMessage {
 export type ToWorker = CallMessage | CloseMessage;
 
 export interface SerializedError {
+  /** The class's name (`name` of the error). */
   name: string;
   message: string;
-  code?: string;
-  errcode?: number;
-  errstr?: string;
-  found?: number;
-  supported?: number;
+  /**
+   * The error's own enumerable data with primitive values: `code` and the fields of its class
+   * (`reason`, `status`, `found`...), node:sqlite's `errcode` and `errstr`. Not the cause.
+   */
+  fields?: Record<string, string | number | boolean | null>;
 }
 
 export type FromWorker =
@@ -56,20 +77,36 @@ export type FromWorker =
   | { type: 'error'; id: number; error: SerializedError }
   | { type: 'closed' };
 
-/** Errors cross the thread boundary as plain data; their class and SQLite codes survive. */
+type ErrorClass = abstract new (...args: never[]) => Error;
+
+/** The classes an error keeps across the thread: every error class of lib/errors.ts, and the built-in ones. */
+const ERROR_CLASSES: ReadonlyMap<string, ErrorClass> = new Map(
+  ([...Object.values(errors), Error, TypeError, RangeError, SyntaxError] as unknown[])
+    .filter((value): value is ErrorClass => typeof value === 'function' && (value === Error || value.prototype instanceof Error))
+    .map((type) => [type.name, type]),
+);
+
+/** Errors cross the thread boundary as plain data; their class, code and fields survive. */
 export function serializeError(error: unknown): SerializedError {
   if (!(error instanceof Error)) return { name: 'Error', message: String(error) };
-  const e = error as Error & Partial<SerializedError>;
-  return { name: e.name, message: e.message, code: e.code, errcode: e.errcode, errstr: e.errstr, found: e.found, supported: e.supported };
+  const fields: Record<string, string | number | boolean | null> = {};
+  for (const [key, value] of Object.entries(error)) {
+    if (key === 'message' || key === 'stack' || key === 'cause') continue;
+    if (value === null || typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') fields[key] = value;
+  }
+  return { name: error.name, message: error.message, fields };
 }
 
+/**
+ * The error again, of its class when that is one of ERROR_CLASSES (an Error named as it was
+ * otherwise). It is built as the class's instance without running its constructor (whose
+ * arguments differ per class), then given the fields it had.
+ */
 export function deserializeError(data: SerializedError): Error {
-  if (data.name === 'SchemaVersionError') return new SchemaVersionError(data.found!, data.supported!);
-  const Type = data.name === 'TypeError' ? TypeError : data.name === 'RangeError' ? RangeError : Error;
-  const error = new Type(data.message);
-  if (Type === Error && data.name !== 'Error') error.name = data.name;
-  if (data.code !== undefined) Object.assign(error, { code: data.code, errcode: data.errcode, errstr: data.errstr });
-  return error;
+  const type = ERROR_CLASSES.get(data.name) ?? Error;
+  const error: Error = Reflect.construct(Error, [data.message], type);
+  if (error.name !== data.name) error.name = data.name;
+  return Object.assign(error, data.fields);
 }
 
 /** SQLITE_BUSY and its extended codes: another connection holds the lock. */

@@ -19,7 +19,7 @@ import { systemClock, type Clock } from '../clock.ts';
 import { openDatabase, type Tables } from './database.ts';
 import { readSharedTime, wallNow } from './shared-time.ts';
 import type { Transaction } from './transaction.ts';
-import { isBusy, isWrite, serializeError, type CallMessage, type FromWorker, type ToWorker } from './protocol.ts';
+import { isBusy, isWrite, serializeError, servedMethods, type CallMessage, type FromWorker, type ToWorker } from './protocol.ts';
 
 export interface WorkerOptions {
   path: string;
@@ -62,11 +62,9 @@ try {
 if (database !== undefined) serve(database.db, database.tables, database.transaction);
 
 function serve(db: DatabaseSync, tables: Tables, transaction: Transaction): void {
-  /** Own methods of each table, by name: what the main thread's proxy may call. */
+  /** The classified methods of each table (lib/sqlite/protocol.ts): what the main thread's proxy may call. */
   const methods: Record<string, string[]> = {};
-  for (const [name, table] of Object.entries(tables)) {
-    methods[name] = Object.keys(table).filter((key) => typeof (table as unknown as Record<string, unknown>)[key] === 'function');
-  }
+  for (const name of Object.keys(tables) as (keyof Tables)[]) methods[name] = servedMethods(name);
 
   function invoke(call: CallMessage): unknown {
     const table = (tables as unknown as Record<string, Record<string, (...args: unknown[]) => unknown>>)[call.target];
