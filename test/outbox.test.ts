@@ -13,56 +13,28 @@ import { createInterface } from 'node:readline';
 import { DatabaseSync } from 'node:sqlite';
 import { after, describe, test } from 'node:test';
 import pg from 'pg';
-import { createMemoryOutbox } from '../lib/outbox.ts';
 import { openPostgresStore } from '../lib/postgres/index.ts';
 import { openStore } from '../lib/sqlite/index.ts';
 import { MIGRATIONS } from '../lib/sqlite/schema.ts';
 import { outboxContract, outboxMessage, queuedRecord } from './outbox-contract.ts';
 import { createFakeClock } from './helpers/fake-clock.ts';
+import { ENGINES, relayApiSettings } from './helpers/engines.ts';
 import { testSchema } from './helpers/postgres.ts';
 
 const DEST_TX = '0x' + 'de'.repeat(32);
-const POSTGRES_RELAY_API = { rateLimit: { burst: 100, perMinute: 100 }, dedupWindowSeconds: 300, dedupCapacity: 10_000, receiptTimeoutSeconds: 10 };
+const POSTGRES_RELAY_API = relayApiSettings();
 
 const dir = mkdtempSync(join(tmpdir(), 'relayer-outbox-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 let files = 0;
 const freshFile = () => join(dir, `outbox-${++files}.db`);
 
-outboxContract('memory (lib/outbox.ts)', async (clock) => ({ outbox: createMemoryOutbox(clock), close() {} }));
-
-outboxContract('SQLite :memory:', async (clock) => {
-  const store = await openStore(':memory:', { clock });
-  return { outbox: store.outbox, close: () => store.close() };
-});
-
-outboxContract('SQLite file (WAL), several connections', async (clock) => {
-  const file = freshFile();
-  const store = await openStore(file, { clock });
-  return {
-    outbox: store.outbox,
-    async connect() {
-      const other = await openStore(file, { clock });
-      return { outbox: other.outbox, close: () => other.close() };
-    },
-    close: () => store.close(),
-  };
-});
-
-outboxContract('PostgreSQL, several pools', async (clock) => {
-  const t = await testSchema();
-  const store = await openPostgresStore(t.pool, { relayApi: POSTGRES_RELAY_API, schema: t.schema, clock });
-  return {
-    outbox: store.outbox,
-    async connect() {
-      // Another replica: its own pool on the same schema.
-      const pool = new pg.Pool({ connectionString: t.pool.options.connectionString, max: 2 });
-      const other = await openPostgresStore(pool, { relayApi: POSTGRES_RELAY_API, schema: t.schema, clock });
-      return { outbox: other.outbox, close: () => pool.end() };
-    },
-    close: () => t.close(),
-  };
-});
+for (const engine of ENGINES) {
+  outboxContract(engine.name, async (clock) => {
+    const opened = await engine.open(clock);
+    return { outbox: opened.outbox, connect: opened.connect, close: () => opened.close() };
+  });
+}
 
 describe('SQLite outbox persistence', () => {
   test('DESIGN 7: enqueued and delivered messages survive close and reopen', async () => {

@@ -1,0 +1,143 @@
+/**
+ * The storage engines every contract suite runs on, in one place: the per-process memory
+ * engines, SQLite (in memory and on a file, answered by its worker thread) and PostgreSQL on a
+ * real server (test/helpers/postgres.ts). A contract suite loops over ENGINES; a new engine is
+ * one entry here.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after } from 'node:test';
+import pg from 'pg';
+import { createDedupCache, type DedupStore } from '../../lib/dedup.ts';
+import { createMemoryMerkleStore } from '../../lib/merkle.ts';
+import { createMemoryOutbox, type Outbox } from '../../lib/outbox.ts';
+import { openPostgresStore, type PostgresStore, type PostgresStoreOptions } from '../../lib/postgres/index.ts';
+import { createTokenBucket, type RateLimiter } from '../../lib/rate-limit.ts';
+import { openStore } from '../../lib/sqlite/index.ts';
+import type { MerkleStore } from '../../lib/types.ts';
+import type { FakeClock } from './fake-clock.ts';
+import { testSchema, type TestSchema } from './postgres.ts';
+
+export type RelayApiSettings = PostgresStoreOptions['relayApi'];
+
+/** The relay settings the engines are opened with unless a test gives its own. */
+export function relayApiSettings(overrides: Partial<RelayApiSettings> = {}): RelayApiSettings {
+  return { rateLimit: { burst: 100, perMinute: 100 }, dedupWindowSeconds: 300, dedupCapacity: 10_000, receiptTimeoutSeconds: 10, ...overrides };
+}
+
+export interface OpenedEngine {
+  outbox: Outbox;
+  merkle: MerkleStore;
+  /** Merkle rows stored, read independently of listMerkle. */
+  merkleRowCount(): Promise<number>;
+  /** The engine's own dedup store and rate limiter, when it has them (memory, PostgreSQL). */
+  dedup?: DedupStore;
+  rateLimiter?: RateLimiter;
+  /** Another connection to the same data (a replica), when the engine has one. */
+  connect?(): Promise<{ outbox: Outbox; close(): void | Promise<void> }>;
+  close(): void | Promise<void>;
+}
+
+export interface Engine {
+  name: string;
+  /** Whether the engine has its own dedup store and rate limiter (shared between replicas). */
+  limits: boolean;
+  /** How long a dedup reservation not yet committed lives on this engine (DESIGN.md §8). */
+  dedupPendingMs(api: RelayApiSettings): number;
+  open(clock: FakeClock, api?: RelayApiSettings): Promise<OpenedEngine>;
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'relayer-engines-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+let files = 0;
+
+/** A PostgreSQL store on a fresh schema of the shared test server; close() drops both. */
+export async function openTestPostgresStore(
+  clock: FakeClock | undefined,
+  api: RelayApiSettings = relayApiSettings(),
+): Promise<{ store: PostgresStore; t: TestSchema; close(): Promise<void> }> {
+  const t = await testSchema();
+  const store = await openPostgresStore(t.pool, { relayApi: api, schema: t.schema, clock });
+  return {
+    store,
+    t,
+    close: async () => {
+      await store.close();
+      await t.close();
+    },
+  };
+}
+
+export const memoryEngine: Engine = {
+  name: 'memory',
+  limits: true,
+  dedupPendingMs: (api) => api.dedupWindowSeconds * 1000,
+  async open(clock, api = relayApiSettings()) {
+    const merkle = createMemoryMerkleStore();
+    return {
+      outbox: createMemoryOutbox(clock),
+      merkle,
+      merkleRowCount: async () => merkle.size(),
+      dedup: createDedupCache({ clock, windowMs: api.dedupWindowSeconds * 1000, capacity: api.dedupCapacity }),
+      rateLimiter: createTokenBucket({ clock, ...api.rateLimit }),
+      close() {},
+    };
+  },
+};
+
+function sqliteEngine(name: string, path: () => string, replicas: boolean): Engine {
+  return {
+    name,
+    limits: false,
+    // SQLite keeps no dedup or rate limit of its own (the per-process ones are used).
+    dedupPendingMs: () => 0,
+    async open(clock) {
+      const file = path();
+      const store = await openStore(file, { clock });
+      return {
+        outbox: store.outbox,
+        merkle: store.merkle,
+        merkleRowCount: () => store.merkleRowCount(),
+        connect: replicas
+          ? async () => {
+              const other = await openStore(file, { clock });
+              return { outbox: other.outbox, close: () => other.close() };
+            }
+          : undefined,
+        close: () => store.close(),
+      };
+    },
+  };
+}
+
+export const postgresEngine: Engine = {
+  name: 'PostgreSQL',
+  limits: true,
+  // A pending reservation lives the receipt timeout + 5 s (DESIGN.md §8).
+  dedupPendingMs: (api) => api.receiptTimeoutSeconds * 1000 + 5_000,
+  async open(clock, api = relayApiSettings()) {
+    const { store, t, close } = await openTestPostgresStore(clock, api);
+    return {
+      outbox: store.outbox,
+      merkle: store.merkle,
+      merkleRowCount: async () => Number((await t.pool.query(`SELECT count(*) AS n FROM "${t.schema}".merkle_insertions`)).rows[0].n),
+      dedup: store.dedup,
+      rateLimiter: store.rateLimiter,
+      async connect() {
+        // Another replica: its own pool on the same schema.
+        const pool = new pg.Pool({ connectionString: t.pool.options.connectionString, max: 2 });
+        const other = await openPostgresStore(pool, { relayApi: api, schema: t.schema, clock });
+        return { outbox: other.outbox, close: () => pool.end() };
+      },
+      close,
+    };
+  },
+};
+
+export const ENGINES: readonly Engine[] = [
+  memoryEngine,
+  sqliteEngine('SQLite :memory:', () => ':memory:', false),
+  sqliteEngine('SQLite file (WAL)', () => join(dir, `store-${++files}.db`), true),
+  postgresEngine,
+];
