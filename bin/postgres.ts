@@ -1,7 +1,8 @@
 /**
- * relayer-server's PostgreSQL wiring (DESIGN.md §6, §7, §8): a `postgres://` database URL opens a
- * `pg` pool and the shared store on it. `pg` is an optional peer dependency, loaded only here and
- * only for such a URL, so a SQLite-only install never needs it.
+ * relayer-server's PostgreSQL wiring (docs/design.md#the-server-binary, #postgresql, #replicas):
+ * a `postgres://` database URL opens a `pg` pool and the shared store on it. `pg` is an optional
+ * peer dependency, loaded only here and only for such a URL, so a SQLite-only install never needs
+ * it.
  *
  * The URL carries the password; it appears nowhere but in the pool's configuration. What is
  * logged or printed is `redactDatabaseUrl(url)`.

@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 /**
- * relayer-worker: the delivery worker, the outbox's consumer (docs/operations.md, Delivery
- * worker). It reads the relayer-server's config file and database (`--db` / RELAYER_DB: the
- * SQLite file or the postgres:// URL), signs with the key in RELAYER_SIGNER_KEY (never printed),
- * serves /metrics and /ready on its own port, and stops cleanly on SIGINT/SIGTERM (exit 0).
- * Several workers may share one database: claims are leases, no message is held by two.
+ * relayer-worker: the delivery worker, the outbox's consumer (docs/design.md#delivery). It reads
+ * the relayer-server's config file and database (`--db` / RELAYER_DB: the SQLite file or the
+ * postgres:// URL), signs with the key in RELAYER_SIGNER_KEY (never printed), serves /metrics and
+ * /ready on its own port, and stops cleanly on SIGINT/SIGTERM (exit 0). Several workers may share
+ * one database: claims are leases, no message is held by two.
  *
  * `relayer-worker requeue <message_id>` puts a failed message (a dead letter) back in the queue.
  */

@@ -1,7 +1,8 @@
 /**
- * Circle CCTP V2 messages and the fast-relay eligibility rule (spec §4.4, DESIGN.md §3): a
- * transaction qualifies when the Mailbox's Dispatch events and the V2 MessageTransmitter's
- * MessageSent events are equally many (and there is at least one).
+ * Circle CCTP V2 messages and the fast-relay eligibility rule
+ * (docs/design.md#extraction-and-eligibility): a transaction qualifies when the Mailbox's
+ * Dispatch events and the V2 MessageTransmitter's MessageSent events are equally many (and there
+ * is at least one).
  */
 import { DISPATCH_TOPIC, MESSAGE_SENT_TOPIC, decodeDispatchLog, decodeMessageSentLog, type DispatchEvent } from './abi.ts';
 import { DecodeError, RelayError } from './errors.ts';
@@ -64,8 +65,9 @@ export function parseCctpV2Message(raw: Uint8Array): CctpV2Message {
 
 /**
  * A MessageSent payload that is not a V2 message (too short, or V1's version 0 from a
- * misconfigured transmitter address) is not a V2 transfer, so it is not counted: spec §4.4.1
- * makes only V2 transfers eligible, and §4.4.3 says the rest is omitted, not rejected.
+ * misconfigured transmitter address) is not a V2 transfer, so it is not counted: only V2
+ * transfers are eligible, and the rest is omitted, not rejected
+ * (docs/design.md#extraction-and-eligibility).
  */
 function isCctpV2Message(raw: Uint8Array): boolean {
   return raw.length >= BODY_INDEX && readUint32(raw, 0) === CCTP_V2_MESSAGE_VERSION;

@@ -1,10 +1,10 @@
 /**
- * Configuration (DESIGN.md §5): validates a parsed JSON config file and fills in defaults.
- * Pure core: the caller reads the file and calls `parseConfig(JSON.parse(text))`. Every rule is
- * documented once, for operators, in docs/configuration.md; the rules of `whitelist`, `blacklist`
- * and `addressBlacklist` are lib/policy.ts's. Unknown keys are refused at every level (a typo must
- * not be ignored), and the `chains` record has a null prototype, so a request's `origin_chain`
- * such as "constructor" finds nothing instead of an Object.prototype member.
+ * Configuration (docs/design.md#configuration): validates a parsed JSON config file and fills in
+ * defaults. Pure core: the caller reads the file and calls `parseConfig(JSON.parse(text))`. Every
+ * rule is documented once, for operators, in docs/configuration.md; the rules of `whitelist`,
+ * `blacklist` and `addressBlacklist` are lib/policy.ts's. Unknown keys are refused at every level
+ * (a typo must not be ignored), and the `chains` record has a null prototype, so a request's
+ * `origin_chain` such as "constructor" finds nothing instead of an Object.prototype member.
  */
 import { DEFAULT_CCTP_V2_TRANSMITTERS } from './cctp.ts';
 import { BUILTIN_CHAINS } from './chains.generated.ts';
@@ -254,7 +254,7 @@ function parseWorker(value: unknown, key: string): WorkerConfig {
 
 const TOP_KEYS = ['chains', 'relayChains', 'whitelist', 'blacklist', 'addressBlacklist', 'relayApi', 'server', 'worker', 'db'] as const;
 
-/** Validates a parsed config file (DESIGN.md §5). Throws ConfigError naming the offending key. */
+/** Validates a parsed config file (docs/design.md#configuration). Throws ConfigError naming the offending key. */
 export function parseConfig(input: unknown): RelayerConfig {
   const root = object(input, '', TOP_KEYS);
   const chains = root.chains === undefined ? builtinChains() : parseChains(root.chains, 'chains');

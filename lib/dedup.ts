@@ -1,5 +1,6 @@
 /**
- * Deduplication of POST /relay per (origin_chain, tx_hash) (spec §4.5, DESIGN.md §3, §8).
+ * Deduplication of POST /relay per (origin_chain, tx_hash) (docs/design.md#deduplication,
+ * #replicas).
  *
  * A request first reserves its key; the reservation is committed when the request succeeds (the
  * window then runs from the commit) or released when it fails (the key is free at once). The store

@@ -1,9 +1,9 @@
 /**
  * Every error the library throws on purpose, from one base class with a stable machine-readable
  * `code` (tests and callers tell errors apart by class and code, never by message or name).
- * RelayError is what the API answers with: its code is the `reason` of spec §7 and DESIGN.md §2,
- * and the HTTP status comes from one table so that no call site can pair a reason with the wrong
- * status.
+ * RelayError is what the API answers with: its code is the `reason` of docs/api.md#errors,
+ * docs/design.md#errors, and the HTTP status comes from one table so that no call site can pair a
+ * reason with the wrong status.
  */
 
 export const REASON_STATUS = {
@@ -76,7 +76,7 @@ export class RelayError extends BaseError<Reason> {
     this.retryAfterSeconds = options.retryAfterSeconds;
   }
 
-  /** The JSON error body of DESIGN.md §2. Never includes the cause or a stack. */
+  /** The JSON error body of docs/design.md#errors. Never includes the cause or a stack. */
   toJSON(): { reason: Reason; message: string } {
     return { reason: this.reason, message: this.message };
   }
@@ -153,8 +153,8 @@ export interface RelayApiErrorOptions {
 }
 
 /**
- * The one error relayer-api/client throws for a failed call (DESIGN.md §10): the API's answer
- * (`reason` and `message` of its JSON body, `status`, `Retry-After`, `X-Request-Id`), or a
+ * The one error relayer-api/client throws for a failed call (docs/design.md#client): the API's
+ * answer (`reason` and `message` of its JSON body, `status`, `Retry-After`, `X-Request-Id`), or a
  * ClientFailureCode when there was none. An abort rejects with the signal's reason instead.
  */
 export class RelayApiError extends BaseError<Reason | ClientFailureCode> {

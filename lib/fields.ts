@@ -1,7 +1,7 @@
 /**
- * Readers for configuration values (DESIGN.md §5), shared by the loader (lib/config.ts) and the
- * MatchingList grammar (lib/policy.ts). Each takes a value and its dotted key path and returns
- * the normalised value or throws a ConfigError naming that key.
+ * Readers for configuration values (docs/design.md#configuration), shared by the loader
+ * (lib/config.ts) and the MatchingList grammar (lib/policy.ts). Each takes a value and its dotted
+ * key path and returns the normalised value or throws a ConfigError naming that key.
  */
 import { ConfigError } from './errors.ts';
 import { hasValidChecksum, isHexOfLength, isPlainObject } from './hex.ts';

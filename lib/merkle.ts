@@ -1,8 +1,9 @@
 /**
- * The in-memory merkle store (DESIGN.md §4): for tests, embedders without persistence, and as the
- * reference the SQLite table is checked against (test/merkle-contract.ts runs on both). A batch is
- * validated whole before anything is written, so it is all or nothing like the SQLite transaction;
- * a repeated (chain, leaf_index) replaces the row.
+ * The in-memory merkle store (docs/design.md#merkle-tree-insertions): for tests, embedders
+ * without persistence, and as the reference the SQLite table is checked against
+ * (test/merkle-contract.ts runs on both). A batch is validated whole before anything is written,
+ * so it is all or nothing like the SQLite transaction; a repeated (chain, leaf_index) replaces
+ * the row.
  */
 import type { MerkleInsertion, MerkleStore } from './types.ts';
 import { validateMerkleRequest } from './validate.ts';

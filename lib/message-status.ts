@@ -1,8 +1,8 @@
 /**
  * What GET /relay/{message_id} and GET /relay?origin_chain=&tx_hash= answer for one outbox record
- * (DESIGN.md §2, §11): snake_case like the rest of the API, times as ISO 8601 UTC strings with
- * milliseconds (what a browser's `new Date()` parses, and unambiguous in a log), no raw bytes and
- * no lease (a worker's token is not public).
+ * (docs/design.md#http-surface, #message-lifecycle): snake_case like the rest of the API, times
+ * as ISO 8601 UTC strings with milliseconds (what a browser's `new Date()` parses, and
+ * unambiguous in a log), no raw bytes and no lease (a worker's token is not public).
  */
 import type { MessageStatus, OutboxRecord } from './outbox.ts';
 import { redactUrls } from './rpc.ts';

@@ -1,8 +1,9 @@
 /**
- * The relay outbox (DESIGN.md §3, §7, §11): its types, the batch validation every engine shares,
- * and the in-memory engine, for tests, embedders without persistence, and as the reference the
- * SQLite store is checked against (the same contract suite runs on both). Like the SQLite store it
- * copies what it stores and what it returns, so callers cannot alias its rows.
+ * The relay outbox (docs/design.md#enqueue, #storage, #message-lifecycle): its types, the batch
+ * validation every engine shares, and the in-memory engine, for tests, embedders without
+ * persistence, and as the reference the SQLite store is checked against (the same contract suite
+ * runs on both). Like the SQLite store it copies what it stores and what it returns, so callers
+ * cannot alias its rows.
  */
 import { systemClock, type Clock } from './clock.ts';
 import { isHexOfLength, isUint } from './hex.ts';
@@ -22,7 +23,7 @@ export interface OutboxMessage {
   enqueuedAt: number;
 }
 
-/** Where a message is in its life (DESIGN.md §11). */
+/** Where a message is in its life (docs/design.md#message-lifecycle). */
 export type MessageStatus = 'queued' | 'delivering' | 'delivered' | 'failed';
 
 /** An outbox row with its lifecycle: what `get`, `byTx` and the status endpoints read. */
@@ -126,8 +127,8 @@ export interface RelayQueue {
 }
 
 /**
- * The outbox (DESIGN.md §11): the queue, its readers (the status endpoints) and its consumers
- * (delivery workers). Time comes from the engine's injected Clock.
+ * The outbox (docs/design.md#leases): the queue, its readers (the status endpoints) and its
+ * consumers (delivery workers). Time comes from the engine's injected Clock.
  */
 export interface Outbox extends RelayQueue {
   /** The message with this id (any case), or undefined. */

@@ -1,9 +1,9 @@
 /**
  * The relay pipeline of POST /relay: request → accepted messages, or a RelayError. The order of
- * checks is DESIGN.md §3's: rate limit → validation → dedup reservation → receipt → extraction →
- * limits and eligibility → policy → enqueue. The reservation is committed only when the request
- * succeeds and released on every failure (including an exception from the queue or the fetcher)
- * before the error propagates, so an immediate retry is never `duplicate_tx`.
+ * checks is docs/design.md#check-order: rate limit → validation → dedup reservation → receipt →
+ * extraction → limits and eligibility → policy → enqueue. The reservation is committed only when
+ * the request succeeds and released on every failure (including an exception from the queue or
+ * the fetcher) before the error propagates, so an immediate retry is never `duplicate_tx`.
  *
  * Every store (rate limiter, dedup, queue) may answer with a promise and is awaited; a store that
  * fails makes the request `store_unavailable` (lib/store.ts), with the reservation released.
@@ -31,7 +31,7 @@ export interface RelayPipelineOptions {
   fetch?: FetchLike;
   /** Replaces the JSON-RPC receipt fetcher altogether. */
   fetchReceipt?: ReceiptSource;
-  /** Replaces the per-process dedup cache (e.g. with a shared store, DESIGN.md §8). */
+  /** Replaces the per-process dedup cache (e.g. with a shared store, docs/design.md#replicas). */
   dedup?: DedupStore;
   /** Replaces the per-process token bucket. */
   rateLimiter?: RateLimiter;

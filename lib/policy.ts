@@ -1,7 +1,7 @@
 /**
- * Message policy (DESIGN.md §3, §5): whitelist → blacklist → address blacklist → destination, and
- * the one grammar of its rules: the loader (lib/config.ts) and createPolicy read them with the
- * same functions, so both accept exactly the same rules.
+ * Message policy (docs/design.md#policy, #configuration): whitelist → blacklist → address
+ * blacklist → destination, and the one grammar of its rules: the loader (lib/config.ts) and
+ * createPolicy read them with the same functions, so both accept exactly the same rules.
  *
  * Matching follows the Hyperlane relayer's MatchingList
  * (hyperlane-monorepo rust/main/agents/relayer/src/settings/matching_list.rs):
@@ -12,12 +12,12 @@
  * - a field given as an empty array (`[]`) matches nothing (the reference's empty `Enumerated`);
  * - ids and addresses are compared as 32-byte words (a 20-byte address is left-padded);
  * - bodyRegex is an unanchored search over the body's lower-case hex without `0x`.
- * The grammar (docs/configuration.md) is the strictest the reference and DESIGN.md §5 document,
- * so a typo is refused rather than matching nothing or everything. Deviations: addresses are hex
- * only (the reference also takes base58/bech32, non-EVM chains we do not serve); regexes use
- * JavaScript syntax with the `u` flag, not Rust's `regex` crate (the common subset is the same;
- * JavaScript adds backreferences and lookaround, so a pathological pattern can backtrack: patterns
- * come from the operator's config, not from requests).
+ * The grammar (docs/configuration.md) is the strictest the reference and
+ * docs/design.md#configuration document, so a typo is refused rather than matching nothing or
+ * everything. Deviations: addresses are hex only (the reference also takes base58/bech32, non-EVM
+ * chains we do not serve); regexes use JavaScript syntax with the `u` flag, not Rust's `regex`
+ * crate (the common subset is the same; JavaScript adds backreferences and lookaround, so a
+ * pathological pattern can backtrack: patterns come from the operator's config, not from requests).
  */
 import { ConfigError, RelayError } from './errors.ts';
 import { address20, array, integer, join, object, string, word32 } from './fields.ts';
@@ -161,7 +161,8 @@ type PolicyConfig = Pick<RelayerConfig, 'whitelist' | 'blacklist' | 'addressBlac
 
 /**
  * Builds the per-message policy check once at start-up. The returned function throws a
- * RelayError with the first failing reason, in DESIGN.md §3 order, and returns nothing otherwise.
+ * RelayError with the first failing reason, in the order of docs/design.md#policy, and returns
+ * nothing otherwise.
  */
 export function createPolicy(config: PolicyConfig): (message: HyperlaneMessage) => void {
   const whitelist = compileMatchingList(config.whitelist, 'whitelist');

@@ -1,7 +1,8 @@
 /**
- * Global rate limit for POST /relay (spec §7 rate_limited, DESIGN.md §3): a token bucket that
+ * Global rate limit for POST /relay (docs/design.md#rate-limit): a token bucket that
  * starts full with `burst` tokens and refills continuously at `perMinute` per minute, capped at
- * `burst`. An interface so a shared store can replace it when running several replicas (§8).
+ * `burst`. An interface so a shared store can replace it when running several replicas
+ * (docs/design.md#replicas).
  */
 import type { Clock } from './clock.ts';
 import { secondsToWait } from './errors.ts';

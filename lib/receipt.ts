@@ -1,10 +1,12 @@
 /**
- * Fetches a transaction receipt (`eth_getTransactionReceipt` over lib/rpc.ts), DESIGN.md §3.
+ * Fetches a transaction receipt (`eth_getTransactionReceipt` over lib/rpc.ts),
+ * docs/design.md#receipt.
  *
  * The chain's RPC URLs are tried in order; any failure of one (transport, attempt timeout, HTTP
  * status, bad JSON, wrong id, JSON-RPC error, malformed receipt, oversized body) moves on to the
  * next. A `null` result means "not mined yet": wait `pollIntervalMs` and start again from the
- * first URL. Everything runs under one deadline (spec §8: 10 s) on the injected clock.
+ * first URL. Everything runs under one deadline (docs/design.md#receipt: 10 s) on the injected
+ * clock.
  */
 import { sleep, systemClock } from './clock.ts';
 import { RelayError, RpcError, type RpcFailureCode } from './errors.ts';
@@ -43,7 +45,7 @@ export interface ReceiptFetchEvent {
 }
 
 export interface ReceiptFetcherOptions extends RpcOptions {
-  /** Overall deadline from the first request. Default 10 000 ms (spec §8). */
+  /** Overall deadline from the first request. Default 10 000 ms (docs/design.md#receipt). */
   timeoutMs?: number;
   /** Wait between polls while the receipt is `null`, or after every URL failed. Default 500 ms. */
   pollIntervalMs?: number;
@@ -157,7 +159,8 @@ export function createReceiptFetcher(opts: ReceiptFetcherOptions = {}): ReceiptS
       ? `transaction receipt not found within ${seconds} seconds`
       : `transaction receipt not fetched within ${seconds} seconds: the RPC endpoints of chain ${chain.name} failed ` +
         `(last attempt: ${lastFailure ?? 'no answer in time'})`;
-    // Retry once the transaction is confirmed (spec §7); one more full wait is a fair first guess.
+    // Retry once the transaction is confirmed (docs/design.md#receipt); one more full wait is a
+    // fair first guess.
     return new RelayError('timeout', message, { retryAfterSeconds: Math.max(1, seconds) });
   }
 }

@@ -217,7 +217,7 @@ export function redactEndpoint(text: string, url: string): string {
   return text;
 }
 
-/** The class of an endpoint's failure, as an operator acts on it (issue 16.2). */
+/** The class of an endpoint's failure, as an operator acts on it (docs/operations.md#logs). */
 export type RpcFailureClass =
   | 'dns' | 'connection_refused' | 'connection_reset' | 'tls' | 'timeout' | 'transport'
   | 'http_5xx' | 'http_4xx' | 'rpc_error' | 'malformed_answer';

@@ -1,7 +1,7 @@
 /**
- * The storage bundle a relayer runs on (DESIGN.md §7): the outbox, the merkle store and, for
- * engines shared by several replicas, the dedup store and rate limiter. Every method may answer
- * with a promise; the pipeline and the handler await them.
+ * The storage bundle a relayer runs on (docs/design.md#storage): the outbox, the merkle store
+ * and, for engines shared by several replicas, the dedup store and rate limiter. Every method may
+ * answer with a promise; the pipeline and the handler await them.
  *
  * A store call that fails with anything but a RelayError it chose to throw (duplicate_tx,
  * cache_full…) is classified here, once (docs/api.md, "Errors"): a store that cannot be used

@@ -4,13 +4,13 @@
  */
 import type { MatchingRule } from './policy.ts';
 
-/** POST /relay request body (spec §2.4). */
+/** POST /relay request body (docs/api.md#post-relay). */
 export interface RelayRequest {
   origin_chain: string;
   tx_hash: string;
 }
 
-/** One accepted message in the POST /relay response (spec §2.5). */
+/** One accepted message in the POST /relay response (docs/api.md#post-relay). */
 export interface MessageSummary {
   message_id: string;
   origin: number;
@@ -18,7 +18,7 @@ export interface MessageSummary {
   nonce: number;
 }
 
-/** POST /relay success body (spec §2.5). */
+/** POST /relay success body (docs/api.md#post-relay). */
 export interface RelayResponse {
   messages: MessageSummary[];
 }
@@ -90,7 +90,7 @@ export interface WorkerConfig {
   stopGraceSeconds: number;
 }
 
-/** The whole configuration after validation and defaults (DESIGN.md §5). */
+/** The whole configuration after validation and defaults (docs/design.md#configuration). */
 export interface RelayerConfig {
   chains: Record<string, ChainConfig>;
   /** Names of the chains messages may be relayed to. */
@@ -106,7 +106,7 @@ export interface RelayerConfig {
   db: string;
 }
 
-/** A merkle tree insertion record (spec §2.1). */
+/** A merkle tree insertion record (docs/api.md#post-merkle_tree_insertions). */
 export interface MerkleInsertion {
   chain: number;
   insertion_block_number: number;

@@ -45,7 +45,7 @@ export interface ValidRelayRequest {
   txHash: string;
 }
 
-/** POST /relay body (spec §2.4, DESIGN.md §3). */
+/** POST /relay body (docs/api.md#post-relay, docs/design.md#check-order). */
 export function validateRelayRequest(body: unknown, chains: ReadonlyMap<string, ChainConfig>): ValidRelayRequest {
   if (!isPlainObject(body)) throw invalid('request body must be a JSON object');
   const originChain = own(body, 'origin_chain');
@@ -69,7 +69,7 @@ export function validateRelayRequest(body: unknown, chains: ReadonlyMap<string, 
   return { chain, txHash: lower };
 }
 
-/** POST /merkle_tree_insertions body (spec §2.1-2.2, DESIGN.md §4). */
+/** POST /merkle_tree_insertions body (docs/api.md#post-merkle_tree_insertions, docs/design.md#merkle-tree-insertions). */
 export function validateMerkleRequest(body: unknown): { records: MerkleInsertion[]; sent: unknown[] } {
   if (!isPlainObject(body)) throw invalid('request body must be a JSON object');
   const list = own(body, 'merkle_tree_insertions');
@@ -108,7 +108,7 @@ export interface MerkleRange {
 
 export const MAX_MERKLE_LIST = 10_000;
 
-/** GET /merkle_tree_insertions query (DESIGN.md §2, §4). */
+/** GET /merkle_tree_insertions query (docs/design.md#merkle-tree-insertions). */
 export function validateMerkleRange(params: URLSearchParams): MerkleRange {
   const read = (name: string): number => {
     const values = params.getAll(name);

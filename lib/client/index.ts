@@ -1,6 +1,7 @@
 /**
- * relayer-api/client (DESIGN.md §10): a typed client of the relay API for bridge UIs and scripts.
- * Web APIs only (fetch, AbortSignal, timers), so it runs in browsers as it is; zero dependencies.
+ * relayer-api/client (docs/design.md#client): a typed client of the relay API for bridge UIs and
+ * scripts. Web APIs only (fetch, AbortSignal, timers), so it runs in browsers as it is; zero
+ * dependencies.
  *
  * Retries: an answer whose reason says "try again" (timeout, rate_limited, cache_full,
  * store_unavailable) or no answer at all (network_error) is tried again after its Retry-After

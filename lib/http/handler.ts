@@ -1,7 +1,8 @@
 /**
- * The HTTP API of DESIGN.md §2 as one `(req, res)` handler, for a ready server or for mounting in
- * an existing node:http server. Every error is JSON `{"reason","message"}`; every 408/429/503 has
- * `Retry-After`. The handler never throws and never leaks a stack or a cause to the client.
+ * The HTTP API of docs/design.md#http-surface as one `(req, res)` handler, for a ready server or
+ * for mounting in an existing node:http server. Every error is JSON `{"reason","message"}`; every
+ * 408/429/503 has `Retry-After`. The handler never throws and never leaks a stack or a cause to
+ * the client.
  *
  * This file only wires the parts: the route table (router.ts), the endpoint groups (relay.ts,
  * status.ts, merkle.ts, ops.ts), CORS (cors.ts), the admin token (auth.ts), answers (answers.ts)

@@ -7,7 +7,7 @@ import type { Exchange } from './exchange.ts';
 import type { MetricsRegistry, RelayMetrics } from './metrics.ts';
 import type { Route } from './router.ts';
 
-/** GET /ready waits this long for the store's ping (DESIGN.md §2). */
+/** GET /ready waits this long for the store's ping (docs/design.md#http-surface). */
 const READY_TIMEOUT_MS = 1_000;
 
 export interface OpsEndpointOptions {

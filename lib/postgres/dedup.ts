@@ -1,8 +1,9 @@
 /**
- * POST /relay deduplication shared by every replica (DESIGN.md §3, §8): one row per key in the
- * `dedup` table. A reservation is one statement: insert the key, or take over its row only if
- * that row has expired, so of N replicas reserving the same key at once exactly one gets it
- * (PostgreSQL serialises them on the primary key; the losers see the winner's row).
+ * POST /relay deduplication shared by every replica (docs/design.md#deduplication, #replicas):
+ * one row per key in the `dedup` table. A reservation is one statement: insert the key, or take
+ * over its row only if that row has expired, so of N replicas reserving the same key at once
+ * exactly one gets it (PostgreSQL serialises them on the primary key; the losers see the winner's
+ * row).
  *
  * A pending reservation expires `pendingMs` after it was made (receiptTimeoutSeconds + 5 s): a
  * replica that dies mid-request holds its key no longer than that. A committed one expires one

@@ -1,7 +1,7 @@
 /**
- * The PostgreSQL store (`relayer-api/postgres`, DESIGN.md §7, §8): outbox, merkle insertions,
- * dedup reservations and the global token bucket in one database, shared by every replica, so N
- * `relayer-server` processes behind one load balancer behave as one server.
+ * The PostgreSQL store (`relayer-api/postgres`, docs/design.md#postgresql, #replicas): outbox,
+ * merkle insertions, dedup reservations and the global token bucket in one database, shared by
+ * every replica, so N `relayer-server` processes behind one load balancer behave as one server.
  *
  * The caller brings a `pg`-compatible pool (see pool.ts) and keeps owning it: close() stops the
  * store, the caller ends the pool. Sizing: each in-flight POST /relay holds no connection between

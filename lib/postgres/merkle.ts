@@ -1,7 +1,7 @@
 /**
- * Merkle tree insertions (DESIGN.md §4) on PostgreSQL: a batch is one INSERT … ON CONFLICT
- * (chain, leaf_index) DO UPDATE over unnest()ed arrays, so it is one statement, hence one
- * transaction: all written or none, whatever its size, in one round trip.
+ * Merkle tree insertions (docs/design.md#merkle-tree-insertions) on PostgreSQL: a batch is one
+ * INSERT … ON CONFLICT (chain, leaf_index) DO UPDATE over unnest()ed arrays, so it is one
+ * statement, hence one transaction: all written or none, whatever its size, in one round trip.
  */
 import type { MerkleInsertion, MerkleStore } from '../types.ts';
 import { run, type PgPool } from './pool.ts';

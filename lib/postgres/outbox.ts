@@ -1,9 +1,9 @@
 /**
- * The relay outbox (DESIGN.md §3, §7, §11) on PostgreSQL, shared by every replica and every
- * delivery worker. A batch is one INSERT … ON CONFLICT (id) DO NOTHING over unnest()ed arrays:
- * atomic, idempotent by id (also within the batch), one round trip. claim() picks rows with
- * FOR UPDATE SKIP LOCKED inside the UPDATE that leases them, so concurrent workers on any
- * replica never get the same message and never wait on each other's rows.
+ * The relay outbox (docs/design.md#enqueue, #postgresql, #message-lifecycle) on PostgreSQL,
+ * shared by every replica and every delivery worker. A batch is one INSERT … ON CONFLICT (id) DO
+ * NOTHING over unnest()ed arrays: atomic, idempotent by id (also within the batch), one round
+ * trip. claim() picks rows with FOR UPDATE SKIP LOCKED inside the UPDATE that leases them, so
+ * concurrent workers on any replica never get the same message and never wait on each other's rows.
  *
  * Time for leases is the database's clock read while the statement runs (clock_timestamp(), so a
  * statement that waited for a row lock reads it after the wait), never the time the call was sent:

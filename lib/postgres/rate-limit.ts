@@ -1,8 +1,8 @@
 /**
- * The global POST /relay token bucket shared by every replica (DESIGN.md §3, §8): one row,
- * refilled and taken from in one UPDATE. PostgreSQL's row lock serialises concurrent takes, and
- * each UPDATE re-reads the row as the previous one left it, so N replicas together pass at most
- * `burst` requests plus the refill — the limit configured, not N times it.
+ * The global POST /relay token bucket shared by every replica (docs/design.md#rate-limit,
+ * #replicas): one row, refilled and taken from in one UPDATE. PostgreSQL's row lock serialises
+ * concurrent takes, and each UPDATE re-reads the row as the previous one left it, so N replicas
+ * together pass at most `burst` requests plus the refill — the limit configured, not N times it.
  *
  * Same arithmetic as lib/rate-limit.ts (tokens in 1/60 000ths, refill per ms = perMinute units),
  * in double precision; a clock that steps backwards neither drains nor refills the bucket.

@@ -1,7 +1,7 @@
 /**
- * The PostgreSQL schema (DESIGN.md §7, §8), versioned: migration N (1-based) takes the store from
- * version N-1 to N, each in its own transaction together with the version bump. Append new
- * migrations; never edit a released one.
+ * The PostgreSQL schema (docs/design.md#postgresql, #replicas), versioned: migration N (1-based)
+ * takes the store from version N-1 to N, each in its own transaction together with the version
+ * bump. Append new migrations; never edit a released one.
  *
  * Every table lives in one PostgreSQL schema (default `relayer`), so the store can share a
  * database with other applications and tests can keep stores apart. Replicas starting together
@@ -19,7 +19,8 @@ const UINT32 = (column: string) => `${column} BETWEEN 0 AND 4294967295`;
 
 /** Each migration is SQL for the schema `s` (already quoted). */
 export const MIGRATIONS: readonly ((s: string) => string)[] = [
-  // 1: merkle insertions, the outbox with its lifecycle (§11), dedup reservations, token buckets.
+  // 1: merkle insertions, the outbox with its lifecycle (docs/design.md#message-lifecycle), dedup
+  // reservations, token buckets.
   (s) => `
   CREATE TABLE ${s}.merkle_insertions (
     chain bigint NOT NULL CHECK (${UINT32('chain')}),

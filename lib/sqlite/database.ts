@@ -1,7 +1,7 @@
 /**
  * Opens the database and builds its tables. Runs only inside the store's worker thread
  * (lib/sqlite/worker.ts): every method here is synchronous node:sqlite, which the main thread
- * never calls (DESIGN.md §7).
+ * never calls (docs/design.md#storage).
  *
  * Durability: WAL with synchronous=FULL. WAL alone (even with synchronous=NORMAL) keeps every
  * committed transaction across a process crash or SIGKILL, since the commit is in the OS page

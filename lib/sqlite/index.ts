@@ -1,6 +1,6 @@
 /**
- * The node:sqlite store (`./sqlite` export, DESIGN.md §7): merkle tree insertions and the relay
- * outbox in one database file, behind the asynchronous RelayerStore interface.
+ * The node:sqlite store (`./sqlite` export, docs/design.md#sqlite): merkle tree insertions and
+ * the relay outbox in one database file, behind the asynchronous RelayerStore interface.
  *
  * One worker thread owns the connection (lib/sqlite/worker.ts): disk flushes and lock waits stop
  * that thread, never the server's event loop. Writes are group-committed (one transaction and one

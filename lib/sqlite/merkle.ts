@@ -1,5 +1,6 @@
 /**
- * Merkle tree insertions (DESIGN.md §4) on node:sqlite. Statements are prepared once.
+ * Merkle tree insertions (docs/design.md#merkle-tree-insertions) on node:sqlite. Statements are
+ * prepared once.
  *
  * Message ids are stored as 32-byte BLOBs (schema migration 4) and leave as the API's lower-case
  * '0x' + 64 hex digits; the conversion is here, at the store's edge.
@@ -21,7 +22,8 @@ export interface MerkleTable {
 /**
  * Records in columns, the cheapest form we measured to hand to the worker thread: for 10 000
  * records, 2.4 ms from packing to the worker's answer, against 16.7 ms for the record objects
- * (structured clone) and 6.7 ms for the body text (BENCHMARKS.md, issue 13). `numbers`
+ * (structured clone) and 6.7 ms for the body text
+ * (BENCHMARKS.md#storage-off-the-event-loop-node-benchstorets-node-benchmerklets). `numbers`
  * holds chain, leaf_index and insertion_block_number of record i at 3i..3i+2 (its buffer is
  * transferred, not copied); `hex` the 64 hex digits of every message id, end to end.
  */

@@ -18,8 +18,9 @@ const HEX_ID = (column: string) =>
 const UINT32 = (column: string) => `${column} BETWEEN 0 AND 4294967295`;
 
 export const MIGRATIONS: readonly string[] = [
-  // 1: merkle tree insertions (DESIGN.md §4). Key (chain, leaf_index): a repeated key replaces
-  // the row. WITHOUT ROWID: the primary key is the only access path (listing a leaf range).
+  // 1: merkle tree insertions (docs/design.md#merkle-tree-insertions). Key (chain, leaf_index): a
+  // repeated key replaces the row. WITHOUT ROWID: the primary key is the only access path
+  // (listing a leaf range).
   `CREATE TABLE merkle_insertions (
      chain INTEGER NOT NULL CHECK (${UINT32('chain')}),
      leaf_index INTEGER NOT NULL CHECK (${UINT32('leaf_index')}),
@@ -28,8 +29,8 @@ export const MIGRATIONS: readonly string[] = [
      PRIMARY KEY (chain, leaf_index)
    ) STRICT, WITHOUT ROWID;`,
 
-  // 2: relay outbox (DESIGN.md §7): one row per message id. The rowid records arrival order,
-  // which breaks ties between messages enqueued in the same millisecond (one batch).
+  // 2: relay outbox (docs/design.md#storage): one row per message id. The rowid records arrival
+  // order, which breaks ties between messages enqueued in the same millisecond (one batch).
   // Times are REAL milliseconds: the system clock has sub-millisecond precision.
   `CREATE TABLE outbox (
      id TEXT PRIMARY KEY NOT NULL CHECK (${HEX_ID('id')}),
@@ -44,10 +45,11 @@ export const MIGRATIONS: readonly string[] = [
    ) STRICT;
    CREATE INDEX outbox_pending ON outbox (enqueued_at) WHERE delivered_at IS NULL;`,
 
-  // 3: message lifecycle (DESIGN.md §11). The table is rebuilt, not altered, because ALTER TABLE
-  // cannot add the table CHECKs tying status to its columns. Rows keep their rowid (arrival
-  // order) and become 'delivered' or 'queued' as their delivered_at says. Open rows (queued,
-  // delivering) are indexed by age for claim() and depth(); byTx reads the (chain, tx) index.
+  // 3: message lifecycle (docs/design.md#message-lifecycle). The table is rebuilt, not altered,
+  // because ALTER TABLE cannot add the table CHECKs tying status to its columns. Rows keep their
+  // rowid (arrival order) and become 'delivered' or 'queued' as their delivered_at says. Open
+  // rows (queued, delivering) are indexed by age for claim() and depth(); byTx reads the (chain,
+  // tx) index.
   `CREATE TABLE outbox_v3 (
      id TEXT PRIMARY KEY NOT NULL CHECK (${HEX_ID('id')}),
      origin_chain TEXT NOT NULL CHECK (length(origin_chain) BETWEEN 1 AND 128),

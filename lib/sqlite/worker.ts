@@ -1,6 +1,6 @@
 /**
  * The store's worker thread: it owns the only node:sqlite connection, so a disk flush or a lock
- * wait stops this thread, never the server's event loop (DESIGN.md §7).
+ * wait stops this thread, never the server's event loop (docs/design.md#storage).
  *
  * Reads run as they arrive. Writes are group-committed: every write waiting when the previous
  * commit ends goes into one BEGIN IMMEDIATE … COMMIT, each inside its own SAVEPOINT (through the

@@ -1,5 +1,5 @@
 /**
- * The delivery loop (docs/operations.md, Delivery worker): claims messages from the outbox under a
+ * The delivery loop (docs/design.md#delivery): claims messages from the outbox under a
  * lease, delivers each with `Mailbox.process` on its destination chain, records the outcome.
  *
  * Per message: already delivered on chain (`delivered(id)`) → recorded with the transaction that

@@ -1,5 +1,5 @@
 /**
- * Why one delivery attempt did not deliver (docs/operations.md, Delivery worker). The kind is named
+ * Why one delivery attempt did not deliver (docs/design.md#failures-and-retries). The kind is named
  * at the start of the message's `last_error`; messages never carry RPC URLs, gateway URLs or keys.
  *
  * - `pending`: the proof is not there yet (a CCIP-read gateway says the attestation is not ready).

@@ -1,7 +1,7 @@
 /**
- * `relayer-api/worker`: the delivery worker, the outbox's consumer (docs/operations.md, Delivery
- * worker). `viem` is its one dependency, an optional peer dependency of the package: only this
- * entry point loads it.
+ * `relayer-api/worker`: the delivery worker, the outbox's consumer (docs/design.md#delivery).
+ * `viem` is its one dependency, an optional peer dependency of the package: only this entry point
+ * loads it.
  *
  * `createRelayerWorker` wires everything from a relayer config (the one relayer-server reads):
  * one destination per relay chain (viem clients over its RPC URLs, in order), the signer, the

@@ -1,5 +1,5 @@
 /**
- * relayer-worker's own HTTP endpoint (docs/operations.md, Delivery worker metrics), on its own
+ * relayer-worker's own HTTP endpoint (docs/design.md#delivery), on its own
  * port: `GET /metrics` (Prometheus text) and `GET /ready` (200 `ready` while the outbox's store
  * answers and the loop runs, else 503). Everything else is 404; only GET and HEAD are served.
  */
