@@ -1,5 +1,5 @@
 /**
- * Replicas on PostgreSQL (issue 14, DESIGN.md §8): POST /relay req/s with one and with two
+ * Replicas on PostgreSQL (docs/design.md#replicas): POST /relay req/s with one and with two
  * replicas sharing one database (dedup, token bucket and outbox all in PostgreSQL), against the
  * same server on its per-process engines (memory) and on the SQLite outbox, all measured in this
  * run; and GET /relay (liveness) latency while the database is down, against the same replica

@@ -90,9 +90,11 @@ function bare(): (req: IncomingMessage, res: ServerResponse) => void {
 }
 
 /**
- * The merkle peer of issue 13: the minimal node:http + node:sqlite endpoint a user could write by
- * hand. It parses the body and inserts every record in one transaction on its main thread, with the
- * same durability (WAL, synchronous=FULL) and the same table as ours, without validation.
+ * The merkle peer of
+ * BENCHMARKS.md#storage-off-the-event-loop-node-benchstorets-node-benchmerklets: the minimal
+ * node:http + node:sqlite endpoint a user could write by hand. It parses the body and inserts
+ * every record in one transaction on its main thread, with the same durability (WAL,
+ * synchronous=FULL) and the same table as ours, without validation.
  */
 function merklePeer(path: string): (req: IncomingMessage, res: ServerResponse) => void {
   const db = new DatabaseSync(path);

@@ -1,11 +1,12 @@
 /**
- * The SQLite store off the main thread (issue 13), two figures from one run (the third, merkle, is
- * bench/merkle.ts, with the forms a merkle body can take to the worker):
- *  1. durable POST /relay (one eligible message per transaction, SQLite synchronous=FULL, group
- *     commit in the store's worker) against the same server with the in-memory outbox;
- *  2. GET /relay p99 while another connection holds the database's write lock for 3 s (writes
- *     waiting meanwhile), against GET /relay p99 on the same server without the lock.
- * Run alone: node bench/store.ts
+ * The SQLite store off the main thread
+ * (BENCHMARKS.md#storage-off-the-event-loop-node-benchstorets-node-benchmerklets), two figures
+ * from one run (the third, merkle, is bench/merkle.ts, with the forms a merkle body can take to
+ * the worker):  1. durable POST /relay (one eligible message per transaction, SQLite
+ * synchronous=FULL, group     commit in the store's worker) against the same server with the
+ * in-memory outbox;  2. GET /relay p99 while another connection holds the database's write lock
+ * for 3 s (writes     waiting meanwhile), against GET /relay p99 on the same server without the
+ * lock. Run alone: node bench/store.ts
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

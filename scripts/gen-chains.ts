@@ -1,5 +1,6 @@
 /**
- * Generates lib/chains.generated.ts, the built-in chain table of DESIGN.md §5, from the
+ * Generates lib/chains.generated.ts, the built-in chain table of docs/design.md#configuration,
+ * from the
  * @hyperlane-xyz/registry devDependency, so the published package carries the table and no
  * registry at run time.
  *

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * Soak run (issue 7.4): 60 s of mixed requests at 100 concurrent connections against
+ * Soak run (RELIABILITY.md#4-load): 60 s of mixed requests at 100 concurrent connections against
  * relayer-server (SQLite file, fake JSON-RPC endpoint), with the server's RSS sampled every
  * second. Prints the figures recorded in RELIABILITY.md and exits 1 if any invariant broke:
  * an answer outside its kind's allowed outcomes (the only 429s allowed are rate_limited and
