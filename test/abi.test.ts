@@ -29,7 +29,7 @@ const messageBytes = fc
   .chain((length) => fc.uint8Array({ minLength: length, maxLength: length }))
   .map((b) => toHex(b));
 
-test('DESIGN 3: decodeDispatchLog agrees with viem decodeEventLog on random valid Dispatch logs', () => {
+test('docs/design.md#extraction-and-eligibility: decodeDispatchLog agrees with viem decodeEventLog on random valid Dispatch logs', () => {
   fc.assert(
     fc.property(address, u32, word, messageBytes, (sender, destination, recipient, message) => {
       const log = libraryLog(dispatchLog(MAILBOX, message, { sender, destination, recipient }));
@@ -48,7 +48,7 @@ test('DESIGN 3: decodeDispatchLog agrees with viem decodeEventLog on random vali
   );
 });
 
-test('DESIGN 3: decodeMessageSentLog agrees with viem decodeEventLog on random valid MessageSent logs', () => {
+test('docs/design.md#extraction-and-eligibility: decodeMessageSentLog agrees with viem decodeEventLog on random valid MessageSent logs', () => {
   fc.assert(
     fc.property(messageBytes, (message) => {
       const log = libraryLog(messageSentLog(CCTP_V2_TRANSMITTER, message));
@@ -103,14 +103,14 @@ const malformed: [string, Log, string][] = [
   ['empty data', withData(new Uint8Array()), 'short'],
 ];
 
-test('DESIGN 3: malformed Dispatch logs are refused with the right DecodeError code', () => {
+test('docs/design.md#extraction-and-eligibility: malformed Dispatch logs are refused with the right DecodeError code', () => {
   assert.equal(decodeDispatchLog(base).message.length, 40, 'the base log itself is valid');
   for (const [name, log, code] of malformed) {
     assert.equal(decodeCode(() => decodeDispatchLog(log)), code, name);
   }
 });
 
-test('DESIGN 3: malformed MessageSent logs are refused with the right DecodeError code', () => {
+test('docs/design.md#extraction-and-eligibility: malformed MessageSent logs are refused with the right DecodeError code', () => {
   const good = libraryLog(messageSentLog(CCTP_V2_TRANSMITTER, BASE_MESSAGE));
   assert.equal(decodeMessageSentLog(good).length, 40, 'the base log itself is valid');
   const table: [string, Log, string][] = [
@@ -125,7 +125,7 @@ test('DESIGN 3: malformed MessageSent logs are refused with the right DecodeErro
   }
 });
 
-test('DESIGN 3: topic0 and topics are compared as bytes, so upper-case hex topics decode the same', () => {
+test('docs/design.md#extraction-and-eligibility: topic0 and topics are compared as bytes, so upper-case hex topics decode the same', () => {
   const upper = { ...base, topics: base.topics.map((t) => '0x' + t.slice(2).toUpperCase()) };
   assert.deepEqual(decodeDispatchLog(upper), decodeDispatchLog(base));
 });
@@ -159,7 +159,7 @@ test('decoders throw only DecodeError on arbitrary topics and data', () => {
   );
 });
 
-describe('log decoder (DESIGN 3: strict decoding)', () => {
+describe('log decoder (docs/design.md#extraction-and-eligibility: strict decoding)', () => {
   test('a mutated Dispatch log decodes only if its data is exactly the canonical ABI encoding of what was decoded (viem), otherwise DecodeError', () => {
     const seen = tally();
     fc.assert(

@@ -1,8 +1,9 @@
 /**
- * Asynchronous stores (DESIGN.md §7, lib/store.ts): every store may answer with a promise, and a
- * store that fails makes the request 503 `store_unavailable` with Retry-After, with nothing
- * acknowledged and the dedup reservation released. GET /ready pings the store bundle. The stores
- * here are the in-memory engines behind promises, with failures switched on per test.
+ * Asynchronous stores (docs/design.md#storage, lib/store.ts): every store may answer with a
+ * promise, and a store that fails makes the request 503 `store_unavailable` with Retry-After,
+ * with nothing acknowledged and the dedup reservation released. GET /ready pings the store
+ * bundle. The stores here are the in-memory engines behind promises, with failures switched on
+ * per test.
  */
 import assert from 'node:assert/strict';
 import { describe, test, type TestContext } from 'node:test';
@@ -140,7 +141,7 @@ function minedTransfer(h: Harness, n: number): { hash: string; id: string } {
 
 const RECORD = { chain: 1, insertion_block_number: 5, leaf_index: 3, message_id: `0x${'ab'.repeat(32)}` };
 
-describe('asynchronous stores behind the pipeline and the handler (DESIGN 7)', () => {
+describe('asynchronous stores behind the pipeline and the handler (docs/design.md#storage)', () => {
   test('POST /relay and the merkle endpoints work when every store answers with a promise', async (t) => {
     const h = await start(t);
     const { hash, id } = minedTransfer(h, 1);
@@ -183,7 +184,7 @@ describe('asynchronous stores behind the pipeline and the handler (DESIGN 7)', (
     }
   }
 
-  test('DESIGN 7 503: an embedder\'s queue (the outbox option) that throws StoreUnavailableError is store_unavailable without internals, and releases the reservation', async (t) => {
+  test('docs/design.md#storage 503: an embedder\'s queue (the outbox option) that throws StoreUnavailableError is store_unavailable without internals, and releases the reservation', async (t) => {
     let fail = true;
     const memory = createMemoryOutbox();
     const flaky: RelayQueue = {
@@ -290,7 +291,7 @@ describe('asynchronous stores behind the pipeline and the handler (DESIGN 7)', (
   });
 });
 
-describe('GET /ready (DESIGN 2)', () => {
+describe('GET /ready (docs/design.md#http-surface)', () => {
   test('200 ready when the store answers its ping; 503 store_unavailable when it fails; GET /relay never pings', async (t) => {
     const h = await start(t);
     const ok = await httpRequest(h.url, { path: '/ready' });

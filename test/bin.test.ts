@@ -1,7 +1,7 @@
 /**
- * bin/relayer-server as an operator runs it (DESIGN.md §6): flags, exit codes, the readiness line,
- * a real SQLite file that survives a restart, and a graceful shutdown that finishes requests in
- * flight. Receipts come from a JSON-RPC fake on 127.0.0.1.
+ * bin/relayer-server as an operator runs it (docs/design.md#the-server-binary): flags, exit
+ * codes, the readiness line, a real SQLite file that survives a restart, and a graceful shutdown
+ * that finishes requests in flight. Receipts come from a JSON-RPC fake on 127.0.0.1.
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
@@ -46,7 +46,7 @@ function goodConfig(db: string): unknown {
   };
 }
 
-describe('bin/relayer-server flags and exit codes (DESIGN 6)', () => {
+describe('bin/relayer-server flags and exit codes (docs/design.md#the-server-binary)', () => {
   test('--help prints usage and exits 0', async () => {
     const { code, output } = await runRelayerServer(['--help']);
     assert.equal(code, 0);
@@ -54,7 +54,7 @@ describe('bin/relayer-server flags and exit codes (DESIGN 6)', () => {
     assert.match(output, /--config FILE/);
   });
 
-  test('DESIGN 5: an invalid config exits 2 before listening and names the key', async () => {
+  test('docs/design.md#configuration: an invalid config exits 2 before listening and names the key', async () => {
     const cases: Array<[string, unknown, RegExp]> = [
       ['unknown top-level key', { chains: {}, bogus: 1 }, /bogus/],
       ['bad mailbox', { chains: { eth: { domainId: 1, mailbox: '0x12', rpcUrls: [] } } }, /chains\.eth\.mailbox/],
@@ -91,7 +91,7 @@ describe('bin/relayer-server flags and exit codes (DESIGN 6)', () => {
   });
 });
 
-describe('bin/relayer-server serving (DESIGN 6, 7)', () => {
+describe('bin/relayer-server serving (docs/design.md#the-server-binary, #storage)', () => {
   test('readiness line, liveness, relay and merkle writes survive a restart on the same database file', async (t) => {
     const db = join(dir, 'restart.db');
     const config = writeConfig('good.json', goodConfig(db));
@@ -156,7 +156,7 @@ describe('bin/relayer-server serving (DESIGN 6, 7)', () => {
   });
 });
 
-describe('issue 16: start-up errors that say what to do', () => {
+describe('docs/configuration.md#the-configuration-file: start-up errors that say what to do', () => {
   const DIST_BIN = new URL('../dist/bin/relayer-server.js', import.meta.url).pathname;
   const withoutLogLevel = () => {
     const env = { ...process.env };

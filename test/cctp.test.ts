@@ -57,7 +57,7 @@ function transfer(m: MessageFields = {}): Log[] {
 
 const ok = (logs: Log[]): Receipt => ({ success: true, logs });
 
-test('DESIGN 3: the default CCTP V2 MessageTransmitter is the documented address (valid EIP-55 checksum)', () => {
+test('docs/design.md#extraction-and-eligibility: the default CCTP V2 MessageTransmitter is the documented address (valid EIP-55 checksum)', () => {
   assert.equal(getAddress(DEFAULT_CCTP_V2_TRANSMITTER), '0x81D40F21F12A8F0E3252Bccb954D722d4c464B64');
 });
 
@@ -92,7 +92,7 @@ test('MessageV2.sol: a V1 message (version 0) or one shorter than 148 bytes is n
   assert.equal(parseCctpV2Message(bytes(cctpV2Message({ body: '0x' }))).body.length, 0);
 });
 
-test('spec 4.4.2: one Dispatch and one MessageSent is eligible', () => {
+test('docs/design.md#extraction-and-eligibility: one Dispatch and one MessageSent is eligible', () => {
   const [message] = extractMessages(ok(transfer()), chain, 10);
   const raw = hyperlaneMessage();
   assert.equal(message.id, viemKeccak(raw));
@@ -100,7 +100,7 @@ test('spec 4.4.2: one Dispatch and one MessageSent is eligible', () => {
   assert.deepEqual([message.origin, message.destination, message.nonce], [1, 8453, 7]);
 });
 
-test('spec 4.4.2: three transfers in one transaction are returned in log order', () => {
+test('docs/design.md#extraction-and-eligibility: three transfers in one transaction are returned in log order', () => {
   const fields = [{ nonce: 3, destination: 10 }, { nonce: 4, destination: 8453 }, { nonce: 5, destination: 42161 }];
   const logs = fields.flatMap((m) => transfer(m));
   const messages = extractMessages(ok(logs), chain, 10);
@@ -108,21 +108,21 @@ test('spec 4.4.2: three transfers in one transaction are returned in log order',
   assert.deepEqual(messages.map((m) => m.id), fields.map((m) => viemKeccak(hyperlaneMessage(m))));
 });
 
-test('spec 4.4.3: a Dispatch without a MessageSent is not eligible', () => {
+test('docs/design.md#extraction-and-eligibility: a Dispatch without a MessageSent is not eligible', () => {
   assert.deepEqual(extractMessages(ok([dispatchLog()]), chain, 10), []);
 });
 
-test('spec 4.4.3: a MessageSent without a Dispatch is not eligible', () => {
+test('docs/design.md#extraction-and-eligibility: a MessageSent without a Dispatch is not eligible', () => {
   assert.deepEqual(extractMessages(ok([messageSentLog()]), chain, 10), []);
   assert.deepEqual(extractMessages(ok([]), chain, 10), []);
 });
 
-test('spec 4.4.2: counts that differ are not eligible', () => {
+test('docs/design.md#extraction-and-eligibility: counts that differ are not eligible', () => {
   assert.deepEqual(extractMessages(ok([...transfer(), dispatchLog({ nonce: 8 })]), chain, 10), []);
   assert.deepEqual(extractMessages(ok([...transfer(), messageSentLog()]), chain, 10), []);
 });
 
-test('spec 8: 11 Dispatch messages is too_many_messages, checked before eligibility', () => {
+test('docs/design.md#extraction-and-eligibility: 11 Dispatch messages is too_many_messages, checked before eligibility', () => {
   const eleven = Array.from({ length: 11 }, (_, i) => transfer({ nonce: i })).flat();
   for (const logs of [eleven, eleven.filter((l) => l.address === MAILBOX)]) {
     assert.throws(
@@ -132,31 +132,31 @@ test('spec 8: 11 Dispatch messages is too_many_messages, checked before eligibil
   }
 });
 
-test('spec 8: exactly 10 messages is accepted', () => {
+test('docs/design.md#extraction-and-eligibility: exactly 10 messages is accepted', () => {
   const ten = Array.from({ length: 10 }, (_, i) => transfer({ nonce: i })).flat();
   assert.deepEqual(extractMessages(ok(ten), chain, 10).map((m) => m.nonce), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
 });
 
-test('DESIGN 3: a look-alike Dispatch from a foreign address is ignored, even a malformed one', () => {
+test('docs/design.md#extraction-and-eligibility: a look-alike Dispatch from a foreign address is ignored, even a malformed one', () => {
   const lookAlike = dispatchLog({ nonce: 99 }, FOREIGN);
   const broken = { ...dispatchLog({}, FOREIGN), data: new Uint8Array(3) };
   const messages = extractMessages(ok([lookAlike, ...transfer(), broken]), chain, 10);
   assert.deepEqual(messages.map((m) => m.nonce), [7]);
 });
 
-test('DESIGN 3: a MessageSent from a foreign address is ignored, even a malformed one', () => {
+test('docs/design.md#extraction-and-eligibility: a MessageSent from a foreign address is ignored, even a malformed one', () => {
   const foreign = messageSentLog(undefined, FOREIGN);
   assert.deepEqual(extractMessages(ok([dispatchLog(), foreign]), chain, 10), []);
   const broken = { ...messageSentLog(undefined, FOREIGN), data: new Uint8Array(3) };
   assert.equal(extractMessages(ok([...transfer(), broken]), chain, 10).length, 1);
 });
 
-test('DESIGN 3: other Mailbox events (DispatchId) are not counted as Dispatch', () => {
+test('docs/design.md#extraction-and-eligibility: other Mailbox events (DispatchId) are not counted as Dispatch', () => {
   const logs = [dispatchIdLog(word('01')), dispatchIdLog(word('02')), ...transfer()];
   assert.equal(extractMessages(ok(logs), chain, 10).length, 1);
 });
 
-test('DESIGN 3: addresses compare case-insensitively (checksummed and upper-case logs and config)', () => {
+test('docs/design.md#extraction-and-eligibility: addresses compare case-insensitively (checksummed and upper-case logs and config)', () => {
   const upper = (a: string): string => '0x' + a.slice(2).toUpperCase();
   const logs = [
     { ...dispatchLog(), address: getAddress(MAILBOX) },
@@ -167,7 +167,7 @@ test('DESIGN 3: addresses compare case-insensitively (checksummed and upper-case
   assert.equal(extractMessages(ok(transfer()), checksummedChain, 10).length, 1);
 });
 
-test('DESIGN 3: every configured MessageTransmitter counts', () => {
+test('docs/design.md#extraction-and-eligibility: every configured MessageTransmitter counts', () => {
   const other = addr('cc');
   const twoTransmitters = { ...chain, cctpMessageTransmitters: [DEFAULT_CCTP_V2_TRANSMITTER, other] };
   const logs = [dispatchLog({ nonce: 1 }), messageSentLog(), dispatchLog({ nonce: 2 }), messageSentLog(undefined, other)];
@@ -175,7 +175,7 @@ test('DESIGN 3: every configured MessageTransmitter counts', () => {
   assert.deepEqual(extractMessages(ok(logs), chain, 10), []);
 });
 
-test('issue 16: with the default config a MessageSent from any of the three Circle V2 transmitters counts (reference parity)', () => {
+test('docs/configuration.md#the-configuration-file: with the default config a MessageSent from any of the three Circle V2 transmitters counts (reference parity)', () => {
   const ethereum = defaultConfig().chains.ethereum;
   // Spelled as the issue gives them (the reference relayer's list), not taken from the code under test.
   for (const transmitter of ['0x81D40F21F12A8F0E3252Bccb954D722d4c464B64', '0x5b61381fc9e58e70efc13a4a97516997019198ee', '0xE737e5cEBEEBa77EFE34D4aa090756590b1CE275']) {
@@ -186,11 +186,11 @@ test('issue 16: with the default config a MessageSent from any of the three Circ
   assert.deepEqual(extractMessages(ok([dispatchLog(), messageSentLog(undefined, FOREIGN)]), ethereum, 10), []);
 });
 
-test('DESIGN 3: a reverted receipt has no messages', () => {
+test('docs/design.md#extraction-and-eligibility: a reverted receipt has no messages', () => {
   assert.deepEqual(extractMessages({ success: false, logs: transfer() }, chain, 10), []);
 });
 
-test('spec 4.4.1: a MessageSent that is not a V2 message (V1 version 0, too short) is not counted', () => {
+test('docs/design.md#extraction-and-eligibility: a MessageSent that is not a V2 message (V1 version 0, too short) is not counted', () => {
   const v1 = messageSentLog(cctpV2Message({ version: 0, body: burnMessageV2({ amount: 1n }) }));
   const short = messageSentLog('0x00000001');
   assert.deepEqual(extractMessages(ok([dispatchLog(), v1]), chain, 10), []);
@@ -198,11 +198,11 @@ test('spec 4.4.1: a MessageSent that is not a V2 message (V1 version 0, too shor
   assert.equal(extractMessages(ok([dispatchLog(), v1, messageSentLog()]), chain, 10).length, 1);
 });
 
-test('DESIGN 3: a Dispatch whose message origin is not the chain domain is a DecodeError', () => {
+test('docs/design.md#extraction-and-eligibility: a Dispatch whose message origin is not the chain domain is a DecodeError', () => {
   assert.equal(decodeCode(() => extractMessages(ok(transfer({ origin: 2 })), chain, 10)), 'origin');
 });
 
-test('DESIGN 3: a Dispatch whose topics disagree with its message is a DecodeError', () => {
+test('docs/design.md#extraction-and-eligibility: a Dispatch whose topics disagree with its message is a DecodeError', () => {
   const cases: MessageFields[] = [{ sender: addr('52') }, { destination: 8454 }, { recipient: word('73') }];
   for (const topics of cases) {
     const logs = [dispatchLog({}, MAILBOX, topics), messageSentLog()];
@@ -210,11 +210,11 @@ test('DESIGN 3: a Dispatch whose topics disagree with its message is a DecodeErr
   }
 });
 
-test('DESIGN 3: a Dispatch carrying a version 2 message is a DecodeError', () => {
+test('docs/design.md#extraction-and-eligibility: a Dispatch carrying a version 2 message is a DecodeError', () => {
   assert.equal(decodeCode(() => extractMessages(ok(transfer({ version: 2 })), chain, 10)), 'version');
 });
 
-test('DESIGN 3: a malformed Dispatch or MessageSent from a trusted address is a DecodeError, not ignored', () => {
+test('docs/design.md#extraction-and-eligibility: a malformed Dispatch or MessageSent from a trusted address is a DecodeError, not ignored', () => {
   const trailing = (log: Log): Log => ({ ...log, data: new Uint8Array([...log.data, 0]) });
   assert.equal(decodeCode(() => extractMessages(ok([trailing(dispatchLog()), messageSentLog()]), chain, 10)), 'trailing');
   assert.equal(decodeCode(() => extractMessages(ok([dispatchLog(), trailing(messageSentLog())]), chain, 10)), 'trailing');

@@ -1,7 +1,7 @@
 /**
- * Issue 16.6: a client that names an unknown origin_chain learns which name it sent and where the
- * known ones are listed; GET /chains lists them (name, Hyperlane domain, EVM chain id), never an
- * RPC URL.
+ * docs/api.md#get-chains: a client that names an unknown origin_chain learns which name it sent
+ * and where the known ones are listed; GET /chains lists them (name, Hyperlane domain, EVM chain
+ * id), never an RPC URL.
  */
 import assert from 'node:assert/strict';
 import { before, describe, test, type TestContext } from 'node:test';
@@ -21,7 +21,7 @@ before(async (root) => {
   ({ url } = await startApi(root as TestContext, { config }));
 });
 
-describe('GET /chains (issue 16.6)', () => {
+describe('GET /chains (docs/api.md#get-chains)', () => {
   test('lists every configured chain in configuration order: name, domain_id, chain_id (null when not configured)', async () => {
     const res = await httpRequest(url, { path: '/chains' });
     assert.equal(res.status, 200);
@@ -49,7 +49,7 @@ describe('GET /chains (issue 16.6)', () => {
   });
 });
 
-describe('POST /relay with an unknown origin_chain (issue 16.6)', () => {
+describe('POST /relay with an unknown origin_chain (docs/api.md#get-chains)', () => {
   const relay = (originChain: string) => postJson(url, '/relay', { origin_chain: originChain, tx_hash: txHash(1) });
 
   test('the message echoes the name and says how to list the known chains', async () => {

@@ -1,5 +1,5 @@
 /**
- * relayer-api/client (DESIGN.md §10) against the real server over loopback, on every outbox
+ * relayer-api/client (docs/design.md#client) against the real server over loopback, on every outbox
  * engine: the server and the client share one fake clock, so Retry-After waits, receipt timeouts
  * and polling intervals pass when the test moves time, never by waiting. The client's fetch is the
  * global fetch, wrapped only to record what went over the wire.
@@ -161,7 +161,7 @@ function assertApiError(error: unknown, status: number, reason: string): RelayAp
 
 for (const engine of ENGINES) {
   describe(`relayer-api/client against the server: ${engine.name}`, { timeout: 60_000 }, () => {
-    test('DESIGN 10: relay() posts the transaction and resolves with the accepted messages', async () => {
+    test('docs/design.md#client: relay() posts the transaction and resolves with the accepted messages', async () => {
       const h = await start(engine);
       try {
         const hash = h.mined(1, 2, 50);
@@ -177,7 +177,7 @@ for (const engine of ENGINES) {
       }
     });
 
-    test('DESIGN 10: a 429 storm (burst 3, 1 token/s): every call gets through, each retry waits its Retry-After', async () => {
+    test('docs/design.md#client: a 429 storm (burst 3, 1 token/s): every call gets through, each retry waits its Retry-After', async () => {
       const h = await start(engine, { relayApi: { rateLimit: { burst: 3, perMinute: 60 } } });
       try {
         const client = h.client({ maxAttempts: 20, maxTotalMs: 120_000 });
@@ -201,7 +201,7 @@ for (const engine of ENGINES) {
       }
     });
 
-    test('DESIGN 10: retries are bounded: five callers, one token per second, two tries each: the losers get the 429 with retryAfterSeconds and the request id', async () => {
+    test('docs/design.md#client: retries are bounded: five callers, one token per second, two tries each: the losers get the 429 with retryAfterSeconds and the request id', async () => {
       const h = await start(engine, { relayApi: { rateLimit: { burst: 1, perMinute: 60 } } });
       try {
         const client = h.client({ maxAttempts: 2, maxTotalMs: 600_000 });
@@ -223,7 +223,7 @@ for (const engine of ENGINES) {
       }
     });
 
-    test('DESIGN 10: a Retry-After longer than the time budget left is not waited: the error comes at once', async () => {
+    test('docs/design.md#client: a Retry-After longer than the time budget left is not waited: the error comes at once', async () => {
       const h = await start(engine, { relayApi: { rateLimit: { burst: 1, perMinute: 1 } } });
       try {
         const client = h.client({ maxTotalMs: 5_000 });
@@ -239,7 +239,7 @@ for (const engine of ENGINES) {
       }
     });
 
-    test('DESIGN 10: a 408 (the RPC does not have the transaction yet) is retried; it succeeds once the transaction is mined', async () => {
+    test('docs/design.md#client: a 408 (the RPC does not have the transaction yet) is retried; it succeeds once the transaction is mined', async () => {
       const h = await start(engine, { relayApi: { receiptTimeoutSeconds: 2 } });
       try {
         const hash = txHash(5);
@@ -258,7 +258,7 @@ for (const engine of ENGINES) {
       }
     });
 
-    test('DESIGN 10: a transaction that never mines: maxAttempts 408s, then the timeout error', async () => {
+    test('docs/design.md#client: a transaction that never mines: maxAttempts 408s, then the timeout error', async () => {
       const h = await start(engine, { relayApi: { receiptTimeoutSeconds: 1 } });
       try {
         const error = await settle(h, h.client({ maxAttempts: 3 }).relay({ origin_chain: 'ethereum', tx_hash: txHash(6) })).catch((e: unknown) => e);
@@ -270,7 +270,7 @@ for (const engine of ENGINES) {
       }
     });
 
-    test('DESIGN 10: duplicate_tx is never retried; relay() answers it from GET /relay?origin_chain=&tx_hash=', async () => {
+    test('docs/design.md#client: duplicate_tx is never retried; relay() answers it from GET /relay?origin_chain=&tx_hash=', async () => {
       const h = await start(engine);
       try {
         const hash = h.mined(7, 2, 70);
@@ -288,7 +288,7 @@ for (const engine of ENGINES) {
       }
     });
 
-    test('DESIGN 10: duplicate_tx of a transaction with nothing accepted is thrown (the lookup cannot tell "none" from "in flight")', async () => {
+    test('docs/design.md#client: duplicate_tx of a transaction with nothing accepted is thrown (the lookup cannot tell "none" from "in flight")', async () => {
       const h = await start(engine);
       try {
         const hash = txHash(8);
@@ -302,7 +302,7 @@ for (const engine of ENGINES) {
       }
     });
 
-    test('DESIGN 10: a 400 is never retried', async () => {
+    test('docs/design.md#client: a 400 is never retried', async () => {
       const h = await start(engine);
       try {
         const client = h.client();
@@ -316,7 +316,7 @@ for (const engine of ENGINES) {
       }
     });
 
-    test('DESIGN 10: an AbortSignal cancels a call waiting out a Retry-After; an aborted signal sends nothing', async () => {
+    test('docs/design.md#client: an AbortSignal cancels a call waiting out a Retry-After; an aborted signal sends nothing', async () => {
       const h = await start(engine, { relayApi: { rateLimit: { burst: 1, perMinute: 1 } } });
       try {
         const client = h.client({ maxTotalMs: 600_000 });
@@ -339,7 +339,7 @@ for (const engine of ENGINES) {
       }
     });
 
-    test('DESIGN 2/10: message() and messagesOfTx() read the status endpoints; an unknown id is not_found at once', async () => {
+    test('docs/design.md#http-surface, #client: message() and messagesOfTx() read the status endpoints; an unknown id is not_found at once', async () => {
       const h = await start(engine);
       try {
         const client = h.client();
@@ -358,7 +358,7 @@ for (const engine of ENGINES) {
       }
     });
 
-    test('DESIGN 10/11: waitForDelivery polls until a worker marks the message delivered, reporting each change', async () => {
+    test('docs/design.md#client, #message-lifecycle: waitForDelivery polls until a worker marks the message delivered, reporting each change', async () => {
       const h = await start(engine);
       try {
         const client = h.client();
@@ -385,7 +385,7 @@ for (const engine of ENGINES) {
       }
     });
 
-    test('DESIGN 10/11: waitForDelivery resolves with a failed message; gives up with deadline_exceeded; an unknown id throws at once', async () => {
+    test('docs/design.md#client, #message-lifecycle: waitForDelivery resolves with a failed message; gives up with deadline_exceeded; an unknown id throws at once', async () => {
       const h = await start(engine);
       try {
         const client = h.client();
@@ -412,7 +412,7 @@ for (const engine of ENGINES) {
 }
 
 describe('relayer-api/client without the API behind it', { timeout: 60_000 }, () => {
-  test('DESIGN 10: nothing listening: network_error after maxAttempts tries with a doubling backoff', async () => {
+  test('docs/design.md#client: nothing listening: network_error after maxAttempts tries with a doubling backoff', async () => {
     const server = createServer();
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const { port } = server.address() as AddressInfo;
@@ -433,7 +433,7 @@ describe('relayer-api/client without the API behind it', { timeout: 60_000 }, ()
     gaps.forEach((gap, i) => assert.ok(gap >= 500 * 2 ** i, `wait ${i + 1}: ${gap} ms`));
   });
 
-  test('DESIGN 10: an answer that is not the API\'s (a proxy\'s HTML 502) is bad_response, not retried', async () => {
+  test('docs/design.md#client: an answer that is not the API\'s (a proxy\'s HTML 502) is bad_response, not retried', async () => {
     let hits = 0;
     const proxy = createServer((_req, res) => {
       hits++;
@@ -449,7 +449,7 @@ describe('relayer-api/client without the API behind it', { timeout: 60_000 }, ()
     }
   });
 
-  test('DESIGN 10: the time budget also ends a request in flight (deadline_exceeded)', async () => {
+  test('docs/design.md#client: the time budget also ends a request in flight (deadline_exceeded)', async () => {
     const clock = createFakeClock();
     const hanging = createServer(() => {}); // never answers
     await new Promise<void>((resolve) => hanging.listen(0, '127.0.0.1', resolve));

@@ -1,6 +1,7 @@
 /**
- * Configuration (DESIGN.md §5). Expected values come from the DESIGN text, the EIP-55 document,
- * viem (checksums) and the @hyperlane-xyz/registry YAML files, never from the parser itself.
+ * Configuration (docs/design.md#configuration). Expected values come from docs/design.md, the
+ * EIP-55 document, viem (checksums) and the @hyperlane-xyz/registry YAML files, never from the
+ * parser itself.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -24,9 +25,9 @@ import { outcome, RUNS, tally } from './helpers/properties.ts';
 
 const ETH_MAILBOX = '0xc005dc82818d67AF737725bD4bf75435d065D239'; // registry chains/ethereum/addresses.yaml
 const BASE_MAILBOX = '0xeA87ae93Fa0019a82A727bfd3eBd1cFCa8f64f1D'; // registry chains/base/addresses.yaml
-const CCTP_FROM_DESIGN = '0x81D40F21F12A8F0E3252Bccb954D722d4c464B64'; // DESIGN.md §3
-// Issue 16: the three Circle CCTP V2 MessageTransmitters the reference relayer and the Hyperlane
-// warp UI count, spelled as the issue gives them.
+const CCTP_DOCUMENTED = '0x81D40F21F12A8F0E3252Bccb954D722d4c464B64'; // docs/design.md#extraction-and-eligibility
+// docs/configuration.md#the-configuration-file: the three Circle CCTP V2 MessageTransmitters the
+// reference relayer and the Hyperlane warp UI count, spelled as the issue gives them.
 const CIRCLE_V2_TRANSMITTERS = [
   '0x81D40F21F12A8F0E3252Bccb954D722d4c464B64',
   '0x5b61381fc9e58e70efc13a4a97516997019198ee',
@@ -42,7 +43,7 @@ function goodConfig(): Json {
       base: {
         domainId: 8453,
         mailbox: BASE_MAILBOX,
-        cctpMessageTransmitter: CCTP_FROM_DESIGN,
+        cctpMessageTransmitter: CCTP_DOCUMENTED,
         rpcUrls: [{ http: 'https://base.example.org/v1/key' }, { http: 'http://127.0.0.1:8545' }],
       },
     },
@@ -130,7 +131,7 @@ const BAD: [string, unknown, string][] = [
   ['cctp transmitter bad', withValue('chains.base.cctpMessageTransmitter', '0x1234'), 'chains.base.cctpMessageTransmitter'],
   [
     'cctp transmitter list with a bad entry',
-    withValue('chains.base.cctpMessageTransmitter', [CCTP_FROM_DESIGN, flipFirstLetter(CCTP_FROM_DESIGN)]),
+    withValue('chains.base.cctpMessageTransmitter', [CCTP_DOCUMENTED, flipFirstLetter(CCTP_DOCUMENTED)]),
     'chains.base.cctpMessageTransmitter[1]',
   ],
   ['rpcUrls missing', withValue('chains.ethereum.rpcUrls', undefined), 'chains.ethereum.rpcUrls'],
@@ -203,12 +204,12 @@ const BAD: [string, unknown, string][] = [
   ['db a number', withValue('db', 5), 'db'],
 ];
 
-describe('DESIGN 5: invalid configurations are refused, naming the key', () => {
+describe('docs/design.md#configuration: invalid configurations are refused, naming the key', () => {
   for (const [what, input, key] of BAD) {
-    test(`DESIGN 5: ${what} -> ConfigError at ${key === '' ? '(root)' : key}`, () => expectConfigError(input, key));
+    test(`docs/design.md#configuration: ${what} -> ConfigError at ${key === '' ? '(root)' : key}`, () => expectConfigError(input, key));
   }
 
-  test('DESIGN 5: ConfigError is an Error with a stable name', () => {
+  test('docs/design.md#configuration: ConfigError is an Error with a stable name', () => {
     const err = new ConfigError('server.port', 'must be between 0 and 65535');
     assert.ok(err instanceof Error);
     assert.ok(err instanceof BaseError);
@@ -218,8 +219,8 @@ describe('DESIGN 5: invalid configurations are refused, naming the key', () => {
   });
 });
 
-describe('DESIGN 5: valid configurations are normalised', () => {
-  test('DESIGN 5: a file with chains replaces the built-in table; defaults fill everything else', () => {
+describe('docs/design.md#configuration: valid configurations are normalised', () => {
+  test('docs/design.md#configuration: a file with chains replaces the built-in table; defaults fill everything else', () => {
     const config = parseConfig(goodConfig());
     assert.deepEqual(Object.keys(config.chains), ['ethereum', 'base']);
     assert.deepEqual({ ...config.chains.ethereum }, {
@@ -234,7 +235,7 @@ describe('DESIGN 5: valid configurations are normalised', () => {
       name: 'base',
       domainId: 8453,
       mailbox: BASE_MAILBOX.toLowerCase(),
-      cctpMessageTransmitters: [CCTP_FROM_DESIGN.toLowerCase()],
+      cctpMessageTransmitters: [CCTP_DOCUMENTED.toLowerCase()],
       rpcUrls: ['https://base.example.org/v1/key', 'http://127.0.0.1:8545'],
     });
     assert.deepEqual(config.relayChains, ['ethereum', 'base'], 'default: all chains');
@@ -259,31 +260,31 @@ describe('DESIGN 5: valid configurations are normalised', () => {
     assert.equal(config.db, './relayer.db');
   });
 
-  test('DESIGN 5: a file without chains uses the built-in table', () => {
+  test('docs/design.md#configuration: a file without chains uses the built-in table', () => {
     const config = parseConfig({ relayChains: 'ethereum, base', db: ':memory:' });
     assert.equal(Object.keys(config.chains).length, BUILTIN_CHAINS.length);
     assert.deepEqual(config.relayChains, ['ethereum', 'base']);
     assert.equal(config.db, ':memory:');
   });
 
-  test('DESIGN 5: relayChains as array or comma-separated string, duplicates dropped', () => {
+  test('docs/design.md#configuration: relayChains as array or comma-separated string, duplicates dropped', () => {
     assert.deepEqual(parseConfig(withValue('relayChains', 'base,ethereum , base')).relayChains, ['base', 'ethereum']);
     assert.deepEqual(parseConfig(withValue('relayChains', ['base', 'base'])).relayChains, ['base']);
   });
 
-  test('DESIGN 5: addresses of any case are stored lower-case', () => {
+  test('docs/design.md#configuration: addresses of any case are stored lower-case', () => {
     const input = withValue('addressBlacklist', [BASE_MAILBOX.toUpperCase().replace('0X', '0x'), ETH_MAILBOX]);
-    withValue('chains.ethereum.cctpMessageTransmitter', [CCTP_FROM_DESIGN, CCTP_FROM_DESIGN.toLowerCase()], input);
+    withValue('chains.ethereum.cctpMessageTransmitter', [CCTP_DOCUMENTED, CCTP_DOCUMENTED.toLowerCase()], input);
     const config = parseConfig(input);
     assert.deepEqual(config.addressBlacklist, [BASE_MAILBOX.toLowerCase(), ETH_MAILBOX.toLowerCase()]);
-    assert.deepEqual(config.chains.ethereum.cctpMessageTransmitters, [CCTP_FROM_DESIGN.toLowerCase()], 'duplicates dropped');
+    assert.deepEqual(config.chains.ethereum.cctpMessageTransmitters, [CCTP_DOCUMENTED.toLowerCase()], 'duplicates dropped');
   });
 
-  test('DESIGN 5: cctpMessageTransmitter may be an empty list (no CCTP on that chain)', () => {
+  test('docs/design.md#configuration: cctpMessageTransmitter may be an empty list (no CCTP on that chain)', () => {
     assert.deepEqual(parseConfig(withValue('chains.base.cctpMessageTransmitter', [])).chains.base.cctpMessageTransmitters, []);
   });
 
-  test('DESIGN 5: matching rules keep their shape, lower-case hex, domains as numbers', () => {
+  test('docs/design.md#configuration: matching rules keep their shape, lower-case hex, domains as numbers', () => {
     const word = '0x000000000000000000000000' + BASE_MAILBOX.slice(2).toUpperCase();
     const input = withValue('whitelist', [
       {},
@@ -300,7 +301,7 @@ describe('DESIGN 5: valid configurations are normalised', () => {
     assert.deepEqual(config.blacklist, [{ originDomain: 9913372 }]);
   });
 
-  test('DESIGN 5: partial relayApi and server sections keep the other defaults', () => {
+  test('docs/design.md#configuration: partial relayApi and server sections keep the other defaults', () => {
     const input = withValue('relayApi', { rateLimit: { burst: 5 }, maxMessagesPerTx: 3 });
     withValue('server', { port: 0, adminToken: 'x'.repeat(16), corsOrigins: ['https://App.Example.org:443/', '*', 'http://localhost:3000'] }, input);
     const config = parseConfig(input);
@@ -311,27 +312,27 @@ describe('DESIGN 5: valid configurations are normalised', () => {
     assert.deepEqual(config.server.corsOrigins, ['https://app.example.org', '*', 'http://localhost:3000']);
   });
 
-  test('DESIGN 5: tolerated Hyperlane chain-metadata keys are checked and dropped', () => {
+  test('docs/design.md#configuration: tolerated Hyperlane chain-metadata keys are checked and dropped', () => {
     const input = goodConfig();
     Object.assign((input.chains as Json).ethereum as Json, { name: 'ethereum', protocol: 'ethereum', displayName: 'Ethereum', isTestnet: false });
     assert.deepEqual(Object.keys(parseConfig(input).chains.ethereum).sort(), ['cctpMessageTransmitters', 'chainId', 'domainId', 'mailbox', 'name', 'rpcUrls']);
   });
 
-  test('DESIGN 3: chain lookups by request name cannot reach Object.prototype', () => {
+  test('docs/design.md#check-order: chain lookups by request name cannot reach Object.prototype', () => {
     const config = parseConfig(withValue('chains.constructor', undefined));
     assert.equal(config.chains['constructor' as string], undefined);
     assert.equal(config.chains['__proto__' as string], undefined);
     assert.equal(defaultConfig().chains['toString' as string], undefined);
   });
 
-  test('DESIGN 5: a chain may be named like an Object.prototype member', () => {
+  test('docs/design.md#configuration: a chain may be named like an Object.prototype member', () => {
     const input = withValue('chains.constructor', { domainId: 7, mailbox: ETH_MAILBOX, rpcUrls: [{ http: 'https://x.example.org' }] });
     const name: string = 'constructor';
     assert.equal(parseConfig(input).chains[name].domainId, 7);
   });
 });
 
-describe('DESIGN 5: EIP-55 checksums on addresses', () => {
+describe('docs/design.md#configuration: EIP-55 checksums on addresses', () => {
   // The examples of EIP-55 (https://eips.ethereum.org/EIPS/eip-55).
   const EIP55 = [
     '0x52908400098527886E0F7030069857D2E4169EE7',
@@ -344,12 +345,12 @@ describe('DESIGN 5: EIP-55 checksums on addresses', () => {
     '0xD1220A0cf47c7B9Be7A2E6BA89F429762e7b9aDb',
   ];
 
-  test('DESIGN 5: the EIP-55 examples are accepted and stored lower-case', () => {
+  test('docs/design.md#configuration: the EIP-55 examples are accepted and stored lower-case', () => {
     const config = parseConfig(withValue('addressBlacklist', EIP55));
     assert.deepEqual(config.addressBlacklist, EIP55.map((a) => a.toLowerCase()));
   });
 
-  test('DESIGN 5: a mixed-case EIP-55 example with one letter flipped is refused', () => {
+  test('docs/design.md#configuration: a mixed-case EIP-55 example with one letter flipped is refused', () => {
     for (const address of EIP55.slice(4)) expectConfigError(withValue('addressBlacklist', [flipFirstLetter(address)]), 'addressBlacklist[0]');
   });
 
@@ -357,7 +358,7 @@ describe('DESIGN 5: EIP-55 checksums on addresses', () => {
   // all-upper-case address, which ethers (and we) read as unchecksummed. Compare on mixed case.
   const isMixedCase = (a: string) => /[a-f]/.test(a.slice(2)) && /[A-F]/.test(a.slice(2));
 
-  test('DESIGN 5: checksum acceptance agrees with viem on random mixed-case addresses', () => {
+  test('docs/design.md#configuration: checksum acceptance agrees with viem on random mixed-case addresses', () => {
     fc.assert(
       fc.property(fc.uint8Array({ minLength: 20, maxLength: 20 }), fc.array(fc.boolean(), { minLength: 40, maxLength: 40 }), (bytes, upper) => {
         const lower = '0x' + Buffer.from(bytes).toString('hex');
@@ -378,18 +379,18 @@ describe('DESIGN 5: EIP-55 checksums on addresses', () => {
     );
   });
 
-  test('DESIGN 5: addresses without mixed case carry no checksum and are accepted', () => {
+  test('docs/design.md#configuration: addresses without mixed case carry no checksum and are accepted', () => {
     const config = parseConfig(withValue('addressBlacklist', ['0x000000000000000000000000000000007D000004', '0x' + 'AB'.repeat(20), '0x' + '12'.repeat(20)]));
     assert.deepEqual(config.addressBlacklist, ['0x000000000000000000000000000000007d000004', '0x' + 'ab'.repeat(20), '0x' + '12'.repeat(20)]);
   });
 });
 
-describe('DESIGN 5: the built-in default configuration', () => {
+describe('docs/design.md#configuration: the built-in default configuration', () => {
   const registryChains = dirname(fileURLToPath(import.meta.resolve('@hyperlane-xyz/registry/chains/schema.json')));
   const yamlField = (chain: string, file: string, field: string): string | undefined =>
     new RegExp(`^${field}: "?([^"\\n]+)"?$`, 'm').exec(readFileSync(join(registryChains, chain, file), 'utf8'))?.[1];
 
-  test('DESIGN 5: ethereum is domain 1 with the registry Mailbox and the default CCTP transmitter', () => {
+  test('docs/design.md#configuration: ethereum is domain 1 with the registry Mailbox and the default CCTP transmitter', () => {
     const config = defaultConfig();
     const eth = config.chains.ethereum;
     assert.equal(eth.domainId, 1);
@@ -400,7 +401,7 @@ describe('DESIGN 5: the built-in default configuration', () => {
     assert.ok(eth.rpcUrls.length > 0 && eth.rpcUrls.every((u) => u.startsWith('https://')));
   });
 
-  test('issue 16: by default every chain counts the three Circle CCTP V2 transmitters; the config still overrides', () => {
+  test('docs/configuration.md#the-configuration-file: by default every chain counts the three Circle CCTP V2 transmitters; the config still overrides', () => {
     const expected = CIRCLE_V2_TRANSMITTERS.map((a) => getAddress(a.toLowerCase()));
     assert.deepEqual(DEFAULT_CCTP_V2_TRANSMITTERS.map((a) => getAddress(a)), expected);
     for (const a of DEFAULT_CCTP_V2_TRANSMITTERS) assert.equal(a, a.toLowerCase(), 'stored lower-case');
@@ -412,12 +413,12 @@ describe('DESIGN 5: the built-in default configuration', () => {
     assert.deepEqual(parseConfig(withValue('chains.ethereum.cctpMessageTransmitter', [])).chains.ethereum.cctpMessageTransmitters, []);
   });
 
-  test('DESIGN 3: DEFAULT_CCTP_V2_TRANSMITTER is the DESIGN address, lower-case', () => {
-    assert.equal(DEFAULT_CCTP_V2_TRANSMITTER, CCTP_FROM_DESIGN.toLowerCase());
-    assert.equal(getAddress(DEFAULT_CCTP_V2_TRANSMITTER), CCTP_FROM_DESIGN, 'the DESIGN spelling is its checksum');
+  test('docs/design.md#extraction-and-eligibility: DEFAULT_CCTP_V2_TRANSMITTER is the documented address, lower-case', () => {
+    assert.equal(DEFAULT_CCTP_V2_TRANSMITTER, CCTP_DOCUMENTED.toLowerCase());
+    assert.equal(getAddress(DEFAULT_CCTP_V2_TRANSMITTER), CCTP_DOCUMENTED, 'the documented spelling is its checksum');
   });
 
-  test('DESIGN 5: every built-in chain matches the registry YAML (domain, chain id, Mailbox, EVM mainnet)', () => {
+  test('docs/design.md#configuration: every built-in chain matches the registry YAML (domain, chain id, Mailbox, EVM mainnet)', () => {
     assert.ok(BUILTIN_CHAINS.length >= 50, `only ${BUILTIN_CHAINS.length} chains`);
     for (const chain of BUILTIN_CHAINS) {
       assert.equal(yamlField(chain.name, 'metadata.yaml', 'protocol'), 'ethereum', chain.name);
@@ -431,7 +432,7 @@ describe('DESIGN 5: the built-in default configuration', () => {
     }
   });
 
-  test('DESIGN 5: lib/chains.generated.ts is up to date with the installed registry', () => {
+  test('docs/design.md#configuration: lib/chains.generated.ts is up to date with the installed registry', () => {
     const script = fileURLToPath(new URL('../scripts/gen-chains.ts', import.meta.url));
     const run = spawnSync(process.execPath, [script, '--check'], { encoding: 'utf8' });
     assert.equal(run.status, 0, run.stderr);
@@ -439,7 +440,7 @@ describe('DESIGN 5: the built-in default configuration', () => {
     assert.equal(REGISTRY_VERSION, pkg.version);
   });
 
-  test('DESIGN 5: defaultConfig is what parseConfig makes of its own table written as a file', () => {
+  test('docs/design.md#configuration: defaultConfig is what parseConfig makes of its own table written as a file', () => {
     const config = defaultConfig();
     const asFile = {
       chains: Object.fromEntries(
@@ -452,7 +453,7 @@ describe('DESIGN 5: the built-in default configuration', () => {
     assert.deepEqual({ ...parseConfig(asFile), chains: { ...parseConfig(asFile).chains } }, { ...config, chains: { ...config.chains } });
   });
 
-  test('DESIGN 5: defaults are the DESIGN values, relay to every chain, ./relayer.db', () => {
+  test('docs/design.md#configuration: defaults are the documented values, relay to every chain, ./relayer.db', () => {
     const config = defaultConfig();
     assert.deepEqual(config.relayChains, BUILTIN_CHAINS.map((c) => c.name));
     assert.deepEqual(config.relayApi, { rateLimit: { burst: 100, perMinute: 100 }, dedupWindowSeconds: 300, dedupCapacity: 10_000, receiptTimeoutSeconds: 10, maxMessagesPerTx: 10 });
@@ -477,7 +478,7 @@ describe('DESIGN 5: the built-in default configuration', () => {
     assert.equal(config.worker.leaseSeconds, DEFAULTS.worker.leaseSeconds);
   });
 
-  test('DESIGN 5: each defaultConfig() is a fresh object; DEFAULTS cannot be changed', () => {
+  test('docs/design.md#configuration: each defaultConfig() is a fresh object; DEFAULTS cannot be changed', () => {
     const a: RelayerConfig = defaultConfig();
     a.chains.ethereum.rpcUrls.push('http://mutated.example.org');
     a.server.corsOrigins.push('*');
@@ -490,7 +491,7 @@ describe('DESIGN 5: the built-in default configuration', () => {
   });
 });
 
-describe('config loader (DESIGN 5)', () => {
+describe('config loader (docs/design.md#configuration)', () => {
   function validConfig(): Record<string, unknown> {
     return {
       chains: {

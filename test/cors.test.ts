@@ -1,7 +1,7 @@
 /**
- * CORS (issue 8.4): browser UIs call POST /relay directly. An allowlist of origins from
- * server.corsOrigins (validated and normalised by lib/config.ts), preflight on every route, error
- * answers readable by an allowed page, nothing for other origins, Vary: Origin.
+ * CORS (docs/operations.md#cors): browser UIs call POST /relay directly. An allowlist of origins
+ * from server.corsOrigins (validated and normalised by lib/config.ts), preflight on every route,
+ * error answers readable by an allowed page, nothing for other origins, Vary: Origin.
  */
 import assert from 'node:assert/strict';
 import { after, describe, test, type TestContext } from 'node:test';
@@ -38,8 +38,8 @@ function assertNoCors(res: RawResponse, what: string): void {
 
 const allowed = () => testConfig({ server: { corsOrigins: [APP], adminToken: 'admin-token-0123456789abcdef' } });
 
-describe('CORS allowlist (issue 8.4)', () => {
-  test('issue 8.4: a preflight from an allowed origin is answered on every route, without the admin token', async (t) => {
+describe('CORS allowlist (docs/operations.md#cors)', () => {
+  test('docs/operations.md#cors: a preflight from an allowed origin is answered on every route, without the admin token', async (t) => {
     const { url } = await start(t, allowed());
     for (const path of ROUTES) {
       const res = await preflight(url, path, APP);
@@ -54,7 +54,7 @@ describe('CORS allowlist (issue 8.4)', () => {
     }
   });
 
-  test('issue 8.4: responses to an allowed page carry Allow-Origin and expose Retry-After and X-Request-Id, errors included', async (t) => {
+  test('docs/operations.md#cors: responses to an allowed page carry Allow-Origin and expose Retry-After and X-Request-Id, errors included', async (t) => {
     const { url } = await start(t, allowed());
     const headers = { origin: APP };
     const answers: Array<[string, RawResponse]> = [
@@ -76,7 +76,7 @@ describe('CORS allowlist (issue 8.4)', () => {
     }
   });
 
-  test('issue 8.4: other origins get no CORS header, only Vary: Origin; look-alike origins are other origins', async (t) => {
+  test('docs/operations.md#cors: other origins get no CORS header, only Vary: Origin; look-alike origins are other origins', async (t) => {
     const { url } = await start(t, allowed());
     const others = ['https://evil.example', 'http://app.example.org', 'https://app.example.org:8443', 'https://app.example.org.evil.example',
       'https://sub.app.example.org', 'https://app.example.org/', 'null', ''];
@@ -177,11 +177,11 @@ describe('CORS allowlist (issue 8.4)', () => {
   });
 });
 
-describe('server.corsOrigins in the config file (lib/config.ts, DESIGN 5)', () => {
+describe('server.corsOrigins in the config file (lib/config.ts, docs/design.md#configuration)', () => {
   const chains = { ethereum: { domainId: 1, chainId: 1, mailbox: MAILBOX, rpcUrls: [{ http: 'http://127.0.0.1:1' }] } };
   const parse = (corsOrigins: unknown) => parseConfig({ chains, server: { corsOrigins } }).server.corsOrigins;
 
-  test('DESIGN 5: origins are normalised as browsers send them (lower-case, default port dropped)', async (t) => {
+  test('docs/design.md#configuration: origins are normalised as browsers send them (lower-case, default port dropped)', async (t) => {
     assert.deepEqual(parse(['HTTPS://App.Example.org:443/', 'http://localhost:3000', '*']), [APP, 'http://localhost:3000', '*']);
     // and the server built from it accepts the browser's spelling
     const config = parseConfig({ chains, server: { corsOrigins: ['HTTPS://App.Example.org:443'] } });
@@ -190,7 +190,7 @@ describe('server.corsOrigins in the config file (lib/config.ts, DESIGN 5)', () =
     assert.equal(res.headers['access-control-allow-origin'], APP);
   });
 
-  test('DESIGN 5: anything but "*" or scheme://host[:port] is refused, naming the key', () => {
+  test('docs/design.md#configuration: anything but "*" or scheme://host[:port] is refused, naming the key', () => {
     for (const bad of ['https://x.example/path', 'ftp://x.example', '*.example.org', 'https://u:p@x.example', 'null', 'https://x.example?q', '', 7]) {
       assert.throws(() => parse([bad]), (e: Error) => e instanceof ConfigError && /server\.corsOrigins\[0\]/.test(e.message), JSON.stringify(bad));
     }

@@ -1,9 +1,10 @@
 /**
- * Crash safety (DESIGN.md §4, §7): relayer-server is killed with SIGKILL, over and over, while
- * large merkle insertions and relays are in flight. After every kill the database must open,
- * every merkle request must be all-or-nothing (each request owns a leaf range and a block-number
- * marker, so a partial write shows), every relay answered 200 must have all its messages in the
- * outbox, and no relay may be half-enqueued. The server is then restarted on the same file.
+ * Crash safety (docs/design.md#merkle-tree-insertions, #sqlite): relayer-server is killed with
+ * SIGKILL, over and over, while large merkle insertions and relays are in flight. After every
+ * kill the database must open, every merkle request must be all-or-nothing (each request owns a
+ * leaf range and a block-number marker, so a partial write shows), every relay answered 200 must
+ * have all its messages in the outbox, and no relay may be half-enqueued. The server is then
+ * restarted on the same file.
  *
  * Kill times come from a fixed-seed generator spread over the life of the requests (upload,
  * parse, SQLite transaction, answer), so some kills land inside the transactions.
@@ -100,7 +101,7 @@ function merkleBody(m: MerkleRequest): string {
   return JSON.stringify({ merkle_tree_insertions: records });
 }
 
-test('DESIGN 7: SIGKILL during large merkle writes and relays, 12 times: the database opens, merkle requests are all-or-nothing, every 200 relay is in the outbox', async (t) => {
+test('docs/design.md#sqlite: SIGKILL during large merkle writes and relays, 12 times: the database opens, merkle requests are all-or-nothing, every 200 relay is in the outbox', async (t) => {
   const random = seeded(0xc0ffee);
   const stats = { merkleAcked: 0, merkleCommittedUnacked: 0, merkleLost: 0, relaysAcked: 0, relaysCommittedUnacked: 0, relaysLost: 0 };
   let nextLeaf = 0;

@@ -1,7 +1,7 @@
 /**
- * The DedupStore contract (lib/dedup.ts, spec §4.5, DESIGN.md §3, §8), one suite run against every
- * engine (test/store-contracts.test.ts): the per-process cache and PostgreSQL. Time is a fake
- * clock the engine was given, so windows and expiries are crossed without waiting.
+ * The DedupStore contract (lib/dedup.ts, docs/design.md#deduplication, #replicas), one suite run
+ * against every engine (test/store-contracts.test.ts): the per-process cache and PostgreSQL. Time
+ * is a fake clock the engine was given, so windows and expiries are crossed without waiting.
  */
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, test } from 'node:test';
@@ -51,7 +51,7 @@ export function dedupContract(name: string, settings: DedupContractSettings, mak
       await h.close();
     });
 
-    test('spec 4.5.2: a committed key is duplicate_tx (429) for the whole window, Retry-After until its end', async () => {
+    test('docs/design.md#deduplication: a committed key is duplicate_tx (429) for the whole window, Retry-After until its end', async () => {
       await (await h.dedup.reserve(KEY)).commit();
       await h.clock.advance(1_000);
       const err = await refusal(h.dedup, KEY);
@@ -62,7 +62,7 @@ export function dedupContract(name: string, settings: DedupContractSettings, mak
       assert.equal((await refusal(h.dedup, KEY)).reason, 'duplicate_tx');
     });
 
-    test('spec 4.5.3: after the window the same key may be reserved again', async () => {
+    test('docs/design.md#deduplication: after the window the same key may be reserved again', async () => {
       await (await h.dedup.reserve(KEY)).commit();
       await h.clock.advance(windowMs);
       await h.dedup.reserve(KEY);
@@ -78,7 +78,7 @@ export function dedupContract(name: string, settings: DedupContractSettings, mak
       await h.dedup.reserve(KEY);
     });
 
-    test('DESIGN 8: a pending key is duplicate_tx, and expires pendingMs after the reservation (a dead request cannot hold it)', async () => {
+    test('docs/design.md#replicas: a pending key is duplicate_tx, and expires pendingMs after the reservation (a dead request cannot hold it)', async () => {
       await h.dedup.reserve(KEY); // never settled, like a replica killed mid-request
       await h.clock.advance(pendingMs - 1);
       assert.equal((await refusal(h.dedup, KEY)).reason, 'duplicate_tx');
@@ -86,7 +86,7 @@ export function dedupContract(name: string, settings: DedupContractSettings, mak
       await h.dedup.reserve(KEY);
     });
 
-    test('spec 4.5.4: a released reservation frees the key at once', async () => {
+    test('docs/design.md#deduplication: a released reservation frees the key at once', async () => {
       await (await h.dedup.reserve(KEY)).release();
       await (await h.dedup.reserve(KEY)).commit();
       assert.equal((await refusal(h.dedup, KEY)).reason, 'duplicate_tx');
@@ -133,7 +133,7 @@ export function dedupContract(name: string, settings: DedupContractSettings, mak
       assert.equal(await h.dedup.size(), 0);
     });
 
-    test('DESIGN 8: of many concurrent reservations of one key exactly one succeeds, the others are duplicate_tx', async () => {
+    test('docs/design.md#replicas: of many concurrent reservations of one key exactly one succeeds, the others are duplicate_tx', async () => {
       const results = await Promise.allSettled(Array.from({ length: 12 }, async () => h.dedup.reserve(KEY)));
       assert.equal(results.filter((r) => r.status === 'fulfilled').length, 1);
       for (const r of results) {
@@ -141,7 +141,7 @@ export function dedupContract(name: string, settings: DedupContractSettings, mak
       }
     });
 
-    test('DESIGN 3: full of live entries, a new key is cache_full (503) with Retry-After until the oldest expires', async () => {
+    test('docs/design.md#deduplication: full of live entries, a new key is cache_full (503) with Retry-After until the oldest expires', async () => {
       for (let i = 0; i < capacity; i++) {
         await (await h.dedup.reserve(key(i))).commit();
         if (i === 0) await h.clock.advance(10_000);
@@ -157,7 +157,7 @@ export function dedupContract(name: string, settings: DedupContractSettings, mak
       await h.dedup.reserve(key(capacity));
     });
 
-    test('DESIGN 3: releasing makes room at once when full', async () => {
+    test('docs/design.md#deduplication: releasing makes room at once when full', async () => {
       const held = [];
       for (let i = 0; i < capacity; i++) held.push(await h.dedup.reserve(key(i)));
       assert.equal((await refusal(h.dedup, key(capacity))).reason, 'cache_full');

@@ -10,7 +10,7 @@ import { createFakeClock } from './helpers/fake-clock.ts';
 setFlagsFromString('--expose_gc');
 const gc = runInNewContext('gc') as () => void;
 
-const WINDOW = 300_000; // spec §4.5: 5 minutes
+const WINDOW = 300_000; // docs/design.md#deduplication: 5 minutes
 const KEY = 'ethereum:0x' + 'ab'.repeat(32);
 
 function setup(capacity = 10_000) {
@@ -33,8 +33,8 @@ async function refusal(cache: DedupStore, key: string): Promise<RelayError> {
   assert.fail(`reserve(${key}) was accepted`);
 }
 
-describe('dedup window (spec §4.5)', () => {
-  it('spec 4.5.2: a second submission within the window is duplicate_tx (429)', async () => {
+describe('dedup window (docs/design.md#deduplication)', () => {
+  it('docs/design.md#deduplication: a second submission within the window is duplicate_tx (429)', async () => {
     const { clock, cache } = setup();
     (await reserve(cache, KEY)).commit();
     await clock.advance(WINDOW - 1);
@@ -43,14 +43,14 @@ describe('dedup window (spec §4.5)', () => {
     assert.equal(err.status, 429);
   });
 
-  it('spec 4.5.3: after 5 minutes the same pair may be submitted again', async () => {
+  it('docs/design.md#deduplication: after 5 minutes the same pair may be submitted again', async () => {
     const { clock, cache } = setup();
     (await reserve(cache, KEY)).commit();
     await clock.advance(WINDOW);
     await reserve(cache, KEY);
   });
 
-  it('DESIGN §2: duplicate_tx Retry-After counts whole seconds until the window ends', async () => {
+  it('docs/design.md#errors: duplicate_tx Retry-After counts whole seconds until the window ends', async () => {
     const { clock, cache } = setup();
     (await reserve(cache, KEY)).commit();
     const cases: [number, number][] = [
@@ -102,8 +102,8 @@ describe('dedup window (spec §4.5)', () => {
   });
 });
 
-describe('reservation release and commit (spec 4.5.4, DESIGN §3)', () => {
-  it('spec 4.5.4: a released reservation frees the key at once', async () => {
+describe('reservation release and commit (docs/design.md#deduplication)', () => {
+  it('docs/design.md#deduplication: a released reservation frees the key at once', async () => {
     const { cache } = setup();
     (await reserve(cache, KEY)).release();
     assert.equal(cache.size(), 0);
@@ -142,7 +142,7 @@ describe('reservation release and commit (spec 4.5.4, DESIGN §3)', () => {
   });
 });
 
-describe('capacity (DESIGN §3: full of live entries → 503 cache_full)', () => {
+describe('capacity (docs/design.md#deduplication: full of live entries → 503 cache_full)', () => {
   it('refuses a new key when full of live entries, with Retry-After until the oldest expires', async () => {
     const { clock, cache } = setup(3);
     (await reserve(cache, 'a')).commit();
@@ -201,7 +201,7 @@ describe('expiry without per-entry timers', () => {
     const { clock, cache } = setup();
     for (let i = 0; i < 1_000; i++) (await reserve(cache, `k${i}`)).commit();
     assert.equal(clock.pending(), 1);
-    assert.equal(clock.keepingAlive(), 0, 'issue 16.1: the sweep is a background timer: it never keeps a process alive');
+    assert.equal(clock.keepingAlive(), 0, 'README.md#embedding-the-library: the sweep is a background timer: it never keeps a process alive');
     await clock.advance(WINDOW + 1_000);
     assert.equal(cache.size(), 0);
     assert.equal(clock.pending(), 0);
@@ -250,7 +250,7 @@ describe('expiry without per-entry timers', () => {
     assert.equal((await refusal(cache, 'a')).reason, 'duplicate_tx');
   });
 
-  it('DESIGN §3 capacity: 10 000 live committed entries take under 5 MiB of heap, keys included', async () => {
+  it('docs/design.md#deduplication capacity: 10 000 live committed entries take under 5 MiB of heap, keys included', async () => {
     const { cache } = setup(10_000);
     gc();
     const before = process.memoryUsage().heapUsed;

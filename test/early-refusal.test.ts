@@ -1,10 +1,11 @@
 /**
- * Issue 16.3: a request refused before its body is read (413 over the limit, 401 without the
- * admin token, 415 without JSON) must reach a client that is still sending. Closing a socket with
- * unread bytes in its receive buffer makes the kernel send a reset, and the reset discards the
- * answer on the client before it reads it. The server answers, half-closes, drains what the client
- * still sends (bounded in bytes and time, like nginx's lingering close), then closes. Each client
- * here streams 64 MiB and must read the documented error: fetch, a raw socket, and curl.
+ * docs/api.md#decisions-where-the-specification-is-silent: a request refused before its body is
+ * read (413 over the limit, 401 without the admin token, 415 without JSON) must reach a client
+ * that is still sending. Closing a socket with unread bytes in its receive buffer makes the
+ * kernel send a reset, and the reset discards the answer on the client before it reads it. The
+ * server answers, half-closes, drains what the client still sends (bounded in bytes and time,
+ * like nginx's lingering close), then closes. Each client here streams 64 MiB and must read the
+ * documented error: fetch, a raw socket, and curl.
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -62,7 +63,7 @@ const CASES: Case[] = [
   { name: '413 on POST /relay (64 KiB limit)', port: () => openPort, path: '/relay', headers: { 'content-type': 'application/json' }, status: 413, reason: 'payload_too_large' },
 ];
 
-describe('issue 16.3: fetch streaming 64 MiB reads the early refusal', () => {
+describe('docs/api.md#decisions-where-the-specification-is-silent: fetch streaming 64 MiB reads the early refusal', () => {
   for (const c of CASES) {
     test(`${c.name}: chunked upload`, async () => {
       const res = await fetch(`http://127.0.0.1:${c.port()}${c.path}`, {
@@ -120,7 +121,7 @@ function sendThenRead(port: number, head: string): Promise<{ received: string; e
   });
 }
 
-describe('issue 16.3: a raw socket that sends 64 MiB before reading gets the early refusal, then the server closes', () => {
+describe('docs/api.md#decisions-where-the-specification-is-silent: a raw socket that sends 64 MiB before reading gets the early refusal, then the server closes', () => {
   for (const c of CASES) {
     test(c.name, async () => {
       const headers = Object.entries(c.headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
@@ -181,7 +182,7 @@ describe('issue 16.3: a raw socket that sends 64 MiB before reading gets the ear
 
 const hasCurl = spawnSync('curl', ['--version']).status === 0;
 
-describe('issue 16.3: curl streaming 64 MiB reads the early refusal', () => {
+describe('docs/api.md#decisions-where-the-specification-is-silent: curl streaming 64 MiB reads the early refusal', () => {
   for (const c of CASES) {
     test(c.name, { skip: hasCurl ? false : 'curl is not installed (fetch and raw sockets above cover the same)' }, async () => {
       const args = ['-sS', '-o', '-', '-w', '\n%{http_code}', '-X', 'POST', '--data-binary', '@-'];

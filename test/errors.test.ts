@@ -20,7 +20,7 @@ test('every error the library throws on purpose is a BaseError told apart by cla
   }
 });
 
-test('DESIGN 2: a RelayError carries its reason, the status of REASON_STATUS and a body without the cause', () => {
+test('docs/design.md#errors: a RelayError carries its reason, the status of REASON_STATUS and a body without the cause', () => {
   const error = new RelayError('timeout', 'slow', { retryAfterSeconds: 3, cause: new Error('secret https://key@rpc') });
   assert.equal(error.reason, 'timeout');
   assert.equal(error.status, 408);
@@ -30,7 +30,7 @@ test('DESIGN 2: a RelayError carries its reason, the status of REASON_STATUS and
   assert.equal(toRelayError(error), error);
 });
 
-test('DESIGN 2: 408, 429 and 503 answers carry Retry-After (whole seconds, at least 1); no other status does', () => {
+test('docs/design.md#errors: 408, 429 and 503 answers carry Retry-After (whole seconds, at least 1); no other status does', () => {
   for (const reason of Object.keys(REASON_STATUS) as Reason[]) {
     const status = REASON_STATUS[reason];
     const retried = status === 408 || status === 429 || status === 503;

@@ -2,7 +2,7 @@
  * Hostile HTTP over real sockets: every request below is written byte for byte to a live server,
  * and each has the status (and, where the API answered, the reason) it must get. Whatever is sent,
  * nothing answers 500, nothing pollutes Object.prototype, no reservation is left behind and the
- * server keeps answering (DESIGN.md §2-§4).
+ * server keeps answering (docs/design.md#http-surface, #post-relay, #merkle-tree-insertions).
  *
  * Requests that are not HTTP at all (bad framing, oversized headers, smuggling attempts) never
  * reach the API: Node's parser answers them 400/431 without a body and closes the connection.
@@ -255,7 +255,7 @@ rows.push(
   { name: 'an unknown method token', request: rawRequest('FOO', '/relay'), status: 400 },
   { name: 'GET /RELAY (paths are case-sensitive)', request: rawRequest('GET', '/RELAY'), status: 404, reason: 'not_found' },
   { name: 'GET /relay/ (no trailing-slash alias)', request: rawRequest('GET', '/relay/'), status: 404, reason: 'not_found' },
-  { name: 'GET /igp_rules (spec 4.1: not part of the API)', request: rawRequest('GET', '/igp_rules'), status: 404, reason: 'not_found' },
+  { name: 'GET /igp_rules (docs/api.md#post-merkle_tree_insertions: not part of the API)', request: rawRequest('GET', '/igp_rules'), status: 404, reason: 'not_found' },
   { name: 'GET //relay', request: rawRequest('GET', '//relay'), status: 404, reason: 'not_found' },
   { name: 'GET /%2e%2e/relay normalises to /relay', request: rawRequest('GET', '/%2e%2e/relay'), status: 200 },
   { name: 'absolute-form target is served locally, never fetched', request: rawRequest('GET', 'http://169.254.169.254/relay'), status: 200 },
@@ -342,7 +342,7 @@ describe('hostile requests, one connection each: expected status and reason, nev
 });
 
 describe('streams, drips and pipelines', () => {
-  test('DESIGN 4: an endless chunked body is refused with 413 at the limit and the connection is closed', async () => {
+  test('docs/design.md#merkle-tree-insertions: an endless chunked body is refused with 413 at the limit and the connection is closed', async () => {
     const chunk = Buffer.from(`4000\r\n${' '.repeat(0x4000)}\r\n`);
     const head = rawRequest('POST', '/relay', { ...JSON_HEADERS, 'Transfer-Encoding': 'chunked' });
     // 64 MiB offered; the server must stop long before.

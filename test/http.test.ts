@@ -1,7 +1,8 @@
 /**
- * The HTTP API over real loopback sockets: every row of spec §7 and DESIGN.md §2-§4. Time is a fake
- * clock; receipts come from an in-process JSON-RPC fake; the outbox is the in-memory one and the
- * merkle store is SQLite on disk.
+ * The HTTP API over real loopback sockets: every row of docs/api.md#errors,
+ * docs/design.md#http-surface, #post-relay, #merkle-tree-insertions. Time is a fake clock;
+ * receipts come from an in-process JSON-RPC fake; the outbox is the in-memory one and the merkle
+ * store is SQLite on disk.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -59,7 +60,7 @@ function assertError(res: RawResponse, status: number, reason: string): void {
 }
 
 describe('GET /relay', () => {
-  test('spec 4.3: liveness probe answers 200 text/plain "up"', async (t) => {
+  test('docs/api.md#get-relay-get-ready: liveness probe answers 200 text/plain "up"', async (t) => {
     const h = await start(t);
     const res = await httpRequest(h.url, { path: '/relay' });
     assert.equal(res.status, 200);
@@ -69,7 +70,7 @@ describe('GET /relay', () => {
 });
 
 describe('POST /relay success', () => {
-  test('spec 4.2: an eligible transfer is enqueued and listed with id, origin, destination, nonce', async (t) => {
+  test('docs/api.md#post-relay: an eligible transfer is enqueued and listed with id, origin, destination, nonce', async (t) => {
     const h = await start(t);
     const hash = withTransfers(h, 1, 1, { nonce: 7, destination: 8453 });
     const res = await h.relay({ origin_chain: 'ethereum', tx_hash: hash });
@@ -82,7 +83,7 @@ describe('POST /relay success', () => {
     assert.equal(stored.originChain, 'ethereum');
   });
 
-  test('spec 4.2: several transfers in one transaction keep their order', async (t) => {
+  test('docs/api.md#post-relay: several transfers in one transaction keep their order', async (t) => {
     const h = await start(t);
     const hash = withTransfers(h, 2, 3, { nonce: 10 });
     const res = await h.relay({ origin_chain: 'ethereum', tx_hash: hash });
@@ -90,7 +91,7 @@ describe('POST /relay success', () => {
     assert.deepEqual(res.json().messages.map((m: { nonce: number }) => m.nonce), [10, 11, 12]);
   });
 
-  test('spec 4.4.2-3: counts that differ are not eligible: 200 with an empty list, nothing enqueued', async (t) => {
+  test('docs/design.md#extraction-and-eligibility, docs/api.md#post-relay: counts that differ are not eligible: 200 with an empty list, nothing enqueued', async (t) => {
     const h = await start(t);
     const hash = txHash(3);
     h.table.set(hash, rpcReceipt(hash, [...transferLogs(2), messageSentLog()]));
@@ -100,7 +101,7 @@ describe('POST /relay success', () => {
     assert.equal(await h.outbox.depth(), 0);
   });
 
-  test('spec 4.4.2: Dispatch without MessageSent is not eligible', async (t) => {
+  test('docs/design.md#extraction-and-eligibility: Dispatch without MessageSent is not eligible', async (t) => {
     const h = await start(t);
     const hash = txHash(4);
     h.table.set(hash, rpcReceipt(hash, [dispatchLog(MAILBOX)]));
@@ -108,7 +109,7 @@ describe('POST /relay success', () => {
     assert.deepEqual([res.status, res.json()], [200, { messages: [] }]);
   });
 
-  test('DESIGN 3: a reverted receipt has no messages', async (t) => {
+  test('docs/design.md#extraction-and-eligibility: a reverted receipt has no messages', async (t) => {
     const h = await start(t);
     const hash = txHash(5);
     h.table.set(hash, rpcReceipt(hash, transferLogs(1), '0x0'));
@@ -116,7 +117,7 @@ describe('POST /relay success', () => {
     assert.deepEqual([res.status, res.json()], [200, { messages: [] }]);
   });
 
-  test('DESIGN 2: Content-Type with parameters (charset=utf-8) is accepted', async (t) => {
+  test('docs/design.md#check-order: Content-Type with parameters (charset=utf-8) is accepted', async (t) => {
     const h = await start(t);
     const hash = withTransfers(h, 6);
     const res = await h.relay({ origin_chain: 'ethereum', tx_hash: hash }, { 'content-type': 'application/json; charset=utf-8' });
@@ -124,8 +125,8 @@ describe('POST /relay success', () => {
   });
 });
 
-describe('POST /relay errors (spec 7)', () => {
-  test('spec 7 invalid_request: empty, oversize, unknown chain, bad hash, malformed JSON, wrong types', async (t) => {
+describe('POST /relay errors (docs/api.md#errors)', () => {
+  test('docs/design.md#check-order invalid_request: empty, oversize, unknown chain, bad hash, malformed JSON, wrong types', async (t) => {
     const h = await start(t);
     const good = txHash(1);
     const cases: Array<[string, unknown]> = [
@@ -158,14 +159,14 @@ describe('POST /relay errors (spec 7)', () => {
     }
   });
 
-  test('spec 7 message_not_whitelisted: a message outside a non-empty whitelist rejects the request', async (t) => {
+  test('docs/design.md#policy message_not_whitelisted: a message outside a non-empty whitelist rejects the request', async (t) => {
     const h = await start(t, { whitelist: [{ destinationDomain: 10 }] });
     const res = await h.relay({ origin_chain: 'ethereum', tx_hash: withTransfers(h, 1) });
     assertError(res, 400, 'message_not_whitelisted');
     assert.equal(await h.outbox.depth(), 0);
   });
 
-  test('spec 7 message_blacklisted: blacklist rule and address blacklist', async (t) => {
+  test('docs/design.md#policy message_blacklisted: blacklist rule and address blacklist', async (t) => {
     const h = await start(t, {
       blacklist: [{ senderAddress: '0x9999999999999999999999999999999999999999' }],
       addressBlacklist: ['0x8888888888888888888888888888888888888888'],
@@ -177,7 +178,7 @@ describe('POST /relay errors (spec 7)', () => {
     assert.equal(await h.outbox.depth(), 0);
   });
 
-  test('spec 7 unsupported_destination: destination not among relayChains; nothing of the batch is enqueued', async (t) => {
+  test('docs/design.md#policy unsupported_destination: destination not among relayChains; nothing of the batch is enqueued', async (t) => {
     const h = await start(t, { relayChains: ['base'] });
     const hash = txHash(9);
     // first message to base (fine), second to domain 10 (not configured): the whole request fails
@@ -186,7 +187,7 @@ describe('POST /relay errors (spec 7)', () => {
     assert.equal(await h.outbox.depth(), 0);
   });
 
-  test('spec 7/8 too_many_messages: 11 messages are refused, 10 accepted', async (t) => {
+  test('docs/design.md#extraction-and-eligibility too_many_messages: 11 messages are refused, 10 accepted', async (t) => {
     const h = await start(t);
     assertError(await h.relay({ origin_chain: 'ethereum', tx_hash: withTransfers(h, 1, 11) }), 400, 'too_many_messages');
     const ten = await h.relay({ origin_chain: 'ethereum', tx_hash: withTransfers(h, 2, 10, { nonce: 100 }) });
@@ -194,7 +195,7 @@ describe('POST /relay errors (spec 7)', () => {
     assert.equal(ten.json().messages.length, 10);
   });
 
-  test('spec 7/8 timeout: no receipt within 10 s is 408 with Retry-After, and the pair can be retried at once', async (t) => {
+  test('docs/design.md#receipt timeout: no receipt within 10 s is 408 with Retry-After, and the pair can be retried at once', async (t) => {
     const h = await start(t);
     const hash = txHash(77);
     const pending = h.relay({ origin_chain: 'ethereum', tx_hash: hash });
@@ -211,7 +212,7 @@ describe('POST /relay errors (spec 7)', () => {
     assert.equal(retry.status, 200, retry.text);
   });
 
-  test('spec 7/8 rate_limited: the global bucket refuses past its burst, with Retry-After, and refills', async (t) => {
+  test('docs/design.md#rate-limit rate_limited: the global bucket refuses past its burst, with Retry-After, and refills', async (t) => {
     const h = await start(t, { relayApi: { rateLimit: { burst: 2, perMinute: 60 } } });
     assert.equal((await h.relay({ origin_chain: 'ethereum', tx_hash: withTransfers(h, 1) })).status, 200);
     assert.equal((await h.relay({ origin_chain: 'ethereum', tx_hash: withTransfers(h, 2) })).status, 200);
@@ -223,7 +224,7 @@ describe('POST /relay errors (spec 7)', () => {
     assert.equal((await h.relay({ origin_chain: 'ethereum', tx_hash: txHash(3) })).status, 200);
   });
 
-  test('spec 4.5 duplicate_tx: same pair within 5 minutes is 429 until the window ends; tx_hash case does not matter', async (t) => {
+  test('docs/design.md#deduplication duplicate_tx: same pair within 5 minutes is 429 until the window ends; tx_hash case does not matter', async (t) => {
     const h = await start(t);
     const hash = withTransfers(h, 1);
     assert.equal((await h.relay({ origin_chain: 'ethereum', tx_hash: hash })).status, 200);
@@ -234,12 +235,12 @@ describe('POST /relay errors (spec 7)', () => {
     assertError(await h.relay({ origin_chain: 'ethereum', tx_hash: hash }), 429, 'duplicate_tx');
     await h.clock.advance(1_001);
     const again = await h.relay({ origin_chain: 'ethereum', tx_hash: hash });
-    assert.equal(again.status, 200, 'spec 4.5.3: after 5 minutes the pair may be submitted again');
-    assert.equal(again.json().messages.length, 1, 'DESIGN 3: a resubmission lists the same messages again');
-    assert.equal(await h.outbox.depth(), 1, 'DESIGN 3: and stores nothing twice');
+    assert.equal(again.status, 200, 'docs/design.md#deduplication: after 5 minutes the pair may be submitted again');
+    assert.equal(again.json().messages.length, 1, 'docs/design.md#enqueue: a resubmission lists the same messages again');
+    assert.equal(await h.outbox.depth(), 1, 'docs/design.md#enqueue: and stores nothing twice');
   });
 
-  test('spec 4.5.1: the dedup key is per (origin_chain, tx_hash): same hash on another chain is not a duplicate', async (t) => {
+  test('docs/design.md#deduplication: the dedup key is per (origin_chain, tx_hash): same hash on another chain is not a duplicate', async (t) => {
     const h = await start(t);
     const hash = withTransfers(h, 1);
     assert.equal((await h.relay({ origin_chain: 'ethereum', tx_hash: hash })).status, 200);
@@ -247,7 +248,7 @@ describe('POST /relay errors (spec 7)', () => {
     assert.notEqual(other.json().reason, 'duplicate_tx');
   });
 
-  test('spec 4.5.4: failed requests release their reservation (400 policy, 400 too_many, 500)', async (t) => {
+  test('docs/design.md#deduplication: failed requests release their reservation (400 policy, 400 too_many, 500)', async (t) => {
     const h = await start(t, { relayChains: ['base'] });
     const hash = withTransfers(h, 1, 1, { destination: 10 });
     assertError(await h.relay({ origin_chain: 'ethereum', tx_hash: hash }), 400, 'unsupported_destination');
@@ -257,7 +258,7 @@ describe('POST /relay errors (spec 7)', () => {
     assertError(await h.relay({ origin_chain: 'ethereum', tx_hash: many }), 400, 'too_many_messages');
   });
 
-  test('spec 7 cache_full: a dedup cache full of live entries answers 503 with Retry-After', async (t) => {
+  test('docs/design.md#deduplication cache_full: a dedup cache full of live entries answers 503 with Retry-After', async (t) => {
     const h = await start(t, { relayApi: { dedupCapacity: 2 } });
     assert.equal((await h.relay({ origin_chain: 'ethereum', tx_hash: withTransfers(h, 1) })).status, 200);
     assert.equal((await h.relay({ origin_chain: 'ethereum', tx_hash: withTransfers(h, 2) })).status, 200);
@@ -266,7 +267,7 @@ describe('POST /relay errors (spec 7)', () => {
     assert.equal((await h.relay({ origin_chain: 'ethereum', tx_hash: txHash(3) })).status, 200, 'expired entries make room');
   });
 
-  test('DESIGN 3: a malformed Dispatch log from the Mailbox (a lying RPC) is 500, not a crash', async (t) => {
+  test('docs/design.md#extraction-and-eligibility: a malformed Dispatch log from the Mailbox (a lying RPC) is 500, not a crash', async (t) => {
     const h = await start(t);
     const hash = txHash(1);
     const bad = dispatchLog(MAILBOX);
@@ -276,15 +277,15 @@ describe('POST /relay errors (spec 7)', () => {
   });
 });
 
-describe('HTTP surface (DESIGN 2)', () => {
-  test('DESIGN 2: unknown path is 404 not_found (JSON)', async (t) => {
+describe('HTTP surface (docs/design.md#http-surface)', () => {
+  test('docs/design.md#http-surface: unknown path is 404 not_found (JSON)', async (t) => {
     const h = await start(t);
     for (const path of ['/', '/relay/', '/igp_rules', '/RELAY', '/relay/../metrics2']) {
       assertError(await httpRequest(h.url, { path }), 404, 'not_found');
     }
   });
 
-  test('DESIGN 2: wrong method is 405 method_not_allowed with Allow', async (t) => {
+  test('docs/design.md#http-surface: wrong method is 405 method_not_allowed with Allow', async (t) => {
     const h = await start(t);
     for (const [method, path] of [['PUT', '/relay'], ['DELETE', '/relay'], ['PATCH', '/merkle_tree_insertions'], ['POST', '/metrics']]) {
       const res = await httpRequest(h.url, { method, path });
@@ -293,7 +294,7 @@ describe('HTTP surface (DESIGN 2)', () => {
     }
   });
 
-  test('DESIGN 2: a POST without Content-Type application/json is 415 unsupported_media_type', async (t) => {
+  test('docs/design.md#check-order: a POST without Content-Type application/json is 415 unsupported_media_type', async (t) => {
     const h = await start(t);
     const body = JSON.stringify({ origin_chain: 'ethereum', tx_hash: txHash(1) });
     for (const type of [undefined, 'text/plain', 'application/x-www-form-urlencoded', 'application/jsonx', 'application/json-patch+json']) {
@@ -303,7 +304,7 @@ describe('HTTP surface (DESIGN 2)', () => {
     }
   });
 
-  test('DESIGN 4: bodies over the limit are 413 payload_too_large (declared and streamed)', async (t) => {
+  test('docs/design.md#merkle-tree-insertions: bodies over the limit are 413 payload_too_large (declared and streamed)', async (t) => {
     const h = await start(t, { server: { maxRelayBodyBytes: 1024, maxMerkleBodyBytes: 2048 } });
     const big = JSON.stringify({ origin_chain: 'ethereum', tx_hash: txHash(1), pad: 'x'.repeat(2000) });
     assertError(await postJson(h.url, '/relay', big), 413, 'payload_too_large');
@@ -316,7 +317,7 @@ describe('HTTP surface (DESIGN 2)', () => {
     assert.equal(ok.status, 200);
   });
 
-  test('DESIGN 2: invalid UTF-8 in a body is invalid_request', async (t) => {
+  test('docs/design.md#check-order: invalid UTF-8 in a body is invalid_request', async (t) => {
     const h = await start(t);
     const body = Buffer.concat([Buffer.from('{"origin_chain":"eth'), Buffer.from([0xff, 0xfe]), Buffer.from('","tx_hash":"0x00"}')]);
     assertError(await httpRequest(h.url, { method: 'POST', path: '/relay', body, headers: { 'content-type': 'application/json' } }), 400, 'invalid_request');
@@ -324,11 +325,11 @@ describe('HTTP surface (DESIGN 2)', () => {
 
 });
 
-describe('POST /merkle_tree_insertions (DESIGN 4)', () => {
+describe('POST /merkle_tree_insertions (docs/design.md#merkle-tree-insertions)', () => {
   const id = (n: number) => '0x' + n.toString(16).padStart(64, 'a');
   const record = (leaf: number, chain = 1, block = 100) => ({ chain, insertion_block_number: block, leaf_index: leaf, message_id: id(leaf) });
 
-  test('spec 4.1: records are stored; count is the number written; listing returns them in leaf order', async (t) => {
+  test('docs/api.md#post-merkle_tree_insertions: records are stored; count is the number written; listing returns them in leaf order', async (t) => {
     const h = await start(t);
     const res = await postJson(h.url, '/merkle_tree_insertions', { merkle_tree_insertions: [record(2), record(0), record(1)] });
     assert.equal(res.status, 200, res.text);
@@ -338,7 +339,7 @@ describe('POST /merkle_tree_insertions (DESIGN 4)', () => {
     assert.deepEqual(list.json(), { merkle_tree_insertions: [record(0), record(1)] });
   });
 
-  test('DESIGN 4: records of chains not configured are not written and echoed in skipped as sent', async (t) => {
+  test('docs/design.md#merkle-tree-insertions: records of chains not configured are not written and echoed in skipped as sent', async (t) => {
     const h = await start(t);
     const foreign = { ...record(5, 424242), extra: 'kept as sent' };
     const res = await postJson(h.url, '/merkle_tree_insertions', { merkle_tree_insertions: [record(1), foreign] });
@@ -347,7 +348,7 @@ describe('POST /merkle_tree_insertions (DESIGN 4)', () => {
     assert.deepEqual(list.json(), { merkle_tree_insertions: [] });
   });
 
-  test('DESIGN 4: a repeated (chain, leaf_index) replaces the stored row', async (t) => {
+  test('docs/design.md#merkle-tree-insertions: a repeated (chain, leaf_index) replaces the stored row', async (t) => {
     const h = await start(t);
     await postJson(h.url, '/merkle_tree_insertions', { merkle_tree_insertions: [record(3, 1, 100)] });
     await postJson(h.url, '/merkle_tree_insertions', { merkle_tree_insertions: [{ ...record(3, 1, 200), message_id: id(99) }] });
@@ -355,7 +356,7 @@ describe('POST /merkle_tree_insertions (DESIGN 4)', () => {
     assert.deepEqual(list.json().merkle_tree_insertions, [{ ...record(3, 1, 200), message_id: id(99) }]);
   });
 
-  test('DESIGN 4: any invalid record is 400 naming its index and field, and nothing is written', async (t) => {
+  test('docs/design.md#merkle-tree-insertions: any invalid record is 400 naming its index and field, and nothing is written', async (t) => {
     const h = await start(t);
     const cases: Array<[string, unknown, RegExp]> = [
       ['chain negative', { ...record(1), chain: -1 }, /\[1\]\.chain/],
@@ -380,7 +381,7 @@ describe('POST /merkle_tree_insertions (DESIGN 4)', () => {
     assert.equal(await h.store.merkleRowCount(), 0, 'nothing written by any failed request');
   });
 
-  test('DESIGN 4: listing needs domain_id, leaf_index_start <= leaf_index_end, at most 10 000 leaves', async (t) => {
+  test('docs/design.md#merkle-tree-insertions: listing needs domain_id, leaf_index_start <= leaf_index_end, at most 10 000 leaves', async (t) => {
     const h = await start(t);
     for (const query of ['', '?domain_id=1&leaf_index_start=0', '?domain_id=1&leaf_index_start=5&leaf_index_end=4',
       '?domain_id=1&leaf_index_start=0&leaf_index_end=10000', '?domain_id=x&leaf_index_start=0&leaf_index_end=1',
@@ -391,7 +392,7 @@ describe('POST /merkle_tree_insertions (DESIGN 4)', () => {
     assert.equal(max.status, 200);
   });
 
-  test('DESIGN 4: with an admin token both merkle endpoints require Authorization: Bearer', async (t) => {
+  test('docs/design.md#merkle-tree-insertions: with an admin token both merkle endpoints require Authorization: Bearer', async (t) => {
     const token = 'correct-horse-battery-staple';
     const h = await start(t, { server: { adminToken: token } });
     const body = { merkle_tree_insertions: [record(1)] };

@@ -1,7 +1,8 @@
 /**
- * keccak256 (DESIGN: the package root exports `keccak256(data: Uint8Array): Uint8Array`, Ethereum's
- * Keccak-256). Expected digests come from the Keccak team's known answers (test/vectors/keccak/) or
- * from an independent implementation (@noble/hashes), never from the code under test.
+ * keccak256 (docs/design.md#package: the package root exports `keccak256(data: Uint8Array):
+ * Uint8Array`, Ethereum's Keccak-256). Expected digests come from the Keccak team's known answers
+ * (test/vectors/keccak/) or from an independent implementation (@noble/hashes), never from the
+ * code under test.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -52,7 +53,7 @@ function readKat(path: string): Kat[] {
   return kats;
 }
 
-test('DESIGN keccak256: digests of the Keccak team KAT ShortMsgKAT_256 (r=1088, c=512), byte-aligned entries', () => {
+test('docs/design.md#package, keccak256: digests of the Keccak team KAT ShortMsgKAT_256 (r=1088, c=512), byte-aligned entries', () => {
   const kats = readKat('./vectors/keccak/ShortMsgKAT_256.txt');
   // The parser must have found every stored entry, including the ones around the 136-byte rate.
   assert.equal(kats.length, 33);
@@ -66,7 +67,7 @@ test('DESIGN keccak256: digests of the Keccak team KAT ShortMsgKAT_256 (r=1088, 
   }
 });
 
-test('DESIGN keccak256: original Keccak padding, not SHA3-256 (empty input and "abc")', () => {
+test('docs/design.md#package, keccak256: original Keccak padding, not SHA3-256 (empty input and "abc")', () => {
   // Published Ethereum Keccak-256 digests; SHA3-256 of the same inputs differs (a7ffc6f8..., 3a985da7...).
   assert.equal(hex(keccak256(new Uint8Array(0))), 'c5d2460186f7233c927e7db2dcc703c0e500b653ca82273b7bfad8045d85a470');
   assert.equal(
@@ -75,7 +76,7 @@ test('DESIGN keccak256: original Keccak padding, not SHA3-256 (empty input and "
   );
 });
 
-test('DESIGN keccak256: every length 0..300 (across the 136-byte rate twice) matches @noble/hashes', () => {
+test('docs/design.md#package, keccak256: every length 0..300 (across the 136-byte rate twice) matches @noble/hashes', () => {
   const random = prng(0x6b656363);
   for (let length = 0; length <= 300; length++) {
     const data = randomBytes(random, length);
@@ -83,7 +84,7 @@ test('DESIGN keccak256: every length 0..300 (across the 136-byte rate twice) mat
   }
 });
 
-test('DESIGN keccak256: 10 000 random inputs up to 2 KiB, at random byte offsets, match @noble/hashes', () => {
+test('docs/design.md#package, keccak256: 10 000 random inputs up to 2 KiB, at random byte offsets, match @noble/hashes', () => {
   const seed = 20240601;
   const random = prng(seed);
   for (let n = 0; n < 10_000; n++) {
@@ -94,7 +95,7 @@ test('DESIGN keccak256: 10 000 random inputs up to 2 KiB, at random byte offsets
   }
 });
 
-test('DESIGN keccak256: a subarray at any byte offset hashes like a copy of its bytes and is not modified', () => {
+test('docs/design.md#package, keccak256: a subarray at any byte offset hashes like a copy of its bytes and is not modified', () => {
   const random = prng(7);
   const parent = randomBytes(random, 2 * RATE + 64);
   const before = parent.slice();
@@ -108,7 +109,7 @@ test('DESIGN keccak256: a subarray at any byte offset hashes like a copy of its 
   assert.deepEqual(parent, before);
 });
 
-test('DESIGN keccak256: each call returns a fresh 32-byte array that later calls do not overwrite', () => {
+test('docs/design.md#package, keccak256: each call returns a fresh 32-byte array that later calls do not overwrite', () => {
   const first = keccak256(new Uint8Array(0));
   const second = keccak256(new Uint8Array(RATE).fill(0xff));
   assert.equal(first.length, 32);
@@ -117,13 +118,13 @@ test('DESIGN keccak256: each call returns a fresh 32-byte array that later calls
   assert.equal(hex(second), hex(keccak_256(new Uint8Array(RATE).fill(0xff))));
 });
 
-test('DESIGN keccak256: input that is not a Uint8Array is rejected, not hashed as garbage', () => {
+test('docs/design.md#package, keccak256: input that is not a Uint8Array is rejected, not hashed as garbage', () => {
   assert.throws(() => keccak256('abc' as unknown as Uint8Array), TypeError);
   assert.throws(() => keccak256([1, 2, 3] as unknown as Uint8Array), TypeError);
   assert.throws(() => keccak256(new Uint32Array(4) as unknown as Uint8Array), TypeError);
 });
 
-test('DESIGN keccak256: lib/keccak-f.generated.ts is exactly what scripts/gen-keccak.ts derives from the reference definitions', () => {
+test('docs/design.md#package, keccak256: lib/keccak-f.generated.ts is exactly what scripts/gen-keccak.ts derives from the reference definitions', () => {
   const script = fileURLToPath(new URL('../scripts/gen-keccak.ts', import.meta.url));
   const run = spawnSync(process.execPath, [script, '--check'], { encoding: 'utf8' });
   assert.equal(run.status, 0, run.stderr);

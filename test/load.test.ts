@@ -1,7 +1,7 @@
 /**
- * A short, bounded load run inside npm test (issue 7.4): 5 s of mixed requests over 100 keep-alive
- * connections against relayer-server with a SQLite file and a fake JSON-RPC endpoint. The 60 s
- * version is scripts/soak.ts; its figures are in RELIABILITY.md.
+ * A short, bounded load run inside npm test (RELIABILITY.md#4-load): 5 s of mixed requests over
+ * 100 keep-alive connections against relayer-server with a SQLite file and a fake JSON-RPC
+ * endpoint. The 60 s version is scripts/soak.ts; its figures are in RELIABILITY.md.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -18,7 +18,7 @@ const MAX_LIVE_HEAP_BYTES = 64 * 1024 * 1024;
 /** RSS ceiling, generous: V8 keeps a large young generation on a machine with plenty of memory. */
 const MAX_RSS_BYTES = 512 * 1024 * 1024;
 
-test('issue 7.4: 5 s of mixed requests at 100 connections: only documented outcomes (429s are rate_limited or duplicate_tx), no stuck reservation, outbox complete, memory bounded', async (t) => {
+test('RELIABILITY.md#4-load: 5 s of mixed requests at 100 connections: only documented outcomes (429s are rate_limited or duplicate_tx), no stuck reservation, outbox complete, memory bounded', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'relayer-load-'));
   // The server forces a full collection every second and reports the heap left (memory-probe.ts).
   process.env.RELAYER_PROBE_MS = '1000';

@@ -1,8 +1,8 @@
 /**
- * Structured logs (issue 8.2): one JSON line per request with its id, route, status, reason,
- * duration, origin chain and tx hash; X-Request-Id accepted when safe, generated otherwise, echoed;
- * a log level; secrets (admin token, Authorization header, RPC URL path, query and credentials)
- * never in a log line, in-process or from the real relayer-server.
+ * Structured logs (docs/operations.md#logs): one JSON line per request with its id, route,
+ * status, reason, duration, origin chain and tx hash; X-Request-Id accepted when safe, generated
+ * otherwise, echoed; a log level; secrets (admin token, Authorization header, RPC URL path, query
+ * and credentials) never in a log line, in-process or from the real relayer-server.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -72,8 +72,8 @@ function rawExchange(port: number, text: string): Promise<string> {
   });
 }
 
-describe('one JSON line per request (issue 8.2)', () => {
-  test('issue 8.2: each request logs exactly one line with time, request id, route, status, reason, duration, origin chain, tx hash', async (t) => {
+describe('one JSON line per request (docs/operations.md#logs)', () => {
+  test('docs/operations.md#logs: each request logs exactly one line with time, request id, route, status, reason, duration, origin chain, tx hash', async (t) => {
     const h = await start(t);
     const hash = txHash(1);
     h.table.set(hash, rpcReceipt(hash, transferLogs(2)));
@@ -115,7 +115,7 @@ describe('one JSON line per request (issue 8.2)', () => {
     assert.deepEqual([l3.level, l3.method, l3.status, l3.reason], ['info', 'DELETE', 405, 'method_not_allowed']);
   });
 
-  test('issue 8.2: duration_ms is the time from arrival to answer (fake clock: a receipt mined after 3 s)', async (t) => {
+  test('docs/operations.md#logs: duration_ms is the time from arrival to answer (fake clock: a receipt mined after 3 s)', async (t) => {
     const h = await start(t);
     const hash = txHash(2);
     const called = h.nextCall();
@@ -150,7 +150,7 @@ describe('one JSON line per request (issue 8.2)', () => {
   });
 });
 
-describe('log level (issue 8.2)', () => {
+describe('log level (docs/operations.md#logs)', () => {
   test('each level emits itself and the levels above it; silent emits nothing', () => {
     const order = ['debug', 'info', 'warn', 'error'] as const;
     assert.deepEqual(LOG_LEVELS, [...order, 'silent']);
@@ -186,7 +186,7 @@ describe('log level (issue 8.2)', () => {
   });
 });
 
-describe('X-Request-Id (issue 8.2)', () => {
+describe('X-Request-Id (docs/operations.md#logs)', () => {
   test('a safe X-Request-Id is echoed and logged; a missing one is generated (UUID v4), distinct per request', async (t) => {
     const h = await start(t, { level: 'debug' }); // GET /relay is logged at debug
     const safe = ['abc-123', 'A.b_c:d-e', 'x'.repeat(128), '0'];
@@ -231,7 +231,7 @@ describe('X-Request-Id (issue 8.2)', () => {
   });
 });
 
-describe('secrets are never logged (issue 8.2)', () => {
+describe('secrets are never logged (docs/operations.md#logs)', () => {
   test('admin token, Authorization header and RPC URL path, query and credentials stay out of the log', async (t) => {
     const h = await start(t, {
       level: 'debug',

@@ -22,15 +22,15 @@ function msg(n: number, overrides: Partial<OutboxMessage> = {}): OutboxMessage {
   };
 }
 
-describe('memory outbox (DESIGN §3 enqueue, §7 outbox)', () => {
-  it('DESIGN §3: enqueue stores a batch and returns how many were new', () => {
+describe('memory outbox (docs/design.md#enqueue, #storage)', () => {
+  it('docs/design.md#enqueue: enqueue stores a batch and returns how many were new', () => {
     const outbox = createMemoryOutbox(createFakeClock());
     assert.equal(outbox.enqueue([msg(1), msg(2)]), 2);
     assert.equal(outbox.depth(), 2);
     assert.deepEqual(outbox.get(msg(1).id), queuedRecord(msg(1)));
   });
 
-  it('DESIGN §3: idempotent by message id: a resubmission stores nothing twice', () => {
+  it('docs/design.md#enqueue: idempotent by message id: a resubmission stores nothing twice', () => {
     const outbox = createMemoryOutbox(createFakeClock());
     outbox.enqueue([msg(1), msg(2)]);
     assert.equal(outbox.enqueue([msg(2, { enqueuedAt: T0 + 999 }), msg(3)]), 1);
@@ -62,7 +62,7 @@ describe('memory outbox (DESIGN §3 enqueue, §7 outbox)', () => {
     ['a NaN enqueuedAt', { enqueuedAt: Number.NaN }],
   ];
   for (const [name, overrides] of invalid) {
-    it(`DESIGN §3 atomic: a batch with ${name} stores nothing at all`, () => {
+    it(`docs/design.md#enqueue atomic: a batch with ${name} stores nothing at all`, () => {
       const outbox = createMemoryOutbox(createFakeClock());
       assert.throws(() => outbox.enqueue([msg(1), msg(2, overrides)]), (e) => e instanceof TypeError && /^batch\[1\]/.test(e.message));
       assert.equal(outbox.depth(), 0);

@@ -1,7 +1,7 @@
 /**
- * The MerkleStore contract (lib/types.ts, DESIGN.md §2, §4), one suite run against every engine
- * through the asynchronous interface (test/store-contracts.test.ts): memory, SQLite (answered by
- * its worker thread) and PostgreSQL.
+ * The MerkleStore contract (lib/types.ts, docs/design.md#http-surface, #merkle-tree-insertions),
+ * one suite run against every engine through the asynchronous interface
+ * (test/store-contracts.test.ts): memory, SQLite (answered by its worker thread) and PostgreSQL.
  */
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, test } from 'node:test';
@@ -34,13 +34,13 @@ export function merkleContract(name: string, make: () => Promise<MerkleHarness>)
       await h.close();
     });
 
-    test('DESIGN 4: insertMerkle writes every record and returns the rows written', async () => {
+    test('docs/design.md#merkle-tree-insertions: insertMerkle writes every record and returns the rows written', async () => {
       assert.equal(await insert([record(1, 0), record(1, 1), record(8453, 0)]), 3);
       assert.equal(await h.count(), 3);
       assert.equal(await insert([]), 0);
     });
 
-    test('DESIGN 4: a repeated (chain, leaf_index) replaces the stored row', async () => {
+    test('docs/design.md#merkle-tree-insertions: a repeated (chain, leaf_index) replaces the stored row', async () => {
       await insert([record(1, 7, 100, id(1)), record(8453, 7, 100, id(2))]);
       assert.equal(await insert([record(1, 7, 205, id(3))]), 1);
       assert.equal(await h.count(), 2);
@@ -48,7 +48,7 @@ export function merkleContract(name: string, make: () => Promise<MerkleHarness>)
       assert.deepEqual(await list(8453, 7, 7), [record(8453, 7, 100, id(2))], 'same leaf on another chain untouched');
     });
 
-    test('DESIGN 4: within one batch the last record for a key wins, and each record counts as written', async () => {
+    test('docs/design.md#merkle-tree-insertions: within one batch the last record for a key wins, and each record counts as written', async () => {
       assert.equal(await insert([record(1, 3, 10, id(10)), record(1, 4), record(1, 3, 11, id(11))]), 3);
       assert.deepEqual(await list(1, 3, 3), [record(1, 3, 11, id(11))]);
       assert.equal(await h.count(), 2);
@@ -65,7 +65,7 @@ export function merkleContract(name: string, make: () => Promise<MerkleHarness>)
       ['a message_id that is not a string', { message_id: 42 as unknown as string }],
       ['a missing field', { insertion_block_number: undefined as unknown as number }],
     ] as const) {
-      test(`DESIGN 4: one transaction per request: ${what} midway writes nothing`, async () => {
+      test(`docs/design.md#merkle-tree-insertions: one transaction per request: ${what} midway writes nothing`, async () => {
         await insert([record(1, 0, 1, id(100))]);
         const batch = [record(1, 0, 2, id(200)), record(1, 1), { ...record(1, 2), ...bad }, record(1, 3)];
         await assert.rejects(async () => insert(batch));
@@ -75,7 +75,7 @@ export function merkleContract(name: string, make: () => Promise<MerkleHarness>)
       });
     }
 
-    test('DESIGN 2: listing is inclusive of both ends, ordered by leaf_index, one domain only', async () => {
+    test('docs/design.md#merkle-tree-insertions: listing is inclusive of both ends, ordered by leaf_index, one domain only', async () => {
       await insert([5, 1, 9, 3, 2, 8, 4].map((leaf) => record(1, leaf)));
       await insert([2, 3, 4].map((leaf) => record(10, leaf)));
       assert.deepEqual(
@@ -87,7 +87,7 @@ export function merkleContract(name: string, make: () => Promise<MerkleHarness>)
       assert.deepEqual(await list(99, 0, 100), [], 'an unknown domain lists nothing');
     });
 
-    test('DESIGN 2: listed records are plain objects with exactly the API fields, message_id lower-case', async () => {
+    test('docs/design.md#merkle-tree-insertions: listed records are plain objects with exactly the API fields, message_id lower-case', async () => {
       await insert([record(1, 0, 12, '0x' + 'AB'.repeat(32))]);
       const [row] = await list(1, 0, 0);
       assert.deepEqual(Object.keys(row), ['chain', 'insertion_block_number', 'leaf_index', 'message_id']);
@@ -95,14 +95,14 @@ export function merkleContract(name: string, make: () => Promise<MerkleHarness>)
       assert.equal(row.message_id, '0x' + 'ab'.repeat(32));
     });
 
-    test('DESIGN 4: bounds: uint32 leaf and chain, block up to 2^53-1 are stored exactly', async () => {
+    test('docs/design.md#merkle-tree-insertions: bounds: uint32 leaf and chain, block up to 2^53-1 are stored exactly', async () => {
       const edge = record(0xffffffff, 0xffffffff, Number.MAX_SAFE_INTEGER);
       await insert([edge, record(0, 0, 0)]);
       assert.deepEqual(await list(0xffffffff, 0xffffffff, 0xffffffff), [edge]);
       assert.deepEqual(await list(0, 0, 0), [record(0, 0, 0)]);
     });
 
-    test('DESIGN 4: a batch of 10 000 records is written whole, in one fast transaction', async (t) => {
+    test('docs/design.md#merkle-tree-insertions: a batch of 10 000 records is written whole, in one fast transaction', async (t) => {
       const batch = Array.from({ length: 10_000 }, (_, i) => record(5, i));
       const started = performance.now();
       assert.equal(await insert(batch), 10_000);
@@ -114,7 +114,7 @@ export function merkleContract(name: string, make: () => Promise<MerkleHarness>)
       assert.deepEqual(listed[9_999], record(5, 9_999));
     });
 
-    test('DESIGN 7: concurrent batches are each all or nothing: a failing one among good ones writes nothing of itself', async () => {
+    test('docs/design.md#storage: concurrent batches are each all or nothing: a failing one among good ones writes nothing of itself', async () => {
       const good = Array.from({ length: 20 }, (_, k) => Array.from({ length: 50 }, (_, i) => record(2, k * 50 + i)));
       const bad = [record(3, 0), record(3, 1), { ...record(3, 2), leaf_index: -1 }];
       const results = await Promise.allSettled([...good.slice(0, 10), bad, ...good.slice(10)].map((b) => insert(b)));

@@ -1,8 +1,9 @@
 /**
- * GET /relay/{message_id} and GET /relay?origin_chain=&tx_hash= (DESIGN.md §2, §11) over real
- * loopback, on every outbox engine: messages are put in by POST /relay (receipts from the
- * in-process JSON-RPC fake), moved through their lifecycle by the outbox's consumer API, and read
- * back as the document (docs/openapi.json, checked on every answer by test/helpers/http.ts) says.
+ * GET /relay/{message_id} and GET /relay?origin_chain=&tx_hash= (docs/design.md#http-surface,
+ * #message-lifecycle) over real loopback, on every outbox engine: messages are put in by POST
+ * /relay (receipts from the in-process JSON-RPC fake), moved through their lifecycle by the
+ * outbox's consumer API, and read back as the document (docs/openapi.json, checked on every
+ * answer by test/helpers/http.ts) says.
  */
 import assert from 'node:assert/strict';
 import { describe, test, type TestContext } from 'node:test';
@@ -61,7 +62,7 @@ function assertError(res: RawResponse, status: number, reason: string, message?:
   if (message) assert.match(res.json().message, message);
 }
 
-/** The answer for transfer `nonce` of transaction `hash`, as DESIGN 2 lists its fields. */
+/** The answer for transfer `nonce` of transaction `hash`, as docs/design.md#http-surface lists its fields. */
 function queuedJson(hash: string, nonce: number) {
   return {
     message_id: messageId(hyperlaneMessage({ nonce, origin: 1, destination: 8453 })),
@@ -83,7 +84,7 @@ const upper = (hex: string) => '0x' + hex.slice(2).toUpperCase();
 
 for (const engine of ENGINES) {
   describe(`message status endpoints: ${engine.name}`, () => {
-    test('DESIGN 2: GET /relay/{message_id} answers every field of an accepted message; the id in any case', async (t) => {
+    test('docs/design.md#http-surface: GET /relay/{message_id} answers every field of an accepted message; the id in any case', async (t) => {
       const h = await start(t, engine);
       const { hash, ids } = await h.relayTransfers(1, 2, 40);
       assert.equal(ids.length, 2);
@@ -97,7 +98,7 @@ for (const engine of ENGINES) {
       }
     });
 
-    test('DESIGN 11: the answer follows the lifecycle: delivering with attempts, back to queued with last_error, delivered with its hash and time', async (t) => {
+    test('docs/design.md#message-lifecycle: the answer follows the lifecycle: delivering with attempts, back to queued with last_error, delivered with its hash and time', async (t) => {
       const h = await start(t, engine);
       const { hash, ids } = await h.relayTransfers(2, 1, 7);
       const [id] = ids;
@@ -129,7 +130,7 @@ for (const engine of ENGINES) {
       });
     });
 
-    test('DESIGN 11: a message the worker gave up on answers failed', async (t) => {
+    test('docs/design.md#message-lifecycle: a message the worker gave up on answers failed', async (t) => {
       const h = await start(t, engine);
       const { hash, ids } = await h.relayTransfers(3, 1, 1);
       const [claimed] = await h.outbox.claim(1, 60_000);
@@ -137,7 +138,7 @@ for (const engine of ENGINES) {
       assert.deepEqual((await h.get(`/relay/${ids[0]}`)).json(), { ...queuedJson(hash, 1), status: 'failed', attempts: 1, last_error: 'recipient reverts' });
     });
 
-    test('DESIGN 2: HEAD /relay/{message_id} has the headers only', async (t) => {
+    test('docs/design.md#http-surface: HEAD /relay/{message_id} has the headers only', async (t) => {
       const h = await start(t, engine);
       const { ids } = await h.relayTransfers(4, 1, 1);
       const res = await httpRequest(h.url, { method: 'HEAD', path: `/relay/${ids[0]}` });
@@ -146,7 +147,7 @@ for (const engine of ENGINES) {
       assert.equal((await httpRequest(h.url, { method: 'HEAD', path: `/relay/0x${'ab'.repeat(32)}` })).status, 404);
     });
 
-    test('DESIGN 2: an unknown id is 404 not_found; a malformed one is 400 invalid_request; no id is no route', async (t) => {
+    test('docs/design.md#http-surface: an unknown id is 404 not_found; a malformed one is 400 invalid_request; no id is no route', async (t) => {
       const h = await start(t, engine);
       await h.relayTransfers(5, 1, 1);
       assertError(await h.get(`/relay/0x${'ab'.repeat(32)}`), 404, 'not_found', /no message/);
@@ -160,7 +161,7 @@ for (const engine of ENGINES) {
       assert.equal(post.headers.allow, 'GET, HEAD, OPTIONS');
     });
 
-    test('DESIGN 2: GET /relay?origin_chain=&tx_hash= lists the messages of one transaction in order, tx hash in any case', async (t) => {
+    test('docs/design.md#http-surface: GET /relay?origin_chain=&tx_hash= lists the messages of one transaction in order, tx hash in any case', async (t) => {
       const h = await start(t, engine);
       const { hash, ids } = await h.relayTransfers(6, 3, 20);
       await h.relayTransfers(7, 1, 90); // another transaction
@@ -181,14 +182,14 @@ for (const engine of ENGINES) {
       assert.deepEqual(statuses, ['delivering', 'delivered', 'queued']);
     });
 
-    test('DESIGN 2: a transaction with no accepted message, or another chain, lists nothing', async (t) => {
+    test('docs/design.md#http-surface: a transaction with no accepted message, or another chain, lists nothing', async (t) => {
       const h = await start(t, engine);
       const { hash } = await h.relayTransfers(8, 1, 1);
       assert.deepEqual((await h.get(`/relay?origin_chain=ethereum&tx_hash=${txHash(9)}`)).json(), { messages: [] });
       assert.deepEqual((await h.get(`/relay?origin_chain=base&tx_hash=${hash}`)).json(), { messages: [] });
     });
 
-    test('DESIGN 2: a lookup with a missing, repeated or malformed parameter is 400 invalid_request; GET /relay without a query stays "up"', async (t) => {
+    test('docs/design.md#http-surface: a lookup with a missing, repeated or malformed parameter is 400 invalid_request; GET /relay without a query stays "up"', async (t) => {
       const h = await start(t, engine);
       const hash = txHash(10);
       const bad: Array<[string, RegExp]> = [
@@ -222,7 +223,7 @@ for (const engine of ENGINES) {
 }
 
 describe('message status endpoints: store faults and bare queues', () => {
-  test('DESIGN 7: a store that fails a lookup answers 503 store_unavailable with Retry-After, and nothing leaks', async (t) => {
+  test('docs/design.md#storage: a store that fails a lookup answers 503 store_unavailable with Retry-After, and nothing leaks', async (t) => {
     const clock = createFakeClock();
     const memory = createMemoryOutbox(clock);
     const broken: Outbox = {

@@ -56,7 +56,7 @@ test('message layout: the older version-0 vector hashes to its published id, yet
   }
 });
 
-test('DESIGN 3: a message shorter than the 77-byte header is refused; exactly 77 bytes has an empty body', () => {
+test('docs/design.md#extraction-and-eligibility: a message shorter than the 77-byte header is refused; exactly 77 bytes has an empty body', () => {
   const raw = fromVector({ ...v3Set.vectors[0], body: [] });
   assert.equal(raw.length, 77);
   assert.equal(parseHyperlaneMessage(raw).body.length, 0);
@@ -64,7 +64,7 @@ test('DESIGN 3: a message shorter than the 77-byte header is refused; exactly 77
   assert.equal(decodeCode(() => parseHyperlaneMessage(new Uint8Array())), 'short');
 });
 
-test('DESIGN 3: message versions other than 3 are refused with code version', () => {
+test('docs/design.md#extraction-and-eligibility: message versions other than 3 are refused with code version', () => {
   for (const version of [0, 1, 2, 4, 255]) {
     const raw = fromVector({ ...v3Set.vectors[0], version });
     assert.equal(decodeCode(() => parseHyperlaneMessage(raw)), 'version', `version ${version}`);
@@ -87,7 +87,7 @@ test('message fields and id agree with viem packing and keccak on random message
   );
 });
 
-test('DESIGN 3: the Dispatch topics must agree with the message they index, and origin must be the chain domain', () => {
+test('docs/design.md#extraction-and-eligibility: the Dispatch topics must agree with the message they index, and origin must be the chain domain', () => {
   const v = v3Set.vectors[0];
   const message = fromVector(v);
   const event = {

@@ -1,7 +1,8 @@
 /**
- * GET /metrics (issue 8.1): the hand-written registry obeys the Prometheus text exposition format
- * 0.0.4, checked by an independent reader (test/helpers/prometheus.ts), and the relay API's metrics
- * move as requests arrive. RPC URLs carry API keys: only their origin may appear.
+ * GET /metrics (docs/operations.md#metrics): the hand-written registry obeys the Prometheus text
+ * exposition format 0.0.4, checked by an independent reader (test/helpers/prometheus.ts), and the
+ * relay API's metrics move as requests arrive. RPC URLs carry API keys: only their origin may
+ * appear.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test, type TestContext } from 'node:test';
@@ -193,7 +194,7 @@ describe('GET /metrics over HTTP: the relay API metrics move', () => {
     return { url, clock, table, calls, scrape, nextCall };
   }
 
-  test('issue 8.1: counters, gauges and histograms of a sequence of requests, with RPC URLs reduced to their origin', async (t) => {
+  test('docs/operations.md#metrics: counters, gauges and histograms of a sequence of requests, with RPC URLs reduced to their origin', async (t) => {
     const h = await start(t);
     const before = await h.scrape();
     assert.equal(sampleValue(before, 'hyperlane_relay_api_outbox_depth'), 0);
@@ -259,7 +260,7 @@ describe('GET /metrics over HTTP: the relay API metrics move', () => {
     assert.deepEqual([responses('/merkle_tree_insertions', '200'), responses('/merkle_tree_insertions', '400')], [1, 1]);
   });
 
-  test('issue 8.1: HEAD /metrics has the headers of GET and no body', async (t) => {
+  test('docs/operations.md#metrics: HEAD /metrics has the headers of GET and no body', async (t) => {
     const h = await start(t);
     const head = await httpRequest(h.url, { method: 'HEAD', path: '/metrics' });
     assert.equal(head.status, 200);

@@ -1,8 +1,8 @@
 /**
- * docs/openapi.json (issue 8.3): a valid OpenAPI 3.1 document that lists every endpoint, status,
- * header and error reason the server has, served at GET /openapi.json. That every response of the
- * HTTP suites matches it is checked by test/helpers/http.ts on each response; the tests at the end
- * show that check rejects departures from the document.
+ * docs/openapi.json (docs/api.md#http-api): a valid OpenAPI 3.1 document that lists every
+ * endpoint, status, header and error reason the server has, served at GET /openapi.json. That
+ * every response of the HTTP suites matches it is checked by test/helpers/http.ts on each
+ * response; the tests at the end show that check rejects departures from the document.
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -65,7 +65,7 @@ describe('docs/openapi.json is a valid OpenAPI 3.1 document', () => {
   const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true });
   const validateDocument = ajv.compile(oas);
 
-  test('issue 8.3: the document validates against the OpenAPI Initiative schema for 3.1 (2022-10-07)', () => {
+  test('docs/api.md#http-api: the document validates against the OpenAPI Initiative schema for 3.1 (2022-10-07)', () => {
     assert.match(openapi.openapi, /^3\.1\.\d+$/);
     assert.equal(validateDocument(openapi), true, JSON.stringify(validateDocument.errors, null, 2));
   });
@@ -114,12 +114,12 @@ describe('docs/openapi.json is a valid OpenAPI 3.1 document', () => {
   });
 });
 
-describe('the document covers every status, reason and header (DESIGN 2)', () => {
-  test('DESIGN 2: the Reason enum is exactly the reasons of lib/errors.ts', () => {
+describe('the document covers every status, reason and header (docs/design.md#errors)', () => {
+  test('docs/design.md#errors: the Reason enum is exactly the reasons of lib/errors.ts', () => {
     assert.deepEqual([...openapi.components.schemas.Reason.enum].sort(), Object.keys(REASON_STATUS).sort());
   });
 
-  test('DESIGN 2: every reason is documented under its own status, and no response allows a reason of another status', () => {
+  test('docs/design.md#errors: every reason is documented under its own status, and no response allows a reason of another status', () => {
     const seen = new Set<string>();
     for (const { where, status, response } of allResponses()) {
       const reasons = reasonsOf(response);
@@ -133,7 +133,7 @@ describe('the document covers every status, reason and header (DESIGN 2)', () =>
     assert.deepEqual([...seen].sort(), Object.keys(REASON_STATUS).sort());
   });
 
-  test('spec 7: POST /relay documents every row of the error table', () => {
+  test('docs/api.md#errors: POST /relay documents every row of the error table', () => {
     const responses = openapi.paths['/relay'].post.responses;
     const table: Array<[string, string]> = [
       ['400', 'invalid_request'], ['400', 'message_not_whitelisted'], ['400', 'message_blacklisted'],
@@ -147,7 +147,7 @@ describe('the document covers every status, reason and header (DESIGN 2)', () =>
     }
   });
 
-  test('DESIGN 2: every 408/429/503 requires Retry-After; every response requires X-Request-Id; 401 has WWW-Authenticate; 405 has Allow', () => {
+  test('docs/design.md#errors: every 408/429/503 requires Retry-After; every response requires X-Request-Id; 401 has WWW-Authenticate; 405 has Allow', () => {
     for (const { where, status, response } of allResponses()) {
       const headers = response.headers ?? {};
       const required = (name: string) => headers[name] !== undefined && resolve(headers[name], []).node.required === true;
@@ -158,7 +158,7 @@ describe('the document covers every status, reason and header (DESIGN 2)', () =>
     }
   });
 
-  test('DESIGN 4: the merkle operations may need the bearer token; the others never do', () => {
+  test('docs/design.md#merkle-tree-insertions: the merkle operations may need the bearer token; the others never do', () => {
     assert.deepEqual(openapi.components.securitySchemes.adminToken, { ...openapi.components.securitySchemes.adminToken, type: 'http', scheme: 'bearer' });
     for (const [path, item] of Object.entries<Json>(openapi.paths)) {
       for (const method of METHODS.filter((m) => item[m])) {
@@ -173,7 +173,7 @@ describe('the document covers every status, reason and header (DESIGN 2)', () =>
     }
   });
 
-  test('spec 2.4/2.2: the request schemas agree with lib/validate.ts on valid and invalid bodies', () => {
+  test('docs/api.md#post-relay, #post-merkle_tree_insertions: the request schemas agree with lib/validate.ts on valid and invalid bodies', () => {
     const ajv = new Ajv2020({ strict: false });
     ajv.addSchema(openapi, 'doc');
     const relaySchema = ajv.compile({ $ref: 'doc#/components/schemas/RelayRequest' });
@@ -225,7 +225,7 @@ describe('the document matches the running server', () => {
     return startApi(t, { merkle: store.merkle, openapi: openapiDoc });
   }
 
-  test('DESIGN 2: each documented path allows exactly the documented methods (OPTIONS Allow)', async (t) => {
+  test('docs/design.md#http-surface: each documented path allows exactly the documented methods (OPTIONS Allow)', async (t) => {
     const { url } = await start(t, openapi);
     for (const [path, item] of Object.entries<Json>(openapi.paths)) {
       const res = await httpRequest(url, { method: 'OPTIONS', path });
@@ -235,7 +235,7 @@ describe('the document matches the running server', () => {
     }
   });
 
-  test('issue 8.3: GET /openapi.json serves the document; HEAD has its headers only', async (t) => {
+  test('docs/api.md#http-api: GET /openapi.json serves the document; HEAD has its headers only', async (t) => {
     const { url } = await start(t, openapi);
     const res = await httpRequest(url, { path: '/openapi.json' });
     assert.equal(res.status, 200);
@@ -254,7 +254,7 @@ describe('the document matches the running server', () => {
     assert.equal(res.json().reason, 'not_found');
   });
 
-  test('issue 8.3: relayer-server serves docs/openapi.json at GET /openapi.json', async (t) => {
+  test('docs/api.md#http-api: relayer-server serves docs/openapi.json at GET /openapi.json', async (t) => {
     const { url } = await startRelayerServer(t, ['--db', ':memory:', '--log-level', 'silent']);
     const res = await httpRequest(url, { path: '/openapi.json' });
     assert.equal(res.status, 200);

@@ -1,9 +1,9 @@
 /**
- * The Outbox contract (lib/outbox.ts, DESIGN.md §3, §7 and §11), one suite run against every
- * engine: memory and SQLite (test/outbox.test.ts), PostgreSQL (its own test file calls
- * outboxContract with its harness). Messages are real Hyperlane v3 messages encoded by viem, with
- * their keccak256 ids computed by viem. Time is a fake clock handed to the harness, so lease
- * expiry and retry times are driven by the test, never by waiting.
+ * The Outbox contract (lib/outbox.ts, docs/design.md#enqueue, #storage, #message-lifecycle), one
+ * suite run against every engine: memory and SQLite (test/outbox.test.ts), PostgreSQL (its own
+ * test file calls outboxContract with its harness). Messages are real Hyperlane v3 messages
+ * encoded by viem, with their keccak256 ids computed by viem. Time is a fake clock handed to the
+ * harness, so lease expiry and retry times are driven by the test, never by waiting.
  */
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, test } from 'node:test';
@@ -80,7 +80,7 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       await h.close();
     });
 
-    test('DESIGN 3: enqueue stores the whole batch and returns how many were newly stored', async () => {
+    test('docs/design.md#enqueue: enqueue stores the whole batch and returns how many were newly stored', async () => {
       const batch = [outboxMessage(1), outboxMessage(2), outboxMessage(3)];
       assert.equal(await h.outbox.enqueue(batch), 3);
       assert.equal(await h.outbox.depth(), 3);
@@ -90,7 +90,7 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       }
     });
 
-    test('DESIGN 3: enqueue is idempotent by message id (a resubmission stores nothing twice)', async () => {
+    test('docs/design.md#enqueue: enqueue is idempotent by message id (a resubmission stores nothing twice)', async () => {
       assert.equal(await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]), 2);
       // The same messages seen again later (a resubmission after the dedup window).
       assert.equal(await h.outbox.enqueue([outboxMessage(1, T0 + 500), outboxMessage(2, T0 + 500)]), 0);
@@ -100,12 +100,12 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.equal((await h.outbox.get(id(1)))?.enqueuedAt, T0 + 1);
     });
 
-    test('DESIGN 3: one id twice in the same batch is stored once', async () => {
+    test('docs/design.md#enqueue: one id twice in the same batch is stored once', async () => {
       assert.equal(await h.outbox.enqueue([outboxMessage(7), outboxMessage(7)]), 1);
       assert.equal(await h.outbox.depth(), 1);
     });
 
-    test('DESIGN 3: an empty batch stores nothing and returns 0', async () => {
+    test('docs/design.md#enqueue: an empty batch stores nothing and returns 0', async () => {
       assert.equal(await h.outbox.enqueue([]), 0);
       assert.equal(await h.outbox.depth(), 0);
     });
@@ -118,7 +118,7 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       ['a destination above uint32', { destination: 2 ** 32 }],
       ['raw that is not bytes', { raw: 'not bytes' as unknown as Uint8Array }],
     ] as const) {
-      test(`DESIGN 3: enqueue is atomic: a batch with ${what} in the middle stores nothing`, async () => {
+      test(`docs/design.md#enqueue: enqueue is atomic: a batch with ${what} in the middle stores nothing`, async () => {
         const batch = [outboxMessage(1), outboxMessage(2, T0 + 2, bad), outboxMessage(3)];
         await assert.rejects(async () => h.outbox.enqueue(batch));
         assert.equal(await h.outbox.depth(), 0);
@@ -130,7 +130,7 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       });
     }
 
-    test('DESIGN 3: enqueue is atomic: an element that throws while being read stores nothing', async () => {
+    test('docs/design.md#enqueue: enqueue is atomic: an element that throws while being read stores nothing', async () => {
       const exploding = outboxMessage(2);
       Object.defineProperty(exploding, 'raw', {
         enumerable: true,
@@ -143,7 +143,7 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.equal(await h.outbox.get(id(1)), undefined);
     });
 
-    test('DESIGN 11: claim takes queued messages oldest first, a batch in its own order', async () => {
+    test('docs/design.md#leases: claim takes queued messages oldest first, a batch in its own order', async () => {
       await h.outbox.enqueue([outboxMessage(5, T0 + 300)]);
       await h.outbox.enqueue([outboxMessage(9, T0 + 100), outboxMessage(3, T0 + 100), outboxMessage(4, T0 + 100)]);
       await h.outbox.enqueue([outboxMessage(1, T0 + 200)]);
@@ -155,7 +155,7 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       }
     });
 
-    test('DESIGN 11: claim(limit) returns at most limit messages, the oldest; the rest stay claimable', async () => {
+    test('docs/design.md#leases: claim(limit) returns at most limit messages, the oldest; the rest stay claimable', async () => {
       await h.outbox.enqueue([1, 2, 3, 4].map((n) => outboxMessage(n)));
       assert.deepEqual(ids(await h.outbox.claim(2, LEASE)), [id(1), id(2)]);
       assert.deepEqual(await h.outbox.claim(0, LEASE), []);
@@ -163,7 +163,7 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.deepEqual(await h.outbox.claim(100, LEASE), [], 'all four are held');
     });
 
-    test('DESIGN 11: claim leases: delivering, claimedUntil = now + leaseMs, attempts + 1, a lease token; get shows it without the token', async () => {
+    test('docs/design.md#leases: claim leases: delivering, claimedUntil = now + leaseMs, attempts + 1, a lease token; get shows it without the token', async () => {
       const m = outboxMessage(1);
       await h.outbox.enqueue([m]);
       const now = clock.now();
@@ -178,7 +178,7 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.deepEqual(await h.outbox.claim(10, 5_000), [], 'a live lease is not claimable');
     });
 
-    test('DESIGN 11: an expired lease makes the message claimable again, with a new lease, and the old lease is void', async () => {
+    test('docs/design.md#leases: an expired lease makes the message claimable again, with a new lease, and the old lease is void', async () => {
       await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
       const [first] = await h.outbox.claim(1, 5_000);
       await clock.advance(4_999);
@@ -199,7 +199,7 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.equal((await h.outbox.get(id(1)))?.status, 'delivered');
     });
 
-    test('DESIGN 11: a lease that expired but was not taken over still lets its holder mark the outcome', async () => {
+    test('docs/design.md#leases: a lease that expired but was not taken over still lets its holder mark the outcome', async () => {
       await h.outbox.enqueue([outboxMessage(1)]);
       const [claimed] = await h.outbox.claim(1, 1_000);
       await clock.advance(60_000);
@@ -207,7 +207,7 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.deepEqual(await h.outbox.claim(10, 1_000), []);
     });
 
-    test('DESIGN 11: extend renews a live lease for its holder only: claimedUntil = now + leaseMs', async () => {
+    test('docs/design.md#leases: extend renews a live lease for its holder only: claimedUntil = now + leaseMs', async () => {
       await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
       const [held] = await h.outbox.claim(1, 5_000);
       await clock.advance(4_000);
@@ -223,7 +223,7 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.equal(await h.outbox.extend(id(1), held.lease, 5_000), false, 'delivered');
     });
 
-    test('DESIGN 11: extend is refused once the lease was taken over, or the message failed or went back to the queue', async () => {
+    test('docs/design.md#leases: extend is refused once the lease was taken over, or the message failed or went back to the queue', async () => {
       await h.outbox.enqueue([outboxMessage(1), outboxMessage(2), outboxMessage(3)]);
       const [first, two, three] = await h.outbox.claim(3, 1_000);
       await clock.advance(1_000);
@@ -243,7 +243,7 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.equal(await h.outbox.extend(id(1), second.lease, 60_000), true, 'the new holder may');
     });
 
-    test('DESIGN 11: claim with maxAttempts dead-letters a message whose lease expired that many times: failed, saying so, never handed out again', async () => {
+    test('docs/design.md#leases: claim with maxAttempts dead-letters a message whose lease expired that many times: failed, saying so, never handed out again', async () => {
       await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
       const leases: string[] = [];
       for (let round = 1; round <= 3; round++) {
@@ -272,7 +272,7 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.equal((await h.outbox.get(id(1)))?.status, 'failed');
     });
 
-    test('DESIGN 11: maxAttempts counts expired leases only: retries recorded by markFailed and live leases never dead-letter', async () => {
+    test('docs/design.md#leases: maxAttempts counts expired leases only: retries recorded by markFailed and live leases never dead-letter', async () => {
       await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
       for (let round = 1; round <= 4; round++) {
         const [m] = await h.outbox.claim(1, 1_000, { maxAttempts: 1 });
@@ -290,7 +290,7 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       for (const m of held) assert.equal((await h.outbox.get(m.id))?.status, 'delivering');
     });
 
-    test('DESIGN 11: without maxAttempts expired leases are counted but never dead-letter; the count goes up only on a takeover', async () => {
+    test('docs/design.md#leases: without maxAttempts expired leases are counted but never dead-letter; the count goes up only on a takeover', async () => {
       await h.outbox.enqueue([outboxMessage(1)]);
       for (let round = 0; round < 5; round++) {
         const [m] = await h.outbox.claim(1, 1_000);
@@ -305,7 +305,7 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.equal((await h.outbox.get(id(1)))?.lastError, deadLetterError(5, 5));
     });
 
-    test('DESIGN 11: requeue puts a failed message back to queued: attempts and lastError kept, expired leases reset, claimable at once', async () => {
+    test('docs/design.md#leases: requeue puts a failed message back to queued: attempts and lastError kept, expired leases reset, claimable at once', async () => {
       await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
       await h.outbox.claim(1, 1_000, { maxAttempts: 2 });
       await clock.advance(1_000);
@@ -333,7 +333,7 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.equal(await h.outbox.requeue(id(99)), false, 'unknown');
     });
 
-    test('DESIGN 11: requeue re-drives a message its worker failed for good (markFailed final)', async () => {
+    test('docs/design.md#leases: requeue re-drives a message its worker failed for good (markFailed final)', async () => {
       await h.outbox.enqueue([outboxMessage(1)]);
       const [m] = await h.outbox.claim(1, LEASE);
       assert.equal(await h.outbox.markFailed(m.id, { error: 'recipient reverts', final: true, lease: m.lease }), true);
@@ -344,14 +344,14 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.equal(await h.outbox.markFailed(m.id, { error: 'late', final: true, lease: m.lease }), false, 'the first lease stays void');
     });
 
-    test('DESIGN 11: an expired lease is claimed in age order among queued messages', async () => {
+    test('docs/design.md#leases: an expired lease is claimed in age order among queued messages', async () => {
       await h.outbox.enqueue([outboxMessage(1), outboxMessage(2), outboxMessage(3)]);
       await h.outbox.claim(2, 1_000); // 1 and 2
       await clock.advance(1_000);
       assert.deepEqual(ids(await claimAll(h.outbox)), [id(1), id(2), id(3)]);
     });
 
-    test('DESIGN 11: markDelivered: delivering -> delivered at the clock time with the destination tx hash; depth drops', async () => {
+    test('docs/design.md#leases: markDelivered: delivering -> delivered at the clock time with the destination tx hash; depth drops', async () => {
       await h.outbox.enqueue([1, 2, 3].map((n) => outboxMessage(n)));
       const claimed = await claimAll(h.outbox);
       await clock.advance(5_000);
@@ -372,7 +372,7 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.deepEqual(ids(await claimAll(h.outbox)), [id(1), id(3)]);
     });
 
-    test('DESIGN 11: markDelivered counts only changes: unknown ids are ignored, a second mark keeps the first time and hash', async () => {
+    test('docs/design.md#leases: markDelivered counts only changes: unknown ids are ignored, a second mark keeps the first time and hash', async () => {
       await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
       const [first1, first2] = await claimAll(h.outbox);
       assert.equal(await h.outbox.markDelivered(id(99), { destinationTxHash: DEST_TX, lease: first1.lease }), false);
@@ -388,7 +388,7 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.deepEqual(await claimAll(h.outbox), []);
     });
 
-    test('DESIGN 11: markDelivered needs the claim: a queued message is not delivered by any lease, a wrong lease changes nothing', async () => {
+    test('docs/design.md#leases: markDelivered needs the claim: a queued message is not delivered by any lease, a wrong lease changes nothing', async () => {
       await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
       assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: 'not-a-lease' }), false);
       assert.equal((await h.outbox.get(id(1)))?.status, 'queued');
@@ -401,7 +401,7 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.equal((await h.outbox.get(id(1)))?.deliveredAt, clock.now());
     });
 
-    test('DESIGN 11: the lease is required: a call without it throws TypeError and leaves another worker\'s live claim alone', async () => {
+    test('docs/design.md#leases: the lease is required: a call without it throws TypeError and leaves another worker\'s live claim alone', async () => {
       await h.outbox.enqueue([outboxMessage(1)]);
       const [held] = await h.outbox.claim(1, LEASE);
       const before = await h.outbox.get(id(1));
@@ -421,7 +421,7 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: held.lease }), true);
     });
 
-    test('DESIGN 11: markFailed with retryAt: delivering -> queued with lastError, not claimable before retryAt, attempts keep counting', async () => {
+    test('docs/design.md#leases: markFailed with retryAt: delivering -> queued with lastError, not claimable before retryAt, attempts keep counting', async () => {
       await h.outbox.enqueue([outboxMessage(1)]);
       const [claimed] = await h.outbox.claim(1, LEASE);
       const retryAt = clock.now() + 10_000;
@@ -450,14 +450,14 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.equal(done?.retryAt, null);
     });
 
-    test('DESIGN 11: markFailed with a retryAt already past makes the message claimable at once', async () => {
+    test('docs/design.md#leases: markFailed with a retryAt already past makes the message claimable at once', async () => {
       await h.outbox.enqueue([outboxMessage(1)]);
       const [claimed] = await h.outbox.claim(1, LEASE);
       assert.equal(await h.outbox.markFailed(id(1), { error: 'nonce too low', retryAt: clock.now() - 1, lease: claimed.lease }), true);
       assert.deepEqual(ids(await claimAll(h.outbox)), [id(1)]);
     });
 
-    test('DESIGN 11: markFailed final: delivering -> failed, out of depth and of claim, terminal', async () => {
+    test('docs/design.md#leases: markFailed final: delivering -> failed, out of depth and of claim, terminal', async () => {
       await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
       const [claimed] = await h.outbox.claim(1, LEASE);
       assert.equal(await h.outbox.markFailed(id(1), { error: 'recipient reverts', final: true, lease: claimed.lease }), true);
@@ -476,7 +476,7 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.equal((await h.outbox.get(id(1)))?.status, 'failed');
     });
 
-    test('DESIGN 11: markFailed only applies to a delivering message under the given lease', async () => {
+    test('docs/design.md#leases: markFailed only applies to a delivering message under the given lease', async () => {
       await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
       assert.equal(await h.outbox.markFailed(id(99), { error: 'x', final: true, lease: 'not-a-lease' }), false, 'unknown id');
       assert.equal(await h.outbox.markFailed(id(1), { error: 'x', final: true, lease: 'not-a-lease' }), false, 'queued, never claimed');
@@ -490,7 +490,7 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.equal((await h.outbox.get(id(1)))?.lastError, null);
     });
 
-    test(`DESIGN 11: markFailed keeps the first ${MAX_ERROR_LENGTH} characters of a long error`, async () => {
+    test(`docs/design.md#leases: markFailed keeps the first ${MAX_ERROR_LENGTH} characters of a long error`, async () => {
       await h.outbox.enqueue([outboxMessage(1)]);
       const [claimed] = await h.outbox.claim(1, LEASE);
       const long = 'e'.repeat(MAX_ERROR_LENGTH - 1) + '\u{1F600}' + 'tail';
@@ -498,7 +498,7 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.equal((await h.outbox.get(id(1)))?.lastError, 'e'.repeat(MAX_ERROR_LENGTH - 1), 'not half an emoji');
     });
 
-    test('DESIGN 11: invalid consumer arguments throw and change nothing', async () => {
+    test('docs/design.md#leases: invalid consumer arguments throw and change nothing', async () => {
       await h.outbox.enqueue([outboxMessage(1)]);
       for (const [limit, leaseMs] of [[-1, LEASE], [1.5, LEASE], [Number.NaN, LEASE], [1, 0], [1, -5], [1, Number.POSITIVE_INFINITY]]) {
         await assert.rejects(async () => h.outbox.claim(limit, leaseMs), RangeError, `claim(${limit}, ${leaseMs})`);
@@ -532,7 +532,7 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.deepEqual(await h.outbox.get(id(1).toUpperCase().replace('0X', '0x')), queuedRecord(outboxMessage(1)));
     });
 
-    test('DESIGN 2: byTx lists the messages of one (chain, tx) in enqueue order, tx hash in any case', async () => {
+    test('docs/design.md#http-surface: byTx lists the messages of one (chain, tx) in enqueue order, tx hash in any case', async () => {
       const tx = txHash(42);
       const batch = [outboxMessage(3, T0, { txHash: tx }), outboxMessage(1, T0, { txHash: tx })];
       await h.outbox.enqueue(batch);
@@ -553,7 +553,7 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.deepEqual(records[0], { ...queuedRecord(batch[0]), status: 'delivering', attempts: 1, claimedUntil: clock.now() + LEASE });
     });
 
-    test('DESIGN 3: a delivered message enqueued again is not stored again and stays delivered', async () => {
+    test('docs/design.md#enqueue: a delivered message enqueued again is not stored again and stays delivered', async () => {
       await h.outbox.enqueue([outboxMessage(1)]);
       const at = clock.now();
       const [claimed] = await claimAll(h.outbox);
@@ -564,7 +564,7 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.equal((await h.outbox.get(id(1)))?.deliveredAt, at);
     });
 
-    test('DESIGN 11: a claimed or failed message enqueued again keeps its status and attempts', async () => {
+    test('docs/design.md#leases: a claimed or failed message enqueued again keeps its status and attempts', async () => {
       await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
       await h.outbox.claim(1, LEASE);
       const [two] = await h.outbox.claim(1, LEASE);
@@ -591,7 +591,7 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.deepEqual((await h.outbox.get(m.id))?.raw, original);
     });
 
-    test('DESIGN 11: concurrent claimers: many claim() calls racing never hand out a message twice, and all are claimed', async () => {
+    test('docs/design.md#leases: concurrent claimers: many claim() calls racing never hand out a message twice, and all are claimed', async () => {
       const N = 60;
       await h.outbox.enqueue(Array.from({ length: N }, (_, i) => outboxMessage(i + 1)));
       const handles = [h.outbox];
@@ -623,7 +623,7 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       }
     });
 
-    test('DESIGN 11: claimers with and without maxAttempts racing on expired messages: each is dead-lettered once or claimed once, never both', async () => {
+    test('docs/design.md#leases: claimers with and without maxAttempts racing on expired messages: each is dead-lettered once or claimed once, never both', async () => {
       const N = 30;
       await h.outbox.enqueue(Array.from({ length: N }, (_, i) => outboxMessage(i + 1)));
       await h.outbox.claim(N, 1_000);
@@ -664,7 +664,7 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       }
     });
 
-    test('DESIGN 11: claim and a lease-holder\'s markDelivered racing: the message ends delivered once, never reclaimed', async () => {
+    test('docs/design.md#leases: claim and a lease-holder\'s markDelivered racing: the message ends delivered once, never reclaimed', async () => {
       await h.outbox.enqueue(Array.from({ length: 20 }, (_, i) => outboxMessage(i + 1)));
       const claimed = await h.outbox.claim(20, 1_000);
       await clock.advance(1_000); // every lease expired: claimers and late holders now race

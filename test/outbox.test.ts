@@ -1,6 +1,6 @@
 /**
  * Runs the Outbox contract (test/outbox-contract.ts) against every store, plus what only a
- * persistent store promises: DESIGN.md §7, "restarting the server loses nothing that was
+ * persistent store promises: docs/design.md#storage, "restarting the server loses nothing that was
  * acknowledged".
  */
 import assert from 'node:assert/strict';
@@ -37,7 +37,7 @@ for (const engine of ENGINES) {
 }
 
 describe('SQLite outbox persistence', () => {
-  test('DESIGN 7: enqueued and delivered messages survive close and reopen', async () => {
+  test('docs/design.md#sqlite: enqueued and delivered messages survive close and reopen', async () => {
     const file = freshFile();
     const clock = createFakeClock(1_700_000_009_000);
     const first = await openStore(file, { clock });
@@ -72,7 +72,7 @@ describe('SQLite outbox persistence', () => {
     }
   });
 
-  test('DESIGN 3: a batch the table refuses midway (CHECK on origin chain length) stores nothing', async () => {
+  test('docs/design.md#enqueue: a batch the table refuses midway (CHECK on origin chain length) stores nothing', async () => {
     const store = await openStore(freshFile());
     try {
       await store.outbox.enqueue([outboxMessage(9)]);
@@ -88,7 +88,7 @@ describe('SQLite outbox persistence', () => {
     }
   });
 
-  test('DESIGN 7: a batch refused before a restart left nothing behind after it', async () => {
+  test('docs/design.md#storage: a batch refused before a restart left nothing behind after it', async () => {
     const file = freshFile();
     const first = await openStore(file);
     await assert.rejects(first.outbox.enqueue([outboxMessage(1), outboxMessage(2, 0, { nonce: -1 })]));
@@ -102,7 +102,7 @@ describe('SQLite outbox persistence', () => {
   });
 });
 
-describe('SQLite outbox across processes (DESIGN 11)', () => {
+describe('SQLite outbox across processes (docs/design.md#message-lifecycle)', () => {
   const children = new Set<ChildProcess>();
   after(() => {
     for (const child of children) child.kill('SIGKILL');
@@ -142,7 +142,7 @@ describe('SQLite outbox across processes (DESIGN 11)', () => {
   });
 });
 
-describe('SQLite schema migration 3 (DESIGN 11 lifecycle)', () => {
+describe('SQLite schema migration 3 (docs/design.md#message-lifecycle)', () => {
   test('a version-2 database keeps its rows, arrival order and delivery times; they become queued or delivered', async () => {
     const file = freshFile();
     const old = new DatabaseSync(file);
@@ -180,7 +180,7 @@ describe('SQLite schema migration 3 (DESIGN 11 lifecycle)', () => {
   });
 });
 
-describe('outbox migrations for expired-lease counting (DESIGN 11)', () => {
+describe('outbox migrations for expired-lease counting (docs/design.md#leases)', () => {
   test('SQLite migration 5: rows of a version-4 file start with leaseExpiries 0; the table refuses a negative count', async () => {
     const file = freshFile();
     const old = new DatabaseSync(file);
@@ -229,7 +229,7 @@ describe('outbox migrations for expired-lease counting (DESIGN 11)', () => {
   });
 });
 
-describe('lease time is read where the lock is held, not when the call was sent (DESIGN 11)', () => {
+describe('lease time is read where the lock is held, not when the call was sent (docs/design.md#leases)', () => {
   test('SQLite: a claim that waited 300 ms for the write lock gets its whole lease from when it got the lock; so do extend and markDelivered', async () => {
     const file = freshFile();
     const T = 1_700_000_100_000;

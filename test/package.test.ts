@@ -1,7 +1,8 @@
 /**
- * The package as DESIGN.md §1 promises it: a pure core (no node:* import, no Node globals), adapters
- * that depend on the core and never the reverse, no runtime dependencies, and an exports map whose
- * entry points (built by `npm test` before this runs) export what the README documents.
+ * The package as docs/design.md#package promises it: a pure core (no node:* import, no Node
+ * globals), adapters that depend on the core and never the reverse, no runtime dependencies, and
+ * an exports map whose entry points (built by `npm test` before this runs) export what the README
+ * documents.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -26,7 +27,7 @@ function importsOf(file: string): string[] {
   return [...text.matchAll(IMPORT)].map((m) => m[1] ?? m[2]);
 }
 
-test('DESIGN 1: the core in lib/ imports no node:* module and no adapter', () => {
+test('docs/design.md#package: the core in lib/ imports no node:* module and no adapter', () => {
   const core = sources('lib');
   assert.ok(core.length >= 15, 'core files found');
   for (const file of core) {
@@ -39,7 +40,7 @@ test('DESIGN 1: the core in lib/ imports no node:* module and no adapter', () =>
   }
 });
 
-test('DESIGN 1: adapters import only the core, Node built-ins and each other', () => {
+test('docs/design.md#package: adapters import only the core, Node built-ins and each other', () => {
   for (const file of [...sources('lib/http'), ...sources('lib/sqlite')]) {
     for (const spec of importsOf(file)) {
       assert.ok(spec.startsWith('node:') || spec.startsWith('./') || spec.startsWith('../'), `${file} imports ${spec}`);
@@ -47,7 +48,7 @@ test('DESIGN 1: adapters import only the core, Node built-ins and each other', (
   }
 });
 
-test('DESIGN 12: the worker (lib/worker) imports the core, Node built-ins and viem only (and, of the adapters, the Prometheus registry its ops server shares with the HTTP server)', () => {
+test('docs/design.md#delivery: the worker (lib/worker) imports the core, Node built-ins and viem only (and, of the adapters, the Prometheus registry its ops server shares with the HTTP server)', () => {
   for (const file of sources('lib/worker')) {
     for (const spec of importsOf(file)) {
       const ok = spec.startsWith('node:') || spec.startsWith('./') || spec === 'viem' || spec.startsWith('viem/') || spec === '../http/metrics.ts' || (spec.startsWith('../') && !/^\.\.\/(http|sqlite|postgres|client)\//.test(spec));
@@ -56,7 +57,7 @@ test('DESIGN 12: the worker (lib/worker) imports the core, Node built-ins and vi
   }
 });
 
-test('DESIGN 7: the PostgreSQL store imports only the core: no driver (the caller brings a pool), no Node built-in', () => {
+test('docs/design.md#postgresql: the PostgreSQL store imports only the core: no driver (the caller brings a pool), no Node built-in', () => {
   const files = sources('lib/postgres');
   assert.ok(files.length >= 5, 'postgres store files found');
   for (const file of files) {
@@ -70,7 +71,7 @@ test('DESIGN 7: the PostgreSQL store imports only the core: no driver (the calle
   assert.ok(pkg.devDependencies.pg, 'pg is a devDependency (tests, relayer-server in development)');
 });
 
-test('DESIGN 1: package.json has no runtime dependencies, pins Node 24 and maps the documented entry points', () => {
+test('docs/design.md#package: package.json has no runtime dependencies, pins Node 24 and maps the documented entry points', () => {
   assert.equal(pkg.dependencies, undefined);
   assert.equal(pkg.type, 'module');
   assert.equal(pkg.engines.node, '>=22.13');
@@ -81,7 +82,7 @@ test('DESIGN 1: package.json has no runtime dependencies, pins Node 24 and maps 
   assert.match(process.version, /^v24\./, 'npm scripts run on the pinned Node 24');
 });
 
-test('DESIGN 1: the built entry points export the documented API', async () => {
+test('docs/design.md#package: the built entry points export the documented API', async () => {
   const core = await import('relayer-api');
   for (const name of ['keccak256', 'createRelayPipeline', 'RelayError', 'parseConfig', 'defaultConfig', 'createMemoryOutbox', 'REASON_STATUS']) {
     assert.equal(typeof core[name as keyof typeof core] === 'undefined', false, `relayer-api exports ${name}`);
@@ -107,7 +108,7 @@ test('DESIGN 1: the built entry points export the documented API', async () => {
   assert.ok(apiError instanceof Error);
 });
 
-test('DESIGN 12: the worker (lib/worker) imports the core, its adapters, Node built-ins and viem only; viem is an optional peer that only the worker and its bin load', () => {
+test('docs/design.md#delivery: the worker (lib/worker) imports the core, its adapters, Node built-ins and viem only; viem is an optional peer that only the worker and its bin load', () => {
   const files = sources('lib/worker');
   assert.ok(files.length >= 4, 'worker files found');
   for (const file of files) {
@@ -139,7 +140,7 @@ function importClosure(entry: string): Map<string, string[]> {
   return seen;
 }
 
-test('DESIGN 10: relayer-api/client is browser-safe: its built module and all it imports use no node:* module, no package, no Node global', () => {
+test('docs/design.md#client: relayer-api/client is browser-safe: its built module and all it imports use no node:* module, no package, no Node global', () => {
   const entry = pkg.exports['./client'].default.replace(/^\.\//, '');
   const closure = importClosure(entry);
   assert.ok(closure.size >= 2, `files loaded: ${[...closure.keys()].join(', ')}`);
@@ -173,7 +174,7 @@ function relativeLinks(file: string): string[] {
     .map((target) => target.replace(/[?#].*$/, ''));
 }
 
-test('issue 16.7: a LICENSE file with the full Apache License 2.0 text, as package.json declares', () => {
+test('docs/design.md#package: a LICENSE file with the full Apache License 2.0 text, as package.json declares', () => {
   assert.equal(pkg.license, 'Apache-2.0');
   const text = readFileSync(join(root, 'LICENSE'), 'utf8');
   // SHA-256 of https://www.apache.org/licenses/LICENSE-2.0.txt, the text SPDX "Apache-2.0" names.
@@ -182,7 +183,7 @@ test('issue 16.7: a LICENSE file with the full Apache License 2.0 text, as packa
   assert.match(text, /END OF TERMS AND CONDITIONS/);
 });
 
-test('issue 16.7, issue 12.7: the package publishes LICENSE and every document its Markdown links, and no link leaves the package', () => {
+test('docs/design.md#package: the package publishes LICENSE and every document its Markdown links, and no link leaves the package', () => {
   const files = packedFiles();
   assert.ok(files.has('LICENSE'), 'LICENSE is published');
   assert.ok(files.has('README.md'), 'README.md is published');

@@ -1,7 +1,7 @@
 /**
- * The relay pipeline as a whole (lib/pipeline.ts, spec 4.5.4, DESIGN 3) on generated receipts: every
- * outcome is a 200 whose messages are all enqueued with the pair kept, or a RelayError with nothing
- * enqueued and the reservation released.
+ * The relay pipeline as a whole (lib/pipeline.ts, docs/design.md#deduplication, #rate-limit) on
+ * generated receipts: every outcome is a 200 whose messages are all enqueued with the pair kept,
+ * or a RelayError with nothing enqueued and the reservation released.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -19,7 +19,7 @@ import { testConfig } from './helpers/config.ts';
 import { dispatchLog, MAILBOX, messageSentLog, rpcReceipt, transferLogs, txHash } from './helpers/fixtures.ts';
 import { bytes, mutate, mutation, RUNS, tally, u32, word } from './helpers/properties.ts';
 
-describe('the relay pipeline as a whole (spec 4.5.4, DESIGN 3)', () => {
+describe('the relay pipeline as a whole (docs/design.md#deduplication, #post-relay)', () => {
   const FOREIGN = '0x' + 'ee'.repeat(20);
   const config = testConfig({ blacklist: [{ recipientAddress: '0x' + '99'.repeat(20) }] });
 

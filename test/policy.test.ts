@@ -37,7 +37,7 @@ function bodyFromHex(hex: string): Uint8Array {
   return bytes;
 }
 
-describe('MatchingList semantics (DESIGN §5, hyperlane matching_list.rs)', () => {
+describe('MatchingList semantics (docs/design.md#configuration, hyperlane matching_list.rs)', () => {
   const table: [string, MatchingRule[], Partial<HyperlaneMessage>, boolean][] = [
     ['an empty list matches nothing (callers pick the default)', [], {}, false],
     ['an empty rule {} matches every message', [{}], {}, true],
@@ -113,7 +113,7 @@ describe('MatchingList semantics (DESIGN §5, hyperlane matching_list.rs)', () =
   }
 });
 
-describe('DESIGN 5: the config loader and the policy accept exactly the same rules', () => {
+describe('docs/design.md#configuration: the config loader and the policy accept exactly the same rules', () => {
   /** The error key, or 'ok'; anything but a ConfigError fails the test. */
   function verdict(fn: () => unknown): string {
     try {
@@ -200,7 +200,7 @@ function reasonOf(check: (m: HyperlaneMessage) => void, m: HyperlaneMessage): st
   }
 }
 
-describe('policy order (DESIGN §3, spec §7)', () => {
+describe('policy order (docs/design.md#check-order, docs/api.md#errors)', () => {
   const table: [string, Partial<PolicyConfig>, Partial<HyperlaneMessage>, string][] = [
     ['no lists, configured destination: accepted', {}, {}, 'ok'],
     ['empty whitelist lets everything through', { whitelist: [] }, {}, 'ok'],

@@ -1,7 +1,7 @@
 /**
- * The PostgreSQL store (relayer-api/postgres, DESIGN.md §7, §8) beyond the engine contracts
- * (test/store-contracts.test.ts): migrations under the advisory lock, restarts, a database that
- * goes away and comes back, and what its errors reveal. On a real server from npm.
+ * The PostgreSQL store (relayer-api/postgres, docs/design.md#postgresql, #replicas) beyond the
+ * engine contracts (test/store-contracts.test.ts): migrations under the advisory lock, restarts,
+ * a database that goes away and comes back, and what its errors reveal. On a real server from npm.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -26,7 +26,7 @@ const ID = '0x' + '11'.repeat(32);
 const record = (leaf: number) => ({ chain: 1, insertion_block_number: 10 + leaf, leaf_index: leaf, message_id: ID });
 
 describe('PostgreSQL schema and migrations', () => {
-  test('DESIGN 7: replicas starting together migrate once: 6 pools open one fresh schema at the same time', async () => {
+  test('docs/design.md#postgresql: replicas starting together migrate once: 6 pools open one fresh schema at the same time', async () => {
     const t = await testSchema();
     const pools = Array.from({ length: 6 }, () => new pg.Pool({ connectionString: t.pool.options.connectionString, max: 2 }));
     try {
@@ -44,7 +44,7 @@ describe('PostgreSQL schema and migrations', () => {
     }
   });
 
-  test('DESIGN 7: reopening keeps what was stored and runs no migration again', async () => {
+  test('docs/design.md#postgresql: reopening keeps what was stored and runs no migration again', async () => {
     const t = await testSchema();
     try {
       const first = await openPostgresStore(t.pool, { relayApi, schema: t.schema });
@@ -58,7 +58,7 @@ describe('PostgreSQL schema and migrations', () => {
     }
   });
 
-  test('DESIGN 7: migration 2 adds the outbox length limits to a version-1 schema, keeping its rows', async () => {
+  test('docs/design.md#postgresql: migration 2 adds the outbox length limits to a version-1 schema, keeping its rows', async () => {
     const t = await testSchema();
     const s = `"${t.schema}"`;
     try {
@@ -131,7 +131,7 @@ describe('PostgreSQL schema and migrations', () => {
     }
   });
 
-  test('DESIGN 8: without an injected clock the database clock dates reservations (replicas agree)', async () => {
+  test('docs/design.md#replicas: without an injected clock the database clock dates reservations (replicas agree)', async () => {
     const t = await testSchema();
     try {
       const store = await openPostgresStore(t.pool, { relayApi, schema: t.schema });
@@ -151,7 +151,7 @@ describe('PostgreSQL schema and migrations', () => {
   });
 });
 
-describe('PostgreSQL outage (DESIGN.md §2, §7: 503 store_unavailable, recovery without restart)', () => {
+describe('PostgreSQL outage (docs/design.md#errors, #postgresql: 503 store_unavailable, recovery without restart)', () => {
   let server: EmbeddedPostgres;
   let pool: pg.Pool;
   before(async () => {

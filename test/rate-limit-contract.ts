@@ -1,5 +1,5 @@
 /**
- * The RateLimiter contract (lib/rate-limit.ts, spec §7 rate_limited, DESIGN.md §3, §8), one suite
+ * The RateLimiter contract (lib/rate-limit.ts, docs/design.md#rate-limit, #replicas), one suite
  * run against every engine (test/store-contracts.test.ts): the per-process bucket and PostgreSQL.
  */
 import assert from 'node:assert/strict';
@@ -33,7 +33,7 @@ export function rateLimitContract(name: string, make: MakeLimiter): void {
       for (const h of open.splice(0)) await h.close();
     });
 
-    test('DESIGN 3: starts full with burst tokens; the next is refused with Retry-After', async () => {
+    test('docs/design.md#rate-limit: starts full with burst tokens; the next is refused with Retry-After', async () => {
       const h = await setup(10, 100);
       assert.equal(await takeN(h, 10), 10);
       assert.deepEqual(await h.limiter.take(), { ok: false, retryAfterSeconds: 1 }); // one token per 600 ms
@@ -74,7 +74,7 @@ export function rateLimitContract(name: string, make: MakeLimiter): void {
       assert.deepEqual(await h.limiter.take(), { ok: false, retryAfterSeconds: 30 });
     });
 
-    test('DESIGN 8: concurrent takes never pass more than the tokens there are', async () => {
+    test('docs/design.md#replicas: concurrent takes never pass more than the tokens there are', async () => {
       const h = await setup(7, 1);
       const results = await Promise.all(Array.from({ length: 20 }, async () => h.limiter.take()));
       assert.equal(results.filter((r) => r.ok).length, 7);

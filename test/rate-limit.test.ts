@@ -9,8 +9,8 @@ function takeN(limiter: TokenBucket, n: number): number {
   return ok;
 }
 
-describe('global rate limit: token bucket (spec §7 rate_limited, DESIGN §3)', () => {
-  it('DESIGN §3 default: starts full with a burst of 100, the 101st is refused', () => {
+describe('global rate limit: token bucket (docs/design.md#rate-limit)', () => {
+  it('docs/design.md#rate-limit default: starts full with a burst of 100, the 101st is refused', () => {
     const clock = createFakeClock();
     const bucket = createTokenBucket({ clock, burst: 100, perMinute: 100 });
     assert.equal(takeN(bucket, 100), 100);

@@ -1,5 +1,5 @@
 /**
- * Issue 16.5: the README runs as written. Every fenced shell block of the README and of the
+ * README.md#try-it: the README runs as written. Every fenced shell block of the README and of the
  * published docs is either run here or listed below as a command the suite itself covers; a
  * command in neither fails the test, so a new example cannot slip in unrun.
  *
@@ -124,7 +124,7 @@ function wildcard(expected: string): RegExp {
 const clone = mkdtempSync(join(tmpdir(), 'relayer-readme-'));
 after(() => rmSync(clone, { recursive: true, force: true }));
 
-test('issue 16.5: every shell example of the README and the docs runs as written against the real server', async (t) => {
+test('README.md#try-it: every shell example of the README and the docs runs as written against the real server', async (t) => {
   const commands = publishedMarkdown().flatMap(shellCommands);
   assert.ok(commands.length >= 15, `found ${commands.length} shell commands`);
   const starts = commands.filter((c) => /^npm start\b/.test(c.text) && !NOT_RUN_HERE.has(c.text));

@@ -107,7 +107,7 @@ function assertNoSecret(text: string) {
   }
 }
 
-describe('receipt fetch: JSON-RPC request and receipt parsing (DESIGN §3)', () => {
+describe('receipt fetch: JSON-RPC request and receipt parsing (docs/design.md#receipt)', () => {
   it('posts eth_getTransactionReceipt [txHash] as JSON-RPC 2.0 to the first URL', async () => {
     const h = harness({ [URL_A]: rpcResult(receipt()) });
     await h.fetcher(chain([URL_A]), TX);
@@ -121,7 +121,7 @@ describe('receipt fetch: JSON-RPC request and receipt parsing (DESIGN §3)', () 
     assert.ok(call.body.id !== undefined && call.body.id !== null);
   });
 
-  it('DESIGN §3: reads status and logs only; blockTimestamp as a JSON number is ignored', async () => {
+  it('docs/design.md#receipt: reads status and logs only; blockTimestamp as a JSON number is ignored', async () => {
     const h = harness({ [URL_A]: rpcResult(receipt()) });
     const r = await h.fetcher(chain([URL_A]), TX);
     assert.equal(r.success, true);
@@ -131,14 +131,14 @@ describe('receipt fetch: JSON-RPC request and receipt parsing (DESIGN §3)', () 
     assert.deepEqual(r.logs[0].data, new Uint8Array([0x00, 0x01, 0x02, 0x03, 0xff]));
   });
 
-  it('DESIGN §3: checksummed addresses and upper-case topics come back lower-case', async () => {
+  it('docs/design.md#extraction-and-eligibility: checksummed addresses and upper-case topics come back lower-case', async () => {
     const h = harness({ [URL_A]: rpcResult(receipt()) });
     const r = await h.fetcher(chain([URL_A]), TX);
     assert.equal(r.logs[0].address, MAILBOX_LOWER);
     assert.deepEqual(r.logs[0].topics, [DISPATCH_TOPIC, '0x000000000000000000000000f39fd6e51aad88f6f4ce6ab8827279cfffb92266']);
   });
 
-  it('DESIGN §3: a reverted receipt (status 0x0) is success=false', async () => {
+  it('docs/design.md#extraction-and-eligibility: a reverted receipt (status 0x0) is success=false', async () => {
     const h = harness({ [URL_A]: rpcResult(receipt({ status: '0x0', logs: [] })) });
     assert.deepEqual(await h.fetcher(chain([URL_A]), TX), { success: false, logs: [] });
   });
@@ -163,7 +163,7 @@ describe('receipt fetch: JSON-RPC request and receipt parsing (DESIGN §3)', () 
   });
 });
 
-describe('receipt fetch: fail-over to the next URL (DESIGN §3)', () => {
+describe('receipt fetch: fail-over to the next URL (docs/design.md#receipt)', () => {
   it('fails over in configured order: HTTP 500 → HTTP 429 → receipt', async () => {
     const h = harness({ [URL_A]: httpStatus(500), [URL_B]: httpStatus(429), [URL_C]: rpcResult(receipt()) });
     const r = await h.fetcher(chain([URL_A, URL_B, URL_C]), TX);
@@ -310,15 +310,16 @@ describe('receipt fetch: fail-over to the next URL (DESIGN §3)', () => {
   });
 });
 
-describe('receipt fetch: polling and the 10 s deadline (spec §7 timeout, §8)', () => {
-  it('DESIGN §3: a null result means not mined yet: poll again from the first URL', async () => {
+describe('receipt fetch: polling and the 10 s deadline (docs/design.md#receipt)', () => {
+  it('docs/design.md#receipt: a null result means not mined yet: poll again from the first URL', async () => {
     const h = harness({ [URL_A]: [rpcResult(null), rpcResult(null), rpcResult(receipt())], [URL_B]: rpcResult(receipt()) }, { pollIntervalMs: 500 });
     const result = track(h.fetcher(chain([URL_A, URL_B]), TX));
     await h.clock.flush();
     assert.equal(result.settled, false);
     await h.clock.advance(499);
     assert.deepEqual(h.calls.urls(), [URL_A]);
-    // Issue 16.1: between polls the wait (and the deadline) keep a real process alive.
+    // README.md#embedding-the-library: between polls the wait (and the deadline) keep a real
+    // process alive.
     assert.ok(h.clock.keepingAlive() >= 1, 'the poll wait is not a background timer');
     await h.clock.advance(1);
     assert.deepEqual(h.calls.urls(), [URL_A, URL_A]);
@@ -329,7 +330,7 @@ describe('receipt fetch: polling and the 10 s deadline (spec §7 timeout, §8)',
     assert.equal(h.clock.pending(), 0);
   });
 
-  it('spec §7: still null after 10 s → 408 timeout "transaction receipt not found within 10 seconds"', async () => {
+  it('docs/design.md#receipt: still null after 10 s → 408 timeout "transaction receipt not found within 10 seconds"', async () => {
     const h = harness({ [URL_A]: rpcResult(null) });
     const result = track(h.fetcher(chain([URL_A]), TX));
     await h.clock.advance(9_999);
@@ -346,7 +347,7 @@ describe('receipt fetch: polling and the 10 s deadline (spec §7 timeout, §8)',
     assert.equal(h.clock.pending(), 0);
   });
 
-  it('DESIGN §3: every URL failing for 10 s → timeout saying the RPC endpoints failed, no URL in it', async () => {
+  it('docs/design.md#receipt: every URL failing for 10 s → timeout saying the RPC endpoints failed, no URL in it', async () => {
     const h = harness({ [URL_A]: httpStatus(503), [URL_B]: hang });
     const result = track(h.fetcher(chain([URL_A, URL_B]), TX));
     await h.clock.advance(10_000);
@@ -414,7 +415,7 @@ describe('receipt fetch: caller abort', () => {
   });
 });
 
-describe('redactUrl: RPC URLs carry API keys (DESIGN §3)', () => {
+describe('redactUrl: RPC URLs carry API keys (docs/design.md#receipt)', () => {
   const table: [string, string][] = [
     [URL_A, 'https://rpc-a.example:8545'],
     [URL_B, 'https://rpc-b.example'],
@@ -507,7 +508,7 @@ describe('receipt fetch over a real HTTP server (node:http, global fetch)', () =
   });
 });
 
-describe('receipt parser (DESIGN 3: read only status and logs)', () => {
+describe('receipt parser (docs/design.md#receipt: read only status and logs)', () => {
   const TX = txHash(0xbeef);
 
   /** Replaces the value at a random path of `value` with `replacement` (undefined deletes). */

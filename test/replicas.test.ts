@@ -1,8 +1,8 @@
 /**
- * Several relayer-server replicas on one PostgreSQL database behave as one server (DESIGN.md §8,
- * issue 14): real `bin/relayer-server.ts` child processes, a real PostgreSQL server from npm, the
- * receipts from a fake JSON-RPC server over loopback. The database URL reaches the replicas
- * through RELAYER_DB, as an operator keeps a password out of the process list.
+ * Several relayer-server replicas on one PostgreSQL database behave as one server
+ * (docs/design.md#replicas): real `bin/relayer-server.ts` child processes, a real PostgreSQL
+ * server from npm, the receipts from a fake JSON-RPC server over loopback. The database URL
+ * reaches the replicas through RELAYER_DB, as an operator keeps a password out of the process list.
  *
  * Short settings make the bounds observable: receiptTimeoutSeconds 2, so the reservation of a
  * replica killed mid-request frees after 2 + 5 s.
@@ -20,7 +20,7 @@ import { startTestPostgres } from './helpers/postgres.ts';
 import { launchRelayerServer, runRelayerServer, SERVER_BIN, type RelayerProcess } from './helpers/server.ts';
 
 const RECEIPT_TIMEOUT_S = 2;
-/** DESIGN.md §8: a pending reservation of a replica that died expires after receiptTimeoutSeconds + 5 s. */
+/** docs/design.md#replicas: a pending reservation of a replica that died expires after receiptTimeoutSeconds + 5 s. */
 const PENDING_BOUND_MS = (RECEIPT_TIMEOUT_S + 5) * 1000;
 
 let server: EmbeddedPostgres;
@@ -92,7 +92,7 @@ after(async () => {
   await server?.remove();
 });
 
-describe('three replicas on one PostgreSQL database (DESIGN 8)', () => {
+describe('three replicas on one PostgreSQL database (docs/design.md#replicas)', () => {
   let three: Replica[];
   let db: pg.Pool;
 
@@ -240,7 +240,7 @@ describe('three replicas on one PostgreSQL database (DESIGN 8)', () => {
   });
 });
 
-describe('the global rate limit across replicas (DESIGN 8)', () => {
+describe('the global rate limit across replicas (docs/design.md#replicas)', () => {
   test('burst B configured: across three replicas at most B requests pass, the rest are rate_limited', async () => {
     const BURST = 8;
     const url = await createDatabase('burst');
@@ -261,7 +261,7 @@ describe('the global rate limit across replicas (DESIGN 8)', () => {
   });
 });
 
-describe('relayer-server without the optional pg package (DESIGN 7)', () => {
+describe('relayer-server without the optional pg package (docs/design.md#postgresql)', () => {
   test('a postgres:// URL says to install pg and exits 1; SQLite still works without it', async () => {
     const hide = new URL('./helpers/hide-pg.ts', import.meta.url).pathname;
     const proc = spawnTracked(process.execPath, ['--import', hide, SERVER_BIN, '--port', '0', '--db', server.url()]);
@@ -278,7 +278,7 @@ describe('relayer-server without the optional pg package (DESIGN 7)', () => {
   });
 });
 
-describe('the database password stays secret (DESIGN 6, issue 14)', () => {
+describe('the database password stays secret (docs/design.md#the-server-binary, #replicas)', () => {
   test('no replica printed it, and a start-up failure shows the URL redacted', async () => {
     const password = new URL(server.url()).password;
     assert.ok(password.length >= 8);

@@ -1,9 +1,9 @@
 /**
- * Issue 16.2: when the RPC endpoints fail, say why. Each failed attempt is logged at `warn` with
- * the chain, the endpoint's origin, the attempt number and the class of the failure (DNS,
- * connection refused, HTTP 5xx, JSON-RPC error code and message, malformed answer, timeout); the
- * 408 names the class of the last failure. No URL path, query or userinfo (where API keys live)
- * reaches the log or the answer, even when the node quotes the request back.
+ * docs/operations.md#logs: when the RPC endpoints fail, say why. Each failed attempt is logged at
+ * `warn` with the chain, the endpoint's origin, the attempt number and the class of the failure
+ * (DNS, connection refused, HTTP 5xx, JSON-RPC error code and message, malformed answer,
+ * timeout); the 408 names the class of the last failure. No URL path, query or userinfo (where
+ * API keys live) reaches the log or the answer, even when the node quotes the request back.
  *
  * The endpoints are real HTTP servers on 127.0.0.1 (test/helpers/faulty-rpc.ts) and a loopback
  * port nothing listens on; time is a fake clock.
@@ -74,7 +74,7 @@ function assertNoSecret(text: string, where: string): void {
   assert.ok(!/\/v[23]\/|apikey|\/http503\/|\/rpc-error\//.test(text), `${where} leaks a URL path or query: ${text}`);
 }
 
-describe('issue 16.2: every failed RPC attempt is logged at warn with its cause; the 408 names the last one', () => {
+describe('docs/operations.md#logs: every failed RPC attempt is logged at warn with its cause; the 408 names the last one', () => {
   test('HTTP 5xx then connection refused: one warn line per attempt, numbered, classed; the 408 says "connection refused"', async (t) => {
     const { res, warnings, logText } = await relayAgainst(t, [keyed('http503'), refused()]);
     assert.equal(res.status, 408, res.text);
@@ -127,7 +127,7 @@ describe('issue 16.2: every failed RPC attempt is logged at warn with its cause;
   }
 });
 
-describe('issue 16.2: transport failures are told apart by their cause (no network needed)', () => {
+describe('docs/operations.md#logs: transport failures are told apart by their cause (no network needed)', () => {
   const chain = { name: 'testchain', domainId: 31337, mailbox: MAILBOX, cctpMessageTransmitters: [], rpcUrls: ['https://SECRETUSER:SECRETPASS@rpc.example/v2/SECRETKEY'] };
   const cases: Array<[string, unknown, string, string]> = [
     ['DNS', Object.assign(new Error('getaddrinfo ENOTFOUND rpc.example'), { code: 'ENOTFOUND' }), 'dns', 'DNS lookup failed (ENOTFOUND)'],

@@ -1,10 +1,11 @@
 /**
- * POST /relay against JSON-RPC endpoints that fail in every way a real one does (DESIGN.md §3):
- * hang, reset, 5xx, 429, invalid JSON, JSON-RPC error, wrong id, a receipt for another
- * transaction, malformed logs, an endless body, a body that stalls halfway. Each case runs twice:
- * the faulty endpoint alone (the documented outcome: 408 timeout, or 500 internal_error for a
- * malformed Mailbox log) and the faulty endpoint first with a good one behind it (fail-over: 200).
- * Every failure must release the dedup reservation (spec §4.5.4).
+ * POST /relay against JSON-RPC endpoints that fail in every way a real one does
+ * (docs/design.md#receipt): hang, reset, 5xx, 429, invalid JSON, JSON-RPC error, wrong id, a
+ * receipt for another transaction, malformed logs, an endless body, a body that stalls halfway.
+ * Each case runs twice: the faulty endpoint alone (the documented outcome: 408 timeout, or 500
+ * internal_error for a malformed Mailbox log) and the faulty endpoint first with a good one
+ * behind it (fail-over: 200). Every failure must release the dedup reservation
+ * (docs/design.md#deduplication).
  *
  * The endpoints are real HTTP servers on 127.0.0.1 reached with the global fetch; time is a fake
  * clock, so the 3 s attempt timeout and the 10 s deadline pass without waiting.
@@ -109,13 +110,14 @@ const CASES: Case[] = [
   // A well-formed receipt whose Mailbox log is not a valid ABI encoding: the endpoint answered, so
   // there is nothing to fail over from; a real Mailbox cannot emit it, so the RPC lies: 500.
   { fault: 'bad-log-abi', alone: { status: 500, reason: 'internal_error', message: /malformed message log/ }, failover: false },
-  // null = "not mined yet" (DESIGN §3): poll the first URL again; the second is not asked.
+  // null = "not mined yet" (docs/design.md#receipt): poll the first URL again; the second is not
+  // asked.
   { fault: 'null-result', alone: { status: 408, reason: 'timeout', message: /not found within 10 seconds/ }, failover: false },
 ];
 
-describe('RPC faults, endpoint alone: the documented outcome, and the reservation is released (spec 4.5.4)', () => {
+describe('RPC faults, endpoint alone: the documented outcome, and the reservation is released (docs/design.md#deduplication)', () => {
   for (const c of CASES) {
-    test(`DESIGN 3: ${c.fault} alone → ${c.alone.status} ${c.alone.reason}; an immediate retry is not duplicate_tx`, async (t) => {
+    test(`docs/design.md#deduplication: ${c.fault} alone → ${c.alone.status} ${c.alone.reason}; an immediate retry is not duplicate_tx`, async (t) => {
       const h = await start(t, [rpc.endpoint(c.fault, '/v3/KEY')]);
       const hash = minedTx();
       for (const attempt of [1, 2]) {
@@ -134,10 +136,10 @@ describe('RPC faults, endpoint alone: the documented outcome, and the reservatio
   }
 });
 
-describe('RPC faults, a good endpoint behind: fail-over (DESIGN 3)', () => {
+describe('RPC faults, a good endpoint behind: fail-over (docs/design.md#receipt)', () => {
   for (const c of CASES) {
     const expected = c.failover ? '200 from the next endpoint' : `${c.alone.status} ${c.alone.reason} (no fail-over)`;
-    test(`DESIGN 3: ${c.fault} then a good endpoint → ${expected}`, async (t) => {
+    test(`docs/design.md#receipt: ${c.fault} then a good endpoint → ${expected}`, async (t) => {
       const h = await start(t, [rpc.endpoint(c.fault), rpc.endpoint('ok')]);
       const hash = minedTx();
       const seen = rpc.requests(c.fault);
@@ -168,7 +170,7 @@ describe('RPC faults, a good endpoint behind: fail-over (DESIGN 3)', () => {
 });
 
 describe('RPC faults: bounded reads', () => {
-  test('DESIGN 3: an endless response is cut at the 8 MiB body bound, the connection is closed, the server stays up', async (t) => {
+  test('docs/design.md#receipt: an endless response is cut at the 8 MiB body bound, the connection is closed, the server stays up', async (t) => {
     const h = await start(t, [rpc.endpoint('endless'), rpc.endpoint('ok')]);
     const closedBefore = rpc.endlessClosed();
     const bytesBefore = rpc.endlessBytes();
@@ -183,7 +185,7 @@ describe('RPC faults: bounded reads', () => {
     assert.ok(rss < 1024 * 1024 * 1024, `memory stays bounded (${rss} bytes RSS)`);
   });
 
-  test('DESIGN 3: one hanging endpoint does not hold other requests: a second relay on another chain answers meanwhile', async (t) => {
+  test('docs/design.md#receipt: one hanging endpoint does not hold other requests: a second relay on another chain answers meanwhile', async (t) => {
     const clock = createFakeClock();
     const base = testConfig();
     const config = testConfig({

@@ -56,7 +56,7 @@ function withRpcUrls(rpcUrls: string[], overrides: Parameters<typeof testConfig>
   return { ...base, chains: { ...base.chains, ethereum: { ...base.chains.ethereum, rpcUrls } } };
 }
 
-describe('start-up warning for a non-loopback bind (issue 7.5)', () => {
+describe('start-up warning for a non-loopback bind (SECURITY.md#secrets-and-internals-in-answers-and-logs)', () => {
   async function startBin(t: TestContext, args: string[], config: Record<string, unknown>): Promise<string> {
     // The preload sends every listen() to 127.0.0.1, whatever host the server was told.
     const server = await startRelayerServer(t, args, {
@@ -76,13 +76,13 @@ describe('start-up warning for a non-loopback bind (issue 7.5)', () => {
   const warned = (output: string) =>
     output.split('\n').filter((line) => line.includes('"level":"warn"') && /non-loopback/.test(line) && /adminToken/.test(line));
 
-  test('DESIGN 2/issue 7.5: --host 0.0.0.0 without server.adminToken logs one warning naming the host', async (t) => {
+  test('docs/design.md#http-surface, SECURITY.md#secrets-and-internals-in-answers-and-logs: --host 0.0.0.0 without server.adminToken logs one warning naming the host', async (t) => {
     const lines = warned(await startBin(t, ['--host', '0.0.0.0'], {}));
     assert.equal(lines.length, 1);
     assert.equal(JSON.parse(lines[0]).host, '0.0.0.0');
   });
 
-  test('issue 7.5: --host 0.0.0.0 with an admin token, and the loopback default without one, warn nothing', async (t) => {
+  test('SECURITY.md#secrets-and-internals-in-answers-and-logs: --host 0.0.0.0 with an admin token, and the loopback default without one, warn nothing', async (t) => {
     const withToken = await startBin(t, ['--host', '0.0.0.0'], { server: { adminToken: ADMIN_TOKEN } });
     assert.equal(warned(withToken).length, 0);
     assert.doesNotMatch(withToken, /"level":"warn"/);
@@ -92,7 +92,7 @@ describe('start-up warning for a non-loopback bind (issue 7.5)', () => {
   });
 });
 
-describe('RPC URLs carry API keys: never in responses, metrics or logs (DESIGN 3, issue 7.5)', () => {
+describe('RPC URLs carry API keys: never in responses, metrics or logs (docs/design.md#receipt, SECURITY.md#secrets-and-internals-in-answers-and-logs)', () => {
   const SECRET = /secret/i;
 
   async function run(t: TestContext, rpcUrls: string[], drive: (url: string, clock: ReturnType<typeof createFakeClock>) => Promise<RawResponse[]>) {
@@ -159,7 +159,7 @@ describe('RPC URLs carry API keys: never in responses, metrics or logs (DESIGN 3
   });
 });
 
-describe('no stack, cause or internals in any answer (DESIGN 2)', () => {
+describe('no stack, cause or internals in any answer (docs/design.md#errors)', () => {
   test('an exception in the queue (multi-line message, stack, a non-Error) answers a fixed body (store_unavailable or internal_error); the log has one line, no stack', async (t) => {
     const UNAVAILABLE = '{"reason":"store_unavailable","message":"the store is unavailable; nothing was stored, retry shortly"}';
     const INTERNAL = '{"reason":"internal_error","message":"internal error"}';
@@ -194,7 +194,7 @@ describe('no stack, cause or internals in any answer (DESIGN 2)', () => {
   });
 });
 
-describe('look-alike events from foreign contracts (DESIGN 3)', () => {
+describe('look-alike events from foreign contracts (docs/design.md#extraction-and-eligibility)', () => {
   const FOREIGN = '0x' + 'ee'.repeat(20);
 
   async function relayLogs(t: TestContext, logs: ReturnType<typeof transferLogs>): Promise<RawResponse> {
@@ -225,7 +225,7 @@ describe('look-alike events from foreign contracts (DESIGN 3)', () => {
   });
 });
 
-describe('dedup cache exhaustion (spec 7 cache_full, DESIGN 3)', () => {
+describe('dedup cache exhaustion (docs/design.md#deduplication)', () => {
   /** A clock the test sets by hand; timers never fire (the dedup sweep only reclaims memory). */
   function manualClock(): Clock & { set(ms: number): void } {
     let now = 0;

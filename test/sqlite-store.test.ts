@@ -1,5 +1,5 @@
 /**
- * The node:sqlite store (DESIGN.md §7 storage) on real files in a temp directory: durability,
+ * The node:sqlite store (docs/design.md#sqlite) on real files in a temp directory: durability,
  * schema versions, the worker's lifecycle. The tables are covered by the contract suites
  * (test/outbox.test.ts, test/merkle.test.ts).
  */
@@ -41,7 +41,7 @@ async function withStore<T>(file: string, use: (store: SqliteStore) => Promise<T
 }
 
 describe('durability and schema', () => {
-  test('DESIGN 7: data survives close and reopen', async () => {
+  test('docs/design.md#sqlite: data survives close and reopen', async () => {
     const file = freshFile();
     await withStore(file, async (store) => store.merkle.insertMerkle([record(1, 0), record(1, 1)]));
     await withStore(file, async (store) => {
@@ -50,7 +50,7 @@ describe('durability and schema', () => {
     });
   });
 
-  test('DESIGN 7: a file database runs in WAL mode with the current schema version', async () => {
+  test('docs/design.md#sqlite: a file database runs in WAL mode with the current schema version', async () => {
     const file = freshFile();
     await withStore(file, async () => {
       assert.equal(pragma(file, 'journal_mode'), 'wal');
@@ -59,14 +59,14 @@ describe('durability and schema', () => {
     assert.ok(SCHEMA_VERSION >= 2);
   });
 
-  test('DESIGN 7: :memory: opens without WAL and works', async () => {
+  test('docs/design.md#sqlite: :memory: opens without WAL and works', async () => {
     await withStore(':memory:', async (store) => {
       assert.equal(await store.merkle.insertMerkle([record(1, 0)]), 1);
       assert.equal(await store.merkleRowCount(), 1);
     });
   });
 
-  test('DESIGN 7: acknowledged writes survive SIGKILL of the process', async () => {
+  test('docs/design.md#sqlite: acknowledged writes survive SIGKILL of the process', async () => {
     const file = freshFile();
     const storeUrl = new URL('../lib/sqlite/index.ts', import.meta.url).href;
     const child = spawn(
@@ -100,7 +100,7 @@ describe('durability and schema', () => {
     });
   });
 
-  test('DESIGN 7: an older schema is migrated forward and keeps its rows', async () => {
+  test('docs/design.md#sqlite: an older schema is migrated forward and keeps its rows', async () => {
     const file = freshFile();
     // A database as the first schema version left it: merkle table only.
     const old = new DatabaseSync(file);
@@ -116,7 +116,7 @@ describe('durability and schema', () => {
     assert.equal(pragma(file, 'user_version'), SCHEMA_VERSION);
   });
 
-  test('DESIGN 7: migration 4 turns stored message ids into 32-byte BLOBs, upper-case hex included', async () => {
+  test('docs/design.md#sqlite: migration 4 turns stored message ids into 32-byte BLOBs, upper-case hex included', async () => {
     const file = freshFile();
     const old = new DatabaseSync(file);
     for (const migration of MIGRATIONS.slice(0, 3)) old.exec(migration);
@@ -139,7 +139,7 @@ describe('durability and schema', () => {
     }
   });
 
-  test('DESIGN 4: the merkle table itself refuses an id that is not 32 bytes, from any writer', async () => {
+  test('docs/design.md#merkle-tree-insertions: the merkle table itself refuses an id that is not 32 bytes, from any writer', async () => {
     const file = freshFile();
     await withStore(file, async (store) => assert.equal(await store.merkle.insertMerkle([record(1, 0)]), 1));
     const db = new DatabaseSync(file);
@@ -156,7 +156,7 @@ describe('durability and schema', () => {
     await withStore(file, async (store) => assert.deepEqual(await store.merkle.listMerkle(1, 5, 5), [record(1, 5, 5, '0x' + '07'.repeat(32))]));
   });
 
-  test('DESIGN 7: a newer schema is refused with a clear error and the file is left alone', async () => {
+  test('docs/design.md#sqlite: a newer schema is refused with a clear error and the file is left alone', async () => {
     const file = freshFile();
     const newer = new DatabaseSync(file);
     newer.exec('CREATE TABLE future (x INTEGER) STRICT');
@@ -175,7 +175,7 @@ describe('durability and schema', () => {
     assert.equal(pragma(file, 'journal_mode'), 'delete', 'journal mode untouched');
   });
 
-  test('DESIGN 7: a foreign database with a table named like ours is refused, not adopted', async () => {
+  test('docs/design.md#sqlite: a foreign database with a table named like ours is refused, not adopted', async () => {
     const file = freshFile();
     const foreign = new DatabaseSync(file);
     foreign.exec('CREATE TABLE merkle_insertions (anything)');
@@ -184,7 +184,7 @@ describe('durability and schema', () => {
     assert.equal(pragma(file, 'user_version'), 0, 'the failed migration was rolled back');
   });
 
-  test('DESIGN 7: close() is idempotent and the store is unusable afterwards', async () => {
+  test('docs/design.md#sqlite: close() is idempotent and the store is unusable afterwards', async () => {
     const store = await openStore(freshFile());
     await store.close();
     await store.close();
@@ -193,7 +193,7 @@ describe('durability and schema', () => {
     await assert.rejects(store.ping());
   });
 
-  test('DESIGN 7: writes queued before close() are answered and committed; the worker ends', async () => {
+  test('docs/design.md#sqlite: writes queued before close() are answered and committed; the worker ends', async () => {
     const file = freshFile();
     const store = await openStore(file);
     const writes = Array.from({ length: 20 }, (_, i) => store.merkle.insertMerkle([record(1, i)]));

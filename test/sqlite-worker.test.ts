@@ -1,10 +1,12 @@
 /**
- * SQLite off the main thread (DESIGN.md §7, issue 13): the worker owns the connection, so a write
- * waiting for a lock held by another connection (an operator's sqlite3 shell: BEGIN IMMEDIATE)
- * stops nothing else. The lock here is held by a real second connection on the same file, in this
- * process; it is released or kept by the test, never timed by a sleep. The waiting write ends in
- * 200 (lock released) or 503 store_unavailable (past the store's lock wait), never a hang, never
- * a partial write. And node:sqlite is never loaded on the server's main thread.
+ * SQLite off the main thread (docs/design.md#sqlite,
+ * BENCHMARKS.md#storage-off-the-event-loop-node-benchstorets-node-benchmerklets): the worker owns
+ * the connection, so a write waiting for a lock held by another connection (an operator's sqlite3
+ * shell: BEGIN IMMEDIATE) stops nothing else. The lock here is held by a real second connection
+ * on the same file, in this process; it is released or kept by the test, never timed by a sleep.
+ * The waiting write ends in 200 (lock released) or 503 store_unavailable (past the store's lock
+ * wait), never a hang, never a partial write. And node:sqlite is never loaded on the server's
+ * main thread.
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
@@ -87,7 +89,7 @@ function assertUnavailable(res: RawResponse): void {
 
 const RECORDS = Array.from({ length: 500 }, (_, i) => ({ chain: 1, insertion_block_number: 7, leaf_index: i, message_id: '0x' + (i + 1).toString(16).padStart(64, '0') }));
 
-describe('a write waits for another connection\'s lock without stopping the server (issue 13)', () => {
+describe('a write waits for another connection\'s lock without stopping the server (BENCHMARKS.md#storage-off-the-event-loop-node-benchstorets-node-benchmerklets)', () => {
   test('while a relay waits for the lock: GET /relay, GET /ready, a read and a relay that writes nothing answer; the relay is stored and answered 200 once the lock is let go', async (t) => {
     const h = await start(t);
     const { hash, id } = mined(h, 1);
@@ -186,7 +188,7 @@ describe('a write waits for another connection\'s lock without stopping the serv
   });
 });
 
-describe('no synchronous SQLite on the main thread (issue 13)', () => {
+describe('no synchronous SQLite on the main thread (BENCHMARKS.md#storage-off-the-event-loop-node-benchstorets-node-benchmerklets)', () => {
   const PROBE = new URL('./helpers/sqlite-probe.ts', import.meta.url).pathname;
 
   /** The modules the probe saw loaded on the main thread, from the line it printed at exit. */

@@ -1,7 +1,8 @@
 /**
- * Request validation (lib/validate.ts, spec 2.4, DESIGN 3-4): the JSON body reader, POST /relay and
- * POST /merkle_tree_insertions bodies and the GET range parameters, each against a model of the rule
- * written independently, on generated input. The HTTP suites check the same rules on the wire.
+ * Request validation (lib/validate.ts, docs/api.md#post-relay, docs/design.md#check-order,
+ * #merkle-tree-insertions): the JSON body reader, POST /relay and POST /merkle_tree_insertions
+ * bodies and the GET range parameters, each against a model of the rule written independently, on
+ * generated input. The HTTP suites check the same rules on the wire.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -13,7 +14,7 @@ import { parseJsonBody, validateMerkleRange, validateMerkleRequest, validateRela
 import { testConfig } from './helpers/config.ts';
 import { outcome, RUNS, tally } from './helpers/properties.ts';
 
-describe('request validation (spec 2.4, DESIGN 3-4)', () => {
+describe('request validation (docs/api.md#post-relay, docs/design.md#check-order, #merkle-tree-insertions)', () => {
   const chains = new Map<string, ChainConfig>(Object.entries(testConfig().chains));
 
   test('parseJsonBody: any text gives JSON.parse\'s value or invalid_request', () => {
@@ -31,7 +32,7 @@ describe('request validation (spec 2.4, DESIGN 3-4)', () => {
     seen.expectBoth(50);
   });
 
-  /** The rule of spec 2.4 / DESIGN 3 written independently: own keys, 0x + 64 hex, a configured name. */
+  /** The rule of docs/api.md#post-relay / docs/design.md#check-order written independently: own keys, 0x + 64 hex, a configured name. */
   function relayModel(body: unknown): { chain: ChainConfig; txHash: string } | undefined {
     if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
     const originChain = Object.hasOwn(body, 'origin_chain') ? (body as Record<string, unknown>).origin_chain : undefined;

@@ -58,7 +58,7 @@ describe('e2e harness: real Mailbox and CCTP V2 stand-in on anvil', { timeout: 6
     assert.deepEqual(new Set(selectors), new Set([DISPATCH_TOPIC, MESSAGE_SENT_TOPIC]));
   });
 
-  test('Mailbox (DESIGN §9): each dispatch emits Dispatch then DispatchId, id = keccak256(message), version 3, origin 1', async () => {
+  test('Mailbox (docs/design.md#tests-on-real-chains): each dispatch emits Dispatch then DispatchId, id = keccak256(message), version 3, origin 1', async () => {
     const firstNonce = await mailboxNonce();
     const receipt = await local.chain.receipt(
       await sendTransfer(local.chain, local.standIns, { destination: 2, recipient: RECIPIENT, amount: 500n, dispatches: 2 }),

@@ -1,6 +1,7 @@
 /**
  * The real Hyperlane contracts, from the @hyperlane-xyz/core devDependency: Mailbox, NoopIsm,
- * MerkleTreeHook and TestPostDispatchHook, deployed and wired the way DESIGN.md §9 describes.
+ * MerkleTreeHook and TestPostDispatchHook, deployed and wired the way
+ * docs/design.md#tests-on-real-chains describes.
  *
  * The package ships ABI and bytecode inside its typechain factories, which import ethers v5 (not
  * installed here). The factory files are read as text instead: each holds

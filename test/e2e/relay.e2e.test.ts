@@ -126,13 +126,13 @@ describe(
       if (failed) throw (failed as PromiseRejectedResult).reason;
     });
 
-    test('spec 4.3: GET /relay on the started server answers 200 up', async () => {
+    test('docs/api.md#get-relay-get-ready: GET /relay on the started server answers 200 up', async () => {
       const res = await fetch(`${server.url}/relay`);
       assert.equal(res.status, 200);
       assert.equal(await res.text(), 'up');
     });
 
-    test('spec 4.2: one CCTP V2 transfer is relayed; message_id is the Mailbox DispatchId', async () => {
+    test('docs/api.md#post-relay: one CCTP V2 transfer is relayed; message_id is the Mailbox DispatchId', async () => {
       const hash = await mined(transfer());
       const expected = await expectedMessages(hash);
       assert.equal(expected.length, 1);
@@ -141,17 +141,18 @@ describe(
       assertMessages(await relay(hash), expected);
     });
 
-    test('spec 4.5.2: the same transaction again within the window is 429 duplicate_tx with Retry-After', async () => {
+    test('docs/design.md#deduplication: the same transaction again within the window is 429 duplicate_tx with Retry-After', async () => {
       const hash = await mined(transfer());
       assertMessages(await relay(hash), await expectedMessages(hash));
-      // Upper-case hex names the same transaction (DESIGN §3: the dedup key is lower-cased).
+      // Upper-case hex names the same transaction (docs/design.md#deduplication: the dedup key is
+      // lower-cased).
       const again = await relay(`0x${hash.slice(2).toUpperCase()}`);
       assertError(again, 429, 'duplicate_tx');
       const retryAfter = Number(again.headers.get('retry-after'));
       assert.ok(retryAfter > 0 && retryAfter <= 300, `Retry-After ${again.headers.get('retry-after')}`);
     });
 
-    test('spec 4.4.2: several transfers in one transaction are all relayed, in transaction order', async () => {
+    test('docs/design.md#extraction-and-eligibility: several transfers in one transaction are all relayed, in transaction order', async () => {
       const hash = await mined(transfer({ dispatches: 3 }));
       const expected = await expectedMessages(hash);
       assert.equal(expected.length, 3);
@@ -162,26 +163,26 @@ describe(
       assertMessages(await relay(hash), expected);
     });
 
-    test('spec 8: 10 transfers in one transaction (the limit) are all relayed', async () => {
+    test('docs/design.md#extraction-and-eligibility: 10 transfers in one transaction (the limit) are all relayed', async () => {
       const hash = await mined(transfer({ dispatches: 10 }));
       const expected = await expectedMessages(hash);
       assert.equal(expected.length, 10);
       assertMessages(await relay(hash), expected);
     });
 
-    test('spec 7: 11 transfers in one transaction is 400 too_many_messages', async () => {
+    test('docs/design.md#extraction-and-eligibility: 11 transfers in one transaction is 400 too_many_messages', async () => {
       const hash = await mined(transfer({ dispatches: 11 }));
       assert.equal((await expectedMessages(hash)).length, 11);
       assertError(await relay(hash), 400, 'too_many_messages');
     });
 
-    test('spec 4.4.2: a Dispatch without MessageSent is not eligible: 200 with no messages', async () => {
+    test('docs/design.md#extraction-and-eligibility: a Dispatch without MessageSent is not eligible: 200 with no messages', async () => {
       const hash = await mined(transfer({ burns: 0, dispatches: 1 }));
       assert.equal((await expectedMessages(hash)).length, 1, 'the Mailbox did dispatch');
       assertMessages(await relay(hash), []);
     });
 
-    test('spec 4.4.2: MessageSent and Dispatch counts that differ (2 vs 3, 3 vs 2) are not eligible', async () => {
+    test('docs/design.md#extraction-and-eligibility: MessageSent and Dispatch counts that differ (2 vs 3, 3 vs 2) are not eligible', async () => {
       for (const [burns, dispatches] of [
         [2, 3],
         [3, 2],
@@ -192,7 +193,7 @@ describe(
       }
     });
 
-    test('DESIGN §3: look-alike Dispatch and MessageSent from a rogue contract are ignored', async () => {
+    test('docs/design.md#extraction-and-eligibility: look-alike Dispatch and MessageSent from a rogue contract are ignored', async () => {
       const forgery = {
         destination: DESTINATION_DOMAIN,
         recipient: RECIPIENT,
@@ -221,7 +222,7 @@ describe(
       assertMessages(await relay(alone), []);
     });
 
-    test('spec 7: a destination that is not configured is 400 unsupported_destination; a retry is not duplicate_tx (4.5.4)', async () => {
+    test('docs/design.md#deduplication: a destination that is not configured is 400 unsupported_destination; a retry is not duplicate_tx', async () => {
       // 999 is no chain at all; 1 is a known chain (the origin) that is not in relayChains.
       for (const destination of [999, ORIGIN_DOMAIN]) {
         const hash = await mined(transfer({ destination }));
@@ -231,19 +232,19 @@ describe(
       }
     });
 
-    test('spec 7: an origin_chain that is not configured is 400 invalid_request', async () => {
+    test('docs/design.md#check-order: an origin_chain that is not configured is 400 invalid_request', async () => {
       const hash = await mined(transfer());
       assertError(await relay(hash, 'dest3'), 400, 'invalid_request');
     });
 
-    test('DESIGN §3: a reverted transaction has no messages: 200 with an empty list', async () => {
+    test('docs/design.md#extraction-and-eligibility: a reverted transaction has no messages: 200 with an empty list', async () => {
       const hash = await sendRevertingTransfer(local.chain, local.standIns, transfer({ dispatches: 2 }));
       const receipt = await local.chain.receipt(hash);
       assert.equal(receipt.status, 'reverted');
       assertMessages(await relay(hash), []);
     });
 
-    test('DESIGN §3: a transaction not mined yet is waited for and relayed once a block is mined', async () => {
+    test('docs/design.md#receipt: a transaction not mined yet is waited for and relayed once a block is mined', async () => {
       await local.chain.setAutomine(false);
       let hash: Hash;
       let pending: Promise<HttpReply>;
@@ -268,7 +269,7 @@ describe(
       assert.ok(answers.nulls >= 1 && answers.total > answers.nulls, `receipt answers: ${JSON.stringify(answers)}`);
     });
 
-    test('spec 7/8: a hash that never appears is 408 timeout with Retry-After, after the configured wait', async () => {
+    test('docs/design.md#receipt: a hash that never appears is 408 timeout with Retry-After, after the configured wait', async () => {
       const hash: Hex = keccak256(toHex(`never sent ${Date.now()}`));
       const started = performance.now();
       const reply = await relay(hash);
@@ -280,7 +281,7 @@ describe(
       assert.ok(proxy.receiptAnswers(hash).nulls >= 2, 'the server polled the node more than once');
     });
 
-    test('DESIGN §6: SIGTERM stops the server with exit code 0', async () => {
+    test('docs/design.md#the-server-binary: SIGTERM stops the server with exit code 0', async () => {
       assert.equal(await server.stop(), 0, server.output());
     });
   },

@@ -1,5 +1,5 @@
 /**
- * The CCTP V2 route end to end with the shipped worker (docs/operations.md, Delivery worker): a
+ * The CCTP V2 route end to end with the shipped worker (docs/design.md#delivery): a
  * transfer through Hyperlane's real TokenBridgeCctpV2 on one anvil node, POST /relay to the real
  * bin/relayer-server.ts, and bin/relayer-worker.ts on the server's SQLite file delivering it on a
  * second node through the bridge's CCIP-read ISM: the router's OffchainLookup names the local

@@ -1,7 +1,7 @@
 /**
- * bin/relayer-worker.ts on a real anvil node with the real Hyperlane Mailbox (docs/operations.md,
- * Delivery worker): messages dispatched with Mailbox.dispatch on domain 1, enqueued into the
- * relayer's SQLite outbox, delivered by the worker with Mailbox.process on domain 2.
+ * bin/relayer-worker.ts on a real anvil node with the real Hyperlane Mailbox
+ * (docs/design.md#delivery): messages dispatched with Mailbox.dispatch on domain 1, enqueued into
+ * the relayer's SQLite outbox, delivered by the worker with Mailbox.process on domain 2.
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';

@@ -1,7 +1,8 @@
 /**
  * Every outbox engine (memory, SQLite on a file, PostgreSQL in a fresh schema), each opened on the
- * test's fake clock, so the status endpoints and the client run on all of them (issue 15). The
- * SQLite files live in one temporary folder per test file, removed when the file's tests end.
+ * test's fake clock, so the status endpoints and the client run on all of them
+ * (docs/design.md#message-lifecycle). The SQLite files live in one temporary folder per test
+ * file, removed when the file's tests end.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
