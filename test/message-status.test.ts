@@ -206,8 +206,8 @@ for (const engine of ENGINES) {
         [`?origin_chain=${'x'.repeat(129)}&tx_hash=${hash}`, /origin_chain exceeds/],
       ];
       for (const [query, message] of bad) assertError(await h.get(`/relay${query}`), 400, 'invalid_request', message);
-      // Spec 4.3, docs/api.md: only a query naming origin_chain or tx_hash is a lookup; a load
-      // balancer's cache-buster or a probe's marker leaves GET /relay the liveness probe.
+      // docs/api.md#get-relay-get-ready: only a query naming origin_chain or tx_hash is a lookup;
+      // a load balancer's cache-buster or a probe's marker leaves GET /relay the liveness probe.
       for (const path of ['/relay', '/relay?', '/relay?probe=1', '/relay?_=1700000000123', '/relay?foo=bar&x', '/relay?Origin_Chain=ethereum']) {
         const up = await h.get(path);
         assert.equal(up.status, 200, `${path}: ${up.text}`);
