@@ -187,8 +187,11 @@ export function citationProblems(
       const q = quoted[1];
       if (!headings.some((h) => h.startsWith(q) && !/^[\p{L}\p{N}]/u.test(h.slice(q.length)))) report(m.index, `${whole}, "${q}": ${path} has no such heading`);
     } else if (named) {
-      // `docs/design.md, Leases: a call without…`
-      if (!startsWithHeading(named[1])) {
+      // `docs/design.md, Leases: a call without…`, or the first words of a heading
+      // (`docs/api.md, GET /relay)` names "GET /relay, GET /ready").
+      const phrase = named[1].split(/[);:]|\.(?:\s|$)/)[0].trim();
+      const startsAHeading = headings.some((h) => h.startsWith(phrase) && !/^[\p{L}\p{N}]/u.test(h.slice(phrase.length)));
+      if (!startsWithHeading(named[1]) && !startsAHeading) {
         report(m.index, `${whole}, ${named[1].slice(0, 40)}…: ${path} has no heading these words start with`);
       }
     }
@@ -299,6 +302,7 @@ describe('anchors and the checker itself', () => {
       j('docs/', 'design.md, ', 'Check\n * order).'),
       j('docs/', 'design.md, "', 'Check order"'),
       j('docs/', 'design.md, "', 'Check"'),
+      j('docs/', 'design.md, ', 'Check). More words'),
       j('docs/', 'design.md, and more'),
       j('RFC 9110 ', '§', '11.1: the scheme is case-insensitive'),
       'design decisions, an issue of time, the specification says',
