@@ -43,7 +43,7 @@ export interface Engine {
   name: string;
   /** Whether the engine has its own dedup store and rate limiter (shared between replicas). */
   limits: boolean;
-  /** How long a dedup reservation not yet committed lives on this engine (DESIGN.md §8). */
+  /** How long a dedup reservation not yet committed lives on this engine (docs/design.md#replicas). */
   dedupPendingMs(api: RelayApiSettings): number;
   open(clock: FakeClock, api?: RelayApiSettings): Promise<OpenedEngine>;
 }
@@ -114,7 +114,7 @@ function sqliteEngine(name: string, path: () => string, replicas: boolean): Engi
 export const postgresEngine: Engine = {
   name: 'PostgreSQL',
   limits: true,
-  // A pending reservation lives the receipt timeout + 5 s (DESIGN.md §8).
+  // A pending reservation lives the receipt timeout + 5 s (docs/design.md#replicas).
   dedupPendingMs: (api) => api.receiptTimeoutSeconds * 1000 + 5_000,
   async open(clock, api = relayApiSettings()) {
     const { store, t, close } = await openTestPostgresStore(clock, api);
