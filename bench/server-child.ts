@@ -7,7 +7,9 @@
  * kinds: `bare` (the peer: plain node:http answering "up" and JSON), `relay` (our server as
  * relayer-server wires it: metrics, a JSON log line per request to stdout (batched per event-loop turn), an outbox, the merkle
  * store when `merkle` is set), `merkle-peer` (a hand-written node:http + node:sqlite merkle endpoint
- * on its main thread). It reports `{ port }` over IPC once listening, and answers
+ * on its main thread), `rpc` (a JSON-RPC endpoint over node:http answering every receipt, for the
+ * relay servers given `rpc`), `fetch-peer` and `agent-peer` (hand-written node:http endpoints doing
+ * only the receipt fetch from `rpc`: with the global fetch, or node:http with a keep-alive Agent). It reports `{ port }` over IPC once listening, and answers
  * `{ type: 'memory', gc }` with process.memoryUsage() (after a full GC when asked).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -16,7 +18,9 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
+import { Agent, request as httpRequest } from 'node:http';
 import { createLineSink } from '../lib/http/log-sink.ts';
+import { createRpcTransport } from '../lib/http/rpc-transport.ts';
 import { createRelayServer } from '../lib/http/server.ts';
 import { createLogger, silentLogger } from '../lib/log.ts';
 import { createMemoryOutbox } from '../lib/outbox.ts';
@@ -41,6 +45,10 @@ export interface RelayChildOptions {
   postgres?: string;
   /** The SQLite file to use instead of a fresh one (bench/store.ts locks it from another connection). */
   dbFile?: string;
+  /** Fetch receipts from this JSON-RPC URL (a `rpc` child) instead of the instant in-process RPC. */
+  rpc?: string;
+  /** With `rpc`: the transport to it. 'node' (default) is relayer-server's, 'fetch' the global fetch. */
+  transport?: 'node' | 'fetch';
 }
 
 const TX_PLACEHOLDER = '0x' + 'ee'.repeat(32);
@@ -50,20 +58,79 @@ const TX_PLACEHOLDER = '0x' + 'ee'.repeat(32);
  * transfer (a MessageSent and a Dispatch), so POST /relay accepts one message per request.
  */
 function instantRpc(distinctMessages: boolean): FetchLike {
+  const answer = rpcAnswer(distinctMessages);
+  return async (_url, init) => new Response(answer(String(init.body)), { status: 200, headers: { 'content-type': 'application/json' } });
+}
+
+/** The JSON-RPC answer to an `eth_getTransactionReceipt` request body (about 3 KB). */
+function rpcAnswer(distinctMessages: boolean): (requestBody: string) => string {
   const receipt = rpcReceipt(TX_PLACEHOLDER, transferLogs(1, { nonce: 0 }));
   const template = JSON.stringify({ jsonrpc: '2.0', id: 999_999_999, result: receipt });
   // The Dispatch data: offset word, length word, then version (1 byte) and the 4-byte nonce.
   const dispatchData = (receipt.logs as { data: string }[])[1].data;
   const nonceAt = 2 + 128 + 2;
-  return async (_url, init) => {
-    const request = JSON.parse(String(init.body)) as { id: number; params: [string] };
+  return (requestBody) => {
+    const request = JSON.parse(requestBody) as { id: number; params: [string] };
     const hash = request.params[0];
     let text = template;
     if (distinctMessages) {
       text = text.replace(dispatchData, dispatchData.slice(0, nonceAt) + hash.slice(-8) + dispatchData.slice(nonceAt + 8));
     }
-    text = text.split(TX_PLACEHOLDER).join(hash).replace('999999999', String(request.id));
-    return new Response(text, { status: 200, headers: { 'content-type': 'application/json' } });
+    return text.split(TX_PLACEHOLDER).join(hash).replace('999999999', String(request.id));
+  };
+}
+
+/** A JSON-RPC endpoint over node:http: every transaction has a receipt with one transfer. */
+function rpcServer(distinctMessages: boolean): (req: IncomingMessage, res: ServerResponse) => void {
+  const answer = rpcAnswer(distinctMessages);
+  return (req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const text = answer(Buffer.concat(chunks).toString('utf8'));
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
+    });
+  };
+}
+
+/**
+ * The peers of the RPC transport bench: the minimal endpoint a user could write by hand that
+ * takes {origin_chain, tx_hash}, fetches the receipt from `rpcUrl` and answers JSON, with no
+ * validation, decoding, dedup or store. `fetch`: the global fetch; `agent`: node:http with a
+ * keep-alive Agent (64 sockets, as our transport's default).
+ */
+function receiptPeer(rpcUrl: string, how: 'fetch' | 'agent'): (req: IncomingMessage, res: ServerResponse) => void {
+  const agent = new Agent({ keepAlive: true, maxSockets: 64 });
+  const target = new URL(rpcUrl);
+  let id = 0;
+  const viaAgent = (body: string) =>
+    new Promise<string>((resolve, reject) => {
+      const call = httpRequest(
+        { hostname: target.hostname, port: target.port, path: target.pathname, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (chunk: Buffer) => chunks.push(chunk));
+          res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+          res.on('error', reject);
+        },
+      );
+      call.on('error', reject);
+      call.end(body);
+    });
+  const viaFetch = async (body: string) => {
+    const res = await fetch(rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    return res.text();
+  };
+  const get = how === 'fetch' ? viaFetch : viaAgent;
+  return (req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', async () => {
+      const { tx_hash } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { tx_hash: string };
+      const answer = JSON.parse(await get(JSON.stringify({ jsonrpc: '2.0', id: ++id, method: 'eth_getTransactionReceipt', params: [tx_hash] }))) as { result: { logs: unknown[] } };
+      const text = JSON.stringify({ messages: [{ message_id: tx_hash, logs: answer.result.logs.length }] });
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
+    });
   };
 }
 
@@ -116,6 +183,12 @@ function merklePeer(path: string): (req: IncomingMessage, res: ServerResponse) =
   };
 }
 
+function fetchFor(options: RelayChildOptions): FetchLike | undefined {
+  if (options.rpc === undefined) return instantRpc(options.distinctMessages ?? false);
+  // relayer-server's transport, or the library's default (the global fetch).
+  return options.transport === 'fetch' ? undefined : createRpcTransport().fetch;
+}
+
 async function main(): Promise<void> {
   const [kind, json] = process.argv.slice(2);
   const options = JSON.parse(json ?? '{}') as RelayChildOptions;
@@ -126,7 +199,8 @@ async function main(): Promise<void> {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     port = (server.address() as AddressInfo).port;
   } else if (kind === 'relay') {
-    const config = testConfig({ relayApi: options.relayApi });
+    const base = testConfig({ relayApi: options.relayApi });
+    const config = options.rpc === undefined ? base : testConfig({ relayApi: options.relayApi, chains: { ...base.chains, ethereum: { ...base.chains.ethereum, rpcUrls: [options.rpc] } } });
     let store: SqliteStore | undefined;
     if (options.outbox === 'sqlite' || options.merkle) {
       const dir = mkdtempSync(join(tmpdir(), 'relayer-bench-'));
@@ -148,10 +222,15 @@ async function main(): Promise<void> {
     const relay = createRelayServer({
       config,
       ...(shared ? { store: shared.store } : { outbox: options.outbox === 'sqlite' ? store!.outbox : createMemoryOutbox(), merkle: options.merkle ? store!.merkle : undefined }),
-      fetch: instantRpc(options.distinctMessages ?? false),
+      fetch: fetchFor(options),
       logger: options.log === false ? silentLogger : createLogger({ level: 'info', write: createLineSink(process.stdout).write }),
     });
     port = (await relay.listen(0, '127.0.0.1')).port;
+  } else if (kind === 'rpc' || kind === 'fetch-peer' || kind === 'agent-peer') {
+    const handler = kind === 'rpc' ? rpcServer(options.distinctMessages ?? false) : receiptPeer(options.rpc!, kind === 'fetch-peer' ? 'fetch' : 'agent');
+    const server = createServer({ keepAliveTimeout: 60_000 }, handler);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as AddressInfo).port;
   } else if (kind === 'merkle-peer') {
     const dir = mkdtempSync(join(tmpdir(), 'relayer-bench-peer-'));
     const server = createServer(merklePeer(join(dir, 'peer.db')));

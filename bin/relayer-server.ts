@@ -9,6 +9,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
 import { createLineSink } from '../lib/http/log-sink.ts';
+import { createRpcTransport } from '../lib/http/rpc-transport.ts';
 import { createRelayServer } from '../lib/http/server.ts';
 import { createLogger, isLogLevel, LOG_LEVELS, type LogLevel } from '../lib/log.ts';
 import { redactUrls } from '../lib/rpc.ts';
@@ -124,9 +125,12 @@ async function main(): Promise<void> {
   const logger = createLogger({ level: level as LogLevel, write: sink.write });
 
   const store = await openRelayerStore('relayer-server', config, logger);
+  // RPC calls over node:http with keep-alive pools per origin (docs/configuration.md, RPC transport).
+  const rpcTransport = createRpcTransport();
   const relay = createRelayServer({
     config,
     store,
+    fetch: rpcTransport.fetch,
     logger,
     openapi: readOpenApi(),
   });
@@ -157,6 +161,7 @@ async function main(): Promise<void> {
     stopping = true;
     logger.info('shutting down', { signal, in_flight: relay.api.inFlight() });
     await relay.close(10_000);
+    rpcTransport.close();
     await store.close();
     logger.info('stopped');
     process.exit(0);

@@ -6,7 +6,8 @@
  * API keys live) reaches the log or the answer, even when the node quotes the request back.
  *
  * The endpoints are real HTTP servers on 127.0.0.1 (test/helpers/faulty-rpc.ts) and a loopback
- * port nothing listens on; time is a fake clock.
+ * port nothing listens on, reached with the global fetch and with the keep-alive node:http
+ * transport relayer-server injects (the same classes either way); time is a fake clock.
  */
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
@@ -21,6 +22,7 @@ import { startFaultyRpcServer, type Fault, type FaultyRpcServer } from './helper
 import { MAILBOX, txHash } from './helpers/fixtures.ts';
 import type { RawResponse } from './helpers/http.ts';
 import { startApi } from './helpers/server.ts';
+import { TRANSPORTS, type TransportCase } from './helpers/transports.ts';
 
 const SECRETS = ['SECRETUSER', 'SECRETPASS', 'SECRETPATH', 'SECRETQUERY', 'SECRETKEY'];
 let rpc: FaultyRpcServer;
@@ -50,13 +52,13 @@ interface Run {
   logText: string;
 }
 
-async function relayAgainst(t: TestContext, rpcUrls: string[]): Promise<Run> {
+async function relayAgainst(t: TestContext, transport: TransportCase, rpcUrls: string[]): Promise<Run> {
   const clock = createFakeClock();
   const lines: string[] = [];
   const logger = createLogger({ level: 'info', write: (line) => lines.push(line), now: () => clock.now() });
   const base = testConfig();
   const config = testConfig({ chains: { ...base.chains, ethereum: { ...base.chains.ethereum, rpcUrls } } });
-  const api = await startApi(t, { config, clock, logger });
+  const api = await startApi(t, { config, clock, logger, fetch: transport.fetch(t) });
   const pending = api.relay({ origin_chain: 'ethereum', tx_hash: txHash(nextTx++) });
   let settled = false;
   pending.finally(() => (settled = true)).catch(() => {});
@@ -74,58 +76,60 @@ function assertNoSecret(text: string, where: string): void {
   assert.ok(!/\/v[23]\/|apikey|\/http503\/|\/rpc-error\//.test(text), `${where} leaks a URL path or query: ${text}`);
 }
 
-describe('docs/operations.md#logs: every failed RPC attempt is logged at warn with its cause; the 408 names the last one', () => {
-  test('HTTP 5xx then connection refused: one warn line per attempt, numbered, classed; the 408 says "connection refused"', async (t) => {
-    const { res, warnings, logText } = await relayAgainst(t, [keyed('http503'), refused()]);
-    assert.equal(res.status, 408, res.text);
-    assert.equal(res.json().reason, 'timeout');
-    assert.match(res.json().message, /the RPC endpoints of chain ethereum failed \(last attempt: connection refused\)$/);
-    assert.ok(warnings.length >= 4, `${warnings.length} warn lines`);
-    warnings.forEach((w, i) => {
-      assert.equal(w.msg, 'rpc attempt failed');
-      assert.equal(w.chain, 'ethereum');
-      assert.equal(w.attempt, i + 1, 'attempts numbered across endpoints and polls');
-      assert.match(String(w.tx_hash), /^0x[0-9a-f]{64}$/);
-    });
-    const first = warnings[0];
-    assert.equal(first.rpc, rpc.url);
-    assert.equal(first.failure, 'http_5xx');
-    assert.equal(first.error, 'HTTP 503');
-    const second = warnings[1];
-    assert.equal(second.rpc, `http://127.0.0.1:${refusedPort}`);
-    assert.equal(second.failure, 'connection_refused');
-    assert.match(String(second.cause), /ECONNREFUSED/);
-    assertNoSecret(logText, 'the log');
-    assertNoSecret(res.text, 'the answer');
-  });
-
-  const classes: Array<[Fault, string, RegExp, RegExp]> = [
-    ['rpc-error', 'rpc_error', /last attempt: JSON-RPC error -32000\)$/, /^header not found/],
-    ['invalid-json', 'malformed_answer', /last attempt: malformed answer \(invalid JSON\)\)$/, /.?/],
-    ['wrong-id', 'malformed_answer', /last attempt: malformed answer \(wrong JSON-RPC id\)\)$/, /.?/],
-    ['hang', 'timeout', /last attempt: no answer in time\)$/, /.?/],
-    ['http500', 'http_5xx', /last attempt: HTTP 500\)$/, /.?/],
-  ];
-  for (const [fault, failure, message, cause] of classes) {
-    test(`${fault}: logged as ${failure}, and the 408 says so, with no key (the node quotes the request back)`, async (t) => {
-      const { res, warnings, logText } = await relayAgainst(t, [keyed(fault)]);
+for (const transport of TRANSPORTS) {
+  describe(`${transport.name}: docs/operations.md#logs: every failed RPC attempt is logged at warn with its cause; the 408 names the last one`, () => {
+    test('HTTP 5xx then connection refused: one warn line per attempt, numbered, classed; the 408 says "connection refused"', async (t) => {
+      const { res, warnings, logText } = await relayAgainst(t, transport, [keyed('http503'), refused()]);
       assert.equal(res.status, 408, res.text);
-      assert.match(res.json().message, message);
-      assert.ok(warnings.length >= 1);
-      for (const w of warnings) {
-        assert.equal(w.failure, failure);
-        assert.equal(w.rpc, rpc.url);
-      }
-      if (fault === 'rpc-error') {
-        // The node's own words reach the operator, with the quoted path cut out.
-        assert.match(String(warnings[0].cause), cause);
-        assert.match(String(warnings[0].cause), /requested …/);
-      }
+      assert.equal(res.json().reason, 'timeout');
+      assert.match(res.json().message, /the RPC endpoints of chain ethereum failed \(last attempt: connection refused\)$/);
+      assert.ok(warnings.length >= 4, `${warnings.length} warn lines`);
+      warnings.forEach((w, i) => {
+        assert.equal(w.msg, 'rpc attempt failed');
+        assert.equal(w.chain, 'ethereum');
+        assert.equal(w.attempt, i + 1, 'attempts numbered across endpoints and polls');
+        assert.match(String(w.tx_hash), /^0x[0-9a-f]{64}$/);
+      });
+      const first = warnings[0];
+      assert.equal(first.rpc, rpc.url);
+      assert.equal(first.failure, 'http_5xx');
+      assert.equal(first.error, 'HTTP 503');
+      const second = warnings[1];
+      assert.equal(second.rpc, `http://127.0.0.1:${refusedPort}`);
+      assert.equal(second.failure, 'connection_refused');
+      assert.match(String(second.cause), /ECONNREFUSED/);
       assertNoSecret(logText, 'the log');
       assertNoSecret(res.text, 'the answer');
     });
-  }
-});
+
+    const classes: Array<[Fault, string, RegExp, RegExp]> = [
+      ['rpc-error', 'rpc_error', /last attempt: JSON-RPC error -32000\)$/, /^header not found/],
+      ['invalid-json', 'malformed_answer', /last attempt: malformed answer \(invalid JSON\)\)$/, /.?/],
+      ['wrong-id', 'malformed_answer', /last attempt: malformed answer \(wrong JSON-RPC id\)\)$/, /.?/],
+      ['hang', 'timeout', /last attempt: no answer in time\)$/, /.?/],
+      ['http500', 'http_5xx', /last attempt: HTTP 500\)$/, /.?/],
+    ];
+    for (const [fault, failure, message, cause] of classes) {
+      test(`${fault}: logged as ${failure}, and the 408 says so, with no key (the node quotes the request back)`, async (t) => {
+        const { res, warnings, logText } = await relayAgainst(t, transport, [keyed(fault)]);
+        assert.equal(res.status, 408, res.text);
+        assert.match(res.json().message, message);
+        assert.ok(warnings.length >= 1);
+        for (const w of warnings) {
+          assert.equal(w.failure, failure);
+          assert.equal(w.rpc, rpc.url);
+        }
+        if (fault === 'rpc-error') {
+          // The node's own words reach the operator, with the quoted path cut out.
+          assert.match(String(warnings[0].cause), cause);
+          assert.match(String(warnings[0].cause), /requested …/);
+        }
+        assertNoSecret(logText, 'the log');
+        assertNoSecret(res.text, 'the answer');
+      });
+    }
+  });
+}
 
 describe('docs/operations.md#logs: transport failures are told apart by their cause (no network needed)', () => {
   const chain = { name: 'testchain', domainId: 31337, mailbox: MAILBOX, cctpMessageTransmitters: [], rpcUrls: ['https://SECRETUSER:SECRETPASS@rpc.example/v2/SECRETKEY'] };

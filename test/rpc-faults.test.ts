@@ -7,8 +7,9 @@
  * behind it (fail-over: 200). Every failure must release the dedup reservation
  * (docs/design.md#deduplication).
  *
- * The endpoints are real HTTP servers on 127.0.0.1 reached with the global fetch; time is a fake
- * clock, so the 3 s attempt timeout and the 10 s deadline pass without waiting.
+ * The endpoints are real HTTP servers on 127.0.0.1, reached with the global fetch and again with
+ * the keep-alive node:http transport relayer-server injects (the same suite, the same outcomes);
+ * time is a fake clock, so the 3 s attempt timeout and the 10 s deadline pass without waiting.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test, type TestContext } from 'node:test';
@@ -20,6 +21,7 @@ import { startFaultyRpcServer, type Fault, type FaultyRpcServer } from './helper
 import { MAILBOX, rpcReceipt, transferLogs, txHash } from './helpers/fixtures.ts';
 import { postJson, type RawResponse } from './helpers/http.ts';
 import { startApi, type StartedApi } from './helpers/server.ts';
+import { TRANSPORTS, type TransportCase } from './helpers/transports.ts';
 
 let rpc: FaultyRpcServer;
 let nextTx = 0x7000;
@@ -34,12 +36,12 @@ interface Harness extends StartedApi<FakeClock> {
   relay(hash: string): Promise<RawResponse>;
 }
 
-async function start(t: TestContext, rpcUrls: string[]): Promise<Harness> {
+async function start(t: TestContext, transport: TransportCase, rpcUrls: string[]): Promise<Harness> {
   const clock = createFakeClock();
   const base = testConfig();
   const config = testConfig({ chains: { ...base.chains, ethereum: { ...base.chains.ethereum, rpcUrls } } });
   const outbox = createMemoryOutbox(clock);
-  const api = await startApi(t, { config, outbox, clock });
+  const api = await startApi(t, { config, outbox, clock, fetch: transport.fetch(t) });
   return { ...api, outbox, relay: (hash) => api.relay({ origin_chain: 'ethereum', tx_hash: hash }) };
 }
 
@@ -115,95 +117,97 @@ const CASES: Case[] = [
   { fault: 'null-result', alone: { status: 408, reason: 'timeout', message: /not found within 10 seconds/ }, failover: false },
 ];
 
-describe('RPC faults, endpoint alone: the documented outcome, and the reservation is released (docs/design.md#deduplication)', () => {
-  for (const c of CASES) {
-    test(`docs/design.md#deduplication: ${c.fault} alone → ${c.alone.status} ${c.alone.reason}; an immediate retry is not duplicate_tx`, async (t) => {
-      const h = await start(t, [rpc.endpoint(c.fault, '/v3/KEY')]);
-      const hash = minedTx();
-      for (const attempt of [1, 2]) {
+for (const transport of TRANSPORTS) {
+  describe(`${transport.name}: RPC faults, endpoint alone: the documented outcome, and the reservation is released (docs/design.md#deduplication)`, () => {
+    for (const c of CASES) {
+      test(`docs/design.md#deduplication: ${c.fault} alone → ${c.alone.status} ${c.alone.reason}; an immediate retry is not duplicate_tx`, async (t) => {
+        const h = await start(t, transport, [rpc.endpoint(c.fault, '/v3/KEY')]);
+        const hash = minedTx();
+        for (const attempt of [1, 2]) {
+          const seen = rpc.requests(c.fault);
+          const pending = h.relay(hash);
+          await rpc.waitForRequest(c.fault, seen + 1);
+          const res = await drive(h.clock, pending);
+          assertError(res, c.alone.status, c.alone.reason);
+          assert.match(res.json().message, c.alone.message);
+          assert.equal(h.server.api.pipeline.dedup.size(), 0, `attempt ${attempt}: reservation released`);
+        }
+        assert.equal(await h.outbox.depth(), 0, 'nothing enqueued');
+        if (c.alone.status === 408 && c.fault !== 'null-result') assert.ok(failures(h) >= 2, 'failures are counted');
+        if (HOLDING.has(c.fault)) await until(() => rpc.held() === 0, 'the relayer closed the held connections');
+      });
+    }
+  });
+
+  describe(`${transport.name}: RPC faults, a good endpoint behind: fail-over (docs/design.md#receipt)`, () => {
+    for (const c of CASES) {
+      const expected = c.failover ? '200 from the next endpoint' : `${c.alone.status} ${c.alone.reason} (no fail-over)`;
+      test(`docs/design.md#receipt: ${c.fault} then a good endpoint → ${expected}`, async (t) => {
+        const h = await start(t, transport, [rpc.endpoint(c.fault), rpc.endpoint('ok')]);
+        const hash = minedTx();
         const seen = rpc.requests(c.fault);
+        const good = rpc.requests('ok');
         const pending = h.relay(hash);
         await rpc.waitForRequest(c.fault, seen + 1);
-        const res = await drive(h.clock, pending);
-        assertError(res, c.alone.status, c.alone.reason);
-        assert.match(res.json().message, c.alone.message);
-        assert.equal(h.server.api.pipeline.dedup.size(), 0, `attempt ${attempt}: reservation released`);
-      }
-      assert.equal(await h.outbox.depth(), 0, 'nothing enqueued');
-      if (c.alone.status === 408 && c.fault !== 'null-result') assert.ok(failures(h) >= 2, 'failures are counted');
-      if (HOLDING.has(c.fault)) await until(() => rpc.held() === 0, 'the relayer closed the held connections');
-    });
-  }
-});
+        let res: RawResponse;
+        if (!c.failover) {
+          res = await drive(h.clock, pending);
+          assertError(res, c.alone.status, c.alone.reason);
+          assert.equal(rpc.requests('ok'), good, 'the second endpoint is not asked');
+          assert.equal(h.server.api.pipeline.dedup.size(), 0, 'reservation released');
+          return;
+        }
+        // Only a held connection needs time to pass: exactly the attempt timeout, no more, so the
+        // 10 s deadline is far and the good endpoint answers in real time.
+        if (HOLDING.has(c.fault)) await h.clock.advance(3_000);
+        res = await pending;
+        assert.equal(res.status, 200, res.text);
+        assert.equal(res.json().messages.length, 1);
+        assert.equal(rpc.requests('ok'), good + 1, 'the good endpoint answered');
+        assert.equal(failures(h), 1, 'one failed attempt is counted');
+        assert.equal(await h.outbox.depth(), 1);
+        assert.equal(h.server.api.pipeline.dedup.size(), 1, 'a success commits the reservation');
+        if (HOLDING.has(c.fault)) await until(() => rpc.held() === 0, 'the held connection was closed');
+      });
+    }
+  });
 
-describe('RPC faults, a good endpoint behind: fail-over (docs/design.md#receipt)', () => {
-  for (const c of CASES) {
-    const expected = c.failover ? '200 from the next endpoint' : `${c.alone.status} ${c.alone.reason} (no fail-over)`;
-    test(`docs/design.md#receipt: ${c.fault} then a good endpoint → ${expected}`, async (t) => {
-      const h = await start(t, [rpc.endpoint(c.fault), rpc.endpoint('ok')]);
-      const hash = minedTx();
-      const seen = rpc.requests(c.fault);
-      const good = rpc.requests('ok');
-      const pending = h.relay(hash);
-      await rpc.waitForRequest(c.fault, seen + 1);
-      let res: RawResponse;
-      if (!c.failover) {
-        res = await drive(h.clock, pending);
-        assertError(res, c.alone.status, c.alone.reason);
-        assert.equal(rpc.requests('ok'), good, 'the second endpoint is not asked');
-        assert.equal(h.server.api.pipeline.dedup.size(), 0, 'reservation released');
-        return;
-      }
-      // Only a held connection needs time to pass: exactly the attempt timeout, no more, so the
-      // 10 s deadline is far and the good endpoint answers in real time.
-      if (HOLDING.has(c.fault)) await h.clock.advance(3_000);
-      res = await pending;
+  describe(`${transport.name}: RPC faults: bounded reads`, () => {
+    test('docs/design.md#receipt: an endless response is cut at the 8 MiB body bound, the connection is closed, the server stays up', async (t) => {
+      const h = await start(t, transport, [rpc.endpoint('endless'), rpc.endpoint('ok')]);
+      const closedBefore = rpc.endlessClosed();
+      const bytesBefore = rpc.endlessBytes();
+      const res = await h.relay(minedTx());
+      assert.equal(res.status, 200, res.text);
+      await until(() => rpc.endlessClosed() === closedBefore + 1, 'the relayer closed the endless response');
+      const sent = rpc.endlessBytes() - bytesBefore;
+      // The reader stops at 8 MiB; what the server managed to push beyond that sits in socket buffers.
+      assert.ok(sent > 8 * 1024 * 1024, `the bound was reached (${sent} bytes)`);
+      assert.ok(sent < 8 * 1024 * 1024 + 32 * 1024 * 1024, `the read stopped (${sent} bytes written)`);
+      const rss = process.memoryUsage().rss;
+      assert.ok(rss < 1024 * 1024 * 1024, `memory stays bounded (${rss} bytes RSS)`);
+    });
+
+    test('docs/design.md#receipt: one hanging endpoint does not hold other requests: a second relay on another chain answers meanwhile', async (t) => {
+      const clock = createFakeClock();
+      const base = testConfig();
+      const config = testConfig({
+        chains: {
+          ethereum: { ...base.chains.ethereum, rpcUrls: [rpc.endpoint('hang')] },
+          base: { ...base.chains.base, rpcUrls: [rpc.endpoint('ok')] },
+        },
+      });
+      const { url, server } = await startApi(t, { config, clock, fetch: transport.fetch(t) });
+      const seen = rpc.requests('hang');
+      const stuck = postJson(url, '/relay', { origin_chain: 'ethereum', tx_hash: minedTx() });
+      await rpc.waitForRequest('hang', seen + 1);
+      const other = txHash(nextTx++);
+      rpc.table.set(other, rpcReceipt(other, transferLogs(1, { origin: 8453, destination: 1 }, base.chains.base.mailbox)));
+      const res = await postJson(url, '/relay', { origin_chain: 'base', tx_hash: other });
       assert.equal(res.status, 200, res.text);
       assert.equal(res.json().messages.length, 1);
-      assert.equal(rpc.requests('ok'), good + 1, 'the good endpoint answered');
-      assert.equal(failures(h), 1, 'one failed attempt is counted');
-      assert.equal(await h.outbox.depth(), 1);
-      assert.equal(h.server.api.pipeline.dedup.size(), 1, 'a success commits the reservation');
-      if (HOLDING.has(c.fault)) await until(() => rpc.held() === 0, 'the held connection was closed');
+      assertError(await drive(clock, stuck), 408, 'timeout');
+      assert.equal(server.api.pipeline.dedup.size(), 1, 'only the successful pair is kept');
     });
-  }
-});
-
-describe('RPC faults: bounded reads', () => {
-  test('docs/design.md#receipt: an endless response is cut at the 8 MiB body bound, the connection is closed, the server stays up', async (t) => {
-    const h = await start(t, [rpc.endpoint('endless'), rpc.endpoint('ok')]);
-    const closedBefore = rpc.endlessClosed();
-    const bytesBefore = rpc.endlessBytes();
-    const res = await h.relay(minedTx());
-    assert.equal(res.status, 200, res.text);
-    await until(() => rpc.endlessClosed() === closedBefore + 1, 'the relayer closed the endless response');
-    const sent = rpc.endlessBytes() - bytesBefore;
-    // The reader stops at 8 MiB; what the server managed to push beyond that sits in socket buffers.
-    assert.ok(sent > 8 * 1024 * 1024, `the bound was reached (${sent} bytes)`);
-    assert.ok(sent < 8 * 1024 * 1024 + 32 * 1024 * 1024, `the read stopped (${sent} bytes written)`);
-    const rss = process.memoryUsage().rss;
-    assert.ok(rss < 1024 * 1024 * 1024, `memory stays bounded (${rss} bytes RSS)`);
   });
-
-  test('docs/design.md#receipt: one hanging endpoint does not hold other requests: a second relay on another chain answers meanwhile', async (t) => {
-    const clock = createFakeClock();
-    const base = testConfig();
-    const config = testConfig({
-      chains: {
-        ethereum: { ...base.chains.ethereum, rpcUrls: [rpc.endpoint('hang')] },
-        base: { ...base.chains.base, rpcUrls: [rpc.endpoint('ok')] },
-      },
-    });
-    const { url, server } = await startApi(t, { config, clock });
-    const seen = rpc.requests('hang');
-    const stuck = postJson(url, '/relay', { origin_chain: 'ethereum', tx_hash: minedTx() });
-    await rpc.waitForRequest('hang', seen + 1);
-    const other = txHash(nextTx++);
-    rpc.table.set(other, rpcReceipt(other, transferLogs(1, { origin: 8453, destination: 1 }, base.chains.base.mailbox)));
-    const res = await postJson(url, '/relay', { origin_chain: 'base', tx_hash: other });
-    assert.equal(res.status, 200, res.text);
-    assert.equal(res.json().messages.length, 1);
-    assertError(await drive(clock, stuck), 408, 'timeout');
-    assert.equal(server.api.pipeline.dedup.size(), 1, 'only the successful pair is kept');
-  });
-});
+}

@@ -4,3 +4,4 @@ export { createRelayServer, type RelayServer, type RelayServerOptions } from './
 export { createMetricsRegistry, type MetricsRegistry, type Counter, type Histogram } from './metrics.ts';
 export { readBody } from './body.ts';
 export { createLineSink, type LineSink, type LineSinkOptions } from './log-sink.ts';
+export { createRpcTransport, type RpcTransport, type RpcTransportOptions } from './rpc-transport.ts';

@@ -1,0 +1,307 @@
+/**
+ * The JSON-RPC transport relayer-server gives the core: a `fetch`-like function on node:http and
+ * node:https, with one keep-alive Agent per RPC origin (docs/configuration.md, "RPC transport").
+ *
+ * The core (lib/rpc.ts) keeps speaking `fetch`: it sets the attempt timeout through the request's
+ * signal, reads the body through its size-bounded reader and classes the failures. This transport
+ * only carries the bytes, and does so the way the global fetch does for everything the core
+ * relies on:
+ * - a rejected promise (TypeError "fetch failed", the Node error as its `cause`, so its `code`
+ *   such as ECONNREFUSED classes the failure) for a failure before the response's headers;
+ * - a `Response` with the status and headers otherwise, whose body is a stream: an HTTP error is
+ *   the core's to judge, and the core's reader stops at its byte bound;
+ * - an aborted signal destroys the request and its socket (a socket is never reused after an
+ *   abort or a cancelled body) and rejects with the signal's reason;
+ * - credentials in the URL ("https://user:key@host/…") go out as HTTP Basic auth, and no error it
+ *   makes carries the URL.
+ * Unlike fetch it follows no redirect (an RPC endpoint that redirects answers "HTTP 30x": the
+ * configured URL is wrong, and a redirect would carry the Basic credentials elsewhere), asks for no
+ * compression, and decodes gzip, deflate or br only when a server sends it anyway.
+ *
+ * node:http and the Agent are Node's; ./server has no other dependency.
+ */
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type RequestOptions } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { pipeline, type Readable } from 'node:stream';
+import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
+import type { FetchLike } from '../rpc.ts';
+
+export interface RpcTransportOptions {
+  /** Sockets open at once to one RPC origin; requests beyond wait for one. Default 64. */
+  maxSocketsPerOrigin?: number;
+  /** Idle keep-alive sockets kept per origin. Default 16. */
+  maxFreeSocketsPerOrigin?: number;
+  /**
+   * An idle keep-alive socket is closed after this long. Default 4 s: under the 5 s many servers
+   * (Node's included) close idle connections after, so a request rarely meets a socket the server
+   * is closing. A server's `Keep-Alive: timeout=N` hint shortens it.
+   */
+  idleTimeoutMs?: number;
+  /** Origins with an Agent at once; past it the least recently used one is closed. Default 64. */
+  maxOrigins?: number;
+}
+
+export interface RpcTransport {
+  /** A `fetch` for lib/rpc.ts (`RpcOptions.fetch`, `createRelayServer({ fetch })`). */
+  fetch: FetchLike;
+  /** Sockets open per origin (scheme://host:port), for tests and diagnostics. */
+  sockets(): Record<string, number>;
+  /** Closes every socket; requests in flight fail. */
+  close(): void;
+}
+
+/** What one configured URL needs, parsed once: URLs come from the configuration, a handful. */
+interface Target {
+  origin: string;
+  https: boolean;
+  options: RequestOptions;
+}
+
+interface Origin {
+  agent: HttpAgent;
+}
+
+const NULL_BODY_STATUS = new Set([101, 204, 205, 304]);
+
+function fetchFailed(cause: unknown): TypeError {
+  // The global fetch's shape: the reason is in `cause` (lib/rpc.ts classes it by its code). Node's
+  // messages name the host and port ("connect ECONNREFUSED 127.0.0.1:8545"), never a path or key.
+  return new TypeError('fetch failed', { cause });
+}
+
+function decodeUserinfo(part: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return part;
+  }
+}
+
+export function createRpcTransport(opts: RpcTransportOptions = {}): RpcTransport {
+  const maxSockets = opts.maxSocketsPerOrigin ?? 64;
+  const maxFreeSockets = opts.maxFreeSocketsPerOrigin ?? 16;
+  const idleTimeoutMs = opts.idleTimeoutMs ?? 4_000;
+  const maxOrigins = opts.maxOrigins ?? 64;
+  const origins = new Map<string, Origin>();
+  const targets = new Map<string, Target>();
+  let closed = false;
+
+  function originFor(key: string, https: boolean): Origin {
+    let origin = origins.get(key);
+    if (origin) {
+      // Most recently used last, so the first is the one to close when there are too many.
+      origins.delete(key);
+      origins.set(key, origin);
+      return origin;
+    }
+    const agentOptions = { keepAlive: true, maxSockets, maxFreeSockets, timeout: idleTimeoutMs, scheduling: 'lifo' as const };
+    origin = { agent: https ? new HttpsAgent(agentOptions) : new HttpAgent(agentOptions) };
+    origins.set(key, origin);
+    if (origins.size > maxOrigins) {
+      const [oldest, { agent }] = origins.entries().next().value!;
+      origins.delete(oldest);
+      agent.destroy();
+    }
+    return origin;
+  }
+
+  function targetFor(input: string): Target {
+    let target = targets.get(input);
+    if (target) return target;
+    let url: URL;
+    try {
+      url = new URL(input);
+    } catch {
+      // Not the parser's error: its message quotes the input, which may hold a key.
+      throw fetchFailed(new TypeError('invalid URL'));
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw fetchFailed(new TypeError(`unsupported protocol ${url.protocol}`));
+    const headers: Record<string, string> = {};
+    if (url.username !== '' || url.password !== '') {
+      // As the global fetch path of lib/rpc.ts does (and curl): userinfo becomes Basic auth.
+      headers.authorization = `Basic ${Buffer.from(`${decodeUserinfo(url.username)}:${decodeUserinfo(url.password)}`).toString('base64')}`;
+    }
+    target = {
+      origin: url.origin,
+      https: url.protocol === 'https:',
+      options: {
+        // URL.hostname keeps the brackets of an IPv6 literal; node:http wants them off.
+        hostname: url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname,
+        port: url.port === '' ? undefined : Number(url.port),
+        path: url.pathname + url.search,
+        headers,
+      },
+    };
+    if (targets.size >= 256) targets.clear();
+    targets.set(input, target);
+    return target;
+  }
+
+  function headersOf(init: RequestInit, base: Record<string, string>, body: string | Uint8Array | undefined): Record<string, string> {
+    const out: Record<string, string> = { ...base };
+    const given = init.headers;
+    if (given instanceof Headers) given.forEach((value, name) => (out[name] = value));
+    else if (Array.isArray(given)) for (const [name, value] of given) out[name.toLowerCase()] = value;
+    else if (given) for (const name of Object.keys(given)) out[name.toLowerCase()] = (given as Record<string, string>)[name];
+    if (body !== undefined) out['content-length'] = String(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength);
+    return out;
+  }
+
+  /** The response as a `Response` whose body streams from the socket, paced by its reader. */
+  function toResponse(res: IncomingMessage, destroy: (reason?: unknown) => void): Response {
+    const status = res.statusCode ?? 0;
+    const headers = new Headers();
+    const raw = res.rawHeaders;
+    for (let i = 0; i < raw.length; i += 2) {
+      try {
+        headers.append(raw[i], raw[i + 1]);
+      } catch {
+        // A header the WHATWG rules refuse is dropped (fetch would have failed outright).
+      }
+    }
+    if (NULL_BODY_STATUS.has(status)) {
+      res.resume();
+      return new Response(null, { status, statusText: res.statusMessage, headers });
+    }
+    let source: Readable = res;
+    const encoding = (res.headers['content-encoding'] ?? '').trim().toLowerCase();
+    const decoder = encoding === 'gzip' || encoding === 'x-gzip' ? createGunzip() : encoding === 'deflate' ? createInflate() : encoding === 'br' ? createBrotliDecompress() : undefined;
+    if (decoder) {
+      // The core's byte bound then counts decoded bytes: a small compressed bomb stops at it.
+      source = pipeline(res, decoder, () => {});
+      headers.delete('content-length');
+      headers.delete('content-encoding');
+    }
+    let controller!: ReadableStreamDefaultController<Uint8Array>;
+    let done = false;
+    const body = new ReadableStream<Uint8Array>(
+      {
+        start(c) {
+          controller = c;
+        },
+        pull() {
+          source.resume();
+        },
+        cancel(reason) {
+          done = true;
+          destroy(reason);
+        },
+      },
+      { highWaterMark: 1 },
+    );
+    source.on('data', (chunk: Buffer) => {
+      if (done) return;
+      controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+      // Back-pressure: the socket waits until the reader asks for more.
+      if ((controller.desiredSize ?? 0) <= 0) source.pause();
+    });
+    source.once('end', () => {
+      if (done) return;
+      done = true;
+      controller.close();
+    });
+    source.once('error', (error) => {
+      if (done) return;
+      done = true;
+      controller.error(fetchFailed(error));
+    });
+    // The socket went away before the end (reset mid-body, or destroyed by an abort).
+    res.once('close', () => {
+      if (done || res.complete) return;
+      done = true;
+      controller.error(fetchFailed(Object.assign(new Error('other side closed'), { code: 'ECONNRESET' })));
+    });
+    return new Response(body, { status, statusText: res.statusMessage, headers });
+  }
+
+  const transportFetch: FetchLike = (input, init) => {
+    const signal = init.signal ?? undefined;
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    if (closed) return Promise.reject(fetchFailed(new Error('transport closed')));
+    let target: Target;
+    try {
+      target = targetFor(input);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const body = init.body === undefined || init.body === null ? undefined : typeof init.body === 'string' ? init.body : init.body instanceof Uint8Array ? init.body : undefined;
+    if (init.body !== undefined && init.body !== null && body === undefined) return Promise.reject(fetchFailed(new TypeError('unsupported body type')));
+    const headers = headersOf(init, target.options.headers as Record<string, string>, body);
+    const { agent } = originFor(target.origin, target.https);
+    const send = target.https ? httpsRequest : httpRequest;
+
+    return new Promise<Response>((resolve, reject) => {
+      let settled = false;
+      let retried = false;
+      let current: ReturnType<typeof httpRequest>;
+      const onAbort = () => {
+        current.destroy();
+        if (!settled) {
+          settled = true;
+          reject(signal!.reason);
+        }
+      };
+      const finish = () => signal?.removeEventListener('abort', onAbort);
+
+      const attempt = () => {
+        const req = send({ ...target.options, method: init.method ?? 'GET', headers, agent });
+        current = req;
+        req.once('response', (res) => {
+          if (settled) return void res.resume();
+          settled = true;
+          const destroy = () => {
+            finish();
+            req.destroy();
+          };
+          let response: Response;
+          try {
+            response = toResponse(res, destroy);
+          } catch (error) {
+            destroy();
+            return reject(fetchFailed(error));
+          }
+          // The abort listener stays until the body is read, ended or cancelled: an abort while
+          // the core reads destroys the socket, and the stream errors.
+          res.once('close', finish);
+          resolve(response);
+        });
+        req.once('error', (error: NodeJS.ErrnoException) => {
+          if (settled) return;
+          // A keep-alive socket the server closed while idle fails at once: send again, once,
+          // on a fresh socket (Node's documented pattern; eth_getTransactionReceipt is idempotent).
+          if (req.reusedSocket && !retried && (error.code === 'ECONNRESET' || error.code === 'EPIPE') && !signal?.aborted) {
+            retried = true;
+            return attempt();
+          }
+          settled = true;
+          finish();
+          reject(signal?.aborted ? signal.reason : fetchFailed(error));
+        });
+        req.end(body);
+      };
+
+      signal?.addEventListener('abort', onAbort, { once: true });
+      attempt();
+    });
+  };
+
+  return {
+    fetch: transportFetch,
+    sockets() {
+      const out: Record<string, number> = {};
+      for (const [key, { agent }] of origins) {
+        let n = 0;
+        for (const list of Object.values(agent.sockets)) n += list?.length ?? 0;
+        for (const list of Object.values(agent.freeSockets)) n += list?.length ?? 0;
+        out[key] = n;
+      }
+      return out;
+    },
+    close() {
+      closed = true;
+      for (const { agent } of origins.values()) agent.destroy();
+      origins.clear();
+      targets.clear();
+    },
+  };
+}
