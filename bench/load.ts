@@ -20,7 +20,7 @@ export interface ServerHandle {
 
 const CHILD = fileURLToPath(new URL('./server-child.ts', import.meta.url));
 
-export async function startServer(kind: 'bare' | 'relay' | 'merkle-peer' | 'rpc' | 'fetch-peer' | 'agent-peer', options: RelayChildOptions = {}): Promise<ServerHandle> {
+export async function startServer(kind: 'bare' | 'relay' | 'merkle-peer' | 'rpc' | 'fetch-peer' | 'agent-peer' | 'pg-peer', options: RelayChildOptions = {}): Promise<ServerHandle> {
   const child = fork(CHILD, [kind, JSON.stringify(options)], {
     // BENCH_CPU_PROF=<dir> writes a V8 CPU profile of every server child (node --cpu-prof).
     execArgv: ['--expose-gc', ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [])],

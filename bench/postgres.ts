@@ -10,6 +10,7 @@
  */
 import autocannon, { type Request } from 'autocannon';
 import { startEmbeddedPostgres } from '../scripts/embedded-postgres.ts';
+import { loadavg } from 'node:os';
 import { formatOps, median, printTable, type BenchRow } from './lib.ts';
 import { POST_RELAY, startServer, type ServerHandle } from './load.ts';
 
@@ -59,21 +60,53 @@ function medianRun(runs: Run[]): Run {
 
 const GET_UP: Request[] = [{ method: 'GET', path: '/relay' }];
 
+/** Median latency of a durable one-row commit and of the same with synchronous_commit off, sequential. */
+async function commitLatency(url: string, n = 200): Promise<{ durableMs: number; asyncMs: number }> {
+  const { default: pg } = await import('pg');
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query('CREATE TABLE IF NOT EXISTS bench_commit (id serial PRIMARY KEY, v text)');
+    const time = async (sql: string) => {
+      const samples: number[] = [];
+      for (let i = 0; i < n; i++) {
+        const t0 = performance.now();
+        await client.query(sql);
+        samples.push(performance.now() - t0);
+      }
+      return median(samples);
+    };
+    const durableMs = await time("INSERT INTO bench_commit (v) VALUES ('x')");
+    const asyncMs = await time("SET LOCAL synchronous_commit = off; INSERT INTO bench_commit (v) VALUES ('x')");
+    return { durableMs, asyncMs };
+  } finally {
+    await client.end();
+  }
+}
+
 export async function run(options: { rounds?: number; seconds?: number } = {}): Promise<BenchRow[]> {
   const count = options.rounds ?? 3;
   const seconds = options.seconds ?? 3;
   const db = await startEmbeddedPostgres({ password: 'bench' });
   const url = db.url();
+  // BENCH_PG_POOLS=4,10,20 adds one contender per pool size (ours, 1 replica): the default's measurement.
+  const pools = (process.env.BENCH_PG_POOLS ?? '').split(',').filter(Boolean).map(Number);
+  const withPool = (size: number) => `${url}${url.includes('?') ? '&' : '?'}pool_size=${size}`;
   const memory = await startServer('relay', { relayApi: UNLIMITED, distinctMessages: true, log: false });
   const sqlite = await startServer('relay', { relayApi: UNLIMITED, outbox: 'sqlite', distinctMessages: true, log: false });
   const a = await startServer('relay', { relayApi: UNLIMITED, postgres: url, distinctMessages: true, log: false });
   const b = await startServer('relay', { relayApi: UNLIMITED, postgres: url, distinctMessages: true, log: false });
+  const peer = await startServer('pg-peer', { postgres: url });
+  const sized = await Promise.all(pools.map((size) => startServer('relay', { relayApi: UNLIMITED, postgres: withPool(size), distinctMessages: true, log: false })));
+  const load0 = loadavg()[0];
   try {
     const contenders: [string, ServerHandle[]][] = [
       ['memory engines, 1 process', [memory]],
       ['SQLite outbox, 1 process', [sqlite]],
       ['PostgreSQL, 1 replica', [a]],
       ['PostgreSQL, 2 replicas', [a, b]],
+      ['peer: node:http + pg by hand', [peer]],
+      ...pools.map((size, i): [string, ServerHandle[]] => [`PostgreSQL, 1 replica, pool ${size}`, [sized[i]]]),
     ];
     for (const [, servers] of contenders) await loadTogether(servers, POST_RELAY.requests, 0.5);
     const post = new Map<string, Run[]>(contenders.map(([name]) => [name, []]));
@@ -84,6 +117,9 @@ export async function run(options: { rounds?: number; seconds?: number } = {}): 
       }
     }
     const p = new Map([...post].map(([name, runs]) => [name, medianRun(runs)]));
+    const load1 = loadavg()[0];
+
+    const latency = await commitLatency(url);
 
     // Liveness with the database up, then down (stopped, not paused: connections are refused).
     const up = medianRun([await loadTogether([a], GET_UP, seconds), await loadTogether([a], GET_UP, seconds)]);
@@ -92,7 +128,7 @@ export async function run(options: { rounds?: number; seconds?: number } = {}): 
     const relayDown = medianRun([await loadTogether([a], POST_RELAY.requests, seconds)]);
     await db.start();
 
-    console.log(`\n## POST /relay on PostgreSQL: autocannon, ${CONNECTIONS} connections in all, ${count} rounds of ${seconds} s, medians`);
+    console.log(`\n## POST /relay on PostgreSQL: autocannon, ${CONNECTIONS} connections in all, ${count} rounds of ${seconds} s, medians (load average ${load0.toFixed(1)} -> ${load1.toFixed(1)})`);
     const base = p.get('memory engines, 1 process')!;
     printTable(
       ['server', 'req/s', 'vs memory', 'p50 ms', 'p99 ms', 'statuses', 'errors'],
@@ -107,9 +143,29 @@ export async function run(options: { rounds?: number; seconds?: number } = {}): 
         ['stopped', 'POST /relay', formatOps(relayDown.rps), relayDown.p50, relayDown.p99, statusText(relayDown.statuses), relayDown.errors],
       ],
     );
+    console.log(`commit latency, one client, sequential: durable ${latency.durableMs.toFixed(2)} ms, synchronous_commit off ${latency.asyncMs.toFixed(2)} ms (medians of 200)`);
     const one = p.get('PostgreSQL, 1 replica')!;
     const two = p.get('PostgreSQL, 2 replicas')!;
+    const hand = p.get('peer: node:http + pg by hand')!;
+    const lite = p.get('SQLite outbox, 1 process')!;
+    const ok = (r: Run) => r.errors === 0 && Object.keys(r.statuses).every((code) => code === '200');
     return [
+      {
+        what: 'POST /relay, PostgreSQL, vs node:http + pg by hand',
+        ours: `${formatOps(one.rps)} req/s, p50 ${one.p50} ms, p99 ${one.p99} ms`,
+        peer: `${formatOps(hand.rps)} req/s, p50 ${hand.p50} ms, p99 ${hand.p99} ms`,
+        ratio: one.rps / hand.rps,
+        target: '>= 0.8x',
+        met: ok(one) && ok(hand) && one.rps / hand.rps >= 0.8,
+      },
+      {
+        what: 'POST /relay, PostgreSQL vs SQLite (ours)',
+        ours: `${formatOps(one.rps)} req/s`,
+        peer: `${formatOps(lite.rps)} req/s, p50 ${lite.p50} ms, p99 ${lite.p99} ms`,
+        ratio: one.rps / lite.rps,
+        target: '>= 0.4x',
+        met: ok(one) && ok(lite) && one.rps / lite.rps >= 0.4,
+      },
       {
         what: 'POST /relay req/s, PostgreSQL, 1 replica',
         ours: `${formatOps(one.rps)} req/s, p99 ${one.p99} ms`,
@@ -119,10 +175,11 @@ export async function run(options: { rounds?: number; seconds?: number } = {}): 
       },
       {
         what: 'POST /relay req/s, PostgreSQL, 2 replicas',
-        ours: `${formatOps(two.rps)} req/s, p99 ${two.p99} ms`,
+        ours: `${formatOps(two.rps)} req/s, p50 ${two.p50} ms, p99 ${two.p99} ms`,
         peer: `${formatOps(one.rps)} req/s (1 replica)`,
         ratio: two.rps / one.rps,
-        target: 'info',
+        target: '>= 1.0x',
+        met: ok(two) && two.rps / one.rps >= 1.0,
       },
       {
         what: 'GET /relay p99 while the database is down',
@@ -133,7 +190,7 @@ export async function run(options: { rounds?: number; seconds?: number } = {}): 
       },
     ];
   } finally {
-    await Promise.all([memory, sqlite, a, b].map((s) => s.stop()));
+    await Promise.all([memory, sqlite, a, b, peer, ...sized].map((s) => s.stop()));
     await db.remove();
   }
 }

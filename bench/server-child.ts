@@ -9,7 +9,8 @@
  * store when `merkle` is set), `merkle-peer` (a hand-written node:http + node:sqlite merkle endpoint
  * on its main thread), `rpc` (a JSON-RPC endpoint over node:http answering every receipt, for the
  * relay servers given `rpc`), `fetch-peer` and `agent-peer` (hand-written node:http endpoints doing
- * only the receipt fetch from `rpc`: with the global fetch, or node:http with a keep-alive Agent). It reports `{ port }` over IPC once listening, and answers
+ * only the receipt fetch from `rpc`: with the global fetch, or node:http with a keep-alive Agent),
+ * `pg-peer` (a hand-written node:http + pg endpoint doing POST /relay's durable work on `postgres`). It reports `{ port }` over IPC once listening, and answers
  * `{ type: 'memory', gc }` with process.memoryUsage() (after a full GC when asked).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -49,6 +50,8 @@ export interface RelayChildOptions {
   rpc?: string;
   /** With `rpc`: the transport to it. 'node' (default) is relayer-server's, 'fetch' the global fetch. */
   transport?: 'node' | 'fetch';
+  /** `pg-peer`'s pool size (ours takes `pool_size` in the `postgres` URL). Default 10. */
+  poolSize?: number;
 }
 
 const TX_PLACEHOLDER = '0x' + 'ee'.repeat(32);
@@ -189,6 +192,60 @@ function fetchFor(options: RelayChildOptions): FetchLike | undefined {
   return options.transport === 'fetch' ? undefined : createRpcTransport().fetch;
 }
 
+/**
+ * The PostgreSQL peer (bench/postgres.ts): the minimal node:http + pg endpoint doing POST /relay's
+ * durable work by hand: the receipt from the same instant in-process RPC as ours, the Mailbox
+ * logs' data as the messages (sha256 as their id: no ABI decoding, no keccak, no validation beyond
+ * the hash's form, no rate limit, metrics or log), a reservation in one statement with
+ * synchronous_commit off, then the rows and the committed reservation in one durable statement,
+ * the same durability as ours. Its own schema and tables, shaped like ours.
+ */
+async function pgPeer(url: string, poolSize: number): Promise<(req: IncomingMessage, res: ServerResponse) => void> {
+  const { default: pg } = await import('pg');
+  const { createHash } = await import('node:crypto');
+  const pool = new pg.Pool({ connectionString: url, max: poolSize });
+  const schema = `peer_${process.pid}`;
+  await pool.query(`CREATE SCHEMA IF NOT EXISTS ${schema};
+    CREATE TABLE IF NOT EXISTS ${schema}.dedup (key text PRIMARY KEY, token uuid NOT NULL, committed boolean NOT NULL, expires_at float8 NOT NULL);
+    CREATE TABLE IF NOT EXISTS ${schema}.outbox (id text PRIMARY KEY, tx_hash text NOT NULL, raw bytea NOT NULL, enqueued_at float8 NOT NULL)`);
+  const rpc = instantRpc(true);
+  const mailbox = testConfig().chains.ethereum.mailbox.toLowerCase();
+  const commitSql = `WITH ins AS (
+      INSERT INTO ${schema}.outbox (id, tx_hash, raw, enqueued_at)
+      SELECT id, $3, decode(raw, 'hex'), $4 FROM unnest($5::text[], $6::text[]) AS m(id, raw) ON CONFLICT (id) DO NOTHING
+    )
+    UPDATE ${schema}.dedup SET committed = true, expires_at = $4 + 1000 WHERE key = $1 AND token = $2`;
+  return (req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', async () => {
+      const answer = (status: number, value: unknown) => {
+        const text = JSON.stringify(value);
+        res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
+      };
+      try {
+        const { tx_hash: hash } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { tx_hash: string };
+        if (!/^0x[0-9a-f]{64}$/.test(hash)) return answer(400, { reason: 'invalid_request' });
+        const now = Date.now();
+        const reserved = (await pool.query(`SET LOCAL synchronous_commit = off;
+          INSERT INTO ${schema}.dedup AS d VALUES ('ethereum:${hash}', gen_random_uuid(), false, ${now + 15_000})
+          ON CONFLICT (key) DO UPDATE SET token = excluded.token, committed = false, expires_at = excluded.expires_at WHERE d.expires_at <= ${now}
+          RETURNING token`)) as unknown as { rows: { token: string }[] }[];
+        const token = reserved[1].rows[0]?.token;
+        if (token === undefined) return answer(429, { reason: 'duplicate_tx' });
+        const response = await rpc('', { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_getTransactionReceipt', params: [hash] }) });
+        const { result } = (await response.json()) as { result: { logs: { address: string; data: string }[] } };
+        const raws = result.logs.filter((log) => log.address.toLowerCase() === mailbox).map((log) => log.data.slice(2));
+        const ids = raws.map((raw) => '0x' + createHash('sha256').update(raw).digest('hex'));
+        await pool.query(commitSql, [`ethereum:${hash}`, token, hash, now, ids, raws]);
+        answer(200, { messages: ids.map((id) => ({ message_id: id })) });
+      } catch {
+        answer(503, { reason: 'store_unavailable' });
+      }
+    });
+  };
+}
+
 async function main(): Promise<void> {
   const [kind, json] = process.argv.slice(2);
   const options = JSON.parse(json ?? '{}') as RelayChildOptions;
@@ -229,6 +286,10 @@ async function main(): Promise<void> {
   } else if (kind === 'rpc' || kind === 'fetch-peer' || kind === 'agent-peer') {
     const handler = kind === 'rpc' ? rpcServer(options.distinctMessages ?? false) : receiptPeer(options.rpc!, kind === 'fetch-peer' ? 'fetch' : 'agent');
     const server = createServer({ keepAliveTimeout: 60_000 }, handler);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as AddressInfo).port;
+  } else if (kind === 'pg-peer') {
+    const server = createServer(await pgPeer(options.postgres!, options.poolSize ?? 10));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     port = (server.address() as AddressInfo).port;
   } else if (kind === 'merkle-peer') {

@@ -12,9 +12,9 @@ import { extractMessages } from './cctp.ts';
 import { systemClock, type Clock } from './clock.ts';
 import { createDedupCache, type DedupStore } from './dedup.ts';
 import { DecodeError, RelayError, toRelayError } from './errors.ts';
-import { callStore, isPromiseLike, toStoreError } from './store.ts';
+import { callStore, isPromiseLike, toStoreError, type RelayAdmission } from './store.ts';
 import { createPolicy } from './policy.ts';
-import { createTokenBucket, type RateLimiter, type TakeResult } from './rate-limit.ts';
+import { createTokenBucket, rateLimitedError, type RateLimiter, type TakeResult } from './rate-limit.ts';
 import { createReceiptFetcher, type Receipt, type ReceiptFetchEvent, type ReceiptSource } from './receipt.ts';
 import type { FetchLike } from './rpc.ts';
 import type { OutboxMessage, RelayQueue } from './outbox.ts';
@@ -37,6 +37,11 @@ export interface RelayPipelineOptions {
   rateLimiter?: RateLimiter;
   /** Observes every JSON-RPC attempt (metrics). */
   onReceiptAttempt?: (event: ReceiptFetchEvent) => void;
+  /**
+   * The store's two-step form of the token, reservation, enqueue and commit (lib/store.ts). It
+   * must act on `rateLimiter`, `dedup` and `queue`; the answers are the same either way.
+   */
+  admission?: RelayAdmission;
 }
 
 export interface RelayCallOptions {
@@ -75,13 +80,10 @@ export function createRelayPipeline(options: RelayPipelineOptions): RelayPipelin
       onAttempt: options.onReceiptAttempt,
     });
   const checkPolicy = createPolicy(config);
+  const admission = options.admission;
 
   function checkToken(taken: TakeResult): void {
-    if (!taken.ok) {
-      throw new RelayError('rate_limited', 'global rate limit exceeded; retry after a short backoff', {
-        retryAfterSeconds: taken.retryAfterSeconds,
-      });
-    }
+    if (!taken.ok) throw rateLimitedError(taken.retryAfterSeconds);
   }
 
   /** Takes a token; the per-process bucket answers synchronously and costs no extra tick. */
@@ -106,17 +108,10 @@ export function createRelayPipeline(options: RelayPipelineOptions): RelayPipelin
     onValid?.({ originChain: chain.name, txHash });
     const reservation = await callStore(() => dedup.reserve(`${chain.name}\n${txHash}`));
     try {
-      const receipt = await fetchReceipt(chain, txHash, signal);
-      const messages = extract(receipt, chain);
-      for (const message of messages) checkPolicy(message);
-      if (messages.length > 0) {
-        const batch = messages.map((m) => toOutbox(m, chain, txHash, clock));
-        await callStore(() => queue.enqueue(batch));
-      }
+      const { messages, batch } = await accept(chain, txHash, signal);
+      if (batch.length > 0) await callStore(() => queue.enqueue(batch));
       await callStore(() => reservation.commit());
-      return {
-        messages: messages.map((m) => ({ message_id: m.id, origin: m.origin, destination: m.destination, nonce: m.nonce })),
-      };
+      return { messages };
     } catch (error) {
       try {
         await reservation.release();
@@ -125,6 +120,49 @@ export function createRelayPipeline(options: RelayPipelineOptions): RelayPipelin
       }
       throw toRelayError(error);
     }
+  }
+
+  /**
+   * The same steps with the store's admission (lib/store.ts): the token and the reservation in one
+   * call, the rows and the commit in another. The body is validated first, so that a valid
+   * request takes its token with its reservation; an invalid one still takes a token alone before
+   * its 400 (a client over the limit is told 429 either way, as in run()).
+   */
+  async function runAdmitted(admission: RelayAdmission, body: () => unknown, { signal, onValid }: RelayCallOptions = {}): Promise<RelayResponse> {
+    let request: ReturnType<typeof validateRelayRequest>;
+    try {
+      request = validateRelayRequest(body(), chains);
+    } catch (invalid) {
+      const taking = takeToken();
+      if (taking) await taking;
+      throw invalid;
+    }
+    const { chain, txHash } = request;
+    onValid?.({ originChain: chain.name, txHash });
+    const admitted = await callStore(() => admission.admit(`${chain.name}\n${txHash}`));
+    try {
+      const { messages, batch } = await accept(chain, txHash, signal);
+      await callStore(() => admitted.complete(batch));
+      return { messages };
+    } catch (error) {
+      try {
+        await admitted.release();
+      } catch {
+        // As in run(): the reservation expires on its own.
+      }
+      throw toRelayError(error);
+    }
+  }
+
+  /** Receipt → messages → policy: what a reserved request accepts, and its outbox rows. */
+  async function accept(chain: ChainConfig, txHash: string, signal: AbortSignal | undefined) {
+    const receipt = await fetchReceipt(chain, txHash, signal);
+    const messages = extract(receipt, chain);
+    for (const message of messages) checkPolicy(message);
+    return {
+      messages: messages.map((m) => ({ message_id: m.id, origin: m.origin, destination: m.destination, nonce: m.nonce })),
+      batch: messages.map((m) => toOutbox(m, chain, txHash, clock)),
+    };
   }
 
   function extract(receipt: Receipt, chain: ChainConfig): HyperlaneMessage[] {
@@ -144,8 +182,8 @@ export function createRelayPipeline(options: RelayPipelineOptions): RelayPipelin
   return {
     dedup,
     rateLimiter,
-    relay: (body, options) => run(() => body, options),
-    relayText: (text, options) => run(() => parseJsonBody(text), options),
+    relay: (body, options) => (admission ? runAdmitted(admission, () => body, options) : run(() => body, options)),
+    relayText: (text, options) => (admission ? runAdmitted(admission, () => parseJsonBody(text), options) : run(() => parseJsonBody(text), options)),
   };
 }
 

@@ -5,7 +5,7 @@
  * (docs/design.md#replicas).
  */
 import type { Clock } from './clock.ts';
-import { secondsToWait } from './errors.ts';
+import { RelayError, secondsToWait } from './errors.ts';
 
 export type TakeResult = { ok: true } | { ok: false; retryAfterSeconds: number };
 
@@ -31,6 +31,11 @@ export const UNIT = 60_000;
 export function checkBucket(burst: number, perMinute: number): void {
   if (!Number.isFinite(burst) || burst < 1) throw new RangeError('burst must be at least 1');
   if (!Number.isFinite(perMinute) || perMinute <= 0) throw new RangeError('perMinute must be positive');
+}
+
+/** POST /relay's answer to a refused token (429 rate_limited). */
+export function rateLimitedError(retryAfterSeconds: number): RelayError {
+  return new RelayError('rate_limited', 'global rate limit exceeded; retry after a short backoff', { retryAfterSeconds });
 }
 
 /** The refusal of a bucket holding `units` (< UNIT): Retry-After when the next token is in. */

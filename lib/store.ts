@@ -14,7 +14,7 @@
 import type { Clock } from './clock.ts';
 import type { DedupStore } from './dedup.ts';
 import { RelayError } from './errors.ts';
-import type { Outbox } from './outbox.ts';
+import type { Outbox, OutboxMessage } from './outbox.ts';
 import type { RateLimiter } from './rate-limit.ts';
 import type { MerkleStore } from './types.ts';
 
@@ -24,6 +24,12 @@ export interface RelayerStore {
   /** Shared engines (PostgreSQL) provide these; otherwise the process keeps its own. */
   dedup?: DedupStore;
   rateLimiter?: RateLimiter;
+  /**
+   * The engine's shorter form of POST /relay's store work, when it has one (PostgreSQL): the
+   * pipeline then takes the token and the reservation in one call and stores the rows with the
+   * commit in another, instead of four. It acts on this store's rateLimiter, dedup and outbox.
+   */
+  admission?: RelayAdmission;
   /** Resolves when the store answers (GET /ready). */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -32,6 +38,24 @@ export interface RelayerStore {
    * the error every call answers from then on; relayer-server then exits 1 to be restarted.
    */
   readonly closed?: Promise<void>;
+}
+
+/**
+ * POST /relay's store work in two steps (docs/design.md, Storage): `admit` takes a token of the
+ * rate limiter and reserves the dedup key together, and throws the RelayError the two would
+ * (rate_limited, duplicate_tx, cache_full) with nothing reserved; `complete` stores the accepted
+ * messages and commits the reservation atomically, and is durable when it resolves. The result
+ * is the same as rateLimiter.take() → dedup.reserve() → queue.enqueue() → reservation.commit().
+ */
+export interface RelayAdmission {
+  admit(key: string): Promise<AdmittedRelay>;
+}
+
+export interface AdmittedRelay {
+  /** Enqueues `batch` (possibly empty) and commits the reservation, in one durable transaction. */
+  complete(batch: readonly OutboxMessage[]): Promise<void>;
+  /** Gives the key back (a failed request), as Reservation.release. */
+  release(): Promise<void>;
 }
 
 /** Seconds a client is asked to wait after `store_unavailable`: a lock wait or a failover is short. */

@@ -86,6 +86,8 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
       onReceiptAttempt: recorder.receiptAttempt,
       dedup: store?.dedup,
       rateLimiter: store?.rateLimiter,
+      // The store's two-step POST /relay, when the queue is the store's own outbox.
+      admission: outbox === store?.outbox ? store.admission : undefined,
     });
   relayMetrics.gauges({
     dedupSize: () => pipeline.dedup.size(),

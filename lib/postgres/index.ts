@@ -8,13 +8,14 @@
  * its statements, so a small pool (the default 10 of `pg`) serves hundreds of requests a second.
  */
 import type { Clock } from '../clock.ts';
-import type { RelayerStore } from '../store.ts';
+import type { RelayAdmission, RelayerStore } from '../store.ts';
 import type { RelayApiConfig } from '../types.ts';
 import { createPostgresDedup, type PostgresDedupStore } from './dedup.ts';
 import { createPostgresMerkle, type PostgresMerkleStore } from './merkle.ts';
 import { createPostgresOutbox, type PostgresOutbox } from './outbox.ts';
 import { run, type PgPool } from './pool.ts';
 import { createPostgresTokenBucket, type PostgresRateLimiter } from './rate-limit.ts';
+import { createPostgresAdmission } from './relay.ts';
 import { migrate, quoteSchema } from './schema.ts';
 
 export { SchemaVersionError } from '../errors.ts';
@@ -44,6 +45,7 @@ export interface PostgresStoreOptions {
 
 export interface PostgresStore extends RelayerStore {
   outbox: PostgresOutbox;
+  admission: RelayAdmission;
   merkle: PostgresMerkleStore;
   dedup: PostgresDedupStore;
   rateLimiter: PostgresRateLimiter;
@@ -62,16 +64,18 @@ export async function openPostgresStore(pool: PgPool, options: PostgresStoreOpti
   const onPoolError = options.onPoolError ?? (() => {});
   pool.on?.('error', onPoolError);
   if (options.migrate !== false) await migrate(pool, name);
+  const dedup = {
+    windowMs: relayApi.dedupWindowSeconds * 1000,
+    pendingMs: relayApi.receiptTimeoutSeconds * 1000 + PENDING_MARGIN_MS,
+    capacity: relayApi.dedupCapacity,
+  };
   return {
     outbox: createPostgresOutbox(pool, s, clock),
     merkle: createPostgresMerkle(pool, s),
-    dedup: createPostgresDedup(pool, s, {
-      windowMs: relayApi.dedupWindowSeconds * 1000,
-      pendingMs: relayApi.receiptTimeoutSeconds * 1000 + PENDING_MARGIN_MS,
-      capacity: relayApi.dedupCapacity,
-      clock,
-    }),
+    dedup: createPostgresDedup(pool, s, { ...dedup, clock }),
     rateLimiter: createPostgresTokenBucket(pool, s, { ...relayApi.rateLimit, clock }),
+    // POST /relay in two round trips instead of four (relay.ts), on the same tables.
+    admission: createPostgresAdmission(pool, s, { bucket: relayApi.rateLimit, dedup, clock }),
     async ping() {
       await run(pool, 'SELECT 1');
     },

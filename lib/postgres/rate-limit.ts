@@ -24,9 +24,31 @@ export interface PostgresRateLimiter {
 }
 
 /** A finite number as an SQL numeric literal. */
-function num(value: number): string {
+export function num(value: number): string {
   if (!Number.isFinite(value)) throw new RangeError(`not a finite number: ${value}`);
   return String(value);
+}
+
+/**
+ * The bucket's UPDATE for one take at SQL time `at` (a numeric expression), returning `taken` and
+ * the `units` left; shared with the hot path (relay.ts), which runs it inside its CTE. `name` is
+ * checked by the caller; every number is spliced as a literal (see num()).
+ */
+export function bucketUpdate(s: string, name: string, burst: number, perMinute: number, at: string): string {
+  const refilled = `least(${num(burst * UNIT)}::double precision, units + greatest(0, ${at} - updated_at) * ${num(perMinute)})`;
+  return `UPDATE ${s}.token_buckets SET
+        units = ${refilled} - CASE WHEN ${refilled} >= ${UNIT} THEN ${UNIT} ELSE 0 END,
+        taken = ${refilled} >= ${UNIT},
+        updated_at = greatest(updated_at, ${at})
+      WHERE name = '${name}'
+      RETURNING taken, units`;
+}
+
+/** Creates the bucket row, full ($1 now, $2 name, $3 capacity in units); nothing if it exists. */
+export function createBucketSql(s: string): string {
+  return `
+    INSERT INTO ${s}.token_buckets (name, units, updated_at) VALUES ($2, $3, ${nowSql(1)})
+    ON CONFLICT (name) DO NOTHING`;
 }
 
 export function createPostgresTokenBucket(pool: PgPool, s: string, opts: PostgresTokenBucketOptions): PostgresRateLimiter {
@@ -46,18 +68,10 @@ export function createPostgresTokenBucket(pool: PgPool, s: string, opts: Postgre
   // in as numeric literals (all finite numbers, checked above) and the validated name.
   const sql = (now: number | null) => {
     const at = now === null ? 'extract(epoch from statement_timestamp()) * 1000' : num(now);
-    const refilled = `least(${num(capacity)}::double precision, units + greatest(0, ${at} - updated_at) * ${num(perMinute)})`;
     return `SET LOCAL synchronous_commit = off;
-      UPDATE ${s}.token_buckets SET
-        units = ${refilled} - CASE WHEN ${refilled} >= ${UNIT} THEN ${UNIT} ELSE 0 END,
-        taken = ${refilled} >= ${UNIT},
-        updated_at = greatest(updated_at, ${at})
-      WHERE name = '${name}'
-      RETURNING taken, units`;
+      ${bucketUpdate(s, name, burst, perMinute, at)}`;
   };
-  const createSql = `
-    INSERT INTO ${s}.token_buckets (name, units, updated_at) VALUES ($2, $3, ${nowSql(1)})
-    ON CONFLICT (name) DO NOTHING`;
+  const createSql = createBucketSql(s);
 
   async function update(now: number | null): Promise<{ taken: boolean; units: number }[]> {
     const result = (await run(pool, sql(now))) as unknown as PgQueryResult<{ taken: boolean; units: number }> | PgQueryResult<never>[];

@@ -1,0 +1,176 @@
+/**
+ * POST /relay's hot path on PostgreSQL (docs/design.md, Storage; lib/store.ts RelayAdmission):
+ * two round trips and one durable commit per accepted relay, where the separate stores take four
+ * statements and three commits.
+ *
+ * 1. admit: the token bucket's UPDATE and the dedup reservation's INSERT in one statement (a CTE),
+ *    committed with synchronous_commit = off. A reservation lost in a database crash only lets an
+ *    identical request in again, whose messages the outbox keeps once (idempotent by id); tokens
+ *    lost the same way were already not worth an fsync (rate-limit.ts). A refusal (rate limit,
+ *    live reservation) is decided by this one statement; only a reservation refused for a row
+ *    that committed after the statement's snapshot, or for capacity, asks once more why.
+ * 2. complete: the outbox rows and the reservation's commit in one statement, durable (the 200
+ *    promises the messages are stored).
+ * The semantics are dedup.ts's and rate-limit.ts's, statement for statement; the contract suites
+ * run the pipeline on both forms.
+ *
+ * Step 1 runs as a two-statement simple query (SET LOCAL + the CTE: one implicit transaction, one
+ * round trip), which cannot carry parameters: its values are spliced in as numeric literals and an
+ * escaped string literal.
+ */
+import type { Clock } from '../clock.ts';
+import { cacheFull, duplicateTx } from '../dedup.ts';
+import type { RelayError } from '../errors.ts';
+import { bytesToHex } from '../hex.ts';
+import { validateOutboxBatch, type OutboxMessage } from '../outbox.ts';
+import { rateLimitedError, refused, UNIT } from '../rate-limit.ts';
+import type { AdmittedRelay, RelayAdmission } from '../store.ts';
+import { nowSql, run, type PgPool, type PgQueryResult } from './pool.ts';
+import { bucketUpdate, createBucketSql, num } from './rate-limit.ts';
+
+export interface PostgresAdmissionOptions {
+  bucket: { burst: number; perMinute: number; name?: string };
+  dedup: { windowMs: number; pendingMs: number; capacity: number };
+  clock?: Clock;
+}
+
+/** A string as an SQL literal that reads the same whatever standard_conforming_strings says. */
+export function textLiteral(value: string): string {
+  if (value.includes('\0')) throw new TypeError('a NUL character cannot be stored');
+  return `E'${value.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+}
+
+/** Expired rows are deleted at most this often per replica (dedup.ts's pace). */
+const SWEEP_INTERVAL_MS = 60_000;
+
+interface AdmitRow {
+  taken: boolean;
+  units: number;
+  token: string | null;
+  live_until: number | null;
+  now: number;
+}
+
+export function createPostgresAdmission(pool: PgPool, s: string, opts: PostgresAdmissionOptions): RelayAdmission {
+  const { bucket, dedup, clock } = opts;
+  const name = bucket.name ?? 'relay';
+  const now = () => clock?.now() ?? null;
+
+  const admitSql = (at: number | null, key: string) => {
+    const t = at === null ? 'extract(epoch from statement_timestamp()) * 1000' : num(at);
+    const k = textLiteral(key);
+    return `SET LOCAL synchronous_commit = off;
+      WITH b AS (${bucketUpdate(s, name, bucket.burst, bucket.perMinute, t)}),
+      r AS (
+        INSERT INTO ${s}.dedup AS d (key, token, committed, expires_at)
+        SELECT ${k}, gen_random_uuid(), false, ${t} + ${num(dedup.pendingMs)}
+        FROM b
+        WHERE b.taken AND (SELECT count(*) FROM ${s}.dedup WHERE expires_at > ${t}) < ${num(dedup.capacity)}
+        ON CONFLICT (key) DO UPDATE SET token = excluded.token, committed = false, expires_at = excluded.expires_at
+          WHERE d.expires_at <= ${t}
+        RETURNING token
+      )
+      SELECT b.taken, b.units, (SELECT token FROM r) AS token,
+        (SELECT expires_at FROM ${s}.dedup WHERE key = ${k} AND expires_at > ${t}) AS live_until, ${t} AS now
+      FROM b`;
+  };
+  // $1 now, $2 key, $3 token, $4 window; then the outbox columns as in outbox.ts's insert.
+  const completeSql = `
+    WITH ins AS (
+      INSERT INTO ${s}.outbox (id, origin_chain, tx_hash, origin, destination, nonce, raw, enqueued_at)
+      SELECT id, origin_chain, tx_hash, origin, destination, nonce, decode(raw, 'hex'), enqueued_at
+      FROM unnest($5::text[], $6::text[], $7::text[], $8::bigint[], $9::bigint[], $10::bigint[], $11::text[], $12::float8[])
+        WITH ORDINALITY AS m(id, origin_chain, tx_hash, origin, destination, nonce, raw, enqueued_at, n)
+      ORDER BY n
+      ON CONFLICT (id) DO NOTHING
+      RETURNING 1
+    ),
+    c AS (
+      UPDATE ${s}.dedup SET committed = true, expires_at = ${nowSql(1)} + $4 WHERE key = $2 AND token = $3
+      RETURNING 1
+    )
+    SELECT (SELECT count(*) FROM ins)::integer AS inserted, (SELECT count(*) FROM c)::integer AS committed`;
+  const releaseSql = `DELETE FROM ${s}.dedup WHERE key = $1 AND token = $2`;
+  // As dedup.ts: why a reservation was refused, and the paced sweep of expired rows.
+  const liveSql = `SELECT expires_at, ${nowSql(1)} AS now FROM ${s}.dedup WHERE key = $2 AND expires_at > ${nowSql(1)}`;
+  const oldestSql = `SELECT min(expires_at) AS expires_at, ${nowSql(1)} AS now FROM ${s}.dedup WHERE expires_at > ${nowSql(1)}`;
+  const sweepSql = `DELETE FROM ${s}.dedup WHERE expires_at <= ${nowSql(1)}`;
+  let lastSweep = -Infinity;
+
+  /** At most once a minute per replica, beside the request (not in its round trips). */
+  function sweep(): void {
+    const at = Date.now();
+    if (at - lastSweep < SWEEP_INTERVAL_MS) return;
+    lastSweep = at;
+    run(pool, sweepSql, [now()]).catch(() => {
+      // Reads ignore expired rows; the next sweep tries again.
+    });
+  }
+
+  async function refusal(key: string): Promise<RelayError> {
+    const live = await run<{ expires_at: number; now: number }>(pool, liveSql, [now(), key]);
+    if (live.rows.length > 0) return duplicateTx(live.rows[0].expires_at - live.rows[0].now);
+    const oldest = await run<{ expires_at: number | null; now: number }>(pool, oldestSql, [now()]);
+    const { expires_at, now: at } = oldest.rows[0];
+    return cacheFull(expires_at === null ? 0 : expires_at - at);
+  }
+
+  async function admitRows(at: number | null, key: string): Promise<AdmitRow[]> {
+    const result = (await run(pool, admitSql(at, key))) as unknown as PgQueryResult<AdmitRow> | PgQueryResult<never>[];
+    return (Array.isArray(result) ? result[result.length - 1] : result).rows;
+  }
+
+  return {
+    async admit(key) {
+      const at = now();
+      if (at !== null && !Number.isFinite(at)) throw new RangeError('the clock gave a non-finite time');
+      sweep();
+      let rows = await admitRows(at, key);
+      if (rows.length === 0) {
+        // First take on this database: the bucket starts full (as rate-limit.ts).
+        await run(pool, createBucketSql(s), [at, name, bucket.burst * UNIT]);
+        rows = await admitRows(at, key);
+      }
+      const row = rows[0];
+      if (!row.taken) {
+        const taken = refused(row.units, bucket.perMinute);
+        throw rateLimitedError(taken.ok ? 1 : taken.retryAfterSeconds);
+      }
+      if (row.token === null) {
+        if (row.live_until !== null) throw duplicateTx(row.live_until - row.now);
+        // Refused for a row committed after this statement's snapshot, or for capacity: ask why.
+        throw await refusal(key);
+      }
+      const token = row.token;
+      let settled = false;
+      const admitted: AdmittedRelay = {
+        async complete(batch) {
+          validateOutboxBatch(batch);
+          if (settled) return;
+          settled = true;
+          const column = <T>(pick: (m: OutboxMessage) => T) => batch.map(pick);
+          await run(pool, completeSql, [
+            now(),
+            key,
+            token,
+            dedup.windowMs,
+            column((m) => m.id),
+            column((m) => m.originChain),
+            column((m) => m.txHash),
+            column((m) => m.origin),
+            column((m) => m.destination),
+            column((m) => m.nonce),
+            column((m) => bytesToHex(m.raw).slice(2)),
+            column((m) => m.enqueuedAt),
+          ]);
+        },
+        async release() {
+          if (settled) return;
+          settled = true;
+          await run(pool, releaseSql, [key, token]);
+        },
+      };
+      return admitted;
+    },
+  };
+}

@@ -1,0 +1,169 @@
+/**
+ * POST /relay's hot path on PostgreSQL (docs/design.md, Storage; lib/postgres/relay.ts): two
+ * round trips per accepted relay (the token with the reservation, not durable; the rows with the
+ * commit, durable), one per refusal, and the same answers and stored rows as the four-statement
+ * path of the separate stores. On the real PostgreSQL of the test helpers, through the HTTP API.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type { PgPool } from '../lib/postgres/pool.ts';
+import { openPostgresStore, type PostgresStore } from '../lib/postgres/index.ts';
+import { testConfig } from './helpers/config.ts';
+import { fakeRpcFetch } from './helpers/fake-rpc.ts';
+import { MAILBOX, rpcReceipt, transferLogs, txHash } from './helpers/fixtures.ts';
+import { testSchema } from './helpers/postgres.ts';
+import { startApi, type Cleanup } from './helpers/server.ts';
+
+/** A pool that records the text of every query sent through it (pooled clients included). */
+function counting(pool: PgPool): { pool: PgPool; texts: string[] } {
+  const texts: string[] = [];
+  const wrapped: PgPool = {
+    query(text, values) {
+      texts.push(text);
+      return pool.query(text, values);
+    },
+    async connect() {
+      const client = await pool.connect();
+      return {
+        query(text, values) {
+          texts.push(text);
+          return client.query(text, values);
+        },
+        release: (error) => client.release(error),
+      };
+    },
+    on: (event, listener) => pool.on?.(event, listener),
+  };
+  return { pool: wrapped, texts };
+}
+
+let nextTx = 0x9_1000;
+
+async function harness(t: Cleanup & { after(fn: () => unknown): void }, burst: number, twoStep: boolean) {
+  const db = await testSchema();
+  t.after(() => db.close());
+  const { pool, texts } = counting(db.pool);
+  const relayApi = { ...testConfig().relayApi, rateLimit: { burst, perMinute: 1 }, dedupWindowSeconds: 300, receiptTimeoutSeconds: 2 };
+  const opened = await openPostgresStore(pool, { relayApi, schema: db.schema });
+  // The same store without its admission: the pipeline falls back to the four separate calls.
+  const store: PostgresStore = twoStep ? opened : { ...opened, admission: undefined as never };
+  const table = new Map<string, Record<string, unknown> | null>();
+  const rpc = fakeRpcFetch(table);
+  const api = await startApi(t, { config: testConfig({ relayApi }), store, fetch: rpc.fetch });
+  const mined = () => {
+    const hash = txHash(nextTx++);
+    table.set(hash, rpcReceipt(hash, transferLogs(2, { nonce: nextTx * 16 })));
+    return hash;
+  };
+  /** A mined transaction whose Mailbox log is not valid ABI: 500 after the reservation was taken. */
+  const broken = () => {
+    const hash = txHash(nextTx++);
+    const logs = transferLogs(1, { nonce: nextTx * 16 }).map((log) => ({ ...log }));
+    const dispatch = logs.find((log) => String(log.address).toLowerCase() === MAILBOX)!;
+    dispatch.data = '0x' + '00'.repeat(31) + '40' + '00'.repeat(32);
+    table.set(hash, rpcReceipt(hash, logs));
+    return hash;
+  };
+  /** A mined transaction with no message. */
+  const empty = () => {
+    const hash = txHash(nextTx++);
+    table.set(hash, rpcReceipt(hash, []));
+    return hash;
+  };
+  /** The statements one request sent. */
+  const measure = async (body: unknown) => {
+    const before = texts.length;
+    const res = await api.relay(body);
+    return { res, statements: texts.slice(before) };
+  };
+  // A first request creates the bucket row and runs the minute's sweep of expired dedup rows.
+  const warm = await api.relay({ origin_chain: 'ethereum', tx_hash: mined() });
+  assert.equal(warm.status, 200, warm.text);
+  return { db, store: opened, api, mined, broken, empty, measure };
+}
+
+/** The dedup row of a transaction: committed or not, and whether it is still live. */
+async function dedupRow(h: Awaited<ReturnType<typeof harness>>, hash: string) {
+  const { rows } = await h.db.pool.query(`SELECT committed FROM "${h.db.schema}".dedup WHERE key = $1`, [`ethereum\n${hash}`]);
+  return rows[0] as { committed: boolean } | undefined;
+}
+
+describe('PostgreSQL hot path of POST /relay (docs/design.md, Storage)', () => {
+  test('an accepted relay is two statements: token + reservation (synchronous_commit off), then rows + commit (durable)', async (t) => {
+    const h = await harness(t, 100, true);
+    const hash = h.mined();
+    const { res, statements } = await h.measure({ origin_chain: 'ethereum', tx_hash: hash });
+    assert.equal(res.status, 200, res.text);
+    assert.equal(res.json().messages.length, 2);
+    assert.equal(statements.length, 2, statements.join('\n---\n'));
+    assert.match(statements[0], /^SET LOCAL synchronous_commit = off;/);
+    assert.match(statements[0], /token_buckets/);
+    assert.match(statements[0], /INSERT INTO "[^"]+"\.dedup/);
+    assert.doesNotMatch(statements[1], /synchronous_commit/);
+    assert.match(statements[1], /INSERT INTO "[^"]+"\.outbox/);
+    assert.match(statements[1], /UPDATE "[^"]+"\.dedup SET committed = true/);
+    assert.equal((await h.store.outbox.byTx('ethereum', hash)).length, 2);
+    assert.deepEqual(await dedupRow(h, hash), { committed: true });
+  });
+
+  test('refusals are one statement each: duplicate_tx, rate_limited, invalid_request', async (t) => {
+    const h = await harness(t, 4, true);
+    const hash = h.mined();
+    assert.equal((await h.measure({ origin_chain: 'ethereum', tx_hash: hash })).res.status, 200);
+
+    const duplicate = await h.measure({ origin_chain: 'ethereum', tx_hash: hash });
+    assert.equal(duplicate.res.status, 429);
+    assert.equal(duplicate.res.json().reason, 'duplicate_tx');
+    assert.match(String(duplicate.res.headers['retry-after']), /^[1-9][0-9]*$/);
+    assert.equal(duplicate.statements.length, 1);
+
+    const invalid = await h.measure({ origin_chain: 'ethereum', tx_hash: '0x12' });
+    assert.equal(invalid.res.status, 400);
+    assert.equal(invalid.statements.length, 1, 'the token is still taken');
+
+    // burst 4: the warm-up and the three above took them all.
+    const limited = await h.measure({ origin_chain: 'ethereum', tx_hash: h.mined() });
+    assert.equal(limited.res.status, 429);
+    assert.equal(limited.res.json().reason, 'rate_limited');
+    assert.match(String(limited.res.headers['retry-after']), /^[1-9][0-9]*$/);
+    assert.equal(limited.statements.length, 1);
+    const invalidLimited = await h.measure({ origin_chain: 'nowhere', tx_hash: '0x12' });
+    assert.equal(invalidLimited.res.json().reason, 'rate_limited', 'over the limit, 429 before 400 as on every path');
+  });
+
+  test('a request that fails after its reservation releases it: an immediate retry is not duplicate_tx', async (t) => {
+    const h = await harness(t, 100, true);
+    const hash = h.broken();
+    const first = await h.measure({ origin_chain: 'ethereum', tx_hash: hash });
+    assert.equal(first.res.status, 500, first.res.text);
+    assert.equal(first.statements.length, 2, 'admit + release');
+    assert.match(first.statements.at(-1)!, /DELETE FROM "[^"]+"\.dedup/);
+    assert.equal(await dedupRow(h, hash), undefined, 'released');
+    const second = await h.measure({ origin_chain: 'ethereum', tx_hash: hash });
+    assert.equal(second.res.status, 500);
+    assert.equal(second.statements.length, 2, 'admit + release');
+  });
+
+  test('the same answers and rows as the four-statement path, request for request', async (t) => {
+    const runs = [];
+    for (const twoStep of [true, false]) {
+      const h = await harness(t, 6, twoStep);
+      const hash = h.mined();
+      const answers: string[] = [];
+      for (const body of [
+        { origin_chain: 'ethereum', tx_hash: hash },
+        { origin_chain: 'ethereum', tx_hash: hash },
+        { origin_chain: 'ethereum', tx_hash: 'nope' },
+        { origin_chain: 'ethereum', tx_hash: h.empty() },
+        { origin_chain: 'ethereum', tx_hash: h.broken() },
+        { origin_chain: 'ethereum', tx_hash: h.mined() },
+      ]) {
+        const { res } = await h.measure(body);
+        answers.push(`${res.status} ${res.json().reason ?? res.json().messages.length}`);
+      }
+      runs.push({ answers, outboxRows: (await h.store.outbox.byTx('ethereum', hash)).length, dedup: await dedupRow(h, hash), depth: await h.store.outbox.depth() });
+    }
+    assert.deepEqual(runs[0].answers, ['200 2', '429 duplicate_tx', '400 invalid_request', '200 0', '500 internal_error', '429 rate_limited']);
+    assert.deepEqual(runs[0], runs[1]);
+  });
+});
