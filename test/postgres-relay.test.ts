@@ -15,11 +15,17 @@ import { testSchema } from './helpers/postgres.ts';
 import { startApi, type Cleanup } from './helpers/server.ts';
 
 /** A pool that records the text of every query sent through it (pooled clients included). */
-function counting(pool: PgPool): { pool: PgPool; texts: string[] } {
+function counting(pool: PgPool): { pool: PgPool; texts: string[]; failOnce: { match?: RegExp } } {
   const texts: string[] = [];
+  const failOnce: { match?: RegExp } = {};
   const wrapped: PgPool = {
     query(text, values) {
       texts.push(text);
+      if (failOnce.match?.test(text)) {
+        failOnce.match = undefined;
+        // What pg gives for a connection lost mid-statement (the statement did not commit).
+        return Promise.reject(Object.assign(new Error('Connection terminated unexpectedly'), { code: 'ECONNRESET' }));
+      }
       return pool.query(text, values);
     },
     async connect() {
@@ -34,7 +40,7 @@ function counting(pool: PgPool): { pool: PgPool; texts: string[] } {
     },
     on: (event, listener) => pool.on?.(event, listener),
   };
-  return { pool: wrapped, texts };
+  return { pool: wrapped, texts, failOnce };
 }
 
 let nextTx = 0x9_1000;
@@ -42,7 +48,7 @@ let nextTx = 0x9_1000;
 async function harness(t: Cleanup & { after(fn: () => unknown): void }, burst: number, twoStep: boolean) {
   const db = await testSchema();
   t.after(() => db.close());
-  const { pool, texts } = counting(db.pool);
+  const { pool, texts, failOnce } = counting(db.pool);
   const relayApi = { ...testConfig().relayApi, rateLimit: { burst, perMinute: 1 }, dedupWindowSeconds: 300, receiptTimeoutSeconds: 2 };
   const opened = await openPostgresStore(pool, { relayApi, schema: db.schema });
   // The same store without its admission: the pipeline falls back to the four separate calls.
@@ -79,7 +85,7 @@ async function harness(t: Cleanup & { after(fn: () => unknown): void }, burst: n
   // A first request creates the bucket row and runs the minute's sweep of expired dedup rows.
   const warm = await api.relay({ origin_chain: 'ethereum', tx_hash: mined() });
   assert.equal(warm.status, 200, warm.text);
-  return { db, store: opened, api, mined, broken, empty, measure };
+  return { db, store: opened, api, mined, broken, empty, measure, failOnce };
 }
 
 /** The dedup row of a transaction: committed or not, and whether it is still live. */
@@ -142,6 +148,20 @@ describe('PostgreSQL hot path of POST /relay (docs/design.md, Storage)', () => {
     const second = await h.measure({ origin_chain: 'ethereum', tx_hash: hash });
     assert.equal(second.res.status, 500);
     assert.equal(second.statements.length, 2, 'admit + release');
+  });
+
+  test('a failed rows + commit statement answers 503 and still frees the key: the retry is accepted', async (t) => {
+    const h = await harness(t, 100, true);
+    const hash = h.mined();
+    h.failOnce.match = /INSERT INTO "[^"]+"\.outbox/;
+    const first = await h.measure({ origin_chain: 'ethereum', tx_hash: hash });
+    assert.equal(first.res.status, 503, first.res.text);
+    assert.equal(first.res.json().reason, 'store_unavailable');
+    assert.match(first.statements.at(-1)!, /DELETE FROM "[^"]+"\.dedup/, 'released');
+    assert.equal(await dedupRow(h, hash), undefined);
+    const retry = await h.measure({ origin_chain: 'ethereum', tx_hash: hash });
+    assert.equal(retry.res.status, 200, retry.res.text);
+    assert.equal((await h.store.outbox.byTx('ethereum', hash)).length, 2);
   });
 
   test('the same answers and rows as the four-statement path, request for request', async (t) => {

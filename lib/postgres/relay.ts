@@ -147,7 +147,6 @@ export function createPostgresAdmission(pool: PgPool, s: string, opts: PostgresA
         async complete(batch) {
           validateOutboxBatch(batch);
           if (settled) return;
-          settled = true;
           const column = <T>(pick: (m: OutboxMessage) => T) => batch.map(pick);
           await run(pool, completeSql, [
             now(),
@@ -163,6 +162,9 @@ export function createPostgresAdmission(pool: PgPool, s: string, opts: PostgresA
             column((m) => bytesToHex(m.raw).slice(2)),
             column((m) => m.enqueuedAt),
           ]);
+          // Settled only once stored: after a failed statement (rolled back whole) the pipeline's
+          // release still frees the key, as dedup.ts's commit.
+          settled = true;
         },
         async release() {
           if (settled) return;
