@@ -32,16 +32,17 @@ export function num(value: number): string {
 /**
  * The bucket's UPDATE for one take at SQL time `at` (a numeric expression), returning `taken` and
  * the `units` left; shared with the hot path (relay.ts), which runs it inside its CTE. `name` is
- * checked by the caller; every number is spliced as a literal (see num()).
+ * checked by the caller; every number is spliced as a literal (see num()). `join` adds a FROM
+ * item whose value the UPDATE returns too: it is computed before the row is locked.
  */
-export function bucketUpdate(s: string, name: string, burst: number, perMinute: number, at: string): string {
+export function bucketUpdate(s: string, name: string, burst: number, perMinute: number, at: string, join?: { from: string; returning: string }): string {
   const refilled = `least(${num(burst * UNIT)}::double precision, units + greatest(0, ${at} - updated_at) * ${num(perMinute)})`;
   return `UPDATE ${s}.token_buckets SET
         units = ${refilled} - CASE WHEN ${refilled} >= ${UNIT} THEN ${UNIT} ELSE 0 END,
         taken = ${refilled} >= ${UNIT},
         updated_at = greatest(updated_at, ${at})
-      WHERE name = '${name}'
-      RETURNING taken, units`;
+      ${join ? `FROM ${join.from} ` : ''}WHERE name = '${name}'
+      RETURNING taken, units${join ? `, ${join.returning}` : ''}`;
 }
 
 /** Creates the bucket row, full ($1 now, $2 name, $3 capacity in units); nothing if it exists. */

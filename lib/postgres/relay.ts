@@ -59,13 +59,16 @@ export function createPostgresAdmission(pool: PgPool, s: string, opts: PostgresA
   const admitSql = (at: number | null, key: string) => {
     const t = at === null ? 'extract(epoch from statement_timestamp()) * 1000' : num(at);
     const k = textLiteral(key);
+    // The capacity count reads every live dedup row: it is joined into the bucket's UPDATE so that
+    // it runs before the bucket row is locked, which every relay of every replica waits for.
     return `SET LOCAL synchronous_commit = off;
-      WITH b AS (${bucketUpdate(s, name, bucket.burst, bucket.perMinute, t)}),
+      WITH room AS (SELECT (SELECT count(*) FROM ${s}.dedup WHERE expires_at > ${t}) < ${num(dedup.capacity)} AS ok),
+      b AS (${bucketUpdate(s, name, bucket.burst, bucket.perMinute, t, { from: 'room', returning: 'room.ok' })}),
       r AS (
         INSERT INTO ${s}.dedup AS d (key, token, committed, expires_at)
         SELECT ${k}, gen_random_uuid(), false, ${t} + ${num(dedup.pendingMs)}
         FROM b
-        WHERE b.taken AND (SELECT count(*) FROM ${s}.dedup WHERE expires_at > ${t}) < ${num(dedup.capacity)}
+        WHERE b.taken AND b.ok
         ON CONFLICT (key) DO UPDATE SET token = excluded.token, committed = false, expires_at = excluded.expires_at
           WHERE d.expires_at <= ${t}
         RETURNING token
