@@ -84,6 +84,45 @@ async function commitLatency(url: string, n = 200): Promise<{ durableMs: number;
   }
 }
 
+/**
+ * The hot path's two statements, one at a time, with `live` unexpired dedup rows in the table (the
+ * reservation's capacity check counts them): median ms of 50 admits and of 50 completes.
+ */
+async function admitLatency(url: string, lives: readonly number[]): Promise<{ live: number; admitMs: number; completeMs: number }[]> {
+  const { default: pg } = await import('pg');
+  const { openPostgresStore } = await import('../lib/postgres/index.ts');
+  const pool = new pg.Pool({ connectionString: url, max: 2 });
+  const relayApi = { rateLimit: { burst: 1e9, perMinute: 1e9 }, dedupWindowSeconds: 300, dedupCapacity: 10_000_000, receiptTimeoutSeconds: 10 };
+  const store = await openPostgresStore(pool, { relayApi, schema: 'scale' });
+  const out = [];
+  let key = 0;
+  try {
+    for (const live of lives) {
+      const { rows } = await pool.query('SELECT count(*)::integer AS n FROM scale.dedup');
+      await pool.query(
+        `INSERT INTO scale.dedup (key, token, committed, expires_at)
+         SELECT 'fill-' || g, gen_random_uuid(), true, extract(epoch from now()) * 1000 + 3600000 FROM generate_series($1::integer, $2::integer) g`,
+        [rows[0].n + 1, live],
+      );
+      await pool.query('VACUUM ANALYZE scale.dedup');
+      const admit: number[] = [];
+      const complete: number[] = [];
+      for (let i = 0; i < 50; i++) {
+        const t0 = performance.now();
+        const admitted = await store.admission.admit(`ethereum\n0x${(key++).toString(16).padStart(64, '0')}`);
+        const t1 = performance.now();
+        await admitted.complete([]);
+        admit.push(t1 - t0);
+        complete.push(performance.now() - t1);
+      }
+      out.push({ live, admitMs: median(admit), completeMs: median(complete) });
+    }
+  } finally {
+    await pool.end();
+  }
+  return out;
+}
+
 export async function run(options: { rounds?: number; seconds?: number } = {}): Promise<BenchRow[]> {
   const count = options.rounds ?? 3;
   const seconds = options.seconds ?? 3;
@@ -120,6 +159,7 @@ export async function run(options: { rounds?: number; seconds?: number } = {}): 
     const load1 = loadavg()[0];
 
     const latency = await commitLatency(url);
+    const scale = await admitLatency(url, [100, 10_000, 100_000]);
 
     // Liveness with the database up, then down (stopped, not paused: connections are refused).
     const up = medianRun([await loadTogether([a], GET_UP, seconds), await loadTogether([a], GET_UP, seconds)]);
@@ -143,6 +183,8 @@ export async function run(options: { rounds?: number; seconds?: number } = {}): 
         ['stopped', 'POST /relay', formatOps(relayDown.rps), relayDown.p50, relayDown.p99, statusText(relayDown.statuses), relayDown.errors],
       ],
     );
+    console.log('\n## The hot path one request at a time, by live dedup rows (the capacity check counts them)');
+    printTable(['live dedup rows', 'admit (token + reservation) ms', 'complete (rows + commit) ms'], scale.map((r) => [formatOps(r.live), r.admitMs.toFixed(2), r.completeMs.toFixed(2)]));
     console.log(`commit latency, one client, sequential: durable ${latency.durableMs.toFixed(2)} ms, synchronous_commit off ${latency.asyncMs.toFixed(2)} ms (medians of 200)`);
     const one = p.get('PostgreSQL, 1 replica')!;
     const two = p.get('PostgreSQL, 2 replicas')!;
