@@ -125,7 +125,7 @@ async function main(): Promise<void> {
   const logger = createLogger({ level: level as LogLevel, write: sink.write });
 
   const store = await openRelayerStore('relayer-server', config, logger);
-  // RPC calls over node:http with keep-alive pools per origin (docs/configuration.md, RPC transport).
+  // RPC calls over node:http with keep-alive pools per origin (docs/configuration.md#rpc-transport).
   const rpcTransport = createRpcTransport();
   const relay = createRelayServer({
     config,

@@ -1,8 +1,8 @@
 /**
  * The keep-alive node:http transport relayer-server gives the core (lib/http/rpc-transport.ts,
- * docs/configuration.md "RPC transport"): what it adds to the core's fetch path. The outcomes of every RPC fault
- * (timeouts, resets, HTTP errors, bounded bodies, redaction) are the same suites as the global
- * fetch's: test/rpc-faults.test.ts and test/rpc-diagnostics.test.ts run both.
+ * docs/configuration.md#rpc-transport): what it adds to the core's fetch path. The outcomes of
+ * every RPC fault (timeouts, resets, HTTP errors, bounded bodies, redaction) are the same suites
+ * as the global fetch's: test/rpc-faults.test.ts and test/rpc-diagnostics.test.ts run both.
  *
  * Real node:http servers on 127.0.0.1; the attempt timeout is driven through the request's signal.
  */
@@ -70,7 +70,7 @@ async function until(condition: () => boolean, what: string): Promise<void> {
 
 const signal = () => new AbortController().signal;
 
-describe('node:http RPC transport (docs/configuration.md, RPC transport)', () => {
+describe('node:http RPC transport (docs/configuration.md#rpc-transport)', () => {
   const transport = createRpcTransport({ maxSocketsPerOrigin: 4 });
   after(() => transport.close());
   const rpc = createRpcClient({ fetch: transport.fetch });

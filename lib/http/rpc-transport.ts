@@ -1,6 +1,6 @@
 /**
  * The JSON-RPC transport relayer-server gives the core: a `fetch`-like function on node:http and
- * node:https, with one keep-alive Agent per RPC origin (docs/configuration.md, "RPC transport").
+ * node:https, with one keep-alive Agent per RPC origin (docs/configuration.md#rpc-transport).
  *
  * The core (lib/rpc.ts) keeps speaking `fetch`: it sets the attempt timeout through the request's
  * signal, reads the body through its size-bounded reader and classes the failures. This transport
