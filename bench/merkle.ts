@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { Worker } from 'node:worker_threads';
-import { openStore } from '../lib/sqlite/index.ts';
+import { openSqliteStore } from '../lib/sqlite/index.ts';
 import { packMerkle } from '../lib/sqlite/merkle.ts';
 import { parseJsonBody, validateMerkleRequest } from '../lib/validate.ts';
 import type { MerkleInsertion } from '../lib/types.ts';
@@ -117,7 +117,7 @@ export async function run(options: { rounds?: number } = {}): Promise<BenchRow[]
   const peer = await startServer('merkle-peer');
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   const peerAgent = new Agent({ keepAlive: true, maxSockets: 1 });
-  const store = await openStore(join(dir, 'store.db'));
+  const store = await openSqliteStore(join(dir, 'store.db'));
   const raw = rawLoop(join(dir, 'raw.db'));
   try {
     // Round 0 warms every contender up and is not counted.

@@ -26,7 +26,7 @@ import { createRelayServer } from '../lib/http/server.ts';
 import { createLogger, silentLogger } from '../lib/log.ts';
 import { createMemoryOutbox } from '../lib/outbox.ts';
 import type { FetchLike } from '../lib/rpc.ts';
-import { openStore, type SqliteStore } from '../lib/sqlite/index.ts';
+import { openSqliteStore, type SqliteStore } from '../lib/sqlite/index.ts';
 import { MIGRATIONS } from '../lib/sqlite/schema.ts';
 import type { MerkleInsertion, RelayerConfig } from '../lib/types.ts';
 import { testConfig } from '../test/helpers/config.ts';
@@ -261,7 +261,7 @@ async function main(): Promise<void> {
     let store: SqliteStore | undefined;
     if (options.outbox === 'sqlite' || options.merkle) {
       const dir = mkdtempSync(join(tmpdir(), 'relayer-bench-'));
-      store = await openStore(options.dbFile ?? join(dir, 'relayer.db'));
+      store = await openSqliteStore(options.dbFile ?? join(dir, 'relayer.db'));
       cleanup = () => {
         void store?.close();
         rmSync(dir, { recursive: true, force: true });

@@ -92,10 +92,10 @@ export async function openRelayerStore(program: string, config: RelayerConfig, l
     }
   }
   // Loaded here, not imported above: node:sqlite must not be linked before node-version.ts has run.
-  const { openStore } = await import('../lib/sqlite/index.ts');
+  const { openSqliteStore } = await import('../lib/sqlite/index.ts');
   prepareDatabaseDirectory(program, config.db);
   try {
-    return await openStore(config.db);
+    return await openSqliteStore(config.db);
   } catch (error) {
     return cliFail(program, 1, `cannot open database ${config.db} (${resolve(config.db)}): ${redactDatabaseSecrets((error as Error).message, config.db)}`);
   }

@@ -11,7 +11,7 @@
  * sweeping timer, and before a full cache refuses a reservation.
  */
 import type { Clock } from './clock.ts';
-import { RelayError, secondsToWait } from './errors.ts';
+import { RelayError, secondsToWait, OutOfRangeError } from './errors.ts';
 
 export interface Reservation {
   /** Keeps the key for the window, counted from now. Idempotent; no-op after release. */
@@ -52,8 +52,8 @@ const SWEEP_MIN_INTERVAL_MS = 1000;
 
 /** Throws RangeError for a window or capacity no engine can keep (shared with lib/postgres/dedup.ts). */
 export function checkDedupLimits(windowMs: number, capacity: number): void {
-  if (!(windowMs > 0)) throw new RangeError('windowMs must be positive');
-  if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError('capacity must be a positive integer');
+  if (!(windowMs > 0)) throw new OutOfRangeError('windowMs must be positive');
+  if (!Number.isInteger(capacity) || capacity < 1) throw new OutOfRangeError('capacity must be a positive integer');
 }
 
 /** The refusal of a key that is live for `ms` more, in every engine's words. */
@@ -68,7 +68,7 @@ export function cacheFull(ms: number): RelayError {
   return new RelayError('cache_full', 'the deduplication cache is full', { retryAfterSeconds: secondsToWait(ms) });
 }
 
-export function createDedupCache(opts: DedupCacheOptions): MemoryDedupStore {
+export function createMemoryDedupStore(opts: DedupCacheOptions): MemoryDedupStore {
   const { clock, windowMs, capacity } = opts;
   checkDedupLimits(windowMs, capacity);
 
@@ -161,3 +161,6 @@ export function createDedupCache(opts: DedupCacheOptions): MemoryDedupStore {
     },
   };
 }
+
+/** @deprecated Renamed createMemoryDedupStore (`create…` builds an in-process engine); kept for one release. */
+export const createDedupCache = createMemoryDedupStore;

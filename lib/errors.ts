@@ -1,6 +1,8 @@
 /**
- * Every error the library throws on purpose, from one base class with a stable machine-readable
- * `code` (tests and callers tell errors apart by class and code, never by message or name).
+ * Every error the library throws on purpose, from one family with a stable machine-readable
+ * `code` (tests and callers tell errors apart by class and code, never by message or name): the
+ * subclasses of BaseError, and InvalidArgumentError / OutOfRangeError, which extend TypeError /
+ * RangeError and are `instanceof BaseError` too.
  * RelayError is what the API answers with: its code is the `reason` of docs/api.md#errors,
  * docs/design.md#errors, and the HTTP status comes from one table so that no call site can pair a
  * reason with the wrong status.
@@ -44,11 +46,31 @@ export type RpcFailureCode =
  */
 export type ClientFailureCode = 'network_error' | 'bad_response' | 'deadline_exceeded';
 
-export type ErrorCode = Reason | DecodeCode | RpcFailureCode | ClientFailureCode | 'invalid_config' | 'schema_version';
+/**
+ * A caller's mistake in using the library (not the API's caller: the embedder's code): an argument
+ * of the wrong type or shape (`invalid_argument`, a TypeError) or out of its range
+ * (`out_of_range`, a RangeError).
+ */
+export type UsageCode = 'invalid_argument' | 'out_of_range';
+
+export type ErrorCode = Reason | DecodeCode | RpcFailureCode | ClientFailureCode | UsageCode | 'invalid_config' | 'schema_version';
+
+/** Marks the family's members that cannot extend BaseError (they extend TypeError or RangeError). */
+const FAMILY: unique symbol = Symbol.for('relayer-api.error-family');
 
 export class BaseError<Code extends ErrorCode = ErrorCode> extends Error {
   override name = 'BaseError';
   readonly code: Code;
+
+  /**
+   * `x instanceof BaseError` is true for every error of the family, InvalidArgumentError and
+   * OutOfRangeError included (they extend TypeError and RangeError, which callers catch).
+   * Subclasses keep the ordinary prototype check.
+   */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    if (Function.prototype[Symbol.hasInstance].call(this, value)) return true;
+    return this === BaseError && typeof value === 'object' && value !== null && FAMILY in value;
+  }
 
   constructor(code: Code, message: string, options?: ErrorOptions) {
     super(message, options);
@@ -171,5 +193,40 @@ export class RelayApiError extends BaseError<Reason | ClientFailureCode> {
     this.status = options.status;
     this.retryAfterSeconds = options.retryAfterSeconds;
     this.requestId = options.requestId;
+  }
+}
+
+/**
+ * An argument of the wrong type or shape (a missing lease, a batch that is not an array, a metric
+ * label that is not a label name): a TypeError, and `instanceof BaseError` with code
+ * `invalid_argument`.
+ */
+export class InvalidArgumentError extends TypeError {
+  override name = 'InvalidArgumentError';
+  readonly code = 'invalid_argument' as const;
+  declare readonly [FAMILY]: true;
+}
+
+/** A number out of its range (a negative claim limit, a zero window): a RangeError, and `instanceof BaseError` with code `out_of_range`. */
+export class OutOfRangeError extends RangeError {
+  override name = 'OutOfRangeError';
+  readonly code = 'out_of_range' as const;
+  declare readonly [FAMILY]: true;
+}
+
+for (const type of [InvalidArgumentError, OutOfRangeError]) {
+  Object.defineProperty(type.prototype, FAMILY, { value: true });
+}
+
+/**
+ * What a store (an engine's transport, an embedder's own store) throws when it cannot be used right
+ * now and a retry may succeed: a call that timed out, a connection that is closed, a lock held
+ * past its wait. It answers 503 `store_unavailable` (lib/store.ts); its message goes to the log only.
+ */
+export class StoreUnavailableError extends BaseError<'store_unavailable'> {
+  override name = 'StoreUnavailableError';
+
+  constructor(message: string, options?: ErrorOptions) {
+    super('store_unavailable', message, options);
   }
 }

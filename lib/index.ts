@@ -7,7 +7,7 @@ export { DISPATCH_TOPIC, MESSAGE_SENT_TOPIC, decodeDispatchLog, decodeMessageSen
 export { parseHyperlaneMessage, type HyperlaneMessage } from './message.ts';
 export { DEFAULT_CCTP_V2_TRANSMITTER, DEFAULT_CCTP_V2_TRANSMITTERS, extractMessages, parseCctpV2Message, type CctpV2Message } from './cctp.ts';
 export { compileMatchingList, createPolicy, matchesList, parseMatchingList, type MatchingRule } from './policy.ts';
-export { createDedupCache, type DedupStore, type Reservation } from './dedup.ts';
+export { createMemoryDedupStore, createDedupCache, type DedupStore, type Reservation } from './dedup.ts';
 export { createTokenBucket, type RateLimiter, type TakeResult } from './rate-limit.ts';
 export { callStore, isStoreUnavailable, StoreUnavailableError, toStoreError, withDeadline, STORE_RETRY_AFTER_SECONDS, type RelayerStore } from './store.ts';
 export { createReceiptFetcher, parseReceipt, type Receipt, type ReceiptFetchEvent, type ReceiptFetcherOptions, type ReceiptSource } from './receipt.ts';

@@ -11,6 +11,7 @@
  * re-enter it, so no two calls ever share it at the same time.
  */
 import { keccakF } from './keccak-f.generated.ts';
+import { InvalidArgumentError } from './errors.ts';
 
 const RATE = 136; // bytes per block: 1600 bits minus a capacity of 2 * 256 bits
 const RATE_WORDS = RATE / 4;
@@ -26,7 +27,7 @@ function word(data: Uint8Array, p: number): number {
 }
 
 export function keccak256(data: Uint8Array): Uint8Array {
-  if (!(data instanceof Uint8Array)) throw new TypeError('keccak256 expects a Uint8Array');
+  if (!(data instanceof Uint8Array)) throw new InvalidArgumentError('keccak256 expects a Uint8Array');
   const s = S;
   s.fill(0);
   const blocksEnd = data.length - (data.length % RATE);

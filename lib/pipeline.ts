@@ -10,7 +10,7 @@
  */
 import { extractMessages } from './cctp.ts';
 import { systemClock, type Clock } from './clock.ts';
-import { createDedupCache, type DedupStore } from './dedup.ts';
+import { createMemoryDedupStore, type DedupStore } from './dedup.ts';
 import { DecodeError, RelayError, toRelayError } from './errors.ts';
 import { callStore, isPromiseLike, toStoreError, type RelayAdmission } from './store.ts';
 import { createPolicy } from './policy.ts';
@@ -69,7 +69,7 @@ export function createRelayPipeline(options: RelayPipelineOptions): RelayPipelin
   const api = config.relayApi;
   const dedup =
     options.dedup ??
-    createDedupCache({ clock, windowMs: api.dedupWindowSeconds * 1000, capacity: api.dedupCapacity });
+    createMemoryDedupStore({ clock, windowMs: api.dedupWindowSeconds * 1000, capacity: api.dedupCapacity });
   const rateLimiter = options.rateLimiter ?? createTokenBucket({ clock, ...api.rateLimit });
   const fetchReceipt =
     options.fetchReceipt ??

@@ -5,7 +5,7 @@
  * (docs/design.md#replicas).
  */
 import type { Clock } from './clock.ts';
-import { RelayError, secondsToWait } from './errors.ts';
+import { RelayError, secondsToWait, OutOfRangeError } from './errors.ts';
 
 export type TakeResult = { ok: true } | { ok: false; retryAfterSeconds: number };
 
@@ -29,8 +29,8 @@ export const UNIT = 60_000;
 
 /** Throws RangeError for a bucket no engine can run (shared with lib/postgres/rate-limit.ts). */
 export function checkBucket(burst: number, perMinute: number): void {
-  if (!Number.isFinite(burst) || burst < 1) throw new RangeError('burst must be at least 1');
-  if (!Number.isFinite(perMinute) || perMinute <= 0) throw new RangeError('perMinute must be positive');
+  if (!Number.isFinite(burst) || burst < 1) throw new OutOfRangeError('burst must be at least 1');
+  if (!Number.isFinite(perMinute) || perMinute <= 0) throw new OutOfRangeError('perMinute must be positive');
 }
 
 /** POST /relay's answer to a refused token (429 rate_limited). */

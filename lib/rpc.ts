@@ -11,7 +11,9 @@ import { systemClock, type Clock } from './clock.ts';
 import { RpcError, type RpcFailureCode } from './errors.ts';
 import { isPlainObject, joinBytes } from './hex.ts';
 
-export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;
+import type { FetchLike } from './types.ts';
+
+export type { FetchLike };
 
 export interface RpcOptions {
   fetch?: FetchLike;

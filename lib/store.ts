@@ -13,7 +13,9 @@
  */
 import type { Clock } from './clock.ts';
 import type { DedupStore } from './dedup.ts';
-import { RelayError } from './errors.ts';
+import { RelayError, StoreUnavailableError } from './errors.ts';
+
+export { StoreUnavailableError };
 import type { Outbox, OutboxMessage } from './outbox.ts';
 import type { RateLimiter } from './rate-limit.ts';
 import type { MerkleStore } from './types.ts';
@@ -60,15 +62,6 @@ export interface AdmittedRelay {
 
 /** Seconds a client is asked to wait after `store_unavailable`: a lock wait or a failover is short. */
 export const STORE_RETRY_AFTER_SECONDS = 1;
-
-/**
- * What a store (an engine's transport, an embedder's own store) throws when it cannot be used right
- * now and a retry may succeed: a call that timed out, a connection that is closed. It answers 503
- * `store_unavailable`; its message goes to the log only.
- */
-export class StoreUnavailableError extends Error {
-  override name = 'StoreUnavailableError';
-}
 
 /**
  * PostgreSQL SQLSTATEs that mean "not now" rather than "never": connection exceptions (class

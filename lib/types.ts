@@ -121,3 +121,6 @@ export interface MerkleStore {
   /** Records of `domain` with start <= leaf_index <= end, ordered by leaf_index. */
   listMerkle(domain: number, start: number, end: number): MerkleInsertion[] | Promise<MerkleInsertion[]>;
 }
+
+/** The global fetch's shape as the library calls it (JSON-RPC in the core, the API in relayer-api/client). */
+export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;

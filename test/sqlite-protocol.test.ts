@@ -27,6 +27,9 @@ const samples: Record<string, () => Error> = {
   ConfigError: () => new errors.ConfigError('chains.ethereum.mailbox', 'expected an address'),
   SchemaVersionError: () => new errors.SchemaVersionError(9, 5),
   RelayApiError: () => new errors.RelayApiError('bad_response', 'not the API', { status: 502, requestId: 'r-1', retryAfterSeconds: 3 }),
+  InvalidArgumentError: () => new errors.InvalidArgumentError('batch must be an array'),
+  StoreUnavailableError: () => new errors.StoreUnavailableError('the SQLite store is closed'),
+  OutOfRangeError: () => new errors.OutOfRangeError('claim(limit): expected a non-negative integer, got -1'),
 };
 
 /** Through a real message port: the structured clone the worker's answers go through. */
@@ -84,8 +87,14 @@ test('an error thrown by a table in the worker reaches the caller with its class
   const store = await openStore(join(dir, 'errors.db'), { clock: createFakeClock() });
   try {
     await assert.rejects(store.outbox.claim(-1, 1000), (e: unknown) => e instanceof RangeError);
+    await assert.rejects(store.outbox.claim(-1, 1000), (e: unknown) => e instanceof errors.OutOfRangeError && e.code === 'out_of_range' && e instanceof errors.BaseError);
     // @ts-expect-error: the lease is required
     await assert.rejects(store.outbox.markDelivered('0x' + '11'.repeat(32), { destinationTxHash: '0x1' }), (e: unknown) => e instanceof TypeError);
+    await assert.rejects(
+      // @ts-expect-error: the lease is required
+      store.outbox.markDelivered('0x' + '11'.repeat(32), { destinationTxHash: '0x1' }),
+      (e: unknown) => e instanceof errors.InvalidArgumentError && e.code === 'invalid_argument' && e instanceof errors.BaseError,
+    );
   } finally {
     await store.close();
   }

@@ -15,19 +15,22 @@
  * wait are cancelled). Time comes from an injectable Clock, so tests drive the waits.
  */
 import { sleep, systemClock, type Clock } from '../clock.ts';
-import { RelayApiError, type ClientFailureCode, type Reason } from '../errors.ts';
+import { RelayApiError, type ClientFailureCode, type Reason, InvalidArgumentError, OutOfRangeError } from '../errors.ts';
 import type { MessageStatusJson, MessagesOfTxJson } from '../message-status.ts';
-import type { MessageSummary, RelayRequest, RelayResponse } from '../types.ts';
+import type { FetchLike, MessageSummary, RelayRequest, RelayResponse } from '../types.ts';
 
 export { RelayApiError, type ClientFailureCode, type MessageStatusJson, type MessageSummary, type Reason, type RelayRequest };
 
-export type FetchFunction = (input: string, init: RequestInit) => Promise<Response>;
+export type { FetchLike };
+
+/** @deprecated The same type as FetchLike (one name for both entry points); kept for one release. */
+export type FetchFunction = FetchLike;
 
 export interface RelayClientOptions {
   /** Where the API is, e.g. "https://relayer.example.org" ("" in a page served by the relayer's host). */
   baseUrl: string;
   /** Defaults to the global fetch. */
-  fetch?: FetchFunction;
+  fetch?: FetchLike;
   /** Defaults to the system clock; tests pass a fake one. */
   clock?: Clock;
   /** Tries per call, the first included. Default 5. */
@@ -82,7 +85,7 @@ const FINAL_STATUSES: ReadonlySet<string> = new Set(['delivered', 'failed']);
 
 function positive(value: number | undefined, fallback: number, name: string): number {
   if (value === undefined) return fallback;
-  if (!(value > 0) || !Number.isFinite(value)) throw new RangeError(`${name} must be a positive number`);
+  if (!(value > 0) || !Number.isFinite(value)) throw new OutOfRangeError(`${name} must be a positive number`);
   return value;
 }
 
@@ -98,10 +101,10 @@ function isErrorBody(value: unknown): value is { reason: string; message: string
 }
 
 export function createRelayClient(options: RelayClientOptions): RelayClient {
-  if (typeof options?.baseUrl !== 'string') throw new TypeError('baseUrl must be a string');
+  if (typeof options?.baseUrl !== 'string') throw new InvalidArgumentError('baseUrl must be a string');
   const base = options.baseUrl.replace(/\/+$/, '');
   // Called unbound, the global fetch throws "Illegal invocation" in browsers.
-  const fetchFn: FetchFunction = options.fetch ?? ((input, init) => fetch(input, init));
+  const fetchFn: FetchLike = options.fetch ?? ((input, init) => fetch(input, init));
   const clock = options.clock ?? systemClock;
   const maxAttempts = Math.floor(positive(options.maxAttempts, 5, 'maxAttempts'));
   const maxTotalMs = positive(options.maxTotalMs, 60_000, 'maxTotalMs');

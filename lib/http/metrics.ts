@@ -6,6 +6,7 @@
 import type { Clock } from '../clock.ts';
 import type { ReceiptFetchEvent } from '../receipt.ts';
 import { isPromiseLike, withDeadline } from '../store.ts';
+import { InvalidArgumentError } from '../errors.ts';
 
 type Labels = Record<string, string>;
 
@@ -49,7 +50,7 @@ function escapeHelp(text: string): string {
 function labelText(labels: Labels, extra?: [string, string]): string {
   const parts: string[] = [];
   for (const key of Object.keys(labels).sort()) {
-    if (!LABEL.test(key) || key.startsWith('__')) throw new Error(`invalid label name ${key}`);
+    if (!LABEL.test(key) || key.startsWith('__')) throw new InvalidArgumentError(`invalid label name ${key}`);
     parts.push(`${key}="${escapeLabelValue(labels[key])}"`);
   }
   if (extra) parts.push(`${extra[0]}="${extra[1]}"`);
@@ -101,8 +102,8 @@ export function createMetricsRegistry(): MetricsRegistry {
   const families = new Map<string, Family>();
 
   function register(family: Family): void {
-    if (!NAME.test(family.name)) throw new Error(`invalid metric name ${family.name}`);
-    if (families.has(family.name)) throw new Error(`metric ${family.name} registered twice`);
+    if (!NAME.test(family.name)) throw new InvalidArgumentError(`invalid metric name ${family.name}`);
+    if (families.has(family.name)) throw new InvalidArgumentError(`metric ${family.name} registered twice`);
     families.set(family.name, family);
   }
 
@@ -118,7 +119,7 @@ export function createMetricsRegistry(): MetricsRegistry {
       return {
         inc(labels = {}, by = 1) {
           // A counter that goes down breaks rate() and increase() for every scraper.
-          if (!(by >= 0 && by !== Infinity)) throw new Error(`counter ${name}: invalid increment ${by}`);
+          if (!(by >= 0 && by !== Infinity)) throw new InvalidArgumentError(`counter ${name}: invalid increment ${by}`);
           series.get(labels).value += by;
         },
       };
@@ -148,7 +149,7 @@ export function createMetricsRegistry(): MetricsRegistry {
       });
       return {
         observe(labels, seconds) {
-          if (Object.hasOwn(labels, 'le')) throw new Error(`histogram ${name}: "le" is the bucket label`);
+          if (Object.hasOwn(labels, 'le')) throw new InvalidArgumentError(`histogram ${name}: "le" is the bucket label`);
           const entry = series.get(labels);
           const i = bounds.findIndex((bound) => seconds <= bound);
           if (i >= 0) entry.counts[i]++;

@@ -19,6 +19,7 @@ import type { Clock } from '../clock.ts';
 import { cacheFull, checkDedupLimits, duplicateTx } from '../dedup.ts';
 import type { RelayError } from '../errors.ts';
 import { nowSql, run, type PgPool } from './pool.ts';
+import { OutOfRangeError } from '../errors.ts';
 
 export interface PostgresDedupOptions {
   /** How long a committed key stays (the dedup window). */
@@ -43,10 +44,10 @@ export interface PostgresDedupStore {
 /** Expired rows are deleted at most this often per replica (reads ignore them anyway). */
 const SWEEP_INTERVAL_MS = 60_000;
 
-export function createPostgresDedup(pool: PgPool, s: string, opts: PostgresDedupOptions): PostgresDedupStore {
+export function createPostgresDedupStore(pool: PgPool, s: string, opts: PostgresDedupOptions): PostgresDedupStore {
   const { windowMs, pendingMs, capacity, clock } = opts;
   checkDedupLimits(windowMs, capacity);
-  if (!(pendingMs > 0)) throw new RangeError('pendingMs must be positive');
+  if (!(pendingMs > 0)) throw new OutOfRangeError('pendingMs must be positive');
   const now = () => clock?.now() ?? null;
 
   // $1 now, $2 key, $3 pendingMs, $4 capacity. The SELECT yields the row to insert only while

@@ -10,8 +10,8 @@
 import type { Clock } from '../clock.ts';
 import type { RelayAdmission, RelayerStore } from '../store.ts';
 import type { RelayApiConfig } from '../types.ts';
-import { createPostgresDedup, type PostgresDedupStore } from './dedup.ts';
-import { createPostgresMerkle, type PostgresMerkleStore } from './merkle.ts';
+import { createPostgresDedupStore, type PostgresDedupStore } from './dedup.ts';
+import { createPostgresMerkleStore, type PostgresMerkleStore } from './merkle.ts';
 import { createPostgresOutbox, type PostgresOutbox } from './outbox.ts';
 import { run, type PgPool } from './pool.ts';
 import { createPostgresTokenBucket, type PostgresRateLimiter } from './rate-limit.ts';
@@ -71,8 +71,8 @@ export async function openPostgresStore(pool: PgPool, options: PostgresStoreOpti
   };
   return {
     outbox: createPostgresOutbox(pool, s, clock),
-    merkle: createPostgresMerkle(pool, s),
-    dedup: createPostgresDedup(pool, s, { ...dedup, clock }),
+    merkle: createPostgresMerkleStore(pool, s),
+    dedup: createPostgresDedupStore(pool, s, { ...dedup, clock }),
     rateLimiter: createPostgresTokenBucket(pool, s, { ...relayApi.rateLimit, clock }),
     // POST /relay in two round trips instead of four (relay.ts), on the same tables.
     admission: createPostgresAdmission(pool, s, { bucket: relayApi.rateLimit, dedup, clock }),

@@ -11,7 +11,7 @@ export interface PostgresMerkleStore extends MerkleStore {
   listMerkle(domain: number, start: number, end: number): Promise<MerkleInsertion[]>;
 }
 
-export function createPostgresMerkle(pool: PgPool, s: string): PostgresMerkleStore {
+export function createPostgresMerkleStore(pool: PgPool, s: string): PostgresMerkleStore {
   const upsertSql = `
     INSERT INTO ${s}.merkle_insertions (chain, leaf_index, insertion_block_number, message_id)
     SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[])

@@ -10,6 +10,7 @@
 import type { Clock } from '../clock.ts';
 import { checkBucket, refused, UNIT, type TakeResult } from '../rate-limit.ts';
 import { nowSql, run, type PgPool, type PgQueryResult } from './pool.ts';
+import { InvalidArgumentError, OutOfRangeError } from '../errors.ts';
 
 export interface PostgresTokenBucketOptions {
   burst: number;
@@ -25,7 +26,7 @@ export interface PostgresRateLimiter {
 
 /** A finite number as an SQL numeric literal. */
 export function num(value: number): string {
-  if (!Number.isFinite(value)) throw new RangeError(`not a finite number: ${value}`);
+  if (!Number.isFinite(value)) throw new OutOfRangeError(`not a finite number: ${value}`);
   return String(value);
 }
 
@@ -58,7 +59,7 @@ export function createPostgresTokenBucket(pool: PgPool, s: string, opts: Postgre
   checkBucket(burst, perMinute);
   const capacity = burst * UNIT;
 
-  if (!/^[a-z0-9_]{1,64}$/.test(name)) throw new TypeError('name must be 1-64 of a-z, 0-9, _');
+  if (!/^[a-z0-9_]{1,64}$/.test(name)) throw new InvalidArgumentError('name must be 1-64 of a-z, 0-9, _');
 
   // Every replica's take() goes through this one row, and a row lock is held until its
   // transaction commits. With synchronous_commit on, that is until the WAL reaches the disk: takes
@@ -83,7 +84,7 @@ export function createPostgresTokenBucket(pool: PgPool, s: string, opts: Postgre
   return {
     async take() {
       const now = clock?.now() ?? null;
-      if (now !== null && !Number.isFinite(now)) throw new RangeError('the clock gave a non-finite time');
+      if (now !== null && !Number.isFinite(now)) throw new OutOfRangeError('the clock gave a non-finite time');
       let rows = await update(now);
       if (rows.length === 0) {
         // First take on this database: the bucket starts full.

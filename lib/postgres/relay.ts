@@ -27,6 +27,7 @@ import { rateLimitedError, refused, UNIT } from '../rate-limit.ts';
 import type { AdmittedRelay, RelayAdmission } from '../store.ts';
 import { nowSql, run, type PgPool, type PgQueryResult } from './pool.ts';
 import { bucketUpdate, createBucketSql, num } from './rate-limit.ts';
+import { InvalidArgumentError, OutOfRangeError } from '../errors.ts';
 
 export interface PostgresAdmissionOptions {
   bucket: { burst: number; perMinute: number; name?: string };
@@ -36,7 +37,7 @@ export interface PostgresAdmissionOptions {
 
 /** A string as an SQL literal that reads the same whatever standard_conforming_strings says. */
 export function textLiteral(value: string): string {
-  if (value.includes('\0')) throw new TypeError('a NUL character cannot be stored');
+  if (value.includes('\0')) throw new InvalidArgumentError('a NUL character cannot be stored');
   return `E'${value.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
 }
 
@@ -126,7 +127,7 @@ export function createPostgresAdmission(pool: PgPool, s: string, opts: PostgresA
   return {
     async admit(key) {
       const at = now();
-      if (at !== null && !Number.isFinite(at)) throw new RangeError('the clock gave a non-finite time');
+      if (at !== null && !Number.isFinite(at)) throw new OutOfRangeError('the clock gave a non-finite time');
       sweep();
       let rows = await admitRows(at, key);
       if (rows.length === 0) {

@@ -10,7 +10,7 @@
  *
  * Tables carry CHECK constraints mirroring the API's validation, like the SQLite store's.
  */
-import { SchemaVersionError } from '../errors.ts';
+import { SchemaVersionError, InvalidArgumentError } from '../errors.ts';
 import { MAX_DESTINATION_TX_HASH_LENGTH, MAX_ERROR_LENGTH } from '../outbox.ts';
 import type { PgPool } from './pool.ts';
 
@@ -98,7 +98,7 @@ export const SCHEMA_VERSION = MIGRATIONS.length;
 
 /** A lower-case SQL identifier, so it needs no escaping beyond the double quotes. */
 export function quoteSchema(name: string): string {
-  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name)) throw new TypeError(`schema must be a lower-case SQL identifier, got ${JSON.stringify(name)}`);
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name)) throw new InvalidArgumentError(`schema must be a lower-case SQL identifier, got ${JSON.stringify(name)}`);
   return `"${name}"`;
 }
 

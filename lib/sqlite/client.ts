@@ -149,7 +149,7 @@ export function startWorker(options: WorkerClientOptions): Promise<WorkerClient>
       onClosed();
     } else {
       // The thread ended on its own: every call from now on fails at once, like the ones waiting.
-      const cause = new Error(`the SQLite worker thread exited with code ${code}`, failure === undefined ? undefined : { cause: failure });
+      const cause = new StoreUnavailableError(`the SQLite worker thread exited with code ${code}`, failure === undefined ? undefined : { cause: failure });
       stop(new RelayError('store_unavailable', 'the SQLite store stopped; nothing more can be stored until the relayer is restarted', {
         retryAfterSeconds: STORE_RETRY_AFTER_SECONDS,
         cause,

@@ -12,7 +12,7 @@
 import { DatabaseSync } from 'node:sqlite';
 import type { Clock } from '../clock.ts';
 import { SchemaVersionError } from '../errors.ts';
-import { createMerkleTable, type MerkleTable } from './merkle.ts';
+import { createSqliteMerkleTable, type MerkleTable } from './merkle.ts';
 import { createSqliteOutbox, type SqliteOutbox } from './outbox.ts';
 import { migrate, readSchemaVersion, SCHEMA_VERSION } from './schema.ts';
 import { createTransaction, type Transaction } from './transaction.ts';
@@ -64,7 +64,7 @@ export function openDatabase(path: string, clock: Clock, openTimeoutMs: number):
     transaction,
     tables: {
       outbox: createSqliteOutbox(db, transaction, clock),
-      merkle: createMerkleTable(db, transaction),
+      merkle: createSqliteMerkleTable(db, transaction),
       health: {
         ping() {
           select1.get();

@@ -34,7 +34,7 @@ export interface SqliteStore extends RelayerStore {
   readonly closed: Promise<void>;
 }
 
-export interface OpenStoreOptions {
+export interface OpenSqliteStoreOptions {
   /**
    * The time the tables see (enqueue times, leases); the injected clock of the server. The
    * worker thread reads it when a call runs inside its transaction (lock held), not when the
@@ -57,7 +57,7 @@ export const DEFAULT_BUSY_TIMEOUT_MS = 2_000;
  * Opens (creating if needed) and migrates the database at `path` (a file or ":memory:") in the
  * store's worker thread. Rejects with SchemaVersionError for a database of a newer release.
  */
-export async function openStore(path: string, options: OpenStoreOptions = {}): Promise<SqliteStore> {
+export async function openSqliteStore(path: string, options: OpenSqliteStoreOptions = {}): Promise<SqliteStore> {
   const lockTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
   const worker = await startWorker({
     path,
@@ -83,3 +83,8 @@ export async function openStore(path: string, options: OpenStoreOptions = {}): P
     closed: worker.closed,
   };
 }
+
+/** @deprecated Renamed openSqliteStore (`open…Store` opens a database); kept for one release. */
+export const openStore = openSqliteStore;
+/** @deprecated Renamed OpenSqliteStoreOptions; kept for one release. */
+export type OpenStoreOptions = OpenSqliteStoreOptions;

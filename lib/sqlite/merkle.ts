@@ -8,6 +8,7 @@
 import type { DatabaseSync } from 'node:sqlite';
 import type { MerkleInsertion } from '../types.ts';
 import type { Transaction } from './transaction.ts';
+import { InvalidArgumentError } from '../errors.ts';
 
 export interface MerkleTable {
   /** Writes every record in one transaction (all or none); a repeated (chain, leaf_index) replaces. Returns rows written. */
@@ -67,7 +68,7 @@ function decodeIds(hex: string, count: number): Buffer | undefined {
   return bytes.length === count * ID_BYTES ? bytes : undefined;
 }
 
-export function createMerkleTable(db: DatabaseSync, transaction: Transaction): MerkleTable {
+export function createSqliteMerkleTable(db: DatabaseSync, transaction: Transaction): MerkleTable {
   const upsert = db.prepare(
     'INSERT OR REPLACE INTO merkle_insertions (chain, leaf_index, insertion_block_number, message_id) VALUES (?, ?, ?, ?)',
   );
@@ -94,7 +95,7 @@ export function createMerkleTable(db: DatabaseSync, transaction: Transaction): M
       const count = numbers.length / 3;
       if (count === 0) return 0;
       const bytes = decodeIds(hex, count);
-      if (bytes === undefined) throw new TypeError('a message_id is not 0x followed by 64 hex digits');
+      if (bytes === undefined) throw new InvalidArgumentError('a message_id is not 0x followed by 64 hex digits');
       return transaction(() => {
         for (let i = 0; i < count; i++) {
           upsert.run(numbers[3 * i], numbers[3 * i + 1], numbers[3 * i + 2], bytes.subarray(ID_BYTES * i, ID_BYTES * (i + 1)));

@@ -20,6 +20,7 @@ import { openDatabase, type Tables } from './database.ts';
 import { readSharedTime, wallNow } from './shared-time.ts';
 import type { Transaction } from './transaction.ts';
 import { isBusy, isWrite, serializeError, servedMethods, type CallMessage, type FromWorker, type ToWorker } from './protocol.ts';
+import { InvalidArgumentError, StoreUnavailableError } from '../errors.ts';
 
 export interface WorkerOptions {
   path: string;
@@ -69,7 +70,7 @@ function serve(db: DatabaseSync, tables: Tables, transaction: Transaction): void
   function invoke(call: CallMessage): unknown {
     const table = (tables as unknown as Record<string, Record<string, (...args: unknown[]) => unknown>>)[call.target];
     if (table === undefined || !methods[call.target].includes(call.method)) {
-      throw new TypeError(`no such store method: ${call.target}.${call.method}`);
+      throw new InvalidArgumentError(`no such store method: ${call.target}.${call.method}`);
     }
     current = call;
     try {
@@ -86,8 +87,7 @@ function serve(db: DatabaseSync, tables: Tables, transaction: Transaction): void
   let closing = false;
 
   function busyError(call: CallMessage): Error {
-    return Object.assign(new Error(`database is locked: ${call.target}.${call.method} waited for the write lock until its deadline`), {
-      code: 'ERR_SQLITE_ERROR',
+    return Object.assign(new StoreUnavailableError(`database is locked: ${call.target}.${call.method} waited for the write lock until its deadline`), {
       errcode: 5,
       errstr: 'database is locked',
     });

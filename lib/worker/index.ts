@@ -23,6 +23,7 @@ import {
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import type { Clock } from '../clock.ts';
+import { ConfigError, InvalidArgumentError } from '../errors.ts';
 import { silentLogger, type Logger } from '../log.ts';
 import type { RelayerConfig } from '../types.ts';
 import { ccipRead, decodeOffchainLookup } from './ccip-read.ts';
@@ -87,7 +88,7 @@ async function chainClients(chain: RelayerConfig['chains'][string], account: Acc
     try {
       id = await createPublicClient({ transport }).getChainId();
     } catch {
-      throw new Error(`chain ${chain.name}: no chainId in the config and its RPC node did not tell it`);
+      throw new ConfigError(`chains.${chain.name}.chainId`, 'not in the config, and the chain\'s RPC node did not tell it');
     }
   }
   const viemChain = defineChain({ id, name: chain.name, nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: chain.rpcUrls } } });
@@ -100,7 +101,7 @@ async function chainClients(chain: RelayerConfig['chains'][string], account: Acc
 export async function createRelayerWorker(options: RelayerWorkerOptions): Promise<RelayerWorker> {
   const { config, outbox } = options;
   const logger = options.logger ?? silentLogger;
-  if (!isPrivateKey(options.signerKey)) throw new Error('the signer key must be 0x followed by 64 hex digits');
+  if (!isPrivateKey(options.signerKey)) throw new InvalidArgumentError('the signer key must be 0x followed by 64 hex digits');
   const account = privateKeyToAccount(options.signerKey);
   const w = config.worker;
   const offchain: OffchainReader = async (revert, ism, signal) => {

@@ -22,6 +22,7 @@ import {
   type WalletClient,
 } from 'viem';
 import { sleep, systemClock, type Clock } from '../clock.ts';
+import { OutOfRangeError } from '../errors.ts';
 
 export interface TransactionRequest {
   to: Address;
@@ -229,7 +230,7 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
   const clock = opts.clock ?? systemClock;
   const margin = BigInt(Math.round((opts.gasMarginPercent ?? 20) * 100));
   const bumpPercent = opts.feeBumpPercent ?? 12.5;
-  if (!(bumpPercent >= 10)) throw new RangeError('feeBumpPercent must be at least 10 (nodes refuse smaller replacements)');
+  if (!(bumpPercent >= 10)) throw new OutOfRangeError('feeBumpPercent must be at least 10 (nodes refuse smaller replacements)');
   const bumpBp = BigInt(Math.round(bumpPercent * 100));
   const replaceAfterMs = opts.replaceAfterMs ?? 60_000;
   const confirmations = BigInt(Math.max(1, opts.confirmations ?? 1));

@@ -1,0 +1,163 @@
+/**
+ * The in-memory outbox engine: for tests, embedders without persistence, and as the reference the
+ * SQLite store is checked against (the same contract suite runs on every engine). Like the SQL
+ * engines it copies what it stores and what it returns, so callers cannot alias its rows.
+ */
+import { systemClock, type Clock } from './clock.ts';
+import { checkClaim, checkExtend, checkMarkDelivered, checkMarkFailed, deadLetterError, newLease, validateOutboxBatch } from './outbox-checks.ts';
+import type { Outbox, OutboxRecord, Synchronous } from './outbox.ts';
+
+interface MemoryRow extends OutboxRecord {
+  lease: string | null;
+  /** Arrival order: breaks ties between equal enqueuedAt, like a SQL rowid. */
+  seq: number;
+}
+
+function toRecord(row: MemoryRow): OutboxRecord {
+  const { lease: _lease, seq: _seq, ...record } = row;
+  return { ...record, raw: row.raw.slice() };
+}
+
+/** The in-memory outbox answers synchronously. */
+export type MemoryOutbox = Synchronous<Outbox>;
+
+export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
+  // `open` holds the queued and delivering rows, so claim() does not walk the delivered history.
+  const rows = new Map<string, MemoryRow>();
+  const open = new Map<string, MemoryRow>();
+
+  /** The holder of `lease`: still delivering under it (expired or not, as long as nobody took it over). */
+  function held(id: string, lease: string): MemoryRow | undefined {
+    const row = open.get(id.toLowerCase());
+    return row !== undefined && row.status === 'delivering' && row.lease === lease ? row : undefined;
+  }
+
+  return {
+    enqueue(batch) {
+      validateOutboxBatch(batch);
+      let stored = 0;
+      for (const m of batch) {
+        if (rows.has(m.id)) continue; // idempotent by id, also within one batch
+        const row: MemoryRow = {
+          id: m.id,
+          originChain: m.originChain,
+          txHash: m.txHash,
+          origin: m.origin,
+          destination: m.destination,
+          nonce: m.nonce,
+          raw: m.raw.slice(),
+          enqueuedAt: m.enqueuedAt,
+          status: 'queued',
+          attempts: 0,
+          leaseExpiries: 0,
+          lastError: null,
+          deliveredAt: null,
+          destinationTxHash: null,
+          claimedUntil: null,
+          retryAt: null,
+          lease: null,
+          seq: rows.size,
+        };
+        rows.set(m.id, row);
+        open.set(m.id, row);
+        stored++;
+      }
+      return stored;
+    },
+
+    get(id) {
+      const row = rows.get(id.toLowerCase());
+      return row && toRecord(row);
+    },
+
+    byTx(originChain, txHash) {
+      const hash = txHash.toLowerCase();
+      const found: OutboxRecord[] = [];
+      for (const row of rows.values()) if (row.originChain === originChain && row.txHash === hash) found.push(toRecord(row));
+      return found;
+    },
+
+    depth: () => open.size,
+
+    claim(limit, leaseMs, opts) {
+      const maxAttempts = checkClaim(limit, leaseMs, opts);
+      if (limit === 0) return [];
+      const now = clock.now();
+      const claimable: MemoryRow[] = [];
+      for (const row of open.values()) {
+        if (row.status === 'queued') {
+          if (row.retryAt === null || row.retryAt <= now) claimable.push(row);
+        } else if (row.claimedUntil! <= now) {
+          if (maxAttempts !== null && row.leaseExpiries + 1 >= maxAttempts) {
+            // The dead letter: its workers kept stopping while holding it.
+            row.leaseExpiries++;
+            row.status = 'failed';
+            row.lastError = deadLetterError(row.leaseExpiries, maxAttempts);
+            row.claimedUntil = null;
+            row.lease = null;
+            open.delete(row.id);
+          } else claimable.push(row);
+        }
+      }
+      claimable.sort((a, b) => a.enqueuedAt - b.enqueuedAt || a.seq - b.seq);
+      return claimable.slice(0, limit).map((row) => {
+        if (row.status === 'delivering') row.leaseExpiries++;
+        row.status = 'delivering';
+        row.claimedUntil = now + leaseMs;
+        row.retryAt = null;
+        row.attempts++;
+        row.lease = newLease();
+        return { ...toRecord(row), lease: row.lease };
+      });
+    },
+
+    extend(id, lease, leaseMs) {
+      const token = checkExtend(lease, leaseMs);
+      const row = held(id, token);
+      if (!row) return false;
+      row.claimedUntil = clock.now() + leaseMs;
+      return true;
+    },
+
+    markDelivered(id, opts) {
+      const { destinationTxHash, lease } = checkMarkDelivered(opts);
+      const row = held(id, lease);
+      if (!row) return false;
+      row.status = 'delivered';
+      row.deliveredAt = clock.now();
+      row.destinationTxHash = destinationTxHash;
+      row.claimedUntil = null;
+      row.retryAt = null;
+      row.lease = null;
+      open.delete(row.id);
+      return true;
+    },
+
+    markFailed(id, opts) {
+      const { error, retryAt, lease } = checkMarkFailed(opts);
+      const row = held(id, lease);
+      if (!row) return false;
+      row.lastError = error;
+      row.claimedUntil = null;
+      row.lease = null;
+      if (retryAt === null) {
+        row.status = 'failed';
+        open.delete(row.id);
+      } else {
+        row.status = 'queued';
+        row.retryAt = retryAt;
+      }
+      return true;
+    },
+
+    requeue(id) {
+      const row = rows.get(id.toLowerCase());
+      if (!row || row.status !== 'failed') return false;
+      row.status = 'queued';
+      row.retryAt = null;
+      row.leaseExpiries = 0;
+      open.set(row.id, row);
+      return true;
+    },
+  };
+}
