@@ -12,7 +12,11 @@ import { messageFromDispatch } from '../lib/message.ts';
 import { dispatchLog, MAILBOX, messageId } from '../test/helpers/fixtures.ts';
 import { compare, formatOps, printTable, type BenchRow } from './lib.ts';
 
-const DISPATCH_ABI = [parseAbiItem('event Dispatch(address indexed sender, uint32 indexed destination, bytes32 indexed recipient, bytes message)')];
+const DISPATCH_ABI = [
+  parseAbiItem(
+    'event Dispatch(address indexed sender, uint32 indexed destination, bytes32 indexed recipient, bytes message)',
+  ),
+];
 
 // A transfer's Dispatch as a Warp route sends it: a 77-byte header and a 64-byte TokenMessage body.
 const BODY = `0x${'ab'.repeat(64)}` as Hex;
@@ -30,7 +34,8 @@ function ours(): string {
 }
 
 function viemDecode(): Hex {
-  return decodeEventLog({ abi: DISPATCH_ABI, data: rpcLog.data as Hex, topics: rpcLog.topics as [Hex, ...Hex[]] }).args.message;
+  return decodeEventLog({ abi: DISPATCH_ABI, data: rpcLog.data as Hex, topics: rpcLog.topics as [Hex, ...Hex[]] }).args
+    .message;
 }
 
 function viem(): string {
@@ -60,14 +65,19 @@ export async function run(): Promise<BenchRow[]> {
   const od = ops.get('oursDecode') ?? 0;
   const vd = ops.get('viemDecode') ?? 0;
   console.log('\n## decode a Dispatch log + parse its message + id (141-byte message), ops/s, median of 9 rounds');
-  printTable(['contender', 'ops/s', 'vs viem'], [
-    ['ours: hexToBytes + decodeDispatchLog + messageFromDispatch', formatOps(o), `${(o / v).toFixed(1)}x`],
-    ['viem: decodeEventLog + keccak256', formatOps(v), '1.0x'],
-    ['(part of ours) keccak256 of the 141-byte message alone', formatOps(k), `${(k / v).toFixed(1)}x`],
-    ['decoding alone, ours: hexToBytes + decodeDispatchLog', formatOps(od), `${(od / vd).toFixed(1)}x viem's`],
-    ['decoding alone, viem: decodeEventLog', formatOps(vd), '1.0x'],
-  ]);
-  console.log(`ceiling: with decoding free, ours would be ${(k / v).toFixed(1)}x viem; keccak is ${((100 * o) / k).toFixed(0)}% of our time`);
+  printTable(
+    ['contender', 'ops/s', 'vs viem'],
+    [
+      ['ours: hexToBytes + decodeDispatchLog + messageFromDispatch', formatOps(o), `${(o / v).toFixed(1)}x`],
+      ['viem: decodeEventLog + keccak256', formatOps(v), '1.0x'],
+      ['(part of ours) keccak256 of the 141-byte message alone', formatOps(k), `${(k / v).toFixed(1)}x`],
+      ['decoding alone, ours: hexToBytes + decodeDispatchLog', formatOps(od), `${(od / vd).toFixed(1)}x viem's`],
+      ['decoding alone, viem: decodeEventLog', formatOps(vd), '1.0x'],
+    ],
+  );
+  console.log(
+    `ceiling: with decoding free, ours would be ${(k / v).toFixed(1)}x viem; keccak is ${((100 * o) / k).toFixed(0)}% of our time`,
+  );
   return [
     {
       what: 'decode Dispatch log + message + id',

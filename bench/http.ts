@@ -6,7 +6,16 @@
  * Run alone: node bench/http.ts
  */
 import { formatOps, printTable, type BenchRow } from './lib.ts';
-import { freshTxHash, POST_RELAY, rounds, startServer, summarize, type LoadSpec, type ServerHandle, type Summary } from './load.ts';
+import {
+  freshTxHash,
+  POST_RELAY,
+  rounds,
+  startServer,
+  summarize,
+  type LoadSpec,
+  type ServerHandle,
+  type Summary,
+} from './load.ts';
 
 const GET_UP: LoadSpec = { requests: [{ method: 'GET', path: '/relay' }] };
 
@@ -24,7 +33,8 @@ async function checkAnswers(ours: ServerHandle, bare: ServerHandle): Promise<voi
     body: JSON.stringify({ origin_chain: 'ethereum', tx_hash: freshTxHash() }),
   });
   const body = (await res.json()) as { messages?: unknown[] };
-  if (res.status !== 200 || body.messages?.length !== 1) throw new Error(`POST /relay answered ${res.status} ${JSON.stringify(body)}`);
+  if (res.status !== 200 || body.messages?.length !== 1)
+    throw new Error(`POST /relay answered ${res.status} ${JSON.stringify(body)}`);
 }
 
 function pct(share: number): string {
@@ -32,7 +42,9 @@ function pct(share: number): string {
 }
 
 function statusText(statuses: Record<string, number>): string {
-  return Object.entries(statuses).map(([code, n]) => `${code}:${n}`).join(' ');
+  return Object.entries(statuses)
+    .map(([code, n]) => `${code}:${n}`)
+    .join(' ');
 }
 
 export async function run(options: { rounds?: number; seconds?: number } = {}): Promise<BenchRow[]> {
@@ -71,7 +83,18 @@ export async function run(options: { rounds?: number; seconds?: number } = {}): 
     const detail = (title: string, table: Map<string, Summary>, base: Summary) => {
       console.log(`\n## ${title}: autocannon, 50 connections, ${count} rounds of ${seconds} s, medians`);
       printTable(
-        ['server', 'req/s', 'vs bare', 'CPU us/req', 'p50 ms', 'p99 ms', 'server CPU', 'client CPU', 'statuses', 'errors'],
+        [
+          'server',
+          'req/s',
+          'vs bare',
+          'CPU us/req',
+          'p50 ms',
+          'p99 ms',
+          'server CPU',
+          'client CPU',
+          'statuses',
+          'errors',
+        ],
         [...table].map(([name, s]) => [
           name,
           formatOps(s.rps),

@@ -20,10 +20,16 @@ export interface ServerHandle {
 
 const CHILD = fileURLToPath(new URL('./server-child.ts', import.meta.url));
 
-export async function startServer(kind: 'bare' | 'relay' | 'merkle-peer' | 'rpc' | 'fetch-peer' | 'agent-peer' | 'pg-peer', options: RelayChildOptions = {}): Promise<ServerHandle> {
+export async function startServer(
+  kind: 'bare' | 'relay' | 'merkle-peer' | 'rpc' | 'fetch-peer' | 'agent-peer' | 'pg-peer',
+  options: RelayChildOptions = {},
+): Promise<ServerHandle> {
   const child = fork(CHILD, [kind, JSON.stringify(options)], {
     // BENCH_CPU_PROF=<dir> writes a V8 CPU profile of every server child (node --cpu-prof).
-    execArgv: ['--expose-gc', ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [])],
+    execArgv: [
+      '--expose-gc',
+      ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
+    ],
     // stdout (the request log) goes to /dev/null: the server still formats and writes every line.
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
@@ -107,7 +113,11 @@ export interface Contender {
  * Runs every contender once per round (the order rotates each round) after a short warm-up, and
  * returns the results of each by name.
  */
-export async function rounds(contenders: readonly Contender[], count: number, seconds: number): Promise<Map<string, LoadResult[]>> {
+export async function rounds(
+  contenders: readonly Contender[],
+  count: number,
+  seconds: number,
+): Promise<Map<string, LoadResult[]>> {
   for (const c of contenders) await load(c.server, c.spec, 0.5);
   const results = new Map(contenders.map((c) => [c.name, [] as LoadResult[]]));
   for (let round = 0; round < count; round++) {
@@ -134,7 +144,8 @@ export interface Summary {
 /** Medians over the rounds; status counts and errors are totals. */
 export function summarize(results: readonly LoadResult[]): Summary {
   const statuses: Record<string, number> = {};
-  for (const r of results) for (const [code, n] of Object.entries(r.statuses)) statuses[code] = (statuses[code] ?? 0) + n;
+  for (const r of results)
+    for (const [code, n] of Object.entries(r.statuses)) statuses[code] = (statuses[code] ?? 0) + n;
   return {
     rps: median(results.map((r) => r.rps)),
     cpuPerRequest: median(results.map((r) => (r.serverCpu / r.rps) * 1e6)),
@@ -161,8 +172,10 @@ export const POST_RELAY: LoadSpec = {
       method: 'POST',
       path: '/relay',
       headers: { 'content-type': 'application/json' },
-      setupRequest: (request) => ({ ...request, body: JSON.stringify({ origin_chain: 'ethereum', tx_hash: freshTxHash() }) }),
+      setupRequest: (request) => ({
+        ...request,
+        body: JSON.stringify({ origin_chain: 'ethereum', tx_hash: freshTxHash() }),
+      }),
     },
   ],
 };
-

@@ -34,7 +34,8 @@ async function weighDedupEntries(): Promise<HeapResult> {
       fetchReceipt: async () => ({ success: true, logs: [] }),
     });
   const fill = async (pipeline: ReturnType<typeof make>, count: number) => {
-    for (let i = 0; i < count; i++) await pipeline.relayText(JSON.stringify({ origin_chain: 'ethereum', tx_hash: freshTxHash() }));
+    for (let i = 0; i < count; i++)
+      await pipeline.relayText(JSON.stringify({ origin_chain: 'ethereum', tx_hash: freshTxHash() }));
   };
   await fill(make(), ENTRIES); // warm-up: compiled code and lazily built internals are not the entries' cost
   const pipeline = make();
@@ -50,7 +51,10 @@ async function weighDedupEntries(): Promise<HeapResult> {
 
 function weighInChild(): HeapResult {
   const script = fileURLToPath(import.meta.url);
-  const child = spawnSync(process.execPath, ['--expose-gc', script, '--weigh-dedup'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawnSync(process.execPath, ['--expose-gc', script, '--weigh-dedup'], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   if (child.status !== 0) throw new Error(`dedup weighing child exited with ${child.status}`);
   return JSON.parse(child.stdout) as HeapResult;
 }
@@ -71,7 +75,6 @@ interface RssResult {
 
 const CHUNK_SECONDS = 5;
 const WARMUP_SECONDS = 10;
-
 
 /**
  * Load in 5 s chunks; after each the server is asked for its heap after a full GC (the live
@@ -120,14 +123,31 @@ export async function run(options: { seconds?: number } = {}): Promise<BenchRow[
   const liveGrowth = live[live.length - 1] - live[0];
 
   console.log(`\n## memory`);
-  printTable(['measure', 'value'], [
-    [`heap held by ${heap.entries} live dedup entries (after full GC)`, `${mib(heap.bytes)} (${Math.round(heap.bytes / heap.entries)} B/entry)`],
-    [`POST /relay load, ${seconds} s after ${WARMUP_SECONDS} s of warm-up (SQLite outbox, request log, 5 s dedup window)`, `${Math.round(rss.rps)} req/s, ${Object.entries(rss.statuses).map(([c, n]) => `${c}:${n}`).join(' ')}`],
-    ['RSS at 5, 10, 15 ... s (MiB)', s.filter((_, i) => i % 5 === 4).map((b) => (b / MiB).toFixed(0)).join(' ')],
-    ['live heap after full GC at 5, 10, 15 ... s (MiB)', live.map((b) => (b / MiB).toFixed(1)).join(' ')],
-    [`RSS over the last 10 s`, `${mib(at(seconds - 10))} -> ${mib(at(seconds))} (${(rssGrowth * 100).toFixed(1)}%)`],
-    ['RSS min / max', `${mib(Math.min(...s))} / ${mib(Math.max(...s))}`],
-  ]);
+  printTable(
+    ['measure', 'value'],
+    [
+      [
+        `heap held by ${heap.entries} live dedup entries (after full GC)`,
+        `${mib(heap.bytes)} (${Math.round(heap.bytes / heap.entries)} B/entry)`,
+      ],
+      [
+        `POST /relay load, ${seconds} s after ${WARMUP_SECONDS} s of warm-up (SQLite outbox, request log, 5 s dedup window)`,
+        `${Math.round(rss.rps)} req/s, ${Object.entries(rss.statuses)
+          .map(([c, n]) => `${c}:${n}`)
+          .join(' ')}`,
+      ],
+      [
+        'RSS at 5, 10, 15 ... s (MiB)',
+        s
+          .filter((_, i) => i % 5 === 4)
+          .map((b) => (b / MiB).toFixed(0))
+          .join(' '),
+      ],
+      ['live heap after full GC at 5, 10, 15 ... s (MiB)', live.map((b) => (b / MiB).toFixed(1)).join(' ')],
+      [`RSS over the last 10 s`, `${mib(at(seconds - 10))} -> ${mib(at(seconds))} (${(rssGrowth * 100).toFixed(1)}%)`],
+      ['RSS min / max', `${mib(Math.min(...s))} / ${mib(Math.max(...s))}`],
+    ],
+  );
   return [
     {
       what: `memory: ${ENTRIES} live dedup entries`,

@@ -40,8 +40,14 @@ function post(url: string, agent: Agent, body: Buffer): Promise<{ status: number
   const target = new URL('/merkle_tree_insertions', url);
   return new Promise((resolve, reject) => {
     const req = request(
-      { host: target.hostname, port: target.port, path: target.pathname, method: 'POST', agent,
-        headers: { 'content-type': 'application/json', 'content-length': body.length } },
+      {
+        host: target.hostname,
+        port: target.port,
+        path: target.pathname,
+        method: 'POST',
+        agent,
+        headers: { 'content-type': 'application/json', 'content-length': body.length },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
@@ -62,7 +68,9 @@ function rawLoop(path: string): (rows: MerkleInsertion[]) => void {
   db.exec(`CREATE TABLE merkle (chain INTEGER NOT NULL, leaf_index INTEGER NOT NULL,
            insertion_block_number INTEGER NOT NULL, message_id TEXT NOT NULL,
            PRIMARY KEY (chain, leaf_index)) WITHOUT ROWID`);
-  const insert = db.prepare('INSERT OR REPLACE INTO merkle (chain, leaf_index, insertion_block_number, message_id) VALUES (?, ?, ?, ?)');
+  const insert = db.prepare(
+    'INSERT OR REPLACE INTO merkle (chain, leaf_index, insertion_block_number, message_id) VALUES (?, ?, ?, ?)',
+  );
   return (rows) => {
     db.exec('BEGIN IMMEDIATE');
     for (const r of rows) insert.run(r.chain, r.leaf_index, r.insertion_block_number, r.message_id);
@@ -76,7 +84,10 @@ function rawLoop(path: string): (rows: MerkleInsertion[]) => void {
  * (structured clone), the JSON text (the worker parses it again), packMerkle's columns (its
  * Float64Array buffer transferred). `main` is what the main thread itself spends before it is free.
  */
-async function handoff(rows: MerkleInsertion[], rounds: number): Promise<Record<string, { main: number; roundTrip: number }>> {
+async function handoff(
+  rows: MerkleInsertion[],
+  rounds: number,
+): Promise<Record<string, { main: number; roundTrip: number }>> {
   const worker = new Worker(
     `const { parentPort } = require('node:worker_threads');
      parentPort.on('message', (m) => parentPort.postMessage(typeof m === 'string' ? JSON.parse(m).merkle_tree_insertions.length : m.numbers ? m.numbers.length / 3 : m.length));`,
@@ -87,7 +98,13 @@ async function handoff(rows: MerkleInsertion[], rounds: number): Promise<Record<
   const forms: [string, () => [unknown, ArrayBuffer[]]][] = [
     ['records (structured clone)', () => [rows, []]],
     ['the body text as received, parsed again in the worker', () => [text, []]],
-    ['packMerkle columns (buffer transferred)', () => { const p = packMerkle(rows)!; return [p, [p.numbers.buffer]]; }],
+    [
+      'packMerkle columns (buffer transferred)',
+      () => {
+        const p = packMerkle(rows)!;
+        return [p, [p.numbers.buffer]];
+      },
+    ],
   ];
   const out: Record<string, { main: number[]; roundTrip: number[] }> = {};
   try {
@@ -107,7 +124,9 @@ async function handoff(rows: MerkleInsertion[], rounds: number): Promise<Record<
   } finally {
     await worker.terminate();
   }
-  return Object.fromEntries(Object.entries(out).map(([k, v]) => [k, { main: median(v.main), roundTrip: median(v.roundTrip) }]));
+  return Object.fromEntries(
+    Object.entries(out).map(([k, v]) => [k, { main: median(v.main), roundTrip: median(v.roundTrip) }]),
+  );
 }
 
 export async function run(options: { rounds?: number } = {}): Promise<BenchRow[]> {
@@ -123,21 +142,39 @@ export async function run(options: { rounds?: number } = {}): Promise<BenchRow[]
     // Round 0 warms every contender up and is not counted.
     const data = Array.from({ length: rounds + 1 }, (_, round) => records(round));
     const bodies = data.map((rows) => Buffer.from(JSON.stringify({ merkle_tree_insertions: rows })));
-    const times: Record<'http' | 'peer' | 'store' | 'raw' | 'parse', number[]> = { http: [], peer: [], store: [], raw: [], parse: [] };
+    const times: Record<'http' | 'peer' | 'store' | 'raw' | 'parse', number[]> = {
+      http: [],
+      peer: [],
+      store: [],
+      raw: [],
+      parse: [],
+    };
     for (let round = 0; round <= rounds; round++) {
       const contenders: [keyof typeof times, () => Promise<void> | void][] = [
-        ['http', async () => {
-          const res = await post(server.url, agent, bodies[round]);
-          if (res.status !== 200 || JSON.parse(res.text).count !== RECORDS) throw new Error(`merkle POST: ${res.status} ${res.text.slice(0, 200)}`);
-        }],
-        ['peer', async () => {
-          const res = await post(peer.url, peerAgent, bodies[round]);
-          if (res.status !== 200 || JSON.parse(res.text).count !== RECORDS) throw new Error(`peer merkle POST: ${res.status} ${res.text.slice(0, 200)}`);
-        }],
+        [
+          'http',
+          async () => {
+            const res = await post(server.url, agent, bodies[round]);
+            if (res.status !== 200 || JSON.parse(res.text).count !== RECORDS)
+              throw new Error(`merkle POST: ${res.status} ${res.text.slice(0, 200)}`);
+          },
+        ],
+        [
+          'peer',
+          async () => {
+            const res = await post(peer.url, peerAgent, bodies[round]);
+            if (res.status !== 200 || JSON.parse(res.text).count !== RECORDS)
+              throw new Error(`peer merkle POST: ${res.status} ${res.text.slice(0, 200)}`);
+          },
+        ],
         ['store', async () => void (await store.merkle.insertMerkle(data[round]))],
         ['raw', () => raw(data[round])],
         // What the HTTP path adds before the store: decoding, JSON.parse and validation of the body.
-        ['parse', () => void validateMerkleRequest(parseJsonBody(new TextDecoder('utf-8', { fatal: true }).decode(bodies[round])))],
+        [
+          'parse',
+          () =>
+            void validateMerkleRequest(parseJsonBody(new TextDecoder('utf-8', { fatal: true }).decode(bodies[round]))),
+        ],
       ];
       for (let k = 0; k < contenders.length; k++) {
         const [name, fn] = contenders[(round + k) % contenders.length];
@@ -151,17 +188,50 @@ export async function run(options: { rounds?: number } = {}): Promise<BenchRow[]
     const byHand = rowsPerSecond(times.peer);
     const inStore = rowsPerSecond(times.store);
     const floor = rowsPerSecond(times.raw);
-    console.log(`\n## POST /merkle_tree_insertions, ${RECORDS} records (${(bodies[1].length / 1024).toFixed(0)} KiB), median of ${rounds} rounds`);
-    printTable(['contender', 'ms', 'rows/s', 'vs raw loop'], [
-      ['ours over HTTP (child process: body, JSON, validation, packed to the store worker)', median(times.http).toFixed(1), formatOps(http), `${(http / floor).toFixed(2)}x`],
-      ['peer over HTTP: node:http + node:sqlite, parse + insert on its main thread', median(times.peer).toFixed(1), formatOps(byHand), `${(byHand / floor).toFixed(2)}x`],
-      ['ours, store.merkle.insertMerkle from this process (packed to the worker, STRICT table)', median(times.store).toFixed(1), formatOps(inStore), `${(inStore / floor).toFixed(2)}x`],
-      ['raw node:sqlite prepared-insert loop, one transaction', median(times.raw).toFixed(1), formatOps(floor), '1.00x'],
-      ['(part of ours) UTF-8 decode + JSON.parse + validateMerkleRequest, in-process', median(times.parse).toFixed(1), '', ''],
-    ]);
+    console.log(
+      `\n## POST /merkle_tree_insertions, ${RECORDS} records (${(bodies[1].length / 1024).toFixed(0)} KiB), median of ${rounds} rounds`,
+    );
+    printTable(
+      ['contender', 'ms', 'rows/s', 'vs raw loop'],
+      [
+        [
+          'ours over HTTP (child process: body, JSON, validation, packed to the store worker)',
+          median(times.http).toFixed(1),
+          formatOps(http),
+          `${(http / floor).toFixed(2)}x`,
+        ],
+        [
+          'peer over HTTP: node:http + node:sqlite, parse + insert on its main thread',
+          median(times.peer).toFixed(1),
+          formatOps(byHand),
+          `${(byHand / floor).toFixed(2)}x`,
+        ],
+        [
+          'ours, store.merkle.insertMerkle from this process (packed to the worker, STRICT table)',
+          median(times.store).toFixed(1),
+          formatOps(inStore),
+          `${(inStore / floor).toFixed(2)}x`,
+        ],
+        [
+          'raw node:sqlite prepared-insert loop, one transaction',
+          median(times.raw).toFixed(1),
+          formatOps(floor),
+          '1.00x',
+        ],
+        [
+          '(part of ours) UTF-8 decode + JSON.parse + validateMerkleRequest, in-process',
+          median(times.parse).toFixed(1),
+          '',
+          '',
+        ],
+      ],
+    );
     const forms = await handoff(data[1], rounds);
     console.log(`\n## Handing ${RECORDS} validated records to a worker thread, median of ${rounds}`);
-    printTable(['form', 'main thread ms', 'round trip ms'], Object.entries(forms).map(([name, f]) => [name, f.main.toFixed(2), f.roundTrip.toFixed(2)]));
+    printTable(
+      ['form', 'main thread ms', 'round trip ms'],
+      Object.entries(forms).map(([name, f]) => [name, f.main.toFixed(2), f.roundTrip.toFixed(2)]),
+    );
     return [
       {
         what: `POST /merkle_tree_insertions ${RECORDS / 1000}k rows`,

@@ -29,10 +29,14 @@ interface Run {
 /** One autocannon run per server, all at the same time; req/s summed, latency of the first. */
 async function loadTogether(servers: readonly ServerHandle[], requests: Request[], seconds: number): Promise<Run> {
   const results = await Promise.all(
-    servers.map((s) => autocannon({ url: s.url, connections: Math.ceil(CONNECTIONS / servers.length), duration: seconds, requests })),
+    servers.map((s) =>
+      autocannon({ url: s.url, connections: Math.ceil(CONNECTIONS / servers.length), duration: seconds, requests }),
+    ),
   );
   const statuses: Record<string, number> = {};
-  for (const r of results) for (const [code, { count }] of Object.entries(r.statusCodeStats ?? {})) statuses[code] = (statuses[code] ?? 0) + Number(count);
+  for (const r of results)
+    for (const [code, { count }] of Object.entries(r.statusCodeStats ?? {}))
+      statuses[code] = (statuses[code] ?? 0) + Number(count);
   return {
     rps: results.reduce((sum, r) => sum + r.requests.total / r.duration, 0),
     p50: results[0].latency.p50,
@@ -43,7 +47,9 @@ async function loadTogether(servers: readonly ServerHandle[], requests: Request[
 }
 
 function statusText(statuses: Record<string, number>): string {
-  return Object.entries(statuses).map(([code, n]) => `${code}:${n}`).join(' ');
+  return Object.entries(statuses)
+    .map(([code, n]) => `${code}:${n}`)
+    .join(' ');
 }
 
 function medianRun(runs: Run[]): Run {
@@ -88,11 +94,19 @@ async function commitLatency(url: string, n = 200): Promise<{ durableMs: number;
  * The hot path's two statements, one at a time, with `live` unexpired dedup rows in the table (the
  * reservation's capacity check counts them): median ms of 50 admits and of 50 completes.
  */
-async function admitLatency(url: string, lives: readonly number[]): Promise<{ live: number; admitMs: number; completeMs: number }[]> {
+async function admitLatency(
+  url: string,
+  lives: readonly number[],
+): Promise<{ live: number; admitMs: number; completeMs: number }[]> {
   const { default: pg } = await import('pg');
   const { openPostgresStore } = await import('../lib/postgres/index.ts');
   const pool = new pg.Pool({ connectionString: url, max: 2 });
-  const relayApi = { rateLimit: { burst: 1e9, perMinute: 1e9 }, dedupWindowSeconds: 300, dedupCapacity: 10_000_000, receiptTimeoutSeconds: 10 };
+  const relayApi = {
+    rateLimit: { burst: 1e9, perMinute: 1e9 },
+    dedupWindowSeconds: 300,
+    dedupCapacity: 10_000_000,
+    receiptTimeoutSeconds: 10,
+  };
   const store = await openPostgresStore(pool, { relayApi, schema: 'scale' });
   const out = [];
   let key = 0;
@@ -132,11 +146,20 @@ export async function run(options: { rounds?: number; seconds?: number } = {}): 
   const pools = (process.env.BENCH_PG_POOLS ?? '').split(',').filter(Boolean).map(Number);
   const withPool = (size: number) => `${url}${url.includes('?') ? '&' : '?'}pool_size=${size}`;
   const memory = await startServer('relay', { relayApi: UNLIMITED, distinctMessages: true, log: false });
-  const sqlite = await startServer('relay', { relayApi: UNLIMITED, outbox: 'sqlite', distinctMessages: true, log: false });
+  const sqlite = await startServer('relay', {
+    relayApi: UNLIMITED,
+    outbox: 'sqlite',
+    distinctMessages: true,
+    log: false,
+  });
   const a = await startServer('relay', { relayApi: UNLIMITED, postgres: url, distinctMessages: true, log: false });
   const b = await startServer('relay', { relayApi: UNLIMITED, postgres: url, distinctMessages: true, log: false });
   const peer = await startServer('pg-peer', { postgres: url });
-  const sized = await Promise.all(pools.map((size) => startServer('relay', { relayApi: UNLIMITED, postgres: withPool(size), distinctMessages: true, log: false })));
+  const sized = await Promise.all(
+    pools.map((size) =>
+      startServer('relay', { relayApi: UNLIMITED, postgres: withPool(size), distinctMessages: true, log: false }),
+    ),
+  );
   const load0 = loadavg()[0];
   try {
     const contenders: [string, ServerHandle[]][] = [
@@ -168,24 +191,49 @@ export async function run(options: { rounds?: number; seconds?: number } = {}): 
     const relayDown = medianRun([await loadTogether([a], POST_RELAY.requests, seconds)]);
     await db.start();
 
-    console.log(`\n## POST /relay on PostgreSQL: autocannon, ${CONNECTIONS} connections in all, ${count} rounds of ${seconds} s, medians (load average ${load0.toFixed(1)} -> ${load1.toFixed(1)})`);
+    console.log(
+      `\n## POST /relay on PostgreSQL: autocannon, ${CONNECTIONS} connections in all, ${count} rounds of ${seconds} s, medians (load average ${load0.toFixed(1)} -> ${load1.toFixed(1)})`,
+    );
     const base = p.get('memory engines, 1 process')!;
     printTable(
       ['server', 'req/s', 'vs memory', 'p50 ms', 'p99 ms', 'statuses', 'errors'],
-      [...p].map(([name, s]) => [name, formatOps(s.rps), `${(s.rps / base.rps).toFixed(2)}x`, s.p50, s.p99, statusText(s.statuses), s.errors]),
+      [...p].map(([name, s]) => [
+        name,
+        formatOps(s.rps),
+        `${(s.rps / base.rps).toFixed(2)}x`,
+        s.p50,
+        s.p99,
+        statusText(s.statuses),
+        s.errors,
+      ]),
     );
-    console.log(`\n## GET /relay (liveness) on a PostgreSQL replica, database up vs stopped: ${CONNECTIONS} connections, ${seconds} s x 2, medians`);
+    console.log(
+      `\n## GET /relay (liveness) on a PostgreSQL replica, database up vs stopped: ${CONNECTIONS} connections, ${seconds} s x 2, medians`,
+    );
     printTable(
       ['database', 'route', 'req/s', 'p50 ms', 'p99 ms', 'statuses', 'errors'],
       [
         ['up', 'GET /relay', formatOps(up.rps), up.p50, up.p99, statusText(up.statuses), up.errors],
         ['stopped', 'GET /relay', formatOps(down.rps), down.p50, down.p99, statusText(down.statuses), down.errors],
-        ['stopped', 'POST /relay', formatOps(relayDown.rps), relayDown.p50, relayDown.p99, statusText(relayDown.statuses), relayDown.errors],
+        [
+          'stopped',
+          'POST /relay',
+          formatOps(relayDown.rps),
+          relayDown.p50,
+          relayDown.p99,
+          statusText(relayDown.statuses),
+          relayDown.errors,
+        ],
       ],
     );
     console.log('\n## The hot path one request at a time, by live dedup rows (the capacity check counts them)');
-    printTable(['live dedup rows', 'admit (token + reservation) ms', 'complete (rows + commit) ms'], scale.map((r) => [formatOps(r.live), r.admitMs.toFixed(2), r.completeMs.toFixed(2)]));
-    console.log(`commit latency, one client, sequential: durable ${latency.durableMs.toFixed(2)} ms, synchronous_commit off ${latency.asyncMs.toFixed(2)} ms (medians of 200)`);
+    printTable(
+      ['live dedup rows', 'admit (token + reservation) ms', 'complete (rows + commit) ms'],
+      scale.map((r) => [formatOps(r.live), r.admitMs.toFixed(2), r.completeMs.toFixed(2)]),
+    );
+    console.log(
+      `commit latency, one client, sequential: durable ${latency.durableMs.toFixed(2)} ms, synchronous_commit off ${latency.asyncMs.toFixed(2)} ms (medians of 200)`,
+    );
     const one = p.get('PostgreSQL, 1 replica')!;
     const two = p.get('PostgreSQL, 2 replicas')!;
     const hand = p.get('peer: node:http + pg by hand')!;

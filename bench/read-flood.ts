@@ -27,7 +27,13 @@ interface Run {
 function summary(result: Result): Run {
   const statuses: Record<string, number> = {};
   for (const [code, { count }] of Object.entries(result.statusCodeStats ?? {})) statuses[code] = Number(count);
-  return { rps: result.requests.total / result.duration, p50: result.latency.p50, p99: result.latency.p99, statuses, errors: result.errors + result.timeouts };
+  return {
+    rps: result.requests.total / result.duration,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    statuses,
+    errors: result.errors + result.timeouts,
+  };
 }
 
 function medianRun(runs: Run[]): Run {
@@ -43,13 +49,19 @@ function medianRun(runs: Run[]): Run {
 }
 
 function statusText(statuses: Record<string, number>): string {
-  return Object.entries(statuses).map(([code, n]) => `${code}:${n}`).join(' ');
+  return Object.entries(statuses)
+    .map(([code, n]) => `${code}:${n}`)
+    .join(' ');
 }
 
 /** One relay accepted, so the reads find a message (a 200 with a body, not a cheap 404). */
 async function seed(server: ServerHandle): Promise<Request[]> {
   const hash = freshTxHash();
-  const res = await fetch(`${server.url}/relay`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ origin_chain: 'ethereum', tx_hash: hash }) });
+  const res = await fetch(`${server.url}/relay`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ origin_chain: 'ethereum', tx_hash: hash }),
+  });
   const body = (await res.json()) as { messages: { message_id: string }[] };
   if (res.status !== 200) throw new Error(`seeding answered ${res.status} ${JSON.stringify(body)}`);
   return [
@@ -76,10 +88,17 @@ export async function run(options: { rounds?: number; seconds?: number; engines?
     const rows: string[][] = [];
     for (const [name, server] of engines) {
       const reads = await seed(server);
-      const post = () => autocannon({ url: server.url, connections: WRITERS, duration: seconds, requests: POST_RELAY.requests });
+      const post = () =>
+        autocannon({ url: server.url, connections: WRITERS, duration: seconds, requests: POST_RELAY.requests });
       const flood = () => autocannon({ url: server.url, connections: READERS, duration: seconds, requests: reads });
       await post();
-      const liveness = () => autocannon({ url: server.url, connections: READERS, duration: seconds, requests: [{ method: 'GET', path: '/relay' }] });
+      const liveness = () =>
+        autocannon({
+          url: server.url,
+          connections: READERS,
+          duration: seconds,
+          requests: [{ method: 'GET', path: '/relay' }],
+        });
       const alone: Run[] = [];
       const flooded: Run[] = [];
       const readers: Run[] = [];
@@ -100,17 +119,35 @@ export async function run(options: { rounds?: number; seconds?: number; engines?
       const f = medianRun(flooded);
       const r = medianRun(readers);
       const c = medianRun(control);
-      const row = (load: string, x: Run) => [name, load, formatOps(x.rps), String(x.p50), String(x.p99), statusText(x.statuses), String(x.errors)];
+      const row = (load: string, x: Run) => [
+        name,
+        load,
+        formatOps(x.rps),
+        String(x.p50),
+        String(x.p99),
+        statusText(x.statuses),
+        String(x.errors),
+      ];
       rows.push(
         row('POST alone', a),
         row('POST, liveness flood', c),
         row('POST, status-read flood', f),
         row('the status reads', r),
         [name, 'read flood / alone', `${(f.rps / a.rps).toFixed(2)}x`, '', `${(f.p99 / a.p99).toFixed(1)}x`, '', ''],
-        [name, 'read flood / liveness flood', `${(f.rps / c.rps).toFixed(2)}x`, '', `${(f.p99 / c.p99).toFixed(1)}x`, '', ''],
+        [
+          name,
+          'read flood / liveness flood',
+          `${(f.rps / c.rps).toFixed(2)}x`,
+          '',
+          `${(f.p99 / c.p99).toFixed(1)}x`,
+          '',
+          '',
+        ],
       );
     }
-    console.log(`\n## POST /relay (${WRITERS} connections) alone and under ${READERS} connections of status reads; ${count} rounds of ${seconds} s, medians`);
+    console.log(
+      `\n## POST /relay (${WRITERS} connections) alone and under ${READERS} connections of status reads; ${count} rounds of ${seconds} s, medians`,
+    );
     printTable(['engine', 'load', 'req/s', 'p50 ms', 'p99 ms', 'statuses', 'errors'], rows);
   } finally {
     for (const [, server] of engines) await server.stop();
@@ -121,5 +158,9 @@ export async function run(options: { rounds?: number; seconds?: number; engines?
 if (import.meta.main) {
   // node bench/read-flood.ts [rounds] [seconds] [engines, e.g. SQLite,PostgreSQL]
   const [rounds, seconds, engines] = process.argv.slice(2);
-  await run({ rounds: Number(rounds) || undefined, seconds: Number(seconds) || undefined, engines: engines?.split(',') });
+  await run({
+    rounds: Number(rounds) || undefined,
+    seconds: Number(seconds) || undefined,
+    engines: engines?.split(','),
+  });
 }

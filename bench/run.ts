@@ -9,16 +9,35 @@ import { printTable, type BenchRow } from './lib.ts';
 async function main(): Promise<void> {
   const started = performance.now();
   console.log(`relayer-api benchmarks, ${new Date().toISOString()}`);
-  console.log(`node ${process.version}, ${cpus().length} x ${cpus()[0]?.model ?? 'unknown cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB`);
+  console.log(
+    `node ${process.version}, ${cpus().length} x ${cpus()[0]?.model ?? 'unknown cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB`,
+  );
   const rows: BenchRow[] = [];
   // One bench at a time, each imported only when its turn comes, so none warms up another's code.
-  const benches = [() => import('./keccak.ts'), () => import('./decode.ts'), () => import('./http.ts'), () => import('./transport.ts'), () => import('./store.ts'), () => import('./merkle.ts'), () => import('./memory.ts')];
+  const benches = [
+    () => import('./keccak.ts'),
+    () => import('./decode.ts'),
+    () => import('./http.ts'),
+    () => import('./transport.ts'),
+    () => import('./store.ts'),
+    () => import('./merkle.ts'),
+    () => import('./memory.ts'),
+  ];
   for (const bench of benches) rows.push(...(await (await bench()).run()));
 
-  console.log(`\n## summary (ratio = ours / peer, median of several runs; total ${((performance.now() - started) / 1000).toFixed(0)} s)`);
+  console.log(
+    `\n## summary (ratio = ours / peer, median of several runs; total ${((performance.now() - started) / 1000).toFixed(0)} s)`,
+  );
   printTable(
     ['what', 'ours', 'peer', 'ratio', 'target', 'met'],
-    rows.map((r) => [r.what, r.ours, r.peer, r.ratio === undefined ? '-' : `${r.ratio.toFixed(2)}x`, r.target, r.met === undefined ? '-' : r.met ? 'yes' : 'NO']),
+    rows.map((r) => [
+      r.what,
+      r.ours,
+      r.peer,
+      r.ratio === undefined ? '-' : `${r.ratio.toFixed(2)}x`,
+      r.target,
+      r.met === undefined ? '-' : r.met ? 'yes' : 'NO',
+    ]),
   );
 }
 

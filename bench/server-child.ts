@@ -62,7 +62,8 @@ const TX_PLACEHOLDER = '0x' + 'ee'.repeat(32);
  */
 function instantRpc(distinctMessages: boolean): FetchLike {
   const answer = rpcAnswer(distinctMessages);
-  return async (_url, init) => new Response(answer(String(init.body)), { status: 200, headers: { 'content-type': 'application/json' } });
+  return async (_url, init) =>
+    new Response(answer(String(init.body)), { status: 200, headers: { 'content-type': 'application/json' } });
 }
 
 /** The JSON-RPC answer to an `eth_getTransactionReceipt` request body (about 3 KB). */
@@ -77,7 +78,10 @@ function rpcAnswer(distinctMessages: boolean): (requestBody: string) => string {
     const hash = request.params[0];
     let text = template;
     if (distinctMessages) {
-      text = text.replace(dispatchData, dispatchData.slice(0, nonceAt) + hash.slice(-8) + dispatchData.slice(nonceAt + 8));
+      text = text.replace(
+        dispatchData,
+        dispatchData.slice(0, nonceAt) + hash.slice(-8) + dispatchData.slice(nonceAt + 8),
+      );
     }
     return text.split(TX_PLACEHOLDER).join(hash).replace('999999999', String(request.id));
   };
@@ -109,7 +113,14 @@ function receiptPeer(rpcUrl: string, how: 'fetch' | 'agent'): (req: IncomingMess
   const viaAgent = (body: string) =>
     new Promise<string>((resolve, reject) => {
       const call = httpRequest(
-        { hostname: target.hostname, port: target.port, path: target.pathname, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+        {
+          hostname: target.hostname,
+          port: target.port,
+          path: target.pathname,
+          method: 'POST',
+          agent,
+          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+        },
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -130,7 +141,9 @@ function receiptPeer(rpcUrl: string, how: 'fetch' | 'agent'): (req: IncomingMess
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', async () => {
       const { tx_hash } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { tx_hash: string };
-      const answer = JSON.parse(await get(JSON.stringify({ jsonrpc: '2.0', id: ++id, method: 'eth_getTransactionReceipt', params: [tx_hash] }))) as { result: { logs: unknown[] } };
+      const answer = JSON.parse(
+        await get(JSON.stringify({ jsonrpc: '2.0', id: ++id, method: 'eth_getTransactionReceipt', params: [tx_hash] })),
+      ) as { result: { logs: unknown[] } };
       const text = JSON.stringify({ messages: [{ message_id: tx_hash, logs: answer.result.logs.length }] });
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
     });
@@ -171,12 +184,16 @@ function merklePeer(path: string): (req: IncomingMessage, res: ServerResponse) =
   db.exec('PRAGMA journal_mode = WAL');
   db.exec('PRAGMA synchronous = FULL');
   db.exec(MIGRATIONS[0]);
-  const insert = db.prepare('INSERT OR REPLACE INTO merkle_insertions (chain, leaf_index, insertion_block_number, message_id) VALUES (?, ?, ?, ?)');
+  const insert = db.prepare(
+    'INSERT OR REPLACE INTO merkle_insertions (chain, leaf_index, insertion_block_number, message_id) VALUES (?, ?, ?, ?)',
+  );
   return (req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      const { merkle_tree_insertions: rows } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { merkle_tree_insertions: MerkleInsertion[] };
+      const { merkle_tree_insertions: rows } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+        merkle_tree_insertions: MerkleInsertion[];
+      };
       db.exec('BEGIN IMMEDIATE');
       for (const r of rows) insert.run(r.chain, r.leaf_index, r.insertion_block_number, r.message_id);
       db.exec('COMMIT');
@@ -221,7 +238,9 @@ async function pgPeer(url: string, poolSize: number): Promise<(req: IncomingMess
     req.on('end', async () => {
       const answer = (status: number, value: unknown) => {
         const text = JSON.stringify(value);
-        res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
+        res
+          .writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) })
+          .end(text);
       };
       try {
         const { tx_hash: hash } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { tx_hash: string };
@@ -233,7 +252,10 @@ async function pgPeer(url: string, poolSize: number): Promise<(req: IncomingMess
           RETURNING token`)) as unknown as { rows: { token: string }[] }[];
         const token = reserved[1].rows[0]?.token;
         if (token === undefined) return answer(429, { reason: 'duplicate_tx' });
-        const response = await rpc('', { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_getTransactionReceipt', params: [hash] }) });
+        const response = await rpc('', {
+          method: 'POST',
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_getTransactionReceipt', params: [hash] }),
+        });
         const { result } = (await response.json()) as { result: { logs: { address: string; data: string }[] } };
         const raws = result.logs.filter((log) => log.address.toLowerCase() === mailbox).map((log) => log.data.slice(2));
         const ids = raws.map((raw) => '0x' + createHash('sha256').update(raw).digest('hex'));
@@ -257,7 +279,13 @@ async function main(): Promise<void> {
     port = (server.address() as AddressInfo).port;
   } else if (kind === 'relay') {
     const base = testConfig({ relayApi: options.relayApi });
-    const config = options.rpc === undefined ? base : testConfig({ relayApi: options.relayApi, chains: { ...base.chains, ethereum: { ...base.chains.ethereum, rpcUrls: [options.rpc] } } });
+    const config =
+      options.rpc === undefined
+        ? base
+        : testConfig({
+            relayApi: options.relayApi,
+            chains: { ...base.chains, ethereum: { ...base.chains.ethereum, rpcUrls: [options.rpc] } },
+          });
     let store: SqliteStore | undefined;
     if (options.outbox === 'sqlite' || options.merkle) {
       const dir = mkdtempSync(join(tmpdir(), 'relayer-bench-'));
@@ -278,13 +306,24 @@ async function main(): Promise<void> {
     }
     const relay = createRelayServer({
       config,
-      ...(shared ? { store: shared.store } : { outbox: options.outbox === 'sqlite' ? store!.outbox : createMemoryOutbox(), merkle: options.merkle ? store!.merkle : undefined }),
+      ...(shared
+        ? { store: shared.store }
+        : {
+            outbox: options.outbox === 'sqlite' ? store!.outbox : createMemoryOutbox(),
+            merkle: options.merkle ? store!.merkle : undefined,
+          }),
       fetch: fetchFor(options),
-      logger: options.log === false ? silentLogger : createLogger({ level: 'info', write: createLineSink(process.stdout).write }),
+      logger:
+        options.log === false
+          ? silentLogger
+          : createLogger({ level: 'info', write: createLineSink(process.stdout).write }),
     });
     port = (await relay.listen(0, '127.0.0.1')).port;
   } else if (kind === 'rpc' || kind === 'fetch-peer' || kind === 'agent-peer') {
-    const handler = kind === 'rpc' ? rpcServer(options.distinctMessages ?? false) : receiptPeer(options.rpc!, kind === 'fetch-peer' ? 'fetch' : 'agent');
+    const handler =
+      kind === 'rpc'
+        ? rpcServer(options.distinctMessages ?? false)
+        : receiptPeer(options.rpc!, kind === 'fetch-peer' ? 'fetch' : 'agent');
     const server = createServer({ keepAliveTimeout: 60_000 }, handler);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     port = (server.address() as AddressInfo).port;

@@ -40,7 +40,12 @@ async function durable(count: number, seconds: number) {
 async function underLock() {
   const dir = mkdtempSync(join(tmpdir(), 'relayer-bench-lock-'));
   const file = join(dir, 'relayer.db');
-  const server = await startServer('relay', { relayApi: UNLIMITED, outbox: 'sqlite', distinctMessages: true, dbFile: file });
+  const server = await startServer('relay', {
+    relayApi: UNLIMITED,
+    outbox: 'sqlite',
+    distinctMessages: true,
+    dbFile: file,
+  });
   try {
     await load(server, GET_UP, 0.5); // warm-up
     const free = await load(server, GET_UP, LOCK_SECONDS);
@@ -76,19 +81,40 @@ export async function run(options: { rounds?: number; seconds?: number } = {}): 
   console.log(`\n## durable POST /relay: autocannon, 50 connections, ${count} rounds of ${seconds} s, medians`);
   printTable(
     ['outbox', 'req/s', 'vs memory', 'p50 ms', 'p99 ms', 'server CPU', 'statuses', 'errors'],
-    [...posts].map(([name, s]) => [name, formatOps(s.rps), `${(s.rps / mem.rps).toFixed(2)}x`, s.p50, s.p99, `${Math.round(s.serverCpu * 100)}%`, Object.entries(s.statuses).map(([c, n]) => `${c}:${n}`).join(' '), s.errors]),
+    [...posts].map(([name, s]) => [
+      name,
+      formatOps(s.rps),
+      `${(s.rps / mem.rps).toFixed(2)}x`,
+      s.p50,
+      s.p99,
+      `${Math.round(s.serverCpu * 100)}%`,
+      Object.entries(s.statuses)
+        .map(([c, n]) => `${c}:${n}`)
+        .join(' '),
+      s.errors,
+    ]),
   );
 
   const lock = await underLock();
-  console.log(`\n## GET /relay while another connection holds the write lock for ${LOCK_SECONDS} s (SQLite outbox, 50 connections)`);
+  console.log(
+    `\n## GET /relay while another connection holds the write lock for ${LOCK_SECONDS} s (SQLite outbox, 50 connections)`,
+  );
   printTable(
     ['', 'req/s', 'p50 ms', 'p99 ms', 'errors'],
     [
       ['no lock', formatOps(lock.free.rps), lock.free.p50, lock.free.p99, lock.free.errors],
-      ['write lock held, 20 relays waiting', formatOps(lock.locked.rps), lock.locked.p50, lock.locked.p99, lock.locked.errors],
+      [
+        'write lock held, 20 relays waiting',
+        formatOps(lock.locked.rps),
+        lock.locked.p50,
+        lock.locked.p99,
+        lock.locked.errors,
+      ],
     ],
   );
-  console.log(`the 20 waiting relays answered: ${JSON.stringify(lock.writes)} (503 store_unavailable after the 2 s lock wait)`);
+  console.log(
+    `the 20 waiting relays answered: ${JSON.stringify(lock.writes)} (503 store_unavailable after the 2 s lock wait)`,
+  );
 
   const ok = sql.errors === 0 && Object.keys(sql.statuses).every((code) => code === '200');
   return [

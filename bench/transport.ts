@@ -29,9 +29,14 @@ export async function run(options: { rounds?: number; seconds?: number } = {}): 
   const load0 = loadavg()[0];
   try {
     for (const server of [ours, oursFetch]) {
-      const res = await fetch(`${server.url}/relay`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ origin_chain: 'ethereum', tx_hash: '0x' + '12'.repeat(32) }) });
+      const res = await fetch(`${server.url}/relay`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ origin_chain: 'ethereum', tx_hash: '0x' + '12'.repeat(32) }),
+      });
       const body = (await res.json()) as { messages?: unknown[] };
-      if (res.status !== 200 || body.messages?.length !== 1) throw new Error(`POST /relay answered ${res.status} ${JSON.stringify(body)}`);
+      if (res.status !== 200 || body.messages?.length !== 1)
+        throw new Error(`POST /relay answered ${res.status} ${JSON.stringify(body)}`);
     }
     const results = await rounds(
       [
@@ -49,7 +54,9 @@ export async function run(options: { rounds?: number; seconds?: number } = {}): 
     const fetchS = s.get('peer: node:http + global fetch')!;
     const agentS = s.get('peer: node:http + keep-alive Agent')!;
     const oursFetchS = s.get('ours, global fetch')!;
-    console.log(`\n## POST /relay, receipt over loopback HTTP: autocannon, 50 connections, ${count} rounds of ${seconds} s, medians (load average ${load0.toFixed(1)} -> ${load1.toFixed(1)})`);
+    console.log(
+      `\n## POST /relay, receipt over loopback HTTP: autocannon, 50 connections, ${count} rounds of ${seconds} s, medians (load average ${load0.toFixed(1)} -> ${load1.toFixed(1)})`,
+    );
     printTable(
       ['server', 'req/s', 'vs fetch peer', 'CPU us/req', 'p50 ms', 'p99 ms', 'server CPU', 'statuses', 'errors'],
       [...s].map(([name, r]) => [
@@ -60,7 +67,9 @@ export async function run(options: { rounds?: number; seconds?: number } = {}): 
         r.p50,
         r.p99,
         `${Math.round(r.serverCpu * 100)}%`,
-        Object.entries(r.statuses).map(([code, n]) => `${code}:${n}`).join(' '),
+        Object.entries(r.statuses)
+          .map(([code, n]) => `${code}:${n}`)
+          .join(' '),
         r.errors,
       ]),
     );

@@ -10,7 +10,15 @@ import { ConfigError } from '../lib/errors.ts';
 import type { Logger } from '../lib/log.ts';
 import type { RelayerStore } from '../lib/store.ts';
 import type { RelayerConfig } from '../lib/types.ts';
-import { describeJsonError, isPostgresUrl, openPostgresFromUrl, redactDatabaseSecrets, redactDatabaseUrl, unsupportedDatabaseMessage, unsupportedDatabaseScheme } from './postgres.ts';
+import {
+  describeJsonError,
+  isPostgresUrl,
+  openPostgresFromUrl,
+  redactDatabaseSecrets,
+  redactDatabaseUrl,
+  unsupportedDatabaseMessage,
+  unsupportedDatabaseScheme,
+} from './postgres.ts';
 
 /** Ends the process with `code` after printing `message` (for start-up failures). */
 export function cliFail(program: string, code: number, message: string): never {
@@ -83,12 +91,23 @@ export async function openRelayerStore(program: string, config: RelayerConfig, l
     try {
       const opened = await openPostgresFromUrl(config.db, config.relayApi, logger);
       const { store } = opened;
-      return { outbox: store.outbox, merkle: store.merkle, dedup: store.dedup, rateLimiter: store.rateLimiter, ping: () => store.ping(), close: opened.close };
+      return {
+        outbox: store.outbox,
+        merkle: store.merkle,
+        dedup: store.dedup,
+        rateLimiter: store.rateLimiter,
+        ping: () => store.ping(),
+        close: opened.close,
+      };
     } catch (error) {
       // The driver's message (refused, authentication failed for user x, no such database) does
       // not contain the password; it is scrubbed anyway, and the URL is shown redacted.
       const message = error instanceof Error ? error.message.split('\n')[0] : String(error);
-      return cliFail(program, 1, `cannot open database ${redactDatabaseUrl(config.db)}: ${redactDatabaseSecrets(message, config.db)}`);
+      return cliFail(
+        program,
+        1,
+        `cannot open database ${redactDatabaseUrl(config.db)}: ${redactDatabaseSecrets(message, config.db)}`,
+      );
     }
   }
   // Loaded here, not imported above: node:sqlite must not be linked before node-version.ts has run.
@@ -97,6 +116,10 @@ export async function openRelayerStore(program: string, config: RelayerConfig, l
   try {
     return await openSqliteStore(config.db);
   } catch (error) {
-    return cliFail(program, 1, `cannot open database ${config.db} (${resolve(config.db)}): ${redactDatabaseSecrets((error as Error).message, config.db)}`);
+    return cliFail(
+      program,
+      1,
+      `cannot open database ${config.db} (${resolve(config.db)}): ${redactDatabaseSecrets((error as Error).message, config.db)}`,
+    );
   }
 }

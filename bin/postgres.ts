@@ -7,7 +7,13 @@
  * The URL carries the password; it appears nowhere but in the pool's configuration. What is
  * logged or printed is `redactDatabaseUrl(url)`.
  */
-import { DEFAULT_LOCK_TIMEOUT_MS, DEFAULT_STATEMENT_TIMEOUT_MS, migrate, openPostgresStore, type PostgresStore } from '../lib/postgres/index.ts';
+import {
+  DEFAULT_LOCK_TIMEOUT_MS,
+  DEFAULT_STATEMENT_TIMEOUT_MS,
+  migrate,
+  openPostgresStore,
+  type PostgresStore,
+} from '../lib/postgres/index.ts';
 import type { Logger } from '../lib/log.ts';
 import { redactUrls } from '../lib/rpc.ts';
 import type { RelayApiConfig } from '../lib/types.ts';
@@ -79,7 +85,10 @@ export function redactDatabaseSecrets(text: string, db: string): string {
     secrets.add(db);
     try {
       const url = new URL(db);
-      for (const value of [url.password, ...[...url.searchParams].filter(([name]) => SECRET_PARAM.test(name)).map(([, v]) => v)]) {
+      for (const value of [
+        url.password,
+        ...[...url.searchParams].filter(([name]) => SECRET_PARAM.test(name)).map(([, v]) => v),
+      ]) {
         if (value === '') continue;
         secrets.add(value);
         secrets.add(encodeURIComponent(value));
@@ -108,7 +117,9 @@ export function redactDatabaseSecrets(text: string, db: string): string {
  */
 export function describeJsonError(message: string): string {
   const quoted = /^(.*?), (?:\.\.\.)?".*"(?:\.\.\.)? is not valid JSON$/s.exec(message);
-  return quoted === null ? redactUrls(message) : `${quoted[1]} (the text around it is not repeated: it may hold a password)`;
+  return quoted === null
+    ? redactUrls(message)
+    : `${quoted[1]} (the text around it is not repeated: it may hold a password)`;
 }
 
 export class PostgresSetupError extends Error {
@@ -125,7 +136,9 @@ async function loadPg(): Promise<PgModule> {
     return mod.default ?? mod;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND') {
-      throw new PostgresSetupError('the database is a postgres:// URL but the pg package is not installed: install pg (npm install pg) beside relayer-api');
+      throw new PostgresSetupError(
+        'the database is a postgres:// URL but the pg package is not installed: install pg (npm install pg) beside relayer-api',
+      );
     }
     throw error;
   }
@@ -142,7 +155,9 @@ function takeInteger(url: URL, name: string, min: number, max: number): number |
   const value = url.searchParams.get(name);
   if (value === null) return undefined;
   if (!/^\d{1,7}$/.test(value) || Number(value) < min || Number(value) > max) {
-    throw new PostgresSetupError(`${name} in the database URL must be an integer from ${min} to ${max}, got ${JSON.stringify(value.slice(0, 16))}`);
+    throw new PostgresSetupError(
+      `${name} in the database URL must be an integer from ${min} to ${max}, got ${JSON.stringify(value.slice(0, 16))}`,
+    );
   }
   url.searchParams.delete(name);
   return Number(value);
@@ -171,7 +186,11 @@ export function postgresPoolConfigs(db: string): PostgresPoolConfigs {
   const max = takeInteger(url, 'pool_size', 1, 9999) ?? DEFAULT_POOL_SIZE;
   const statementTimeout = takeInteger(url, 'statement_timeout', 0, 3_600_000) ?? DEFAULT_STATEMENT_TIMEOUT_MS;
   const lockTimeout = takeInteger(url, 'lock_timeout', 0, 3_600_000) ?? DEFAULT_LOCK_TIMEOUT_MS;
-  const common = { connectionString: url.href, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, application_name: 'relayer-server' };
+  const common = {
+    connectionString: url.href,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    application_name: 'relayer-server',
+  };
   return {
     pool: {
       ...common,
@@ -190,7 +209,11 @@ export function postgresPoolConfigs(db: string): PostgresPoolConfigs {
  * Opens the pool and the store, after running the migrations on a connection of their own (see
  * postgresPoolConfigs for the URL's parameters).
  */
-export async function openPostgresFromUrl(db: string, relayApi: RelayApiConfig, logger: Logger): Promise<OpenedPostgres> {
+export async function openPostgresFromUrl(
+  db: string,
+  relayApi: RelayApiConfig,
+  logger: Logger,
+): Promise<OpenedPostgres> {
   const configs = postgresPoolConfigs(db);
   const pg = await loadPg();
   const migrationPool = new pg.Pool(configs.migration);
@@ -206,7 +229,10 @@ export async function openPostgresFromUrl(db: string, relayApi: RelayApiConfig, 
       relayApi,
       migrate: false,
       // An idle connection the server dropped (a restart, a failover): the pool opens a new one.
-      onPoolError: (error) => logger.warn('database connection lost', { error: redactDatabaseSecrets(`${error.name}: ${error.message.split('\n')[0]}`, db) }),
+      onPoolError: (error) =>
+        logger.warn('database connection lost', {
+          error: redactDatabaseSecrets(`${error.name}: ${error.message.split('\n')[0]}`, db),
+        }),
     });
     return {
       store,

@@ -79,7 +79,8 @@ function applyFlags(config: RelayerConfig, flags: ReturnType<typeof parseFlags>)
     config.server.host = flags.host;
   }
   if (flags.port !== undefined) {
-    if (!/^\d{1,5}$/.test(flags.port) || Number(flags.port) > 65535) fail(2, '--port must be an integer from 0 to 65535');
+    if (!/^\d{1,5}$/.test(flags.port) || Number(flags.port) > 65535)
+      fail(2, '--port must be an integer from 0 to 65535');
     config.server.port = Number(flags.port);
   }
   if (flags.db !== undefined) {
@@ -140,12 +141,18 @@ async function main(): Promise<void> {
     address = await relay.listen();
   } catch (error) {
     await store.close();
-    return fail(1, `cannot listen on ${config.server.host}:${config.server.port}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    return fail(
+      1,
+      `cannot listen on ${config.server.host}:${config.server.port}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+    );
   }
   if (!isLoopback(config.server.host) && config.server.adminToken === null) {
-    logger.warn('bound to a non-loopback address without server.adminToken: the merkle endpoints are open to the network', {
-      host: config.server.host,
-    });
+    logger.warn(
+      'bound to a non-loopback address without server.adminToken: the merkle endpoints are open to the network',
+      {
+        host: config.server.host,
+      },
+    );
   }
   logger.info('started', {
     chains: Object.keys(config.chains).length,
@@ -174,7 +181,10 @@ async function main(): Promise<void> {
   store.closed?.catch(async (error: Error) => {
     if (stopping) return;
     stopping = true;
-    logger.error('the store stopped; exiting', { error: error.cause instanceof Error ? error.cause.message : error.message, in_flight: relay.api.inFlight() });
+    logger.error('the store stopped; exiting', {
+      error: error.cause instanceof Error ? error.cause.message : error.message,
+      in_flight: relay.api.inFlight(),
+    });
     await relay.close(10_000);
     process.exit(1);
   });
@@ -183,7 +193,14 @@ async function main(): Promise<void> {
 process.on('uncaughtException', (error) => {
   // No stack in the log: the name and message are enough to find the fault, and safe to show.
   // URLs (a database's, an RPC endpoint's) are cut to scheme://host: they may carry credentials.
-  process.stderr.write(JSON.stringify({ time: new Date().toISOString(), level: 'error', msg: 'uncaught exception', error: redactUrls(`${error.name}: ${error.message}`) }) + '\n');
+  process.stderr.write(
+    JSON.stringify({
+      time: new Date().toISOString(),
+      level: 'error',
+      msg: 'uncaught exception',
+      error: redactUrls(`${error.name}: ${error.message}`),
+    }) + '\n',
+  );
   process.exit(1);
 });
 

@@ -81,7 +81,8 @@ function applyFlags(config: RelayerConfig, flags: ReturnType<typeof parseFlags>[
     config.worker.host = flags.host;
   }
   if (flags.port !== undefined) {
-    if (!/^\d{1,5}$/.test(flags.port) || Number(flags.port) > 65535) fail(2, '--port must be an integer from 0 to 65535');
+    if (!/^\d{1,5}$/.test(flags.port) || Number(flags.port) > 65535)
+      fail(2, '--port must be an integer from 0 to 65535');
     config.worker.port = Number(flags.port);
   }
   if (flags.db !== undefined) {
@@ -99,15 +100,23 @@ async function loadWorkerModule(): Promise<typeof import('../lib/worker/index.ts
   } catch (error) {
     const e = error as NodeJS.ErrnoException;
     if (e.code === 'ERR_MODULE_NOT_FOUND' && /'viem'|"viem"|viem\//.test(e.message)) {
-      return fail(1, 'the delivery worker needs the viem package, which is not installed: install viem (npm install viem) beside relayer-api');
+      return fail(
+        1,
+        'the delivery worker needs the viem package, which is not installed: install viem (npm install viem) beside relayer-api',
+      );
     }
     throw error;
   }
 }
 
-async function requeue(config: RelayerConfig, positionals: string[], logger: ReturnType<typeof createLogger>): Promise<number> {
+async function requeue(
+  config: RelayerConfig,
+  positionals: string[],
+  logger: ReturnType<typeof createLogger>,
+): Promise<number> {
   const id = positionals[1];
-  if (positionals.length !== 2 || !/^0x[0-9a-fA-F]{64}$/.test(id ?? '')) return fail(2, 'usage: relayer-worker requeue <message_id> (0x + 64 hex)');
+  if (positionals.length !== 2 || !/^0x[0-9a-fA-F]{64}$/.test(id ?? ''))
+    return fail(2, 'usage: relayer-worker requeue <message_id> (0x + 64 hex)');
   const store = await openRelayerStore('relayer-worker', config, logger);
   try {
     const { outbox } = store;
@@ -116,7 +125,9 @@ async function requeue(config: RelayerConfig, positionals: string[], logger: Ret
       process.stdout.write(`requeued ${id.toLowerCase()} (attempts so far ${before?.attempts ?? 0})\n`);
       return 0;
     }
-    process.stderr.write(`relayer-worker: not requeued: ${before ? `message ${id.toLowerCase()} is ${before.status}, not failed` : `no message ${id.toLowerCase()}`}\n`);
+    process.stderr.write(
+      `relayer-worker: not requeued: ${before ? `message ${id.toLowerCase()} is ${before.status}, not failed` : `no message ${id.toLowerCase()}`}\n`,
+    );
     return 1;
   } finally {
     await store.close();
@@ -131,7 +142,8 @@ async function main(): Promise<void> {
   }
   const command = positionals[0];
   // A stray database URL (a forgotten --db) must not be echoed with its password.
-  if (command !== undefined && command !== 'requeue') fail(2, `unknown command ${JSON.stringify(redactUrls(command).slice(0, 64))}\n\n${HELP}`);
+  if (command !== undefined && command !== 'requeue')
+    fail(2, `unknown command ${JSON.stringify(redactUrls(command).slice(0, 64))}\n\n${HELP}`);
   const level = flags['log-level'] ?? process.env.RELAYER_LOG_LEVEL ?? 'info';
   if (!isLogLevel(level)) {
     const source = flags['log-level'] !== undefined ? '--log-level' : 'RELAYER_LOG_LEVEL';
@@ -179,7 +191,10 @@ async function main(): Promise<void> {
     address = await ops.listen(config.worker.port, config.worker.host);
   } catch (error) {
     await store.close();
-    return fail(1, `cannot listen on ${config.worker.host}:${config.worker.port}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    return fail(
+      1,
+      `cannot listen on ${config.worker.host}:${config.worker.port}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+    );
   }
   logger.info('started', {
     signer: relayer.address,
@@ -209,7 +224,14 @@ async function main(): Promise<void> {
 
 process.on('uncaughtException', (error) => {
   // URLs (a database's, an RPC endpoint's) are cut to scheme://host: they may carry credentials.
-  process.stderr.write(JSON.stringify({ time: new Date().toISOString(), level: 'error', msg: 'uncaught exception', error: redactUrls(`${error.name}: ${error.message}`) }) + '\n');
+  process.stderr.write(
+    JSON.stringify({
+      time: new Date().toISOString(),
+      level: 'error',
+      msg: 'uncaught exception',
+      error: redactUrls(`${error.name}: ${error.message}`),
+    }) + '\n',
+  );
   process.exit(1);
 });
 

@@ -99,7 +99,8 @@ const ZERO_UINT32_PAD = '0x' + '00'.repeat(28);
 export function decodeDispatchLog(log: Log): DispatchEvent {
   const [, senderWord, destinationWord, recipientWord] = readTopics(log, 4, DISPATCH_TOPIC);
   if (!senderWord.startsWith(ZERO_ADDRESS_PAD)) throw new DecodeError('topic', 'sender topic has dirty high bytes');
-  if (!destinationWord.startsWith(ZERO_UINT32_PAD)) throw new DecodeError('topic', 'destination topic has dirty high bytes');
+  if (!destinationWord.startsWith(ZERO_UINT32_PAD))
+    throw new DecodeError('topic', 'destination topic has dirty high bytes');
   return {
     sender: '0x' + senderWord.slice(ZERO_ADDRESS_PAD.length),
     destination: Number.parseInt(destinationWord.slice(ZERO_UINT32_PAD.length), 16),

@@ -4,7 +4,13 @@
  * Dispatch events and the V2 MessageTransmitter's MessageSent events are equally many (and there
  * is at least one).
  */
-import { DISPATCH_TOPIC, MESSAGE_SENT_TOPIC, decodeDispatchLog, decodeMessageSentLog, type DispatchEvent } from './abi.ts';
+import {
+  DISPATCH_TOPIC,
+  MESSAGE_SENT_TOPIC,
+  decodeDispatchLog,
+  decodeMessageSentLog,
+  type DispatchEvent,
+} from './abi.ts';
 import { DecodeError, RelayError } from './errors.ts';
 import { bytesToHex, readUint32 } from './hex.ts';
 import { messageFromDispatch, type HyperlaneMessage } from './message.ts';
@@ -46,9 +52,11 @@ export interface CctpV2Message {
 /** Layout of circlefin/evm-cctp-contracts `src/messages/v2/MessageV2.sol`. */
 export function parseCctpV2Message(raw: Uint8Array): CctpV2Message {
   if (!(raw instanceof Uint8Array)) throw new DecodeError('data', 'message is not bytes');
-  if (raw.length < BODY_INDEX) throw new DecodeError('short', `CCTP message has ${raw.length} bytes, need at least 148`);
+  if (raw.length < BODY_INDEX)
+    throw new DecodeError('short', `CCTP message has ${raw.length} bytes, need at least 148`);
   const version = readUint32(raw, 0);
-  if (version !== CCTP_V2_MESSAGE_VERSION) throw new DecodeError('version', `CCTP message version is ${version}, expected 1`);
+  if (version !== CCTP_V2_MESSAGE_VERSION)
+    throw new DecodeError('version', `CCTP message version is ${version}, expected 1`);
   return {
     version,
     sourceDomain: readUint32(raw, 4),
@@ -99,7 +107,10 @@ export function extractMessages(receipt: Receipt, chain: ChainConfig, maxMessage
     }
   }
   if (dispatches.length > maxMessages) {
-    throw new RelayError('too_many_messages', `transaction has ${dispatches.length} messages, at most ${maxMessages} allowed`);
+    throw new RelayError(
+      'too_many_messages',
+      `transaction has ${dispatches.length} messages, at most ${maxMessages} allowed`,
+    );
   }
   const messages = dispatches.map((event) => messageFromDispatch(event, chain.domainId));
   return messages.length > 0 && messages.length === cctpTransfers ? messages : [];

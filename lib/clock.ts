@@ -31,7 +31,8 @@ export const systemClock: Clock = {
   setTimeout(fn, ms, options) {
     const handle = setTimeout(fn, ms) as unknown as { unref?: () => void };
     // Web APIs return a number; Node returns an object that can be unref'd.
-    if (options?.background && typeof handle === 'object' && handle !== null && typeof handle.unref === 'function') handle.unref();
+    if (options?.background && typeof handle === 'object' && handle !== null && typeof handle.unref === 'function')
+      handle.unref();
     return handle;
   },
   clearTimeout(handle) {

@@ -9,7 +9,18 @@
 import { DEFAULT_CCTP_V2_TRANSMITTERS } from './cctp.ts';
 import { BUILTIN_CHAINS } from './chains.generated.ts';
 import { ConfigError } from './errors.ts';
-import { address20, array, integer, join, nonEmptyString, object, required, string, typeName, type Obj } from './fields.ts';
+import {
+  address20,
+  array,
+  integer,
+  join,
+  nonEmptyString,
+  object,
+  required,
+  string,
+  typeName,
+  type Obj,
+} from './fields.ts';
 import { UINT32_MAX } from './hex.ts';
 import { parseAddressList, parseMatchingList } from './policy.ts';
 import type { ChainConfig, RelayApiConfig, RelayerConfig, ServerConfig, WorkerConfig } from './types.ts';
@@ -70,7 +81,8 @@ function httpUrl(value: unknown, key: string): string {
   } catch {
     throw new ConfigError(key, `not a URL: ${JSON.stringify(s)}`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(key, `expected an http(s) URL, got ${url.protocol}`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new ConfigError(key, `expected an http(s) URL, got ${url.protocol}`);
   return s;
 }
 
@@ -99,7 +111,10 @@ function checkToleratedKeys(name: string, obj: Obj, key: string): void {
     throw new ConfigError(join(key, 'name'), `must equal the chain's key ${JSON.stringify(name)}`);
   }
   if (obj.protocol !== undefined && obj.protocol !== 'ethereum') {
-    throw new ConfigError(join(key, 'protocol'), `only "ethereum" (EVM) chains are supported, got ${JSON.stringify(obj.protocol)}`);
+    throw new ConfigError(
+      join(key, 'protocol'),
+      `only "ethereum" (EVM) chains are supported, got ${JSON.stringify(obj.protocol)}`,
+    );
   }
   if (obj.displayName !== undefined) string(obj.displayName, join(key, 'displayName'));
   if (obj.isTestnet !== undefined && typeof obj.isTestnet !== 'boolean') {
@@ -128,11 +143,15 @@ function parseChains(value: unknown, key: string): Record<string, ChainConfig> {
   for (const name of Object.keys(obj)) {
     const where = join(key, name);
     if (!CHAIN_NAME.test(name) || name.length > 128) {
-      throw new ConfigError(where, 'chain names are lower-case letters and digits, starting with a letter (at most 128)');
+      throw new ConfigError(
+        where,
+        'chain names are lower-case letters and digits, starting with a letter (at most 128)',
+      );
     }
     const chain = parseChain(name, obj[name], where);
     const taken = byDomain.get(chain.domainId);
-    if (taken !== undefined) throw new ConfigError(join(where, 'domainId'), `domain ${chain.domainId} is already used by chain ${taken}`);
+    if (taken !== undefined)
+      throw new ConfigError(join(where, 'domainId'), `domain ${chain.domainId} is already used by chain ${taken}`);
     byDomain.set(chain.domainId, name);
     chains[name] = chain;
   }
@@ -168,7 +187,16 @@ function optionalInt(obj: Obj, name: string, key: string, fallback: number, min:
 
 function parseRelayApi(value: unknown, key: string): RelayApiConfig {
   const d = DEFAULTS.relayApi;
-  const obj = value === undefined ? {} : object(value, key, ['rateLimit', 'dedupWindowSeconds', 'dedupCapacity', 'receiptTimeoutSeconds', 'maxMessagesPerTx']);
+  const obj =
+    value === undefined
+      ? {}
+      : object(value, key, [
+          'rateLimit',
+          'dedupWindowSeconds',
+          'dedupCapacity',
+          'receiptTimeoutSeconds',
+          'maxMessagesPerTx',
+        ]);
   const rlKey = join(key, 'rateLimit');
   const rl = obj.rateLimit === undefined ? {} : object(obj.rateLimit, rlKey, ['burst', 'perMinute']);
   const max = Number.MAX_SAFE_INTEGER;
@@ -179,7 +207,14 @@ function parseRelayApi(value: unknown, key: string): RelayApiConfig {
     },
     dedupWindowSeconds: optionalInt(obj, 'dedupWindowSeconds', key, d.dedupWindowSeconds, 1, MAX_TIMER_SECONDS),
     dedupCapacity: optionalInt(obj, 'dedupCapacity', key, d.dedupCapacity, 1, max),
-    receiptTimeoutSeconds: optionalInt(obj, 'receiptTimeoutSeconds', key, d.receiptTimeoutSeconds, 1, MAX_TIMER_SECONDS),
+    receiptTimeoutSeconds: optionalInt(
+      obj,
+      'receiptTimeoutSeconds',
+      key,
+      d.receiptTimeoutSeconds,
+      1,
+      MAX_TIMER_SECONDS,
+    ),
     maxMessagesPerTx: optionalInt(obj, 'maxMessagesPerTx', key, d.maxMessagesPerTx, 1, max),
   };
 }
@@ -197,7 +232,8 @@ function parseOrigin(value: unknown, key: string): string {
   const s = nonEmptyString(value, key);
   if (s === '*') return s;
   // scheme://host[:port] and at most a trailing slash: no credentials, path, query or fragment.
-  const bad = () => new ConfigError(key, `expected "*" or an origin like "https://app.example.org", got ${JSON.stringify(s)}`);
+  const bad = () =>
+    new ConfigError(key, `expected "*" or an origin like "https://app.example.org", got ${JSON.stringify(s)}`);
   if (!/^https?:\/\/[^/?#@\\]+\/?$/i.test(s)) throw bad();
   try {
     return new URL(s).origin;
@@ -208,14 +244,20 @@ function parseOrigin(value: unknown, key: string): string {
 
 function parseServer(value: unknown, key: string): ServerConfig {
   const d = DEFAULTS.server;
-  const obj = value === undefined ? {} : object(value, key, ['host', 'port', 'adminToken', 'corsOrigins', 'maxRelayBodyBytes', 'maxMerkleBodyBytes']);
+  const obj =
+    value === undefined
+      ? {}
+      : object(value, key, ['host', 'port', 'adminToken', 'corsOrigins', 'maxRelayBodyBytes', 'maxMerkleBodyBytes']);
   const max = Number.MAX_SAFE_INTEGER;
   const corsKey = join(key, 'corsOrigins');
   return {
     host: obj.host === undefined ? d.host : nonEmptyString(obj.host, join(key, 'host')),
     port: optionalInt(obj, 'port', key, d.port, 0, 65_535),
     adminToken: parseAdminToken(obj.adminToken, join(key, 'adminToken')),
-    corsOrigins: obj.corsOrigins === undefined ? [] : array(obj.corsOrigins, corsKey).map((o, i) => parseOrigin(o, `${corsKey}[${i}]`)),
+    corsOrigins:
+      obj.corsOrigins === undefined
+        ? []
+        : array(obj.corsOrigins, corsKey).map((o, i) => parseOrigin(o, `${corsKey}[${i}]`)),
     maxRelayBodyBytes: optionalInt(obj, 'maxRelayBodyBytes', key, d.maxRelayBodyBytes, 1, max),
     maxMerkleBodyBytes: optionalInt(obj, 'maxMerkleBodyBytes', key, d.maxMerkleBodyBytes, 1, max),
   };
@@ -247,12 +289,24 @@ function parseWorker(value: unknown, key: string): WorkerConfig {
   const obj = value === undefined ? {} : object(value, key, ['host', ...names]);
   const worker = { ...d, host: obj.host === undefined ? d.host : nonEmptyString(obj.host, join(key, 'host')) };
   for (const name of names) worker[name] = optionalInt(obj, name, key, d[name], ...WORKER_LIMITS[name]);
-  if (worker.retryMaxSeconds < worker.retryBaseSeconds) throw new ConfigError(join(key, 'retryMaxSeconds'), 'must be at least retryBaseSeconds');
-  if (worker.pendingRetryMaxSeconds < worker.pendingRetrySeconds) throw new ConfigError(join(key, 'pendingRetryMaxSeconds'), 'must be at least pendingRetrySeconds');
+  if (worker.retryMaxSeconds < worker.retryBaseSeconds)
+    throw new ConfigError(join(key, 'retryMaxSeconds'), 'must be at least retryBaseSeconds');
+  if (worker.pendingRetryMaxSeconds < worker.pendingRetrySeconds)
+    throw new ConfigError(join(key, 'pendingRetryMaxSeconds'), 'must be at least pendingRetrySeconds');
   return worker;
 }
 
-const TOP_KEYS = ['chains', 'relayChains', 'whitelist', 'blacklist', 'addressBlacklist', 'relayApi', 'server', 'worker', 'db'] as const;
+const TOP_KEYS = [
+  'chains',
+  'relayChains',
+  'whitelist',
+  'blacklist',
+  'addressBlacklist',
+  'relayApi',
+  'server',
+  'worker',
+  'db',
+] as const;
 
 /** Validates a parsed config file (docs/design.md#configuration). Throws ConfigError naming the offending key. */
 export function parseConfig(input: unknown): RelayerConfig {
@@ -260,10 +314,12 @@ export function parseConfig(input: unknown): RelayerConfig {
   const chains = root.chains === undefined ? builtinChains() : parseChains(root.chains, 'chains');
   return {
     chains,
-    relayChains: root.relayChains === undefined ? Object.keys(chains) : parseRelayChains(root.relayChains, 'relayChains', chains),
+    relayChains:
+      root.relayChains === undefined ? Object.keys(chains) : parseRelayChains(root.relayChains, 'relayChains', chains),
     whitelist: root.whitelist === undefined ? [] : parseMatchingList(root.whitelist, 'whitelist'),
     blacklist: root.blacklist === undefined ? [] : parseMatchingList(root.blacklist, 'blacklist'),
-    addressBlacklist: root.addressBlacklist === undefined ? [] : parseAddressList(root.addressBlacklist, 'addressBlacklist'),
+    addressBlacklist:
+      root.addressBlacklist === undefined ? [] : parseAddressList(root.addressBlacklist, 'addressBlacklist'),
     relayApi: parseRelayApi(root.relayApi, 'relayApi'),
     server: parseServer(root.server, 'server'),
     worker: parseWorker(root.worker, 'worker'),

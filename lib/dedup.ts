@@ -97,11 +97,15 @@ export function createMemoryDedupStore(opts: DedupCacheOptions): MemoryDedupStor
     if (sweepTimer !== undefined || expiries.size === 0) return;
     const first = expiries.values().next().value as number;
     // Background: expired entries need no sweeping once nothing else keeps the process alive.
-    sweepTimer = clock.setTimeout(() => {
-      sweepTimer = undefined;
-      dropExpired(clock.now());
-      scheduleSweep();
-    }, Math.max(SWEEP_MIN_INTERVAL_MS, first - clock.now()), { background: true });
+    sweepTimer = clock.setTimeout(
+      () => {
+        sweepTimer = undefined;
+        dropExpired(clock.now());
+        scheduleSweep();
+      },
+      Math.max(SWEEP_MIN_INTERVAL_MS, first - clock.now()),
+      { background: true },
+    );
   }
 
   function insert(key: string, expiry: number): void {

@@ -31,13 +31,32 @@ export type Reason = keyof typeof REASON_STATUS;
 
 /** Why a log or message does not decode (lib/abi.ts, lib/message.ts, lib/cctp.ts). */
 export type DecodeCode =
-  | 'data' | 'short' | 'offset' | 'length' | 'padding' | 'trailing'
-  | 'topic_count' | 'topic0' | 'topic' | 'version' | 'origin' | 'mismatch';
+  | 'data'
+  | 'short'
+  | 'offset'
+  | 'length'
+  | 'padding'
+  | 'trailing'
+  | 'topic_count'
+  | 'topic0'
+  | 'topic'
+  | 'version'
+  | 'origin'
+  | 'mismatch';
 
 /** Why one JSON-RPC attempt failed (lib/rpc.ts): the fetcher then fails over to the next URL. */
 export type RpcFailureCode =
-  | 'transport' | 'attempt_timeout' | 'deadline' | 'http_status' | 'too_large' | 'invalid_json'
-  | 'not_json_rpc' | 'wrong_id' | 'rpc_error' | 'malformed_receipt' | 'wrong_transaction';
+  | 'transport'
+  | 'attempt_timeout'
+  | 'deadline'
+  | 'http_status'
+  | 'too_large'
+  | 'invalid_json'
+  | 'not_json_rpc'
+  | 'wrong_id'
+  | 'rpc_error'
+  | 'malformed_receipt'
+  | 'wrong_transaction';
 
 /**
  * What relayer-api/client reports when there is no API answer to quote: the request never got one
@@ -53,7 +72,14 @@ export type ClientFailureCode = 'network_error' | 'bad_response' | 'deadline_exc
  */
 export type UsageCode = 'invalid_argument' | 'out_of_range';
 
-export type ErrorCode = Reason | DecodeCode | RpcFailureCode | ClientFailureCode | UsageCode | 'invalid_config' | 'schema_version';
+export type ErrorCode =
+  | Reason
+  | DecodeCode
+  | RpcFailureCode
+  | ClientFailureCode
+  | UsageCode
+  | 'invalid_config'
+  | 'schema_version';
 
 /** Marks the family's members that cannot extend BaseError (they extend TypeError or RangeError). */
 const FAMILY: unique symbol = Symbol.for('relayer-api.error-family');

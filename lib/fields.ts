@@ -62,7 +62,8 @@ export function required(obj: Obj, name: string, key: string): unknown {
 /** 20-byte address, any case; mixed case must be a valid EIP-55 checksum. Returns lower-case. */
 export function address20(value: unknown, key: string): string {
   const s = string(value, key);
-  if (!s.startsWith('0x') || !isHexOfLength(s, 20)) throw new ConfigError(key, `expected a 20-byte 0x address, got ${JSON.stringify(s)}`);
+  if (!s.startsWith('0x') || !isHexOfLength(s, 20))
+    throw new ConfigError(key, `expected a 20-byte 0x address, got ${JSON.stringify(s)}`);
   if (!hasValidChecksum(s)) throw new ConfigError(key, `bad EIP-55 checksum in ${s}`);
   return s.toLowerCase();
 }
@@ -70,6 +71,7 @@ export function address20(value: unknown, key: string): string {
 /** 32-byte word (0x + 64 hex, any case), lower-case. */
 export function word32(value: unknown, key: string, what: string): string {
   const s = string(value, key);
-  if (!s.startsWith('0x') || !isHexOfLength(s, 32)) throw new ConfigError(key, `expected ${what} (0x + 64 hex), got ${JSON.stringify(s)}`);
+  if (!s.startsWith('0x') || !isHexOfLength(s, 32))
+    throw new ConfigError(key, `expected ${what} (0x + 64 hex), got ${JSON.stringify(s)}`);
   return s.toLowerCase();
 }

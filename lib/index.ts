@@ -1,21 +1,82 @@
 /** relayer-api: the pure core. Web APIs only: no node:* import anywhere below this file. */
 export { keccak256 } from './keccak.ts';
 export { bytesToHex, hexToBytes } from './hex.ts';
-export { BaseError, ConfigError, DecodeError, RelayError, RpcError, REASON_STATUS, retryAfterHeader, toRelayError, type DecodeCode, type ErrorCode, type Reason, type RpcFailureCode } from './errors.ts';
+export {
+  BaseError,
+  ConfigError,
+  DecodeError,
+  RelayError,
+  RpcError,
+  REASON_STATUS,
+  retryAfterHeader,
+  toRelayError,
+  type DecodeCode,
+  type ErrorCode,
+  type Reason,
+  type RpcFailureCode,
+} from './errors.ts';
 export { systemClock, type Clock } from './clock.ts';
-export { DISPATCH_TOPIC, MESSAGE_SENT_TOPIC, decodeDispatchLog, decodeMessageSentLog, type DispatchEvent, type Log } from './abi.ts';
+export {
+  DISPATCH_TOPIC,
+  MESSAGE_SENT_TOPIC,
+  decodeDispatchLog,
+  decodeMessageSentLog,
+  type DispatchEvent,
+  type Log,
+} from './abi.ts';
 export { parseHyperlaneMessage, type HyperlaneMessage } from './message.ts';
-export { DEFAULT_CCTP_V2_TRANSMITTER, DEFAULT_CCTP_V2_TRANSMITTERS, extractMessages, parseCctpV2Message, type CctpV2Message } from './cctp.ts';
+export {
+  DEFAULT_CCTP_V2_TRANSMITTER,
+  DEFAULT_CCTP_V2_TRANSMITTERS,
+  extractMessages,
+  parseCctpV2Message,
+  type CctpV2Message,
+} from './cctp.ts';
 export { compileMatchingList, createPolicy, matchesList, parseMatchingList, type MatchingRule } from './policy.ts';
 export { createMemoryDedupStore, createDedupCache, type DedupStore, type Reservation } from './dedup.ts';
 export { createTokenBucket, type RateLimiter, type TakeResult } from './rate-limit.ts';
-export { callStore, isStoreUnavailable, StoreUnavailableError, toStoreError, withDeadline, STORE_RETRY_AFTER_SECONDS, type RelayerStore } from './store.ts';
-export { createReceiptFetcher, parseReceipt, type Receipt, type ReceiptFetchEvent, type ReceiptFetcherOptions, type ReceiptSource } from './receipt.ts';
+export {
+  callStore,
+  isStoreUnavailable,
+  StoreUnavailableError,
+  toStoreError,
+  withDeadline,
+  STORE_RETRY_AFTER_SECONDS,
+  type RelayerStore,
+} from './store.ts';
+export {
+  createReceiptFetcher,
+  parseReceipt,
+  type Receipt,
+  type ReceiptFetchEvent,
+  type ReceiptFetcherOptions,
+  type ReceiptSource,
+} from './receipt.ts';
 export { createRpcClient, redactUrl, type FetchLike, type RpcCall, type RpcOptions } from './rpc.ts';
 export { createMemoryMerkleStore, type MemoryMerkleStore } from './merkle.ts';
-export { createMemoryOutbox, type Outbox, type OutboxMessage, type OutboxRecord, type ClaimedMessage, type MessageStatus, type MarkDeliveredOptions, type MarkFailedOptions, type RelayQueue } from './outbox.ts';
+export {
+  createMemoryOutbox,
+  type Outbox,
+  type OutboxMessage,
+  type OutboxRecord,
+  type ClaimedMessage,
+  type MessageStatus,
+  type MarkDeliveredOptions,
+  type MarkFailedOptions,
+  type RelayQueue,
+} from './outbox.ts';
 export { parseConfig, defaultConfig } from './config.ts';
-export { createRelayPipeline, type RelayPipeline, type RelayPipelineOptions, type RelayCallOptions } from './pipeline.ts';
-export { validateRelayRequest, validateMerkleRequest, validateMerkleRange, MAX_ORIGIN_CHAIN_BYTES } from './validate.ts';
+export {
+  createRelayPipeline,
+  type RelayPipeline,
+  type RelayPipelineOptions,
+  type RelayCallOptions,
+} from './pipeline.ts';
+export {
+  validateRelayRequest,
+  validateMerkleRequest,
+  validateMerkleRange,
+  MAX_ORIGIN_CHAIN_BYTES,
+} from './validate.ts';
 export { createLogger, isLogLevel, silentLogger, LOG_LEVELS, type Logger, type LogLevel } from './log.ts';
 export type * from './types.ts';

@@ -4,7 +4,15 @@
  * engines it copies what it stores and what it returns, so callers cannot alias its rows.
  */
 import { systemClock, type Clock } from './clock.ts';
-import { checkClaim, checkExtend, checkMarkDelivered, checkMarkFailed, deadLetterError, newLease, validateOutboxBatch } from './outbox-checks.ts';
+import {
+  checkClaim,
+  checkExtend,
+  checkMarkDelivered,
+  checkMarkFailed,
+  deadLetterError,
+  newLease,
+  validateOutboxBatch,
+} from './outbox-checks.ts';
 import type { Outbox, OutboxRecord, Synchronous } from './outbox.ts';
 
 interface MemoryRow extends OutboxRecord {
@@ -73,7 +81,8 @@ export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
     byTx(originChain, txHash) {
       const hash = txHash.toLowerCase();
       const found: OutboxRecord[] = [];
-      for (const row of rows.values()) if (row.originChain === originChain && row.txHash === hash) found.push(toRecord(row));
+      for (const row of rows.values())
+        if (row.originChain === originChain && row.txHash === hash) found.push(toRecord(row));
       return found;
     },
 

@@ -33,7 +33,8 @@ export function createMemoryMerkleStore(): MemoryMerkleStore {
     },
     listMerkle(domain, start, end) {
       const found: MerkleInsertion[] = [];
-      for (const [leaf, record] of chains.get(domain) ?? []) if (leaf >= start && leaf <= end) found.push({ ...record });
+      for (const [leaf, record] of chains.get(domain) ?? [])
+        if (leaf >= start && leaf <= end) found.push({ ...record });
       return found.sort((a, b) => a.leaf_index - b.leaf_index);
     },
     size: () => rows,

@@ -34,7 +34,8 @@ export function parseHyperlaneMessage(raw: Uint8Array): HyperlaneMessage {
   if (!(raw instanceof Uint8Array)) throw new DecodeError('data', 'message is not bytes');
   if (raw.length < HEADER_LENGTH) throw new DecodeError('short', `message has ${raw.length} bytes, need at least 77`);
   const version = raw[0];
-  if (version !== HYPERLANE_MESSAGE_VERSION) throw new DecodeError('version', `message version is ${version}, expected 3`);
+  if (version !== HYPERLANE_MESSAGE_VERSION)
+    throw new DecodeError('version', `message version is ${version}, expected 3`);
   return {
     id: bytesToHex(keccak256(raw)),
     version,
@@ -58,7 +59,11 @@ export function messageFromDispatch(event: DispatchEvent, originDomain: number):
   if (message.origin !== originDomain) {
     throw new DecodeError('origin', `message origin ${message.origin} is not the chain's domain ${originDomain}`);
   }
-  if (message.sender !== addressWord(event.sender) || message.destination !== event.destination || message.recipient !== event.recipient) {
+  if (
+    message.sender !== addressWord(event.sender) ||
+    message.destination !== event.destination ||
+    message.recipient !== event.recipient
+  ) {
     throw new DecodeError('mismatch', 'message fields differ from the indexed Dispatch topics');
   }
   return message;

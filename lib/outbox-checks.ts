@@ -13,9 +13,11 @@ export const MAX_DESTINATION_TX_HASH_LENGTH = 256;
 
 /** Checks claim()'s arguments (shared by every engine); returns maxAttempts or null. */
 export function checkClaim(limit: number, leaseMs: number, opts?: ClaimOptions): number | null {
-  if (!Number.isSafeInteger(limit) || limit < 0) throw new OutOfRangeError(`claim(limit): expected a non-negative integer, got ${limit}`);
+  if (!Number.isSafeInteger(limit) || limit < 0)
+    throw new OutOfRangeError(`claim(limit): expected a non-negative integer, got ${limit}`);
   checkLeaseMs('claim', leaseMs);
-  if (opts !== undefined && (typeof opts !== 'object' || opts === null)) throw new InvalidArgumentError('claim(opts): expected an object');
+  if (opts !== undefined && (typeof opts !== 'object' || opts === null))
+    throw new InvalidArgumentError('claim(opts): expected an object');
   const max = opts?.maxAttempts;
   if (max === undefined) return null;
   if (!Number.isSafeInteger(max) || max < 1 || max > 2 ** 31 - 1) {
@@ -31,7 +33,8 @@ export function checkExtend(lease: unknown, leaseMs: number): string {
 }
 
 function checkLeaseMs(method: string, leaseMs: number): void {
-  if (!Number.isSafeInteger(leaseMs) || leaseMs <= 0) throw new OutOfRangeError(`${method}(leaseMs): expected a positive integer, got ${leaseMs}`);
+  if (!Number.isSafeInteger(leaseMs) || leaseMs <= 0)
+    throw new OutOfRangeError(`${method}(leaseMs): expected a positive integer, got ${leaseMs}`);
 }
 
 /** The last_error of a message claim() dead-lettered after `expiries` expired leases. */
@@ -43,7 +46,9 @@ export function deadLetterError(expiries: number, maxAttempts: number): string {
 export function checkMarkDelivered(opts: MarkDeliveredOptions): { destinationTxHash: string; lease: string } {
   const hash = opts?.destinationTxHash;
   if (typeof hash !== 'string' || hash.length === 0 || hash.length > MAX_DESTINATION_TX_HASH_LENGTH) {
-    throw new InvalidArgumentError(`markDelivered: destinationTxHash must be a string of 1..${MAX_DESTINATION_TX_HASH_LENGTH} characters`);
+    throw new InvalidArgumentError(
+      `markDelivered: destinationTxHash must be a string of 1..${MAX_DESTINATION_TX_HASH_LENGTH} characters`,
+    );
   }
   return { destinationTxHash: hash, lease: checkLease(opts.lease, 'markDelivered') };
 }
@@ -60,7 +65,8 @@ export function checkMarkFailed(opts: MarkFailedOptions): { error: string; retry
     return { error, retryAt: null, lease };
   }
   const retryAt = (opts as { retryAt?: unknown }).retryAt;
-  if (typeof retryAt !== 'number' || !Number.isFinite(retryAt)) throw new InvalidArgumentError('markFailed: retryAt must be a finite number (ms) or final: true');
+  if (typeof retryAt !== 'number' || !Number.isFinite(retryAt))
+    throw new InvalidArgumentError('markFailed: retryAt must be a finite number (ms) or final: true');
   return { error, retryAt, lease };
 }
 
@@ -69,7 +75,8 @@ export function checkMarkFailed(opts: MarkFailedOptions): { error: string; retry
  * error, thrown, never a silent `false` that a worker might read as "someone else has it".
  */
 function checkLease(lease: unknown, method: string): string {
-  if (typeof lease !== 'string' || lease.length === 0) throw new InvalidArgumentError(`${method}: lease must be the string claim() returned`);
+  if (typeof lease !== 'string' || lease.length === 0)
+    throw new InvalidArgumentError(`${method}: lease must be the string claim() returned`);
   return lease;
 }
 

@@ -128,7 +128,11 @@ export function createRelayPipeline(options: RelayPipelineOptions): RelayPipelin
    * request takes its token with its reservation; an invalid one still takes a token alone before
    * its 400 (a client over the limit is told 429 either way, as in run()).
    */
-  async function runAdmitted(admission: RelayAdmission, body: () => unknown, { signal, onValid }: RelayCallOptions = {}): Promise<RelayResponse> {
+  async function runAdmitted(
+    admission: RelayAdmission,
+    body: () => unknown,
+    { signal, onValid }: RelayCallOptions = {},
+  ): Promise<RelayResponse> {
     let request: ReturnType<typeof validateRelayRequest>;
     try {
       request = validateRelayRequest(body(), chains);
@@ -160,7 +164,12 @@ export function createRelayPipeline(options: RelayPipelineOptions): RelayPipelin
     const messages = extract(receipt, chain);
     for (const message of messages) checkPolicy(message);
     return {
-      messages: messages.map((m) => ({ message_id: m.id, origin: m.origin, destination: m.destination, nonce: m.nonce })),
+      messages: messages.map((m) => ({
+        message_id: m.id,
+        origin: m.origin,
+        destination: m.destination,
+        nonce: m.nonce,
+      })),
       batch: messages.map((m) => toOutbox(m, chain, txHash, clock)),
     };
   }
@@ -183,7 +192,8 @@ export function createRelayPipeline(options: RelayPipelineOptions): RelayPipelin
     dedup,
     rateLimiter,
     relay: (body, options) => (admission ? runAdmitted(admission, () => body, options) : run(() => body, options)),
-    relayText: (text, options) => (admission ? runAdmitted(admission, () => parseJsonBody(text), options) : run(() => parseJsonBody(text), options)),
+    relayText: (text, options) =>
+      admission ? runAdmitted(admission, () => parseJsonBody(text), options) : run(() => parseJsonBody(text), options),
   };
 }
 

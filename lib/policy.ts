@@ -40,7 +40,14 @@ export interface MatchingRule {
 
 type Filter<T> = T | T[] | '*';
 
-const RULE_KEYS = ['messageId', 'originDomain', 'senderAddress', 'destinationDomain', 'recipientAddress', 'bodyRegex'] as const;
+const RULE_KEYS = [
+  'messageId',
+  'originDomain',
+  'senderAddress',
+  'destinationDomain',
+  'recipientAddress',
+  'bodyRegex',
+] as const;
 
 /** "*", one value, or an array of values, each checked by `one`. */
 function filter<T>(value: unknown, key: string, one: (v: unknown, k: string) => T): Filter<T> {

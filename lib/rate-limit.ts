@@ -35,7 +35,9 @@ export function checkBucket(burst: number, perMinute: number): void {
 
 /** POST /relay's answer to a refused token (429 rate_limited). */
 export function rateLimitedError(retryAfterSeconds: number): RelayError {
-  return new RelayError('rate_limited', 'global rate limit exceeded; retry after a short backoff', { retryAfterSeconds });
+  return new RelayError('rate_limited', 'global rate limit exceeded; retry after a short backoff', {
+    retryAfterSeconds,
+  });
 }
 
 /** The refusal of a bucket holding `units` (< UNIT): Retry-After when the next token is in. */

@@ -11,7 +11,17 @@
 import { sleep, systemClock } from './clock.ts';
 import { RelayError, RpcError, type RpcFailureCode } from './errors.ts';
 import { hexToBytes, isHexOfLength, isPlainObject } from './hex.ts';
-import { causeText, classifyFailure, createRpcClient, fail, follow, redactEndpoint, redactUrl, type RpcFailureClass, type RpcOptions } from './rpc.ts';
+import {
+  causeText,
+  classifyFailure,
+  createRpcClient,
+  fail,
+  follow,
+  redactEndpoint,
+  redactUrl,
+  type RpcFailureClass,
+  type RpcOptions,
+} from './rpc.ts';
 import type { Log } from './abi.ts';
 import type { ChainConfig } from './types.ts';
 
@@ -125,7 +135,14 @@ export function createReceiptFetcher(opts: ReceiptFetcherOptions = {}): ReceiptS
         for (const url of chain.rpcUrls) {
           const startedAt = clock.now();
           const n = ++attempts;
-          const event = (ok: boolean): ReceiptFetchEvent => ({ chain: chain.name, rpc: redactUrl(url), txHash: txHash.toLowerCase(), attempt: n, ok, durationMs: clock.now() - startedAt });
+          const event = (ok: boolean): ReceiptFetchEvent => ({
+            chain: chain.name,
+            rpc: redactUrl(url),
+            txHash: txHash.toLowerCase(),
+            attempt: n,
+            ok,
+            durationMs: clock.now() - startedAt,
+          });
           let result: Receipt | null;
           try {
             const answer = await rpc(url, 'eth_getTransactionReceipt', [txHash], signal);

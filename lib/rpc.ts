@@ -28,7 +28,12 @@ export interface RpcOptions {
  * Sends `method(params)` to `url` and returns the JSON-RPC `result`. Throws RpcError for a failure
  * of this endpoint, or `signal`'s reason once it aborted.
  */
-export type RpcCall = (url: string, method: string, params: readonly unknown[], signal: AbortSignal) => Promise<unknown>;
+export type RpcCall = (
+  url: string,
+  method: string,
+  params: readonly unknown[],
+  signal: AbortSignal,
+) => Promise<unknown>;
 
 /** scheme://host[:port]: drops userinfo, path, query and fragment, where API keys live. */
 export function redactUrl(url: string): string {
@@ -80,7 +85,8 @@ function fetchWithUrlCredentials(input: string, init: RequestInit): Promise<Resp
     }
   };
   let binary = '';
-  for (const byte of new TextEncoder().encode(`${decode(url.username)}:${decode(url.password)}`)) binary += String.fromCharCode(byte);
+  for (const byte of new TextEncoder().encode(`${decode(url.username)}:${decode(url.password)}`))
+    binary += String.fromCharCode(byte);
   const headers = new Headers(init.headers);
   headers.set('authorization', `Basic ${btoa(binary)}`);
   url.username = '';
@@ -155,7 +161,10 @@ export function createRpcClient(opts: RpcOptions = {}): RpcCall {
   return async function call(url, method, params, outer) {
     const id = nextId++;
     const local = new AbortController();
-    const timer = clock.setTimeout(() => local.abort(new RpcError('attempt_timeout', 'attempt timed out')), attemptTimeoutMs);
+    const timer = clock.setTimeout(
+      () => local.abort(new RpcError('attempt_timeout', 'attempt timed out')),
+      attemptTimeoutMs,
+    );
     const unfollow = follow(outer, local);
     const signal = local.signal;
     try {
@@ -202,7 +211,14 @@ export function redactEndpoint(text: string, url: string): string {
   } catch {
     return text;
   }
-  const raw = [u.username, u.password, u.pathname, u.search.slice(1), ...u.pathname.split('/'), ...[...u.searchParams.values()]];
+  const raw = [
+    u.username,
+    u.password,
+    u.pathname,
+    u.search.slice(1),
+    ...u.pathname.split('/'),
+    ...[...u.searchParams.values()],
+  ];
   const pieces = new Set<string>();
   for (const piece of raw) {
     pieces.add(piece);
@@ -221,8 +237,16 @@ export function redactEndpoint(text: string, url: string): string {
 
 /** The class of an endpoint's failure, as an operator acts on it (docs/operations.md#logs). */
 export type RpcFailureClass =
-  | 'dns' | 'connection_refused' | 'connection_reset' | 'tls' | 'timeout' | 'transport'
-  | 'http_5xx' | 'http_4xx' | 'rpc_error' | 'malformed_answer';
+  | 'dns'
+  | 'connection_refused'
+  | 'connection_reset'
+  | 'tls'
+  | 'timeout'
+  | 'transport'
+  | 'http_5xx'
+  | 'http_4xx'
+  | 'rpc_error'
+  | 'malformed_answer';
 
 /** The innermost `code` property on the cause chain (Node's "ECONNREFUSED", undici's "UND_ERR_SOCKET"). */
 function transportCode(error: unknown): string | undefined {
@@ -239,10 +263,13 @@ export function classifyFailure(error: RpcError): { failure: RpcFailureClass; su
   switch (error.code) {
     case 'transport': {
       const code = transportCode(error.cause) ?? '';
-      if (/^(ENOTFOUND|EAI_AGAIN|EAI_NONAME|EAI_FAIL)$/.test(code)) return { failure: 'dns', summary: `DNS lookup failed (${code})` };
+      if (/^(ENOTFOUND|EAI_AGAIN|EAI_NONAME|EAI_FAIL)$/.test(code))
+        return { failure: 'dns', summary: `DNS lookup failed (${code})` };
       if (code === 'ECONNREFUSED') return { failure: 'connection_refused', summary: 'connection refused' };
-      if (/^(ECONNRESET|EPIPE|UND_ERR_SOCKET|UND_ERR_CLOSED)$/.test(code)) return { failure: 'connection_reset', summary: 'connection reset' };
-      if (/^(ETIMEDOUT|UND_ERR_CONNECT_TIMEOUT|UND_ERR_HEADERS_TIMEOUT|UND_ERR_BODY_TIMEOUT)$/.test(code)) return { failure: 'timeout', summary: 'timed out' };
+      if (/^(ECONNRESET|EPIPE|UND_ERR_SOCKET|UND_ERR_CLOSED)$/.test(code))
+        return { failure: 'connection_reset', summary: 'connection reset' };
+      if (/^(ETIMEDOUT|UND_ERR_CONNECT_TIMEOUT|UND_ERR_HEADERS_TIMEOUT|UND_ERR_BODY_TIMEOUT)$/.test(code))
+        return { failure: 'timeout', summary: 'timed out' };
       if (/CERT|TLS|SSL|UNABLE_TO_VERIFY/.test(code)) return { failure: 'tls', summary: `TLS error (${code})` };
       return { failure: 'transport', summary: code === '' ? 'transport error' : `transport error (${code})` };
     }

@@ -71,13 +71,30 @@ export const STORE_RETRY_AFTER_SECONDS = 1;
  * deadlocks (40001, 40P01), which a retry resolves.
  */
 function isTransientSqlState(code: string): boolean {
-  return code.startsWith('08') || code.startsWith('53') || code.startsWith('57P0') || code === '57014' || code === '55P03' || code === '40001' || code === '40P01';
+  return (
+    code.startsWith('08') ||
+    code.startsWith('53') ||
+    code.startsWith('57P0') ||
+    code === '57014' ||
+    code === '55P03' ||
+    code === '40001' ||
+    code === '40P01'
+  );
 }
 
 /** Node's socket and resolver errors: the database host cannot be reached right now. */
 const NETWORK_CODES: ReadonlySet<string> = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'EHOSTDOWN',
-  'ENETUNREACH', 'ENETDOWN', 'ENOTFOUND', 'EAI_AGAIN',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'EHOSTDOWN',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'ENOTFOUND',
+  'EAI_AGAIN',
 ]);
 
 /**
@@ -136,7 +153,10 @@ export function isPromiseLike<T>(value: T | PromiseLike<T>): value is PromiseLik
 export function withDeadline<T>(value: T | Promise<T>, ms: number, clock: Clock, what: string): Promise<T> {
   if (!isPromiseLike(value)) return Promise.resolve(value);
   return new Promise<T>((resolve, reject) => {
-    const timer = clock.setTimeout(() => reject(toStoreError(new StoreUnavailableError(`${what} did not answer within ${ms} ms`))), ms);
+    const timer = clock.setTimeout(
+      () => reject(toStoreError(new StoreUnavailableError(`${what} did not answer within ${ms} ms`))),
+      ms,
+    );
     value.then(
       (result) => {
         clock.clearTimeout(timer);

@@ -64,7 +64,9 @@ export function validateRelayRequest(body: unknown, chains: ReadonlyMap<string, 
   }
   const chain = chains.get(originChain);
   if (chain === undefined) {
-    throw invalid(`origin_chain ${quoteForMessage(originChain)} is not a chain known to this relayer; GET /chains lists the chains it knows`);
+    throw invalid(
+      `origin_chain ${quoteForMessage(originChain)} is not a chain known to this relayer; GET /chains lists the chains it knows`,
+    );
   }
   return { chain, txHash: lower };
 }

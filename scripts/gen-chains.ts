@@ -96,7 +96,7 @@ function render(version: string, rows: readonly Row[]): string {
     '  readonly chainId: number;',
     '  /** Mailbox address, lower-case. */',
     '  readonly mailbox: string;',
-    '  /** Public RPC endpoints listed in the registry metadata, in the registry\'s order. */',
+    "  /** Public RPC endpoints listed in the registry metadata, in the registry's order. */",
     '  readonly rpcUrls: readonly string[];',
     '}',
     '',

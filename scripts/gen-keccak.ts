@@ -135,7 +135,9 @@ if (import.meta.main) {
   if (process.argv.includes('--check')) {
     const current = readFileSync(OUTPUT, 'utf8');
     if (current !== text) {
-      console.error('lib/keccak-f.generated.ts is not what scripts/gen-keccak.ts writes; run node scripts/gen-keccak.ts');
+      console.error(
+        'lib/keccak-f.generated.ts is not what scripts/gen-keccak.ts writes; run node scripts/gen-keccak.ts',
+      );
       process.exit(1);
     }
   } else {

@@ -44,7 +44,9 @@ try {
   await delay(500);
   const idle = target.rss();
   const samples: Array<{ t: number; rss: number }> = [];
-  process.stdout.write(`soak: ${durationMs / 1000} s, ${connections} connections, seed ${seed}, server pid ${target.pid}, idle RSS ${mb(idle)}\n`);
+  process.stdout.write(
+    `soak: ${durationMs / 1000} s, ${connections} connections, seed ${seed}, server pid ${target.pid}, idle RSS ${mb(idle)}\n`,
+  );
   const report = await runLoad({
     url: target.url,
     durationMs,
@@ -76,9 +78,12 @@ try {
   const peakSecond = half.length > 0 ? Math.max(...half) : undefined;
 
   if (report.errors.length > 0) failures.push(`${report.errors.length} transport errors, first: ${report.errors[0]}`);
-  if (report.unexpected.length > 0) failures.push(`${report.unexpected.length} unexpected answers, first: ${report.unexpected[0]}`);
-  if (dedup !== report.committedPairs) failures.push(`dedup cache holds ${dedup} entries, ${report.committedPairs} pairs were answered 200`);
-  if (depth !== report.messagesAcknowledged) failures.push(`outbox depth ${depth}, ${report.messagesAcknowledged} messages acknowledged`);
+  if (report.unexpected.length > 0)
+    failures.push(`${report.unexpected.length} unexpected answers, first: ${report.unexpected[0]}`);
+  if (dedup !== report.committedPairs)
+    failures.push(`dedup cache holds ${dedup} entries, ${report.committedPairs} pairs were answered 200`);
+  if (depth !== report.messagesAcknowledged)
+    failures.push(`outbox depth ${depth}, ${report.messagesAcknowledged} messages acknowledged`);
   if (peakFirst !== undefined && peakSecond !== undefined && peakSecond > peakFirst * 1.25 + 32 * MB) {
     failures.push(`RSS still growing: peak ${mb(peakFirst)} in the first half, ${mb(peakSecond)} in the second`);
   }
@@ -106,15 +111,25 @@ try {
     clientLoopDelayMaxMs: report.clientLoopDelayMaxMs,
     connectionsOpened: report.connectionsOpened,
     // t: heap used / heap total / external (Buffers) / RSS, in MB, right after a full collection.
-    heapAfterFullGc: target.probes.map((p) => `${Math.round(p.t / 1000)}s:${[p.heapUsed, p.heapTotal, p.external, p.rss].map((v) => Math.round(v / MB)).join('/')}`).join(' '),
-    rssTimeline: samples.filter((_, i) => i % 5 === 4).map((s) => `${Math.round(s.t / 1000)}s:${Math.round(s.rss / MB)}`).join(' '),
+    heapAfterFullGc: target.probes
+      .map(
+        (p) =>
+          `${Math.round(p.t / 1000)}s:${[p.heapUsed, p.heapTotal, p.external, p.rss].map((v) => Math.round(v / MB)).join('/')}`,
+      )
+      .join(' '),
+    rssTimeline: samples
+      .filter((_, i) => i % 5 === 4)
+      .map((s) => `${Math.round(s.t / 1000)}s:${Math.round(s.rss / MB)}`)
+      .join(' '),
     errors: report.errors.length,
     unexpected: report.unexpected.length,
   };
   process.stdout.write(JSON.stringify(out, null, 2) + '\n');
   process.stdout.write('\n| kind | requests | outcomes | p50 ms | p99 ms | max ms |\n|---|---|---|---|---|---|\n');
   for (const [kind, k] of Object.entries(report.kinds)) {
-    const outcomes = Object.entries(k.outcomes).map(([o, n]) => `${o}: ${n}`).join(', ');
+    const outcomes = Object.entries(k.outcomes)
+      .map(([o, n]) => `${o}: ${n}`)
+      .join(', ');
     process.stdout.write(`| ${kind} | ${k.count} | ${outcomes} | ${k.p50} | ${k.p99} | ${k.max} |\n`);
   }
   code = failures.length === 0 ? 0 : 1;

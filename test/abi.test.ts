@@ -4,11 +4,29 @@ import fc from 'fast-check';
 import { decodeEventLog, encodeAbiParameters, encodeEventTopics, parseAbi, toHex, type Hex } from 'viem';
 import { keccak_256 } from '@noble/hashes/sha3.js';
 import { DecodeError } from '../lib/errors.ts';
-import { DISPATCH_TOPIC, MESSAGE_SENT_TOPIC, decodeDispatchLog, decodeMessageSentLog, decodeBytesData, type Log } from '../lib/abi.ts';
+import {
+  DISPATCH_TOPIC,
+  MESSAGE_SENT_TOPIC,
+  decodeDispatchLog,
+  decodeMessageSentLog,
+  decodeBytesData,
+  type Log,
+} from '../lib/abi.ts';
 import { bytesToHex, hexToBytes, joinBytes } from '../lib/hex.ts';
 import { decodeCode } from './helpers/decode-error.ts';
 import { CCTP_V2_TRANSMITTER, dispatchLog, libraryLog, MAILBOX, messageSentLog } from './helpers/fixtures.ts';
-import { address, bytes, canonicalBytesData, mutate, mutation, outcome, RUNS, tally, u32, word } from './helpers/properties.ts';
+import {
+  address,
+  bytes,
+  canonicalBytesData,
+  mutate,
+  mutation,
+  outcome,
+  RUNS,
+  tally,
+  u32,
+  word,
+} from './helpers/properties.ts';
 
 const abi = parseAbi([
   'event Dispatch(address indexed sender, uint32 indexed destination, bytes32 indexed recipient, bytes message)',
@@ -25,7 +43,10 @@ test('event topics: DISPATCH_TOPIC and MESSAGE_SENT_TOPIC are keccak256 of the s
 
 // Any length up to 600, with word multiples (no padding at all) drawn often on purpose.
 const messageBytes = fc
-  .oneof(fc.integer({ min: 0, max: 600 }), fc.integer({ min: 0, max: 18 }).map((n) => n * 32))
+  .oneof(
+    fc.integer({ min: 0, max: 600 }),
+    fc.integer({ min: 0, max: 18 }).map((n) => n * 32),
+  )
   .chain((length) => fc.uint8Array({ minLength: length, maxLength: length }))
   .map((b) => toHex(b));
 
@@ -63,7 +84,13 @@ test('docs/design.md#extraction-and-eligibility: decodeMessageSentLog agrees wit
 
 // A valid base log to break one rule at a time: a 40-byte message = offset, length, 2 words.
 const BASE_MESSAGE = toHex(Uint8Array.from({ length: 40 }, (_, i) => i + 1));
-const base = libraryLog(dispatchLog(MAILBOX, BASE_MESSAGE, { sender: `0x${'11'.repeat(20)}`, destination: 42, recipient: `0x${'22'.repeat(32)}` }));
+const base = libraryLog(
+  dispatchLog(MAILBOX, BASE_MESSAGE, {
+    sender: `0x${'11'.repeat(20)}`,
+    destination: 42,
+    recipient: `0x${'22'.repeat(32)}`,
+  }),
+);
 const uintWord = (n: bigint): Uint8Array => hexToBytes(encodeAbiParameters([{ type: 'uint256' }], [n]))!;
 const withData = (data: Uint8Array): Log => ({ ...base, data });
 const withWord = (index: number, value: Uint8Array): Log => {
@@ -78,7 +105,11 @@ const dirtyTopic = (index: number, byte: number): Log => {
 };
 
 const malformed: [string, Log, string][] = [
-  ['wrong topic0 (Mailbox DispatchId)', { ...base, topics: [bytesToHex(keccak_256(utf8('DispatchId(bytes32)'))), ...base.topics.slice(1)] }, 'topic0'],
+  [
+    'wrong topic0 (Mailbox DispatchId)',
+    { ...base, topics: [bytesToHex(keccak_256(utf8('DispatchId(bytes32)'))), ...base.topics.slice(1)] },
+    'topic0',
+  ],
   ['3 topics', { ...base, topics: base.topics.slice(0, 3) }, 'topic_count'],
   ['5 topics', { ...base, topics: [...base.topics, base.topics[3]] }, 'topic_count'],
   ['no topics', { ...base, topics: [] }, 'topic_count'],
@@ -106,7 +137,11 @@ const malformed: [string, Log, string][] = [
 test('docs/design.md#extraction-and-eligibility: malformed Dispatch logs are refused with the right DecodeError code', () => {
   assert.equal(decodeDispatchLog(base).message.length, 40, 'the base log itself is valid');
   for (const [name, log, code] of malformed) {
-    assert.equal(decodeCode(() => decodeDispatchLog(log)), code, name);
+    assert.equal(
+      decodeCode(() => decodeDispatchLog(log)),
+      code,
+      name,
+    );
   }
 });
 
@@ -117,11 +152,17 @@ test('docs/design.md#extraction-and-eligibility: malformed MessageSent logs are 
     ['Dispatch topic0', { ...good, topics: [DISPATCH_TOPIC] }, 'topic0'],
     ['no topics', { ...good, topics: [] }, 'topic_count'],
     ['2 topics', { ...good, topics: [MESSAGE_SENT_TOPIC, base.topics[1]] }, 'topic_count'],
-    ...malformed.filter(([, log]) => log.topics === base.topics).map(([name, log, code]): [string, Log, string] => [name, { ...good, data: log.data }, code]),
+    ...malformed
+      .filter(([, log]) => log.topics === base.topics)
+      .map(([name, log, code]): [string, Log, string] => [name, { ...good, data: log.data }, code]),
   ];
   assert.ok(table.length >= 15);
   for (const [name, log, code] of table) {
-    assert.equal(decodeCode(() => decodeMessageSentLog(log)), code, name);
+    assert.equal(
+      decodeCode(() => decodeMessageSentLog(log)),
+      code,
+      name,
+    );
   }
 });
 
@@ -131,14 +172,20 @@ test('docs/design.md#extraction-and-eligibility: topic0 and topics are compared 
 });
 
 test('decoders throw only DecodeError on arbitrary topics and data', () => {
-  const topic = fc.oneof(word, fc.constant(DISPATCH_TOPIC), fc.constant(MESSAGE_SENT_TOPIC), fc.string(), fc.anything());
+  const topic = fc.oneof(
+    word,
+    fc.constant(DISPATCH_TOPIC),
+    fc.constant(MESSAGE_SENT_TOPIC),
+    fc.string(),
+    fc.anything(),
+  );
   const data = fc.oneof(
     fc.uint8Array({ maxLength: 200 }),
     fc.anything(),
     // Data that starts like a real encoding and then goes wrong, to reach the deeper checks.
-    fc.tuple(fc.bigInt({ min: 0n, max: 2n ** 256n - 1n }), fc.uint8Array({ maxLength: 200 })).map(([len, rest]) =>
-      joinBytes([uintWord(32n), uintWord(len % 300n), rest]),
-    ),
+    fc
+      .tuple(fc.bigInt({ min: 0n, max: 2n ** 256n - 1n }), fc.uint8Array({ maxLength: 200 }))
+      .map(([len, rest]) => joinBytes([uintWord(32n), uintWord(len % 300n), rest])),
   );
   fc.assert(
     fc.property(fc.array(topic, { maxLength: 6 }), data, (topics, bytes) => {
@@ -163,19 +210,26 @@ describe('log decoder (docs/design.md#extraction-and-eligibility: strict decodin
   test('a mutated Dispatch log decodes only if its data is exactly the canonical ABI encoding of what was decoded (viem), otherwise DecodeError', () => {
     const seen = tally();
     fc.assert(
-      fc.property(address, u32, word, bytes(300), fc.option(fc.array(mutation, { minLength: 1, maxLength: 2 })), (sender, destination, recipient, message, mutations) => {
-        const rpc = dispatchLog(MAILBOX, { sender, destination, recipient: ('0x' + recipient.slice(26)) as Hex });
-        const canonical = canonicalBytesData(message);
-        const data = mutations === null ? canonical : mutations.reduce(mutate, canonical);
-        const log: Log = { address: MAILBOX, topics: rpc.topics, data };
-        const result = outcome(() => decodeDispatchLog(log), DecodeError);
-        if (mutations === null) assert.ok(result.ok, 'a canonical log decodes');
-        else seen.add(result.ok);
-        if (!result.ok) return;
-        assert.deepEqual(data, canonicalBytesData(result.value.message), 'accepted data is canonical');
-        assert.equal(result.value.sender, sender.toLowerCase());
-        assert.equal(result.value.destination, destination);
-      }),
+      fc.property(
+        address,
+        u32,
+        word,
+        bytes(300),
+        fc.option(fc.array(mutation, { minLength: 1, maxLength: 2 })),
+        (sender, destination, recipient, message, mutations) => {
+          const rpc = dispatchLog(MAILBOX, { sender, destination, recipient: ('0x' + recipient.slice(26)) as Hex });
+          const canonical = canonicalBytesData(message);
+          const data = mutations === null ? canonical : mutations.reduce(mutate, canonical);
+          const log: Log = { address: MAILBOX, topics: rpc.topics, data };
+          const result = outcome(() => decodeDispatchLog(log), DecodeError);
+          if (mutations === null) assert.ok(result.ok, 'a canonical log decodes');
+          else seen.add(result.ok);
+          if (!result.ok) return;
+          assert.deepEqual(data, canonicalBytesData(result.value.message), 'accepted data is canonical');
+          assert.equal(result.value.sender, sender.toLowerCase());
+          assert.equal(result.value.destination, destination);
+        },
+      ),
       RUNS,
     );
     seen.expectBoth(20);
@@ -187,8 +241,12 @@ describe('log decoder (docs/design.md#extraction-and-eligibility: strict decodin
       fc.property(bytes(400), fc.option(fc.array(mutation, { minLength: 1, maxLength: 2 })), (message, mutations) => {
         const canonical = canonicalBytesData(message);
         const data = mutations === null ? canonical : mutations.reduce(mutate, canonical);
-        const result = outcome(() => decodeMessageSentLog({ address: CCTP_V2_TRANSMITTER, topics: [MESSAGE_SENT_TOPIC], data }), DecodeError);
-        if (mutations === null) assert.ok(result.ok && toHex(result.value) === toHex(message), 'a valid log decodes to its message');
+        const result = outcome(
+          () => decodeMessageSentLog({ address: CCTP_V2_TRANSMITTER, topics: [MESSAGE_SENT_TOPIC], data }),
+          DecodeError,
+        );
+        if (mutations === null)
+          assert.ok(result.ok && toHex(result.value) === toHex(message), 'a valid log decodes to its message');
         if (mutations !== null) seen.add(result.ok);
         if (result.ok) assert.deepEqual(data, canonicalBytesData(result.value));
       }),

@@ -37,7 +37,10 @@ interface Faults {
 /** Answers `value` after a macrotask, or fails as `failure` says: a store on another thread or host. */
 function later<T>(failure: Failure, value: () => T | PromiseLike<T>): Promise<T> {
   // node:sqlite's shape of SQLITE_BUSY (errcode 5): the store cannot be used right now (503).
-  const error = Object.assign(new Error('SQLITE_BUSY: database is locked\n    at step (/srv/relayer/lib/sqlite/worker.ts:1:1)'), { code: 'ERR_SQLITE_ERROR', errcode: 5 });
+  const error = Object.assign(
+    new Error('SQLITE_BUSY: database is locked\n    at step (/srv/relayer/lib/sqlite/worker.ts:1:1)'),
+    { code: 'ERR_SQLITE_ERROR', errcode: 5 },
+  );
   if (failure === 'throw') throw error;
   return new Promise<T>((resolve, reject) => {
     setImmediate(() => {
@@ -53,7 +56,11 @@ function later<T>(failure: Failure, value: () => T | PromiseLike<T>): Promise<T>
   });
 }
 
-function asyncStore(clock: FakeClock, faults: Faults, calls: string[]): RelayerStore & { memory: Outbox; rows: MerkleInsertion[]; cache: DedupStore } {
+function asyncStore(
+  clock: FakeClock,
+  faults: Faults,
+  calls: string[],
+): RelayerStore & { memory: Outbox; rows: MerkleInsertion[]; cache: DedupStore } {
   const memory = createMemoryOutbox(clock);
   const cache = createDedupCache({ clock, windowMs: 300_000, capacity: 100 });
   const bucket = createTokenBucket({ clock, burst: 1000, perMinute: 1000 });
@@ -72,7 +79,9 @@ function asyncStore(clock: FakeClock, faults: Faults, calls: string[]): RelayerS
   const merkle: MerkleStore = {
     insertMerkle: (records) => later(faults.insertMerkle, () => (rows.push(...records), records.length)),
     listMerkle: (domain, start, end) =>
-      later(faults.listMerkle, () => rows.filter((r) => r.chain === domain && r.leaf_index >= start && r.leaf_index <= end)),
+      later(faults.listMerkle, () =>
+        rows.filter((r) => r.chain === domain && r.leaf_index >= start && r.leaf_index <= end),
+      ),
   };
   const dedup: DedupStore = {
     reserve: (key) =>
@@ -94,7 +103,8 @@ function asyncStore(clock: FakeClock, faults: Faults, calls: string[]): RelayerS
     memory,
     rows,
     cache,
-    ping: () => (faults.ping === 'hang' ? new Promise<void>(() => {}) : (later(faults.ping, () => undefined) as Promise<void>)),
+    ping: () =>
+      faults.ping === 'hang' ? new Promise<void>(() => {}) : (later(faults.ping, () => undefined) as Promise<void>),
     close: async () => {},
   };
 }
@@ -128,7 +138,10 @@ async function start(t: TestContext): Promise<Harness> {
 
 function assertUnavailable(res: RawResponse): void {
   assert.equal(res.status, 503, res.text);
-  assert.deepEqual(res.json(), { reason: 'store_unavailable', message: 'the store is unavailable; nothing was stored, retry shortly' });
+  assert.deepEqual(res.json(), {
+    reason: 'store_unavailable',
+    message: 'the store is unavailable; nothing was stored, retry shortly',
+  });
   assert.equal(res.headers['retry-after'], '1');
   assert.doesNotMatch(res.text, /SQLITE|worker\.ts|at step/);
 }
@@ -155,11 +168,17 @@ describe('asynchronous stores behind the pipeline and the handler (docs/design.m
 
     const posted = await postJson(h.url, '/merkle_tree_insertions', { merkle_tree_insertions: [RECORD] });
     assert.deepEqual(posted.json(), { count: 1, skipped: [] });
-    const listed = await httpRequest(h.url, { path: '/merkle_tree_insertions?domain_id=1&leaf_index_start=0&leaf_index_end=9' });
+    const listed = await httpRequest(h.url, {
+      path: '/merkle_tree_insertions?domain_id=1&leaf_index_start=0&leaf_index_end=9',
+    });
     assert.deepEqual(listed.json(), { merkle_tree_insertions: [RECORD] });
 
     const metrics = await httpRequest(h.url, { path: '/metrics' });
-    assert.match(metrics.text, /^hyperlane_relay_api_outbox_depth 1$/m, 'an asynchronous gauge is sampled before the render');
+    assert.match(
+      metrics.text,
+      /^hyperlane_relay_api_outbox_depth 1$/m,
+      'an asynchronous gauge is sampled before the render',
+    );
     assert.match(metrics.text, /^hyperlane_relay_api_dedup_cache_size 1$/m);
   });
 
@@ -171,7 +190,8 @@ describe('asynchronous stores behind the pipeline and the handler (docs/design.m
         h.faults[step] = failure;
         assertUnavailable(await postJson(h.url, '/relay', { origin_chain: 'ethereum', tx_hash: hash }));
         if (step === 'enqueue') assert.equal(await h.store.memory.get(id), undefined, 'nothing stored');
-        if (step === 'enqueue' || step === 'commit') assert.equal(h.calls.at(-1), 'release', 'the reservation was released');
+        if (step === 'enqueue' || step === 'commit')
+          assert.equal(h.calls.at(-1), 'release', 'the reservation was released');
         assert.equal(await h.store.cache.size(), 0, 'no key left behind');
         assert.equal(h.logs.length, 1, 'one error line for the operator');
         assert.match(h.logs[0], /"msg":"store unavailable".*"cause":"Error: SQLITE_BUSY: database is locked"/);
@@ -184,7 +204,7 @@ describe('asynchronous stores behind the pipeline and the handler (docs/design.m
     }
   }
 
-  test('docs/design.md#storage 503: an embedder\'s queue (the outbox option) that throws StoreUnavailableError is store_unavailable without internals, and releases the reservation', async (t) => {
+  test("docs/design.md#storage 503: an embedder's queue (the outbox option) that throws StoreUnavailableError is store_unavailable without internals, and releases the reservation", async (t) => {
     let fail = true;
     const memory = createMemoryOutbox();
     const flaky: RelayQueue = {
@@ -224,7 +244,12 @@ describe('asynchronous stores behind the pipeline and the handler (docs/design.m
         },
       };
       const table: ReceiptTable = new Map();
-      const logger = { debug() {}, info() {}, warn() {}, error: (msg: string, fields?: object) => void logs.push(JSON.stringify({ msg, ...fields })) };
+      const logger = {
+        debug() {},
+        info() {},
+        warn() {},
+        error: (msg: string, fields?: object) => void logs.push(JSON.stringify({ msg, ...fields })),
+      };
       const { relay } = await startApi(t, { outbox: flaky, fetch: fakeRpcFetch(table).fetch, logger });
       const hash = txHash(100 + i);
       table.set(hash, rpcReceipt(hash, transferLogs(1)));
@@ -235,7 +260,11 @@ describe('asynchronous stores behind the pipeline and the handler (docs/design.m
       assert.equal(logs.length, 1);
       assert.match(logs[0], /"msg":"internal error"/);
       fail = false;
-      assert.equal((await relay({ origin_chain: 'ethereum', tx_hash: hash })).status, 200, 'the reservation was released');
+      assert.equal(
+        (await relay({ origin_chain: 'ethereum', tx_hash: hash })).status,
+        200,
+        'the reservation was released',
+      );
     }
   });
 
@@ -255,7 +284,9 @@ describe('asynchronous stores behind the pipeline and the handler (docs/design.m
       h.faults.listMerkle = failure;
       assertUnavailable(await postJson(h.url, '/merkle_tree_insertions', { merkle_tree_insertions: [RECORD] }));
       assert.equal(h.store.rows.length, 0);
-      assertUnavailable(await httpRequest(h.url, { path: '/merkle_tree_insertions?domain_id=1&leaf_index_start=0&leaf_index_end=9' }));
+      assertUnavailable(
+        await httpRequest(h.url, { path: '/merkle_tree_insertions?domain_id=1&leaf_index_start=0&leaf_index_end=9' }),
+      );
     });
   }
 
@@ -276,7 +307,8 @@ describe('asynchronous stores behind the pipeline and the handler (docs/design.m
           const r = cache.reserve(key);
           return {
             commit: () => r.commit(),
-            release: () => new Promise<void>((resolve) => setImmediate(() => (order.push('released'), r.release(), resolve()))),
+            release: () =>
+              new Promise<void>((resolve) => setImmediate(() => (order.push('released'), r.release(), resolve()))),
           };
         },
         size: () => cache.size(),

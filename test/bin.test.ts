@@ -39,8 +39,19 @@ function writeConfig(name: string, value: unknown): string {
 function goodConfig(db: string): unknown {
   return {
     chains: {
-      ethereum: { domainId: 1, chainId: 1, mailbox: MAILBOX, cctpMessageTransmitter: CCTP_V2_TRANSMITTER, rpcUrls: [{ http: rpc.url }] },
-      base: { domainId: 8453, chainId: 8453, mailbox: '0xeA87ae93Fa0019a82A727bfd3eBd1cFCa8f64f1D', rpcUrls: [{ http: rpc.url }] },
+      ethereum: {
+        domainId: 1,
+        chainId: 1,
+        mailbox: MAILBOX,
+        cctpMessageTransmitter: CCTP_V2_TRANSMITTER,
+        rpcUrls: [{ http: rpc.url }],
+      },
+      base: {
+        domainId: 8453,
+        chainId: 8453,
+        mailbox: '0xeA87ae93Fa0019a82A727bfd3eBd1cFCa8f64f1D',
+        rpcUrls: [{ http: rpc.url }],
+      },
     },
     db,
   };
@@ -105,18 +116,25 @@ describe('bin/relayer-server serving (docs/design.md#the-server-binary, #storage
     const relayed: Array<{ message_id: string }> = res.json().messages;
     assert.equal(relayed.length, 2);
     const merkle = await postJson(first.url, '/merkle_tree_insertions', {
-      merkle_tree_insertions: [{ chain: 1, insertion_block_number: 5, leaf_index: 0, message_id: relayed[0].message_id }],
+      merkle_tree_insertions: [
+        { chain: 1, insertion_block_number: 5, leaf_index: 0, message_id: relayed[0].message_id },
+      ],
     });
     assert.deepEqual(merkle.json(), { count: 1, skipped: [] });
     assert.equal(await first.stop(), 0, first.output());
 
     const second = await startRelayerServer(t, ['--config', config]);
-    const list = await httpRequest(second.url, { path: '/merkle_tree_insertions?domain_id=1&leaf_index_start=0&leaf_index_end=0' });
-    assert.deepEqual(list.json().merkle_tree_insertions, [{ chain: 1, insertion_block_number: 5, leaf_index: 0, message_id: relayed[0].message_id }]);
+    const list = await httpRequest(second.url, {
+      path: '/merkle_tree_insertions?domain_id=1&leaf_index_start=0&leaf_index_end=0',
+    });
+    assert.deepEqual(list.json().merkle_tree_insertions, [
+      { chain: 1, insertion_block_number: 5, leaf_index: 0, message_id: relayed[0].message_id },
+    ]);
     assert.equal(await second.stop(), 0);
     const store = await openStore(db);
     try {
-      for (const m of relayed) assert.ok(await store.outbox.get(m.message_id), 'acknowledged message is in the outbox after restart');
+      for (const m of relayed)
+        assert.ok(await store.outbox.get(m.message_id), 'acknowledged message is in the outbox after restart');
     } finally {
       await store.close();
     }
@@ -165,7 +183,9 @@ describe('docs/configuration.md#the-configuration-file: start-up errors that say
   };
 
   test('an invalid RELAYER_LOG_LEVEL is reported as RELAYER_LOG_LEVEL, an invalid flag as --log-level', async () => {
-    const fromEnv = await runRelayerServer(['--db', ':memory:'], { env: { ...withoutLogLevel(), RELAYER_LOG_LEVEL: 'loud' } });
+    const fromEnv = await runRelayerServer(['--db', ':memory:'], {
+      env: { ...withoutLogLevel(), RELAYER_LOG_LEVEL: 'loud' },
+    });
     assert.equal(fromEnv.code, 2, fromEnv.output);
     assert.match(fromEnv.output, /RELAYER_LOG_LEVEL must be one of debug, info, warn, error, silent, got "loud"/);
     assert.doesNotMatch(fromEnv.output, /--log-level must/);
@@ -178,9 +198,17 @@ describe('docs/configuration.md#the-configuration-file: start-up errors that say
   test('a config file that cannot be read: the path resolved, the OS error, and where npm ran the server', async () => {
     const missing = await runRelayerServer(['--config', 'no-such-relayer.json'], { cwd: dir });
     assert.equal(missing.code, 2);
-    assert.match(missing.output, new RegExp(`ENOENT: no such file or directory \\(resolved to ${join(dir, 'no-such-relayer.json').replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}\\)`));
+    assert.match(
+      missing.output,
+      new RegExp(
+        `ENOENT: no such file or directory \\(resolved to ${join(dir, 'no-such-relayer.json').replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}\\)`,
+      ),
+    );
     assert.doesNotMatch(missing.output, /\n\s+at /, 'no stack trace');
-    const viaNpm = await runRelayerServer(['--config', 'no-such-relayer.json'], { cwd: dir, env: { ...process.env, INIT_CWD: tmpdir() } });
+    const viaNpm = await runRelayerServer(['--config', 'no-such-relayer.json'], {
+      cwd: dir,
+      env: { ...process.env, INIT_CWD: tmpdir() },
+    });
     assert.match(viaNpm.output, /npm runs the server in .*, not in .*: give an absolute path/);
     const isDirectory = await runRelayerServer(['--config', dir]);
     assert.equal(isDirectory.code, 2);
@@ -191,7 +219,9 @@ describe('docs/configuration.md#the-configuration-file: start-up errors that say
     const fresh = join(dir, 'fresh-clone');
     mkdirSync(fresh, { recursive: true });
     const config = writeConfig('fresh.json', goodConfig(':memory:'));
-    const server = await startRelayerServer(t, ['--config', config, '--db', './data/nested/relayer.db'], { cwd: fresh });
+    const server = await startRelayerServer(t, ['--config', config, '--db', './data/nested/relayer.db'], {
+      cwd: fresh,
+    });
     assert.equal((await httpRequest(server.url, { path: '/relay' })).status, 200);
     assert.ok(existsSync(join(fresh, 'data', 'nested', 'relayer.db')), 'database file created under the new directory');
     assert.equal(await server.stop(), 0);
@@ -207,11 +237,22 @@ describe('docs/configuration.md#the-configuration-file: start-up errors that say
     assert.equal(code, 0);
     const openapi = JSON.parse(readFileSync(new URL('../docs/openapi.json', import.meta.url), 'utf8'));
     for (const [path, operations] of Object.entries(openapi.paths as Record<string, Record<string, unknown>>)) {
-      for (const method of Object.keys(operations).filter((m) => ['get', 'post', 'put', 'delete', 'patch'].includes(m))) {
-        assert.match(output, new RegExp(`${method.toUpperCase()}\\s+${path.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}`), `${method} ${path}`);
+      for (const method of Object.keys(operations).filter((m) =>
+        ['get', 'post', 'put', 'delete', 'patch'].includes(m),
+      )) {
+        assert.match(
+          output,
+          new RegExp(`${method.toUpperCase()}\\s+${path.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}`),
+          `${method} ${path}`,
+        );
       }
     }
-    for (const route of ['GET  /ready', 'GET  /chains', 'GET  /relay/{message_id}', 'GET  /relay?origin_chain=&tx_hash=']) {
+    for (const route of [
+      'GET  /ready',
+      'GET  /chains',
+      'GET  /relay/{message_id}',
+      'GET  /relay?origin_chain=&tx_hash=',
+    ]) {
       assert.ok(output.includes(route), route);
     }
   });
@@ -228,7 +269,8 @@ describe('docs/configuration.md#the-configuration-file: start-up errors that say
     };
     // This Node pretending to be v20 (always possible), then a real old Node when the machine has one
     // (the system node of the development machine is v20).
-    const pretend = 'data:text/javascript,Object.defineProperty(process.versions,"node",{value:"20.20.2"});Object.defineProperty(process,"version",{value:"v20.20.2"})';
+    const pretend =
+      'data:text/javascript,Object.defineProperty(process.versions,"node",{value:"20.20.2"});Object.defineProperty(process,"version",{value:"v20.20.2"})';
     const proc = spawnTracked(process.execPath, ['--import', pretend, DIST_BIN, '--help']);
     const [code] = (await once(proc.child, 'exit')) as [number | null];
     check({ code, output: proc.output() }, 'simulated v20');

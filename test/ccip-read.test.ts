@@ -8,7 +8,14 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
 import { encodeErrorResult, parseAbi, toFunctionSelector, type Hex } from 'viem';
-import { ccipRead, CcipReadError, createOffchainReader, decodeOffchainLookup, OFFCHAIN_LOOKUP_SELECTOR, type OffchainLookup } from '../lib/worker/ccip-read.ts';
+import {
+  ccipRead,
+  CcipReadError,
+  createOffchainReader,
+  decodeOffchainLookup,
+  OFFCHAIN_LOOKUP_SELECTOR,
+  type OffchainLookup,
+} from '../lib/worker/ccip-read.ts';
 import { createFakeClock } from './helpers/fake-clock.ts';
 
 // The error as Hyperlane's ICcipReadIsm declares it (EIP-3668's definition).
@@ -20,30 +27,62 @@ const ABI = parseAbi([
 const ISM: Hex = '0x5fbdb2315678afecb367f032d93f642f64180aa3';
 const ISM_CHECKSUMMED: Hex = '0x5FbDB2315678afecb367f032d93F642f64180aa3';
 
-function encode(args: { sender?: Hex; urls?: string[]; callData?: Hex; callbackFunction?: Hex; extraData?: Hex }, errorName: 'OffchainLookup' | 'Other' = 'OffchainLookup'): Hex {
+function encode(
+  args: { sender?: Hex; urls?: string[]; callData?: Hex; callbackFunction?: Hex; extraData?: Hex },
+  errorName: 'OffchainLookup' | 'Other' = 'OffchainLookup',
+): Hex {
   return encodeErrorResult({
     abi: ABI,
     errorName,
-    args: [args.sender ?? ISM_CHECKSUMMED, args.urls ?? ['https://gateway.example/{sender}/{data}.json'], args.callData ?? '0x12345678', args.callbackFunction ?? '0xf7e83aee', args.extraData ?? '0xabcdef'],
+    args: [
+      args.sender ?? ISM_CHECKSUMMED,
+      args.urls ?? ['https://gateway.example/{sender}/{data}.json'],
+      args.callData ?? '0x12345678',
+      args.callbackFunction ?? '0xf7e83aee',
+      args.extraData ?? '0xabcdef',
+    ],
   });
 }
 
 describe('decodeOffchainLookup (EIP-3668 OffchainLookup, cross-checked against viem)', () => {
-  test('the selector is EIP-3668\'s 0x556f1830', () => {
+  test("the selector is EIP-3668's 0x556f1830", () => {
     assert.equal(OFFCHAIN_LOOKUP_SELECTOR, '0x556f1830');
     assert.equal(toFunctionSelector('OffchainLookup(address,string[],bytes,bytes4,bytes)'), OFFCHAIN_LOOKUP_SELECTOR);
   });
 
   const vectors: { name: string; urls: string[]; callData: Hex; extraData: Hex }[] = [
-    { name: 'one URL', urls: ['https://offchain-lookup.example/cctp/getCctpAttestation'], callData: '0x12345678', extraData: '0x' },
+    {
+      name: 'one URL',
+      urls: ['https://offchain-lookup.example/cctp/getCctpAttestation'],
+      callData: '0x12345678',
+      extraData: '0x',
+    },
     { name: 'no URL, empty bytes', urls: [], callData: '0x', extraData: '0x' },
-    { name: 'three URLs, one empty, one non-ASCII', urls: ['https://a.example/{sender}/{data}.json', '', 'https://b.example/ü/€'], callData: `0x${'ab'.repeat(33)}`, extraData: `0x${'01'.repeat(64)}` },
-    { name: 'long calldata (a Hyperlane message)', urls: ['http://127.0.0.1:1/x'], callData: `0x${'5a'.repeat(405)}`, extraData: `0x${'5a'.repeat(401)}` },
+    {
+      name: 'three URLs, one empty, one non-ASCII',
+      urls: ['https://a.example/{sender}/{data}.json', '', 'https://b.example/ü/€'],
+      callData: `0x${'ab'.repeat(33)}`,
+      extraData: `0x${'01'.repeat(64)}`,
+    },
+    {
+      name: 'long calldata (a Hyperlane message)',
+      urls: ['http://127.0.0.1:1/x'],
+      callData: `0x${'5a'.repeat(405)}`,
+      extraData: `0x${'5a'.repeat(401)}`,
+    },
   ];
   for (const v of vectors) {
     test(v.name, () => {
-      const decoded = decodeOffchainLookup(encode({ urls: v.urls, callData: v.callData, extraData: v.extraData, callbackFunction: '0xF7E83AEE' as Hex }));
-      assert.deepEqual(decoded, { sender: ISM, urls: v.urls, callData: v.callData, callbackFunction: '0xf7e83aee', extraData: v.extraData });
+      const decoded = decodeOffchainLookup(
+        encode({ urls: v.urls, callData: v.callData, extraData: v.extraData, callbackFunction: '0xF7E83AEE' as Hex }),
+      );
+      assert.deepEqual(decoded, {
+        sender: ISM,
+        urls: v.urls,
+        callData: v.callData,
+        callbackFunction: '0xf7e83aee',
+        extraData: v.extraData,
+      });
     });
   }
 
@@ -57,7 +96,10 @@ describe('decodeOffchainLookup (EIP-3668 OffchainLookup, cross-checked against v
       ['empty', '0x'],
       ['not hex', '0xzz6f1830'],
       ['another error with the same arguments', encode({}, 'Other')],
-      ['Error(string)', encodeErrorResult({ abi: parseAbi(['error Error(string)']), errorName: 'Error', args: ['already delivered'] })],
+      [
+        'Error(string)',
+        encodeErrorResult({ abi: parseAbi(['error Error(string)']), errorName: 'Error', args: ['already delivered'] }),
+      ],
       ['selector only', '0x556f1830'],
       ['truncated by one byte', good.slice(0, -2) as Hex],
       ['a trailing byte', `${good}00`],
@@ -68,7 +110,13 @@ describe('decodeOffchainLookup (EIP-3668 OffchainLookup, cross-checked against v
       ['urls offset huge', withWord(1, 'ff'.repeat(32))],
       ['callData offset pointing at the urls (aliased)', withWord(2, word(1))],
       ['dirty padding after extraData', `0x556f1830${body.slice(0, -2)}01`],
-      ['a URL that is not UTF-8', encode({ urls: ['https://a.example'] }).replace(Buffer.from('https://a.example').toString('hex'), `ff${Buffer.from('ttps://a.example').toString('hex')}`) as Hex],
+      [
+        'a URL that is not UTF-8',
+        encode({ urls: ['https://a.example'] }).replace(
+          Buffer.from('https://a.example').toString('hex'),
+          `ff${Buffer.from('ttps://a.example').toString('hex')}`,
+        ) as Hex,
+      ],
     ];
     assert.ok(words > 10);
     for (const [name, data] of cases) assert.equal(decodeOffchainLookup(data), null, name);
@@ -144,9 +192,15 @@ async function rejectsWith(promise: Promise<unknown>, kind: string, message?: Re
 describe('ccipRead: requests (EIP-3668)', () => {
   test('a {data} template is a GET with lower-case sender and data; the answer is returned', async (t) => {
     const g = await startGateway(t, answer);
-    const got = await ccipRead(lookup([`${g.url}/secret-key/{sender}/{data}.json`], { sender: ISM_CHECKSUMMED, callData: '0xDEADBEEF' }), { contract: ISM });
+    const got = await ccipRead(
+      lookup([`${g.url}/secret-key/{sender}/{data}.json`], { sender: ISM_CHECKSUMMED, callData: '0xDEADBEEF' }),
+      { contract: ISM },
+    );
     assert.equal(got, METADATA);
-    assert.deepEqual(g.requests.map((r) => [r.method, r.path, r.body]), [['GET', `/secret-key/${ISM}/0xdeadbeef.json`, '']]);
+    assert.deepEqual(
+      g.requests.map((r) => [r.method, r.path, r.body]),
+      [['GET', `/secret-key/${ISM}/0xdeadbeef.json`, '']],
+    );
   });
 
   test('a template without {data} is a POST of {sender, data} as JSON', async (t) => {
@@ -167,7 +221,11 @@ describe('ccipRead: requests (EIP-3668)', () => {
 
   test('a lookup whose sender is not the contract asked is refused before any request', async (t) => {
     const g = await startGateway(t, answer);
-    await rejectsWith(ccipRead(lookup([`${g.url}/{data}`]), { contract: '0x0000000000000000000000000000000000000001' }), 'refused', /another sender/);
+    await rejectsWith(
+      ccipRead(lookup([`${g.url}/{data}`]), { contract: '0x0000000000000000000000000000000000000001' }),
+      'refused',
+      /another sender/,
+    );
     await rejectsWith(ccipRead(lookup([]), { contract: ISM }), 'refused', /no gateway/);
     assert.equal(g.requests.length, 0);
   });
@@ -176,13 +234,20 @@ describe('ccipRead: requests (EIP-3668)', () => {
 describe('ccipRead: not ready is pending', () => {
   const notReady: [string, Handler][] = [
     ['404', (_req, res) => json(res, 404, { error: 'not found' })],
-    ['500 "CCTP attestation is pending" (Hyperlane\'s CCTP service)', (_req, res) => json(res, 500, { error: 'CCTP attestation is pending' })],
+    [
+      '500 "CCTP attestation is pending" (Hyperlane\'s CCTP service)',
+      (_req, res) => json(res, 500, { error: 'CCTP attestation is pending' }),
+    ],
     ['500 "attestation not found"', (_req, res) => json(res, 500, { error: 'Attestation not found' })],
   ];
   for (const [name, handler] of notReady) {
     test(name, async (t) => {
       const g = await startGateway(t, handler);
-      await rejectsWith(ccipRead(lookup([`${g.url}/{data}`]), { contract: ISM }), 'pending', /gateway 1 of 1 .*not ready/);
+      await rejectsWith(
+        ccipRead(lookup([`${g.url}/{data}`]), { contract: ISM }),
+        'pending',
+        /gateway 1 of 1 .*not ready/,
+      );
     });
   }
 
@@ -203,12 +268,20 @@ describe('ccipRead: not ready is pending', () => {
   test('pending on one gateway and down on the other is pending', async (t) => {
     const one = await startGateway(t, (_req, res) => json(res, 503, {}));
     const two = await startGateway(t, (_req, res) => json(res, 500, { error: 'CCTP attestation is pending' }));
-    await rejectsWith(ccipRead(lookup([`${one.url}/x`, `${two.url}/x`]), { contract: ISM }), 'pending', /gateway 1 of 2 answered HTTP 503; gateway 2 of 2 answered HTTP 500 attestation pending/);
+    await rejectsWith(
+      ccipRead(lookup([`${one.url}/x`, `${two.url}/x`]), { contract: ISM }),
+      'pending',
+      /gateway 1 of 2 answered HTTP 503; gateway 2 of 2 answered HTTP 500 attestation pending/,
+    );
   });
 
   test('a 500 with any other text is not pending', async (t) => {
     const g = await startGateway(t, (_req, res) => json(res, 500, { error: 'RPC failed' }));
-    await rejectsWith(ccipRead(lookup([`${g.url}/x`]), { contract: ISM }), 'unavailable', /gateway 1 of 1 answered HTTP 500$/);
+    await rejectsWith(
+      ccipRead(lookup([`${g.url}/x`]), { contract: ISM }),
+      'unavailable',
+      /gateway 1 of 1 answered HTTP 500$/,
+    );
   });
 });
 
@@ -217,15 +290,26 @@ describe('ccipRead: hostile gateways', () => {
     const one = await startGateway(t, (_req, res) => json(res, 503, {}));
     const two = await startGateway(t, (_req, res) => json(res, 502, {}));
     const three = await startGateway(t, answer);
-    assert.equal(await ccipRead(lookup([`${one.url}/x`, `${two.url}/x`, `${three.url}/x`]), { contract: ISM }), METADATA);
-    await rejectsWith(ccipRead(lookup([`${one.url}/x`, `${two.url}/x`]), { contract: ISM }), 'unavailable', /gateway 1 of 2 answered HTTP 503; gateway 2 of 2 answered HTTP 502/);
+    assert.equal(
+      await ccipRead(lookup([`${one.url}/x`, `${two.url}/x`, `${three.url}/x`]), { contract: ISM }),
+      METADATA,
+    );
+    await rejectsWith(
+      ccipRead(lookup([`${one.url}/x`, `${two.url}/x`]), { contract: ISM }),
+      'unavailable',
+      /gateway 1 of 2 answered HTTP 503; gateway 2 of 2 answered HTTP 502/,
+    );
   });
 
   test('a 4xx other than 404 stops: the next gateway is never asked', async (t) => {
     for (const status of [400, 403, 410, 429]) {
       const one = await startGateway(t, (_req, res) => json(res, status, { error: 'no' }));
       const two = await startGateway(t, answer);
-      await rejectsWith(ccipRead(lookup([`${one.url}/x`, `${two.url}/x`]), { contract: ISM }), 'refused', new RegExp(`gateway 1 of 2 answered HTTP ${status}`));
+      await rejectsWith(
+        ccipRead(lookup([`${one.url}/x`, `${two.url}/x`]), { contract: ISM }),
+        'refused',
+        new RegExp(`gateway 1 of 2 answered HTTP ${status}`),
+      );
       assert.equal(two.requests.length, 0, `after ${status}`);
     }
   });
@@ -255,14 +339,26 @@ describe('ccipRead: hostile gateways', () => {
       for (let i = 0; i < big.length; i += 64 * 1024) res.write(big.slice(i, i + 64 * 1024));
       res.end();
     });
-    await rejectsWith(ccipRead(lookup([`${declared.url}/x`]), { contract: ISM }), 'malformed', /more than 1048576 bytes/);
-    await rejectsWith(ccipRead(lookup([`${chunked.url}/x`]), { contract: ISM }), 'malformed', /more than 1048576 bytes/);
+    await rejectsWith(
+      ccipRead(lookup([`${declared.url}/x`]), { contract: ISM }),
+      'malformed',
+      /more than 1048576 bytes/,
+    );
+    await rejectsWith(
+      ccipRead(lookup([`${chunked.url}/x`]), { contract: ISM }),
+      'malformed',
+      /more than 1048576 bytes/,
+    );
     // Just under the limit is an answer.
     const fits = `0x${'00'.repeat(500 * 1024)}`;
     const ok = await startGateway(t, (_req, res) => json(res, 200, { data: fits }));
     assert.equal(await ccipRead(lookup([`${ok.url}/x`]), { contract: ISM }), fits);
     // A smaller configured limit applies.
-    await rejectsWith(ccipRead(lookup([`${ok.url}/x`]), { contract: ISM, maxBytes: 1000 }), 'malformed', /more than 1000 bytes/);
+    await rejectsWith(
+      ccipRead(lookup([`${ok.url}/x`]), { contract: ISM, maxBytes: 1000 }),
+      'malformed',
+      /more than 1000 bytes/,
+    );
   });
 
   test('malformed answers move to the next gateway', async (t) => {
@@ -274,9 +370,18 @@ describe('ccipRead: hostile gateways', () => {
       ['data without 0x', (_req, res) => json(res, 200, { data: 'abcd' })],
       ['data odd length', (_req, res) => json(res, 200, { data: '0xabc' })],
       ['data not hex', (_req, res) => json(res, 200, { data: '0xzz' })],
-      ['another sender', (_req, res) => json(res, 200, { data: '0x00', sender: '0x0000000000000000000000000000000000000001' })],
+      [
+        'another sender',
+        (_req, res) => json(res, 200, { data: '0x00', sender: '0x0000000000000000000000000000000000000001' }),
+      ],
       ['invalid UTF-8', (_req, res) => res.end(Buffer.from([0x7b, 0xff, 0x7d]))],
-      ['a 204 without a body', (_req, res) => { res.writeHead(204); res.end(); }],
+      [
+        'a 204 without a body',
+        (_req, res) => {
+          res.writeHead(204);
+          res.end();
+        },
+      ],
     ];
     const good = await startGateway(t, answer);
     for (const [name, handler] of bad) {
@@ -294,9 +399,11 @@ describe('ccipRead: hostile gateways', () => {
     const hang = await startGateway(t, () => {});
     const good = await startGateway(t, answer);
     let settled = false;
-    const result = ccipRead(lookup([`${hang.url}/secret-key`, `${good.url}/x`]), { contract: ISM, clock }).finally(() => {
-      settled = true;
-    });
+    const result = ccipRead(lookup([`${hang.url}/secret-key`, `${good.url}/x`]), { contract: ISM, clock }).finally(
+      () => {
+        settled = true;
+      },
+    );
     await hang.arrived(1);
     await clock.advance(9_999);
     assert.equal(settled, false);
@@ -312,7 +419,11 @@ describe('ccipRead: hostile gateways', () => {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.write('{"data":"0x');
     });
-    const result = rejectsWith(ccipRead(lookup([`${stall.url}/x`]), { contract: ISM, clock, timeoutMs: 2_000 }), 'unavailable', /gateway 1 of 1 timed out after 2000 ms/);
+    const result = rejectsWith(
+      ccipRead(lookup([`${stall.url}/x`]), { contract: ISM, clock, timeoutMs: 2_000 }),
+      'unavailable',
+      /gateway 1 of 1 timed out after 2000 ms/,
+    );
     await stall.arrived(1);
     await clock.advance(2_000);
     await result;
@@ -325,26 +436,41 @@ describe('ccipRead: hostile gateways', () => {
     await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
     const { port } = probe.address() as AddressInfo;
     await new Promise<void>((resolve) => probe.close(() => resolve()));
-    await rejectsWith(ccipRead(lookup([`http://127.0.0.1:${port}/secret-key`]), { contract: ISM }), 'unavailable', /gateway 1 of 1 transport error/);
+    await rejectsWith(
+      ccipRead(lookup([`http://127.0.0.1:${port}/secret-key`]), { contract: ISM }),
+      'unavailable',
+      /gateway 1 of 1 transport error/,
+    );
     assert.equal(await ccipRead(lookup([`http://127.0.0.1:${port}/x`, `${g.url}/x`]), { contract: ISM }), METADATA);
   });
 
   test('only http(s) URLs are followed', async (t) => {
     const g = await startGateway(t, answer);
-    for (const url of ['file:///etc/passwd', 'data:application/json,{"data":"0x01"}', 'ftp://127.0.0.1/x', 'not a url']) {
+    for (const url of [
+      'file:///etc/passwd',
+      'data:application/json,{"data":"0x01"}',
+      'ftp://127.0.0.1/x',
+      'not a url',
+    ]) {
       await rejectsWith(ccipRead(lookup([url]), { contract: ISM }), 'malformed');
     }
-    assert.equal(await ccipRead(lookup(['data:application/json,{"data":"0x01"}', `${g.url}/x`]), { contract: ISM }), METADATA);
+    assert.equal(
+      await ccipRead(lookup(['data:application/json,{"data":"0x01"}', `${g.url}/x`]), { contract: ISM }),
+      METADATA,
+    );
   });
 
   test('at most 10 gateways are asked', async (t) => {
     const g = await startGateway(t, (_req, res) => json(res, 503, {}));
-    const error = await rejectsWith(ccipRead(lookup(Array.from({ length: 12 }, (_, i) => `${g.url}/${i}`)), { contract: ISM }), 'unavailable');
+    const error = await rejectsWith(
+      ccipRead(lookup(Array.from({ length: 12 }, (_, i) => `${g.url}/${i}`)), { contract: ISM }),
+      'unavailable',
+    );
     assert.equal(g.requests.length, 10);
     assert.match(error.message, /gateway 10 of 10 answered HTTP 503$/);
   });
 
-  test('an abort ends the wait with the signal\'s reason', async (t) => {
+  test("an abort ends the wait with the signal's reason", async (t) => {
     const hang = await startGateway(t, () => {});
     const controller = new AbortController();
     const result = ccipRead(lookup([`${hang.url}/x`]), { contract: ISM, signal: controller.signal });

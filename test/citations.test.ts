@@ -99,7 +99,10 @@ const anchorCache = new Map<string, Set<string> | undefined>();
 function anchorsOfFile(path: string): Set<string> | undefined {
   if (!anchorCache.has(path)) {
     const full = join(root, path);
-    anchorCache.set(path, existsSync(full) && statSync(full).isFile() ? headingAnchors(readFileSync(full, 'utf8')) : undefined);
+    anchorCache.set(
+      path,
+      existsSync(full) && statSync(full).isFile() ? headingAnchors(readFileSync(full, 'utf8')) : undefined,
+    );
   }
   return anchorCache.get(path);
 }
@@ -128,9 +131,15 @@ const FOREIGN: Array<[RegExp, string]> = [
   [/\.\.\/shared\b|\/work\/shared\b/g, 'points outside the repository'],
   [/relayer-http-api\.md/g, 'cites the upstream specification file: cite docs/api.md instead'],
   [/\bissues?\s+#?\d/gi, 'cites an issue number: say what the rule is, and cite docs/ for it'],
-  [/\bspec(?:ification)?(?:'s)?\s*(?:§|\d)/gi, 'cites a numbered section of the upstream specification: cite docs/api.md instead'],
+  [
+    /\bspec(?:ification)?(?:'s)?\s*(?:§|\d)/gi,
+    'cites a numbered section of the upstream specification: cite docs/api.md instead',
+  ],
   // A numbered section of anything but an RFC or an EIP is a section of a document that is not here.
-  [/(?<!\b(?:RFC|EIP|ERC)[- ]?\d+,?\s?)§\s?\d/g, 'cites a numbered section of a document that is not in the repository'],
+  [
+    /(?<!\b(?:RFC|EIP|ERC)[- ]?\d+,?\s?)§\s?\d/g,
+    'cites a numbered section of a document that is not in the repository',
+  ],
 ];
 
 /** Problems of one source or document text: foreign references, and citations of docs that do not resolve. */
@@ -153,7 +162,8 @@ export function citationProblems(
   }
   for (const [line, found] of foreign) problems.push({ line, text: found.join('; ') });
   // docs/<file>[#anchor], and the top-level documents by name.
-  const citation = /(?<![\w/.-])((?:docs\/[\w./-]*\w)|(?:README|RELIABILITY|BENCHMARKS|SECURITY)\.md)(?:#([\p{L}\p{N}_-]+))?/gu;
+  const citation =
+    /(?<![\w/.-])((?:docs\/[\w./-]*\w)|(?:README|RELIABILITY|BENCHMARKS|SECURITY)\.md)(?:#([\p{L}\p{N}_-]+))?/gu;
   for (const m of text.matchAll(citation)) {
     const [whole, path, anchor] = m;
     const anchors = anchorsOf(path);
@@ -182,15 +192,19 @@ export function citationProblems(
     const named = quoted ? undefined : /^, ([A-Z].*)$/.exec(after);
     const headings = headingsOf(path);
     // The heading's words, then nothing more of a word (`"Delivery workers"` names "Delivery workers (the outbox lifecycle)").
-    const startsWithHeading = (words: string) => headings.some((h) => h !== '' && words.startsWith(h) && !/^[\p{L}\p{N}]/u.test(words.slice(h.length)));
+    const startsWithHeading = (words: string) =>
+      headings.some((h) => h !== '' && words.startsWith(h) && !/^[\p{L}\p{N}]/u.test(words.slice(h.length)));
     if (quoted) {
       const q = quoted[1];
-      if (!headings.some((h) => h.startsWith(q) && !/^[\p{L}\p{N}]/u.test(h.slice(q.length)))) report(m.index, `${whole}, "${q}": ${path} has no such heading`);
+      if (!headings.some((h) => h.startsWith(q) && !/^[\p{L}\p{N}]/u.test(h.slice(q.length))))
+        report(m.index, `${whole}, "${q}": ${path} has no such heading`);
     } else if (named) {
       // `docs/design.md, Leases: a call without…`, or the first words of a heading
       // (`docs/api.md, GET /relay)` names "GET /relay, GET /ready").
       const phrase = named[1].split(/[);:]|\.(?:\s|$)/)[0].trim();
-      const startsAHeading = headings.some((h) => h.startsWith(phrase) && !/^[\p{L}\p{N}]/u.test(h.slice(phrase.length)));
+      const startsAHeading = headings.some(
+        (h) => h.startsWith(phrase) && !/^[\p{L}\p{N}]/u.test(h.slice(phrase.length)),
+      );
       if (!startsWithHeading(named[1]) && !startsAHeading) {
         report(m.index, `${whole}, ${named[1].slice(0, 40)}…: ${path} has no heading these words start with`);
       }
@@ -200,17 +214,24 @@ export function citationProblems(
 }
 
 /** Problems of the links of one Markdown document (`path` relative to the root). */
-export function linkProblems(path: string, markdown: string, anchorsOf: (path: string) => Set<string> | undefined = anchorsOfFile): Problem[] {
+export function linkProblems(
+  path: string,
+  markdown: string,
+  anchorsOf: (path: string) => Set<string> | undefined = anchorsOfFile,
+): Problem[] {
   const problems: Problem[] = [];
   // Code spans and fenced blocks hold examples, not links.
-  const text = markdown.replace(/^ {0,3}(`{3,}|~{3,})[^\n]*\n[\s\S]*?^ {0,3}\1[^\n]*$/gm, (block) => block.replace(/[^\n]/g, ' ')).replace(/`[^`\n]*`/g, (span) => ' '.repeat(span.length));
+  const text = markdown
+    .replace(/^ {0,3}(`{3,}|~{3,})[^\n]*\n[\s\S]*?^ {0,3}\1[^\n]*$/gm, (block) => block.replace(/[^\n]/g, ' '))
+    .replace(/`[^`\n]*`/g, (span) => ' '.repeat(span.length));
   const targets = [
     ...[...text.matchAll(/\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)].map((m) => ({ index: m.index, target: m[1] })),
     ...[...text.matchAll(/^ {0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)/gm)].map((m) => ({ index: m.index, target: m[1] })),
     ...[...text.matchAll(/<a\s[^>]*href="([^"]+)"/g)].map((m) => ({ index: m.index, target: m[1] })),
   ];
   for (const { index, target } of targets) {
-    const report = (message: string) => problems.push({ line: lineOf(markdown, index), text: `(${target}): ${message}` });
+    const report = (message: string) =>
+      problems.push({ line: lineOf(markdown, index), text: `(${target}): ${message}` });
     if (/^file:/i.test(target)) {
       report('a file: link leaves the repository');
       continue;
@@ -221,7 +242,12 @@ export function linkProblems(path: string, markdown: string, anchorsOf: (path: s
       report('an absolute path leaves the repository');
       continue;
     }
-    const resolved = file === '' ? path : normalize(join(dirname(path), decodeURIComponent(file))).split(sep).join('/');
+    const resolved =
+      file === ''
+        ? path
+        : normalize(join(dirname(path), decodeURIComponent(file)))
+            .split(sep)
+            .join('/');
     if (resolved === '..' || resolved.startsWith('../')) {
       report('links outside the repository');
       continue;
@@ -232,7 +258,8 @@ export function linkProblems(path: string, markdown: string, anchorsOf: (path: s
     }
     if (anchor !== undefined && anchor !== '' && resolved.endsWith('.md')) {
       const anchors = anchorsOf(resolved);
-      if (anchors === undefined || !anchors.has(decodeURIComponent(anchor).toLowerCase())) report(`${resolved} has no section #${anchor}`);
+      if (anchors === undefined || !anchors.has(decodeURIComponent(anchor).toLowerCase()))
+        report(`${resolved} has no section #${anchor}`);
     }
   }
   return problems;
@@ -266,7 +293,11 @@ describe('anchors and the checker itself', () => {
     );
     // Headings of this repository's own shape: paths, code spans, identifiers with underscores.
     assert.deepEqual(
-      [...headingAnchors('## GET /relay, GET /ready\n### `GET /relay/{message_id}`\n## Delivery (example worker)\n## Leases ##')],
+      [
+        ...headingAnchors(
+          '## GET /relay, GET /ready\n### `GET /relay/{message_id}`\n## Delivery (example worker)\n## Leases ##',
+        ),
+      ],
       ['get-relay-get-ready', 'get-relaymessage_id', 'delivery-example-worker', 'leases'],
     );
   });
@@ -275,7 +306,11 @@ describe('anchors and the checker itself', () => {
     const docs = new Map([[j('docs/', 'design.md'), new Set(['leases', 'check-order'])]]);
     const headings = new Map([[j('docs/', 'design.md'), ['Leases', 'Check order']]]);
     const check = (text: string) =>
-      citationProblems(text, (p) => docs.get(p), (p) => headings.get(p) ?? []).map((p) => p.text);
+      citationProblems(
+        text,
+        (p) => docs.get(p),
+        (p) => headings.get(p) ?? [],
+      ).map((p) => p.text);
     const refused = [
       j('see DES', 'IGN.md ', '§', '11'),
       j('DES', 'IGN 3: a test title'),
@@ -311,7 +346,8 @@ describe('anchors and the checker itself', () => {
   });
 
   test('the link checker refuses links that leave the repository or do not resolve', () => {
-    const anchors = (p: string) => (p === 'docs/api.md' ? new Set(['errors']) : p === 'README.md' ? new Set(['quick-start']) : undefined);
+    const anchors = (p: string) =>
+      p === 'docs/api.md' ? new Set(['errors']) : p === 'README.md' ? new Set(['quick-start']) : undefined;
     const check = (markdown: string) => linkProblems('README.md', markdown, anchors).map((p) => p.text);
     assert.equal(check(j('[d](../', 'shared/x.md)')).length, 1);
     assert.equal(check('[d](/etc/passwd)').length, 1);
@@ -348,9 +384,28 @@ describe('the repository cites only itself', () => {
   test('docs/design.md has a section for each decision the code cites', () => {
     const anchors = anchorsOfFile('docs/design.md')!;
     for (const section of [
-      'errors', 'check-order', 'deduplication', 'receipt', 'extraction-and-eligibility', 'policy', 'enqueue',
-      'merkle-tree-insertions', 'configuration', 'storage', 'sqlite', 'postgresql', 'timeouts', 'replicas',
-      'message-lifecycle', 'leases', 'delivery', 'ism-types', 'ccip-read', 'transactions', 'failures-and-retries', 'pending',
+      'errors',
+      'check-order',
+      'deduplication',
+      'receipt',
+      'extraction-and-eligibility',
+      'policy',
+      'enqueue',
+      'merkle-tree-insertions',
+      'configuration',
+      'storage',
+      'sqlite',
+      'postgresql',
+      'timeouts',
+      'replicas',
+      'message-lifecycle',
+      'leases',
+      'delivery',
+      'ism-types',
+      'ccip-read',
+      'transactions',
+      'failures-and-retries',
+      'pending',
     ]) {
       assert.ok(anchors.has(section), `docs/design.md#${section}`);
     }

@@ -74,11 +74,21 @@ async function start(engine: OutboxEngine, overrides: ConfigOverrides = {}): Pro
   const table: ReceiptTable = new Map();
   const { outbox, close } = await engine.open(clock);
   const storeCalls = { pending: 0 };
-  const server = createRelayServer({ config: testConfig(overrides), outbox: countingCalls(outbox, storeCalls), clock, fetch: fakeRpcFetch(table).fetch });
+  const server = createRelayServer({
+    config: testConfig(overrides),
+    outbox: countingCalls(outbox, storeCalls),
+    clock,
+    fetch: fakeRpcFetch(table).fetch,
+  });
   const { url } = await server.listen(0, '127.0.0.1');
   const wire: Exchange[] = [];
   const recordingFetch = async (input: string, init: RequestInit): Promise<Response> => {
-    const exchange: Exchange = { method: String(init.method), path: input.slice(url.length), body: init.body as string | undefined, at: clock.now() };
+    const exchange: Exchange = {
+      method: String(init.method),
+      path: input.slice(url.length),
+      body: init.body as string | undefined,
+      at: clock.now(),
+    };
     wire.push(exchange);
     const response = await fetch(input, init);
     exchange.status = response.status;
@@ -122,7 +132,8 @@ interface Stepped {
  * 10 000 that a store call may take.
  */
 async function quiet(h: Stepped): Promise<void> {
-  for (let turn = 0; h.busy?.() && turn < (h.storeBusy?.() ? 10_000 : 100); turn++) await new Promise((resolve) => setImmediate(resolve));
+  for (let turn = 0; h.busy?.() && turn < (h.storeBusy?.() ? 10_000 : 100); turn++)
+    await new Promise((resolve) => setImmediate(resolve));
 }
 
 /** Advances fake time by `ms` in steps, never while the server is answering (see quiet). */
@@ -149,7 +160,8 @@ async function settle<T>(h: Stepped, promise: Promise<T>, stepMs = 50): Promise<
 }
 
 const idOf = (nonce: number) => messageId(hyperlaneMessage({ nonce, origin: 1, destination: 8453 }));
-const posts = (wire: Exchange[], hash?: string) => wire.filter((e) => e.method === 'POST' && (hash === undefined || e.body?.includes(hash)));
+const posts = (wire: Exchange[], hash?: string) =>
+  wire.filter((e) => e.method === 'POST' && (hash === undefined || e.body?.includes(hash)));
 
 function assertApiError(error: unknown, status: number, reason: string): RelayApiError {
   assert.ok(error instanceof RelayApiError, `a RelayApiError, got ${error}`);
@@ -182,8 +194,14 @@ for (const engine of ENGINES) {
       try {
         const client = h.client({ maxAttempts: 20, maxTotalMs: 120_000 });
         const hashes = Array.from({ length: 8 }, (_, i) => h.mined(10 + i));
-        const results = await settle(h, Promise.all(hashes.map((tx_hash) => client.relay({ origin_chain: 'ethereum', tx_hash }))));
-        assert.deepEqual(results.map((r) => r.messages[0].message_id), hashes.map((_, i) => idOf((10 + i) * 100)));
+        const results = await settle(
+          h,
+          Promise.all(hashes.map((tx_hash) => client.relay({ origin_chain: 'ethereum', tx_hash }))),
+        );
+        assert.deepEqual(
+          results.map((r) => r.messages[0].message_id),
+          hashes.map((_, i) => idOf((10 + i) * 100)),
+        );
         const limited = h.wire.filter((e) => e.status === 429);
         assert.ok(limited.length >= 5, `the storm was rate limited (${limited.length} answers 429)`);
         for (const hash of hashes) {
@@ -192,7 +210,10 @@ for (const engine of ENGINES) {
           for (let i = 1; i < tries.length; i++) {
             assert.equal(tries[i - 1].status, 429);
             assert.ok(tries[i - 1].retryAfter! >= 1);
-            assert.ok(tries[i].at - tries[i - 1].at >= tries[i - 1].retryAfter! * 1_000, `${hash}: try ${i + 1} waited the Retry-After`);
+            assert.ok(
+              tries[i].at - tries[i - 1].at >= tries[i - 1].retryAfter! * 1_000,
+              `${hash}: try ${i + 1} waited the Retry-After`,
+            );
           }
         }
         assert.equal(await h.outbox.depth(), 8);
@@ -206,13 +227,24 @@ for (const engine of ENGINES) {
       try {
         const client = h.client({ maxAttempts: 2, maxTotalMs: 600_000 });
         const hashes = Array.from({ length: 5 }, (_, i) => h.mined(20 + i));
-        const outcomes = await settle(h, Promise.allSettled(hashes.map((tx_hash) => client.relay({ origin_chain: 'ethereum', tx_hash }))));
-        assert.equal(outcomes.filter((o) => o.status === 'fulfilled').length, 2, 'one token at first, one a second later');
+        const outcomes = await settle(
+          h,
+          Promise.allSettled(hashes.map((tx_hash) => client.relay({ origin_chain: 'ethereum', tx_hash }))),
+        );
+        assert.equal(
+          outcomes.filter((o) => o.status === 'fulfilled').length,
+          2,
+          'one token at first, one a second later',
+        );
         for (const [i, outcome] of outcomes.entries()) {
           const tries = posts(h.wire, hashes[i]);
           if (outcome.status === 'fulfilled') continue;
           const apiError = assertApiError(outcome.reason, 429, 'rate_limited');
-          assert.deepEqual(tries.map((e) => e.status), [429, 429], 'maxAttempts tries, no more');
+          assert.deepEqual(
+            tries.map((e) => e.status),
+            [429, 429],
+            'maxAttempts tries, no more',
+          );
           assert.equal(apiError.retryAfterSeconds, tries[1].retryAfter);
           assert.ok(apiError.retryAfterSeconds! >= 1);
           assert.equal(apiError.requestId, tries[1].requestId);
@@ -251,7 +283,10 @@ for (const engine of ENGINES) {
         const result = await settle(h, call);
         assert.equal(result.messages[0].message_id, idOf(500));
         const tries = posts(h.wire);
-        assert.deepEqual(tries.map((e) => e.status), [408, 200]);
+        assert.deepEqual(
+          tries.map((e) => e.status),
+          [408, 200],
+        );
         assert.ok(tries[1].at - tries[0].at >= tries[0].retryAfter! * 1_000, 'waited the Retry-After of the 408');
       } finally {
         await h.close();
@@ -261,10 +296,16 @@ for (const engine of ENGINES) {
     test('docs/design.md#client: a transaction that never mines: maxAttempts 408s, then the timeout error', async () => {
       const h = await start(engine, { relayApi: { receiptTimeoutSeconds: 1 } });
       try {
-        const error = await settle(h, h.client({ maxAttempts: 3 }).relay({ origin_chain: 'ethereum', tx_hash: txHash(6) })).catch((e: unknown) => e);
+        const error = await settle(
+          h,
+          h.client({ maxAttempts: 3 }).relay({ origin_chain: 'ethereum', tx_hash: txHash(6) }),
+        ).catch((e: unknown) => e);
         const apiError = assertApiError(error, 408, 'timeout');
         assert.ok(apiError.retryAfterSeconds! >= 1);
-        assert.deepEqual(posts(h.wire).map((e) => e.status), [408, 408, 408]);
+        assert.deepEqual(
+          posts(h.wire).map((e) => e.status),
+          [408, 408, 408],
+        );
       } finally {
         await h.close();
       }
@@ -275,11 +316,24 @@ for (const engine of ENGINES) {
       try {
         const hash = h.mined(7, 2, 70);
         const first = await settle(h, h.client().relay({ origin_chain: 'ethereum', tx_hash: hash }));
-        const again = await settle(h, h.client().relay({ origin_chain: 'ethereum', tx_hash: hash.toUpperCase().replace('0X', '0x') }));
+        const again = await settle(
+          h,
+          h.client().relay({ origin_chain: 'ethereum', tx_hash: hash.toUpperCase().replace('0X', '0x') }),
+        );
         assert.deepEqual(again, { messages: first.messages, alreadySubmitted: true });
-        assert.deepEqual(h.wire.map((e) => [e.method, e.status]), [['POST', 200], ['POST', 429], ['GET', 200]]);
+        assert.deepEqual(
+          h.wire.map((e) => [e.method, e.status]),
+          [
+            ['POST', 200],
+            ['POST', 429],
+            ['GET', 200],
+          ],
+        );
 
-        const error = await h.client({ lookupDuplicates: false }).relay({ origin_chain: 'ethereum', tx_hash: hash }).catch((e: unknown) => e);
+        const error = await h
+          .client({ lookupDuplicates: false })
+          .relay({ origin_chain: 'ethereum', tx_hash: hash })
+          .catch((e: unknown) => e);
         const apiError = assertApiError(error, 429, 'duplicate_tx');
         assert.ok(apiError.retryAfterSeconds! > 200, 'Retry-After is the rest of the dedup window');
         assert.equal(h.wire.length, 4, 'one POST, no retry, no lookup');
@@ -293,10 +347,22 @@ for (const engine of ENGINES) {
       try {
         const hash = txHash(8);
         h.table.set(hash, rpcReceipt(hash, [...transferLogs(2), messageSentLog()])); // not eligible: 200 []
-        assert.deepEqual(await settle(h, h.client().relay({ origin_chain: 'ethereum', tx_hash: hash })), { messages: [], alreadySubmitted: false });
-        const error = await settle(h, h.client().relay({ origin_chain: 'ethereum', tx_hash: hash })).catch((e: unknown) => e);
+        assert.deepEqual(await settle(h, h.client().relay({ origin_chain: 'ethereum', tx_hash: hash })), {
+          messages: [],
+          alreadySubmitted: false,
+        });
+        const error = await settle(h, h.client().relay({ origin_chain: 'ethereum', tx_hash: hash })).catch(
+          (e: unknown) => e,
+        );
         assertApiError(error, 429, 'duplicate_tx');
-        assert.deepEqual(h.wire.map((e) => [e.method, e.status]), [['POST', 200], ['POST', 429], ['GET', 200]]);
+        assert.deepEqual(
+          h.wire.map((e) => [e.method, e.status]),
+          [
+            ['POST', 200],
+            ['POST', 429],
+            ['GET', 200],
+          ],
+        );
       } finally {
         await h.close();
       }
@@ -306,7 +372,9 @@ for (const engine of ENGINES) {
       const h = await start(engine);
       try {
         const client = h.client();
-        const unknownChain = await client.relay({ origin_chain: 'nowhere', tx_hash: txHash(1) }).catch((e: unknown) => e);
+        const unknownChain = await client
+          .relay({ origin_chain: 'nowhere', tx_hash: txHash(1) })
+          .catch((e: unknown) => e);
         assert.match(assertApiError(unknownChain, 400, 'invalid_request').message, /nowhere/);
         assertApiError(await client.message('0x1234').catch((e: unknown) => e), 400, 'invalid_request');
         assertApiError(await client.messagesOfTx('ethereum', '0x12').catch((e: unknown) => e), 400, 'invalid_request');
@@ -332,7 +400,10 @@ for (const engine of ENGINES) {
         assert.equal(posts(h.wire, txHash(2)).length, 1, 'no try after the abort');
 
         const sent = h.wire.length;
-        await assert.rejects(client.message(idOf(1), { signal: AbortSignal.abort() }), (e: Error) => e.name === 'AbortError');
+        await assert.rejects(
+          client.message(idOf(1), { signal: AbortSignal.abort() }),
+          (e: Error) => e.name === 'AbortError',
+        );
         assert.equal(h.wire.length, sent);
       } finally {
         await h.close();
@@ -349,7 +420,10 @@ for (const engine of ENGINES) {
         assert.equal(one.message_id, idOf(91));
         assert.equal(one.status, 'queued');
         assert.equal(one.tx_hash, hash);
-        assert.deepEqual((await client.messagesOfTx('ethereum', hash)).map((m) => m.nonce), [90, 91]);
+        assert.deepEqual(
+          (await client.messagesOfTx('ethereum', hash)).map((m) => m.nonce),
+          [90, 91],
+        );
         assert.deepEqual(await client.messagesOfTx('ethereum', txHash(99)), []);
         const error = assertApiError(await client.message(idOf(12345)).catch((e: unknown) => e), 404, 'not_found');
         assert.equal(error.requestId, h.wire.at(-1)!.requestId);
@@ -366,7 +440,10 @@ for (const engine of ENGINES) {
         const id = messages[0].message_id;
         const updates: string[] = [];
         let done = false;
-        const wait = client.waitForDelivery(id, { pollIntervalMs: 1_000, onUpdate: (m) => updates.push(`${m.status}/${m.attempts}`) });
+        const wait = client.waitForDelivery(id, {
+          pollIntervalMs: 1_000,
+          onUpdate: (m) => updates.push(`${m.status}/${m.attempts}`),
+        });
         wait.finally(() => (done = true)).catch(() => {});
         await advance(h, 2_500);
         const [claimed] = await h.outbox.claim(1, 60_000);
@@ -379,7 +456,8 @@ for (const engine of ENGINES) {
         assert.deepEqual(updates, ['queued/0', 'delivering/1', 'delivered/1']);
         const gets = h.wire.filter((e) => e.method === 'GET');
         assert.ok(gets.length >= 5, `${gets.length} polls`);
-        for (let i = 1; i < gets.length; i++) assert.ok(gets[i].at - gets[i - 1].at >= 1_000, 'polls are pollIntervalMs apart');
+        for (let i = 1; i < gets.length; i++)
+          assert.ok(gets[i].at - gets[i - 1].at >= 1_000, 'polls are pollIntervalMs apart');
       } finally {
         await h.close();
       }
@@ -391,13 +469,23 @@ for (const engine of ENGINES) {
         const client = h.client();
         const { messages } = await settle(h, client.relay({ origin_chain: 'ethereum', tx_hash: h.mined(4, 2, 40) }));
         const [claimed] = await h.outbox.claim(1, 60_000);
-        assert.equal(await h.outbox.markFailed(messages[0].message_id, { error: 'recipient reverts', final: true, lease: claimed.lease }), true);
+        assert.equal(
+          await h.outbox.markFailed(messages[0].message_id, {
+            error: 'recipient reverts',
+            final: true,
+            lease: claimed.lease,
+          }),
+          true,
+        );
         const failed = await settle(h, client.waitForDelivery(messages[0].message_id, { pollIntervalMs: 1_000 }));
         assert.equal(failed.status, 'failed');
         assert.equal(failed.last_error, 'recipient reverts');
 
         const start = h.clock.now();
-        const late = await settle(h, client.waitForDelivery(messages[1].message_id, { pollIntervalMs: 1_000, timeoutMs: 5_000 })).catch((e: unknown) => e);
+        const late = await settle(
+          h,
+          client.waitForDelivery(messages[1].message_id, { pollIntervalMs: 1_000, timeoutMs: 5_000 }),
+        ).catch((e: unknown) => e);
         assert.match(assertApiError(late, 0, 'deadline_exceeded').message, /still queued/);
         assert.ok(h.clock.now() - start <= 5_000 + 100, 'gave up at the deadline');
 
@@ -433,7 +521,7 @@ describe('relayer-api/client without the API behind it', { timeout: 60_000 }, ()
     gaps.forEach((gap, i) => assert.ok(gap >= 500 * 2 ** i, `wait ${i + 1}: ${gap} ms`));
   });
 
-  test('docs/design.md#client: an answer that is not the API\'s (a proxy\'s HTML 502) is bad_response, not retried', async () => {
+  test("docs/design.md#client: an answer that is not the API's (a proxy's HTML 502) is bad_response, not retried", async () => {
     let hits = 0;
     const proxy = createServer((_req, res) => {
       hits++;
@@ -441,8 +529,15 @@ describe('relayer-api/client without the API behind it', { timeout: 60_000 }, ()
     });
     await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
     try {
-      const client = createRelayClient({ baseUrl: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, clock: createFakeClock() });
-      assertApiError(await client.relay({ origin_chain: 'ethereum', tx_hash: txHash(1) }).catch((e: unknown) => e), 502, 'bad_response');
+      const client = createRelayClient({
+        baseUrl: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
+        clock: createFakeClock(),
+      });
+      assertApiError(
+        await client.relay({ origin_chain: 'ethereum', tx_hash: txHash(1) }).catch((e: unknown) => e),
+        502,
+        'bad_response',
+      );
       assert.equal(hits, 1);
     } finally {
       await new Promise<void>((resolve) => proxy.close(() => resolve()));
@@ -454,7 +549,11 @@ describe('relayer-api/client without the API behind it', { timeout: 60_000 }, ()
     const hanging = createServer(() => {}); // never answers
     await new Promise<void>((resolve) => hanging.listen(0, '127.0.0.1', resolve));
     try {
-      const client = createRelayClient({ baseUrl: `http://127.0.0.1:${(hanging.address() as AddressInfo).port}`, clock, maxTotalMs: 3_000 });
+      const client = createRelayClient({
+        baseUrl: `http://127.0.0.1:${(hanging.address() as AddressInfo).port}`,
+        clock,
+        maxTotalMs: 3_000,
+      });
       const error = await settle({ clock }, client.message(idOf(1))).catch((e: unknown) => e);
       assertApiError(error, 0, 'deadline_exceeded');
     } finally {

@@ -92,8 +92,16 @@ const BAD: [string, unknown, string][] = [
   // unknown keys at every level
   ['unknown top-level key', withValue('chain', {}), 'chain'],
   ['unknown chain key (typo)', withValue('chains.ethereum.mialbox', ETH_MAILBOX), 'chains.ethereum.mialbox'],
-  ['unknown Hyperlane metadata key in a chain', withValue('chains.ethereum.blocks', { confirmations: 1 }), 'chains.ethereum.blocks'],
-  ['unknown rpcUrls entry key', withValue('chains.ethereum.rpcUrls[0].webSocket', 'wss://x.org'), 'chains.ethereum.rpcUrls[0].webSocket'],
+  [
+    'unknown Hyperlane metadata key in a chain',
+    withValue('chains.ethereum.blocks', { confirmations: 1 }),
+    'chains.ethereum.blocks',
+  ],
+  [
+    'unknown rpcUrls entry key',
+    withValue('chains.ethereum.rpcUrls[0].webSocket', 'wss://x.org'),
+    'chains.ethereum.rpcUrls[0].webSocket',
+  ],
   ['unknown relayApi key', withValue('relayApi.rateLimits', {}), 'relayApi.rateLimits'],
   ['unknown relayApi.rateLimit key', withValue('relayApi.rateLimit.refill', 1), 'relayApi.rateLimit.refill'],
   ['unknown server key', withValue('server.tls', true), 'server.tls'],
@@ -124,11 +132,23 @@ const BAD: [string, unknown, string][] = [
   ['mailbox of 19 bytes', withValue('chains.ethereum.mailbox', ETH_MAILBOX.slice(0, 40)), 'chains.ethereum.mailbox'],
   ['mailbox without 0x', withValue('chains.ethereum.mailbox', ETH_MAILBOX.slice(2)), 'chains.ethereum.mailbox'],
   ['mailbox with 0X', withValue('chains.ethereum.mailbox', '0X' + ETH_MAILBOX.slice(2)), 'chains.ethereum.mailbox'],
-  ['mailbox as a 32-byte word', withValue('chains.ethereum.mailbox', '0x' + '0'.repeat(24) + ETH_MAILBOX.slice(2)), 'chains.ethereum.mailbox'],
+  [
+    'mailbox as a 32-byte word',
+    withValue('chains.ethereum.mailbox', '0x' + '0'.repeat(24) + ETH_MAILBOX.slice(2)),
+    'chains.ethereum.mailbox',
+  ],
   ['mailbox not hex', withValue('chains.ethereum.mailbox', '0x' + 'g'.repeat(40)), 'chains.ethereum.mailbox'],
-  ['mailbox with a broken checksum', withValue('chains.ethereum.mailbox', flipFirstLetter(ETH_MAILBOX)), 'chains.ethereum.mailbox'],
+  [
+    'mailbox with a broken checksum',
+    withValue('chains.ethereum.mailbox', flipFirstLetter(ETH_MAILBOX)),
+    'chains.ethereum.mailbox',
+  ],
   ['mailbox a number', withValue('chains.ethereum.mailbox', 1), 'chains.ethereum.mailbox'],
-  ['cctp transmitter bad', withValue('chains.base.cctpMessageTransmitter', '0x1234'), 'chains.base.cctpMessageTransmitter'],
+  [
+    'cctp transmitter bad',
+    withValue('chains.base.cctpMessageTransmitter', '0x1234'),
+    'chains.base.cctpMessageTransmitter',
+  ],
   [
     'cctp transmitter list with a bad entry',
     withValue('chains.base.cctpMessageTransmitter', [CCTP_DOCUMENTED, flipFirstLetter(CCTP_DOCUMENTED)]),
@@ -137,9 +157,17 @@ const BAD: [string, unknown, string][] = [
   ['rpcUrls missing', withValue('chains.ethereum.rpcUrls', undefined), 'chains.ethereum.rpcUrls'],
   ['rpcUrls empty', withValue('chains.ethereum.rpcUrls', []), 'chains.ethereum.rpcUrls'],
   ['rpcUrls as one string', withValue('chains.ethereum.rpcUrls', 'https://eth.example.org'), 'chains.ethereum.rpcUrls'],
-  ['rpcUrls entry a bare string', withValue('chains.ethereum.rpcUrls', ['https://eth.example.org']), 'chains.ethereum.rpcUrls[0]'],
+  [
+    'rpcUrls entry a bare string',
+    withValue('chains.ethereum.rpcUrls', ['https://eth.example.org']),
+    'chains.ethereum.rpcUrls[0]',
+  ],
   ['rpcUrls entry without http', withValue('chains.ethereum.rpcUrls', [{}]), 'chains.ethereum.rpcUrls[0].http'],
-  ['rpc URL not http(s)', withValue('chains.base.rpcUrls[1].http', 'wss://base.example.org'), 'chains.base.rpcUrls[1].http'],
+  [
+    'rpc URL not http(s)',
+    withValue('chains.base.rpcUrls[1].http', 'wss://base.example.org'),
+    'chains.base.rpcUrls[1].http',
+  ],
   ['rpc URL not a URL', withValue('chains.base.rpcUrls[1].http', 'base.example.org'), 'chains.base.rpcUrls[1].http'],
   ['protocol not ethereum', withValue('chains.ethereum.protocol', 'sealevel'), 'chains.ethereum.protocol'],
   ['name differs from the key', withValue('chains.ethereum.name', 'base'), 'chains.ethereum.name'],
@@ -158,28 +186,56 @@ const BAD: [string, unknown, string][] = [
   ['whitelist not an array', withValue('whitelist', {}), 'whitelist'],
   ['whitelist rule not an object', withValue('whitelist', ['*']), 'whitelist[0]'],
   ['messageId of 20 bytes', withValue('whitelist', [{ messageId: ETH_MAILBOX }]), 'whitelist[0].messageId'],
-  ['messageId list with a bad entry', withValue('whitelist', [{ messageId: ['0x' + '1'.repeat(64), '0x12'] }]), 'whitelist[0].messageId[1]'],
+  [
+    'messageId list with a bad entry',
+    withValue('whitelist', [{ messageId: ['0x' + '1'.repeat(64), '0x12'] }]),
+    'whitelist[0].messageId[1]',
+  ],
   ['originDomain negative', withValue('whitelist', [{}, { originDomain: -1 }]), 'whitelist[1].originDomain'],
   ['originDomain not decimal', withValue('blacklist', [{ originDomain: 'abc' }]), 'blacklist[0].originDomain'],
-  ['destinationDomain above uint32', withValue('blacklist', [{ destinationDomain: ['4294967296'] }]), 'blacklist[0].destinationDomain[0]'],
+  [
+    'destinationDomain above uint32',
+    withValue('blacklist', [{ destinationDomain: ['4294967296'] }]),
+    'blacklist[0].destinationDomain[0]',
+  ],
   ['"*" inside a list', withValue('blacklist', [{ destinationDomain: ['*'] }]), 'blacklist[0].destinationDomain[0]'],
-  ['senderAddress of 21 bytes', withValue('blacklist', [{ senderAddress: '0x' + '1'.repeat(42) }]), 'blacklist[0].senderAddress'],
-  ['recipientAddress bad checksum', withValue('whitelist', [{ recipientAddress: [flipFirstLetter(BASE_MAILBOX)] }]), 'whitelist[0].recipientAddress[0]'],
+  [
+    'senderAddress of 21 bytes',
+    withValue('blacklist', [{ senderAddress: '0x' + '1'.repeat(42) }]),
+    'blacklist[0].senderAddress',
+  ],
+  [
+    'recipientAddress bad checksum',
+    withValue('whitelist', [{ recipientAddress: [flipFirstLetter(BASE_MAILBOX)] }]),
+    'whitelist[0].recipientAddress[0]',
+  ],
   ['bodyRegex does not compile', withValue('whitelist', [{ bodyRegex: '(' }]), 'whitelist[0].bodyRegex'],
   ['bodyRegex invalid under the u flag', withValue('whitelist', [{ bodyRegex: '\\a' }]), 'whitelist[0].bodyRegex'],
   ['bodyRegex not a string', withValue('whitelist', [{ bodyRegex: 5 }]), 'whitelist[0].bodyRegex'],
   // addressBlacklist
   ['addressBlacklist not an array', withValue('addressBlacklist', ETH_MAILBOX), 'addressBlacklist'],
   ['addressBlacklist entry of 32 bytes', withValue('addressBlacklist', ['0x' + '1'.repeat(64)]), 'addressBlacklist[0]'],
-  ['addressBlacklist entry bad checksum', withValue('addressBlacklist', [ETH_MAILBOX, flipFirstLetter(BASE_MAILBOX)]), 'addressBlacklist[1]'],
+  [
+    'addressBlacklist entry bad checksum',
+    withValue('addressBlacklist', [ETH_MAILBOX, flipFirstLetter(BASE_MAILBOX)]),
+    'addressBlacklist[1]',
+  ],
   // relayApi
   ['relayApi an array', withValue('relayApi', []), 'relayApi'],
   ['rateLimit null', withValue('relayApi.rateLimit', null), 'relayApi.rateLimit'],
   ['burst zero', withValue('relayApi.rateLimit.burst', 0), 'relayApi.rateLimit.burst'],
   ['perMinute as a string', withValue('relayApi.rateLimit.perMinute', '100'), 'relayApi.rateLimit.perMinute'],
-  ['dedupWindowSeconds beyond a timer', withValue('relayApi.dedupWindowSeconds', 3_000_000), 'relayApi.dedupWindowSeconds'],
+  [
+    'dedupWindowSeconds beyond a timer',
+    withValue('relayApi.dedupWindowSeconds', 3_000_000),
+    'relayApi.dedupWindowSeconds',
+  ],
   ['dedupCapacity zero', withValue('relayApi.dedupCapacity', 0), 'relayApi.dedupCapacity'],
-  ['receiptTimeoutSeconds fractional', withValue('relayApi.receiptTimeoutSeconds', 0.5), 'relayApi.receiptTimeoutSeconds'],
+  [
+    'receiptTimeoutSeconds fractional',
+    withValue('relayApi.receiptTimeoutSeconds', 0.5),
+    'relayApi.receiptTimeoutSeconds',
+  ],
   ['maxMessagesPerTx negative', withValue('relayApi.maxMessagesPerTx', -1), 'relayApi.maxMessagesPerTx'],
   // server
   ['server a string', withValue('server', '127.0.0.1:9090'), 'server'],
@@ -193,10 +249,22 @@ const BAD: [string, unknown, string][] = [
   ['adminToken with a space', withValue('server.adminToken', 'a very long token here'), 'server.adminToken'],
   ['adminToken a number', withValue('server.adminToken', 1234567890123456789), 'server.adminToken'],
   ['corsOrigins a string', withValue('server.corsOrigins', 'https://app.example.org'), 'server.corsOrigins'],
-  ['cors origin with a path', withValue('server.corsOrigins', ['https://app.example.org/app']), 'server.corsOrigins[0]'],
+  [
+    'cors origin with a path',
+    withValue('server.corsOrigins', ['https://app.example.org/app']),
+    'server.corsOrigins[0]',
+  ],
   ['cors origin not http(s)', withValue('server.corsOrigins', ['*', 'ftp://app.example.org']), 'server.corsOrigins[1]'],
-  ['cors origin with credentials', withValue('server.corsOrigins', ['https://user@app.example.org']), 'server.corsOrigins[0]'],
-  ['cors origin with a query', withValue('server.corsOrigins', ['https://app.example.org?x=1']), 'server.corsOrigins[0]'],
+  [
+    'cors origin with credentials',
+    withValue('server.corsOrigins', ['https://user@app.example.org']),
+    'server.corsOrigins[0]',
+  ],
+  [
+    'cors origin with a query',
+    withValue('server.corsOrigins', ['https://app.example.org?x=1']),
+    'server.corsOrigins[0]',
+  ],
   ['maxRelayBodyBytes zero', withValue('server.maxRelayBodyBytes', 0), 'server.maxRelayBodyBytes'],
   ['maxMerkleBodyBytes as text', withValue('server.maxMerkleBodyBytes', '16MiB'), 'server.maxMerkleBodyBytes'],
   // db
@@ -206,7 +274,8 @@ const BAD: [string, unknown, string][] = [
 
 describe('docs/design.md#configuration: invalid configurations are refused, naming the key', () => {
   for (const [what, input, key] of BAD) {
-    test(`docs/design.md#configuration: ${what} -> ConfigError at ${key === '' ? '(root)' : key}`, () => expectConfigError(input, key));
+    test(`docs/design.md#configuration: ${what} -> ConfigError at ${key === '' ? '(root)' : key}`, () =>
+      expectConfigError(input, key));
   }
 
   test('docs/design.md#configuration: ConfigError is an Error with a stable name', () => {
@@ -223,21 +292,27 @@ describe('docs/design.md#configuration: valid configurations are normalised', ()
   test('docs/design.md#configuration: a file with chains replaces the built-in table; defaults fill everything else', () => {
     const config = parseConfig(goodConfig());
     assert.deepEqual(Object.keys(config.chains), ['ethereum', 'base']);
-    assert.deepEqual({ ...config.chains.ethereum }, {
-      name: 'ethereum',
-      domainId: 1,
-      chainId: 1,
-      mailbox: ETH_MAILBOX.toLowerCase(),
-      cctpMessageTransmitters: CIRCLE_V2_TRANSMITTERS.map((a) => a.toLowerCase()),
-      rpcUrls: ['https://eth.example.org'],
-    });
-    assert.deepEqual({ ...config.chains.base }, {
-      name: 'base',
-      domainId: 8453,
-      mailbox: BASE_MAILBOX.toLowerCase(),
-      cctpMessageTransmitters: [CCTP_DOCUMENTED.toLowerCase()],
-      rpcUrls: ['https://base.example.org/v1/key', 'http://127.0.0.1:8545'],
-    });
+    assert.deepEqual(
+      { ...config.chains.ethereum },
+      {
+        name: 'ethereum',
+        domainId: 1,
+        chainId: 1,
+        mailbox: ETH_MAILBOX.toLowerCase(),
+        cctpMessageTransmitters: CIRCLE_V2_TRANSMITTERS.map((a) => a.toLowerCase()),
+        rpcUrls: ['https://eth.example.org'],
+      },
+    );
+    assert.deepEqual(
+      { ...config.chains.base },
+      {
+        name: 'base',
+        domainId: 8453,
+        mailbox: BASE_MAILBOX.toLowerCase(),
+        cctpMessageTransmitters: [CCTP_DOCUMENTED.toLowerCase()],
+        rpcUrls: ['https://base.example.org/v1/key', 'http://127.0.0.1:8545'],
+      },
+    );
     assert.deepEqual(config.relayChains, ['ethereum', 'base'], 'default: all chains');
     assert.deepEqual(config.whitelist, []);
     assert.deepEqual(config.blacklist, []);
@@ -277,11 +352,18 @@ describe('docs/design.md#configuration: valid configurations are normalised', ()
     withValue('chains.ethereum.cctpMessageTransmitter', [CCTP_DOCUMENTED, CCTP_DOCUMENTED.toLowerCase()], input);
     const config = parseConfig(input);
     assert.deepEqual(config.addressBlacklist, [BASE_MAILBOX.toLowerCase(), ETH_MAILBOX.toLowerCase()]);
-    assert.deepEqual(config.chains.ethereum.cctpMessageTransmitters, [CCTP_DOCUMENTED.toLowerCase()], 'duplicates dropped');
+    assert.deepEqual(
+      config.chains.ethereum.cctpMessageTransmitters,
+      [CCTP_DOCUMENTED.toLowerCase()],
+      'duplicates dropped',
+    );
   });
 
   test('docs/design.md#configuration: cctpMessageTransmitter may be an empty list (no CCTP on that chain)', () => {
-    assert.deepEqual(parseConfig(withValue('chains.base.cctpMessageTransmitter', [])).chains.base.cctpMessageTransmitters, []);
+    assert.deepEqual(
+      parseConfig(withValue('chains.base.cctpMessageTransmitter', [])).chains.base.cctpMessageTransmitters,
+      [],
+    );
   });
 
   test('docs/design.md#configuration: matching rules keep their shape, lower-case hex, domains as numbers', () => {
@@ -303,9 +385,21 @@ describe('docs/design.md#configuration: valid configurations are normalised', ()
 
   test('docs/design.md#configuration: partial relayApi and server sections keep the other defaults', () => {
     const input = withValue('relayApi', { rateLimit: { burst: 5 }, maxMessagesPerTx: 3 });
-    withValue('server', { port: 0, adminToken: 'x'.repeat(16), corsOrigins: ['https://App.Example.org:443/', '*', 'http://localhost:3000'] }, input);
+    withValue(
+      'server',
+      {
+        port: 0,
+        adminToken: 'x'.repeat(16),
+        corsOrigins: ['https://App.Example.org:443/', '*', 'http://localhost:3000'],
+      },
+      input,
+    );
     const config = parseConfig(input);
-    assert.deepEqual(config.relayApi, { ...DEFAULTS.relayApi, rateLimit: { burst: 5, perMinute: 100 }, maxMessagesPerTx: 3 });
+    assert.deepEqual(config.relayApi, {
+      ...DEFAULTS.relayApi,
+      rateLimit: { burst: 5, perMinute: 100 },
+      maxMessagesPerTx: 3,
+    });
     assert.equal(config.server.port, 0);
     assert.equal(config.server.host, '127.0.0.1');
     assert.equal(config.server.adminToken, 'x'.repeat(16));
@@ -314,8 +408,20 @@ describe('docs/design.md#configuration: valid configurations are normalised', ()
 
   test('docs/design.md#configuration: tolerated Hyperlane chain-metadata keys are checked and dropped', () => {
     const input = goodConfig();
-    Object.assign((input.chains as Json).ethereum as Json, { name: 'ethereum', protocol: 'ethereum', displayName: 'Ethereum', isTestnet: false });
-    assert.deepEqual(Object.keys(parseConfig(input).chains.ethereum).sort(), ['cctpMessageTransmitters', 'chainId', 'domainId', 'mailbox', 'name', 'rpcUrls']);
+    Object.assign((input.chains as Json).ethereum as Json, {
+      name: 'ethereum',
+      protocol: 'ethereum',
+      displayName: 'Ethereum',
+      isTestnet: false,
+    });
+    assert.deepEqual(Object.keys(parseConfig(input).chains.ethereum).sort(), [
+      'cctpMessageTransmitters',
+      'chainId',
+      'domainId',
+      'mailbox',
+      'name',
+      'rpcUrls',
+    ]);
   });
 
   test('docs/design.md#check-order: chain lookups by request name cannot reach Object.prototype', () => {
@@ -326,7 +432,11 @@ describe('docs/design.md#configuration: valid configurations are normalised', ()
   });
 
   test('docs/design.md#configuration: a chain may be named like an Object.prototype member', () => {
-    const input = withValue('chains.constructor', { domainId: 7, mailbox: ETH_MAILBOX, rpcUrls: [{ http: 'https://x.example.org' }] });
+    const input = withValue('chains.constructor', {
+      domainId: 7,
+      mailbox: ETH_MAILBOX,
+      rpcUrls: [{ http: 'https://x.example.org' }],
+    });
     const name: string = 'constructor';
     assert.equal(parseConfig(input).chains[name].domainId, 7);
   });
@@ -347,11 +457,15 @@ describe('docs/design.md#configuration: EIP-55 checksums on addresses', () => {
 
   test('docs/design.md#configuration: the EIP-55 examples are accepted and stored lower-case', () => {
     const config = parseConfig(withValue('addressBlacklist', EIP55));
-    assert.deepEqual(config.addressBlacklist, EIP55.map((a) => a.toLowerCase()));
+    assert.deepEqual(
+      config.addressBlacklist,
+      EIP55.map((a) => a.toLowerCase()),
+    );
   });
 
   test('docs/design.md#configuration: a mixed-case EIP-55 example with one letter flipped is refused', () => {
-    for (const address of EIP55.slice(4)) expectConfigError(withValue('addressBlacklist', [flipFirstLetter(address)]), 'addressBlacklist[0]');
+    for (const address of EIP55.slice(4))
+      expectConfigError(withValue('addressBlacklist', [flipFirstLetter(address)]), 'addressBlacklist[0]');
   });
 
   // Mixed case is checked, as ethers' getAddress does; viem's strict isAddress also checks an
@@ -360,28 +474,42 @@ describe('docs/design.md#configuration: EIP-55 checksums on addresses', () => {
 
   test('docs/design.md#configuration: checksum acceptance agrees with viem on random mixed-case addresses', () => {
     fc.assert(
-      fc.property(fc.uint8Array({ minLength: 20, maxLength: 20 }), fc.array(fc.boolean(), { minLength: 40, maxLength: 40 }), (bytes, upper) => {
-        const lower = '0x' + Buffer.from(bytes).toString('hex');
-        const cased = '0x' + [...lower.slice(2)].map((c, i) => (upper[i] ? c.toUpperCase() : c)).join('');
-        for (const candidate of [getAddress(lower), cased]) {
-          const viemAccepts = isMixedCase(candidate) ? isAddress(candidate, { strict: true }) : true;
-          let ours = true;
-          try {
-            parseConfig(withValue('addressBlacklist', [candidate]));
-          } catch (err) {
-            if (!(err instanceof ConfigError)) throw err;
-            ours = false;
+      fc.property(
+        fc.uint8Array({ minLength: 20, maxLength: 20 }),
+        fc.array(fc.boolean(), { minLength: 40, maxLength: 40 }),
+        (bytes, upper) => {
+          const lower = '0x' + Buffer.from(bytes).toString('hex');
+          const cased = '0x' + [...lower.slice(2)].map((c, i) => (upper[i] ? c.toUpperCase() : c)).join('');
+          for (const candidate of [getAddress(lower), cased]) {
+            const viemAccepts = isMixedCase(candidate) ? isAddress(candidate, { strict: true }) : true;
+            let ours = true;
+            try {
+              parseConfig(withValue('addressBlacklist', [candidate]));
+            } catch (err) {
+              if (!(err instanceof ConfigError)) throw err;
+              ours = false;
+            }
+            assert.equal(ours, viemAccepts, candidate);
           }
-          assert.equal(ours, viemAccepts, candidate);
-        }
-      }),
+        },
+      ),
       { numRuns: 300 },
     );
   });
 
   test('docs/design.md#configuration: addresses without mixed case carry no checksum and are accepted', () => {
-    const config = parseConfig(withValue('addressBlacklist', ['0x000000000000000000000000000000007D000004', '0x' + 'AB'.repeat(20), '0x' + '12'.repeat(20)]));
-    assert.deepEqual(config.addressBlacklist, ['0x000000000000000000000000000000007d000004', '0x' + 'ab'.repeat(20), '0x' + '12'.repeat(20)]);
+    const config = parseConfig(
+      withValue('addressBlacklist', [
+        '0x000000000000000000000000000000007D000004',
+        '0x' + 'AB'.repeat(20),
+        '0x' + '12'.repeat(20),
+      ]),
+    );
+    assert.deepEqual(config.addressBlacklist, [
+      '0x000000000000000000000000000000007d000004',
+      '0x' + 'ab'.repeat(20),
+      '0x' + '12'.repeat(20),
+    ]);
   });
 });
 
@@ -397,20 +525,33 @@ describe('docs/design.md#configuration: the built-in default configuration', () 
     assert.equal(eth.chainId, 1);
     assert.equal(yamlField('ethereum', 'addresses.yaml', 'mailbox'), ETH_MAILBOX);
     assert.equal(eth.mailbox, ETH_MAILBOX.toLowerCase());
-    assert.deepEqual(eth.cctpMessageTransmitters, CIRCLE_V2_TRANSMITTERS.map((a) => a.toLowerCase()));
+    assert.deepEqual(
+      eth.cctpMessageTransmitters,
+      CIRCLE_V2_TRANSMITTERS.map((a) => a.toLowerCase()),
+    );
     assert.ok(eth.rpcUrls.length > 0 && eth.rpcUrls.every((u) => u.startsWith('https://')));
   });
 
   test('docs/configuration.md#the-configuration-file: by default every chain counts the three Circle CCTP V2 transmitters; the config still overrides', () => {
     const expected = CIRCLE_V2_TRANSMITTERS.map((a) => getAddress(a.toLowerCase()));
-    assert.deepEqual(DEFAULT_CCTP_V2_TRANSMITTERS.map((a) => getAddress(a)), expected);
+    assert.deepEqual(
+      DEFAULT_CCTP_V2_TRANSMITTERS.map((a) => getAddress(a)),
+      expected,
+    );
     for (const a of DEFAULT_CCTP_V2_TRANSMITTERS) assert.equal(a, a.toLowerCase(), 'stored lower-case');
     for (const chain of Object.values(defaultConfig().chains)) {
-      assert.deepEqual(chain.cctpMessageTransmitters, CIRCLE_V2_TRANSMITTERS.map((a) => a.toLowerCase()), chain.name);
+      assert.deepEqual(
+        chain.cctpMessageTransmitters,
+        CIRCLE_V2_TRANSMITTERS.map((a) => a.toLowerCase()),
+        chain.name,
+      );
     }
     const overridden = parseConfig(withValue('chains.ethereum.cctpMessageTransmitter', CIRCLE_V2_TRANSMITTERS[2]));
     assert.deepEqual(overridden.chains.ethereum.cctpMessageTransmitters, [CIRCLE_V2_TRANSMITTERS[2].toLowerCase()]);
-    assert.deepEqual(parseConfig(withValue('chains.ethereum.cctpMessageTransmitter', [])).chains.ethereum.cctpMessageTransmitters, []);
+    assert.deepEqual(
+      parseConfig(withValue('chains.ethereum.cctpMessageTransmitter', [])).chains.ethereum.cctpMessageTransmitters,
+      [],
+    );
   });
 
   test('docs/design.md#extraction-and-eligibility: DEFAULT_CCTP_V2_TRANSMITTER is the documented address, lower-case', () => {
@@ -428,7 +569,10 @@ describe('docs/design.md#configuration: the built-in default configuration', () 
       assert.equal(yamlField(chain.name, 'addresses.yaml', 'mailbox')?.toLowerCase(), chain.mailbox, chain.name);
     }
     for (const name of ['arbitrum', 'base', 'optimism', 'polygon', 'bsc', 'avalanche']) {
-      assert.ok(BUILTIN_CHAINS.some((c) => c.name === name), `${name} is built in`);
+      assert.ok(
+        BUILTIN_CHAINS.some((c) => c.name === name),
+        `${name} is built in`,
+      );
     }
   });
 
@@ -436,7 +580,9 @@ describe('docs/design.md#configuration: the built-in default configuration', () 
     const script = fileURLToPath(new URL('../scripts/gen-chains.ts', import.meta.url));
     const run = spawnSync(process.execPath, [script, '--check'], { encoding: 'utf8' });
     assert.equal(run.status, 0, run.stderr);
-    const pkg = JSON.parse(readFileSync(join(registryChains, '..', '..', 'package.json'), 'utf8')) as { version: string };
+    const pkg = JSON.parse(readFileSync(join(registryChains, '..', '..', 'package.json'), 'utf8')) as {
+      version: string;
+    };
     assert.equal(REGISTRY_VERSION, pkg.version);
   });
 
@@ -446,29 +592,80 @@ describe('docs/design.md#configuration: the built-in default configuration', () 
       chains: Object.fromEntries(
         Object.values(config.chains).map((c) => [
           c.name,
-          { domainId: c.domainId, chainId: c.chainId, mailbox: getAddress(c.mailbox), rpcUrls: c.rpcUrls.map((http) => ({ http })) },
+          {
+            domainId: c.domainId,
+            chainId: c.chainId,
+            mailbox: getAddress(c.mailbox),
+            rpcUrls: c.rpcUrls.map((http) => ({ http })),
+          },
         ]),
       ),
     };
-    assert.deepEqual({ ...parseConfig(asFile), chains: { ...parseConfig(asFile).chains } }, { ...config, chains: { ...config.chains } });
+    assert.deepEqual(
+      { ...parseConfig(asFile), chains: { ...parseConfig(asFile).chains } },
+      { ...config, chains: { ...config.chains } },
+    );
   });
 
   test('docs/design.md#configuration: defaults are the documented values, relay to every chain, ./relayer.db', () => {
     const config = defaultConfig();
-    assert.deepEqual(config.relayChains, BUILTIN_CHAINS.map((c) => c.name));
-    assert.deepEqual(config.relayApi, { rateLimit: { burst: 100, perMinute: 100 }, dedupWindowSeconds: 300, dedupCapacity: 10_000, receiptTimeoutSeconds: 10, maxMessagesPerTx: 10 });
-    assert.deepEqual(config.server, { host: '127.0.0.1', port: 9090, adminToken: null, corsOrigins: [], maxRelayBodyBytes: 65_536, maxMerkleBodyBytes: 16_777_216 });
+    assert.deepEqual(
+      config.relayChains,
+      BUILTIN_CHAINS.map((c) => c.name),
+    );
+    assert.deepEqual(config.relayApi, {
+      rateLimit: { burst: 100, perMinute: 100 },
+      dedupWindowSeconds: 300,
+      dedupCapacity: 10_000,
+      receiptTimeoutSeconds: 10,
+      maxMessagesPerTx: 10,
+    });
+    assert.deepEqual(config.server, {
+      host: '127.0.0.1',
+      port: 9090,
+      adminToken: null,
+      corsOrigins: [],
+      maxRelayBodyBytes: 65_536,
+      maxMerkleBodyBytes: 16_777_216,
+    });
     assert.equal(config.db, './relayer.db');
     assert.deepEqual(config.worker, {
-      host: '127.0.0.1', port: 9091, batch: 10, concurrency: 4, leaseSeconds: 60, maxAttempts: 5, maxLeaseExpiries: 5, confirmations: 1,
-      pendingDeadlineHours: 48, pendingRetrySeconds: 5, pendingRetryMaxSeconds: 60, retryBaseSeconds: 5, retryMaxSeconds: 600, pollMs: 1_000, gasMarginPercent: 20, replaceAfterSeconds: 60,
-      ccipReadTimeoutSeconds: 10, stopGraceSeconds: 30,
+      host: '127.0.0.1',
+      port: 9091,
+      batch: 10,
+      concurrency: 4,
+      leaseSeconds: 60,
+      maxAttempts: 5,
+      maxLeaseExpiries: 5,
+      confirmations: 1,
+      pendingDeadlineHours: 48,
+      pendingRetrySeconds: 5,
+      pendingRetryMaxSeconds: 60,
+      retryBaseSeconds: 5,
+      retryMaxSeconds: 600,
+      pollMs: 1_000,
+      gasMarginPercent: 20,
+      replaceAfterSeconds: 60,
+      ccipReadTimeoutSeconds: 10,
+      stopGraceSeconds: 30,
     });
-    assert.deepEqual({ relayApi: config.relayApi, server: config.server, worker: config.worker, db: config.db }, { ...DEFAULTS });
+    assert.deepEqual(
+      { relayApi: config.relayApi, server: config.server, worker: config.worker, db: config.db },
+      { ...DEFAULTS },
+    );
   });
 
   test('worker section: given values are kept, the rest defaulted', () => {
-    const config = parseConfig(withValue('worker', { host: '0.0.0.0', port: 0, maxAttempts: 8, confirmations: 3, pendingDeadlineHours: 1, pollMs: 50 }));
+    const config = parseConfig(
+      withValue('worker', {
+        host: '0.0.0.0',
+        port: 0,
+        maxAttempts: 8,
+        confirmations: 3,
+        pendingDeadlineHours: 1,
+        pollMs: 50,
+      }),
+    );
     assert.equal(config.worker.host, '0.0.0.0');
     assert.equal(config.worker.port, 0);
     assert.equal(config.worker.maxAttempts, 8);
@@ -487,7 +684,11 @@ describe('docs/design.md#configuration: the built-in default configuration', () 
     assert.ok(!b.chains.ethereum.rpcUrls.includes('http://mutated.example.org'));
     assert.deepEqual(b.server.corsOrigins, []);
     assert.equal(b.relayApi.rateLimit.burst, 100);
-    assert.ok(Object.isFrozen(DEFAULTS) && Object.isFrozen(DEFAULTS.relayApi.rateLimit) && Object.isFrozen(DEFAULTS.server.corsOrigins));
+    assert.ok(
+      Object.isFrozen(DEFAULTS) &&
+        Object.isFrozen(DEFAULTS.relayApi.rateLimit) &&
+        Object.isFrozen(DEFAULTS.server.corsOrigins),
+    );
   });
 });
 
@@ -495,15 +696,38 @@ describe('config loader (docs/design.md#configuration)', () => {
   function validConfig(): Record<string, unknown> {
     return {
       chains: {
-        ethereum: { domainId: 1, chainId: 1, mailbox: '0xc005dc82818d67AF737725bD4bf75435d065D239', rpcUrls: [{ http: 'https://eth.example.org/v3/key' }] },
-        base: { domainId: 8453, mailbox: MAILBOX, cctpMessageTransmitter: [CCTP_V2_TRANSMITTER], rpcUrls: [{ http: 'http://127.0.0.1:8545' }] },
+        ethereum: {
+          domainId: 1,
+          chainId: 1,
+          mailbox: '0xc005dc82818d67AF737725bD4bf75435d065D239',
+          rpcUrls: [{ http: 'https://eth.example.org/v3/key' }],
+        },
+        base: {
+          domainId: 8453,
+          mailbox: MAILBOX,
+          cctpMessageTransmitter: [CCTP_V2_TRANSMITTER],
+          rpcUrls: [{ http: 'http://127.0.0.1:8545' }],
+        },
       },
       relayChains: ['ethereum', 'base'],
       whitelist: [{ originDomain: [1, '8453'], senderAddress: '*', bodyRegex: '^00' }],
       blacklist: [{ recipientAddress: '0x' + '22'.repeat(32) }],
       addressBlacklist: ['0x' + '33'.repeat(20)],
-      relayApi: { rateLimit: { burst: 10, perMinute: 60 }, dedupWindowSeconds: 300, dedupCapacity: 100, receiptTimeoutSeconds: 10, maxMessagesPerTx: 10 },
-      server: { host: '127.0.0.1', port: 9090, adminToken: null, corsOrigins: ['https://app.example.org'], maxRelayBodyBytes: 65536, maxMerkleBodyBytes: 1 << 24 },
+      relayApi: {
+        rateLimit: { burst: 10, perMinute: 60 },
+        dedupWindowSeconds: 300,
+        dedupCapacity: 100,
+        receiptTimeoutSeconds: 10,
+        maxMessagesPerTx: 10,
+      },
+      server: {
+        host: '127.0.0.1',
+        port: 9090,
+        adminToken: null,
+        corsOrigins: ['https://app.example.org'],
+        maxRelayBodyBytes: 65536,
+        maxMerkleBodyBytes: 1 << 24,
+      },
       db: ':memory:',
     };
   }
@@ -512,7 +736,8 @@ describe('config loader (docs/design.md#configuration)', () => {
   function paths(value: unknown, prefix: string[] = []): string[][] {
     const out = [prefix];
     if (typeof value === 'object' && value !== null) {
-      for (const key of Object.keys(value)) out.push(...paths((value as Record<string, unknown>)[key], [...prefix, key]));
+      for (const key of Object.keys(value))
+        out.push(...paths((value as Record<string, unknown>)[key], [...prefix, key]));
     }
     return out;
   }
@@ -534,8 +759,33 @@ describe('config loader (docs/design.md#configuration)', () => {
   const hostileValue = fc.oneof(
     fc.jsonValue(),
     fc.constant(undefined),
-    fc.constantFrom(-0, -1, 1.5, 2 ** 31, 2 ** 53, Infinity, NaN, '', ' ', '*', '0x', '0X' + '11'.repeat(20), '0xC005dc82818d67AF737725bD4bf75435d065D239',
-      'ftp://x', 'http://', 'https://u:p@h/p?q', '(', '(a+)+$', '[', 'ethereum', 'Base', 'a'.repeat(2000), { http: 'ws://x' }, [], {}),
+    fc.constantFrom(
+      -0,
+      -1,
+      1.5,
+      2 ** 31,
+      2 ** 53,
+      Infinity,
+      NaN,
+      '',
+      ' ',
+      '*',
+      '0x',
+      '0X' + '11'.repeat(20),
+      '0xC005dc82818d67AF737725bD4bf75435d065D239',
+      'ftp://x',
+      'http://',
+      'https://u:p@h/p?q',
+      '(',
+      '(a+)+$',
+      '[',
+      'ethereum',
+      'Base',
+      'a'.repeat(2000),
+      { http: 'ws://x' },
+      [],
+      {},
+    ),
   );
 
   function checkInvariants(config: RelayerConfig): void {
@@ -558,8 +808,10 @@ describe('config loader (docs/design.md#configuration)', () => {
     assert.equal(new Set(config.relayChains).size, config.relayChains.length);
     for (const n of config.relayChains) assert.ok(Object.hasOwn(config.chains, n));
     const api = config.relayApi;
-    for (const v of [api.rateLimit.burst, api.rateLimit.perMinute, api.dedupCapacity, api.maxMessagesPerTx]) assert.ok(Number.isSafeInteger(v) && v >= 1);
-    for (const v of [api.dedupWindowSeconds, api.receiptTimeoutSeconds]) assert.ok(Number.isInteger(v) && v >= 1 && v * 1000 <= 2 ** 31 - 1);
+    for (const v of [api.rateLimit.burst, api.rateLimit.perMinute, api.dedupCapacity, api.maxMessagesPerTx])
+      assert.ok(Number.isSafeInteger(v) && v >= 1);
+    for (const v of [api.dedupWindowSeconds, api.receiptTimeoutSeconds])
+      assert.ok(Number.isInteger(v) && v >= 1 && v * 1000 <= 2 ** 31 - 1);
     const s = config.server;
     assert.ok(Number.isInteger(s.port) && s.port >= 0 && s.port <= 65535);
     assert.ok(s.adminToken === null || /^[\x21-\x7e]{16,1024}$/.test(s.adminToken));
@@ -581,7 +833,11 @@ describe('config loader (docs/design.md#configuration)', () => {
         }
         checkInvariants(result.value);
         createPolicy(result.value);
-        createRelayPipeline({ config: result.value, queue: createMemoryOutbox(), fetchReceipt: async () => ({ success: true, logs: [] }) });
+        createRelayPipeline({
+          config: result.value,
+          queue: createMemoryOutbox(),
+          fetchReceipt: async () => ({ success: true, logs: [] }),
+        });
         createRelayApi({ config: result.value });
       }),
       { ...RUNS, numRuns: 400 },
@@ -590,7 +846,16 @@ describe('config loader (docs/design.md#configuration)', () => {
   });
 
   test('arbitrary JSON as a whole config, or as any one section: ConfigError or a config, nothing else', () => {
-    const section = fc.constantFrom('chains', 'relayChains', 'whitelist', 'blacklist', 'addressBlacklist', 'relayApi', 'server', 'db');
+    const section = fc.constantFrom(
+      'chains',
+      'relayChains',
+      'whitelist',
+      'blacklist',
+      'addressBlacklist',
+      'relayApi',
+      'server',
+      'db',
+    );
     fc.assert(
       fc.property(fc.jsonValue(), section, fc.jsonValue(), (whole, key, value) => {
         outcome(() => parseConfig(whole), ConfigError);

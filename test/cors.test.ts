@@ -28,7 +28,11 @@ function preflight(url: string, path: string, origin: string, method = 'POST'): 
   return httpRequest(url, {
     method: 'OPTIONS',
     path,
-    headers: { origin, 'access-control-request-method': method, 'access-control-request-headers': 'content-type, authorization, x-request-id' },
+    headers: {
+      origin,
+      'access-control-request-method': method,
+      'access-control-request-headers': 'content-type, authorization, x-request-id',
+    },
   });
 }
 
@@ -59,14 +63,20 @@ describe('CORS allowlist (docs/operations.md#cors)', () => {
     const headers = { origin: APP };
     const answers: Array<[string, RawResponse]> = [
       ['GET /relay', await httpRequest(url, { path: '/relay', headers })],
-      ['POST /relay 400', await postJson(url, '/relay', { origin_chain: 'nowhere', tx_hash: '0x' + '1'.repeat(64) }, headers)],
+      [
+        'POST /relay 400',
+        await postJson(url, '/relay', { origin_chain: 'nowhere', tx_hash: '0x' + '1'.repeat(64) }, headers),
+      ],
       ['POST /relay 415', await httpRequest(url, { method: 'POST', path: '/relay', body: '{}', headers })],
       ['POST /merkle 401', await postJson(url, '/merkle_tree_insertions', { merkle_tree_insertions: [] }, headers)],
       ['PUT /relay 405', await httpRequest(url, { method: 'PUT', path: '/relay', headers })],
       ['GET /metrics', await httpRequest(url, { path: '/metrics', headers })],
       ['GET /relay/{message_id} 404', await httpRequest(url, { path: `/relay/0x${'ab'.repeat(32)}`, headers })],
       ['GET /relay/{message_id} 400', await httpRequest(url, { path: '/relay/0x12', headers })],
-      ['GET /relay?origin_chain=&tx_hash=', await httpRequest(url, { path: `/relay?origin_chain=ethereum&tx_hash=0x${'1'.repeat(64)}`, headers })],
+      [
+        'GET /relay?origin_chain=&tx_hash=',
+        await httpRequest(url, { path: `/relay?origin_chain=ethereum&tx_hash=0x${'1'.repeat(64)}`, headers }),
+      ],
     ];
     for (const [what, res] of answers) {
       assert.equal(res.headers['access-control-allow-origin'], APP, what);
@@ -78,13 +88,26 @@ describe('CORS allowlist (docs/operations.md#cors)', () => {
 
   test('docs/operations.md#cors: other origins get no CORS header, only Vary: Origin; look-alike origins are other origins', async (t) => {
     const { url } = await start(t, allowed());
-    const others = ['https://evil.example', 'http://app.example.org', 'https://app.example.org:8443', 'https://app.example.org.evil.example',
-      'https://sub.app.example.org', 'https://app.example.org/', 'null', ''];
+    const others = [
+      'https://evil.example',
+      'http://app.example.org',
+      'https://app.example.org:8443',
+      'https://app.example.org.evil.example',
+      'https://sub.app.example.org',
+      'https://app.example.org/',
+      'null',
+      '',
+    ];
     for (const origin of others) {
       const pre = await preflight(url, '/relay', origin);
       assert.equal(pre.status, 204, 'the Allow answer stays');
       assertNoCors(pre, `preflight from ${JSON.stringify(origin)}`);
-      const res = await postJson(url, '/relay', { origin_chain: 'nowhere', tx_hash: '0x' + '1'.repeat(64) }, { origin });
+      const res = await postJson(
+        url,
+        '/relay',
+        { origin_chain: 'nowhere', tx_hash: '0x' + '1'.repeat(64) },
+        { origin },
+      );
       assertNoCors(res, `POST from ${JSON.stringify(origin)}`);
       if (origin !== '') assert.match(String(res.headers.vary), /\bOrigin\b/, 'the answer depends on Origin');
     }
@@ -92,12 +115,24 @@ describe('CORS allowlist (docs/operations.md#cors)', () => {
 
   test('an allowed origin gets CORS headers and a preflight answer; others get none', async (t) => {
     const { url } = await start(t, testConfig({ server: { corsOrigins: ['https://app.example.org'] } }));
-    const pre = await httpRequest(url, { method: 'OPTIONS', path: '/relay', headers: { origin: 'https://app.example.org', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' } });
+    const pre = await httpRequest(url, {
+      method: 'OPTIONS',
+      path: '/relay',
+      headers: {
+        origin: 'https://app.example.org',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'content-type',
+      },
+    });
     assert.equal(pre.status, 204);
     assert.equal(pre.headers['access-control-allow-origin'], 'https://app.example.org');
     assert.match(String(pre.headers['access-control-allow-methods']), /POST/);
     assert.match(String(pre.headers['access-control-allow-headers']), /Content-Type/i);
-    const denied = await httpRequest(url, { method: 'OPTIONS', path: '/relay', headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } });
+    const denied = await httpRequest(url, {
+      method: 'OPTIONS',
+      path: '/relay',
+      headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' },
+    });
     assert.equal(denied.headers['access-control-allow-origin'], undefined);
     const get = await httpRequest(url, { path: '/relay', headers: { origin: 'https://app.example.org' } });
     assert.equal(get.headers['access-control-allow-origin'], 'https://app.example.org');
@@ -121,7 +156,11 @@ describe('CORS allowlist (docs/operations.md#cors)', () => {
     ];
     for (const [origin, ok] of cases) {
       for (const method of ['GET', 'OPTIONS']) {
-        const res = await httpRequest(url, { method, path: '/relay', headers: { Origin: origin, 'Access-Control-Request-Method': 'POST' } });
+        const res = await httpRequest(url, {
+          method,
+          path: '/relay',
+          headers: { Origin: origin, 'Access-Control-Request-Method': 'POST' },
+        });
         assert.notEqual(res.status, 500);
         assert.equal(res.headers['access-control-allow-origin'], ok ? origin : undefined, `${method} ${origin}`);
         assert.equal(res.headers['access-control-allow-credentials'], undefined);
@@ -148,7 +187,10 @@ describe('CORS allowlist (docs/operations.md#cors)', () => {
 
   test('CORS off (no corsOrigins, the default): no CORS header and no Vary on any answer, whatever the Origin and method', async (t) => {
     const { url } = await start(t, testConfig());
-    for (const res of [await preflight(url, '/relay', APP), await httpRequest(url, { path: '/relay', headers: { origin: APP } })]) {
+    for (const res of [
+      await preflight(url, '/relay', APP),
+      await httpRequest(url, { path: '/relay', headers: { origin: APP } }),
+    ]) {
       assertNoCors(res, 'CORS off');
       assert.equal(res.headers.vary, undefined);
     }
@@ -157,7 +199,12 @@ describe('CORS allowlist (docs/operations.md#cors)', () => {
     // whatever the Origin, on every method
     for (const origin of ['https://app.example.org', 'null', 'http://127.0.0.1']) {
       for (const method of ['GET', 'OPTIONS', 'POST']) {
-        const res = await httpRequest(url, { method, path: '/relay', headers: { Origin: origin, 'Access-Control-Request-Method': 'POST', 'Content-Type': 'application/json' }, body: method === 'POST' ? '{}' : undefined });
+        const res = await httpRequest(url, {
+          method,
+          path: '/relay',
+          headers: { Origin: origin, 'Access-Control-Request-Method': 'POST', 'Content-Type': 'application/json' },
+          body: method === 'POST' ? '{}' : undefined,
+        });
         const cors = Object.keys(res.headers).filter((h) => h.startsWith('access-control-'));
         assert.deepEqual(cors, [], `${method} ${origin}`);
       }
@@ -182,7 +229,11 @@ describe('server.corsOrigins in the config file (lib/config.ts, docs/design.md#c
   const parse = (corsOrigins: unknown) => parseConfig({ chains, server: { corsOrigins } }).server.corsOrigins;
 
   test('docs/design.md#configuration: origins are normalised as browsers send them (lower-case, default port dropped)', async (t) => {
-    assert.deepEqual(parse(['HTTPS://App.Example.org:443/', 'http://localhost:3000', '*']), [APP, 'http://localhost:3000', '*']);
+    assert.deepEqual(parse(['HTTPS://App.Example.org:443/', 'http://localhost:3000', '*']), [
+      APP,
+      'http://localhost:3000',
+      '*',
+    ]);
     // and the server built from it accepts the browser's spelling
     const config = parseConfig({ chains, server: { corsOrigins: ['HTTPS://App.Example.org:443'] } });
     const { url } = await start(t, config);
@@ -191,8 +242,21 @@ describe('server.corsOrigins in the config file (lib/config.ts, docs/design.md#c
   });
 
   test('docs/design.md#configuration: anything but "*" or scheme://host[:port] is refused, naming the key', () => {
-    for (const bad of ['https://x.example/path', 'ftp://x.example', '*.example.org', 'https://u:p@x.example', 'null', 'https://x.example?q', '', 7]) {
-      assert.throws(() => parse([bad]), (e: Error) => e instanceof ConfigError && /server\.corsOrigins\[0\]/.test(e.message), JSON.stringify(bad));
+    for (const bad of [
+      'https://x.example/path',
+      'ftp://x.example',
+      '*.example.org',
+      'https://u:p@x.example',
+      'null',
+      'https://x.example?q',
+      '',
+      7,
+    ]) {
+      assert.throws(
+        () => parse([bad]),
+        (e: Error) => e instanceof ConfigError && /server\.corsOrigins\[0\]/.test(e.message),
+        JSON.stringify(bad),
+      );
     }
     assert.throws(() => parse('https://x.example'), ConfigError, 'a string is not a list');
   });

@@ -18,7 +18,15 @@ import { after, before, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { openStore } from '../lib/sqlite/index.ts';
 import { startFaultyRpcServer, type FaultyRpcServer } from './helpers/faulty-rpc.ts';
-import { CCTP_V2_TRANSMITTER, MAILBOX, hyperlaneMessage, messageId, rpcReceipt, transferLogs, txHash } from './helpers/fixtures.ts';
+import {
+  CCTP_V2_TRANSMITTER,
+  MAILBOX,
+  hyperlaneMessage,
+  messageId,
+  rpcReceipt,
+  transferLogs,
+  txHash,
+} from './helpers/fixtures.ts';
 import { startRelayerServer } from './helpers/server.ts';
 
 const KILLS = 12;
@@ -35,14 +43,26 @@ let configPath: string;
 before(async () => {
   rpc = await startFaultyRpcServer(new Map(), { mailbox: MAILBOX });
   configPath = join(dir, 'config.json');
-  writeFileSync(configPath, JSON.stringify({
-    chains: {
-      ethereum: { domainId: 1, mailbox: MAILBOX, cctpMessageTransmitter: CCTP_V2_TRANSMITTER, rpcUrls: [{ http: rpc.endpoint('slow') }] },
-      base: { domainId: 8453, mailbox: '0xeA87ae93Fa0019a82A727bfd3eBd1cFCa8f64f1D', rpcUrls: [{ http: rpc.endpoint('ok') }] },
-    },
-    relayApi: { rateLimit: { burst: 1_000_000, perMinute: 1_000_000 } },
-    db,
-  }));
+  writeFileSync(
+    configPath,
+    JSON.stringify({
+      chains: {
+        ethereum: {
+          domainId: 1,
+          mailbox: MAILBOX,
+          cctpMessageTransmitter: CCTP_V2_TRANSMITTER,
+          rpcUrls: [{ http: rpc.endpoint('slow') }],
+        },
+        base: {
+          domainId: 8453,
+          mailbox: '0xeA87ae93Fa0019a82A727bfd3eBd1cFCa8f64f1D',
+          rpcUrls: [{ http: rpc.endpoint('ok') }],
+        },
+      },
+      relayApi: { rateLimit: { burst: 1_000_000, perMinute: 1_000_000 } },
+      db,
+    }),
+  );
 });
 after(async () => {
   await rpc.close();
@@ -68,7 +88,14 @@ function post(url: string, path: string, body: string): Promise<Reply | undefine
   return new Promise((resolve) => {
     const target = new URL(path, url);
     const req = request(
-      { host: target.hostname, port: target.port, path, method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+      {
+        host: target.hostname,
+        port: target.port,
+        path,
+        method: 'POST',
+        agent: false,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
@@ -96,14 +123,26 @@ interface RelayRequest {
 function merkleBody(m: MerkleRequest): string {
   const records = [];
   for (let i = 0; i < RECORDS_PER_REQUEST; i++) {
-    records.push({ chain: 1, insertion_block_number: m.marker, leaf_index: m.start + i, message_id: '0x' + (m.marker * 1e6 + i).toString(16).padStart(64, '0') });
+    records.push({
+      chain: 1,
+      insertion_block_number: m.marker,
+      leaf_index: m.start + i,
+      message_id: '0x' + (m.marker * 1e6 + i).toString(16).padStart(64, '0'),
+    });
   }
   return JSON.stringify({ merkle_tree_insertions: records });
 }
 
 test('docs/design.md#sqlite: SIGKILL during large merkle writes and relays, 12 times: the database opens, merkle requests are all-or-nothing, every 200 relay is in the outbox', async (t) => {
   const random = seeded(0xc0ffee);
-  const stats = { merkleAcked: 0, merkleCommittedUnacked: 0, merkleLost: 0, relaysAcked: 0, relaysCommittedUnacked: 0, relaysLost: 0 };
+  const stats = {
+    merkleAcked: 0,
+    merkleCommittedUnacked: 0,
+    merkleLost: 0,
+    relaysAcked: 0,
+    relaysCommittedUnacked: 0,
+    relaysLost: 0,
+  };
   let nextLeaf = 0;
   let nextTx = 0x100000;
 
@@ -119,7 +158,9 @@ test('docs/design.md#sqlite: SIGKILL during large merkle writes and relays, 12 t
       const hash = txHash(nextTx++);
       const nonce = nextTx * 16;
       rpc.table.set(hash, rpcReceipt(hash, transferLogs(TRANSFERS_PER_RELAY, { nonce })));
-      const ids = Array.from({ length: TRANSFERS_PER_RELAY }, (_, i) => messageId(hyperlaneMessage({ nonce: nonce + i })));
+      const ids = Array.from({ length: TRANSFERS_PER_RELAY }, (_, i) =>
+        messageId(hyperlaneMessage({ nonce: nonce + i })),
+      );
       return { ids, hash } as RelayRequest & { hash: string };
     });
     const bodies = merkle.map(merkleBody);
@@ -128,7 +169,11 @@ test('docs/design.md#sqlite: SIGKILL during large merkle writes and relays, 12 t
     // round has acknowledged writes to find after the kill, however loaded the machine is.
     const [first, ...burstRelays] = relays;
     const [firstMerkle, ...burstMerkle] = merkle;
-    first.reply = await post(url, '/relay', JSON.stringify({ origin_chain: 'ethereum', tx_hash: (first as RelayRequest & { hash: string }).hash }));
+    first.reply = await post(
+      url,
+      '/relay',
+      JSON.stringify({ origin_chain: 'ethereum', tx_hash: (first as RelayRequest & { hash: string }).hash }),
+    );
     firstMerkle.reply = await post(url, '/merkle_tree_insertions', bodies[0]);
     assert.equal(first.reply?.status, 200, first.reply?.text);
     assert.equal(firstMerkle.reply?.status, 200, firstMerkle.reply?.text);
@@ -138,7 +183,13 @@ test('docs/design.md#sqlite: SIGKILL during large merkle writes and relays, 12 t
     // 20-260 ms in land across all of those stages, and some relays are cut off mid-flight.
     const inFlight = [
       ...burstMerkle.map((m, k) => post(url, '/merkle_tree_insertions', bodies[k + 1]).then((r) => (m.reply = r))),
-      ...burstRelays.map((r) => post(url, '/relay', JSON.stringify({ origin_chain: 'ethereum', tx_hash: (r as RelayRequest & { hash: string }).hash })).then((x) => (r.reply = x))),
+      ...burstRelays.map((r) =>
+        post(
+          url,
+          '/relay',
+          JSON.stringify({ origin_chain: 'ethereum', tx_hash: (r as RelayRequest & { hash: string }).hash }),
+        ).then((x) => (r.reply = x)),
+      ),
     ];
     await delay(20 + Math.floor(random() * 240));
     server.child.kill('SIGKILL');
@@ -150,7 +201,10 @@ test('docs/design.md#sqlite: SIGKILL during large merkle writes and relays, 12 t
     try {
       for (const m of merkle) {
         const rows = await store.merkle.listMerkle(1, m.start, m.start + RECORDS_PER_REQUEST - 1);
-        assert.ok(rows.length === 0 || rows.length === RECORDS_PER_REQUEST, `round ${round}: merkle request ${m.marker} is partial (${rows.length} rows)`);
+        assert.ok(
+          rows.length === 0 || rows.length === RECORDS_PER_REQUEST,
+          `round ${round}: merkle request ${m.marker} is partial (${rows.length} rows)`,
+        );
         assert.ok(rows.every((r) => r.insertion_block_number === m.marker));
         if (m.reply?.status === 200) {
           assert.equal(rows.length, RECORDS_PER_REQUEST, `round ${round}: an acknowledged merkle request is complete`);
@@ -168,7 +222,10 @@ test('docs/design.md#sqlite: SIGKILL during large merkle writes and relays, 12 t
         assert.ok(present === 0 || present === r.ids.length, `round ${round}: a relay batch is half-enqueued`);
         if (r.reply?.status === 200) {
           assert.equal(present, r.ids.length, `round ${round}: an acknowledged relay is in the outbox`);
-          assert.deepEqual(JSON.parse(r.reply.text).messages.map((m: { message_id: string }) => m.message_id), r.ids);
+          assert.deepEqual(
+            JSON.parse(r.reply.text).messages.map((m: { message_id: string }) => m.message_id),
+            r.ids,
+          );
           stats.relaysAcked++;
         } else {
           assert.equal(r.reply, undefined, `round ${round}: no other answer than 200 or none: ${r.reply?.text}`);
@@ -190,6 +247,9 @@ test('docs/design.md#sqlite: SIGKILL during large merkle writes and relays, 12 t
   const server = await startRelayerServer(t, ['--config', configPath, '--log-level', 'warn']);
   const hash = txHash(nextTx++);
   rpc.table.set(hash, rpcReceipt(hash, transferLogs(1, { nonce: 7 })));
-  assert.equal((await post(server.url, '/relay', JSON.stringify({ origin_chain: 'ethereum', tx_hash: hash })))?.status, 200);
+  assert.equal(
+    (await post(server.url, '/relay', JSON.stringify({ origin_chain: 'ethereum', tx_hash: hash })))?.status,
+    200,
+  );
   assert.equal(await server.stop(), 0, server.output());
 });

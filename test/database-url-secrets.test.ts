@@ -31,7 +31,15 @@ function emptyDir(): string {
 function configFile(db: unknown, text?: string): string {
   const path = join(dir, `config-${++n}.json`);
   const config = {
-    chains: { ethereum: { domainId: 1, chainId: 1, mailbox: MAILBOX, cctpMessageTransmitter: CCTP_V2_TRANSMITTER, rpcUrls: [{ http: 'http://127.0.0.1:1/rpc' }] } },
+    chains: {
+      ethereum: {
+        domainId: 1,
+        chainId: 1,
+        mailbox: MAILBOX,
+        cctpMessageTransmitter: CCTP_V2_TRANSMITTER,
+        rpcUrls: [{ http: 'http://127.0.0.1:1/rpc' }],
+      },
+    },
     ...(db === undefined ? {} : { db }),
   };
   writeFileSync(path, text ?? JSON.stringify(config));
@@ -51,8 +59,14 @@ function env(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
 describe('redactDatabaseUrl and redactDatabaseSecrets (bin/postgres.ts)', () => {
   const cases: Array<[string, string]> = [
     ['postgres://relayer:hunter2@db:5432/relayer', 'postgres://relayer:***@db:5432/relayer'],
-    ['postgres://relayer@db/relayer?password=hunter2&sslmode=require', 'postgres://relayer@db/relayer?password=***&sslmode=require'],
-    ['postgresql://u:a%40b@db/x?sslpassword=k3y&application_name=relayer', 'postgresql://u:***@db/x?sslpassword=***&application_name=relayer'],
+    [
+      'postgres://relayer@db/relayer?password=hunter2&sslmode=require',
+      'postgres://relayer@db/relayer?password=***&sslmode=require',
+    ],
+    [
+      'postgresql://u:a%40b@db/x?sslpassword=k3y&application_name=relayer',
+      'postgresql://u:***@db/x?sslpassword=***&application_name=relayer',
+    ],
     ['POSTGRES://u:hunter2@db/x?PASSWORD=hunter2', 'postgres://u:***@db/x?PASSWORD=***'],
     ['postgress://u:hunter2@db/x', 'postgress://u:***@db/x'],
     ['mysql://root:hunter2@localhost/x?password=hunter2', 'mysql://root:***@localhost/x?password=***'],
@@ -75,7 +89,15 @@ describe('redactDatabaseUrl and redactDatabaseSecrets (bin/postgres.ts)', () => 
   test('a mistyped scheme is refused; postgres, postgresql, file URIs and paths are not', () => {
     assert.equal(unsupportedDatabaseScheme('postgress://u:pw@h/db'), 'postgress');
     assert.equal(unsupportedDatabaseScheme('mysql://h/db'), 'mysql');
-    for (const ok of ['postgres://h/db', 'PostgreSQL://h/db', 'file:///tmp/relayer.db', './relayer.db', ':memory:', 'C:\\relayer.db', 'data/postgres:/x.db']) {
+    for (const ok of [
+      'postgres://h/db',
+      'PostgreSQL://h/db',
+      'file:///tmp/relayer.db',
+      './relayer.db',
+      ':memory:',
+      'C:\\relayer.db',
+      'data/postgres:/x.db',
+    ]) {
       assert.equal(unsupportedDatabaseScheme(ok), undefined, ok);
     }
   });
@@ -83,7 +105,8 @@ describe('redactDatabaseUrl and redactDatabaseSecrets (bin/postgres.ts)', () => 
 
 describe('relayer-server prints no database password (SECURITY.md)', () => {
   const typo = 'postgress://relayer:S3cret-typo-1@127.0.0.1:5432/relayer';
-  const typoMessage = /is a URL of scheme "postgress:", which no store here opens: a PostgreSQL URL starts with postgres:\/\/ or postgresql:\/\//;
+  const typoMessage =
+    /is a URL of scheme "postgress:", which no store here opens: a PostgreSQL URL starts with postgres:\/\/ or postgresql:\/\//;
 
   test('a mistyped scheme in --db is refused with exit 2, redacted, and creates no file', async () => {
     const cwd = emptyDir();
@@ -96,30 +119,44 @@ describe('relayer-server prints no database password (SECURITY.md)', () => {
   });
 
   test('… and from RELAYER_DB, and from the config file (a password in the query too)', async () => {
-    const fromEnv = await runRelayerServer(['--port', '0'], { cwd: emptyDir(), env: env({ RELAYER_DB: 'mysql://root:S3cret-env-2@127.0.0.1/relayer' }) });
+    const fromEnv = await runRelayerServer(['--port', '0'], {
+      cwd: emptyDir(),
+      env: env({ RELAYER_DB: 'mysql://root:S3cret-env-2@127.0.0.1/relayer' }),
+    });
     assert.equal(fromEnv.code, 2, fromEnv.output);
     assert.match(fromEnv.output, /scheme "mysql:"/);
-    const fromConfig = await runRelayerServer(['--port', '0', '--config', configFile('postgress://relayer@127.0.0.1/relayer?password=S3cret-config-3')], { cwd: emptyDir(), env: env() });
+    const fromConfig = await runRelayerServer(
+      ['--port', '0', '--config', configFile('postgress://relayer@127.0.0.1/relayer?password=S3cret-config-3')],
+      { cwd: emptyDir(), env: env() },
+    );
     assert.equal(fromConfig.code, 2, fromConfig.output);
     assert.match(fromConfig.output, /postgress:\/\/relayer@127\.0\.0\.1\/relayer\?password=\*\*\*/);
     assertClean(fromEnv.output + fromConfig.output, ['S3cret-env-2', 'S3cret-config-3']);
   });
 
   test('a connection that fails, with the password in the query: exit 1, the URL shown redacted', async () => {
-    const run = await runRelayerServer(['--port', '0', '--db', 'postgres://relayer@127.0.0.1:1/nowhere?password=S3cret-query-4&sslmode=disable'], { env: env() });
+    const run = await runRelayerServer(
+      ['--port', '0', '--db', 'postgres://relayer@127.0.0.1:1/nowhere?password=S3cret-query-4&sslmode=disable'],
+      { env: env() },
+    );
     assert.equal(run.code, 1, run.output);
-    assert.match(run.output, /cannot open database postgres:\/\/relayer@127\.0\.0\.1:1\/nowhere\?password=\*\*\*&sslmode=disable: /);
+    assert.match(
+      run.output,
+      /cannot open database postgres:\/\/relayer@127\.0\.0\.1:1\/nowhere\?password=\*\*\*&sslmode=disable: /,
+    );
     assertClean(run.output, ['S3cret-query-4']);
   });
 
   test('a URL that does not parse: exit 1, only its scheme shown', async () => {
-    const run = await runRelayerServer(['--port', '0', '--db', 'postgres://relayer:S3cret-parse-5@[::1/x'], { env: env() });
+    const run = await runRelayerServer(['--port', '0', '--db', 'postgres://relayer:S3cret-parse-5@[::1/x'], {
+      env: env(),
+    });
     assert.equal(run.code, 1, run.output);
     assert.match(run.output, /cannot open database postgres:\/\/\(unparsable URL\)/);
     assertClean(run.output, ['S3cret-parse-5']);
   });
 
-  test('a config file that is not JSON: the parser\'s quote of the text around the error is not repeated', async () => {
+  test("a config file that is not JSON: the parser's quote of the text around the error is not repeated", async () => {
     const path = configFile(undefined, '{"server": {}, "db": postgres://u:S3cret-json-6@h/db}');
     const run = await runRelayerServer(['--port', '0', '--config', path], { env: env() });
     assert.equal(run.code, 2, run.output);
@@ -128,14 +165,18 @@ describe('relayer-server prints no database password (SECURITY.md)', () => {
   });
 
   test('a database URL given as a stray argument (a forgotten --db): exit 2, the URL cut to scheme://host', async () => {
-    const run = await runRelayerServer(['--port', '0', 'postgres://relayer:S3cret-arg-7@127.0.0.1:5432/relayer'], { env: env() });
+    const run = await runRelayerServer(['--port', '0', 'postgres://relayer:S3cret-arg-7@127.0.0.1:5432/relayer'], {
+      env: env(),
+    });
     assert.equal(run.code, 2, run.output);
     assert.match(run.output, /postgres:\/\/127\.0\.0\.1:5432/);
     assertClean(run.output, ['S3cret-arg-7']);
   });
 
   test('--help with RELAYER_DB set prints no part of it', async () => {
-    const run = await runRelayerServer(['--help'], { env: env({ RELAYER_DB: 'postgres://relayer:S3cret-help-8@db.internal:5432/relayer' }) });
+    const run = await runRelayerServer(['--help'], {
+      env: env({ RELAYER_DB: 'postgres://relayer:S3cret-help-8@db.internal:5432/relayer' }),
+    });
     assert.equal(run.code, 0);
     assertClean(run.output, ['S3cret-help-8', 'db.internal']);
   });
@@ -146,9 +187,17 @@ describe('relayer-server prints no database password (SECURITY.md)', () => {
     assert.ok(password.length >= 8);
     url.password = '';
     url.searchParams.set('password', password);
-    const server = await launchRelayerServer([], { env: env({ RELAYER_DB: url.href, RELAYER_LOG_LEVEL: 'info' }), startTimeoutMs: 30_000, graceMs: 5_000 });
+    const server = await launchRelayerServer([], {
+      env: env({ RELAYER_DB: url.href, RELAYER_LOG_LEVEL: 'info' }),
+      startTimeoutMs: 30_000,
+      graceMs: 5_000,
+    });
     try {
-      assert.equal((await httpRequest(server.url, { path: '/ready' })).status, 200, 'the password in the query did reach the server');
+      assert.equal(
+        (await httpRequest(server.url, { path: '/ready' })).status,
+        200,
+        'the password in the query did reach the server',
+      );
       const started = server.stdout.find((line) => line.includes('"msg":"started"'));
       assert.ok(started, server.output());
       assert.match(started, /"db":"postgres:\/\/postgres@127\.0\.0\.1:\d+\/postgres\?password=\*\*\*"/);
@@ -179,8 +228,14 @@ describe('relayer-worker prints no database password', () => {
     const stray = await runWorkerBin(['postgres://u:S3cret-b3@127.0.0.1/x']);
     assert.equal(stray.code, 2, stray.output);
     assert.match(stray.output, /unknown command "postgres:\/\/127\.0\.0\.1"/);
-    const json = await runWorkerBin(['requeue', ID, '--config', configFile(undefined, '{"server": {}, "db": postgres://u:S3cret-b4@h/db}')]);
+    const json = await runWorkerBin([
+      'requeue',
+      ID,
+      '--config',
+      configFile(undefined, '{"server": {}, "db": postgres://u:S3cret-b4@h/db}'),
+    ]);
     assert.equal(json.code, 2, json.output);
-    for (const run of [typo, refused, stray, json]) assertClean(run.output, ['S3cret-b1', 'S3cret-b2', 'S3cret-b3', 'S3cret-b4']);
+    for (const run of [typo, refused, stray, json])
+      assertClean(run.output, ['S3cret-b1', 'S3cret-b2', 'S3cret-b3', 'S3cret-b4']);
   });
 });

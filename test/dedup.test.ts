@@ -201,7 +201,11 @@ describe('expiry without per-entry timers', () => {
     const { clock, cache } = setup();
     for (let i = 0; i < 1_000; i++) (await reserve(cache, `k${i}`)).commit();
     assert.equal(clock.pending(), 1);
-    assert.equal(clock.keepingAlive(), 0, 'README.md#embedding-the-library: the sweep is a background timer: it never keeps a process alive');
+    assert.equal(
+      clock.keepingAlive(),
+      0,
+      'README.md#embedding-the-library: the sweep is a background timer: it never keeps a process alive',
+    );
     await clock.advance(WINDOW + 1_000);
     assert.equal(cache.size(), 0);
     assert.equal(clock.pending(), 0);

@@ -31,8 +31,16 @@ let guardedPort: number;
 // Real time: real clients stream into these servers while they drain.
 before(async (root) => {
   const t = root as TestContext;
-  ({ port: openPort } = await startApi(t, { config: testConfig({ server: { maxMerkleBodyBytes: 1024 * 1024 } }), merkle, clock: systemClock }));
-  ({ port: guardedPort } = await startApi(t, { config: testConfig({ server: { adminToken: ADMIN_TOKEN } }), merkle, clock: systemClock }));
+  ({ port: openPort } = await startApi(t, {
+    config: testConfig({ server: { maxMerkleBodyBytes: 1024 * 1024 } }),
+    merkle,
+    clock: systemClock,
+  }));
+  ({ port: guardedPort } = await startApi(t, {
+    config: testConfig({ server: { adminToken: ADMIN_TOKEN } }),
+    merkle,
+    clock: systemClock,
+  }));
 });
 
 /** 64 MiB of body, produced as fast as the connection takes it. */
@@ -57,10 +65,38 @@ interface Case {
 }
 
 const CASES: Case[] = [
-  { name: '413 payload_too_large (body grows past the limit)', port: () => openPort, path: MERKLE, headers: { 'content-type': 'application/json' }, status: 413, reason: 'payload_too_large' },
-  { name: '401 unauthorized (no admin token)', port: () => guardedPort, path: MERKLE, headers: { 'content-type': 'application/json' }, status: 401, reason: 'unauthorized' },
-  { name: '415 unsupported_media_type (no JSON content type)', port: () => openPort, path: MERKLE, headers: { 'content-type': 'text/plain' }, status: 415, reason: 'unsupported_media_type' },
-  { name: '413 on POST /relay (64 KiB limit)', port: () => openPort, path: '/relay', headers: { 'content-type': 'application/json' }, status: 413, reason: 'payload_too_large' },
+  {
+    name: '413 payload_too_large (body grows past the limit)',
+    port: () => openPort,
+    path: MERKLE,
+    headers: { 'content-type': 'application/json' },
+    status: 413,
+    reason: 'payload_too_large',
+  },
+  {
+    name: '401 unauthorized (no admin token)',
+    port: () => guardedPort,
+    path: MERKLE,
+    headers: { 'content-type': 'application/json' },
+    status: 401,
+    reason: 'unauthorized',
+  },
+  {
+    name: '415 unsupported_media_type (no JSON content type)',
+    port: () => openPort,
+    path: MERKLE,
+    headers: { 'content-type': 'text/plain' },
+    status: 415,
+    reason: 'unsupported_media_type',
+  },
+  {
+    name: '413 on POST /relay (64 KiB limit)',
+    port: () => openPort,
+    path: '/relay',
+    headers: { 'content-type': 'application/json' },
+    status: 413,
+    reason: 'payload_too_large',
+  },
 ];
 
 describe('docs/api.md#decisions-where-the-specification-is-silent: fetch streaming 64 MiB reads the early refusal', () => {
@@ -93,7 +129,10 @@ describe('docs/api.md#decisions-where-the-specification-is-silent: fetch streami
  * body as fast as the socket takes it) and only then reads the answer. Resolves with what it read
  * and how the connection ended.
  */
-function sendThenRead(port: number, head: string): Promise<{ received: string; error: string | undefined; written: number }> {
+function sendThenRead(
+  port: number,
+  head: string,
+): Promise<{ received: string; error: string | undefined; written: number }> {
   return new Promise((resolve) => {
     const socket = connect(port, '127.0.0.1');
     socket.pause(); // nothing is read before the request is sent
@@ -124,7 +163,9 @@ function sendThenRead(port: number, head: string): Promise<{ received: string; e
 describe('docs/api.md#decisions-where-the-specification-is-silent: a raw socket that sends 64 MiB before reading gets the early refusal, then the server closes', () => {
   for (const c of CASES) {
     test(c.name, async () => {
-      const headers = Object.entries(c.headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+      const headers = Object.entries(c.headers)
+        .map(([k, v]) => `${k}: ${v}\r\n`)
+        .join('');
       const head = `POST ${c.path} HTTP/1.1\r\nHost: x\r\n${headers}Content-Length: ${BODY_BYTES}\r\n\r\n`;
       const { received, error, written } = await sendThenRead(c.port(), head);
       assert.equal(error, undefined, `no reset or broken pipe while sending (sent ${written} bytes)`);
@@ -143,7 +184,9 @@ describe('docs/api.md#decisions-where-the-specification-is-silent: a raw socket 
     socket.on('error', () => {});
     const closed = once(socket, 'close');
     await once(socket, 'connect');
-    socket.write(`POST ${MERKLE} HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`);
+    socket.write(
+      `POST ${MERKLE} HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`,
+    );
     const chunk = Buffer.concat([Buffer.from(`${CHUNK.length.toString(16)}\r\n`), CHUNK, Buffer.from('\r\n')]);
     const endless = 8 * LINGER.maxBytes;
     let sent = 0;
@@ -158,7 +201,10 @@ describe('docs/api.md#decisions-where-the-specification-is-silent: a raw socket 
   });
 
   test(`the drain is bounded in time: a client that neither sends nor closes is cut off after ${LINGER.maxMs / 1000} s (fake clock)`, async (t) => {
-    const { port, server, clock } = await startApi(t, { config: testConfig({ server: { maxMerkleBodyBytes: 1024 } }), merkle });
+    const { port, server, clock } = await startApi(t, {
+      config: testConfig({ server: { maxMerkleBodyBytes: 1024 } }),
+      merkle,
+    });
     let closedAt: number | undefined;
     server.server.once('connection', (serverSide) => serverSide.once('close', () => (closedAt = clock.now())));
     // allowHalfOpen: the server's FIN does not make this client close its side.
@@ -169,7 +215,10 @@ describe('docs/api.md#decisions-where-the-specification-is-silent: a raw socket 
     socket.on('error', () => {});
     await once(socket, 'connect');
     const started = clock.now();
-    socket.write(`POST ${MERKLE} HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\nContent-Length: ${BODY_BYTES}\r\n\r\n` + ' '.repeat(10));
+    socket.write(
+      `POST ${MERKLE} HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\nContent-Length: ${BODY_BYTES}\r\n\r\n` +
+        ' '.repeat(10),
+    );
     while (!received.includes('\r\n\r\n{')) await clock.flush();
     assert.match(received, /^HTTP\/1\.1 413 /);
     await clock.advance(LINGER.maxMs - 1);
@@ -184,7 +233,9 @@ const hasCurl = spawnSync('curl', ['--version']).status === 0;
 
 describe('docs/api.md#decisions-where-the-specification-is-silent: curl streaming 64 MiB reads the early refusal', () => {
   for (const c of CASES) {
-    test(c.name, { skip: hasCurl ? false : 'curl is not installed (fetch and raw sockets above cover the same)' }, async () => {
+    test(c.name, {
+      skip: hasCurl ? false : 'curl is not installed (fetch and raw sockets above cover the same)',
+    }, async () => {
       const args = ['-sS', '-o', '-', '-w', '\n%{http_code}', '-X', 'POST', '--data-binary', '@-'];
       for (const [k, v] of Object.entries(c.headers)) args.push('-H', `${k}: ${v}`);
       // With a body from stdin curl sends it chunked, as it reads it: a true streaming upload.

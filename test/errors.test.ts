@@ -1,7 +1,20 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { readdirSync, readFileSync } from 'node:fs';
-import { BaseError, ConfigError, DecodeError, InvalidArgumentError, OutOfRangeError, RelayError, REASON_STATUS, retryAfterHeader, RpcError, SchemaVersionError, toRelayError, type Reason } from '../lib/errors.ts';
+import {
+  BaseError,
+  ConfigError,
+  DecodeError,
+  InvalidArgumentError,
+  OutOfRangeError,
+  RelayError,
+  REASON_STATUS,
+  retryAfterHeader,
+  RpcError,
+  SchemaVersionError,
+  toRelayError,
+  type Reason,
+} from '../lib/errors.ts';
 
 test('every error the library throws on purpose is a BaseError told apart by class and code', () => {
   const errors = [
@@ -36,7 +49,11 @@ test('docs/design.md#errors: 408, 429 and 503 answers carry Retry-After (whole s
     const status = REASON_STATUS[reason];
     const retried = status === 408 || status === 429 || status === 503;
     assert.equal(retryAfterHeader(new RelayError(reason, 'x')), retried ? '1' : undefined, reason);
-    assert.equal(retryAfterHeader(new RelayError(reason, 'x', { retryAfterSeconds: 7 })), retried ? '7' : undefined, reason);
+    assert.equal(
+      retryAfterHeader(new RelayError(reason, 'x', { retryAfterSeconds: 7 })),
+      retried ? '7' : undefined,
+      reason,
+    );
   }
   assert.equal(retryAfterHeader(new RelayError('rate_limited', 'x', { retryAfterSeconds: 0.2 })), '1');
   assert.equal(retryAfterHeader(new RelayError('rate_limited', 'x', { retryAfterSeconds: 1.2 })), '2');
@@ -75,7 +92,9 @@ test('every throw in lib/ comes from the error family (no new Error/TypeError/Ra
     const path = String(entry);
     if (!path.endsWith('.ts') || path === 'errors.ts') continue;
     const text = readFileSync(new URL(path, root), 'utf8');
-    const count = (text.match(/new (Error|TypeError|RangeError|SyntaxError)\(|extends (Error|TypeError|RangeError) \{/g) ?? []).length;
+    const count = (
+      text.match(/new (Error|TypeError|RangeError|SyntaxError)\(|extends (Error|TypeError|RangeError) \{/g) ?? []
+    ).length;
     if (count > 0) found[`lib/${path}`] = count;
   }
   assert.deepEqual(found, pending);

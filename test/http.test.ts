@@ -15,7 +15,16 @@ import type { Outbox } from '../lib/outbox.ts';
 import { testConfig } from './helpers/config.ts';
 import { createFakeClock, type FakeClock } from './helpers/fake-clock.ts';
 import { fakeRpcFetch, type ReceiptTable } from './helpers/fake-rpc.ts';
-import { dispatchLog, MAILBOX, messageId, hyperlaneMessage, messageSentLog, rpcReceipt, transferLogs, txHash } from './helpers/fixtures.ts';
+import {
+  dispatchLog,
+  MAILBOX,
+  messageId,
+  hyperlaneMessage,
+  messageSentLog,
+  rpcReceipt,
+  transferLogs,
+  txHash,
+} from './helpers/fixtures.ts';
 import { httpRequest, postJson, type RawResponse } from './helpers/http.ts';
 import { startApi, type StartedApi } from './helpers/server.ts';
 
@@ -88,7 +97,10 @@ describe('POST /relay success', () => {
     const hash = withTransfers(h, 2, 3, { nonce: 10 });
     const res = await h.relay({ origin_chain: 'ethereum', tx_hash: hash });
     assert.equal(res.status, 200);
-    assert.deepEqual(res.json().messages.map((m: { nonce: number }) => m.nonce), [10, 11, 12]);
+    assert.deepEqual(
+      res.json().messages.map((m: { nonce: number }) => m.nonce),
+      [10, 11, 12],
+    );
   });
 
   test('docs/design.md#extraction-and-eligibility, docs/api.md#post-relay: counts that differ are not eligible: 200 with an empty list, nothing enqueued', async (t) => {
@@ -120,7 +132,10 @@ describe('POST /relay success', () => {
   test('docs/design.md#check-order: Content-Type with parameters (charset=utf-8) is accepted', async (t) => {
     const h = await start(t);
     const hash = withTransfers(h, 6);
-    const res = await h.relay({ origin_chain: 'ethereum', tx_hash: hash }, { 'content-type': 'application/json; charset=utf-8' });
+    const res = await h.relay(
+      { origin_chain: 'ethereum', tx_hash: hash },
+      { 'content-type': 'application/json; charset=utf-8' },
+    );
     assert.equal(res.status, 200);
   });
 });
@@ -182,14 +197,21 @@ describe('POST /relay errors (docs/api.md#errors)', () => {
     const h = await start(t, { relayChains: ['base'] });
     const hash = txHash(9);
     // first message to base (fine), second to domain 10 (not configured): the whole request fails
-    h.table.set(hash, rpcReceipt(hash, [...transferLogs(1, { destination: 8453 }), ...transferLogs(1, { destination: 10, nonce: 1 })]));
+    h.table.set(
+      hash,
+      rpcReceipt(hash, [...transferLogs(1, { destination: 8453 }), ...transferLogs(1, { destination: 10, nonce: 1 })]),
+    );
     assertError(await h.relay({ origin_chain: 'ethereum', tx_hash: hash }), 400, 'unsupported_destination');
     assert.equal(await h.outbox.depth(), 0);
   });
 
   test('docs/design.md#extraction-and-eligibility too_many_messages: 11 messages are refused, 10 accepted', async (t) => {
     const h = await start(t);
-    assertError(await h.relay({ origin_chain: 'ethereum', tx_hash: withTransfers(h, 1, 11) }), 400, 'too_many_messages');
+    assertError(
+      await h.relay({ origin_chain: 'ethereum', tx_hash: withTransfers(h, 1, 11) }),
+      400,
+      'too_many_messages',
+    );
     const ten = await h.relay({ origin_chain: 'ethereum', tx_hash: withTransfers(h, 2, 10, { nonce: 100 }) });
     assert.equal(ten.status, 200);
     assert.equal(ten.json().messages.length, 10);
@@ -236,7 +258,11 @@ describe('POST /relay errors (docs/api.md#errors)', () => {
     await h.clock.advance(1_001);
     const again = await h.relay({ origin_chain: 'ethereum', tx_hash: hash });
     assert.equal(again.status, 200, 'docs/design.md#deduplication: after 5 minutes the pair may be submitted again');
-    assert.equal(again.json().messages.length, 1, 'docs/design.md#enqueue: a resubmission lists the same messages again');
+    assert.equal(
+      again.json().messages.length,
+      1,
+      'docs/design.md#enqueue: a resubmission lists the same messages again',
+    );
     assert.equal(await h.outbox.depth(), 1, 'docs/design.md#enqueue: and stores nothing twice');
   });
 
@@ -264,7 +290,11 @@ describe('POST /relay errors (docs/api.md#errors)', () => {
     assert.equal((await h.relay({ origin_chain: 'ethereum', tx_hash: withTransfers(h, 2) })).status, 200);
     assertError(await h.relay({ origin_chain: 'ethereum', tx_hash: withTransfers(h, 3) }), 503, 'cache_full');
     await h.clock.advance(300_001);
-    assert.equal((await h.relay({ origin_chain: 'ethereum', tx_hash: txHash(3) })).status, 200, 'expired entries make room');
+    assert.equal(
+      (await h.relay({ origin_chain: 'ethereum', tx_hash: txHash(3) })).status,
+      200,
+      'expired entries make room',
+    );
   });
 
   test('docs/design.md#extraction-and-eligibility: a malformed Dispatch log from the Mailbox (a lying RPC) is 500, not a crash', async (t) => {
@@ -287,7 +317,12 @@ describe('HTTP surface (docs/design.md#http-surface)', () => {
 
   test('docs/design.md#http-surface: wrong method is 405 method_not_allowed with Allow', async (t) => {
     const h = await start(t);
-    for (const [method, path] of [['PUT', '/relay'], ['DELETE', '/relay'], ['PATCH', '/merkle_tree_insertions'], ['POST', '/metrics']]) {
+    for (const [method, path] of [
+      ['PUT', '/relay'],
+      ['DELETE', '/relay'],
+      ['PATCH', '/merkle_tree_insertions'],
+      ['POST', '/metrics'],
+    ]) {
       const res = await httpRequest(h.url, { method, path });
       assertError(res, 405, 'method_not_allowed');
       assert.ok(String(res.headers.allow).includes('GET'), `${method} ${path} Allow`);
@@ -297,10 +332,24 @@ describe('HTTP surface (docs/design.md#http-surface)', () => {
   test('docs/design.md#check-order: a POST without Content-Type application/json is 415 unsupported_media_type', async (t) => {
     const h = await start(t);
     const body = JSON.stringify({ origin_chain: 'ethereum', tx_hash: txHash(1) });
-    for (const type of [undefined, 'text/plain', 'application/x-www-form-urlencoded', 'application/jsonx', 'application/json-patch+json']) {
+    for (const type of [
+      undefined,
+      'text/plain',
+      'application/x-www-form-urlencoded',
+      'application/jsonx',
+      'application/json-patch+json',
+    ]) {
       const headers: Record<string, string> = type ? { 'content-type': type } : {};
-      assertError(await httpRequest(h.url, { method: 'POST', path: '/relay', body, headers }), 415, 'unsupported_media_type');
-      assertError(await httpRequest(h.url, { method: 'POST', path: '/merkle_tree_insertions', body, headers }), 415, 'unsupported_media_type');
+      assertError(
+        await httpRequest(h.url, { method: 'POST', path: '/relay', body, headers }),
+        415,
+        'unsupported_media_type',
+      );
+      assertError(
+        await httpRequest(h.url, { method: 'POST', path: '/merkle_tree_insertions', body, headers }),
+        415,
+        'unsupported_media_type',
+      );
     }
   });
 
@@ -310,7 +359,12 @@ describe('HTTP surface (docs/design.md#http-surface)', () => {
     assertError(await postJson(h.url, '/relay', big), 413, 'payload_too_large');
     assertError(await postJson(h.url, '/merkle_tree_insertions', big + ' '.repeat(2000)), 413, 'payload_too_large');
     // chunked, no Content-Length: refused once it grows past the limit
-    const chunked = await httpRequest(h.url, { method: 'POST', path: '/relay', body: big, headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } });
+    const chunked = await httpRequest(h.url, {
+      method: 'POST',
+      path: '/relay',
+      body: big,
+      headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' },
+    });
     assertError(chunked, 413, 'payload_too_large');
     // under the limit still works
     const ok = await h.relay({ origin_chain: 'ethereum', tx_hash: withTransfers(h, 1) });
@@ -319,22 +373,43 @@ describe('HTTP surface (docs/design.md#http-surface)', () => {
 
   test('docs/design.md#check-order: invalid UTF-8 in a body is invalid_request', async (t) => {
     const h = await start(t);
-    const body = Buffer.concat([Buffer.from('{"origin_chain":"eth'), Buffer.from([0xff, 0xfe]), Buffer.from('","tx_hash":"0x00"}')]);
-    assertError(await httpRequest(h.url, { method: 'POST', path: '/relay', body, headers: { 'content-type': 'application/json' } }), 400, 'invalid_request');
+    const body = Buffer.concat([
+      Buffer.from('{"origin_chain":"eth'),
+      Buffer.from([0xff, 0xfe]),
+      Buffer.from('","tx_hash":"0x00"}'),
+    ]);
+    assertError(
+      await httpRequest(h.url, {
+        method: 'POST',
+        path: '/relay',
+        body,
+        headers: { 'content-type': 'application/json' },
+      }),
+      400,
+      'invalid_request',
+    );
   });
-
 });
 
 describe('POST /merkle_tree_insertions (docs/design.md#merkle-tree-insertions)', () => {
   const id = (n: number) => '0x' + n.toString(16).padStart(64, 'a');
-  const record = (leaf: number, chain = 1, block = 100) => ({ chain, insertion_block_number: block, leaf_index: leaf, message_id: id(leaf) });
+  const record = (leaf: number, chain = 1, block = 100) => ({
+    chain,
+    insertion_block_number: block,
+    leaf_index: leaf,
+    message_id: id(leaf),
+  });
 
   test('docs/api.md#post-merkle_tree_insertions: records are stored; count is the number written; listing returns them in leaf order', async (t) => {
     const h = await start(t);
-    const res = await postJson(h.url, '/merkle_tree_insertions', { merkle_tree_insertions: [record(2), record(0), record(1)] });
+    const res = await postJson(h.url, '/merkle_tree_insertions', {
+      merkle_tree_insertions: [record(2), record(0), record(1)],
+    });
     assert.equal(res.status, 200, res.text);
     assert.deepEqual(res.json(), { count: 3, skipped: [] });
-    const list = await httpRequest(h.url, { path: '/merkle_tree_insertions?domain_id=1&leaf_index_start=0&leaf_index_end=1' });
+    const list = await httpRequest(h.url, {
+      path: '/merkle_tree_insertions?domain_id=1&leaf_index_start=0&leaf_index_end=1',
+    });
     assert.equal(list.status, 200);
     assert.deepEqual(list.json(), { merkle_tree_insertions: [record(0), record(1)] });
   });
@@ -344,15 +419,21 @@ describe('POST /merkle_tree_insertions (docs/design.md#merkle-tree-insertions)',
     const foreign = { ...record(5, 424242), extra: 'kept as sent' };
     const res = await postJson(h.url, '/merkle_tree_insertions', { merkle_tree_insertions: [record(1), foreign] });
     assert.deepEqual(res.json(), { count: 1, skipped: [foreign] });
-    const list = await httpRequest(h.url, { path: '/merkle_tree_insertions?domain_id=424242&leaf_index_start=0&leaf_index_end=10' });
+    const list = await httpRequest(h.url, {
+      path: '/merkle_tree_insertions?domain_id=424242&leaf_index_start=0&leaf_index_end=10',
+    });
     assert.deepEqual(list.json(), { merkle_tree_insertions: [] });
   });
 
   test('docs/design.md#merkle-tree-insertions: a repeated (chain, leaf_index) replaces the stored row', async (t) => {
     const h = await start(t);
     await postJson(h.url, '/merkle_tree_insertions', { merkle_tree_insertions: [record(3, 1, 100)] });
-    await postJson(h.url, '/merkle_tree_insertions', { merkle_tree_insertions: [{ ...record(3, 1, 200), message_id: id(99) }] });
-    const list = await httpRequest(h.url, { path: '/merkle_tree_insertions?domain_id=1&leaf_index_start=3&leaf_index_end=3' });
+    await postJson(h.url, '/merkle_tree_insertions', {
+      merkle_tree_insertions: [{ ...record(3, 1, 200), message_id: id(99) }],
+    });
+    const list = await httpRequest(h.url, {
+      path: '/merkle_tree_insertions?domain_id=1&leaf_index_start=3&leaf_index_end=3',
+    });
     assert.deepEqual(list.json().merkle_tree_insertions, [{ ...record(3, 1, 200), message_id: id(99) }]);
   });
 
@@ -377,18 +458,30 @@ describe('POST /merkle_tree_insertions (docs/design.md#merkle-tree-insertions)',
     for (const body of [{}, { merkle_tree_insertions: [] }, { merkle_tree_insertions: {} }, [], 'x']) {
       assertError(await postJson(h.url, '/merkle_tree_insertions', JSON.stringify(body)), 400, 'invalid_request');
     }
-    assertError(await postJson(h.url, '/merkle_tree_insertions', '{"merkle_tree_insertions":['), 400, 'invalid_request');
+    assertError(
+      await postJson(h.url, '/merkle_tree_insertions', '{"merkle_tree_insertions":['),
+      400,
+      'invalid_request',
+    );
     assert.equal(await h.store.merkleRowCount(), 0, 'nothing written by any failed request');
   });
 
   test('docs/design.md#merkle-tree-insertions: listing needs domain_id, leaf_index_start <= leaf_index_end, at most 10 000 leaves', async (t) => {
     const h = await start(t);
-    for (const query of ['', '?domain_id=1&leaf_index_start=0', '?domain_id=1&leaf_index_start=5&leaf_index_end=4',
-      '?domain_id=1&leaf_index_start=0&leaf_index_end=10000', '?domain_id=x&leaf_index_start=0&leaf_index_end=1',
-      '?domain_id=-1&leaf_index_start=0&leaf_index_end=1', '?domain_id=1&domain_id=2&leaf_index_start=0&leaf_index_end=1']) {
+    for (const query of [
+      '',
+      '?domain_id=1&leaf_index_start=0',
+      '?domain_id=1&leaf_index_start=5&leaf_index_end=4',
+      '?domain_id=1&leaf_index_start=0&leaf_index_end=10000',
+      '?domain_id=x&leaf_index_start=0&leaf_index_end=1',
+      '?domain_id=-1&leaf_index_start=0&leaf_index_end=1',
+      '?domain_id=1&domain_id=2&leaf_index_start=0&leaf_index_end=1',
+    ]) {
       assertError(await httpRequest(h.url, { path: '/merkle_tree_insertions' + query }), 400, 'invalid_request');
     }
-    const max = await httpRequest(h.url, { path: '/merkle_tree_insertions?domain_id=1&leaf_index_start=0&leaf_index_end=9999' });
+    const max = await httpRequest(h.url, {
+      path: '/merkle_tree_insertions?domain_id=1&leaf_index_start=0&leaf_index_end=9999',
+    });
     assert.equal(max.status, 200);
   });
 
@@ -396,12 +489,26 @@ describe('POST /merkle_tree_insertions (docs/design.md#merkle-tree-insertions)',
     const token = 'correct-horse-battery-staple';
     const h = await start(t, { server: { adminToken: token } });
     const body = { merkle_tree_insertions: [record(1)] };
-    for (const auth of [undefined, 'Bearer wrong', `bearer ${token}x`, `Basic ${token}`, `Bearer ${token}x`, `Bearer ${token.slice(0, -1)}`]) {
+    for (const auth of [
+      undefined,
+      'Bearer wrong',
+      `bearer ${token}x`,
+      `Basic ${token}`,
+      `Bearer ${token}x`,
+      `Bearer ${token.slice(0, -1)}`,
+    ]) {
       const headers: Record<string, string> = auth ? { authorization: auth } : {};
       const res = await postJson(h.url, '/merkle_tree_insertions', body, headers);
       assertError(res, 401, 'unauthorized');
       assert.equal(res.headers['www-authenticate'], 'Bearer');
-      assertError(await httpRequest(h.url, { path: '/merkle_tree_insertions?domain_id=1&leaf_index_start=0&leaf_index_end=1', headers }), 401, 'unauthorized');
+      assertError(
+        await httpRequest(h.url, {
+          path: '/merkle_tree_insertions?domain_id=1&leaf_index_start=0&leaf_index_end=1',
+          headers,
+        }),
+        401,
+        'unauthorized',
+      );
     }
     assert.equal(await h.store.merkleRowCount(), 0);
     const ok = await postJson(h.url, '/merkle_tree_insertions', body, { authorization: `Bearer ${token}` });
@@ -415,4 +522,3 @@ describe('POST /merkle_tree_insertions (docs/design.md#merkle-tree-insertions)',
     assert.equal((await httpRequest(h.url, { path: '/relay' })).status, 200);
   });
 });
-

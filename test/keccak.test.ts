@@ -91,7 +91,11 @@ test('docs/design.md#package, keccak256: 10 000 random inputs up to 2 KiB, at ra
     const length = Math.floor(random() * 2049);
     const offset = Math.floor(random() * 8); // aligned and unaligned views of a larger buffer
     const data = randomBytes(random, offset + length).subarray(offset);
-    assert.equal(hex(keccak256(data)), hex(keccak_256(data)), `seed ${seed}, case ${n}, length ${length}, offset ${offset}`);
+    assert.equal(
+      hex(keccak256(data)),
+      hex(keccak_256(data)),
+      `seed ${seed}, case ${n}, length ${length}, offset ${offset}`,
+    );
   }
 });
 

@@ -38,19 +38,23 @@ test('RELIABILITY.md#4-load: 5 s of mixed requests at 100 connections: only docu
     });
     const peak = rss.length > 0 ? Math.max(...rss) : undefined;
     const liveHeap = target.probes.map((p) => p.heapUsed);
-    t.diagnostic(JSON.stringify({
-      requests: report.requests,
-      perSecond: report.perSecond,
-      peakRssMB: peak && Math.round(peak / 2 ** 20),
-      liveHeapMB: liveHeap.map((b) => Math.round(b / 2 ** 20)),
-      committedPairs: report.committedPairs,
-    }));
+    t.diagnostic(
+      JSON.stringify({
+        requests: report.requests,
+        perSecond: report.perSecond,
+        peakRssMB: peak && Math.round(peak / 2 ** 20),
+        liveHeapMB: liveHeap.map((b) => Math.round(b / 2 ** 20)),
+        committedPairs: report.committedPairs,
+      }),
+    );
     for (const [kind, k] of Object.entries(report.kinds)) t.diagnostic(`${kind}: ${JSON.stringify(k)}`);
 
     assert.deepEqual(report.errors, [], 'no connection was reset or refused');
     assert.deepEqual(report.unexpected, [], 'every answer is one its kind may have');
     assert.ok(report.requests > 500, `the load ran (${report.requests} requests)`);
-    assert.ok(report.kinds['relay-new'].outcomes['200'] > 0 && report.kinds['relay-duplicate'].outcomes['429 duplicate_tx'] > 0);
+    assert.ok(
+      report.kinds['relay-new'].outcomes['200'] > 0 && report.kinds['relay-duplicate'].outcomes['429 duplicate_tx'] > 0,
+    );
 
     // Once nothing is in flight (the scrape itself is), the dedup cache holds exactly the pairs
     // answered 200: every failure released its reservation.
@@ -61,10 +65,17 @@ test('RELIABILITY.md#4-load: 5 s of mixed requests at 100 connections: only docu
     }
     assert.equal(gauge(metrics, 'hyperlane_relay_api_in_flight_requests'), 1);
     assert.equal(gauge(metrics, 'hyperlane_relay_api_dedup_cache_size'), report.committedPairs, 'no stuck reservation');
-    assert.equal(gauge(metrics, 'hyperlane_relay_api_outbox_depth'), report.messagesAcknowledged, 'every acknowledged message is in the outbox');
+    assert.equal(
+      gauge(metrics, 'hyperlane_relay_api_outbox_depth'),
+      report.messagesAcknowledged,
+      'every acknowledged message is in the outbox',
+    );
     if (peak !== undefined) assert.ok(peak < MAX_RSS_BYTES, `peak RSS ${Math.round(peak / 2 ** 20)} MB`);
     assert.ok(liveHeap.length >= 3, 'the memory probe reported');
-    assert.ok(Math.max(...liveHeap) < MAX_LIVE_HEAP_BYTES, `live heap ${liveHeap.map((b) => Math.round(b / 2 ** 20)).join(', ')} MB`);
+    assert.ok(
+      Math.max(...liveHeap) < MAX_LIVE_HEAP_BYTES,
+      `live heap ${liveHeap.map((b) => Math.round(b / 2 ** 20)).join(', ')} MB`,
+    );
   } finally {
     assert.equal(await target.stop(), 0, 'a clean shutdown after the load');
     rmSync(dir, { recursive: true, force: true });

@@ -53,4 +53,3 @@ test('log sink: a batch reaching maxBytes is written at once', (t) => {
   t.mock.timers.tick(10);
   assert.deepEqual(out.writes, ['12345\n67890\n', 'z\n']);
 });
-

@@ -49,15 +49,33 @@ async function start(t: TestContext, options: { level?: LogLevel; queue?: RelayQ
   const base = testConfig({ server: { adminToken: ADMIN_TOKEN } });
   const ethereum = { ...base.chains.ethereum, rpcUrls: options.rpcUrls ?? base.chains.ethereum.rpcUrls };
   const config = { ...base, chains: { ...base.chains, ethereum } };
-  const logger = createLogger({ level: options.level ?? 'info', write: (line) => raw.push(line), now: () => clock.now() });
-  const { url, port } = await startApi(t, { config, clock, fetch, logger, merkle: store.merkle, outbox: options.queue });
+  const logger = createLogger({
+    level: options.level ?? 'info',
+    write: (line) => raw.push(line),
+    now: () => clock.now(),
+  });
+  const { url, port } = await startApi(t, {
+    config,
+    clock,
+    fetch,
+    logger,
+    merkle: store.merkle,
+    outbox: options.queue,
+  });
   const lines = (): Line[] =>
     raw.map((text) => {
       assert.ok(text.endsWith('\n') && text.indexOf('\n') === text.length - 1, `one line: ${JSON.stringify(text)}`);
       return JSON.parse(text);
     });
   const requestLines = () => lines().filter((l) => l.msg === 'request');
-  const nextCall = () => new Promise<void>((resolve) => (onCall = () => { onCall = () => {}; resolve(); }));
+  const nextCall = () =>
+    new Promise<void>(
+      (resolve) =>
+        (onCall = () => {
+          onCall = () => {};
+          resolve();
+        }),
+    );
   return { url, port, clock, table, raw, lines, requestLines, nextCall };
 }
 
@@ -77,7 +95,10 @@ describe('one JSON line per request (docs/operations.md#logs)', () => {
     const h = await start(t);
     const hash = txHash(1);
     h.table.set(hash, rpcReceipt(hash, transferLogs(2)));
-    const ok = await postJson(h.url, '/relay', { origin_chain: 'ethereum', tx_hash: hash.toUpperCase().replace('0X', '0x') });
+    const ok = await postJson(h.url, '/relay', {
+      origin_chain: 'ethereum',
+      tx_hash: hash.toUpperCase().replace('0X', '0x'),
+    });
     const dup = await postJson(h.url, '/relay', { origin_chain: 'ethereum', tx_hash: hash });
     const bad = await postJson(h.url, '/relay', { origin_chain: 'nowhere', tx_hash: hash });
     const missing = await httpRequest(h.url, { path: '/nothing/here' });
@@ -87,21 +108,46 @@ describe('one JSON line per request (docs/operations.md#logs)', () => {
     assert.equal(probe.status, 200);
 
     const [l1, l2, l3, l4] = lines;
-    for (const [line, res] of [[l1, ok], [l2, dup], [l3, bad], [l4, missing]] as const) {
+    for (const [line, res] of [
+      [l1, ok],
+      [l2, dup],
+      [l3, bad],
+      [l4, missing],
+    ] as const) {
       assert.equal(line.level, 'info');
       assert.equal(line.time, new Date(h.clock.now()).toISOString());
       assert.equal(line.request_id, res.headers['x-request-id'], 'the id the client got');
       assert.equal(line.status, res.status);
       assert.equal(typeof line.duration_ms, 'number');
     }
-    assert.deepEqual({ ...l1, time: 0, request_id: 0 }, {
-      time: 0, level: 'info', msg: 'request', request_id: 0, method: 'POST', route: '/relay', status: 200, duration_ms: 0,
-      origin_chain: 'ethereum', tx_hash: hash, messages: 2,
-    }, 'the tx hash is logged lower-cased, as the dedup key');
+    assert.deepEqual(
+      { ...l1, time: 0, request_id: 0 },
+      {
+        time: 0,
+        level: 'info',
+        msg: 'request',
+        request_id: 0,
+        method: 'POST',
+        route: '/relay',
+        status: 200,
+        duration_ms: 0,
+        origin_chain: 'ethereum',
+        tx_hash: hash,
+        messages: 2,
+      },
+      'the tx hash is logged lower-cased, as the dedup key',
+    );
     assert.deepEqual([l2.status, l2.reason, l2.origin_chain, l2.tx_hash], [429, 'duplicate_tx', 'ethereum', hash]);
-    assert.deepEqual([l3.status, l3.reason, l3.origin_chain, l3.tx_hash], [400, 'invalid_request', undefined, undefined],
-      'nothing unvalidated from the body is logged');
-    assert.deepEqual([l4.route, l4.status, l4.reason], ['unknown', 404, 'not_found'], 'unknown paths are not logged as sent');
+    assert.deepEqual(
+      [l3.status, l3.reason, l3.origin_chain, l3.tx_hash],
+      [400, 'invalid_request', undefined, undefined],
+      'nothing unvalidated from the body is logged',
+    );
+    assert.deepEqual(
+      [l4.route, l4.status, l4.reason],
+      ['unknown', 404, 'not_found'],
+      'unknown paths are not logged as sent',
+    );
   });
 
   test('a successful health check (GET/HEAD /relay) is logged at debug, a refused one at info', async (t) => {
@@ -110,8 +156,14 @@ describe('one JSON line per request (docs/operations.md#logs)', () => {
     const head = await httpRequest(h.url, { path: '/relay', method: 'HEAD' });
     const refused = await httpRequest(h.url, { path: '/relay', method: 'DELETE' });
     const [l1, l2, l3] = h.requestLines();
-    assert.deepEqual([l1.level, l1.method, l1.route, l1.status, l1.request_id], ['debug', 'GET', '/relay', 200, probe.headers['x-request-id']]);
-    assert.deepEqual([l2.level, l2.method, l2.status, l2.request_id], ['debug', 'HEAD', 200, head.headers['x-request-id']]);
+    assert.deepEqual(
+      [l1.level, l1.method, l1.route, l1.status, l1.request_id],
+      ['debug', 'GET', '/relay', 200, probe.headers['x-request-id']],
+    );
+    assert.deepEqual(
+      [l2.level, l2.method, l2.status, l2.request_id],
+      ['debug', 'HEAD', 200, head.headers['x-request-id']],
+    );
     assert.deepEqual([l3.level, l3.method, l3.status, l3.reason], ['info', 'DELETE', 405, 'method_not_allowed']);
   });
 
@@ -133,7 +185,13 @@ describe('one JSON line per request (docs/operations.md#logs)', () => {
     const h = await start(t);
     const hash = txHash(3);
     const called = h.nextCall();
-    const req = request({ host: '127.0.0.1', port: h.port, method: 'POST', path: '/relay', headers: { 'content-type': 'application/json', 'x-request-id': 'leaving-1' } });
+    const req = request({
+      host: '127.0.0.1',
+      port: h.port,
+      method: 'POST',
+      path: '/relay',
+      headers: { 'content-type': 'application/json', 'x-request-id': 'leaving-1' },
+    });
     req.on('error', () => {});
     req.end(JSON.stringify({ origin_chain: 'ethereum', tx_hash: hash }));
     await called;
@@ -145,8 +203,10 @@ describe('one JSON line per request (docs/operations.md#logs)', () => {
     await h.clock.advance(11_000);
     const lines = h.requestLines();
     assert.equal(lines.length, 1, JSON.stringify(lines));
-    assert.deepEqual([lines[0].request_id, lines[0].status, lines[0].reason, lines[0].origin_chain, lines[0].tx_hash],
-      ['leaving-1', 499, 'client_closed', 'ethereum', hash]);
+    assert.deepEqual(
+      [lines[0].request_id, lines[0].status, lines[0].reason, lines[0].origin_chain, lines[0].tx_hash],
+      ['leaving-1', 499, 'client_closed', 'ethereum', hash],
+    );
   });
 });
 
@@ -159,26 +219,38 @@ describe('log level (docs/operations.md#logs)', () => {
       const logger = createLogger({ level, write: (line) => written.push(line), now: () => 0 });
       for (const method of order) logger[method](`m-${method}`, { k: 1 });
       const expected = level === 'silent' ? [] : order.slice(order.indexOf(level));
-      assert.deepEqual(written.map((l) => JSON.parse(l).level), expected, level);
+      assert.deepEqual(
+        written.map((l) => JSON.parse(l).level),
+        expected,
+        level,
+      );
       for (const l of written) assert.deepEqual(Object.keys(JSON.parse(l)), ['time', 'level', 'msg', 'k']);
     }
   });
 
   test('isLogLevel accepts exactly the five level names', () => {
     for (const level of LOG_LEVELS) assert.equal(isLogLevel(level), true);
-    for (const other of ['INFO', 'trace', '', 'warning', undefined, 1]) assert.equal(isLogLevel(other), false, String(other));
+    for (const other of ['INFO', 'trace', '', 'warning', undefined, 1])
+      assert.equal(isLogLevel(other), false, String(other));
   });
 
   test('over HTTP: at "warn" no request lines, but a store failure is still logged; at "debug" request lines appear', async (t) => {
     // A connection reset: the store is unavailable (503), not faulty (lib/store.ts).
-    const failing: RelayQueue = { enqueue() { throw Object.assign(new Error('queue broke'), { code: 'ECONNRESET' }); } };
+    const failing: RelayQueue = {
+      enqueue() {
+        throw Object.assign(new Error('queue broke'), { code: 'ECONNRESET' });
+      },
+    };
     const quiet = await start(t, { level: 'warn', queue: failing });
     const hash = txHash(4);
     quiet.table.set(hash, rpcReceipt(hash, transferLogs(1)));
     assert.equal((await postJson(quiet.url, '/relay', { origin_chain: 'ethereum', tx_hash: hash })).status, 503);
     assert.equal((await httpRequest(quiet.url, { path: '/relay' })).status, 200);
     const lines = quiet.lines();
-    assert.deepEqual(lines.map((l) => [l.level, l.msg]), [['error', 'store unavailable']]);
+    assert.deepEqual(
+      lines.map((l) => [l.level, l.msg]),
+      [['error', 'store unavailable']],
+    );
     assert.equal(lines[0].cause, 'Error: queue broke', 'the cause is for the operator');
     const loud = await start(t, { level: 'debug' });
     await httpRequest(loud.url, { path: '/relay' });
@@ -199,7 +271,10 @@ describe('X-Request-Id (docs/operations.md#logs)', () => {
     for (const res of [a, b]) assert.match(String(res.headers['x-request-id']), UUID);
     assert.notEqual(a.headers['x-request-id'], b.headers['x-request-id']);
     assert.equal(b.json().reason, 'invalid_request', 'error answers carry the id too');
-    assert.deepEqual(h.requestLines().map((l) => l.request_id), [...safe, a.headers['x-request-id'], b.headers['x-request-id']]);
+    assert.deepEqual(
+      h.requestLines().map((l) => l.request_id),
+      [...safe, a.headers['x-request-id'], b.headers['x-request-id']],
+    );
     const given = await httpRequest(h.url, { path: '/relay', headers: { 'x-request-id': 'abc-123' } });
     assert.equal(given.headers['x-request-id'], 'abc-123');
     const generated = await httpRequest(h.url, { path: '/relay' });
@@ -217,14 +292,20 @@ describe('X-Request-Id (docs/operations.md#logs)', () => {
     assert.equal(lines.length, hostile.length);
     for (const line of lines) assert.match(String(line.request_id), UUID);
     // two X-Request-Id headers: node joins them with ", ", which the id pattern refuses
-    const twice = await rawExchange(h.port, 'GET /relay HTTP/1.1\r\nHost: x\r\nX-Request-Id: one\r\nX-Request-Id: two\r\nConnection: close\r\n\r\n');
+    const twice = await rawExchange(
+      h.port,
+      'GET /relay HTTP/1.1\r\nHost: x\r\nX-Request-Id: one\r\nX-Request-Id: two\r\nConnection: close\r\n\r\n',
+    );
     assert.match(twice, /^HTTP\/1\.1 200/);
     assert.match(twice, /\r\nX-Request-Id: [0-9a-f-]{36}\r\n/i);
   });
 
   test('a newline in X-Request-Id never reaches a header or a log line (node refuses the request: 400)', async (t) => {
     const h = await start(t);
-    const answer = await rawExchange(h.port, 'GET /relay HTTP/1.1\r\nHost: x\r\nX-Request-Id: abc\nSet-Cookie: injected=1\r\n\r\n');
+    const answer = await rawExchange(
+      h.port,
+      'GET /relay HTTP/1.1\r\nHost: x\r\nX-Request-Id: abc\nSet-Cookie: injected=1\r\n\r\n',
+    );
     assert.match(answer, /^HTTP\/1\.1 400/);
     assert.doesNotMatch(answer, /injected/);
     assert.doesNotMatch(h.raw.join(''), /injected/);
@@ -235,14 +316,27 @@ describe('secrets are never logged (docs/operations.md#logs)', () => {
   test('admin token, Authorization header and RPC URL path, query and credentials stay out of the log', async (t) => {
     const h = await start(t, {
       level: 'debug',
-      rpcUrls: ['https://user-secret:pw-secret@down.example.invalid/v3/KEY-secret?apikey=QUERY-secret', 'https://up.example.invalid/rpc/PATH-secret'],
+      rpcUrls: [
+        'https://user-secret:pw-secret@down.example.invalid/v3/KEY-secret?apikey=QUERY-secret',
+        'https://up.example.invalid/rpc/PATH-secret',
+      ],
     });
     const hash = txHash(5);
     h.table.set(hash, rpcReceipt(hash, transferLogs(1)));
     assert.equal((await postJson(h.url, '/relay', { origin_chain: 'ethereum', tx_hash: hash })).status, 200);
-    const body = { merkle_tree_insertions: [{ chain: 1, insertion_block_number: 1, leaf_index: 9, message_id: '0x' + '1'.repeat(64) }] };
-    assert.equal((await postJson(h.url, '/merkle_tree_insertions', body, { authorization: `Bearer ${ADMIN_TOKEN}` })).status, 200);
-    assert.equal((await postJson(h.url, '/merkle_tree_insertions', body, { authorization: 'Bearer wrong-SECRET-token' })).status, 401);
+    const body = {
+      merkle_tree_insertions: [
+        { chain: 1, insertion_block_number: 1, leaf_index: 9, message_id: '0x' + '1'.repeat(64) },
+      ],
+    };
+    assert.equal(
+      (await postJson(h.url, '/merkle_tree_insertions', body, { authorization: `Bearer ${ADMIN_TOKEN}` })).status,
+      200,
+    );
+    assert.equal(
+      (await postJson(h.url, '/merkle_tree_insertions', body, { authorization: 'Bearer wrong-SECRET-token' })).status,
+      401,
+    );
     assert.equal((await httpRequest(h.url, { path: '/metrics' })).status, 200);
     const text = h.raw.join('');
     assert.equal(h.requestLines().length, 4);
@@ -259,9 +353,19 @@ describe('secrets are never logged (docs/operations.md#logs)', () => {
     rpc.table.set(hash, rpcReceipt(hash, transferLogs(1)));
     const config = {
       chains: {
-        ethereum: { domainId: 1, chainId: 1, mailbox: MAILBOX, cctpMessageTransmitter: CCTP_V2_TRANSMITTER,
-          rpcUrls: [{ http: `${rpc.url}/v3/KEY-secret-path?apikey=QUERY-secret-query` }] },
-        base: { domainId: 8453, chainId: 8453, mailbox: '0xeA87ae93Fa0019a82A727bfd3eBd1cFCa8f64f1D', rpcUrls: [{ http: `${rpc.url}/KEY-secret-base` }] },
+        ethereum: {
+          domainId: 1,
+          chainId: 1,
+          mailbox: MAILBOX,
+          cctpMessageTransmitter: CCTP_V2_TRANSMITTER,
+          rpcUrls: [{ http: `${rpc.url}/v3/KEY-secret-path?apikey=QUERY-secret-query` }],
+        },
+        base: {
+          domainId: 8453,
+          chainId: 8453,
+          mailbox: '0xeA87ae93Fa0019a82A727bfd3eBd1cFCa8f64f1D',
+          rpcUrls: [{ http: `${rpc.url}/KEY-secret-base` }],
+        },
       },
       server: { adminToken: ADMIN_TOKEN },
       db: join(dir, 'relayer.db'),
@@ -269,9 +373,19 @@ describe('secrets are never logged (docs/operations.md#logs)', () => {
     const server = await startRelayerServer(t, ['--log-level', 'debug'], { config });
     const { url } = server;
     assert.equal((await postJson(url, '/relay', { origin_chain: 'ethereum', tx_hash: hash })).status, 200);
-    const body = { merkle_tree_insertions: [{ chain: 1, insertion_block_number: 1, leaf_index: 0, message_id: '0x' + '2'.repeat(64) }] };
-    assert.equal((await postJson(url, '/merkle_tree_insertions', body, { authorization: `Bearer ${ADMIN_TOKEN}` })).status, 200);
-    assert.equal((await postJson(url, '/merkle_tree_insertions', body, { authorization: 'Bearer wrong-SECRET-token' })).status, 401);
+    const body = {
+      merkle_tree_insertions: [
+        { chain: 1, insertion_block_number: 1, leaf_index: 0, message_id: '0x' + '2'.repeat(64) },
+      ],
+    };
+    assert.equal(
+      (await postJson(url, '/merkle_tree_insertions', body, { authorization: `Bearer ${ADMIN_TOKEN}` })).status,
+      200,
+    );
+    assert.equal(
+      (await postJson(url, '/merkle_tree_insertions', body, { authorization: 'Bearer wrong-SECRET-token' })).status,
+      401,
+    );
     assert.equal((await httpRequest(url, { path: '/metrics' })).status, 200);
     await server.waitForLine(/"status":200.*"route":"\/metrics"|"route":"\/metrics".*"status":200/);
     assert.equal(await server.stop(), 0, server.output());

@@ -64,7 +64,10 @@ describe('memory outbox (docs/design.md#enqueue, #storage)', () => {
   for (const [name, overrides] of invalid) {
     it(`docs/design.md#enqueue atomic: a batch with ${name} stores nothing at all`, () => {
       const outbox = createMemoryOutbox(createFakeClock());
-      assert.throws(() => outbox.enqueue([msg(1), msg(2, overrides)]), (e) => e instanceof TypeError && /^batch\[1\]/.test(e.message));
+      assert.throws(
+        () => outbox.enqueue([msg(1), msg(2, overrides)]),
+        (e) => e instanceof TypeError && /^batch\[1\]/.test(e.message),
+      );
       assert.equal(outbox.depth(), 0);
       assert.equal(outbox.get(msg(1).id), undefined);
     });
@@ -101,8 +104,16 @@ describe('memory outbox (docs/design.md#enqueue, #storage)', () => {
     const [one, two] = outbox.claim(2, 60_000) as ClaimedMessage[];
     await clock.advance(5_000);
     assert.equal(outbox.markDelivered(msg(1).id, { destinationTxHash: DEST, lease: one.lease }), true);
-    assert.equal(outbox.markDelivered('0x' + 'ff'.repeat(32), { destinationTxHash: DEST, lease: one.lease }), false, 'unknown');
-    assert.equal(outbox.markDelivered(msg(1).id, { destinationTxHash: DEST, lease: one.lease }), false, 'already delivered');
+    assert.equal(
+      outbox.markDelivered('0x' + 'ff'.repeat(32), { destinationTxHash: DEST, lease: one.lease }),
+      false,
+      'unknown',
+    );
+    assert.equal(
+      outbox.markDelivered(msg(1).id, { destinationTxHash: DEST, lease: one.lease }),
+      false,
+      'already delivered',
+    );
     await clock.advance(37);
     assert.equal(outbox.markDelivered(msg(2).id, { destinationTxHash: DEST, lease: two.lease }), true);
     assert.equal(outbox.depth(), 1);

@@ -18,7 +18,12 @@ export function id(n: number): string {
   return '0x' + n.toString(16).padStart(64, '0');
 }
 
-export function record(chain: number, leaf: number, block = 1_000 + leaf, messageId = id(chain * 1_000_000 + leaf)): MerkleInsertion {
+export function record(
+  chain: number,
+  leaf: number,
+  block = 1_000 + leaf,
+  messageId = id(chain * 1_000_000 + leaf),
+): MerkleInsertion {
   return { chain, insertion_block_number: block, leaf_index: leaf, message_id: messageId };
 }
 

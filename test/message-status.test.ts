@@ -104,9 +104,14 @@ for (const engine of ENGINES) {
       const [id] = ids;
       await h.clock.advance(1_000);
       const [claimed] = await h.outbox.claim(1, 60_000);
-      assert.deepEqual((await h.get(`/relay/${id}`)).json(), { ...queuedJson(hash, 7), status: 'delivering', attempts: 1 });
+      assert.deepEqual((await h.get(`/relay/${id}`)).json(), {
+        ...queuedJson(hash, 7),
+        status: 'delivering',
+        attempts: 1,
+      });
 
-      const error = 'execution reverted; URL: https://eth-mainnet.g.alchemy.com/v2/SECRETKEY123 and wss://user:pw@rpc.example.org:8546/path';
+      const error =
+        'execution reverted; URL: https://eth-mainnet.g.alchemy.com/v2/SECRETKEY123 and wss://user:pw@rpc.example.org:8546/path';
       await h.outbox.markFailed(id, { error, retryAt: h.clock.now() + 5_000, lease: claimed.lease });
       const failed = await h.get(`/relay/${id}`);
       assert.deepEqual(failed.json(), {
@@ -134,8 +139,16 @@ for (const engine of ENGINES) {
       const h = await start(t, engine);
       const { hash, ids } = await h.relayTransfers(3, 1, 1);
       const [claimed] = await h.outbox.claim(1, 60_000);
-      assert.equal(await h.outbox.markFailed(ids[0], { error: 'recipient reverts', final: true, lease: claimed.lease }), true);
-      assert.deepEqual((await h.get(`/relay/${ids[0]}`)).json(), { ...queuedJson(hash, 1), status: 'failed', attempts: 1, last_error: 'recipient reverts' });
+      assert.equal(
+        await h.outbox.markFailed(ids[0], { error: 'recipient reverts', final: true, lease: claimed.lease }),
+        true,
+      );
+      assert.deepEqual((await h.get(`/relay/${ids[0]}`)).json(), {
+        ...queuedJson(hash, 1),
+        status: 'failed',
+        attempts: 1,
+        last_error: 'recipient reverts',
+      });
     });
 
     test('docs/design.md#http-surface: HEAD /relay/{message_id} has the headers only', async (t) => {
@@ -151,7 +164,16 @@ for (const engine of ENGINES) {
       const h = await start(t, engine);
       await h.relayTransfers(5, 1, 1);
       assertError(await h.get(`/relay/0x${'ab'.repeat(32)}`), 404, 'not_found', /no message/);
-      for (const bad of ['0x1234', 'abc', `0x${'g'.repeat(64)}`, `0X${'a'.repeat(64)}`, `0x${'a'.repeat(66)}`, `${'a'.repeat(64)}`, '%20', '0x%00']) {
+      for (const bad of [
+        '0x1234',
+        'abc',
+        `0x${'g'.repeat(64)}`,
+        `0X${'a'.repeat(64)}`,
+        `0x${'a'.repeat(66)}`,
+        `${'a'.repeat(64)}`,
+        '%20',
+        '0x%00',
+      ]) {
         assertError(await h.get(`/relay/${bad}`), 400, 'invalid_request', /message_id/);
       }
       assertError(await h.get('/relay/'), 404, 'not_found', /endpoint/);
@@ -166,7 +188,10 @@ for (const engine of ENGINES) {
       const { hash, ids } = await h.relayTransfers(6, 3, 20);
       await h.relayTransfers(7, 1, 90); // another transaction
       const expected = { messages: [20, 21, 22].map((nonce) => queuedJson(hash, nonce)) };
-      assert.deepEqual(expected.messages.map((m) => m.message_id), ids);
+      assert.deepEqual(
+        expected.messages.map((m) => m.message_id),
+        ids,
+      );
       for (const tx of [hash, upper(hash)]) {
         const res = await h.get(`/relay?origin_chain=ethereum&tx_hash=${tx}`);
         assert.equal(res.status, 200, res.text);
@@ -176,9 +201,14 @@ for (const engine of ENGINES) {
       // Parameters in the other order, and percent-encoded, are the same query.
       assert.deepEqual((await h.get(`/relay?tx_hash=${hash}&origin_chain=%65thereum`)).json(), expected);
       const claimed = await h.outbox.claim(2, 60_000);
-      assert.deepEqual(claimed.map((m) => m.id), ids.slice(0, 2));
+      assert.deepEqual(
+        claimed.map((m) => m.id),
+        ids.slice(0, 2),
+      );
       assert.equal(await h.outbox.markDelivered(ids[1], { destinationTxHash: DEST_TX, lease: claimed[1].lease }), true);
-      const statuses = (await h.get(`/relay?origin_chain=ethereum&tx_hash=${hash}`)).json().messages.map((m: { status: string }) => m.status);
+      const statuses = (await h.get(`/relay?origin_chain=ethereum&tx_hash=${hash}`))
+        .json()
+        .messages.map((m: { status: string }) => m.status);
       assert.deepEqual(statuses, ['delivering', 'delivered', 'queued']);
     });
 
@@ -208,7 +238,14 @@ for (const engine of ENGINES) {
       for (const [query, message] of bad) assertError(await h.get(`/relay${query}`), 400, 'invalid_request', message);
       // docs/api.md#get-relay-get-ready: only a query naming origin_chain or tx_hash is a lookup;
       // a load balancer's cache-buster or a probe's marker leaves GET /relay the liveness probe.
-      for (const path of ['/relay', '/relay?', '/relay?probe=1', '/relay?_=1700000000123', '/relay?foo=bar&x', '/relay?Origin_Chain=ethereum']) {
+      for (const path of [
+        '/relay',
+        '/relay?',
+        '/relay?probe=1',
+        '/relay?_=1700000000123',
+        '/relay?foo=bar&x',
+        '/relay?Origin_Chain=ethereum',
+      ]) {
         const up = await h.get(path);
         assert.equal(up.status, 200, `${path}: ${up.text}`);
         assert.equal(up.text, 'up');
@@ -230,9 +267,17 @@ describe('message status endpoints: store faults and bare queues', () => {
       ...memory,
       enqueue: (batch) => memory.enqueue(batch),
       // What the engines throw when the database cannot be used right now: SQLITE_BUSY, a refused connection.
-      get: () => Promise.reject(Object.assign(new Error('SQLITE_BUSY: database is locked at /srv/secret/path.db'), { code: 'ERR_SQLITE_ERROR', errcode: 5 })),
+      get: () =>
+        Promise.reject(
+          Object.assign(new Error('SQLITE_BUSY: database is locked at /srv/secret/path.db'), {
+            code: 'ERR_SQLITE_ERROR',
+            errcode: 5,
+          }),
+        ),
       byTx: () => {
-        throw Object.assign(new Error('connection refused postgres://relayer:hunter2@db:5432/relayer'), { code: 'ECONNREFUSED' });
+        throw Object.assign(new Error('connection refused postgres://relayer:hunter2@db:5432/relayer'), {
+          code: 'ECONNREFUSED',
+        });
       },
     };
     const { url } = await startApi(t, { outbox: broken, clock, fetch: fakeRpcFetch(new Map()).fetch });
@@ -244,15 +289,24 @@ describe('message status endpoints: store faults and bare queues', () => {
     }
   });
 
-  test('an embedder\'s bare queue (enqueue only): the lookups are 404 not_found, the liveness probe still answers', async (t) => {
+  test("an embedder's bare queue (enqueue only): the lookups are 404 not_found, the liveness probe still answers", async (t) => {
     const clock = createFakeClock();
     const memory = createMemoryOutbox(clock);
     const queue: RelayQueue = { enqueue: (batch) => memory.enqueue(batch) };
     const { url } = await startApi(t, { outbox: queue, clock, fetch: fakeRpcFetch(new Map()).fetch });
     assertError(await httpRequest(url, { path: `/relay/0x${'ab'.repeat(32)}` }), 404, 'not_found');
-    assertError(await httpRequest(url, { path: `/relay?origin_chain=ethereum&tx_hash=${txHash(1)}` }), 404, 'not_found', /statuses/);
+    assertError(
+      await httpRequest(url, { path: `/relay?origin_chain=ethereum&tx_hash=${txHash(1)}` }),
+      404,
+      'not_found',
+      /statuses/,
+    );
     assert.equal((await httpRequest(url, { path: '/relay' })).text, 'up');
-    assert.equal((await httpRequest(url, { path: '/relay?probe=1' })).text, 'up', 'a cache-busting query is still the probe');
+    assert.equal(
+      (await httpRequest(url, { path: '/relay?probe=1' })).text,
+      'up',
+      'a cache-busting query is still the probe',
+    );
   });
 
   test('metrics: every message id is counted under the one route label /relay/{message_id}', async (t) => {
@@ -265,9 +319,9 @@ describe('message status endpoints: store faults and bare queues', () => {
     const samples = exposition.families
       .get('hyperlane_relay_api_http_responses_total')!
       .samples.filter((s) => s.labels.route?.startsWith('/relay/'));
-    assert.deepEqual(
-      samples.map((s) => [s.labels.route, s.labels.code, s.value]).sort(),
-      [['/relay/{message_id}', '400', 1], ['/relay/{message_id}', '404', 2]],
-    );
+    assert.deepEqual(samples.map((s) => [s.labels.route, s.labels.code, s.value]).sort(), [
+      ['/relay/{message_id}', '400', 1],
+      ['/relay/{message_id}', '404', 2],
+    ]);
   });
 });

@@ -52,7 +52,10 @@ test('message layout: the older version-0 vector hashes to its published id, yet
   for (const v of v0Set.vectors) {
     const raw = fromVector(v);
     assert.equal(bytesToHex(keccak_256(raw)), v.id, 'our packing reproduces the published id');
-    assert.equal(decodeCode(() => parseHyperlaneMessage(raw)), 'version');
+    assert.equal(
+      decodeCode(() => parseHyperlaneMessage(raw)),
+      'version',
+    );
   }
 });
 
@@ -60,29 +63,46 @@ test('docs/design.md#extraction-and-eligibility: a message shorter than the 77-b
   const raw = fromVector({ ...v3Set.vectors[0], body: [] });
   assert.equal(raw.length, 77);
   assert.equal(parseHyperlaneMessage(raw).body.length, 0);
-  assert.equal(decodeCode(() => parseHyperlaneMessage(raw.subarray(0, 76))), 'short');
-  assert.equal(decodeCode(() => parseHyperlaneMessage(new Uint8Array())), 'short');
+  assert.equal(
+    decodeCode(() => parseHyperlaneMessage(raw.subarray(0, 76))),
+    'short',
+  );
+  assert.equal(
+    decodeCode(() => parseHyperlaneMessage(new Uint8Array())),
+    'short',
+  );
 });
 
 test('docs/design.md#extraction-and-eligibility: message versions other than 3 are refused with code version', () => {
   for (const version of [0, 1, 2, 4, 255]) {
     const raw = fromVector({ ...v3Set.vectors[0], version });
-    assert.equal(decodeCode(() => parseHyperlaneMessage(raw)), 'version', `version ${version}`);
+    assert.equal(
+      decodeCode(() => parseHyperlaneMessage(raw)),
+      'version',
+      `version ${version}`,
+    );
   }
 });
 
-
 test('message fields and id agree with viem packing and keccak on random messages', () => {
   fc.assert(
-    fc.property(u32, u32, word, u32, word, fc.uint8Array({ maxLength: 300 }), (nonce, origin, sender, destination, recipient, body) => {
-      const raw = hexToBytes(hyperlaneMessage({ nonce, origin, sender, destination, recipient, body: toHex(body) }))!;
-      const m = parseHyperlaneMessage(raw);
-      assert.equal(m.id, viemKeccak(raw));
-      assert.deepEqual(
-        [m.nonce, m.origin, m.sender, m.destination, m.recipient, toHex(m.body)],
-        [nonce, origin, sender, destination, recipient, toHex(body)],
-      );
-    }),
+    fc.property(
+      u32,
+      u32,
+      word,
+      u32,
+      word,
+      fc.uint8Array({ maxLength: 300 }),
+      (nonce, origin, sender, destination, recipient, body) => {
+        const raw = hexToBytes(hyperlaneMessage({ nonce, origin, sender, destination, recipient, body: toHex(body) }))!;
+        const m = parseHyperlaneMessage(raw);
+        assert.equal(m.id, viemKeccak(raw));
+        assert.deepEqual(
+          [m.nonce, m.origin, m.sender, m.destination, m.recipient, toHex(m.body)],
+          [nonce, origin, sender, destination, recipient, toHex(body)],
+        );
+      },
+    ),
     { numRuns: 300 },
   );
 });
@@ -97,17 +117,31 @@ test('docs/design.md#extraction-and-eligibility: the Dispatch topics must agree 
     message,
   };
   assert.equal(messageFromDispatch(event, 1000).id, v.id);
-  assert.equal(decodeCode(() => messageFromDispatch(event, 1001)), 'origin');
-  assert.equal(decodeCode(() => messageFromDispatch({ ...event, sender: '0x' + '33'.repeat(20) }, 1000)), 'mismatch');
-  assert.equal(decodeCode(() => messageFromDispatch({ ...event, destination: 2001 }, 1000)), 'mismatch');
-  assert.equal(decodeCode(() => messageFromDispatch({ ...event, recipient: '0x' + '22'.repeat(32) }, 1000)), 'mismatch');
+  assert.equal(
+    decodeCode(() => messageFromDispatch(event, 1001)),
+    'origin',
+  );
+  assert.equal(
+    decodeCode(() => messageFromDispatch({ ...event, sender: '0x' + '33'.repeat(20) }, 1000)),
+    'mismatch',
+  );
+  assert.equal(
+    decodeCode(() => messageFromDispatch({ ...event, destination: 2001 }, 1000)),
+    'mismatch',
+  );
+  assert.equal(
+    decodeCode(() => messageFromDispatch({ ...event, recipient: '0x' + '22'.repeat(32) }, 1000)),
+    'mismatch',
+  );
 });
 
 describe('message parser (Hyperlane v3)', () => {
   test('arbitrary bytes: accepted exactly when >= 77 bytes and version 3; fields equal a DataView read, id equals viem keccak256', () => {
     const seen = tally();
     // Lengths drawn evenly (not biased to short), half of them stamped with version 3.
-    const raw = fc.tuple(fc.boolean(), fc.uint8Array({ maxLength: 200, size: 'max' })).map(([v3, b]) => (v3 && b.length > 0 ? Uint8Array.from([3, ...b.subarray(1)]) : b));
+    const raw = fc
+      .tuple(fc.boolean(), fc.uint8Array({ maxLength: 200, size: 'max' }))
+      .map(([v3, b]) => (v3 && b.length > 0 ? Uint8Array.from([3, ...b.subarray(1)]) : b));
     fc.assert(
       fc.property(raw, (input) => {
         const result = outcome(() => parseHyperlaneMessage(input), DecodeError);

@@ -38,16 +38,31 @@ describe('the exposition reader catches each broken rule (so the checks below ca
     ['duplicate series', 'a{x="1",y="2"} 1\na{y="2",x="1"} 2\n', /duplicate series/],
     ['negative counter', '# TYPE a_total counter\na_total -1\n', /non-negative/],
     ['bad value', 'a one\n', /invalid value/],
-    ['buckets not cumulative', '# TYPE h histogram\nh_bucket{le="1"} 2\nh_bucket{le="+Inf"} 1\nh_sum 1\nh_count 1\n', /not cumulative/],
-    ['+Inf differs from _count', '# TYPE h histogram\nh_bucket{le="+Inf"} 2\nh_sum 1\nh_count 3\n', /differs from _count/],
+    [
+      'buckets not cumulative',
+      '# TYPE h histogram\nh_bucket{le="1"} 2\nh_bucket{le="+Inf"} 1\nh_sum 1\nh_count 1\n',
+      /not cumulative/,
+    ],
+    [
+      '+Inf differs from _count',
+      '# TYPE h histogram\nh_bucket{le="+Inf"} 2\nh_sum 1\nh_count 3\n',
+      /differs from _count/,
+    ],
     ['no +Inf bucket', '# TYPE h histogram\nh_bucket{le="1"} 1\nh_sum 1\nh_count 1\n', /\+Inf/],
     ['no _sum', '# TYPE h histogram\nh_bucket{le="+Inf"} 1\nh_count 1\n', /no _sum/],
-    ['le not ascending', '# TYPE h histogram\nh_bucket{le="2"} 1\nh_bucket{le="1"} 1\nh_bucket{le="+Inf"} 1\nh_sum 1\nh_count 1\n', /ascending/],
+    [
+      'le not ascending',
+      '# TYPE h histogram\nh_bucket{le="2"} 1\nh_bucket{le="1"} 1\nh_bucket{le="+Inf"} 1\nh_sum 1\nh_count 1\n',
+      /ascending/,
+    ],
   ];
   for (const [name, text, message] of cases) {
     test(`refuses ${name}`, () => {
       const { violations } = parseExposition(text);
-      assert.ok(violations.some((v) => message.test(v)), `${JSON.stringify(violations)} should match ${message}`);
+      assert.ok(
+        violations.some((v) => message.test(v)),
+        `${JSON.stringify(violations)} should match ${message}`,
+      );
     });
   }
 });
@@ -58,7 +73,10 @@ describe('registry: the text exposition format 0.0.4', () => {
     const c = m.counter('t_requests_total', 'Requests.');
     const h = m.histogram('t_duration_seconds', 'Duration.');
     m.gauge('t_depth', 'Depth.', () => 3);
-    m.gauge('t_by_chain', 'Per chain.', () => [[{ chain: 'a' }, 1], [{ chain: 'b' }, 2]]);
+    m.gauge('t_by_chain', 'Per chain.', () => [
+      [{ chain: 'a' }, 1],
+      [{ chain: 'b' }, 2],
+    ]);
     c.inc({ route: '/a' });
     h.observe({ route: '/a' }, 0.2);
     c.inc({ route: '/b' });
@@ -67,8 +85,14 @@ describe('registry: the text exposition format 0.0.4', () => {
     assert.ok(text.endsWith('\n'));
     const { families } = valid(text);
     assert.deepEqual([...families.keys()], ['t_requests_total', 't_duration_seconds', 't_depth', 't_by_chain']);
-    assert.deepEqual([...families.values()].map((f) => f.type), ['counter', 'histogram', 'gauge', 'gauge']);
-    assert.deepEqual([...families.values()].map((f) => f.help), ['Requests.', 'Duration.', 'Depth.', 'Per chain.']);
+    assert.deepEqual(
+      [...families.values()].map((f) => f.type),
+      ['counter', 'histogram', 'gauge', 'gauge'],
+    );
+    assert.deepEqual(
+      [...families.values()].map((f) => f.help),
+      ['Requests.', 'Duration.', 'Depth.', 'Per chain.'],
+    );
   });
 
   test('format: label values escape backslash, double quote and newline, and read back unchanged', () => {
@@ -107,32 +131,49 @@ describe('registry: the text exposition format 0.0.4', () => {
     const exposition = valid(m.render());
     for (const bound of DEFAULT_BUCKETS) {
       const expected = observed.filter((v) => v <= bound).length;
-      assert.equal(sampleValue(exposition, 't_seconds_bucket', { chain: 'c', le: String(bound) }), expected, `le=${bound}`);
+      assert.equal(
+        sampleValue(exposition, 't_seconds_bucket', { chain: 'c', le: String(bound) }),
+        expected,
+        `le=${bound}`,
+      );
     }
     assert.equal(sampleValue(exposition, 't_seconds_bucket', { chain: 'c', le: '+Inf' }), observed.length);
     assert.equal(sampleValue(exposition, 't_seconds_count', { chain: 'c' }), observed.length);
-    assert.ok(Math.abs(sampleValue(exposition, 't_seconds_sum', { chain: 'c' })! - observed.reduce((a, b) => a + b)) < 1e-9);
+    assert.ok(
+      Math.abs(sampleValue(exposition, 't_seconds_sum', { chain: 'c' })! - observed.reduce((a, b) => a + b)) < 1e-9,
+    );
   });
 
   test('format: custom buckets are sorted; special values render as NaN, +Inf, -Inf', () => {
     const m = createMetricsRegistry();
     m.histogram('t_h', 'x', [5, 1, 2]).observe({}, 1.5);
     m.gauge('t_nan', 'x', () => NaN);
-    m.gauge('t_inf', 'x', () => [[{ s: '+' }, Infinity], [{ s: '-' }, -Infinity]]);
+    m.gauge('t_inf', 'x', () => [
+      [{ s: '+' }, Infinity],
+      [{ s: '-' }, -Infinity],
+    ]);
     const exposition = valid(m.render());
-    assert.deepEqual(exposition.families.get('t_h')!.samples.filter((s) => s.name === 't_h_bucket').map((s) => s.labels.le), ['1', '2', '5', '+Inf']);
+    assert.deepEqual(
+      exposition.families
+        .get('t_h')!
+        .samples.filter((s) => s.name === 't_h_bucket')
+        .map((s) => s.labels.le),
+      ['1', '2', '5', '+Inf'],
+    );
     assert.ok(Number.isNaN(sampleValue(exposition, 't_nan')!));
     assert.equal(sampleValue(exposition, 't_inf', { s: '-' }), -Infinity);
   });
 
   test('names: invalid metric or label names and a second registration are refused', () => {
     const m = createMetricsRegistry();
-    for (const bad of ['0abc', 'a-b', 'a b', '']) assert.throws(() => m.counter(bad, 'x'), new RegExp('invalid metric name'));
+    for (const bad of ['0abc', 'a-b', 'a b', ''])
+      assert.throws(() => m.counter(bad, 'x'), new RegExp('invalid metric name'));
     m.counter('t_total', 'x');
     assert.throws(() => m.counter('t_total', 'x'), /twice/);
     assert.throws(() => m.gauge('t_total', 'x', () => 1), /twice/);
     const c = m.counter('t2_total', 'x');
-    for (const bad of ['0a', 'a-b', '__reserved', 'a b']) assert.throws(() => c.inc({ [bad]: 'v' }), /invalid label name/, bad);
+    for (const bad of ['0a', 'a-b', '__reserved', 'a b'])
+      assert.throws(() => c.inc({ [bad]: 'v' }), /invalid label name/, bad);
   });
 
   test('histograms refuse an "le" label of their own (it would repeat the bucket label)', () => {
@@ -179,7 +220,10 @@ describe('GET /metrics over HTTP: the relay API metrics move', () => {
       return rpc.fetch(url, init as RequestInit);
     };
     const base = testConfig({ relayApi: { rateLimit: { burst: 4, perMinute: 1 } } });
-    const config = { ...base, chains: { ...base.chains, ethereum: { ...base.chains.ethereum, rpcUrls: [SECRET_URL, GOOD_URL] } } };
+    const config = {
+      ...base,
+      chains: { ...base.chains, ethereum: { ...base.chains.ethereum, rpcUrls: [SECRET_URL, GOOD_URL] } },
+    };
     const outbox = createMemoryOutbox(clock);
     const { url } = await startApi(t, { config, clock, fetch, outbox, merkle: store.merkle });
     const scrape = async () => {
@@ -190,7 +234,14 @@ describe('GET /metrics over HTTP: the relay API metrics move', () => {
       return valid(res.text);
     };
     /** Resolves at the next receipt request (the request has reached the pipeline). */
-    const nextCall = () => new Promise<void>((resolve) => (onCall = () => { onCall = () => {}; resolve(); }));
+    const nextCall = () =>
+      new Promise<void>(
+        (resolve) =>
+          (onCall = () => {
+            onCall = () => {};
+            resolve();
+          }),
+      );
     return { url, clock, table, calls, scrape, nextCall };
   }
 
@@ -199,7 +250,11 @@ describe('GET /metrics over HTTP: the relay API metrics move', () => {
     const before = await h.scrape();
     assert.equal(sampleValue(before, 'hyperlane_relay_api_outbox_depth'), 0);
     assert.equal(sampleValue(before, 'hyperlane_relay_api_dedup_cache_size'), 0);
-    assert.equal(sampleValue(before, 'hyperlane_relay_api_rate_limited_total'), undefined, 'no series before the first rejection');
+    assert.equal(
+      sampleValue(before, 'hyperlane_relay_api_rate_limited_total'),
+      undefined,
+      'no series before the first rejection',
+    );
 
     // Five POST /relay against a bucket of 4: success (2 messages), unknown chain, duplicate,
     // a receipt mined after 3 s of (fake) waiting (1 message), and a rate-limited one.
@@ -220,13 +275,21 @@ describe('GET /metrics over HTTP: the relay API metrics move', () => {
     assert.equal(limited.json().reason, 'rate_limited');
 
     // Merkle rows: 2 of 3 records are of a configured chain; an invalid request writes none.
-    const record = (leaf: number, chain: number) => ({ chain, insertion_block_number: 1, leaf_index: leaf, message_id: '0x' + String(leaf).padStart(64, '0') });
-    const merkle = await postJson(h.url, '/merkle_tree_insertions', { merkle_tree_insertions: [record(0, 1), record(1, 1), record(0, 999)] });
+    const record = (leaf: number, chain: number) => ({
+      chain,
+      insertion_block_number: 1,
+      leaf_index: leaf,
+      message_id: '0x' + String(leaf).padStart(64, '0'),
+    });
+    const merkle = await postJson(h.url, '/merkle_tree_insertions', {
+      merkle_tree_insertions: [record(0, 1), record(1, 1), record(0, 999)],
+    });
     assert.deepEqual(merkle.json().count, 2);
     assert.equal((await postJson(h.url, '/merkle_tree_insertions', { merkle_tree_insertions: [] })).status, 400);
 
     const m = await h.scrape();
-    const requests = (status: string, error_type: string) => sampleValue(m, 'hyperlane_relay_api_requests_total', { status, error_type });
+    const requests = (status: string, error_type: string) =>
+      sampleValue(m, 'hyperlane_relay_api_requests_total', { status, error_type });
     assert.equal(requests('success', ''), 2, 'reference labels: status="success", error_type=""');
     assert.equal(requests('failure', 'invalid_request'), 1);
     assert.equal(requests('failure', 'duplicate_tx'), 1);
@@ -247,17 +310,29 @@ describe('GET /metrics over HTTP: the relay API metrics move', () => {
     assert.equal(sampleValue(m, 'hyperlane_relay_api_receipt_fetch_duration_seconds_count', GOOD), h.calls.good);
 
     // Request durations per route (fake time: 0 s, except the receipt that took 3..4 s).
-    const relay = (le: string) => sampleValue(m, 'hyperlane_relay_api_request_duration_seconds_bucket', { route: '/relay', le });
+    const relay = (le: string) =>
+      sampleValue(m, 'hyperlane_relay_api_request_duration_seconds_bucket', { route: '/relay', le });
     assert.equal(sampleValue(m, 'hyperlane_relay_api_request_duration_seconds_count', { route: '/relay' }), 5);
     assert.equal(relay('2.5'), 4);
     assert.equal(relay('5'), 5);
-    assert.equal(sampleValue(m, 'hyperlane_relay_api_request_duration_seconds_count', { route: '/merkle_tree_insertions' }), 2);
-    assert.equal(sampleValue(m, 'hyperlane_relay_api_request_duration_seconds_count', { route: '/metrics' }), 1, 'the first scrape');
+    assert.equal(
+      sampleValue(m, 'hyperlane_relay_api_request_duration_seconds_count', { route: '/merkle_tree_insertions' }),
+      2,
+    );
+    assert.equal(
+      sampleValue(m, 'hyperlane_relay_api_request_duration_seconds_count', { route: '/metrics' }),
+      1,
+      'the first scrape',
+    );
 
     // Every response, by route and code.
-    const responses = (route: string, code: string) => sampleValue(m, 'hyperlane_relay_api_http_responses_total', { route, code });
+    const responses = (route: string, code: string) =>
+      sampleValue(m, 'hyperlane_relay_api_http_responses_total', { route, code });
     assert.deepEqual([responses('/relay', '200'), responses('/relay', '400'), responses('/relay', '429')], [2, 1, 2]);
-    assert.deepEqual([responses('/merkle_tree_insertions', '200'), responses('/merkle_tree_insertions', '400')], [1, 1]);
+    assert.deepEqual(
+      [responses('/merkle_tree_insertions', '200'), responses('/merkle_tree_insertions', '400')],
+      [1, 1],
+    );
   });
 
   test('docs/operations.md#metrics: HEAD /metrics has the headers of GET and no body', async (t) => {

@@ -34,7 +34,11 @@ function allResponses(): Array<{ where: string; status: string; response: Json; 
     }
   }
   out.push({ where: 'unmatched path', status: '404', ...named(resolve(openapi['x-unmatched-path-response'], [])) });
-  out.push({ where: 'undocumented method', status: '405', ...named(resolve(openapi['x-undocumented-method-response'], [])) });
+  out.push({
+    where: 'undocumented method',
+    status: '405',
+    ...named(resolve(openapi['x-undocumented-method-response'], [])),
+  });
   return out;
 }
 
@@ -93,13 +97,19 @@ describe('docs/openapi.json is a valid OpenAPI 3.1 document', () => {
     walk(openapi, (node, path) => {
       if (Object.hasOwn(node, 'schema') && path.match(/\/(content\/[^/]+|headers\/[^/]+|parameters\/\d+)$/)) {
         // $refs inside point into the document: check the schema's own keywords, references resolved.
-        const schema = JSON.parse(JSON.stringify(node.schema, (key, value) => (value?.$ref ? resolve(value, []).node : value)));
+        const schema = JSON.parse(
+          JSON.stringify(node.schema, (key, value) => (value?.$ref ? resolve(value, []).node : value)),
+        );
         assert.equal(meta.validateSchema(schema), true, `${path}/schema: ${JSON.stringify(meta.errors)}`);
         schemas++;
       }
     });
     for (const [name, schema] of Object.entries(openapi.components.schemas)) {
-      assert.equal(meta.validateSchema(schema as object), true, `components.schemas.${name}: ${JSON.stringify(meta.errors)}`);
+      assert.equal(
+        meta.validateSchema(schema as object),
+        true,
+        `components.schemas.${name}: ${JSON.stringify(meta.errors)}`,
+      );
       schemas++;
     }
     assert.ok(schemas > 20, `${schemas} schemas checked`);
@@ -108,7 +118,8 @@ describe('docs/openapi.json is a valid OpenAPI 3.1 document', () => {
   test('info.version is the package version; operationIds are unique', () => {
     assert.equal(openapi.info.version, pkg.version);
     const ids: string[] = [];
-    for (const item of Object.values<Json>(openapi.paths)) for (const m of METHODS) if (item[m]) ids.push(item[m].operationId);
+    for (const item of Object.values<Json>(openapi.paths))
+      for (const m of METHODS) if (item[m]) ids.push(item[m].operationId);
     assert.equal(new Set(ids).size, ids.length);
     assert.ok(ids.every((id) => typeof id === 'string' && id.length > 0));
   });
@@ -124,9 +135,14 @@ describe('the document covers every status, reason and header (docs/design.md#er
     for (const { where, status, response } of allResponses()) {
       const reasons = reasonsOf(response);
       // HEAD answers carry no body, so no reason.
-      if (Number(status) >= 400 && !where.startsWith('HEAD')) assert.ok(reasons, `${where} ${status} has the error body`);
+      if (Number(status) >= 400 && !where.startsWith('HEAD'))
+        assert.ok(reasons, `${where} ${status} has the error body`);
       for (const reason of reasons ?? []) {
-        assert.equal(String(REASON_STATUS[reason as keyof typeof REASON_STATUS]), status, `${where}: ${reason} under ${status}`);
+        assert.equal(
+          String(REASON_STATUS[reason as keyof typeof REASON_STATUS]),
+          status,
+          `${where}: ${reason} under ${status}`,
+        );
         seen.add(reason);
       }
     }
@@ -136,10 +152,19 @@ describe('the document covers every status, reason and header (docs/design.md#er
   test('docs/api.md#errors: POST /relay documents every row of the error table', () => {
     const responses = openapi.paths['/relay'].post.responses;
     const table: Array<[string, string]> = [
-      ['400', 'invalid_request'], ['400', 'message_not_whitelisted'], ['400', 'message_blacklisted'],
-      ['400', 'unsupported_destination'], ['400', 'too_many_messages'], ['408', 'timeout'], ['429', 'rate_limited'],
-      ['429', 'duplicate_tx'], ['503', 'cache_full'], ['503', 'store_unavailable'], ['500', 'internal_error'],
-      ['413', 'payload_too_large'], ['415', 'unsupported_media_type'],
+      ['400', 'invalid_request'],
+      ['400', 'message_not_whitelisted'],
+      ['400', 'message_blacklisted'],
+      ['400', 'unsupported_destination'],
+      ['400', 'too_many_messages'],
+      ['408', 'timeout'],
+      ['429', 'rate_limited'],
+      ['429', 'duplicate_tx'],
+      ['503', 'cache_full'],
+      ['503', 'store_unavailable'],
+      ['500', 'internal_error'],
+      ['413', 'payload_too_large'],
+      ['415', 'unsupported_media_type'],
     ];
     for (const [status, reason] of table) {
       assert.ok(responses[status], `${status} documented`);
@@ -150,7 +175,8 @@ describe('the document covers every status, reason and header (docs/design.md#er
   test('docs/design.md#errors: every 408/429/503 requires Retry-After; every response requires X-Request-Id; 401 has WWW-Authenticate; 405 has Allow', () => {
     for (const { where, status, response } of allResponses()) {
       const headers = response.headers ?? {};
-      const required = (name: string) => headers[name] !== undefined && resolve(headers[name], []).node.required === true;
+      const required = (name: string) =>
+        headers[name] !== undefined && resolve(headers[name], []).node.required === true;
       assert.ok(required('X-Request-Id'), `${where} ${status}: X-Request-Id`);
       assert.equal(required('Retry-After'), RETRY_STATUSES.has(status), `${where} ${status}: Retry-After`);
       if (status === '401') assert.ok(required('WWW-Authenticate'), `${where} 401: WWW-Authenticate`);
@@ -159,7 +185,11 @@ describe('the document covers every status, reason and header (docs/design.md#er
   });
 
   test('docs/design.md#merkle-tree-insertions: the merkle operations may need the bearer token; the others never do', () => {
-    assert.deepEqual(openapi.components.securitySchemes.adminToken, { ...openapi.components.securitySchemes.adminToken, type: 'http', scheme: 'bearer' });
+    assert.deepEqual(openapi.components.securitySchemes.adminToken, {
+      ...openapi.components.securitySchemes.adminToken,
+      type: 'http',
+      scheme: 'bearer',
+    });
     for (const [path, item] of Object.entries<Json>(openapi.paths)) {
       for (const method of METHODS.filter((m) => item[m])) {
         const security = item[method].security ?? openapi.security ?? [];
@@ -191,7 +221,14 @@ describe('the document covers every status, reason and header (docs/design.md#er
       null,
     ];
     for (const body of relayCases) {
-      const accepted = (() => { try { validateRelayRequest(body, chains); return true; } catch { return false; } })();
+      const accepted = (() => {
+        try {
+          validateRelayRequest(body, chains);
+          return true;
+        } catch {
+          return false;
+        }
+      })();
       assert.equal(relaySchema(body), accepted, JSON.stringify(body));
     }
     const merkleSchema = ajv.compile({ $ref: 'doc#/components/schemas/MerkleInsertRequest' });
@@ -208,7 +245,14 @@ describe('the document covers every status, reason and header (docs/design.md#er
       {},
     ];
     for (const body of merkleCases) {
-      const accepted = (() => { try { validateMerkleRequest(body); return true; } catch { return false; } })();
+      const accepted = (() => {
+        try {
+          validateMerkleRequest(body);
+          return true;
+        } catch {
+          return false;
+        }
+      })();
       assert.equal(merkleSchema(body), accepted, JSON.stringify(body));
     }
   });
@@ -230,7 +274,10 @@ describe('the document matches the running server', () => {
     for (const [path, item] of Object.entries<Json>(openapi.paths)) {
       const res = await httpRequest(url, { method: 'OPTIONS', path });
       assert.equal(res.status, 204);
-      const allowed = String(res.headers.allow).split(',').map((m) => m.trim().toLowerCase()).sort();
+      const allowed = String(res.headers.allow)
+        .split(',')
+        .map((m) => m.trim().toLowerCase())
+        .sort();
       assert.deepEqual(allowed, METHODS.filter((m) => item[m]).sort(), path);
     }
   });
@@ -266,30 +313,101 @@ describe('the response check of test/helpers/http.ts rejects what the document d
   const json = { 'content-type': 'application/json', 'x-request-id': 'r-1' };
   const error = (reason: string) => JSON.stringify({ reason, message: 'm' });
   const cases: Array<[string, string, string, CheckedResponse, RegExp]> = [
-    ['an undocumented status', 'POST', '/relay', { status: 418, headers: json, text: error('invalid_request') }, /status 418 is not documented/],
-    ['a 429 without Retry-After', 'POST', '/relay', { status: 429, headers: json, text: error('rate_limited') }, /Retry-After is missing/],
-    ['a Retry-After of 0', 'POST', '/relay', { status: 429, headers: { ...json, 'retry-after': '0' }, text: error('rate_limited') }, /Retry-After/],
-    ['a reason of another status', 'POST', '/relay', { status: 429, headers: { ...json, 'retry-after': '1' }, text: error('timeout') }, /reason/],
+    [
+      'an undocumented status',
+      'POST',
+      '/relay',
+      { status: 418, headers: json, text: error('invalid_request') },
+      /status 418 is not documented/,
+    ],
+    [
+      'a 429 without Retry-After',
+      'POST',
+      '/relay',
+      { status: 429, headers: json, text: error('rate_limited') },
+      /Retry-After is missing/,
+    ],
+    [
+      'a Retry-After of 0',
+      'POST',
+      '/relay',
+      { status: 429, headers: { ...json, 'retry-after': '0' }, text: error('rate_limited') },
+      /Retry-After/,
+    ],
+    [
+      'a reason of another status',
+      'POST',
+      '/relay',
+      { status: 429, headers: { ...json, 'retry-after': '1' }, text: error('timeout') },
+      /reason/,
+    ],
     ['an unknown reason', 'POST', '/relay', { status: 400, headers: json, text: error('bad') }, /reason/],
-    ['an extra key in an error body', 'POST', '/relay', { status: 400, headers: json, text: JSON.stringify({ reason: 'invalid_request', message: 'm', stack: 'x' }) }, /additional/],
-    ['no X-Request-Id', 'GET', '/metrics', { status: 200, headers: { 'content-type': 'text/plain' }, text: '' }, /X-Request-Id/],
-    ['an undocumented Content-Type', 'POST', '/relay', { status: 400, headers: { ...json, 'content-type': 'text/plain' }, text: 'Bad request' }, /Content-Type/],
+    [
+      'an extra key in an error body',
+      'POST',
+      '/relay',
+      { status: 400, headers: json, text: JSON.stringify({ reason: 'invalid_request', message: 'm', stack: 'x' }) },
+      /additional/,
+    ],
+    [
+      'no X-Request-Id',
+      'GET',
+      '/metrics',
+      { status: 200, headers: { 'content-type': 'text/plain' }, text: '' },
+      /X-Request-Id/,
+    ],
+    [
+      'an undocumented Content-Type',
+      'POST',
+      '/relay',
+      { status: 400, headers: { ...json, 'content-type': 'text/plain' }, text: 'Bad request' },
+      /Content-Type/,
+    ],
     ['a body that is not JSON', 'POST', '/relay', { status: 400, headers: json, text: 'Bad request' }, /not JSON/],
-    ['a relay answer off its schema', 'POST', '/relay', { status: 200, headers: json, text: '{"messages":[{"message_id":"0x12"}]}' }, /schema/],
+    [
+      'a relay answer off its schema',
+      'POST',
+      '/relay',
+      { status: 200, headers: json, text: '{"messages":[{"message_id":"0x12"}]}' },
+      /schema/,
+    ],
     ['an unknown path answering 200', 'GET', '/igp_rules', { status: 200, headers: json, text: '{}' }, /404/],
-    ['an undocumented method answering 404', 'PUT', '/relay', { status: 404, headers: json, text: error('not_found') }, /405/],
-    ['a 405 without Allow', 'PUT', '/relay', { status: 405, headers: json, text: error('method_not_allowed') }, /Allow/],
+    [
+      'an undocumented method answering 404',
+      'PUT',
+      '/relay',
+      { status: 404, headers: json, text: error('not_found') },
+      /405/,
+    ],
+    [
+      'a 405 without Allow',
+      'PUT',
+      '/relay',
+      { status: 405, headers: json, text: error('method_not_allowed') },
+      /Allow/,
+    ],
     ['a HEAD answer with a body', 'HEAD', '/relay', { status: 200, headers: json, text: 'up' }, /no body/],
   ];
   for (const [name, method, path, res, message] of cases) {
     test(`refuses ${name}`, () => {
-      assert.throws(() => checkAgainstOpenApi(method, path, res), (e: Error) => e.name === 'AssertionError' && message.test(e.message));
+      assert.throws(
+        () => checkAgainstOpenApi(method, path, res),
+        (e: Error) => e.name === 'AssertionError' && message.test(e.message),
+      );
     });
   }
 
   test('accepts documented answers (the same shapes with the missing parts added)', () => {
-    checkAgainstOpenApi('POST', '/relay', { status: 429, headers: { ...json, 'retry-after': '300' }, text: error('duplicate_tx') });
-    checkAgainstOpenApi('PUT', '/relay', { status: 405, headers: { ...json, allow: 'GET, HEAD, POST, OPTIONS' }, text: error('method_not_allowed') });
+    checkAgainstOpenApi('POST', '/relay', {
+      status: 429,
+      headers: { ...json, 'retry-after': '300' },
+      text: error('duplicate_tx'),
+    });
+    checkAgainstOpenApi('PUT', '/relay', {
+      status: 405,
+      headers: { ...json, allow: 'GET, HEAD, POST, OPTIONS' },
+      text: error('method_not_allowed'),
+    });
     checkAgainstOpenApi('GET', '/igp_rules', { status: 404, headers: json, text: error('not_found') });
     checkAgainstOpenApi('HEAD', '/relay', { status: 200, headers: json, text: '' });
   });

@@ -8,7 +8,14 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import { hexToBytes } from 'viem';
-import { deadLetterError, MAX_ERROR_LENGTH, type ClaimedMessage, type Outbox, type OutboxMessage, type OutboxRecord } from '../lib/outbox.ts';
+import {
+  deadLetterError,
+  MAX_ERROR_LENGTH,
+  type ClaimedMessage,
+  type Outbox,
+  type OutboxMessage,
+  type OutboxRecord,
+} from '../lib/outbox.ts';
 import { createFakeClock, type FakeClock } from './helpers/fake-clock.ts';
 import { hyperlaneMessage, messageId, txHash } from './helpers/fixtures.ts';
 
@@ -171,7 +178,12 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.equal(typeof claimed.lease, 'string');
       assert.ok(claimed.lease.length > 0);
       const { lease, ...record } = claimed;
-      const expected: OutboxRecord = { ...queuedRecord(m), status: 'delivering', attempts: 1, claimedUntil: now + 5_000 };
+      const expected: OutboxRecord = {
+        ...queuedRecord(m),
+        status: 'delivering',
+        attempts: 1,
+        claimedUntil: now + 5_000,
+      };
       assert.deepEqual(record, expected);
       assert.deepEqual(await h.outbox.get(m.id), expected);
       assert.equal(await h.outbox.depth(), 1, 'a delivering message is still in the outbox');
@@ -193,7 +205,10 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.equal(second.claimedUntil, clock.now() + 5_000);
       // The first worker wakes up late: its outcome no longer applies.
       assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: first.lease }), false);
-      assert.equal(await h.outbox.markFailed(id(1), { error: 'late', retryAt: clock.now(), lease: first.lease }), false);
+      assert.equal(
+        await h.outbox.markFailed(id(1), { error: 'late', retryAt: clock.now(), lease: first.lease }),
+        false,
+      );
       assert.equal((await h.outbox.get(id(1)))?.status, 'delivering');
       assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: second.lease }), true);
       assert.equal((await h.outbox.get(id(1)))?.status, 'delivered');
@@ -216,10 +231,19 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.equal(await h.outbox.extend(id(99), held.lease, 60_000), false, 'an unknown id');
       assert.equal((await h.outbox.get(id(1)))?.claimedUntil, T0 + 1_000_000 + 5_000, 'unchanged by refused calls');
       assert.equal(await h.outbox.extend(id(1).toUpperCase().replace('0X', '0x'), held.lease, 5_000), true);
-      assert.deepEqual(await h.outbox.get(id(1)), { ...queuedRecord(outboxMessage(1)), status: 'delivering', attempts: 1, claimedUntil: clock.now() + 5_000 });
+      assert.deepEqual(await h.outbox.get(id(1)), {
+        ...queuedRecord(outboxMessage(1)),
+        status: 'delivering',
+        attempts: 1,
+        claimedUntil: clock.now() + 5_000,
+      });
       await clock.advance(4_999); // past the first lease's end, within the renewed one
       assert.deepEqual(ids(await h.outbox.claim(10, 5_000)), [id(2)], 'the renewed message is still held');
-      assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: held.lease }), true, 'the lease is the same token');
+      assert.equal(
+        await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: held.lease }),
+        true,
+        'the lease is the same token',
+      );
       assert.equal(await h.outbox.extend(id(1), held.lease, 5_000), false, 'delivered');
     });
 
@@ -233,8 +257,15 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       const [second, ...rest] = await h.outbox.claim(10, 1_000);
       assert.deepEqual(ids([second, ...rest]), [id(1), id(2)]);
       assert.equal(await h.outbox.extend(id(1), first.lease, 60_000), false, 'taken over');
-      assert.equal((await h.outbox.get(id(1)))?.claimedUntil, clock.now() + 1_000, 'the new holder\'s lease is unchanged');
-      assert.equal(await h.outbox.markFailed(id(2), { error: 'x', retryAt: clock.now() + 5, lease: rest[0].lease }), true);
+      assert.equal(
+        (await h.outbox.get(id(1)))?.claimedUntil,
+        clock.now() + 1_000,
+        "the new holder's lease is unchanged",
+      );
+      assert.equal(
+        await h.outbox.markFailed(id(2), { error: 'x', retryAt: clock.now() + 5, lease: rest[0].lease }),
+        true,
+      );
       assert.equal(await h.outbox.extend(id(2), rest[0].lease, 60_000), false, 'queued again');
       assert.equal((await h.outbox.get(id(2)))?.status, 'queued');
       assert.equal(await h.outbox.markFailed(id(3), { error: 'x', final: true, lease: three.lease }), true);
@@ -268,7 +299,11 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.equal(await h.outbox.depth(), 1);
       await clock.advance(60_000);
       assert.deepEqual(ids(await h.outbox.claim(10, 1_000)), [id(2)], 'not claimable, with or without maxAttempts');
-      assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: leases[2] }), false, 'its last lease is void');
+      assert.equal(
+        await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: leases[2] }),
+        false,
+        'its last lease is void',
+      );
       assert.equal((await h.outbox.get(id(1)))?.status, 'failed');
     });
 
@@ -277,7 +312,10 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       for (let round = 1; round <= 4; round++) {
         const [m] = await h.outbox.claim(1, 1_000, { maxAttempts: 1 });
         assert.equal(m.id, id(1), `round ${round}`);
-        assert.equal(await h.outbox.markFailed(m.id, { error: 'rpc timeout', retryAt: clock.now(), lease: m.lease }), true);
+        assert.equal(
+          await h.outbox.markFailed(m.id, { error: 'rpc timeout', retryAt: clock.now(), lease: m.lease }),
+          true,
+        );
       }
       assert.equal((await h.outbox.get(id(1)))?.attempts, 4);
       assert.equal((await h.outbox.get(id(1)))?.leaseExpiries, 0);
@@ -338,10 +376,18 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       const [m] = await h.outbox.claim(1, LEASE);
       assert.equal(await h.outbox.markFailed(m.id, { error: 'recipient reverts', final: true, lease: m.lease }), true);
       assert.equal(await h.outbox.requeue(m.id), true);
-      assert.deepEqual(await h.outbox.get(m.id), { ...queuedRecord(outboxMessage(1)), attempts: 1, lastError: 'recipient reverts' });
+      assert.deepEqual(await h.outbox.get(m.id), {
+        ...queuedRecord(outboxMessage(1)),
+        attempts: 1,
+        lastError: 'recipient reverts',
+      });
       const [again] = await h.outbox.claim(1, LEASE);
       assert.equal(again.id, m.id);
-      assert.equal(await h.outbox.markFailed(m.id, { error: 'late', final: true, lease: m.lease }), false, 'the first lease stays void');
+      assert.equal(
+        await h.outbox.markFailed(m.id, { error: 'late', final: true, lease: m.lease }),
+        false,
+        'the first lease stays void',
+      );
     });
 
     test('docs/design.md#leases: an expired lease is claimed in age order among queued messages', async () => {
@@ -379,7 +425,10 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       const first = clock.now();
       assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: first1.lease }), true);
       await clock.advance(10);
-      assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: '0x' + '11'.repeat(32), lease: first1.lease }), false);
+      assert.equal(
+        await h.outbox.markDelivered(id(1), { destinationTxHash: '0x' + '11'.repeat(32), lease: first1.lease }),
+        false,
+      );
       assert.equal(await h.outbox.markDelivered(id(2), { destinationTxHash: DEST_TX, lease: first2.lease }), true);
       const one = await h.outbox.get(id(1));
       assert.equal(one?.deliveredAt, first);
@@ -394,14 +443,23 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.equal((await h.outbox.get(id(1)))?.status, 'queued');
       const [claimed] = await h.outbox.claim(1, LEASE);
       assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: 'not-a-lease' }), false);
-      assert.equal(await h.outbox.markDelivered(id(2), { destinationTxHash: DEST_TX, lease: claimed.lease }), false, 'another message\'s lease');
+      assert.equal(
+        await h.outbox.markDelivered(id(2), { destinationTxHash: DEST_TX, lease: claimed.lease }),
+        false,
+        "another message's lease",
+      );
       assert.equal((await h.outbox.get(id(2)))?.status, 'queued');
-      assert.deepEqual(await h.outbox.get(id(1)), { ...queuedRecord(outboxMessage(1)), status: 'delivering', attempts: 1, claimedUntil: clock.now() + LEASE });
+      assert.deepEqual(await h.outbox.get(id(1)), {
+        ...queuedRecord(outboxMessage(1)),
+        status: 'delivering',
+        attempts: 1,
+        claimedUntil: clock.now() + LEASE,
+      });
       assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: claimed.lease }), true);
       assert.equal((await h.outbox.get(id(1)))?.deliveredAt, clock.now());
     });
 
-    test('docs/design.md#leases: the lease is required: a call without it throws TypeError and leaves another worker\'s live claim alone', async () => {
+    test("docs/design.md#leases: the lease is required: a call without it throws TypeError and leaves another worker's live claim alone", async () => {
       await h.outbox.enqueue([outboxMessage(1)]);
       const [held] = await h.outbox.claim(1, LEASE);
       const before = await h.outbox.get(id(1));
@@ -425,7 +483,10 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       await h.outbox.enqueue([outboxMessage(1)]);
       const [claimed] = await h.outbox.claim(1, LEASE);
       const retryAt = clock.now() + 10_000;
-      assert.equal(await h.outbox.markFailed(id(1), { error: 'execution reverted', retryAt, lease: claimed.lease }), true);
+      assert.equal(
+        await h.outbox.markFailed(id(1), { error: 'execution reverted', retryAt, lease: claimed.lease }),
+        true,
+      );
       assert.deepEqual(await h.outbox.get(id(1)), {
         ...queuedRecord(outboxMessage(1)),
         attempts: 1,
@@ -433,7 +494,11 @@ export function outboxContract(name: string, make: MakeOutbox): void {
         retryAt,
       });
       assert.equal(await h.outbox.depth(), 1, 'a message waiting for its retry is still in the outbox');
-      assert.equal(await h.outbox.markFailed(id(1), { error: 'again', retryAt, lease: claimed.lease }), false, 'a queued message is not failed again');
+      assert.equal(
+        await h.outbox.markFailed(id(1), { error: 'again', retryAt, lease: claimed.lease }),
+        false,
+        'a queued message is not failed again',
+      );
       await clock.advance(9_999);
       assert.deepEqual(await claimAll(h.outbox), []);
       await clock.advance(1);
@@ -453,14 +518,20 @@ export function outboxContract(name: string, make: MakeOutbox): void {
     test('docs/design.md#leases: markFailed with a retryAt already past makes the message claimable at once', async () => {
       await h.outbox.enqueue([outboxMessage(1)]);
       const [claimed] = await h.outbox.claim(1, LEASE);
-      assert.equal(await h.outbox.markFailed(id(1), { error: 'nonce too low', retryAt: clock.now() - 1, lease: claimed.lease }), true);
+      assert.equal(
+        await h.outbox.markFailed(id(1), { error: 'nonce too low', retryAt: clock.now() - 1, lease: claimed.lease }),
+        true,
+      );
       assert.deepEqual(ids(await claimAll(h.outbox)), [id(1)]);
     });
 
     test('docs/design.md#leases: markFailed final: delivering -> failed, out of depth and of claim, terminal', async () => {
       await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
       const [claimed] = await h.outbox.claim(1, LEASE);
-      assert.equal(await h.outbox.markFailed(id(1), { error: 'recipient reverts', final: true, lease: claimed.lease }), true);
+      assert.equal(
+        await h.outbox.markFailed(id(1), { error: 'recipient reverts', final: true, lease: claimed.lease }),
+        true,
+      );
       assert.deepEqual(await h.outbox.get(id(1)), {
         ...queuedRecord(outboxMessage(1)),
         status: 'failed',
@@ -470,7 +541,11 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.equal(await h.outbox.depth(), 1);
       await clock.advance(LEASE * 10);
       assert.deepEqual(ids(await claimAll(h.outbox)), [id(2)]);
-      assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: claimed.lease }), false, 'failed is terminal');
+      assert.equal(
+        await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: claimed.lease }),
+        false,
+        'failed is terminal',
+      );
       assert.equal(await h.outbox.markFailed(id(1), { error: 'x', final: true, lease: claimed.lease }), false);
       assert.equal(await h.outbox.markFailed(id(1), { error: 'x', retryAt: clock.now(), lease: claimed.lease }), false);
       assert.equal((await h.outbox.get(id(1)))?.status, 'failed');
@@ -478,15 +553,31 @@ export function outboxContract(name: string, make: MakeOutbox): void {
 
     test('docs/design.md#leases: markFailed only applies to a delivering message under the given lease', async () => {
       await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
-      assert.equal(await h.outbox.markFailed(id(99), { error: 'x', final: true, lease: 'not-a-lease' }), false, 'unknown id');
-      assert.equal(await h.outbox.markFailed(id(1), { error: 'x', final: true, lease: 'not-a-lease' }), false, 'queued, never claimed');
+      assert.equal(
+        await h.outbox.markFailed(id(99), { error: 'x', final: true, lease: 'not-a-lease' }),
+        false,
+        'unknown id',
+      );
+      assert.equal(
+        await h.outbox.markFailed(id(1), { error: 'x', final: true, lease: 'not-a-lease' }),
+        false,
+        'queued, never claimed',
+      );
       const [claimed] = await h.outbox.claim(1, LEASE);
       assert.equal(await h.outbox.markFailed(id(1), { error: 'x', final: true, lease: 'not-a-lease' }), false);
-      assert.equal(await h.outbox.markFailed(id(2), { error: 'x', final: true, lease: claimed.lease }), false, 'another message\'s lease');
+      assert.equal(
+        await h.outbox.markFailed(id(2), { error: 'x', final: true, lease: claimed.lease }),
+        false,
+        "another message's lease",
+      );
       assert.equal((await h.outbox.get(id(1)))?.status, 'delivering');
       assert.equal((await h.outbox.get(id(2)))?.status, 'queued');
       assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: claimed.lease }), true);
-      assert.equal(await h.outbox.markFailed(id(1), { error: 'x', final: true, lease: claimed.lease }), false, 'delivered is terminal');
+      assert.equal(
+        await h.outbox.markFailed(id(1), { error: 'x', final: true, lease: claimed.lease }),
+        false,
+        'delivered is terminal',
+      );
       assert.equal((await h.outbox.get(id(1)))?.lastError, null);
     });
 
@@ -500,14 +591,29 @@ export function outboxContract(name: string, make: MakeOutbox): void {
 
     test('docs/design.md#leases: invalid consumer arguments throw and change nothing', async () => {
       await h.outbox.enqueue([outboxMessage(1)]);
-      for (const [limit, leaseMs] of [[-1, LEASE], [1.5, LEASE], [Number.NaN, LEASE], [1, 0], [1, -5], [1, Number.POSITIVE_INFINITY]]) {
+      for (const [limit, leaseMs] of [
+        [-1, LEASE],
+        [1.5, LEASE],
+        [Number.NaN, LEASE],
+        [1, 0],
+        [1, -5],
+        [1, Number.POSITIVE_INFINITY],
+      ]) {
         await assert.rejects(async () => h.outbox.claim(limit, leaseMs), RangeError, `claim(${limit}, ${leaseMs})`);
       }
       for (const maxAttempts of [0, -1, 1.5, Number.NaN, 2 ** 31]) {
-        await assert.rejects(async () => h.outbox.claim(1, LEASE, { maxAttempts }), RangeError, `maxAttempts ${maxAttempts}`);
+        await assert.rejects(
+          async () => h.outbox.claim(1, LEASE, { maxAttempts }),
+          RangeError,
+          `maxAttempts ${maxAttempts}`,
+        );
       }
       for (const leaseMs of [0, -1, 1.5, Number.NaN]) {
-        await assert.rejects(async () => h.outbox.extend(id(1), 'a-lease', leaseMs), RangeError, `extend(leaseMs ${leaseMs})`);
+        await assert.rejects(
+          async () => h.outbox.extend(id(1), 'a-lease', leaseMs),
+          RangeError,
+          `extend(leaseMs ${leaseMs})`,
+        );
       }
       const lease = 'a-lease';
       const bad = [
@@ -536,21 +642,35 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       const tx = txHash(42);
       const batch = [outboxMessage(3, T0, { txHash: tx }), outboxMessage(1, T0, { txHash: tx })];
       await h.outbox.enqueue(batch);
-      await h.outbox.enqueue([outboxMessage(2, T0 - 5, { txHash: tx }), outboxMessage(4), outboxMessage(5, T0, { txHash: tx, originChain: 'base' })]);
+      await h.outbox.enqueue([
+        outboxMessage(2, T0 - 5, { txHash: tx }),
+        outboxMessage(4),
+        outboxMessage(5, T0, { txHash: tx, originChain: 'base' }),
+      ]);
       const expected = [3, 1, 2].map(id);
       assert.deepEqual(ids(await h.outbox.byTx('ethereum', tx)), expected);
       assert.deepEqual(ids(await h.outbox.byTx('ethereum', tx.toUpperCase().replace('0X', '0x'))), expected);
       assert.deepEqual(ids(await h.outbox.byTx('base', tx)), [id(5)]);
       assert.deepEqual(await h.outbox.byTx('polygon', tx), []);
       assert.deepEqual(await h.outbox.byTx('ethereum', txHash(43)), []);
-      assert.deepEqual(await h.outbox.byTx('base', tx), [queuedRecord(outboxMessage(5, T0, { txHash: tx, originChain: 'base' }))]);
+      assert.deepEqual(await h.outbox.byTx('base', tx), [
+        queuedRecord(outboxMessage(5, T0, { txHash: tx, originChain: 'base' })),
+      ]);
       // Records carry their lifecycle.
       const claimed = await claimAll(h.outbox);
       const one = claimed.find((m) => m.id === id(1))!;
       await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: one.lease });
       const records = await h.outbox.byTx('ethereum', tx);
-      assert.deepEqual(records.map((r) => r.status), ['delivering', 'delivered', 'delivering']);
-      assert.deepEqual(records[0], { ...queuedRecord(batch[0]), status: 'delivering', attempts: 1, claimedUntil: clock.now() + LEASE });
+      assert.deepEqual(
+        records.map((r) => r.status),
+        ['delivering', 'delivered', 'delivering'],
+      );
+      assert.deepEqual(records[0], {
+        ...queuedRecord(batch[0]),
+        status: 'delivering',
+        attempts: 1,
+        claimedUntil: clock.now() + LEASE,
+      });
     });
 
     test('docs/design.md#enqueue: a delivered message enqueued again is not stored again and stays delivered', async () => {
@@ -608,7 +728,9 @@ export function outboxContract(name: string, make: MakeOutbox): void {
         // Rounds of racing claimers until nothing is left; every call starts before any settles.
         for (let round = 0; round < N; round++) {
           const results = await Promise.all(
-            Array.from({ length: 12 }, (_, i) => Promise.resolve().then(() => handles[i % handles.length].claim(2, LEASE))),
+            Array.from({ length: 12 }, (_, i) =>
+              Promise.resolve().then(() => handles[i % handles.length].claim(2, LEASE)),
+            ),
           );
           const got = results.flat();
           for (const m of got) seen.set(m.id, (seen.get(m.id) ?? 0) + 1);
@@ -642,7 +764,9 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       try {
         const results = await Promise.all(
           Array.from({ length: 12 }, (_, i) =>
-            Promise.resolve().then(() => handles[i % handles.length].claim(3, 1_000, i % 3 === 0 ? undefined : { maxAttempts: 2 })),
+            Promise.resolve().then(() =>
+              handles[i % handles.length].claim(3, 1_000, i % 3 === 0 ? undefined : { maxAttempts: 2 }),
+            ),
           ),
         );
         const claimed = ids(results.flat());
@@ -664,13 +788,19 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       }
     });
 
-    test('docs/design.md#leases: claim and a lease-holder\'s markDelivered racing: the message ends delivered once, never reclaimed', async () => {
+    test("docs/design.md#leases: claim and a lease-holder's markDelivered racing: the message ends delivered once, never reclaimed", async () => {
       await h.outbox.enqueue(Array.from({ length: 20 }, (_, i) => outboxMessage(i + 1)));
       const claimed = await h.outbox.claim(20, 1_000);
       await clock.advance(1_000); // every lease expired: claimers and late holders now race
       const [marks, reclaimed] = await Promise.all([
-        Promise.all(claimed.map((m) => Promise.resolve().then(() => h.outbox.markDelivered(m.id, { destinationTxHash: DEST_TX, lease: m.lease })))),
-        Promise.all(Array.from({ length: 10 }, () => Promise.resolve().then(() => h.outbox.claim(2, 1_000)))).then((r) => r.flat()),
+        Promise.all(
+          claimed.map((m) =>
+            Promise.resolve().then(() => h.outbox.markDelivered(m.id, { destinationTxHash: DEST_TX, lease: m.lease })),
+          ),
+        ),
+        Promise.all(Array.from({ length: 10 }, () => Promise.resolve().then(() => h.outbox.claim(2, 1_000)))).then(
+          (r) => r.flat(),
+        ),
       ]);
       const reclaimedIds = new Set(ids(reclaimed));
       assert.equal(reclaimedIds.size, reclaimed.length, 'no message reclaimed twice');

@@ -45,7 +45,10 @@ describe('SQLite outbox persistence', () => {
     assert.equal(await first.outbox.enqueue(batch), 3);
     const [, second1] = await first.outbox.claim(2, 1_000);
     assert.equal(second1.id, batch[1].id);
-    assert.equal(await first.outbox.markDelivered(batch[1].id, { destinationTxHash: DEST_TX, lease: second1.lease }), true);
+    assert.equal(
+      await first.outbox.markDelivered(batch[1].id, { destinationTxHash: DEST_TX, lease: second1.lease }),
+      true,
+    );
     await clock.advance(1_000); // message 1's lease runs out before the restart
     await first.close();
 
@@ -124,7 +127,9 @@ describe('SQLite outbox across processes (docs/design.md#message-lifecycle)', ()
     try {
       for (const w of workers) assert.equal((await w.lines.next()).value, 'ready');
       for (const w of workers) w.child.stdin!.end('go\n');
-      const claimed = await Promise.all(workers.map(async (w) => JSON.parse(String((await w.lines.next()).value)) as string[]));
+      const claimed = await Promise.all(
+        workers.map(async (w) => JSON.parse(String((await w.lines.next()).value)) as string[]),
+      );
       for (const w of workers) if (w.child.exitCode === null) await once(w.child, 'exit');
       const all = claimed.flat();
       assert.equal(new Set(all).size, all.length, 'no message was claimed by two workers');
@@ -154,7 +159,11 @@ describe('SQLite schema migration 3 (docs/design.md#message-lifecycle)', () => {
     );
     // Same enqueue time: only the rowid tells their order.
     const [a, b, c] = [3, 1, 2].map((n) => outboxMessage(n, 1_700_000_000_000));
-    for (const [m, deliveredAt] of [[a, null], [b, 1_700_000_000_500.25], [c, null]] as const) {
+    for (const [m, deliveredAt] of [
+      [a, null],
+      [b, 1_700_000_000_500.25],
+      [c, null],
+    ] as const) {
       insert.run(m.id, m.originChain, m.txHash, m.origin, m.destination, m.nonce, m.raw, m.enqueuedAt, deliveredAt);
     }
     old.close();
@@ -163,14 +172,28 @@ describe('SQLite schema migration 3 (docs/design.md#message-lifecycle)', () => {
     const store = await openStore(file, { clock });
     try {
       assert.deepEqual(await store.outbox.get(a.id), queuedRecord(a));
-      assert.deepEqual(await store.outbox.get(b.id), { ...queuedRecord(b), status: 'delivered', deliveredAt: 1_700_000_000_500.25 });
+      assert.deepEqual(await store.outbox.get(b.id), {
+        ...queuedRecord(b),
+        status: 'delivered',
+        deliveredAt: 1_700_000_000_500.25,
+      });
       assert.equal(await store.outbox.depth(), 2);
-      assert.deepEqual((await store.outbox.claim(10, 1_000)).map((m) => m.id), [a.id, c.id], 'arrival order kept');
+      assert.deepEqual(
+        (await store.outbox.claim(10, 1_000)).map((m) => m.id),
+        [a.id, c.id],
+        'arrival order kept',
+      );
       // The new table enforces the lifecycle: a delivered row without a delivery time is refused.
       const db = new DatabaseSync(file);
       try {
-        assert.throws(() => db.prepare("UPDATE outbox SET status = 'delivered' WHERE id = ?").run(c.id), /CHECK constraint failed/);
-        assert.throws(() => db.prepare("UPDATE outbox SET status = 'sent' WHERE id = ?").run(c.id), /CHECK constraint failed/);
+        assert.throws(
+          () => db.prepare("UPDATE outbox SET status = 'delivered' WHERE id = ?").run(c.id),
+          /CHECK constraint failed/,
+        );
+        assert.throws(
+          () => db.prepare("UPDATE outbox SET status = 'sent' WHERE id = ?").run(c.id),
+          /CHECK constraint failed/,
+        );
       } finally {
         db.close();
       }
@@ -187,7 +210,10 @@ describe('outbox migrations for expired-lease counting (docs/design.md#leases)',
     for (const migration of MIGRATIONS.slice(0, 4)) old.exec(migration);
     old.exec('PRAGMA user_version = 4');
     const m = outboxMessage(1);
-    old.prepare('INSERT INTO outbox (id, origin_chain, tx_hash, origin, destination, nonce, raw, enqueued_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
+    old
+      .prepare(
+        'INSERT INTO outbox (id, origin_chain, tx_hash, origin, destination, nonce, raw, enqueued_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+      )
       .run(m.id, m.originChain, m.txHash, m.origin, m.destination, m.nonce, m.raw, m.enqueuedAt);
     old.close();
     const store = await openStore(file, { clock: createFakeClock(1_700_000_001_000) });
@@ -198,8 +224,14 @@ describe('outbox migrations for expired-lease counting (docs/design.md#leases)',
     }
     const db = new DatabaseSync(file);
     try {
-      assert.throws(() => db.prepare('UPDATE outbox SET lease_expiries = -1 WHERE id = ?').run(m.id), /CHECK constraint failed/);
-      assert.throws(() => db.prepare('UPDATE outbox SET lease_expiries = NULL WHERE id = ?').run(m.id), /NOT NULL constraint failed/);
+      assert.throws(
+        () => db.prepare('UPDATE outbox SET lease_expiries = -1 WHERE id = ?').run(m.id),
+        /CHECK constraint failed/,
+      );
+      assert.throws(
+        () => db.prepare('UPDATE outbox SET lease_expiries = NULL WHERE id = ?').run(m.id),
+        /NOT NULL constraint failed/,
+      );
     } finally {
       db.close();
     }
@@ -210,7 +242,9 @@ describe('outbox migrations for expired-lease counting (docs/design.md#leases)',
     const t = await testSchema();
     const s = `"${t.schema}"`;
     try {
-      await t.pool.query(`CREATE SCHEMA ${s}; CREATE TABLE ${s}.schema_version (version integer NOT NULL); INSERT INTO ${s}.schema_version VALUES (2)`);
+      await t.pool.query(
+        `CREATE SCHEMA ${s}; CREATE TABLE ${s}.schema_version (version integer NOT NULL); INSERT INTO ${s}.schema_version VALUES (2)`,
+      );
       for (const migration of PG_MIGRATIONS.slice(0, 2)) await t.pool.query(migration(s));
       const m = outboxMessage(1);
       await t.pool.query(
@@ -218,7 +252,11 @@ describe('outbox migrations for expired-lease counting (docs/design.md#leases)',
         [m.id, m.originChain, m.txHash, m.origin, m.destination, m.nonce, m.raw, m.enqueuedAt],
       );
       assert.equal(await migrate(t.pool, t.schema), 2);
-      const store = await openPostgresStore(t.pool, { relayApi: POSTGRES_RELAY_API, schema: t.schema, clock: createFakeClock() });
+      const store = await openPostgresStore(t.pool, {
+        relayApi: POSTGRES_RELAY_API,
+        schema: t.schema,
+        clock: createFakeClock(),
+      });
       assert.deepEqual(await store.outbox.get(m.id), queuedRecord(m));
       const update = (set: string) => t.pool.query(`UPDATE ${s}.outbox SET ${set} WHERE id = $1`, [m.id]);
       await assert.rejects(update('lease_expiries = -1'), /violates check constraint "outbox_lease_expiries_count"/);
@@ -247,7 +285,9 @@ describe('lease time is read where the lock is held, not when the call was sent 
       try {
         claim = store.outbox.claim(1, 1_000).finally(() => settled.push('claim'));
         extend = store.outbox.extend(one.id, held1.lease, 1_000).finally(() => settled.push('extend'));
-        deliver = store.outbox.markDelivered(two.id, { destinationTxHash: DEST_TX, lease: held2.lease }).finally(() => settled.push('deliver'));
+        deliver = store.outbox
+          .markDelivered(two.id, { destinationTxHash: DEST_TX, lease: held2.lease })
+          .finally(() => settled.push('deliver'));
         // A read issued after them is answered while they wait: they reached the worker.
         assert.equal((await store.outbox.get(one.id))?.claimedUntil, T + 1_000);
         await clock.advance(300);
@@ -279,7 +319,9 @@ describe('lease time is read where the lock is held, not when the call was sent 
   /** Waits (bounded) until a backend of this database waits for a row lock. */
   async function untilWaitingForLock(pool: pg.Pool): Promise<void> {
     for (let i = 0; i < 2_000; i++) {
-      const { rows } = await pool.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()");
+      const { rows } = await pool.query(
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
+      );
       if (rows[0].n > 0) return;
       await new Promise((resolve) => setImmediate(resolve));
     }
@@ -299,7 +341,10 @@ describe('lease time is read where the lock is held, not when the call was sent 
           () => store.outbox.extend(one.id, held1.lease, 60_000),
           async (released: number) => {
             const until = (await store.outbox.get(one.id))!.claimedUntil!;
-            assert.ok(until >= released + 60_000, `claimedUntil ${until} < ${released} + 60000: the lease lost the wait`);
+            assert.ok(
+              until >= released + 60_000,
+              `claimedUntil ${until} < ${released} + 60000: the lease lost the wait`,
+            );
           },
         ],
         [
@@ -349,7 +394,10 @@ describe('lease time is read where the lock is held, not when the call was sent 
         busy.release();
       }
       const [claimed] = await claim;
-      assert.ok(claimed.claimedUntil! >= released + 60_000, `claimedUntil ${claimed.claimedUntil} < ${released} + 60000`);
+      assert.ok(
+        claimed.claimedUntil! >= released + 60_000,
+        `claimedUntil ${claimed.claimedUntil} < ${released} + 60000`,
+      );
     } finally {
       await t.close();
     }

@@ -32,7 +32,10 @@ test('docs/design.md#package: the core in lib/ imports no node:* module and no a
   assert.ok(core.length >= 15, 'core files found');
   for (const file of core) {
     for (const spec of importsOf(file)) {
-      assert.ok(spec.startsWith('./') && !/\/(http|sqlite|postgres|client|worker)\//.test(spec), `${file} imports ${spec}`);
+      assert.ok(
+        spec.startsWith('./') && !/\/(http|sqlite|postgres|client|worker)\//.test(spec),
+        `${file} imports ${spec}`,
+      );
       assert.ok(!spec.startsWith('node:'), `${file} imports ${spec}`);
     }
     const text = readFileSync(join(root, file), 'utf8');
@@ -51,7 +54,13 @@ test('docs/design.md#package: adapters import only the core, Node built-ins and 
 test('docs/design.md#delivery: the worker (lib/worker) imports the core, Node built-ins and viem only (and, of the adapters, the Prometheus registry its ops server shares with the HTTP server)', () => {
   for (const file of sources('lib/worker')) {
     for (const spec of importsOf(file)) {
-      const ok = spec.startsWith('node:') || spec.startsWith('./') || spec === 'viem' || spec.startsWith('viem/') || spec === '../http/metrics.ts' || (spec.startsWith('../') && !/^\.\.\/(http|sqlite|postgres|client)\//.test(spec));
+      const ok =
+        spec.startsWith('node:') ||
+        spec.startsWith('./') ||
+        spec === 'viem' ||
+        spec.startsWith('viem/') ||
+        spec === '../http/metrics.ts' ||
+        (spec.startsWith('../') && !/^\.\.\/(http|sqlite|postgres|client)\//.test(spec));
       assert.ok(ok, `${file} imports ${spec}`);
     }
   }
@@ -62,7 +71,11 @@ test('docs/design.md#postgresql: the PostgreSQL store imports only the core: no 
   assert.ok(files.length >= 5, 'postgres store files found');
   for (const file of files) {
     for (const spec of importsOf(file)) {
-      assert.ok(spec.startsWith('./') || (spec.startsWith('../') && !spec.startsWith('../http/') && !spec.startsWith('../sqlite/')), `${file} imports ${spec}`);
+      assert.ok(
+        spec.startsWith('./') ||
+          (spec.startsWith('../') && !spec.startsWith('../http/') && !spec.startsWith('../sqlite/')),
+        `${file} imports ${spec}`,
+      );
     }
   }
   // pg is an optional peer (relayer-server loads it for a postgres:// URL) and a devDependency.
@@ -76,7 +89,15 @@ test('docs/design.md#package: package.json has no runtime dependencies, pins Nod
   assert.equal(pkg.type, 'module');
   assert.equal(pkg.engines.node, '>=22.13');
   assert.match(pkg.devDependencies.node, /^24\./);
-  assert.deepEqual(Object.keys(pkg.exports).sort(), ['.', './client', './package.json', './postgres', './server', './sqlite', './worker']);
+  assert.deepEqual(Object.keys(pkg.exports).sort(), [
+    '.',
+    './client',
+    './package.json',
+    './postgres',
+    './server',
+    './sqlite',
+    './worker',
+  ]);
   assert.equal(pkg.bin['relayer-server'], './dist/bin/relayer-server.js');
   assert.equal(pkg.bin['relayer-worker'], './dist/bin/relayer-worker.js');
   assert.match(process.version, /^v24\./, 'npm scripts run on the pinned Node 24');
@@ -84,7 +105,15 @@ test('docs/design.md#package: package.json has no runtime dependencies, pins Nod
 
 test('docs/design.md#package: the built entry points export the documented API', async () => {
   const core = await import('relayer-api');
-  for (const name of ['keccak256', 'createRelayPipeline', 'RelayError', 'parseConfig', 'defaultConfig', 'createMemoryOutbox', 'REASON_STATUS']) {
+  for (const name of [
+    'keccak256',
+    'createRelayPipeline',
+    'RelayError',
+    'parseConfig',
+    'defaultConfig',
+    'createMemoryOutbox',
+    'REASON_STATUS',
+  ]) {
     assert.equal(typeof core[name as keyof typeof core] === 'undefined', false, `relayer-api exports ${name}`);
   }
   const hash = core.keccak256(new TextEncoder().encode('abc'));
@@ -97,14 +126,29 @@ test('docs/design.md#package: the built entry points export the documented API',
   const sqlite = await import('relayer-api/sqlite');
   assert.equal(typeof sqlite.openStore, 'function');
   const postgres = await import('relayer-api/postgres');
-  assert.equal(typeof postgres.openPostgresStore, 'function');  const worker = await import('relayer-api/worker');
-  for (const name of ['createRelayerWorker', 'createDeliveryWorker', 'createMailboxDestination', 'buildMetadata', 'createOpsServer', 'DeliveryError']) {
+  assert.equal(typeof postgres.openPostgresStore, 'function');
+  const worker = await import('relayer-api/worker');
+  for (const name of [
+    'createRelayerWorker',
+    'createDeliveryWorker',
+    'createMailboxDestination',
+    'buildMetadata',
+    'createOpsServer',
+    'DeliveryError',
+  ]) {
     assert.equal(typeof worker[name as keyof typeof worker], 'function', `relayer-api/worker exports ${name}`);
   }
   const client = await import('relayer-api/client');
   assert.equal(typeof client.createRelayClient, 'function');
-  const apiError = new client.RelayApiError('rate_limited', 'x', { status: 429, retryAfterSeconds: 3, requestId: 'r-1' });
-  assert.deepEqual([apiError.status, apiError.reason, apiError.retryAfterSeconds, apiError.requestId], [429, 'rate_limited', 3, 'r-1']);
+  const apiError = new client.RelayApiError('rate_limited', 'x', {
+    status: 429,
+    retryAfterSeconds: 3,
+    requestId: 'r-1',
+  });
+  assert.deepEqual(
+    [apiError.status, apiError.reason, apiError.retryAfterSeconds, apiError.requestId],
+    [429, 'rate_limited', 3, 'r-1'],
+  );
   assert.ok(apiError instanceof Error);
 });
 
@@ -113,16 +157,35 @@ test('docs/design.md#delivery: the worker (lib/worker) imports the core, its ada
   assert.ok(files.length >= 4, 'worker files found');
   for (const file of files) {
     for (const spec of importsOf(file)) {
-      assert.ok(spec.startsWith('./') || spec.startsWith('../') || spec.startsWith('node:') || spec === 'viem' || spec.startsWith('viem/'), `${file} imports ${spec}`);
+      assert.ok(
+        spec.startsWith('./') ||
+          spec.startsWith('../') ||
+          spec.startsWith('node:') ||
+          spec === 'viem' ||
+          spec.startsWith('viem/'),
+        `${file} imports ${spec}`,
+      );
     }
   }
-  for (const file of [...sources('lib'), ...sources('lib/http'), ...sources('lib/sqlite'), ...sources('lib/postgres'), ...sources('lib/client'), 'bin/relayer-server.ts', 'bin/cli.ts']) {
+  for (const file of [
+    ...sources('lib'),
+    ...sources('lib/http'),
+    ...sources('lib/sqlite'),
+    ...sources('lib/postgres'),
+    ...sources('lib/client'),
+    'bin/relayer-server.ts',
+    'bin/cli.ts',
+  ]) {
     for (const spec of importsOf(file)) assert.ok(!/(^|\/)worker\/|^viem/.test(spec), `${file} imports ${spec}`);
   }
   // relayer-worker loads lib/worker (and so viem) with a dynamic import, to say what is missing.
   const bin = importsOf('bin/relayer-worker.ts');
   assert.ok(bin.includes('../lib/worker/index.ts'), 'relayer-worker loads lib/worker');
-  assert.doesNotMatch(readFileSync(join(root, 'bin/relayer-worker.ts'), 'utf8'), /^import (?!type)[^;]*from '\.\.\/lib\/worker\//m, 'only type imports of lib/worker are static');
+  assert.doesNotMatch(
+    readFileSync(join(root, 'bin/relayer-worker.ts'), 'utf8'),
+    /^import (?!type)[^;]*from '\.\.\/lib\/worker\//m,
+    'only type imports of lib/worker are static',
+  );
   assert.deepEqual(pkg.peerDependenciesMeta.viem, { optional: true });
   assert.ok(pkg.peerDependencies.viem && pkg.devDependencies.viem);
 });
@@ -178,7 +241,10 @@ test('docs/design.md#package: a LICENSE file with the full Apache License 2.0 te
   assert.equal(pkg.license, 'Apache-2.0');
   const text = readFileSync(join(root, 'LICENSE'), 'utf8');
   // SHA-256 of https://www.apache.org/licenses/LICENSE-2.0.txt, the text SPDX "Apache-2.0" names.
-  assert.equal(createHash('sha256').update(text).digest('hex'), 'cfc7749b96f63bd31c3c42b5c471bf756814053e847c10f3eb003417bc523d30');
+  assert.equal(
+    createHash('sha256').update(text).digest('hex'),
+    'cfc7749b96f63bd31c3c42b5c471bf756814053e847c10f3eb003417bc523d30',
+  );
   assert.match(text, /^\s*Apache License\s+Version 2\.0, January 2004/);
   assert.match(text, /END OF TERMS AND CONDITIONS/);
 });

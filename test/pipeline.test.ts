@@ -25,16 +25,29 @@ describe('the relay pipeline as a whole (docs/design.md#deduplication, #post-rel
 
   /** One log of a random kind: real, foreign, mutated, from another chain, blacklisted. */
   const log = fc.oneof(
-    fc.record({ nonce: u32, destination: fc.constantFrom(1, 8453, 10), recipient: fc.constantFrom('0x' + '22'.repeat(20), '0x' + '99'.repeat(20)) }).map((f) =>
-      dispatchLog(MAILBOX, { ...f, recipient: f.recipient as Hex }),
-    ),
+    fc
+      .record({
+        nonce: u32,
+        destination: fc.constantFrom(1, 8453, 10),
+        recipient: fc.constantFrom('0x' + '22'.repeat(20), '0x' + '99'.repeat(20)),
+      })
+      .map((f) => dispatchLog(MAILBOX, { ...f, recipient: f.recipient as Hex })),
     fc.constant(messageSentLog()),
-    fc.constantFrom({ ...messageSentLog(), address: FOREIGN }, { ...dispatchLog(FOREIGN), address: FOREIGN }, dispatchLog(MAILBOX, { origin: 8453 })),
+    fc.constantFrom(
+      { ...messageSentLog(), address: FOREIGN },
+      { ...dispatchLog(FOREIGN), address: FOREIGN },
+      dispatchLog(MAILBOX, { origin: 8453 }),
+    ),
     fc.tuple(fc.boolean(), mutation).map(([dispatch, m]) => {
       const base = dispatch ? dispatchLog(MAILBOX) : messageSentLog();
       return { ...base, data: toHex(mutate(hexToBytes(base.data)!, m)) };
     }),
-    fc.record({ topics: fc.array(fc.oneof(word, fc.constant(DISPATCH_TOPIC as string)), { maxLength: 5 }), data: bytes(80).map((b) => toHex(b)) }).map((r) => ({ address: MAILBOX, ...r })),
+    fc
+      .record({
+        topics: fc.array(fc.oneof(word, fc.constant(DISPATCH_TOPIC as string)), { maxLength: 5 }),
+        data: bytes(80).map((b) => toHex(b)),
+      })
+      .map((r) => ({ address: MAILBOX, ...r })),
   );
 
   test('any receipt: 200 with every listed message enqueued and the pair kept, or a RelayError with nothing enqueued and the reservation released', async () => {
@@ -42,7 +55,9 @@ describe('the relay pipeline as a whole (docs/design.md#deduplication, #post-rel
     const receiptLogs = fc.oneof(
       fc.array(log, { maxLength: 14 }),
       // Real transfers (up to 12: past the limit of 10 too) with stray logs mixed in.
-      fc.tuple(fc.integer({ min: 1, max: 12 }), fc.nat({ max: 2 ** 31 }), fc.array(log, { maxLength: 3 })).map(([n, nonce, extra]) => [...transferLogs(n, { nonce }), ...extra]),
+      fc
+        .tuple(fc.integer({ min: 1, max: 12 }), fc.nat({ max: 2 ** 31 }), fc.array(log, { maxLength: 3 }))
+        .map(([n, nonce, extra]) => [...transferLogs(n, { nonce }), ...extra]),
     );
     await fc.assert(
       fc.asyncProperty(receiptLogs, fc.boolean(), async (logs, success) => {
@@ -75,7 +90,10 @@ describe('the relay pipeline as a whole (docs/design.md#deduplication, #post-rel
         if (!success) assert.deepEqual(response.messages, []);
         // Cross-check with the extraction alone: the same messages in the same order.
         const direct = extractMessages(receipt, config.chains.ethereum, config.relayApi.maxMessagesPerTx);
-        assert.deepEqual(response.messages.map((m) => m.message_id), direct.map((m) => m.id));
+        assert.deepEqual(
+          response.messages.map((m) => m.message_id),
+          direct.map((m) => m.id),
+        );
       }),
       RUNS,
     );

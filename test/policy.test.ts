@@ -41,17 +41,32 @@ describe('MatchingList semantics (docs/design.md#configuration, hyperlane matchi
   const table: [string, MatchingRule[], Partial<HyperlaneMessage>, boolean][] = [
     ['an empty list matches nothing (callers pick the default)', [], {}, false],
     ['an empty rule {} matches every message', [{}], {}, true],
-    ['"*" in every field matches', [{ originDomain: '*', destinationDomain: '*', senderAddress: '*', recipientAddress: '*', messageId: '*' }], {}, true],
+    [
+      '"*" in every field matches',
+      [{ originDomain: '*', destinationDomain: '*', senderAddress: '*', recipientAddress: '*', messageId: '*' }],
+      {},
+      true,
+    ],
     ['one origin domain, equal', [{ originDomain: 34 }], {}, true],
     ['one origin domain, different', [{ originDomain: 35 }], {}, false],
     ['a domain list contains it', [{ destinationDomain: [1, 5456, 8453] }], {}, true],
     ['a domain list lacks it', [{ destinationDomain: [1, 8453] }], {}, false],
     ['an empty array matches nothing', [{ destinationDomain: [] }], {}, false],
-    ['domains as decimal strings (Hyperlane config style)', [{ destinationDomain: ['9913372', '5456'] as unknown as number[] }], {}, true],
+    [
+      'domains as decimal strings (Hyperlane config style)',
+      [{ destinationDomain: ['9913372', '5456'] as unknown as number[] }],
+      {},
+      true,
+    ],
     ['messageId compared case-insensitively', [{ messageId: ID.toUpperCase().replace('0X', '0x') }], {}, true],
     ['messageId differs', [{ messageId: '0x' + 'a2'.repeat(32) }], {}, false],
     ['a checksummed 20-byte sender equals its left-padded word', [{ senderAddress: ADDR }], {}, true],
-    ['a 32-byte sender word in upper case matches', [{ senderAddress: ADDR_WORD.toUpperCase().replace('0X', '0x') }], {}, true],
+    [
+      'a 32-byte sender word in upper case matches',
+      [{ senderAddress: ADDR_WORD.toUpperCase().replace('0X', '0x') }],
+      {},
+      true,
+    ],
     ['a 20-byte rule does not match a wide 32-byte sender', [{ senderAddress: ADDR }], { sender: WIDE_WORD }, false],
     ['recipient list', [{ recipientAddress: [ADDR, OTHER] }], {}, true],
     ['recipient is not the sender', [{ recipientAddress: ADDR }], {}, false],
@@ -76,7 +91,8 @@ describe('MatchingList semantics (docs/design.md#configuration, hyperlane matchi
       '01000000000000000000000001d40099fcd87c018969b0e8d4ab1633fb34763c000000000000000000000000aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa0000000000000000000000000000000000000000000000000000000000000001abcdef1234567890abcdef1234567890abcdef1234567890abcdef1234567890';
     const calls =
       '00000000000000000000000001d40099fcd87c018969b0e8d4ab1633fb34763c000000000000000000000000aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa0000000000000000000000000000000000000000000000000000000000000001deadbeef';
-    const reveal = '020000000000000000000000000000000000000000000000000000000000000000002cd4f1bbd58a9c7fc481e3b8d319cea8795011b9dde770fa122c2e585fa01f69';
+    const reveal =
+      '020000000000000000000000000000000000000000000000000000000000000000002cd4f1bbd58a9c7fc481e3b8d319cea8795011b9dde770fa122c2e585fa01f69';
     const otherOwner =
       '01000000000000000000000002d40099fcd87c018969b0e8d4ab1633fb34763c000000000000000000000000aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa0000000000000000000000000000000000000000000000000000000000000001abcdef';
     const cases: [string, string, string, boolean][] = [
@@ -101,14 +117,25 @@ describe('MatchingList semantics (docs/design.md#configuration, hyperlane matchi
   const invalid: [string, MatchingRule, RegExp][] = [
     ['a bad regex', { bodyRegex: '(' }, /^whitelist\[0\]\.bodyRegex: does not compile: /],
     ['a short address', { senderAddress: '0x1234' }, /^whitelist\[0\]\.senderAddress: expected a 20-byte 0x address/],
-    ['a bad entry in an address list', { recipientAddress: [ADDR, 'nope'] }, /^whitelist\[0\]\.recipientAddress\[1\]: expected a 20-byte 0x address/],
+    [
+      'a bad entry in an address list',
+      { recipientAddress: [ADDR, 'nope'] },
+      /^whitelist\[0\]\.recipientAddress\[1\]: expected a 20-byte 0x address/,
+    ],
     ['a negative domain', { originDomain: -1 }, /^whitelist\[0\]\.originDomain: must be between 0 and 4294967295/],
-    ['a domain above uint32', { destinationDomain: [2 ** 32] }, /^whitelist\[0\]\.destinationDomain\[0\]: must be between 0 and 4294967295/],
+    [
+      'a domain above uint32',
+      { destinationDomain: [2 ** 32] },
+      /^whitelist\[0\]\.destinationDomain\[0\]: must be between 0 and 4294967295/,
+    ],
     ['a bad message id', { messageId: 'abc' }, /^whitelist\[0\]\.messageId: expected a 32-byte message id/],
   ];
   for (const [name, rule, error] of invalid) {
     it(`compiling rejects ${name}, naming the rule and field`, () => {
-      assert.throws(() => compileMatchingList([rule], 'whitelist'), (e) => e instanceof ConfigError && error.test(e.message));
+      assert.throws(
+        () => compileMatchingList([rule], 'whitelist'),
+        (e) => e instanceof ConfigError && error.test(e.message),
+      );
     });
   }
 });
@@ -128,7 +155,11 @@ describe('docs/design.md#configuration: the config loader and the policy accept 
   // [what, rule, 'ok' or the key both must name]; the starred rows are where the two used to disagree.
   const rules: [string, unknown, string][] = [
     ['an empty rule', {}, 'ok'],
-    ['"*" everywhere', { messageId: '*', originDomain: '*', senderAddress: '*', destinationDomain: '*', recipientAddress: '*' }, 'ok'],
+    [
+      '"*" everywhere',
+      { messageId: '*', originDomain: '*', senderAddress: '*', destinationDomain: '*', recipientAddress: '*' },
+      'ok',
+    ],
     ['a domain number', { originDomain: 7 }, 'ok'],
     ['a domain decimal string', { originDomain: '9913372' }, 'ok'],
     ['the largest uint32 domain as a string', { destinationDomain: ['4294967295'] }, 'ok'],
@@ -143,7 +174,11 @@ describe('docs/design.md#configuration: the config loader and the policy accept 
     ['an all-lower-case address', { senderAddress: ADDR.toLowerCase() }, 'ok'],
     ['a 32-byte address word', { recipientAddress: [ADDR_WORD, WIDE_WORD] }, 'ok'],
     ['an empty address list', { recipientAddress: [] }, 'ok'],
-    ['* a mixed-case address with a bad checksum', { senderAddress: [ADDR, BAD_CHECKSUM] }, 'whitelist[0].senderAddress[1]'],
+    [
+      '* a mixed-case address with a bad checksum',
+      { senderAddress: [ADDR, BAD_CHECKSUM] },
+      'whitelist[0].senderAddress[1]',
+    ],
     ['a 21-byte address', { senderAddress: '0x' + '1'.repeat(42) }, 'whitelist[0].senderAddress'],
     ['an address without 0x', { senderAddress: ADDR.slice(2) }, 'whitelist[0].senderAddress'],
     ['a regex', { bodyRegex: '^00+(ab|cd)' }, 'ok'],
@@ -170,8 +205,17 @@ describe('docs/design.md#configuration: the config loader and the policy accept 
   for (const [what, address, expected] of addresses) {
     it(`addressBlacklist: ${what}`, () => {
       const loader = verdict(() => parseConfig({ addressBlacklist: [address] }));
-      const config = { whitelist: [], blacklist: [], addressBlacklist: [address as string], relayChains: [], chains: {} };
-      assert.equal(loader, verdict(() => createPolicy(config)));
+      const config = {
+        whitelist: [],
+        blacklist: [],
+        addressBlacklist: [address as string],
+        relayChains: [],
+        chains: {},
+      };
+      assert.equal(
+        loader,
+        verdict(() => createPolicy(config)),
+      );
       assert.equal(loader.split(' ')[0], expected, loader);
     });
   }
@@ -186,7 +230,14 @@ const CHAINS: Record<string, ChainConfig> = {
 type PolicyConfig = Pick<RelayerConfig, 'whitelist' | 'blacklist' | 'addressBlacklist' | 'relayChains' | 'chains'>;
 
 function policy(overrides: Partial<PolicyConfig> = {}) {
-  return createPolicy({ whitelist: [], blacklist: [], addressBlacklist: [], relayChains: ['origin', 'dest', 'other'], chains: CHAINS, ...overrides });
+  return createPolicy({
+    whitelist: [],
+    blacklist: [],
+    addressBlacklist: [],
+    relayChains: ['origin', 'dest', 'other'],
+    chains: CHAINS,
+    ...overrides,
+  });
 }
 
 function reasonOf(check: (m: HyperlaneMessage) => void, m: HyperlaneMessage): string {
@@ -205,24 +256,64 @@ describe('policy order (docs/design.md#check-order, docs/api.md#errors)', () => 
     ['no lists, configured destination: accepted', {}, {}, 'ok'],
     ['empty whitelist lets everything through', { whitelist: [] }, {}, 'ok'],
     ['a whitelist with a matching rule', { whitelist: [{ originDomain: 34 }] }, {}, 'ok'],
-    ['a whitelist with no matching rule → message_not_whitelisted', { whitelist: [{ originDomain: 1 }] }, {}, 'message_not_whitelisted'],
-    ['whitelist of an empty-array rule → message_not_whitelisted', { whitelist: [{ originDomain: [] }] }, {}, 'message_not_whitelisted'],
+    [
+      'a whitelist with no matching rule → message_not_whitelisted',
+      { whitelist: [{ originDomain: 1 }] },
+      {},
+      'message_not_whitelisted',
+    ],
+    [
+      'whitelist of an empty-array rule → message_not_whitelisted',
+      { whitelist: [{ originDomain: [] }] },
+      {},
+      'message_not_whitelisted',
+    ],
     ['a blacklist match → message_blacklisted', { blacklist: [{ senderAddress: ADDR }] }, {}, 'message_blacklisted'],
     ['a blacklist with no match', { blacklist: [{ senderAddress: OTHER }] }, {}, 'ok'],
     ['blacklist {} blocks everything', { blacklist: [{}] }, {}, 'message_blacklisted'],
-    ['whitelist comes before blacklist', { whitelist: [{ originDomain: 1 }], blacklist: [{}] }, {}, 'message_not_whitelisted'],
-    ['whitelisted and blacklisted → message_blacklisted', { whitelist: [{}], blacklist: [{ originDomain: 34 }] }, {}, 'message_blacklisted'],
+    [
+      'whitelist comes before blacklist',
+      { whitelist: [{ originDomain: 1 }], blacklist: [{}] },
+      {},
+      'message_not_whitelisted',
+    ],
+    [
+      'whitelisted and blacklisted → message_blacklisted',
+      { whitelist: [{}], blacklist: [{ originDomain: 34 }] },
+      {},
+      'message_blacklisted',
+    ],
     ['address blacklist hits the sender', { addressBlacklist: [ADDR.toLowerCase()] }, {}, 'message_blacklisted'],
     ['address blacklist hits the recipient', { addressBlacklist: [OTHER.toLowerCase()] }, {}, 'message_blacklisted'],
     ['address blacklist given checksummed', { addressBlacklist: [OTHER] }, {}, 'message_blacklisted'],
-    ['address blacklist ignores a wide word with equal low bytes', { addressBlacklist: [ADDR.toLowerCase()] }, { sender: WIDE_WORD }, 'ok'],
+    [
+      'address blacklist ignores a wide word with equal low bytes',
+      { addressBlacklist: [ADDR.toLowerCase()] },
+      { sender: WIDE_WORD },
+      'ok',
+    ],
     ['address blacklist with other addresses', { addressBlacklist: ['0x' + '00'.repeat(19) + '01'] }, {}, 'ok'],
     ['destination not configured → unsupported_destination', {}, { destination: 1 }, 'unsupported_destination'],
-    ['destination a chain but not in relayChains → unsupported_destination', { relayChains: ['origin'] }, {}, 'unsupported_destination'],
+    [
+      'destination a chain but not in relayChains → unsupported_destination',
+      { relayChains: ['origin'] },
+      {},
+      'unsupported_destination',
+    ],
     ['relayChains naming an unknown chain is ignored', { relayChains: ['nosuch', 'dest'] }, {}, 'ok'],
     ['blacklist comes before destination', { blacklist: [{}] }, { destination: 1 }, 'message_blacklisted'],
-    ['address blacklist comes before destination', { addressBlacklist: [ADDR] }, { destination: 1 }, 'message_blacklisted'],
-    ['whitelist comes before destination', { whitelist: [{ originDomain: 1 }] }, { destination: 1 }, 'message_not_whitelisted'],
+    [
+      'address blacklist comes before destination',
+      { addressBlacklist: [ADDR] },
+      { destination: 1 },
+      'message_blacklisted',
+    ],
+    [
+      'whitelist comes before destination',
+      { whitelist: [{ originDomain: 1 }] },
+      { destination: 1 },
+      'message_not_whitelisted',
+    ],
   ];
   for (const [name, config, overrides, expected] of table) {
     it(name, () => assert.equal(reasonOf(policy(config), message(overrides)), expected));
@@ -234,7 +325,9 @@ describe('policy order (docs/design.md#check-order, docs/api.md#errors)', () => 
   });
 
   it('error messages name the message id and the destination, nothing else', () => {
-    assert.throws(() => policy({ relayChains: [] })(message()), { message: 'destination domain 5456 is not configured' });
+    assert.throws(() => policy({ relayChains: [] })(message()), {
+      message: 'destination domain 5456 is not configured',
+    });
     assert.throws(() => policy({ blacklist: [{}] })(message()), { message: `message ${ID} matches the blacklist` });
   });
 });

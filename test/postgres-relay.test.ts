@@ -49,7 +49,12 @@ async function harness(t: Cleanup & { after(fn: () => unknown): void }, burst: n
   const db = await testSchema();
   t.after(() => db.close());
   const { pool, texts, failOnce } = counting(db.pool);
-  const relayApi = { ...testConfig().relayApi, rateLimit: { burst, perMinute: 1 }, dedupWindowSeconds: 300, receiptTimeoutSeconds: 2 };
+  const relayApi = {
+    ...testConfig().relayApi,
+    rateLimit: { burst, perMinute: 1 },
+    dedupWindowSeconds: 300,
+    receiptTimeoutSeconds: 2,
+  };
   const opened = await openPostgresStore(pool, { relayApi, schema: db.schema });
   // The same store without its admission: the pipeline falls back to the four separate calls.
   const store: PostgresStore = twoStep ? opened : { ...opened, admission: undefined as never };
@@ -90,7 +95,9 @@ async function harness(t: Cleanup & { after(fn: () => unknown): void }, burst: n
 
 /** The dedup row of a transaction: committed or not, and whether it is still live. */
 async function dedupRow(h: Awaited<ReturnType<typeof harness>>, hash: string) {
-  const { rows } = await h.db.pool.query(`SELECT committed FROM "${h.db.schema}".dedup WHERE key = $1`, [`ethereum\n${hash}`]);
+  const { rows } = await h.db.pool.query(`SELECT committed FROM "${h.db.schema}".dedup WHERE key = $1`, [
+    `ethereum\n${hash}`,
+  ]);
   return rows[0] as { committed: boolean } | undefined;
 }
 
@@ -181,9 +188,21 @@ describe('PostgreSQL hot path of POST /relay (docs/design.md, Storage)', () => {
         const { res } = await h.measure(body);
         answers.push(`${res.status} ${res.json().reason ?? res.json().messages.length}`);
       }
-      runs.push({ answers, outboxRows: (await h.store.outbox.byTx('ethereum', hash)).length, dedup: await dedupRow(h, hash), depth: await h.store.outbox.depth() });
+      runs.push({
+        answers,
+        outboxRows: (await h.store.outbox.byTx('ethereum', hash)).length,
+        dedup: await dedupRow(h, hash),
+        depth: await h.store.outbox.depth(),
+      });
     }
-    assert.deepEqual(runs[0].answers, ['200 2', '429 duplicate_tx', '400 invalid_request', '200 0', '500 internal_error', '429 rate_limited']);
+    assert.deepEqual(runs[0].answers, [
+      '200 2',
+      '429 duplicate_tx',
+      '400 invalid_request',
+      '200 0',
+      '500 internal_error',
+      '429 rate_limited',
+    ]);
     assert.deepEqual(runs[0], runs[1]);
   });
 });

@@ -28,7 +28,10 @@ const record = (leaf: number) => ({ chain: 1, insertion_block_number: 10 + leaf,
 describe('PostgreSQL schema and migrations', () => {
   test('docs/design.md#postgresql: replicas starting together migrate once: 6 pools open one fresh schema at the same time', async () => {
     const t = await testSchema();
-    const pools = Array.from({ length: 6 }, () => new pg.Pool({ connectionString: t.pool.options.connectionString, max: 2 }));
+    const pools = Array.from(
+      { length: 6 },
+      () => new pg.Pool({ connectionString: t.pool.options.connectionString, max: 2 }),
+    );
     try {
       const found = await Promise.all(pools.map((pool) => migrate(pool, t.schema)));
       // Exactly one found the schema empty; the others waited on the lock and found it done.
@@ -62,21 +65,39 @@ describe('PostgreSQL schema and migrations', () => {
     const t = await testSchema();
     const s = `"${t.schema}"`;
     try {
-      await t.pool.query(`CREATE SCHEMA ${s}; CREATE TABLE ${s}.schema_version (version integer NOT NULL); INSERT INTO ${s}.schema_version VALUES (1)`);
+      await t.pool.query(
+        `CREATE SCHEMA ${s}; CREATE TABLE ${s}.schema_version (version integer NOT NULL); INSERT INTO ${s}.schema_version VALUES (1)`,
+      );
       await t.pool.query(MIGRATIONS[0](s));
       const message = outboxMessage(1);
       await t.pool.query(
         `INSERT INTO ${s}.outbox (id, origin_chain, tx_hash, origin, destination, nonce, raw, enqueued_at, last_error) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-        [message.id, message.originChain, message.txHash, message.origin, message.destination, message.nonce, message.raw, message.enqueuedAt, 'x'.repeat(MAX_ERROR_LENGTH)],
+        [
+          message.id,
+          message.originChain,
+          message.txHash,
+          message.origin,
+          message.destination,
+          message.nonce,
+          message.raw,
+          message.enqueuedAt,
+          'x'.repeat(MAX_ERROR_LENGTH),
+        ],
       );
       assert.equal(await migrate(t.pool, t.schema), 1);
       const store = await openPostgresStore(t.pool, { relayApi, schema: t.schema });
       assert.equal((await store.outbox.get(message.id))?.lastError, 'x'.repeat(MAX_ERROR_LENGTH));
       await store.close();
       const update = (set: string) => t.pool.query(`UPDATE ${s}.outbox SET ${set} WHERE id = $1`, [message.id]);
-      await assert.rejects(update(`last_error = repeat('x', ${MAX_ERROR_LENGTH + 1})`), /violates check constraint "outbox_last_error_length"/);
+      await assert.rejects(
+        update(`last_error = repeat('x', ${MAX_ERROR_LENGTH + 1})`),
+        /violates check constraint "outbox_last_error_length"/,
+      );
       const delivered = `status = 'delivered', delivered_at = 1`;
-      await assert.rejects(update(`${delivered}, destination_tx_hash = ''`), /violates check constraint "outbox_destination_tx_hash_length"/);
+      await assert.rejects(
+        update(`${delivered}, destination_tx_hash = ''`),
+        /violates check constraint "outbox_destination_tx_hash_length"/,
+      );
       await assert.rejects(
         update(`${delivered}, destination_tx_hash = repeat('a', ${MAX_DESTINATION_TX_HASH_LENGTH + 1})`),
         /violates check constraint "outbox_destination_tx_hash_length"/,
@@ -142,7 +163,9 @@ describe('PostgreSQL schema and migrations', () => {
       );
       assert.equal(err.code, 'duplicate_tx');
       assert.ok(err.retryAfterSeconds! >= 299 && err.retryAfterSeconds! <= 300, String(err.retryAfterSeconds));
-      const { rows } = await t.pool.query(`SELECT expires_at - extract(epoch from now()) * 1000 AS left FROM "${t.schema}".dedup`);
+      const { rows } = await t.pool.query(
+        `SELECT expires_at - extract(epoch from now()) * 1000 AS left FROM "${t.schema}".dedup`,
+      );
       assert.ok(Math.abs(rows[0].left - 300_000) < 5_000, String(rows[0].left));
       assert.deepEqual(await store.rateLimiter.take(), { ok: true });
     } finally {

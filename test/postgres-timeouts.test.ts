@@ -80,7 +80,11 @@ async function running(schema: string): Promise<Array<{ query: string; wait_even
 describe('server-side limits on every request connection (docs/operations.md)', () => {
   const cases: Array<{ limit: string; params: Record<string, string>; cancelled: RegExp }> = [
     { limit: 'lock_timeout', params: { lock_timeout: '300' }, cancelled: /canceling statement due to lock timeout/ },
-    { limit: 'statement_timeout', params: { lock_timeout: '0', statement_timeout: '300' }, cancelled: /canceling statement due to statement timeout/ },
+    {
+      limit: 'statement_timeout',
+      params: { lock_timeout: '0', statement_timeout: '300' },
+      cancelled: /canceling statement due to statement timeout/,
+    },
   ];
   for (const { limit, params, cancelled } of cases) {
     test(`${limit}: a reservation blocked on a row lock past the limit is cancelled by the server: 503, nothing commits later, the retry is not duplicate_tx`, async (t) => {
@@ -88,9 +92,20 @@ describe('server-side limits on every request connection (docs/operations.md)', 
       const clock = createFakeClock();
       const table: ReceiptTable = new Map();
       const logs: string[] = [];
-      const logger = { debug() {}, info() {}, warn() {}, error: (msg: string, fields?: object) => void logs.push(JSON.stringify({ msg, ...fields })) };
+      const logger = {
+        debug() {},
+        info() {},
+        warn() {},
+        error: (msg: string, fields?: object) => void logs.push(JSON.stringify({ msg, ...fields })),
+      };
       const { createRelayServer } = await import('../lib/http/server.ts');
-      const server = createRelayServer({ config: testConfig(), store, clock, fetch: fakeRpcFetch(table).fetch, logger });
+      const server = createRelayServer({
+        config: testConfig(),
+        store,
+        clock,
+        fetch: fakeRpcFetch(table).fetch,
+        logger,
+      });
       const { url } = await server.listen(0, '127.0.0.1');
       t.after(() => server.close(100));
       const hash = txHash(0x5100 + cases.findIndex((c) => c.limit === limit));
@@ -105,7 +120,10 @@ describe('server-side limits on every request connection (docs/operations.md)', 
         holder.release();
       });
       await holder.query('BEGIN');
-      await holder.query(`INSERT INTO "${schema}".dedup (key, token, committed, expires_at) VALUES ($1, gen_random_uuid(), false, 0)`, [`ethereum\n${hash}`]);
+      await holder.query(
+        `INSERT INTO "${schema}".dedup (key, token, committed, expires_at) VALUES ($1, gen_random_uuid(), false, 0)`,
+        [`ethereum\n${hash}`],
+      );
 
       const refused = await postJson(url, '/relay', { origin_chain: 'ethereum', tx_hash: hash });
       assert.equal(refused.status, 503, refused.text);
@@ -131,14 +149,30 @@ describe('server-side limits on every request connection (docs/operations.md)', 
     assert.equal(defaults.pool.statement_timeout, 5_000);
     assert.equal(defaults.pool.lock_timeout, 2_000);
     assert.equal(defaults.pool.query_timeout, 6_000);
-    assert.equal(defaults.pool.connectionString, 'postgres://u:pw@127.0.0.1:5432/db?sslmode=disable', 'other parameters go to the driver as they are');
+    assert.equal(
+      defaults.pool.connectionString,
+      'postgres://u:pw@127.0.0.1:5432/db?sslmode=disable',
+      'other parameters go to the driver as they are',
+    );
     assert.equal(defaults.migration.statement_timeout, undefined, 'migrations run without limits');
     assert.equal(defaults.migration.query_timeout, undefined);
-    const given = postgresPoolConfigs('postgres://u:pw@127.0.0.1:5432/db?statement_timeout=30000&lock_timeout=0&pool_size=3');
-    assert.deepEqual([given.pool.statement_timeout, given.pool.lock_timeout, given.pool.query_timeout, given.pool.max], [30_000, 0, 31_000, 3]);
-    assert.equal(given.pool.connectionString, 'postgres://u:pw@127.0.0.1:5432/db', 'our own parameters are not sent to the server');
+    const given = postgresPoolConfigs(
+      'postgres://u:pw@127.0.0.1:5432/db?statement_timeout=30000&lock_timeout=0&pool_size=3',
+    );
+    assert.deepEqual(
+      [given.pool.statement_timeout, given.pool.lock_timeout, given.pool.query_timeout, given.pool.max],
+      [30_000, 0, 31_000, 3],
+    );
+    assert.equal(
+      given.pool.connectionString,
+      'postgres://u:pw@127.0.0.1:5432/db',
+      'our own parameters are not sent to the server',
+    );
     for (const bad of ['-1', '1.5', 'abc', '3600001', '']) {
-      assert.throws(() => postgresPoolConfigs(`postgres://u:pw@h/db?statement_timeout=${bad}`), /statement_timeout in the database URL must be an integer from 0 to 3600000/);
+      assert.throws(
+        () => postgresPoolConfigs(`postgres://u:pw@h/db?statement_timeout=${bad}`),
+        /statement_timeout in the database URL must be an integer from 0 to 3600000/,
+      );
     }
   });
 });
@@ -158,7 +192,11 @@ describe('migrations run without the limits (docs/operations.md)', () => {
     await holder.query(`SELECT pg_advisory_lock(hashtextextended('relayer-api migrate relayer', 0))`);
 
     const starting = launchRelayerServer([], {
-      env: { ...process.env, RELAYER_DB: withParams(dbUrl, { statement_timeout: '200', lock_timeout: '200' }), RELAYER_LOG_LEVEL: 'info' },
+      env: {
+        ...process.env,
+        RELAYER_DB: withParams(dbUrl, { statement_timeout: '200', lock_timeout: '200' }),
+        RELAYER_LOG_LEVEL: 'info',
+      },
       startTimeoutMs: 60_000,
       graceMs: 5_000,
     });
@@ -167,7 +205,9 @@ describe('migrations run without the limits (docs/operations.md)', () => {
 
     // Wait (bounded) until the replica's migration session waits on the advisory lock…
     const waiting = async () => {
-      const { rows } = await holder.query(`SELECT count(*)::integer AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND wait_event = 'advisory' AND pid <> pg_backend_pid()`);
+      const { rows } = await holder.query(
+        `SELECT count(*)::integer AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND wait_event = 'advisory' AND pid <> pg_backend_pid()`,
+      );
       return rows[0].n as number;
     };
     for (let i = 0; i < 300 && (await waiting()) === 0; i++) {
@@ -210,6 +250,10 @@ describe('the dedup reservation (lib/postgres/dedup.ts)', () => {
     assert.equal(rows[0].n, 0, 'the release deleted the reservation');
     const again = await store.dedup.reserve(key);
     await again.commit();
-    await assert.rejects(store.dedup.reserve(key), (e: RelayError) => e.reason === 'duplicate_tx', 'a committed pair still refuses');
+    await assert.rejects(
+      store.dedup.reserve(key),
+      (e: RelayError) => e.reason === 'duplicate_tx',
+      'a committed pair still refuses',
+    );
   });
 });

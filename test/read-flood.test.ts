@@ -48,7 +48,16 @@ function counted(store: RelayerStore): { store: RelayerStore; maxPending(): numb
     };
   const outbox = store.outbox;
   return {
-    store: { ...store, outbox: { ...outbox, enqueue: outbox.enqueue.bind(outbox), get: count(outbox.get.bind(outbox)), byTx: count(outbox.byTx.bind(outbox)), depth: count(outbox.depth.bind(outbox)) } },
+    store: {
+      ...store,
+      outbox: {
+        ...outbox,
+        enqueue: outbox.enqueue.bind(outbox),
+        get: count(outbox.get.bind(outbox)),
+        byTx: count(outbox.byTx.bind(outbox)),
+        depth: count(outbox.depth.bind(outbox)),
+      },
+    },
     maxPending: () => max,
     reads: () => total,
   };
@@ -77,7 +86,8 @@ async function flood(t: TestContext, store: RelayerStore): Promise<void> {
   for (let wave = 0; wave < WAVES; wave++) {
     const reads = Array.from({ length: READERS }, (_, i) => httpRequest(url, { path: paths[i % paths.length] }));
     // Relays sent in the middle of the wave, while its reads are arriving.
-    for (let i = 0; i < RELAYS / WAVES; i++) relays.push(postJson(url, '/relay', { origin_chain: 'ethereum', tx_hash: mined(100 + wave * 10 + i) }));
+    for (let i = 0; i < RELAYS / WAVES; i++)
+      relays.push(postJson(url, '/relay', { origin_chain: 'ethereum', tx_hash: mined(100 + wave * 10 + i) }));
     for (const res of await Promise.all(reads)) assert.equal(res.status, 200, res.text);
   }
   for (const res of await Promise.all(relays)) assert.equal(res.status, 200, res.text);
@@ -110,7 +120,9 @@ describe('a flood of status reads', () => {
     const { url } = await startApi(t, { outbox, fetch: fakeRpcFetch(table).fetch });
     assert.equal((await postJson(url, '/relay', { origin_chain: 'ethereum', tx_hash: hash })).status, 200);
     const id = messageId(hyperlaneMessage({ nonce: 7 }));
-    const answers = await Promise.all(Array.from({ length: READERS }, () => httpRequest(url, { path: `/relay/${id}` })));
+    const answers = await Promise.all(
+      Array.from({ length: READERS }, () => httpRequest(url, { path: `/relay/${id}` })),
+    );
     assert.deepEqual(new Set(answers.map((res) => res.status)), new Set([200]));
   });
 });

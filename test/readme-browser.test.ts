@@ -34,7 +34,9 @@ function withConstants(code: string, relayer: string, chain: string, tx: string)
   return replaced;
 }
 
-const AsyncFunction = Object.getPrototypeOf(async () => {}).constructor as new (...args: string[]) => (...values: unknown[]) => Promise<void>;
+const AsyncFunction = Object.getPrototypeOf(async () => {}).constructor as new (
+  ...args: string[]
+) => (...values: unknown[]) => Promise<void>;
 
 test('README: the browser example relays a transaction and follows its messages to delivered, also when rate limited and when resubmitted', async (t) => {
   const clock = createFakeClock();
@@ -54,7 +56,8 @@ test('README: the browser example relays a transaction and follows its messages 
     const [claimed] = await outbox.claim(1, 60_000);
     if (claimed) return void leases.set(claimed.id, claimed.lease);
     for (const id of ids) {
-      if ((await outbox.get(id))?.status === 'delivering') return void (await outbox.markDelivered(id, { destinationTxHash: DEST_TX, lease: leases.get(id)! }));
+      if ((await outbox.get(id))?.status === 'delivering')
+        return void (await outbox.markDelivered(id, { destinationTxHash: DEST_TX, lease: leases.get(id)! }));
     }
   };
   const fakeSetTimeout = (fn: () => void, ms: number) => {
@@ -69,20 +72,39 @@ test('README: the browser example relays a transaction and follows its messages 
   // Spend the only token, so the example's POST is answered 429 first and must wait.
   const other = txHash(2);
   table.set(other, rpcReceipt(other, transferLogs(1, { nonce: 99 })));
-  await fetch(`${url}/relay`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ origin_chain: 'ethereum', tx_hash: other }) });
+  await fetch(`${url}/relay`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ origin_chain: 'ethereum', tx_hash: other }),
+  });
 
   await run(hash);
   assert.ok(waits[0] >= 1_000, `waited the 429's Retry-After first (${waits[0]} ms)`);
-  assert.ok(waits.slice(1).every((ms) => ms === 3_000), 'then polled every 3 s');
-  assert.deepEqual(lines.filter((l) => / (delivered|failed) /.test(l)), ids.map((id) => `${id} delivered ${DEST_TX}`));
-  assert.ok(lines.some((l) => l.startsWith(`${ids[0]} delivering attempts: 1`)), lines.join('\n'));
+  assert.ok(
+    waits.slice(1).every((ms) => ms === 3_000),
+    'then polled every 3 s',
+  );
+  assert.deepEqual(
+    lines.filter((l) => / (delivered|failed) /.test(l)),
+    ids.map((id) => `${id} delivered ${DEST_TX}`),
+  );
+  assert.ok(
+    lines.some((l) => l.startsWith(`${ids[0]} delivering attempts: 1`)),
+    lines.join('\n'),
+  );
 
   // The same transaction again: duplicate_tx, answered from the lookup.
   lines.length = 0;
   await clock.advance(60_000); // a fresh token
   await run(hash.toUpperCase().replace('0X', '0x'));
-  assert.deepEqual(lines, ids.map((id) => `${id} delivered ${DEST_TX}`));
+  assert.deepEqual(
+    lines,
+    ids.map((id) => `${id} delivered ${DEST_TX}`),
+  );
 
   // A transaction the relayer refuses: the example throws the API's error.
-  await assert.rejects(run('0x1234'), (e: Error & { status?: number; reason?: string }) => e.status === 400 && e.reason === 'invalid_request');
+  await assert.rejects(
+    run('0x1234'),
+    (e: Error & { status?: number; reason?: string }) => e.status === 400 && e.reason === 'invalid_request',
+  );
 });

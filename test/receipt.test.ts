@@ -6,7 +6,13 @@ import fc from 'fast-check';
 import { systemClock } from '../lib/clock.ts';
 import { RelayError, RpcError, type RpcFailureCode } from '../lib/errors.ts';
 import { redactUrl } from '../lib/rpc.ts';
-import { createReceiptFetcher, parseReceipt, type Receipt, type ReceiptFetchEvent, type ReceiptFetcherOptions } from '../lib/receipt.ts';
+import {
+  createReceiptFetcher,
+  parseReceipt,
+  type Receipt,
+  type ReceiptFetchEvent,
+  type ReceiptFetcherOptions,
+} from '../lib/receipt.ts';
 import type { ChainConfig } from '../lib/types.ts';
 import { createFakeClock, type FakeClock } from './helpers/fake-clock.ts';
 import {
@@ -135,7 +141,10 @@ describe('receipt fetch: JSON-RPC request and receipt parsing (docs/design.md#re
     const h = harness({ [URL_A]: rpcResult(receipt()) });
     const r = await h.fetcher(chain([URL_A]), TX);
     assert.equal(r.logs[0].address, MAILBOX_LOWER);
-    assert.deepEqual(r.logs[0].topics, [DISPATCH_TOPIC, '0x000000000000000000000000f39fd6e51aad88f6f4ce6ab8827279cfffb92266']);
+    assert.deepEqual(r.logs[0].topics, [
+      DISPATCH_TOPIC,
+      '0x000000000000000000000000f39fd6e51aad88f6f4ce6ab8827279cfffb92266',
+    ]);
   });
 
   it('docs/design.md#extraction-and-eligibility: a reverted receipt (status 0x0) is success=false', async () => {
@@ -191,7 +200,10 @@ describe('receipt fetch: fail-over to the next URL (docs/design.md#receipt)', ()
     const refused: Handler = () => {
       throw new TypeError('fetch failed', { cause: new Error(`connect ECONNREFUSED ${URL_A}\nsecond line`) });
     };
-    const h = harness({ [URL_A]: [refused, refused], [URL_B]: [rpcError(-32000, 'header not found'), rpcResult(null)] });
+    const h = harness({
+      [URL_A]: [refused, refused],
+      [URL_B]: [rpcError(-32000, 'header not found'), rpcResult(null)],
+    });
     const result = track(h.fetcher(chain([URL_A, URL_B]), TX));
     await h.clock.advance(500);
     await h.clock.advance(0);
@@ -199,9 +211,23 @@ describe('receipt fetch: fail-over to the next URL (docs/design.md#receipt)', ()
     assert.deepEqual(
       h.events.map((e) => [e.attempt, e.rpc, e.ok, e.code, e.error, e.cause]),
       [
-        [1, 'https://rpc-a.example:8545', false, 'transport', 'transport error', 'connect ECONNREFUSED https://rpc-a.example:8545'],
+        [
+          1,
+          'https://rpc-a.example:8545',
+          false,
+          'transport',
+          'transport error',
+          'connect ECONNREFUSED https://rpc-a.example:8545',
+        ],
         [2, 'https://rpc-b.example', false, 'rpc_error', 'JSON-RPC error -32000', 'header not found'],
-        [3, 'https://rpc-a.example:8545', false, 'transport', 'transport error', 'connect ECONNREFUSED https://rpc-a.example:8545'],
+        [
+          3,
+          'https://rpc-a.example:8545',
+          false,
+          'transport',
+          'transport error',
+          'connect ECONNREFUSED https://rpc-a.example:8545',
+        ],
         [4, 'https://rpc-b.example', true, undefined, undefined, undefined],
       ],
     );
@@ -213,13 +239,33 @@ describe('receipt fetch: fail-over to the next URL (docs/design.md#receipt)', ()
   const failing: [string, Handler, string][] = [
     ['invalid JSON', () => new Response('{"jsonrpc":"2.0",', { status: 200 }), 'invalid JSON'],
     ['invalid UTF-8', () => new Response(new Uint8Array([0x22, 0xff, 0x22]), { status: 200 }), 'invalid JSON'],
-    ['a JSON array (batch) answer', (c) => jsonResponse([{ jsonrpc: '2.0', id: c.body.id, result: receipt() }]), 'not a JSON-RPC response'],
-    ['the wrong JSON-RPC id', (c) => jsonResponse({ jsonrpc: '2.0', id: Number(c.body.id) + 1, result: receipt() }), 'wrong JSON-RPC id'],
-    ['the id as a string', (c) => jsonResponse({ jsonrpc: '2.0', id: String(c.body.id), result: receipt() }), 'wrong JSON-RPC id'],
+    [
+      'a JSON array (batch) answer',
+      (c) => jsonResponse([{ jsonrpc: '2.0', id: c.body.id, result: receipt() }]),
+      'not a JSON-RPC response',
+    ],
+    [
+      'the wrong JSON-RPC id',
+      (c) => jsonResponse({ jsonrpc: '2.0', id: Number(c.body.id) + 1, result: receipt() }),
+      'wrong JSON-RPC id',
+    ],
+    [
+      'the id as a string',
+      (c) => jsonResponse({ jsonrpc: '2.0', id: String(c.body.id), result: receipt() }),
+      'wrong JSON-RPC id',
+    ],
     ['a JSON-RPC error', rpcError(-32000, 'header not found'), 'JSON-RPC error -32000'],
     ['no result member', (c) => jsonResponse({ jsonrpc: '2.0', id: c.body.id }), 'not a JSON-RPC response'],
-    ['a receipt for another transaction', rpcResult(receipt({ transactionHash: '0x' + 'cd'.repeat(32) })), 'receipt for another transaction'],
-    ['a receipt without transactionHash', rpcResult(receipt({ transactionHash: undefined })), 'receipt for another transaction'],
+    [
+      'a receipt for another transaction',
+      rpcResult(receipt({ transactionHash: '0x' + 'cd'.repeat(32) })),
+      'receipt for another transaction',
+    ],
+    [
+      'a receipt without transactionHash',
+      rpcResult(receipt({ transactionHash: undefined })),
+      'receipt for another transaction',
+    ],
     ['status 0x2', rpcResult(receipt({ status: '0x2' })), 'malformed receipt status'],
     ['status missing (pre-Byzantium)', rpcResult(receipt({ status: undefined })), 'malformed receipt status'],
     ['status as a number', rpcResult(receipt({ status: 1 })), 'malformed receipt status'],
@@ -288,7 +334,8 @@ describe('receipt fetch: fail-over to the next URL (docs/design.md#receipt)', ()
     const endless = endlessBody(1024);
     const h = harness(
       {
-        [URL_A]: async (c) => new Response((await endless.handler(c)).body, { status: 200, headers: { 'content-length': '200000' } }),
+        [URL_A]: async (c) =>
+          new Response((await endless.handler(c)).body, { status: 200, headers: { 'content-length': '200000' } }),
         [URL_B]: rpcResult(receipt()),
       },
       { maxResponseBytes: 100_000 },
@@ -312,7 +359,10 @@ describe('receipt fetch: fail-over to the next URL (docs/design.md#receipt)', ()
 
 describe('receipt fetch: polling and the 10 s deadline (docs/design.md#receipt)', () => {
   it('docs/design.md#receipt: a null result means not mined yet: poll again from the first URL', async () => {
-    const h = harness({ [URL_A]: [rpcResult(null), rpcResult(null), rpcResult(receipt())], [URL_B]: rpcResult(receipt()) }, { pollIntervalMs: 500 });
+    const h = harness(
+      { [URL_A]: [rpcResult(null), rpcResult(null), rpcResult(receipt())], [URL_B]: rpcResult(receipt()) },
+      { pollIntervalMs: 500 },
+    );
     const result = track(h.fetcher(chain([URL_A, URL_B]), TX));
     await h.clock.flush();
     assert.equal(result.settled, false);
@@ -466,7 +516,11 @@ describe('receipt fetch over a real HTTP server (node:http, global fetch)', () =
           });
         });
         const events: ReceiptFetchEvent[] = [];
-        const fetcher = createReceiptFetcher({ clock: systemClock, pollIntervalMs: 1, onAttempt: (e) => events.push(e) });
+        const fetcher = createReceiptFetcher({
+          clock: systemClock,
+          pollIntervalMs: 1,
+          onAttempt: (e) => events.push(e),
+        });
         const r = await fetcher(chain([refused, url]), TX);
         assert.equal(r.success, true);
         assert.equal(r.logs[0].address, MAILBOX_LOWER);
@@ -519,13 +573,15 @@ describe('receipt parser (docs/design.md#receipt: read only status and logs)', (
     const key = keys[path[0] % keys.length];
     const next = replaceAt((value as Record<string, unknown>)[key], path.slice(1), replacement);
     // JSON has no holes in arrays: deleting an element removes it.
-    if (Array.isArray(value)) return next === undefined ? value.filter((_, i) => i !== Number(key)) : value.map((v, i) => (i === Number(key) ? next : v));
+    if (Array.isArray(value))
+      return next === undefined
+        ? value.filter((_, i) => i !== Number(key))
+        : value.map((v, i) => (i === Number(key) ? next : v));
     const copy: Record<string, unknown> = { ...value };
     if (next === undefined) delete copy[key];
     else copy[key] = next;
     return copy;
   }
-
 
   // A receipt that does not parse is a failure of that endpoint (the fetcher fails over).
   const RPC_RECEIPT_CODES: ReadonlySet<RpcFailureCode> = new Set(['malformed_receipt', 'wrong_transaction']);
@@ -534,7 +590,9 @@ describe('receipt parser (docs/design.md#receipt: read only status and logs)', (
     const seen = tally();
     const base = rpcReceipt(TX, [messageSentLog(), dispatchLog(MAILBOX)]);
     const receipt = fc.oneof(
-      fc.tuple(fc.array(fc.nat(), { maxLength: 4 }), fc.oneof(fc.jsonValue(), fc.constant(undefined))).map(([path, v]) => replaceAt(base, path, v)),
+      fc
+        .tuple(fc.array(fc.nat(), { maxLength: 4 }), fc.oneof(fc.jsonValue(), fc.constant(undefined)))
+        .map(([path, v]) => replaceAt(base, path, v)),
       fc.jsonValue(),
     );
     fc.assert(

@@ -39,8 +39,19 @@ async function createDatabase(name: string): Promise<string> {
 function replicaConfig(relayApi: Record<string, unknown>): unknown {
   return {
     chains: {
-      ethereum: { domainId: 1, chainId: 1, mailbox: MAILBOX, cctpMessageTransmitter: CCTP_V2_TRANSMITTER, rpcUrls: [{ http: rpc.url }] },
-      base: { domainId: 8453, chainId: 8453, mailbox: '0xeA87ae93Fa0019a82A727bfd3eBd1cFCa8f64f1D', rpcUrls: [{ http: rpc.url }] },
+      ethereum: {
+        domainId: 1,
+        chainId: 1,
+        mailbox: MAILBOX,
+        cctpMessageTransmitter: CCTP_V2_TRANSMITTER,
+        rpcUrls: [{ http: rpc.url }],
+      },
+      base: {
+        domainId: 8453,
+        chainId: 8453,
+        mailbox: '0xeA87ae93Fa0019a82A727bfd3eBd1cFCa8f64f1D',
+        rpcUrls: [{ http: rpc.url }],
+      },
     },
     relayApi: { receiptTimeoutSeconds: RECEIPT_TIMEOUT_S, ...relayApi },
   };
@@ -121,7 +132,9 @@ describe('three replicas on one PostgreSQL database (docs/design.md#replicas)', 
       assert.equal(accepted.length, 2);
       assert.deepEqual(await outboxIdsOf(db, hash), accepted);
       // Any replica reads the same outbox.
-      const listed = await httpRequest(three[(round + 1) % 3].url, { path: `/relay?origin_chain=ethereum&tx_hash=${hash}` });
+      const listed = await httpRequest(three[(round + 1) % 3].url, {
+        path: `/relay?origin_chain=ethereum&tx_hash=${hash}`,
+      });
       assert.equal(listed.status, 200, listed.text);
       assert.deepEqual(
         listed.json().messages.map((m: { message_id: string }) => m.message_id),
@@ -131,13 +144,28 @@ describe('three replicas on one PostgreSQL database (docs/design.md#replicas)', 
   });
 
   test('merkle insertions written through one replica are listed through another', async () => {
-    const records = [0, 1, 2].map((leaf) => ({ chain: 1, insertion_block_number: 500 + leaf, leaf_index: leaf, message_id: '0x' + (leaf + 1).toString(16).padStart(64, '0') }));
+    const records = [0, 1, 2].map((leaf) => ({
+      chain: 1,
+      insertion_block_number: 500 + leaf,
+      leaf_index: leaf,
+      message_id: '0x' + (leaf + 1).toString(16).padStart(64, '0'),
+    }));
     const written = await postJson(three[0].url, '/merkle_tree_insertions', { merkle_tree_insertions: records });
     assert.equal(written.status, 200, written.text);
     assert.equal(written.json().count, 3);
-    const listed = await httpRequest(three[2].url, { path: '/merkle_tree_insertions?domain_id=1&leaf_index_start=0&leaf_index_end=10' });
+    const listed = await httpRequest(three[2].url, {
+      path: '/merkle_tree_insertions?domain_id=1&leaf_index_start=0&leaf_index_end=10',
+    });
     assert.equal(listed.status, 200);
-    assert.deepEqual(listed.json().merkle_tree_insertions, records.map((r) => ({ chain: r.chain, insertion_block_number: r.insertion_block_number, leaf_index: r.leaf_index, message_id: r.message_id })));
+    assert.deepEqual(
+      listed.json().merkle_tree_insertions,
+      records.map((r) => ({
+        chain: r.chain,
+        insertion_block_number: r.insertion_block_number,
+        leaf_index: r.leaf_index,
+        message_id: r.message_id,
+      })),
+    );
   });
 
   test('a replica SIGKILLed while relaying: every 200 it gave is in the outbox, its pending reservation frees within receiptTimeoutSeconds + 5 s', async () => {
@@ -148,16 +176,28 @@ describe('three replicas on one PostgreSQL database (docs/design.md#replicas)', 
       const hash = minedTx(1);
       const answer = await relay(victim, hash);
       assert.equal(answer.status, 200, answer.text);
-      given.set(hash, answer.json().messages.map((m: { message_id: string }) => m.message_id));
+      given.set(
+        hash,
+        answer.json().messages.map((m: { message_id: string }) => m.message_id),
+      );
     }
     const held = txHash(++nextTx); // unknown to the RPC: "not mined yet", polled until the timeout
     const traffic = Array.from({ length: 12 }, () => minedTx(1));
-    const inFlight = [relay(victim, held).catch(() => {}), ...traffic.map((hash) => relay(victim, hash).then(
-      (answer) => {
-        if (answer.status === 200) given.set(hash, answer.json().messages.map((m: { message_id: string }) => m.message_id));
-      },
-      () => {}, // cut off by the kill
-    ))];
+    const inFlight = [
+      relay(victim, held).catch(() => {}),
+      ...traffic.map((hash) =>
+        relay(victim, hash).then(
+          (answer) => {
+            if (answer.status === 200)
+              given.set(
+                hash,
+                answer.json().messages.map((m: { message_id: string }) => m.message_id),
+              );
+          },
+          () => {}, // cut off by the kill
+        ),
+      ),
+    ];
     // Kill it the moment its reservation of the held transaction is in the database.
     let reservedAt: number | undefined;
     const key = `ethereum\n${held}`;
@@ -182,7 +222,10 @@ describe('three replicas on one PostgreSQL database (docs/design.md#replicas)', 
     const early = await relay(survivor, held);
     assert.equal(early.status, 429, early.text);
     assert.equal(early.json().reason, 'duplicate_tx');
-    assert.ok(Number(early.headers['retry-after']) <= RECEIPT_TIMEOUT_S + 5, `Retry-After ${early.headers['retry-after']}`);
+    assert.ok(
+      Number(early.headers['retry-after']) <= RECEIPT_TIMEOUT_S + 5,
+      `Retry-After ${early.headers['retry-after']}`,
+    );
 
     // The transaction gets mined; a retry goes through once the reservation has expired.
     rpc.table.set(held, rpcReceipt(held, transferLogs(1, { nonce: ++nextTx * 16 })));
@@ -218,7 +261,9 @@ describe('three replicas on one PostgreSQL database (docs/design.md#replicas)', 
       assert.equal(ready.json().reason, 'store_unavailable');
       const live = await httpRequest(b.url, { path: '/relay' });
       assert.equal(live.status, 200);
-      const merkle = await httpRequest(b.url, { path: '/merkle_tree_insertions?domain_id=1&leaf_index_start=0&leaf_index_end=10' });
+      const merkle = await httpRequest(b.url, {
+        path: '/merkle_tree_insertions?domain_id=1&leaf_index_start=0&leaf_index_end=10',
+      });
       assert.equal(merkle.status, 503);
     } finally {
       await server.start();
@@ -269,7 +314,10 @@ describe('relayer-server without the optional pg package (docs/design.md#postgre
     assert.equal(code, 1);
     assert.match(proc.output(), /the pg package is not installed: install pg \(npm install pg\)/);
     assert.ok(!proc.output().includes(new URL(server.url()).password));
-    const sqlite = await launchRelayerServer(['--db', ':memory:'], { nodeArgs: ['--import', hide], startTimeoutMs: 30_000 });
+    const sqlite = await launchRelayerServer(['--db', ':memory:'], {
+      nodeArgs: ['--import', hide],
+      startTimeoutMs: 30_000,
+    });
     try {
       assert.equal((await httpRequest(sqlite.url, { path: '/relay' })).status, 200);
     } finally {
@@ -296,6 +344,9 @@ describe('the database password stays secret (docs/design.md#the-server-binary, 
       assert.ok(!output.includes(password), `the password appears in:\n${output}`);
       assert.ok(!output.includes('not-the-password-42'));
     }
-    assert.ok(replicas.length >= 6 && replicas.every((r) => /"db":"postgres:\/\/postgres:\*\*\*@/.test(r.output())), 'each replica logged the redacted URL');
+    assert.ok(
+      replicas.length >= 6 && replicas.every((r) => /"db":"postgres:\/\/postgres:\*\*\*@/.test(r.output())),
+      'each replica logged the redacted URL',
+    );
   });
 });

@@ -82,7 +82,10 @@ for (const transport of TRANSPORTS) {
       const { res, warnings, logText } = await relayAgainst(t, transport, [keyed('http503'), refused()]);
       assert.equal(res.status, 408, res.text);
       assert.equal(res.json().reason, 'timeout');
-      assert.match(res.json().message, /the RPC endpoints of chain ethereum failed \(last attempt: connection refused\)$/);
+      assert.match(
+        res.json().message,
+        /the RPC endpoints of chain ethereum failed \(last attempt: connection refused\)$/,
+      );
       assert.ok(warnings.length >= 4, `${warnings.length} warn lines`);
       warnings.forEach((w, i) => {
         assert.equal(w.msg, 'rpc attempt failed');
@@ -132,13 +135,44 @@ for (const transport of TRANSPORTS) {
 }
 
 describe('docs/operations.md#logs: transport failures are told apart by their cause (no network needed)', () => {
-  const chain = { name: 'testchain', domainId: 31337, mailbox: MAILBOX, cctpMessageTransmitters: [], rpcUrls: ['https://SECRETUSER:SECRETPASS@rpc.example/v2/SECRETKEY'] };
+  const chain = {
+    name: 'testchain',
+    domainId: 31337,
+    mailbox: MAILBOX,
+    cctpMessageTransmitters: [],
+    rpcUrls: ['https://SECRETUSER:SECRETPASS@rpc.example/v2/SECRETKEY'],
+  };
   const cases: Array<[string, unknown, string, string]> = [
-    ['DNS', Object.assign(new Error('getaddrinfo ENOTFOUND rpc.example'), { code: 'ENOTFOUND' }), 'dns', 'DNS lookup failed (ENOTFOUND)'],
-    ['DNS, temporary', Object.assign(new Error('getaddrinfo EAI_AGAIN rpc.example'), { code: 'EAI_AGAIN' }), 'dns', 'DNS lookup failed (EAI_AGAIN)'],
-    ['connection reset', Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }), 'connection_reset', 'connection reset'],
-    ['TLS', Object.assign(new Error('unable to verify the first certificate'), { code: 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' }), 'tls', 'TLS error (UNABLE_TO_VERIFY_LEAF_SIGNATURE)'],
-    ['TLS, self-signed', Object.assign(new Error('self-signed certificate'), { code: 'DEPTH_ZERO_SELF_SIGNED_CERT' }), 'tls', 'TLS error (DEPTH_ZERO_SELF_SIGNED_CERT)'],
+    [
+      'DNS',
+      Object.assign(new Error('getaddrinfo ENOTFOUND rpc.example'), { code: 'ENOTFOUND' }),
+      'dns',
+      'DNS lookup failed (ENOTFOUND)',
+    ],
+    [
+      'DNS, temporary',
+      Object.assign(new Error('getaddrinfo EAI_AGAIN rpc.example'), { code: 'EAI_AGAIN' }),
+      'dns',
+      'DNS lookup failed (EAI_AGAIN)',
+    ],
+    [
+      'connection reset',
+      Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }),
+      'connection_reset',
+      'connection reset',
+    ],
+    [
+      'TLS',
+      Object.assign(new Error('unable to verify the first certificate'), { code: 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' }),
+      'tls',
+      'TLS error (UNABLE_TO_VERIFY_LEAF_SIGNATURE)',
+    ],
+    [
+      'TLS, self-signed',
+      Object.assign(new Error('self-signed certificate'), { code: 'DEPTH_ZERO_SELF_SIGNED_CERT' }),
+      'tls',
+      'TLS error (DEPTH_ZERO_SELF_SIGNED_CERT)',
+    ],
     ['no code', new Error('something else'), 'transport', 'transport error'],
   ];
   for (const [name, cause, failure, summary] of cases) {

@@ -111,10 +111,18 @@ const CASES: Case[] = [
   { fault: 'stall-body', alone: { status: 408, reason: 'timeout', message: FAILED }, failover: true },
   // A well-formed receipt whose Mailbox log is not a valid ABI encoding: the endpoint answered, so
   // there is nothing to fail over from; a real Mailbox cannot emit it, so the RPC lies: 500.
-  { fault: 'bad-log-abi', alone: { status: 500, reason: 'internal_error', message: /malformed message log/ }, failover: false },
+  {
+    fault: 'bad-log-abi',
+    alone: { status: 500, reason: 'internal_error', message: /malformed message log/ },
+    failover: false,
+  },
   // null = "not mined yet" (docs/design.md#receipt): poll the first URL again; the second is not
   // asked.
-  { fault: 'null-result', alone: { status: 408, reason: 'timeout', message: /not found within 10 seconds/ }, failover: false },
+  {
+    fault: 'null-result',
+    alone: { status: 408, reason: 'timeout', message: /not found within 10 seconds/ },
+    failover: false,
+  },
 ];
 
 for (const transport of TRANSPORTS) {
@@ -202,7 +210,10 @@ for (const transport of TRANSPORTS) {
       const stuck = postJson(url, '/relay', { origin_chain: 'ethereum', tx_hash: minedTx() });
       await rpc.waitForRequest('hang', seen + 1);
       const other = txHash(nextTx++);
-      rpc.table.set(other, rpcReceipt(other, transferLogs(1, { origin: 8453, destination: 1 }, base.chains.base.mailbox)));
+      rpc.table.set(
+        other,
+        rpcReceipt(other, transferLogs(1, { origin: 8453, destination: 1 }, base.chains.base.mailbox)),
+      );
       const res = await postJson(url, '/relay', { origin_chain: 'base', tx_hash: other });
       assert.equal(res.status, 200, res.text);
       assert.equal(res.json().messages.length, 1);

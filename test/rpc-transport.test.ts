@@ -25,7 +25,9 @@ interface Peer {
   close(): Promise<void>;
 }
 
-async function peer(handle: (req: IncomingMessage, res: ServerResponse, body: string, n: number) => void): Promise<Peer> {
+async function peer(
+  handle: (req: IncomingMessage, res: ServerResponse, body: string, n: number) => void,
+): Promise<Peer> {
   const sockets = new Set<Socket>();
   let accepted = 0;
   const requests: IncomingMessage[] = [];
@@ -144,7 +146,9 @@ describe('node:http RPC transport (docs/configuration.md#rpc-transport)', () => 
   test('a redirect is not followed: HTTP 307 (a moved endpoint is a configuration to fix, and Basic credentials stay put)', async (t) => {
     const p = await peer((_req, res) => void res.writeHead(307, { location: 'http://127.0.0.1:9/elsewhere' }).end());
     t.after(() => p.close());
-    const error = await rpc(p.url.replace('http://', 'http://u:KEY@'), 'eth_chainId', [], signal()).catch((e: unknown) => e);
+    const error = await rpc(p.url.replace('http://', 'http://u:KEY@'), 'eth_chainId', [], signal()).catch(
+      (e: unknown) => e,
+    );
     assert.ok(error instanceof RpcError);
     assert.equal(error.code, 'http_status');
     assert.equal(error.message, 'HTTP 307');

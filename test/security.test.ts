@@ -16,7 +16,15 @@ import { testConfig } from './helpers/config.ts';
 import { createFakeClock } from './helpers/fake-clock.ts';
 import { fakeRpcFetch } from './helpers/fake-rpc.ts';
 import { startFaultyRpcServer, type FaultyRpcServer } from './helpers/faulty-rpc.ts';
-import { CCTP_V2_TRANSMITTER, dispatchLog, MAILBOX, messageSentLog, rpcReceipt, transferLogs, txHash } from './helpers/fixtures.ts';
+import {
+  CCTP_V2_TRANSMITTER,
+  dispatchLog,
+  MAILBOX,
+  messageSentLog,
+  rpcReceipt,
+  transferLogs,
+  txHash,
+} from './helpers/fixtures.ts';
 import { httpRequest, postJson, type RawResponse } from './helpers/http.ts';
 import { startApi, startRelayerServer } from './helpers/server.ts';
 
@@ -62,7 +70,14 @@ describe('start-up warning for a non-loopback bind (SECURITY.md#secrets-and-inte
     const server = await startRelayerServer(t, args, {
       nodeArgs: ['--import', LOOPBACK_LISTEN],
       config: {
-        chains: { ethereum: { domainId: 1, mailbox: MAILBOX, cctpMessageTransmitter: CCTP_V2_TRANSMITTER, rpcUrls: [{ http: rpc.endpoint('ok') }] } },
+        chains: {
+          ethereum: {
+            domainId: 1,
+            mailbox: MAILBOX,
+            cctpMessageTransmitter: CCTP_V2_TRANSMITTER,
+            rpcUrls: [{ http: rpc.endpoint('ok') }],
+          },
+        },
         db: ':memory:',
         ...config,
       },
@@ -74,7 +89,9 @@ describe('start-up warning for a non-loopback bind (SECURITY.md#secrets-and-inte
   }
 
   const warned = (output: string) =>
-    output.split('\n').filter((line) => line.includes('"level":"warn"') && /non-loopback/.test(line) && /adminToken/.test(line));
+    output
+      .split('\n')
+      .filter((line) => line.includes('"level":"warn"') && /non-loopback/.test(line) && /adminToken/.test(line));
 
   test('docs/design.md#http-surface, SECURITY.md#secrets-and-internals-in-answers-and-logs: --host 0.0.0.0 without server.adminToken logs one warning naming the host', async (t) => {
     const lines = warned(await startBin(t, ['--host', '0.0.0.0'], {}));
@@ -95,7 +112,11 @@ describe('start-up warning for a non-loopback bind (SECURITY.md#secrets-and-inte
 describe('RPC URLs carry API keys: never in responses, metrics or logs (docs/design.md#receipt, SECURITY.md#secrets-and-internals-in-answers-and-logs)', () => {
   const SECRET = /secret/i;
 
-  async function run(t: TestContext, rpcUrls: string[], drive: (url: string, clock: ReturnType<typeof createFakeClock>) => Promise<RawResponse[]>) {
+  async function run(
+    t: TestContext,
+    rpcUrls: string[],
+    drive: (url: string, clock: ReturnType<typeof createFakeClock>) => Promise<RawResponse[]>,
+  ) {
     const lines: string[] = [];
     const logger = createLogger({ level: 'debug', write: (line) => lines.push(line) });
     const { url, clock } = await startApi(t, { config: withRpcUrls(rpcUrls), logger });
@@ -114,16 +135,21 @@ describe('RPC URLs carry API keys: never in responses, metrics or logs (docs/des
       rpc.endpoint(fault, `/v3/KEY-secret-${fault}?apikey=QUERY-secret-${fault}`);
     const hash = minedTx();
     const seen = rpc.paths.length;
-    const { responses, metrics, log } = await run(t, [keyed('rpc-error'), keyed('http500'), keyed('http429'), keyed('ok')], async (url) => [
-      await postJson(url, '/relay', { origin_chain: 'ethereum', tx_hash: hash }),
-    ]);
+    const { responses, metrics, log } = await run(
+      t,
+      [keyed('rpc-error'), keyed('http500'), keyed('http429'), keyed('ok')],
+      async (url) => [await postJson(url, '/relay', { origin_chain: 'ethereum', tx_hash: hash })],
+    );
     assert.equal(responses[0].status, 200, responses[0].text);
     // The keys did travel to the endpoints (the URL is used whole), and came back in their answers.
     assert.ok(rpc.paths.slice(seen).some((p) => p.includes('KEY-secret-ok') && p.includes('apikey=QUERY-secret-ok')));
     for (const res of responses) assertClean(res.text + JSON.stringify(res.headers), 'a response');
     assertClean(metrics, '/metrics');
     assertClean(log, 'the log');
-    assert.match(metrics, new RegExp(`receipt_fetch_failures_total\\{chain="ethereum",rpc="${rpc.url.replace(/[.:/]/g, '\\$&')}"\\} 3`));
+    assert.match(
+      metrics,
+      new RegExp(`receipt_fetch_failures_total\\{chain="ethereum",rpc="${rpc.url.replace(/[.:/]/g, '\\$&')}"\\} 3`),
+    );
   });
 
   test('every endpoint failing: the 408 names the chain, not a URL; the log and metrics stay clean', async (t) => {
@@ -131,7 +157,10 @@ describe('RPC URLs carry API keys: never in responses, metrics or logs (docs/des
     const seen = rpc.requests('rpc-error');
     const { responses, metrics, log } = await run(
       t,
-      [rpc.endpoint('rpc-error', '/KEY-secret-a?apikey=QUERY-secret-a'), 'http://user-secret:pw-secret@127.0.0.1:9/KEY-secret-b'],
+      [
+        rpc.endpoint('rpc-error', '/KEY-secret-a?apikey=QUERY-secret-a'),
+        'http://user-secret:pw-secret@127.0.0.1:9/KEY-secret-b',
+      ],
       async (url, clock) => {
         const pending = postJson(url, '/relay', { origin_chain: 'ethereum', tx_hash: hash });
         await rpc.waitForRequest('rpc-error', seen + 1);
@@ -161,13 +190,35 @@ describe('RPC URLs carry API keys: never in responses, metrics or logs (docs/des
 
 describe('no stack, cause or internals in any answer (docs/design.md#errors)', () => {
   test('an exception in the queue (multi-line message, stack, a non-Error) answers a fixed body (store_unavailable or internal_error); the log has one line, no stack', async (t) => {
-    const UNAVAILABLE = '{"reason":"store_unavailable","message":"the store is unavailable; nothing was stored, retry shortly"}';
+    const UNAVAILABLE =
+      '{"reason":"store_unavailable","message":"the store is unavailable; nothing was stored, retry shortly"}';
     const INTERNAL = '{"reason":"internal_error","message":"internal error"}';
     const thrown: Array<[unknown, number, string]> = [
-      [Object.assign(new Error('database is locked\n    at enqueue (/srv/relayer/lib/sqlite/outbox.ts:42:7)'), { code: 'ERR_SQLITE_ERROR', errcode: 5 }), 503, UNAVAILABLE],
-      [Object.assign(new Error('disk I/O error\n    at enqueue (/srv/relayer/lib/sqlite/outbox.ts:42:7)'), { code: 'SQLITE_IOERR' }), 500, INTERNAL],
+      [
+        Object.assign(new Error('database is locked\n    at enqueue (/srv/relayer/lib/sqlite/outbox.ts:42:7)'), {
+          code: 'ERR_SQLITE_ERROR',
+          errcode: 5,
+        }),
+        503,
+        UNAVAILABLE,
+      ],
+      [
+        Object.assign(new Error('disk I/O error\n    at enqueue (/srv/relayer/lib/sqlite/outbox.ts:42:7)'), {
+          code: 'SQLITE_IOERR',
+        }),
+        500,
+        INTERNAL,
+      ],
       ['a string', 500, INTERNAL],
-      [{ toString: () => { throw new Error('hostile toString'); } }, 500, INTERNAL],
+      [
+        {
+          toString: () => {
+            throw new Error('hostile toString');
+          },
+        },
+        500,
+        INTERNAL,
+      ],
     ];
     for (const [value, status, body] of thrown) {
       const clock = createFakeClock();
@@ -178,7 +229,11 @@ describe('no stack, cause or internals in any answer (docs/design.md#errors)', (
       const { url, server } = await startApi(t, {
         clock,
         fetch: fakeRpcFetch(table).fetch,
-        outbox: { enqueue: () => { throw value; } },
+        outbox: {
+          enqueue: () => {
+            throw value;
+          },
+        },
         logger: createLogger({ level: 'debug', write: (line) => lines.push(line) }),
       });
       const res = await postJson(url, '/relay', { origin_chain: 'ethereum', tx_hash: hash });
@@ -204,9 +259,17 @@ describe('look-alike events from foreign contracts (docs/design.md#extraction-an
 
   test('copies of a real transfer emitted by a foreign contract add nothing: exactly the real message is relayed', async (t) => {
     const real = transferLogs(1, { nonce: 1 });
-    const res = await relayLogs(t, [...real, { ...real[0], address: FOREIGN }, { ...real[1], address: FOREIGN }, dispatchLog(FOREIGN, { nonce: 2 })]);
+    const res = await relayLogs(t, [
+      ...real,
+      { ...real[0], address: FOREIGN },
+      { ...real[1], address: FOREIGN },
+      dispatchLog(FOREIGN, { nonce: 2 }),
+    ]);
     assert.equal(res.status, 200, res.text);
-    assert.deepEqual(res.json().messages.map((m: { nonce: number }) => m.nonce), [1]);
+    assert.deepEqual(
+      res.json().messages.map((m: { nonce: number }) => m.nonce),
+      [1],
+    );
   });
 
   test('a foreign MessageSent cannot make a Mailbox Dispatch eligible; a foreign Dispatch cannot ride on a real MessageSent', async (t) => {
@@ -235,7 +298,12 @@ describe('dedup cache exhaustion (docs/design.md#deduplication)', () => {
   /** Six minutes of a request every 50 ms, each for a different mined transaction. */
   async function flood(config: RelayerConfig) {
     const clock = manualClock();
-    const pipeline = createRelayPipeline({ config, queue: createMemoryOutbox(clock), clock, fetchReceipt: async () => ({ success: true, logs: [] }) });
+    const pipeline = createRelayPipeline({
+      config,
+      queue: createMemoryOutbox(clock),
+      clock,
+      fetchReceipt: async () => ({ success: true, logs: [] }),
+    });
     const counts: Record<string, number> = {};
     let maxSize = 0;
     for (let t = 0, n = 0; t <= 6 * 60_000; t += 50, n++) {

@@ -12,7 +12,14 @@ import { after, test } from 'node:test';
 import * as errors from '../lib/errors.ts';
 import { openDatabase } from '../lib/sqlite/database.ts';
 import { openStore } from '../lib/sqlite/index.ts';
-import { ACCESS, deserializeError, isWrite, serializeError, servedMethods, type SerializedError } from '../lib/sqlite/protocol.ts';
+import {
+  ACCESS,
+  deserializeError,
+  isWrite,
+  serializeError,
+  servedMethods,
+  type SerializedError,
+} from '../lib/sqlite/protocol.ts';
 import { createFakeClock } from './helpers/fake-clock.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'sqlite-protocol-'));
@@ -26,7 +33,8 @@ const samples: Record<string, () => Error> = {
   RpcError: () => new errors.RpcError('wrong_id', 'the answer has another id'),
   ConfigError: () => new errors.ConfigError('chains.ethereum.mailbox', 'expected an address'),
   SchemaVersionError: () => new errors.SchemaVersionError(9, 5),
-  RelayApiError: () => new errors.RelayApiError('bad_response', 'not the API', { status: 502, requestId: 'r-1', retryAfterSeconds: 3 }),
+  RelayApiError: () =>
+    new errors.RelayApiError('bad_response', 'not the API', { status: 502, requestId: 'r-1', retryAfterSeconds: 3 }),
   InvalidArgumentError: () => new errors.InvalidArgumentError('batch must be an array'),
   StoreUnavailableError: () => new errors.StoreUnavailableError('the SQLite store is closed'),
   OutOfRangeError: () => new errors.OutOfRangeError('claim(limit): expected a non-negative integer, got -1'),
@@ -46,7 +54,8 @@ async function cross(data: SerializedError): Promise<SerializedError> {
 }
 
 const errorClasses = (Object.entries(errors) as [string, unknown][]).filter(
-  (entry): entry is [string, new (...args: never[]) => Error] => typeof entry[1] === 'function' && entry[1].prototype instanceof Error,
+  (entry): entry is [string, new (...args: never[]) => Error] =>
+    typeof entry[1] === 'function' && entry[1].prototype instanceof Error,
 );
 
 test('every error class of lib/errors.ts has a sample here (a new class must be added)', () => {
@@ -74,11 +83,18 @@ test('built-in errors keep their class; any other keeps its name and data (node:
     assert.equal(Object.getPrototypeOf(copy), Object.getPrototypeOf(original));
     assert.equal(copy.message, original.message);
   }
-  const sqlite = Object.assign(new Error('database is locked'), { code: 'ERR_SQLITE_ERROR', errcode: 5, errstr: 'database is locked' });
+  const sqlite = Object.assign(new Error('database is locked'), {
+    code: 'ERR_SQLITE_ERROR',
+    errcode: 5,
+    errstr: 'database is locked',
+  });
   sqlite.name = 'SqliteError';
   const copy = deserializeError(await cross(serializeError(sqlite)));
   assert.equal(copy.name, 'SqliteError');
-  assert.deepEqual({ ...copy }, { code: 'ERR_SQLITE_ERROR', errcode: 5, errstr: 'database is locked', name: 'SqliteError' });
+  assert.deepEqual(
+    { ...copy },
+    { code: 'ERR_SQLITE_ERROR', errcode: 5, errstr: 'database is locked', name: 'SqliteError' },
+  );
   // A non-error thrown value arrives as an Error with its text.
   assert.equal(deserializeError(await cross(serializeError('boom'))).message, 'boom');
 });
@@ -87,13 +103,20 @@ test('an error thrown by a table in the worker reaches the caller with its class
   const store = await openStore(join(dir, 'errors.db'), { clock: createFakeClock() });
   try {
     await assert.rejects(store.outbox.claim(-1, 1000), (e: unknown) => e instanceof RangeError);
-    await assert.rejects(store.outbox.claim(-1, 1000), (e: unknown) => e instanceof errors.OutOfRangeError && e.code === 'out_of_range' && e instanceof errors.BaseError);
-    // @ts-expect-error: the lease is required
-    await assert.rejects(store.outbox.markDelivered('0x' + '11'.repeat(32), { destinationTxHash: '0x1' }), (e: unknown) => e instanceof TypeError);
+    await assert.rejects(
+      store.outbox.claim(-1, 1000),
+      (e: unknown) => e instanceof errors.OutOfRangeError && e.code === 'out_of_range' && e instanceof errors.BaseError,
+    );
     await assert.rejects(
       // @ts-expect-error: the lease is required
       store.outbox.markDelivered('0x' + '11'.repeat(32), { destinationTxHash: '0x1' }),
-      (e: unknown) => e instanceof errors.InvalidArgumentError && e.code === 'invalid_argument' && e instanceof errors.BaseError,
+      (e: unknown) => e instanceof TypeError,
+    );
+    await assert.rejects(
+      // @ts-expect-error: the lease is required
+      store.outbox.markDelivered('0x' + '11'.repeat(32), { destinationTxHash: '0x1' }),
+      (e: unknown) =>
+        e instanceof errors.InvalidArgumentError && e.code === 'invalid_argument' && e instanceof errors.BaseError,
     );
   } finally {
     await store.close();

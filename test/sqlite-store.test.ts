@@ -20,7 +20,6 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 let files = 0;
 const freshFile = () => join(dir, `store-${++files}.db`);
 
-
 /** Reads a pragma through a second, independent connection. */
 function pragma(file: string, name: string): unknown {
   const db = new DatabaseSync(file, { readOnly: true });
@@ -122,18 +121,28 @@ describe('durability and schema', () => {
     for (const migration of MIGRATIONS.slice(0, 3)) old.exec(migration);
     old.exec('PRAGMA user_version = 3');
     // Version 3 stored the text form; its CHECK admitted only lower case, as the store wrote it.
-    old.prepare('INSERT INTO merkle_insertions VALUES (1, 0, 10, ?), (1, 1, 11, ?)').run(id(0xabcdef), '0x' + 'ff'.repeat(32));
+    old
+      .prepare('INSERT INTO merkle_insertions VALUES (1, 0, 10, ?), (1, 1, 11, ?)')
+      .run(id(0xabcdef), '0x' + 'ff'.repeat(32));
     old.close();
     await withStore(file, async (store) => {
-      assert.deepEqual(await store.merkle.listMerkle(1, 0, 1), [record(1, 0, 10, id(0xabcdef)), record(1, 1, 11, '0x' + 'ff'.repeat(32))]);
+      assert.deepEqual(await store.merkle.listMerkle(1, 0, 1), [
+        record(1, 0, 10, id(0xabcdef)),
+        record(1, 1, 11, '0x' + 'ff'.repeat(32)),
+      ]);
     });
     const db = new DatabaseSync(file, { readOnly: true });
     try {
-      const rows = db.prepare('SELECT typeof(message_id) AS type, hex(message_id) AS hex FROM merkle_insertions ORDER BY leaf_index').all();
-      assert.deepEqual(rows.map((r) => ({ ...r })), [
-        { type: 'blob', hex: id(0xabcdef).slice(2).toUpperCase() },
-        { type: 'blob', hex: 'FF'.repeat(32) },
-      ]);
+      const rows = db
+        .prepare('SELECT typeof(message_id) AS type, hex(message_id) AS hex FROM merkle_insertions ORDER BY leaf_index')
+        .all();
+      assert.deepEqual(
+        rows.map((r) => ({ ...r })),
+        [
+          { type: 'blob', hex: id(0xabcdef).slice(2).toUpperCase() },
+          { type: 'blob', hex: 'FF'.repeat(32) },
+        ],
+      );
     } finally {
       db.close();
     }
@@ -153,7 +162,9 @@ describe('durability and schema', () => {
     } finally {
       db.close();
     }
-    await withStore(file, async (store) => assert.deepEqual(await store.merkle.listMerkle(1, 5, 5), [record(1, 5, 5, '0x' + '07'.repeat(32))]));
+    await withStore(file, async (store) =>
+      assert.deepEqual(await store.merkle.listMerkle(1, 5, 5), [record(1, 5, 5, '0x' + '07'.repeat(32))]),
+    );
   });
 
   test('docs/design.md#sqlite: a newer schema is refused with a clear error and the file is left alone', async () => {

@@ -34,7 +34,12 @@ const freshFile = () => join(dir, `store-${++files}.db`);
 /** Long enough that no wait in these tests runs out: every write waiting is ended by the test. */
 const LONG_WAIT_MS = 60_000;
 
-const RECORDS = Array.from({ length: 50 }, (_, i) => ({ chain: 1, insertion_block_number: 7, leaf_index: i, message_id: '0x' + (i + 1).toString(16).padStart(64, '0') }));
+const RECORDS = Array.from({ length: 50 }, (_, i) => ({
+  chain: 1,
+  insertion_block_number: 7,
+  leaf_index: i,
+  message_id: '0x' + (i + 1).toString(16).padStart(64, '0'),
+}));
 
 function assertUnavailable(res: RawResponse, what: string): void {
   assert.equal(res.status, 503, `${what}: ${res.text}`);
@@ -56,10 +61,15 @@ function holdWriteLock(file: string): { release(): void } {
 }
 
 function isStoreUnavailable(error: unknown): boolean {
-  return error instanceof RelayError && error.reason === 'store_unavailable' && error.retryAfterSeconds === 1 && /SQLite store stopped/.test(error.message);
+  return (
+    error instanceof RelayError &&
+    error.reason === 'store_unavailable' &&
+    error.retryAfterSeconds === 1 &&
+    /SQLite store stopped/.test(error.message)
+  );
 }
 
-describe('the store\'s worker thread dies', () => {
+describe("the store's worker thread dies", () => {
   test('in-flight and later requests answer 503 store_unavailable with Retry-After, GET /ready 503; `closed` rejects and every later store call rejects at once', async (t) => {
     const file = freshFile();
     const clock = createFakeClock();
@@ -68,7 +78,10 @@ describe('the store\'s worker thread dies', () => {
     const [worker] = liveWorkers();
     assert.ok(worker, 'the store started a worker thread');
     const closed: { with?: unknown } = {};
-    store.closed.then(() => (closed.with = 'resolved'), (error: unknown) => (closed.with = error));
+    store.closed.then(
+      () => (closed.with = 'resolved'),
+      (error: unknown) => (closed.with = error),
+    );
     const table: ReceiptTable = new Map();
     const { url } = await startApi(t, {
       config: testConfig({ relayApi: { rateLimit: { burst: 1000, perMinute: 1000 } } }),
@@ -102,8 +115,17 @@ describe('the store\'s worker thread dies', () => {
     assertUnavailable(await postJson(url, '/relay', { origin_chain: 'ethereum', tx_hash: later }), 'a new relay');
     assertUnavailable(await httpRequest(url, { path: `/relay/${id}` }), 'a status lookup');
     assertUnavailable(await httpRequest(url, { path: '/ready' }), 'GET /ready');
-    for (const call of [store.outbox.depth(), store.merkleRowCount(), store.ping(), Promise.resolve(store.merkle.insertMerkle(RECORDS.slice(0, 1)))]) {
-      await assert.rejects(call, (error: unknown) => error === closed.with, 'every later call rejects with the same error');
+    for (const call of [
+      store.outbox.depth(),
+      store.merkleRowCount(),
+      store.ping(),
+      Promise.resolve(store.merkle.insertMerkle(RECORDS.slice(0, 1))),
+    ]) {
+      await assert.rejects(
+        call,
+        (error: unknown) => error === closed.with,
+        'every later call rejects with the same error',
+      );
     }
     await store.close();
 
@@ -121,7 +143,10 @@ describe('the store\'s worker thread dies', () => {
       nodeArgs: ['--import', new URL('./helpers/worker-kill.ts', import.meta.url).pathname],
     });
     const { url } = server;
-    assert.equal((await postJson(url, '/merkle_tree_insertions', { merkle_tree_insertions: RECORDS.slice(0, 1) })).status, 200);
+    assert.equal(
+      (await postJson(url, '/merkle_tree_insertions', { merkle_tree_insertions: RECORDS.slice(0, 1) })).status,
+      200,
+    );
     const lock = holdWriteLock(file);
     t.after(() => lock.release());
     const merkle = postJson(url, '/merkle_tree_insertions', { merkle_tree_insertions: RECORDS.slice(1) });
@@ -132,12 +157,18 @@ describe('the store\'s worker thread dies', () => {
     // Bounded so that a server that never exits fails the test instead of hanging it.
     const ended = await Promise.race([server.exited, delay(20_000, undefined, { ref: false })]);
     assert.equal(ended?.code, 1, `exits 1 (not still running): ${server.output()}`);
-    const errors = server.stdout.filter((line) => line.startsWith('{')).map((line) => JSON.parse(line)).filter((line) => line.level === 'error');
+    const errors = server.stdout
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line))
+      .filter((line) => line.level === 'error');
     // One line says why the process ends; the request cut off has its own, like any 503.
     const stopped = errors.filter((line) => line.msg === 'the store stopped; exiting');
     assert.equal(stopped.length, 1, server.output());
     assert.match(stopped[0].error, /SQLite worker thread exited with code 1/);
-    assert.deepEqual(errors.filter((line) => line !== stopped[0]).map((line) => [line.msg, line.route]), [['store unavailable', '/merkle_tree_insertions']]);
+    assert.deepEqual(
+      errors.filter((line) => line !== stopped[0]).map((line) => [line.msg, line.route]),
+      [['store unavailable', '/merkle_tree_insertions']],
+    );
     assert.doesNotMatch(server.output(), /\n\s+at /, 'no stack trace');
     lock.release();
     const again = await openStore(file);

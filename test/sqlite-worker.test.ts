@@ -21,7 +21,15 @@ import { spawnTracked } from './e2e/processes.ts';
 import { testConfig } from './helpers/config.ts';
 import { createFakeClock } from './helpers/fake-clock.ts';
 import { fakeRpcFetch, startFakeRpcServer, type ReceiptTable } from './helpers/fake-rpc.ts';
-import { CCTP_V2_TRANSMITTER, MAILBOX, hyperlaneMessage, messageId, rpcReceipt, transferLogs, txHash } from './helpers/fixtures.ts';
+import {
+  CCTP_V2_TRANSMITTER,
+  MAILBOX,
+  hyperlaneMessage,
+  messageId,
+  rpcReceipt,
+  transferLogs,
+  txHash,
+} from './helpers/fixtures.ts';
 import { httpRequest, postJson, type RawResponse } from './helpers/http.ts';
 import { startApi, startRelayerServer } from './helpers/server.ts';
 
@@ -87,9 +95,14 @@ function assertUnavailable(res: RawResponse): void {
   assert.equal(res.headers['retry-after'], '1');
 }
 
-const RECORDS = Array.from({ length: 500 }, (_, i) => ({ chain: 1, insertion_block_number: 7, leaf_index: i, message_id: '0x' + (i + 1).toString(16).padStart(64, '0') }));
+const RECORDS = Array.from({ length: 500 }, (_, i) => ({
+  chain: 1,
+  insertion_block_number: 7,
+  leaf_index: i,
+  message_id: '0x' + (i + 1).toString(16).padStart(64, '0'),
+}));
 
-describe('a write waits for another connection\'s lock without stopping the server (BENCHMARKS.md#storage-off-the-event-loop-node-benchstorets-node-benchmerklets)', () => {
+describe("a write waits for another connection's lock without stopping the server (BENCHMARKS.md#storage-off-the-event-loop-node-benchstorets-node-benchmerklets)", () => {
   test('while a relay waits for the lock: GET /relay, GET /ready, a read and a relay that writes nothing answer; the relay is stored and answered 200 once the lock is let go', async (t) => {
     const h = await start(t);
     const { hash, id } = mined(h, 1);
@@ -103,7 +116,9 @@ describe('a write waits for another connection\'s lock without stopping the serv
       assert.equal(live.text, 'up');
       const ready = await httpRequest(h.url, { path: '/ready' });
       assert.equal(ready.status, 200, 'the store answers reads: ready');
-      const read = await httpRequest(h.url, { path: '/merkle_tree_insertions?domain_id=1&leaf_index_start=0&leaf_index_end=9' });
+      const read = await httpRequest(h.url, {
+        path: '/merkle_tree_insertions?domain_id=1&leaf_index_start=0&leaf_index_end=9',
+      });
       assert.equal(read.json().merkle_tree_insertions.length, 3, 'a read through the worker');
       const noMessages = txHash(2);
       h.table.set(noMessages, rpcReceipt(noMessages, []));
@@ -162,7 +177,10 @@ describe('a write waits for another connection\'s lock without stopping the serv
       lock.release();
     }
     assert.equal(await h.store.merkleRowCount(), 0);
-    assert.equal((await postJson(h.url, '/merkle_tree_insertions', { merkle_tree_insertions: RECORDS })).json().count, RECORDS.length);
+    assert.equal(
+      (await postJson(h.url, '/merkle_tree_insertions', { merkle_tree_insertions: RECORDS })).json().count,
+      RECORDS.length,
+    );
   });
 
   test('group commit: concurrent relays and merkle requests share transactions, a failing one rolls back only itself', async (t) => {
@@ -199,10 +217,16 @@ describe('no synchronous SQLite on the main thread (BENCHMARKS.md#storage-off-th
   }
 
   test('the probe sees node:sqlite when the main thread loads it (the check can fail)', async () => {
-    const proc = spawnTracked(process.execPath, ['--import', PROBE, '--input-type=module', '-e', "import('node:sqlite')"]);
+    const proc = spawnTracked(process.execPath, [
+      '--import',
+      PROBE,
+      '--input-type=module',
+      '-e',
+      "import('node:sqlite')",
+    ]);
     await once(proc.child, 'exit');
     const loaded = probed(proc.output());
-    assert.ok(loaded.length > 0, 'node:sqlite shows in the main thread\'s module list');
+    assert.ok(loaded.length > 0, "node:sqlite shows in the main thread's module list");
   });
 
   test('relayer-server serves relays, merkle writes and reads, /ready and /metrics without loading node:sqlite on its main thread', async (t) => {
@@ -210,7 +234,12 @@ describe('no synchronous SQLite on the main thread (BENCHMARKS.md#storage-off-th
     t.after(() => rpc.close());
     const config = {
       chains: {
-        ethereum: { domainId: 1, mailbox: MAILBOX, cctpMessageTransmitter: CCTP_V2_TRANSMITTER, rpcUrls: [{ http: rpc.url }] },
+        ethereum: {
+          domainId: 1,
+          mailbox: MAILBOX,
+          cctpMessageTransmitter: CCTP_V2_TRANSMITTER,
+          rpcUrls: [{ http: rpc.url }],
+        },
         base: { domainId: 8453, mailbox: '0xeA87ae93Fa0019a82A727bfd3eBd1cFCa8f64f1D', rpcUrls: [{ http: rpc.url }] },
       },
       db: join(dir, 'probe.db'),
@@ -220,8 +249,13 @@ describe('no synchronous SQLite on the main thread (BENCHMARKS.md#storage-off-th
     const server = await startRelayerServer(t, ['--log-level', 'warn'], { config, nodeArgs: ['--import', PROBE] });
     const { url } = server;
     assert.equal((await postJson(url, '/relay', { origin_chain: 'ethereum', tx_hash: hash })).status, 200);
-    assert.equal((await postJson(url, '/merkle_tree_insertions', { merkle_tree_insertions: RECORDS.slice(0, 5) })).status, 200);
-    const list = await httpRequest(url, { path: '/merkle_tree_insertions?domain_id=1&leaf_index_start=0&leaf_index_end=9' });
+    assert.equal(
+      (await postJson(url, '/merkle_tree_insertions', { merkle_tree_insertions: RECORDS.slice(0, 5) })).status,
+      200,
+    );
+    const list = await httpRequest(url, {
+      path: '/merkle_tree_insertions?domain_id=1&leaf_index_start=0&leaf_index_end=9',
+    });
     assert.equal(list.json().merkle_tree_insertions.length, 5);
     assert.equal((await httpRequest(url, { path: '/ready' })).text, 'ready');
     assert.match((await httpRequest(url, { path: '/metrics' })).text, /^hyperlane_relay_api_outbox_depth 2$/m);
@@ -232,7 +266,9 @@ describe('no synchronous SQLite on the main thread (BENCHMARKS.md#storage-off-th
   test('lint: nothing the main thread loads from lib/ imports node:sqlite as a value; only the worker does', () => {
     const root = new URL('../lib/', import.meta.url).pathname;
     const valueImports = (file: string): string[] =>
-      [...readFileSync(join(root, file), 'utf8').matchAll(/^(?:import|export)\s+(?!type\b)[^;]*?from\s+'([^']+)'/gm)].map((m) => m[1]);
+      [
+        ...readFileSync(join(root, file), 'utf8').matchAll(/^(?:import|export)\s+(?!type\b)[^;]*?from\s+'([^']+)'/gm),
+      ].map((m) => m[1]);
     const resolveFrom = (file: string, spec: string) => join(dirname(file), spec);
     // Every module reachable by value imports from the entry points the server's main thread loads.
     const seen = new Set<string>();

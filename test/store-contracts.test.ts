@@ -13,7 +13,12 @@ const WINDOW_MS = 300_000;
 const CAPACITY = 20;
 
 function relayApi(burst = 100, perMinute = 100) {
-  return relayApiSettings({ rateLimit: { burst, perMinute }, dedupWindowSeconds: WINDOW_MS / 1000, dedupCapacity: CAPACITY, receiptTimeoutSeconds: 10 });
+  return relayApiSettings({
+    rateLimit: { burst, perMinute },
+    dedupWindowSeconds: WINDOW_MS / 1000,
+    dedupCapacity: CAPACITY,
+    receiptTimeoutSeconds: 10,
+  });
 }
 
 for (const engine of ENGINES) {
@@ -23,11 +28,15 @@ for (const engine of ENGINES) {
   });
   // Only the engines with a dedup store and rate limiter of their own (SQLite uses the per-process ones).
   if (!engine.limits) continue;
-  dedupContract(engine.name, { windowMs: WINDOW_MS, pendingMs: engine.dedupPendingMs(relayApi()), capacity: CAPACITY }, async () => {
-    const clock = createFakeClock();
-    const opened = await engine.open(clock, relayApi());
-    return { dedup: opened.dedup!, clock, close: () => opened.close() };
-  });
+  dedupContract(
+    engine.name,
+    { windowMs: WINDOW_MS, pendingMs: engine.dedupPendingMs(relayApi()), capacity: CAPACITY },
+    async () => {
+      const clock = createFakeClock();
+      const opened = await engine.open(clock, relayApi());
+      return { dedup: opened.dedup!, clock, close: () => opened.close() };
+    },
+  );
   rateLimitContract(engine.name, async (burst, perMinute) => {
     const clock = createFakeClock();
     const opened = await engine.open(clock, relayApi(burst, perMinute));

@@ -45,14 +45,21 @@ const ENGINES: Engine[] = [
     async open(t) {
       const s = await testSchema();
       t.after(() => s.close());
-      const store = await openPostgresStore(s.pool, { relayApi: testConfig().relayApi, schema: s.schema, clock: createFakeClock() });
+      const store = await openPostgresStore(s.pool, {
+        relayApi: testConfig().relayApi,
+        schema: s.schema,
+        clock: createFakeClock(),
+      });
       return { store, exec: async (sql) => void (await s.pool.query(sql.replaceAll('$S', `"${s.schema}"`))) };
     },
     refuse: [
       'ALTER TABLE $S.merkle_insertions ADD CONSTRAINT test_small_leaf CHECK (leaf_index < 1000)',
       'ALTER TABLE $S.outbox ADD CONSTRAINT test_small_nonce CHECK (nonce < 1000)',
     ],
-    allow: ['ALTER TABLE $S.merkle_insertions DROP CONSTRAINT test_small_leaf', 'ALTER TABLE $S.outbox DROP CONSTRAINT test_small_nonce'],
+    allow: [
+      'ALTER TABLE $S.merkle_insertions DROP CONSTRAINT test_small_leaf',
+      'ALTER TABLE $S.outbox DROP CONSTRAINT test_small_nonce',
+    ],
     cause: /violates check constraint "test_small_(leaf|nonce)"/,
   },
   {
@@ -98,7 +105,12 @@ for (const engine of ENGINES) {
       const clock = createFakeClock();
       const table: ReceiptTable = new Map();
       const logs: Array<Record<string, unknown>> = [];
-      const logger = { debug() {}, info() {}, warn() {}, error: (msg: string, fields?: object) => void logs.push({ msg, ...fields }) };
+      const logger = {
+        debug() {},
+        info() {},
+        warn() {},
+        error: (msg: string, fields?: object) => void logs.push({ msg, ...fields }),
+      };
       const { url, server } = await startApi(t, { store, clock, fetch: fakeRpcFetch(table).fetch, logger });
       for (const sql of engine.refuse) await exec(sql);
 
@@ -108,9 +120,15 @@ for (const engine of ENGINES) {
       table.set(hash, rpcReceipt(hash, transferLogs(1, { nonce: 5000 })));
       assertInternal(await postJson(url, '/relay', { origin_chain: 'ethereum', tx_hash: hash }));
 
-      assert.deepEqual(logs.map((l) => l.msg), ['internal error', 'internal error'], 'each logged once, as an internal error');
+      assert.deepEqual(
+        logs.map((l) => l.msg),
+        ['internal error', 'internal error'],
+        'each logged once, as an internal error',
+      );
       for (const line of logs) assert.match(String(line.cause), engine.cause);
-      const listed = await httpRequest(url, { path: '/merkle_tree_insertions?domain_id=1&leaf_index_start=0&leaf_index_end=9999' });
+      const listed = await httpRequest(url, {
+        path: '/merkle_tree_insertions?domain_id=1&leaf_index_start=0&leaf_index_end=9999',
+      });
       assert.deepEqual(listed.json(), { merkle_tree_insertions: [] }, 'nothing stored');
       assert.equal(await server.api.pipeline.dedup.size(), 0, 'the reservation was released');
 

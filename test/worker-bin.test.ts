@@ -18,11 +18,18 @@ const dir = mkdtempSync(join(tmpdir(), 'relayer-worker-bin-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 const KEY = `0x${'7e'.repeat(32)}`;
 
-async function run(args: string[], env: NodeJS.ProcessEnv = {}, nodeArgs: string[] = []): Promise<{ code: number | null; output: string }> {
+async function run(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+  nodeArgs: string[] = [],
+): Promise<{ code: number | null; output: string }> {
   const clean = { ...process.env };
   delete clean.RELAYER_SIGNER_KEY;
   delete clean.RELAYER_DB;
-  const child = spawnTracked(process.execPath, [...nodeArgs, BIN, ...args], { cwd: REPO_ROOT, env: { ...clean, ...env } });
+  const child = spawnTracked(process.execPath, [...nodeArgs, BIN, ...args], {
+    cwd: REPO_ROOT,
+    env: { ...clean, ...env },
+  });
   const [code] = (await once(child.child, 'exit')) as [number | null];
   return { code, output: child.output() };
 }
@@ -65,7 +72,10 @@ test('bad flags, an unknown command, an invalid config: exit 2 naming the proble
 
 test('viem not installed: exit 1 saying to install it, no module-resolution trace', async () => {
   const hide = join(REPO_ROOT, 'test', 'helpers', 'hide-viem.ts');
-  const { code, output } = await run(['--db', join(dir, 'viem.db'), '--port', '0'], { RELAYER_SIGNER_KEY: KEY }, ['--import', hide]);
+  const { code, output } = await run(['--db', join(dir, 'viem.db'), '--port', '0'], { RELAYER_SIGNER_KEY: KEY }, [
+    '--import',
+    hide,
+  ]);
   assert.equal(code, 1, output);
   assert.match(output, /needs the viem package, which is not installed: install viem \(npm install viem\)/);
   assert.doesNotMatch(output, /ERR_MODULE_NOT_FOUND|\n\s+at /);
@@ -79,9 +89,22 @@ test('requeue on the database named by RELAYER_DB: a failed message back to queu
   const raw = new Uint8Array(81);
   raw[0] = 3;
   try {
-    await store.outbox.enqueue([{ id, originChain: 'ethereum', txHash: `0x${'22'.repeat(32)}`, origin: 1, destination: 8453, nonce: 0, raw, enqueuedAt: Date.now() }]);
+    await store.outbox.enqueue([
+      {
+        id,
+        originChain: 'ethereum',
+        txHash: `0x${'22'.repeat(32)}`,
+        origin: 1,
+        destination: 8453,
+        nonce: 0,
+        raw,
+        enqueuedAt: Date.now(),
+      },
+    ]);
     const [claimed] = await store.outbox.claim(1, 60_000);
-    assert.ok(await store.outbox.markFailed(id, { lease: claimed.lease, error: 'unsupported ISM type 5', final: true }));
+    assert.ok(
+      await store.outbox.markFailed(id, { lease: claimed.lease, error: 'unsupported ISM type 5', final: true }),
+    );
   } finally {
     await store.close();
   }

@@ -9,7 +9,13 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { Hash, Hex } from 'viem';
 import { createMemoryOutbox, type Outbox, type OutboxRecord } from '../lib/outbox.ts';
-import { createDeliveryWorker, readAttemptState, type DeliveryOutbox, type DeliveryWorkerOptions, type Destination } from '../lib/worker/delivery.ts';
+import {
+  createDeliveryWorker,
+  readAttemptState,
+  type DeliveryOutbox,
+  type DeliveryWorkerOptions,
+  type Destination,
+} from '../lib/worker/delivery.ts';
 import { DeliveryError } from '../lib/worker/errors.ts';
 import { createFakeClock, type FakeClock } from './helpers/fake-clock.ts';
 
@@ -73,7 +79,18 @@ interface Rig {
 function rig(messages = 1): Rig {
   const clock = createFakeClock(T0);
   const outbox = createMemoryOutbox(clock);
-  outbox.enqueue(Array.from({ length: messages }, (_, i) => ({ id: idOf(i + 1), originChain: 'anvil1', txHash: idOf(1000 + i), origin: 1, destination: 2, nonce: i, raw: rawMessage(i), enqueuedAt: T0 - 10_000 })));
+  outbox.enqueue(
+    Array.from({ length: messages }, (_, i) => ({
+      id: idOf(i + 1),
+      originChain: 'anvil1',
+      txHash: idOf(1000 + i),
+      origin: 1,
+      destination: 2,
+      nonce: i,
+      raw: rawMessage(i),
+      enqueuedAt: T0 - 10_000,
+    })),
+  );
   const calls: Rig['extends'] = [];
   const consumer: DeliveryOutbox = {
     claim: (limit, leaseMs, opts) => outbox.claim(limit, leaseMs, opts),
@@ -95,7 +112,14 @@ function row(r: Rig, id: string): OutboxRecord {
 }
 
 function worker(r: Rig, destination: Destination, options: Partial<DeliveryWorkerOptions> = {}) {
-  return createDeliveryWorker({ outbox: r.consumer, destinations: new Map([[2, destination]]), clock: r.clock, random: () => 0.5, pollMs: 100, ...options });
+  return createDeliveryWorker({
+    outbox: r.consumer,
+    destinations: new Map([[2, destination]]),
+    clock: r.clock,
+    random: () => 0.5,
+    pollMs: 100,
+    ...options,
+  });
 }
 
 describe('delivery loop', () => {
@@ -124,8 +148,15 @@ describe('delivery loop', () => {
 
   test('a simulation that reverts "already delivered" is a delivery (a racing worker landed first): no transaction', async () => {
     const r = rig();
-    const revert = Object.assign(new Error('reverted'), { name: 'TransactionError', kind: 'revert', reason: 'Mailbox: already delivered' });
-    const d = scripted({ deliveredBy: (_id, call) => (call === 1 ? null : PRIOR), simulate: async () => Promise.reject(revert) });
+    const revert = Object.assign(new Error('reverted'), {
+      name: 'TransactionError',
+      kind: 'revert',
+      reason: 'Mailbox: already delivered',
+    });
+    const d = scripted({
+      deliveredBy: (_id, call) => (call === 1 ? null : PRIOR),
+      simulate: async () => Promise.reject(revert),
+    });
     const [result] = await worker(r, d).runOnce();
     assert.equal(result.outcome, 'delivered');
     assert.equal(row(r, idOf(1)).destinationTxHash, PRIOR);
@@ -134,7 +165,12 @@ describe('delivery loop', () => {
 
   test('a failure retries with exponential backoff and jitter (half fixed, half random), named in last_error; final after maxAttempts', async () => {
     const r = rig();
-    const d = scripted({ simulate: async () => Promise.reject(Object.assign(new Error('x'), { name: 'TransactionError', kind: 'revert', reason: 'ISM: bad signature' })) });
+    const d = scripted({
+      simulate: async () =>
+        Promise.reject(
+          Object.assign(new Error('x'), { name: 'TransactionError', kind: 'revert', reason: 'ISM: bad signature' }),
+        ),
+    });
     const randoms = [0, 1];
     const w = worker(r, d, { maxAttempts: 3, retryBaseMs: 5_000, random: () => randoms.shift() ?? 0.5 });
     const [first] = await w.runOnce();
@@ -176,7 +212,10 @@ describe('delivery loop', () => {
       assert.equal(result.outcome, 'pending');
       const record = row(r, idOf(1));
       assert.equal(record.status, 'queued');
-      assert.match(record.lastError!, /^pending: gateway 1 of 1 answered HTTP 404 \(failures 0\/2; pending since 2026-11-25T12:00:00.000Z, poll \d+\)$/);
+      assert.match(
+        record.lastError!,
+        /^pending: gateway 1 of 1 answered HTTP 404 \(failures 0\/2; pending since 2026-11-25T12:00:00.000Z, poll \d+\)$/,
+      );
       delays.push(record.retryAt! - before);
       await r.clock.advanceTo(record.retryAt!);
     }
@@ -196,13 +235,26 @@ describe('delivery loop', () => {
 
   test('an unsupported ISM type or an unconfigured destination is final at once', async () => {
     const r = rig(2);
-    const d = scripted({ metadata: async () => Promise.reject(new DeliveryError('unsupported', 'unsupported ISM type 3')) });
+    const d = scripted({
+      metadata: async () => Promise.reject(new DeliveryError('unsupported', 'unsupported ISM type 3')),
+    });
     const w = createDeliveryWorker({ outbox: r.consumer, destinations: new Map([[2, d]]), clock: r.clock });
     await w.runOnce();
     assert.equal(row(r, idOf(1)).status, 'failed');
     assert.equal(row(r, idOf(1)).lastError, 'unsupported ISM type 3');
     const none = createDeliveryWorker({ outbox: r.consumer, destinations: new Map(), clock: r.clock });
-    r.outbox.enqueue([{ id: idOf(9), originChain: 'anvil1', txHash: idOf(9), origin: 1, destination: 7, nonce: 9, raw: rawMessage(9), enqueuedAt: T0 }]);
+    r.outbox.enqueue([
+      {
+        id: idOf(9),
+        originChain: 'anvil1',
+        txHash: idOf(9),
+        origin: 1,
+        destination: 7,
+        nonce: 9,
+        raw: rawMessage(9),
+        enqueuedAt: T0,
+      },
+    ]);
     await none.runOnce();
     assert.equal(row(r, idOf(9)).lastError, 'no chain configured for destination domain 7');
   });
@@ -226,11 +278,18 @@ describe('delivery loop', () => {
     await r.clock.advance(10_000);
     await r.clock.advance(10_000);
     await r.clock.advance(10_000);
-    assert.deepEqual(r.extends.map((e) => e.at - T0), [10_000, 20_000, 30_000, 40_000]);
+    assert.deepEqual(
+      r.extends.map((e) => e.at - T0),
+      [10_000, 20_000, 30_000, 40_000],
+    );
     confirm();
     const [result] = await done;
     assert.equal(result.outcome, 'delivered');
-    assert.equal(result.outcome === 'delivered' && result.recorded, true, 'recorded: the lease was kept past its first 30 s');
+    assert.equal(
+      result.outcome === 'delivered' && result.recorded,
+      true,
+      'recorded: the lease was kept past its first 30 s',
+    );
   });
 
   test('stop(): a message not yet sent is released (queued, claimable now, last_error kept); one already sent is followed to its receipt', async () => {
@@ -260,7 +319,11 @@ describe('delivery loop', () => {
     const released = row(r, idOf(2));
     assert.equal(released.status, 'queued');
     assert.equal(released.retryAt, T0);
-    assert.equal(released.lastError, 'released: a worker stopped before delivering it', 'no earlier error to keep: says why');
+    assert.equal(
+      released.lastError,
+      'released: a worker stopped before delivering it',
+      'no earlier error to keep: says why',
+    );
     assert.equal(row(r, idOf(1)).status, 'delivering', 'the sent one is still followed');
     confirm();
     await stopped;
@@ -272,17 +335,27 @@ describe('delivery loop', () => {
 });
 
 describe('delivery errors (lib/worker/errors.ts)', () => {
-  test('each failure class is named, the sender\'s and the CCIP-read client\'s kinds kept, URLs cut out of the text', async () => {
+  test("each failure class is named, the sender's and the CCIP-read client's kinds kept, URLs cut out of the text", async () => {
     const { toDeliveryError, scrub } = await import('../lib/worker/errors.ts');
     const { TransactionError } = await import('../lib/worker/transactions.ts');
     const { CcipReadError } = await import('../lib/worker/ccip-read.ts');
-    assert.equal(toDeliveryError(new TransactionError('insufficient-funds', 'the signer cannot pay')).kind, 'insufficient-funds');
-    const revert = toDeliveryError(new TransactionError('revert', 'reverted', { reason: 'Mailbox: already delivered' }));
+    assert.equal(
+      toDeliveryError(new TransactionError('insufficient-funds', 'the signer cannot pay')).kind,
+      'insufficient-funds',
+    );
+    const revert = toDeliveryError(
+      new TransactionError('revert', 'reverted', { reason: 'Mailbox: already delivered' }),
+    );
     assert.deepEqual([revert.kind, revert.message], ['revert', 'Mailbox: already delivered']);
     assert.equal(toDeliveryError(new CcipReadError('pending', 'gateway 1 of 1 answered HTTP 404')).kind, 'pending');
     const gateway = toDeliveryError(new CcipReadError('malformed', 'gateway 1 of 1 answered data that is not hex'));
-    assert.deepEqual([gateway.kind, gateway.message], ['gateway', 'malformed: gateway 1 of 1 answered data that is not hex']);
-    const rpc = toDeliveryError(new Error('HTTP request failed. URL: https://user:secret@rpc.example/v2/KEY123 Status: 500'));
+    assert.deepEqual(
+      [gateway.kind, gateway.message],
+      ['gateway', 'malformed: gateway 1 of 1 answered data that is not hex'],
+    );
+    const rpc = toDeliveryError(
+      new Error('HTTP request failed. URL: https://user:secret@rpc.example/v2/KEY123 Status: 500'),
+    );
     assert.equal(rpc.kind, 'rpc');
     assert.doesNotMatch(rpc.message, /secret|KEY123|rpc\.example/);
     assert.equal(scrub('see http://127.0.0.1:9/x?key=1 now'), 'see <url> now');

@@ -47,7 +47,10 @@ test('/metrics: delivered, failed, retries, in flight, oldest claimed age, outbo
   assert.equal(sampleValue(text, 'relayer_worker_oldest_claimed_age_seconds'), 42.5);
   assert.equal(sampleValue(text, 'relayer_worker_outbox_depth'), 7);
   assert.equal(sampleValue(text, 'relayer_worker_enqueue_to_delivered_seconds_count', { destination: 'base' }), 2);
-  assert.equal(sampleValue(text, 'relayer_worker_enqueue_to_delivered_seconds_bucket', { destination: 'base', le: '20' }), 1);
+  assert.equal(
+    sampleValue(text, 'relayer_worker_enqueue_to_delivered_seconds_bucket', { destination: 'base', le: '20' }),
+    1,
+  );
   assert.equal(sampleValue(text, 'relayer_worker_enqueue_to_delivered_seconds_sum', { destination: 'base' }), 3_612);
 
   assert.equal(await (await fetch(`${url}/ready`)).text(), 'ready\n');
@@ -57,7 +60,11 @@ test('/metrics: delivered, failed, retries, in flight, oldest claimed age, outbo
   assert.equal(down.status, 503);
   assert.equal(await down.text(), 'store_unavailable\n');
   const scraped = parseExposition(await (await fetch(`${url}/metrics`)).text());
-  assert.equal(sampleValue(scraped, 'relayer_worker_outbox_depth'), -1, 'a store that does not answer shows -1, the scrape still works');
+  assert.equal(
+    sampleValue(scraped, 'relayer_worker_outbox_depth'),
+    -1,
+    'a store that does not answer shows -1, the scrape still works',
+  );
   assert.equal((await fetch(`${url}/nope`)).status, 404);
   const post = await fetch(`${url}/metrics`, { method: 'POST' });
   assert.equal(post.status, 405);

@@ -15,11 +15,24 @@
  * wait are cancelled). Time comes from an injectable Clock, so tests drive the waits.
  */
 import { sleep, systemClock, type Clock } from '../clock.ts';
-import { RelayApiError, type ClientFailureCode, type Reason, InvalidArgumentError, OutOfRangeError } from '../errors.ts';
+import {
+  RelayApiError,
+  type ClientFailureCode,
+  type Reason,
+  InvalidArgumentError,
+  OutOfRangeError,
+} from '../errors.ts';
 import type { MessageStatusJson, MessagesOfTxJson } from '../message-status.ts';
 import type { FetchLike, MessageSummary, RelayRequest, RelayResponse } from '../types.ts';
 
-export { RelayApiError, type ClientFailureCode, type MessageStatusJson, type MessageSummary, type Reason, type RelayRequest };
+export {
+  RelayApiError,
+  type ClientFailureCode,
+  type MessageStatusJson,
+  type MessageSummary,
+  type Reason,
+  type RelayRequest,
+};
 
 export type { FetchLike };
 
@@ -80,7 +93,13 @@ export interface RelayClient {
   waitForDelivery(messageId: string, options?: WaitOptions): Promise<MessageStatusJson>;
 }
 
-const RETRYABLE: ReadonlySet<string> = new Set<Reason | ClientFailureCode>(['timeout', 'rate_limited', 'cache_full', 'store_unavailable', 'network_error']);
+const RETRYABLE: ReadonlySet<string> = new Set<Reason | ClientFailureCode>([
+  'timeout',
+  'rate_limited',
+  'cache_full',
+  'store_unavailable',
+  'network_error',
+]);
 const FINAL_STATUSES: ReadonlySet<string> = new Set(['delivered', 'failed']);
 
 function positive(value: number | undefined, fallback: number, name: string): number {
@@ -96,8 +115,12 @@ function retryAfter(response: Response): number | undefined {
 }
 
 function isErrorBody(value: unknown): value is { reason: string; message: string } {
-  return typeof value === 'object' && value !== null && typeof (value as { reason?: unknown }).reason === 'string' &&
-    typeof (value as { message?: unknown }).message === 'string';
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as { reason?: unknown }).reason === 'string' &&
+    typeof (value as { message?: unknown }).message === 'string'
+  );
 }
 
 export function createRelayClient(options: RelayClientOptions): RelayClient {
@@ -112,21 +135,36 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
   const lookupDuplicates = options.lookupDuplicates ?? true;
 
   /** One HTTP exchange, cancelled by the caller's signal or at `deadline`. */
-  async function exchange<T>(method: string, path: string, body: string | undefined, signal: AbortSignal | undefined, deadline: number): Promise<T> {
+  async function exchange<T>(
+    method: string,
+    path: string,
+    body: string | undefined,
+    signal: AbortSignal | undefined,
+    deadline: number,
+  ): Promise<T> {
     const url = base + path;
     const controller = new AbortController();
     const onAbort = () => controller.abort(signal!.reason);
     if (signal?.aborted) throw signal.reason;
     signal?.addEventListener('abort', onAbort, { once: true });
     let pastDeadline = false;
-    const timer = clock.setTimeout(() => {
-      pastDeadline = true;
-      controller.abort();
-    }, Math.max(0, deadline - clock.now()));
+    const timer = clock.setTimeout(
+      () => {
+        pastDeadline = true;
+        controller.abort();
+      },
+      Math.max(0, deadline - clock.now()),
+    );
     const noAnswer = (error: unknown): unknown => {
       if (signal?.aborted) return signal.reason;
-      if (pastDeadline) return new RelayApiError('deadline_exceeded', `${method} ${path}: no answer within the call's time budget`, { status: 0 });
-      return new RelayApiError('network_error', `${method} ${path}: no answer from ${base || 'the relayer'}`, { status: 0, cause: error });
+      if (pastDeadline)
+        return new RelayApiError('deadline_exceeded', `${method} ${path}: no answer within the call's time budget`, {
+          status: 0,
+        });
+      return new RelayApiError('network_error', `${method} ${path}: no answer from ${base || 'the relayer'}`, {
+        status: 0,
+        cause: error,
+      });
     };
     try {
       let response: Response;
@@ -134,7 +172,10 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
       try {
         response = await fetchFn(url, {
           method,
-          headers: body === undefined ? { accept: 'application/json' } : { accept: 'application/json', 'content-type': 'application/json' },
+          headers:
+            body === undefined
+              ? { accept: 'application/json' }
+              : { accept: 'application/json', 'content-type': 'application/json' },
           body,
           signal: controller.signal,
         });
@@ -149,9 +190,17 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
         json = undefined;
       }
       if (response.ok && json !== undefined) return json as T;
-      const answer = { status: response.status, retryAfterSeconds: retryAfter(response), requestId: response.headers.get('x-request-id') ?? undefined };
+      const answer = {
+        status: response.status,
+        retryAfterSeconds: retryAfter(response),
+        requestId: response.headers.get('x-request-id') ?? undefined,
+      };
       if (!response.ok && isErrorBody(json)) throw new RelayApiError(json.reason as Reason, json.message, answer);
-      throw new RelayApiError('bad_response', `${method} ${path}: HTTP ${response.status} without the API's JSON body`, answer);
+      throw new RelayApiError(
+        'bad_response',
+        `${method} ${path}: HTTP ${response.status} without the API's JSON body`,
+        answer,
+      );
     } finally {
       clock.clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
@@ -159,14 +208,21 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
   }
 
   /** An exchange with the retry policy; `until` caps the call's own budget (waitForDelivery's). */
-  async function call<T>(method: string, path: string, body: string | undefined, signal: AbortSignal | undefined, until = Infinity): Promise<T> {
+  async function call<T>(
+    method: string,
+    path: string,
+    body: string | undefined,
+    signal: AbortSignal | undefined,
+    until = Infinity,
+  ): Promise<T> {
     const deadline = Math.min(clock.now() + maxTotalMs, until);
     for (let attempt = 1; ; attempt++) {
       try {
         return await exchange<T>(method, path, body, signal, deadline);
       } catch (error) {
         if (!(error instanceof RelayApiError) || !RETRYABLE.has(error.reason) || attempt >= maxAttempts) throw error;
-        const wait = error.retryAfterSeconds !== undefined ? error.retryAfterSeconds * 1_000 : backoffMs * 2 ** (attempt - 1);
+        const wait =
+          error.retryAfterSeconds !== undefined ? error.retryAfterSeconds * 1_000 : backoffMs * 2 ** (attempt - 1);
         if (clock.now() + wait >= deadline) throw error;
         await sleep(clock, wait, signal);
       }
@@ -177,7 +233,11 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
     return call<MessageStatusJson>('GET', `/relay/${encodeURIComponent(messageId)}`, undefined, options.signal, until);
   }
 
-  async function messagesOfTx(originChain: string, txHash: string, options: CallOptions = {}): Promise<MessageStatusJson[]> {
+  async function messagesOfTx(
+    originChain: string,
+    txHash: string,
+    options: CallOptions = {},
+  ): Promise<MessageStatusJson[]> {
     const query = new URLSearchParams({ origin_chain: originChain, tx_hash: txHash });
     return (await call<MessagesOfTxJson>('GET', `/relay?${query}`, undefined, options.signal)).messages;
   }
@@ -198,7 +258,12 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
         }
         if (found.length === 0) throw error;
         return {
-          messages: found.map((m) => ({ message_id: m.message_id, origin: m.origin, destination: m.destination, nonce: m.nonce })),
+          messages: found.map((m) => ({
+            message_id: m.message_id,
+            origin: m.origin,
+            destination: m.destination,
+            nonce: m.nonce,
+          })),
           alreadySubmitted: true,
         };
       }
@@ -221,7 +286,11 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
         }
         if (FINAL_STATUSES.has(current.status)) return current;
         if (clock.now() + pollIntervalMs >= deadline) {
-          throw new RelayApiError('deadline_exceeded', `message ${messageId} is still ${current.status} after ${timeoutMs} ms`, { status: 0 });
+          throw new RelayApiError(
+            'deadline_exceeded',
+            `message ${messageId} is still ${current.status} after ${timeoutMs} ms`,
+            { status: 0 },
+          );
         }
         await sleep(clock, pollIntervalMs, options.signal);
       }

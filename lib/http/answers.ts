@@ -8,7 +8,13 @@ import type { Exchange } from './exchange.ts';
 export const JSON_TYPE = 'application/json';
 export const TEXT_TYPE = 'text/plain; charset=utf-8';
 
-export function send(ex: Exchange, status: number, body: string, type: string, headers: Record<string, string> = {}): void {
+export function send(
+  ex: Exchange,
+  status: number,
+  body: string,
+  type: string,
+  headers: Record<string, string> = {},
+): void {
   const { res } = ex;
   if (res.headersSent) return;
   // One writeHead instead of a setHeader per field: each setHeader validates and stores its field.

@@ -16,7 +16,9 @@ export function createAdminCheck(token: string | null): AdminCheck {
     const header = ex.req.headers.authorization ?? '';
     // RFC 9110 §11.1: the auth-scheme is case-insensitive (clients send "bearer" too).
     const match = /^Bearer ([\x21-\x7e]+)$/i.exec(header);
-    const given = createHash('sha256').update(match ? match[1] : '').digest();
+    const given = createHash('sha256')
+      .update(match ? match[1] : '')
+      .digest();
     // Equal-length digests: the comparison time does not depend on where the tokens differ.
     if (!match || !timingSafeEqual(given, digest)) {
       throw new RelayError('unauthorized', 'a valid admin bearer token is required');

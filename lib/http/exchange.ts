@@ -61,7 +61,11 @@ export interface ExchangeRecorder {
   inFlight(): number;
 }
 
-export function createExchangeRecorder(deps: { clock: Clock; logger: Logger; metrics: RelayMetrics }): ExchangeRecorder {
+export function createExchangeRecorder(deps: {
+  clock: Clock;
+  logger: Logger;
+  metrics: RelayMetrics;
+}): ExchangeRecorder {
   const { clock, logger, metrics } = deps;
   let inFlight = 0;
 
@@ -74,7 +78,11 @@ export function createExchangeRecorder(deps: { clock: Clock; logger: Logger; met
     if (!res.writableFinished) ex.reason = CLIENT_CLOSED;
     const status = res.writableFinished ? res.statusCode : 499;
     if (ex.route === '/relay' && req.method === 'POST') {
-      metrics.requests.inc(status < 400 ? { status: 'success', error_type: '' } : { status: 'failure', error_type: ex.reason ?? 'internal_error' });
+      metrics.requests.inc(
+        status < 400
+          ? { status: 'success', error_type: '' }
+          : { status: 'failure', error_type: ex.reason ?? 'internal_error' },
+      );
     }
     metrics.responses.inc({ route: ex.route, code: String(status) });
     metrics.duration.observe({ route: ex.route }, seconds);
@@ -107,7 +115,8 @@ export function createExchangeRecorder(deps: { clock: Clock; logger: Logger; met
       if (error.reason === 'rate_limited') metrics.rateLimited.inc();
       if (error.reason === 'internal_error' || error.reason === 'store_unavailable') {
         // The cause is for the operator's log only, reduced to its name and first line.
-        const cause = error.cause instanceof Error ? `${error.cause.name}: ${error.cause.message.split('\n')[0]}` : undefined;
+        const cause =
+          error.cause instanceof Error ? `${error.cause.name}: ${error.cause.message.split('\n')[0]}` : undefined;
         logger.error(error.reason === 'internal_error' ? 'internal error' : 'store unavailable', {
           request_id: ex.id,
           route: ex.route,

@@ -63,7 +63,9 @@ function labelText(labels: Labels, extra?: [string, string]): string {
  * the names and values in the caller's order, so counting a request costs a string join and one
  * map lookup instead of a sort, regex checks and escaping (bench/http.ts: about 1 us a request).
  */
-function seriesTable<T extends { labels: Labels }>(create: (labels: Labels) => T): { get(labels: Labels): T; values(): IterableIterator<T> } {
+function seriesTable<T extends { labels: Labels }>(
+  create: (labels: Labels) => T,
+): { get(labels: Labels): T; values(): IterableIterator<T> } {
   const canonical = new Map<string, T>();
   const fast = new Map<string, T>();
   return {
@@ -127,7 +129,12 @@ export function createMetricsRegistry(): MetricsRegistry {
 
     histogram(name, help, buckets = DEFAULT_BUCKETS) {
       const bounds = [...buckets].sort((a, b) => a - b);
-      const series = seriesTable((labels) => ({ labels, counts: new Array<number>(bounds.length).fill(0), sum: 0, count: 0 }));
+      const series = seriesTable((labels) => ({
+        labels,
+        counts: new Array<number>(bounds.length).fill(0),
+        sum: 0,
+        count: 0,
+      }));
       register({
         name,
         help,
@@ -149,7 +156,8 @@ export function createMetricsRegistry(): MetricsRegistry {
       });
       return {
         observe(labels, seconds) {
-          if (Object.hasOwn(labels, 'le')) throw new InvalidArgumentError(`histogram ${name}: "le" is the bucket label`);
+          if (Object.hasOwn(labels, 'le'))
+            throw new InvalidArgumentError(`histogram ${name}: "le" is the bucket label`);
           const entry = series.get(labels);
           const i = bounds.findIndex((bound) => seconds <= bound);
           if (i >= 0) entry.counts[i]++;
@@ -218,9 +226,18 @@ export function createRelayMetrics(registry: MetricsRegistry, clock: Clock): Rel
     'hyperlane_relay_api_requests_total',
     'POST /relay requests by status ("success" or "failure") and error_type (the failure reason, "" on success).',
   );
-  const responses = registry.counter('hyperlane_relay_api_http_responses_total', 'HTTP responses by route and status code.');
-  const duration = registry.histogram('hyperlane_relay_api_request_duration_seconds', 'Relay API request duration by route.');
-  const rateLimited = registry.counter('hyperlane_relay_api_rate_limited_total', 'POST /relay requests refused by the global rate limit.');
+  const responses = registry.counter(
+    'hyperlane_relay_api_http_responses_total',
+    'HTTP responses by route and status code.',
+  );
+  const duration = registry.histogram(
+    'hyperlane_relay_api_request_duration_seconds',
+    'Relay API request duration by route.',
+  );
+  const rateLimited = registry.counter(
+    'hyperlane_relay_api_rate_limited_total',
+    'POST /relay requests refused by the global rate limit.',
+  );
   const receiptDuration = registry.histogram(
     'hyperlane_relay_api_receipt_fetch_duration_seconds',
     'Duration of eth_getTransactionReceipt attempts by chain and RPC endpoint (origin only).',
@@ -229,8 +246,14 @@ export function createRelayMetrics(registry: MetricsRegistry, clock: Clock): Rel
     'hyperlane_relay_api_receipt_fetch_failures_total',
     'Failed eth_getTransactionReceipt attempts by chain and RPC endpoint (origin only).',
   );
-  const messagesEnqueued = registry.counter('hyperlane_relay_api_messages_enqueued_total', 'Messages accepted by POST /relay.');
-  const merkleRows = registry.counter('hyperlane_relay_api_merkle_rows_written_total', 'Merkle tree insertion rows written.');
+  const messagesEnqueued = registry.counter(
+    'hyperlane_relay_api_messages_enqueued_total',
+    'Messages accepted by POST /relay.',
+  );
+  const merkleRows = registry.counter(
+    'hyperlane_relay_api_merkle_rows_written_total',
+    'Merkle tree insertion rows written.',
+  );
 
   // Gauges read from a store that answers asynchronously are sampled before each /metrics render;
   // a synchronous one (the in-memory engines) is read at render time.
@@ -259,14 +282,16 @@ export function createRelayMetrics(registry: MetricsRegistry, clock: Clock): Rel
         const value = read();
         if (!isPromiseLike(value)) return value;
         kind = 'async';
-        value.then((v) => (last = v), () => {});
+        value.then(
+          (v) => (last = v),
+          () => {},
+        );
       } catch {
         // As above.
       }
       return last;
     });
   }
-
 
   return {
     requests,
@@ -281,9 +306,18 @@ export function createRelayMetrics(registry: MetricsRegistry, clock: Clock): Rel
       if (!event.ok) receiptFailures.inc(labels);
     },
     gauges(sources) {
-      storeGauge('hyperlane_relay_api_dedup_cache_size', 'Live entries in the POST /relay dedup cache.', sources.dedupSize);
+      storeGauge(
+        'hyperlane_relay_api_dedup_cache_size',
+        'Live entries in the POST /relay dedup cache.',
+        sources.dedupSize,
+      );
       registry.gauge('hyperlane_relay_api_in_flight_requests', 'Requests being handled.', sources.inFlight);
-      if (sources.outboxDepth) storeGauge('hyperlane_relay_api_outbox_depth', 'Messages in the relay outbox not yet delivered.', sources.outboxDepth);
+      if (sources.outboxDepth)
+        storeGauge(
+          'hyperlane_relay_api_outbox_depth',
+          'Messages in the relay outbox not yet delivered.',
+          sources.outboxDepth,
+        );
     },
     async sample() {
       if (samplers.length > 0) await Promise.all(samplers.map((sample) => sample()));

@@ -23,12 +23,22 @@ export function opsRoutes(options: OpsEndpointOptions): Route[] {
   const { config, store, clock, metrics, relayMetrics, openapi } = options;
   // GET /chains: what a client may send as origin_chain. Never the RPC URLs (they carry API keys).
   const chainList = JSON.stringify({
-    chains: Object.values(config.chains).map((c) => ({ name: c.name, domain_id: c.domainId, chain_id: c.chainId ?? null })),
+    chains: Object.values(config.chains).map((c) => ({
+      name: c.name,
+      domain_id: c.domainId,
+      chain_id: c.chainId ?? null,
+    })),
   });
 
   async function getReady(ex: Exchange): Promise<void> {
     // Without a store bundle everything lives in this process, which is answering.
-    if (store !== undefined) await withDeadline(callStore(() => store.ping()), READY_TIMEOUT_MS, clock, 'the store ping');
+    if (store !== undefined)
+      await withDeadline(
+        callStore(() => store.ping()),
+        READY_TIMEOUT_MS,
+        clock,
+        'the store ping',
+      );
     sendText(ex, 200, 'ready');
   }
 

@@ -94,7 +94,13 @@ export function createRpcTransport(opts: RpcTransportOptions = {}): RpcTransport
       origins.set(key, origin);
       return origin;
     }
-    const agentOptions = { keepAlive: true, maxSockets, maxFreeSockets, timeout: idleTimeoutMs, scheduling: 'lifo' as const };
+    const agentOptions = {
+      keepAlive: true,
+      maxSockets,
+      maxFreeSockets,
+      timeout: idleTimeoutMs,
+      scheduling: 'lifo' as const,
+    };
     origin = { agent: https ? new HttpsAgent(agentOptions) : new HttpAgent(agentOptions) };
     origins.set(key, origin);
     if (origins.size > maxOrigins) {
@@ -115,7 +121,8 @@ export function createRpcTransport(opts: RpcTransportOptions = {}): RpcTransport
       // Not the parser's error: its message quotes the input, which may hold a key.
       throw fetchFailed(new TypeError('invalid URL'));
     }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw fetchFailed(new TypeError(`unsupported protocol ${url.protocol}`));
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      throw fetchFailed(new TypeError(`unsupported protocol ${url.protocol}`));
     const headers: Record<string, string> = {};
     if (url.username !== '' || url.password !== '') {
       // As the global fetch path of lib/rpc.ts does (and curl): userinfo becomes Basic auth.
@@ -137,13 +144,19 @@ export function createRpcTransport(opts: RpcTransportOptions = {}): RpcTransport
     return target;
   }
 
-  function headersOf(init: RequestInit, base: Record<string, string>, body: string | Uint8Array | undefined): Record<string, string> {
+  function headersOf(
+    init: RequestInit,
+    base: Record<string, string>,
+    body: string | Uint8Array | undefined,
+  ): Record<string, string> {
     const out: Record<string, string> = { ...base };
     const given = init.headers;
     if (given instanceof Headers) given.forEach((value, name) => (out[name] = value));
     else if (Array.isArray(given)) for (const [name, value] of given) out[name.toLowerCase()] = value;
-    else if (given) for (const name of Object.keys(given)) out[name.toLowerCase()] = (given as Record<string, string>)[name];
-    if (body !== undefined) out['content-length'] = String(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength);
+    else if (given)
+      for (const name of Object.keys(given)) out[name.toLowerCase()] = (given as Record<string, string>)[name];
+    if (body !== undefined)
+      out['content-length'] = String(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength);
     return out;
   }
 
@@ -165,7 +178,14 @@ export function createRpcTransport(opts: RpcTransportOptions = {}): RpcTransport
     }
     let source: Readable = res;
     const encoding = (res.headers['content-encoding'] ?? '').trim().toLowerCase();
-    const decoder = encoding === 'gzip' || encoding === 'x-gzip' ? createGunzip() : encoding === 'deflate' ? createInflate() : encoding === 'br' ? createBrotliDecompress() : undefined;
+    const decoder =
+      encoding === 'gzip' || encoding === 'x-gzip'
+        ? createGunzip()
+        : encoding === 'deflate'
+          ? createInflate()
+          : encoding === 'br'
+            ? createBrotliDecompress()
+            : undefined;
     if (decoder) {
       // The core's byte bound then counts decoded bytes: a small compressed bomb stops at it.
       source = pipeline(res, decoder, () => {});
@@ -224,8 +244,16 @@ export function createRpcTransport(opts: RpcTransportOptions = {}): RpcTransport
     } catch (error) {
       return Promise.reject(error);
     }
-    const body = init.body === undefined || init.body === null ? undefined : typeof init.body === 'string' ? init.body : init.body instanceof Uint8Array ? init.body : undefined;
-    if (init.body !== undefined && init.body !== null && body === undefined) return Promise.reject(fetchFailed(new TypeError('unsupported body type')));
+    const body =
+      init.body === undefined || init.body === null
+        ? undefined
+        : typeof init.body === 'string'
+          ? init.body
+          : init.body instanceof Uint8Array
+            ? init.body
+            : undefined;
+    if (init.body !== undefined && init.body !== null && body === undefined)
+      return Promise.reject(fetchFailed(new TypeError('unsupported body type')));
     const headers = headersOf(init, target.options.headers as Record<string, string>, body);
     const { agent } = originFor(target.origin, target.https);
     const send = target.https ? httpsRequest : httpRequest;
@@ -269,7 +297,12 @@ export function createRpcTransport(opts: RpcTransportOptions = {}): RpcTransport
           if (settled) return;
           // A keep-alive socket the server closed while idle fails at once: send again, once,
           // on a fresh socket (Node's documented pattern; eth_getTransactionReceipt is idempotent).
-          if (req.reusedSocket && !retried && (error.code === 'ECONNRESET' || error.code === 'EPIPE') && !signal?.aborted) {
+          if (
+            req.reusedSocket &&
+            !retried &&
+            (error.code === 'ECONNRESET' || error.code === 'EPIPE') &&
+            !signal?.aborted
+          ) {
             retried = true;
             return attempt();
           }

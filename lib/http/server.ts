@@ -38,7 +38,10 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
       // Node checks both timeouts only this often (its default is 30 s, which let a slowloris
       // client hold a connection up to 40 s against a 10 s headersTimeout): check at a quarter of
       // the shorter timeout, at most once a second.
-      connectionsCheckingInterval: Math.max(10, Math.min(1_000, Math.floor(Math.min(requestTimeout, headersTimeout) / 4))),
+      connectionsCheckingInterval: Math.max(
+        10,
+        Math.min(1_000, Math.floor(Math.min(requestTimeout, headersTimeout) / 4)),
+      ),
       keepAliveTimeout: options.keepAliveTimeoutMs ?? 5_000,
       maxHeaderSize: 16 * 1024,
     },

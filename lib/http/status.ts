@@ -28,7 +28,8 @@ export function statusEndpoints(outbox: StatusSource, chains: ReadonlyMap<string
 
   async function getMessage(ex: Exchange, read: NonNullable<typeof readMessage>): Promise<void> {
     const id = ex.params.message_id;
-    if (!isHexOfLength(id, 32)) throw new RelayError('invalid_request', 'message_id must be 0x followed by 64 hex digits');
+    if (!isHexOfLength(id, 32))
+      throw new RelayError('invalid_request', 'message_id must be 0x followed by 64 hex digits');
     const record = await callStore(() => read(id));
     if (record === undefined) throw new RelayError('not_found', 'no message with this id was accepted by this relayer');
     sendJson(ex, 200, messageStatusJson(record));
@@ -39,7 +40,11 @@ export function statusEndpoints(outbox: StatusSource, chains: ReadonlyMap<string
     const query: Record<string, string> = {};
     for (const name of ['origin_chain', 'tx_hash']) {
       const values = params.getAll(name);
-      if (values.length === 0) throw new RelayError('invalid_request', `${name} is required (GET /relay without origin_chain and tx_hash is the liveness probe)`);
+      if (values.length === 0)
+        throw new RelayError(
+          'invalid_request',
+          `${name} is required (GET /relay without origin_chain and tx_hash is the liveness probe)`,
+        );
       if (values.length > 1) throw new RelayError('invalid_request', `${name} is given more than once`);
       query[name] = values[0];
     }
@@ -52,6 +57,8 @@ export function statusEndpoints(outbox: StatusSource, chains: ReadonlyMap<string
   }
 
   const routes: Route[] =
-    readMessage === undefined ? [] : [{ path: '/relay/{message_id}', GET: (ex) => getMessage(ex, readMessage), probe: true }];
+    readMessage === undefined
+      ? []
+      : [{ path: '/relay/{message_id}', GET: (ex) => getMessage(ex, readMessage), probe: true }];
   return { routes, messagesOfTx };
 }

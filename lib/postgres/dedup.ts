@@ -107,7 +107,11 @@ export function createPostgresDedupStore(pool: PgPool, s: string, opts: Postgres
       };
     },
     async size() {
-      const { rows } = await run<{ n: number }>(pool, `SELECT count(*)::integer AS n FROM ${s}.dedup WHERE expires_at > ${nowSql(1)}`, [now()]);
+      const { rows } = await run<{ n: number }>(
+        pool,
+        `SELECT count(*)::integer AS n FROM ${s}.dedup WHERE expires_at > ${nowSql(1)}`,
+        [now()],
+      );
       return rows[0].n;
     },
   };

@@ -20,7 +20,14 @@ import { migrate, quoteSchema } from './schema.ts';
 
 export { SchemaVersionError } from '../errors.ts';
 export { migrate, MIGRATIONS, SCHEMA_VERSION } from './schema.ts';
-export { DEFAULT_LOCK_TIMEOUT_MS, DEFAULT_STATEMENT_TIMEOUT_MS, type PgPool, type PgPoolClient, type PgQueryable, type PgQueryResult } from './pool.ts';
+export {
+  DEFAULT_LOCK_TIMEOUT_MS,
+  DEFAULT_STATEMENT_TIMEOUT_MS,
+  type PgPool,
+  type PgPoolClient,
+  type PgQueryable,
+  type PgQueryResult,
+} from './pool.ts';
 export type { PostgresDedupStore, PostgresMerkleStore, PostgresOutbox, PostgresRateLimiter };
 
 /** A pending reservation outlives the receipt wait by this much before another replica may take it. */

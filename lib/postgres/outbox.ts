@@ -133,18 +133,24 @@ export function createPostgresOutbox(pool: PgPool, s: string, clock?: Clock): Po
       return rowCount ?? 0;
     },
     async get(id) {
-      const { rows } = await run<Row>(pool, `SELECT ${columns('o')} FROM ${s}.outbox o WHERE id = $1`, [String(id).toLowerCase()]);
+      const { rows } = await run<Row>(pool, `SELECT ${columns('o')} FROM ${s}.outbox o WHERE id = $1`, [
+        String(id).toLowerCase(),
+      ]);
       return rows.length === 0 ? undefined : toRecord(rows[0]);
     },
     async byTx(originChain, txHash) {
-      const { rows } = await run<Row>(pool, `SELECT ${columns('o')} FROM ${s}.outbox o WHERE origin_chain = $1 AND tx_hash = $2 ORDER BY seq`, [
-        originChain,
-        String(txHash).toLowerCase(),
-      ]);
+      const { rows } = await run<Row>(
+        pool,
+        `SELECT ${columns('o')} FROM ${s}.outbox o WHERE origin_chain = $1 AND tx_hash = $2 ORDER BY seq`,
+        [originChain, String(txHash).toLowerCase()],
+      );
       return rows.map(toRecord);
     },
     async depth() {
-      const { rows } = await run<{ n: number }>(pool, `SELECT count(*)::integer AS n FROM ${s}.outbox WHERE status IN ('queued', 'delivering')`);
+      const { rows } = await run<{ n: number }>(
+        pool,
+        `SELECT count(*)::integer AS n FROM ${s}.outbox WHERE status IN ('queued', 'delivering')`,
+      );
       return rows[0].n;
     },
     async claim(limit, leaseMs, opts) {

@@ -55,7 +55,11 @@ export function run<Row>(db: PgQueryable, text: string, values?: unknown[]): Pro
  * a TypeError or RangeError (a value the driver cannot send) stays a fault.
  */
 function unavailableWithoutSqlState(error: unknown): never {
-  if (error instanceof Error && Object.getPrototypeOf(error) === Error.prototype && (error as { code?: unknown }).code === undefined) {
+  if (
+    error instanceof Error &&
+    Object.getPrototypeOf(error) === Error.prototype &&
+    (error as { code?: unknown }).code === undefined
+  ) {
     throw new StoreUnavailableError(error.message, { cause: error });
   }
   throw error;

@@ -36,7 +36,14 @@ export function num(value: number): string {
  * checked by the caller; every number is spliced as a literal (see num()). `join` adds a FROM
  * item whose value the UPDATE returns too: it is computed before the row is locked.
  */
-export function bucketUpdate(s: string, name: string, burst: number, perMinute: number, at: string, join?: { from: string; returning: string }): string {
+export function bucketUpdate(
+  s: string,
+  name: string,
+  burst: number,
+  perMinute: number,
+  at: string,
+  join?: { from: string; returning: string },
+): string {
   const refilled = `least(${num(burst * UNIT)}::double precision, units + greatest(0, ${at} - updated_at) * ${num(perMinute)})`;
   return `UPDATE ${s}.token_buckets SET
         units = ${refilled} - CASE WHEN ${refilled} >= ${UNIT} THEN ${UNIT} ELSE 0 END,
@@ -53,7 +60,11 @@ export function createBucketSql(s: string): string {
     ON CONFLICT (name) DO NOTHING`;
 }
 
-export function createPostgresTokenBucket(pool: PgPool, s: string, opts: PostgresTokenBucketOptions): PostgresRateLimiter {
+export function createPostgresTokenBucket(
+  pool: PgPool,
+  s: string,
+  opts: PostgresTokenBucketOptions,
+): PostgresRateLimiter {
   const { burst, perMinute, clock } = opts;
   const name = opts.name ?? 'relay';
   checkBucket(burst, perMinute);
@@ -76,7 +87,9 @@ export function createPostgresTokenBucket(pool: PgPool, s: string, opts: Postgre
   const createSql = createBucketSql(s);
 
   async function update(now: number | null): Promise<{ taken: boolean; units: number }[]> {
-    const result = (await run(pool, sql(now))) as unknown as PgQueryResult<{ taken: boolean; units: number }> | PgQueryResult<never>[];
+    const result = (await run(pool, sql(now))) as unknown as
+      | PgQueryResult<{ taken: boolean; units: number }>
+      | PgQueryResult<never>[];
     // pg answers a multi-statement string with one result per statement; take the UPDATE's.
     return (Array.isArray(result) ? result[result.length - 1] : result).rows;
   }

@@ -98,7 +98,8 @@ export const SCHEMA_VERSION = MIGRATIONS.length;
 
 /** A lower-case SQL identifier, so it needs no escaping beyond the double quotes. */
 export function quoteSchema(name: string): string {
-  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name)) throw new InvalidArgumentError(`schema must be a lower-case SQL identifier, got ${JSON.stringify(name)}`);
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name))
+    throw new InvalidArgumentError(`schema must be a lower-case SQL identifier, got ${JSON.stringify(name)}`);
   return `"${name}"`;
 }
 
@@ -142,7 +143,9 @@ export async function migrate(pool: PgPool, name: string): Promise<number> {
       }
       return found;
     } finally {
-      await client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [lockName]).catch((e: Error) => (broken = e));
+      await client
+        .query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [lockName])
+        .catch((e: Error) => (broken = e));
       await client.query('RESET statement_timeout; RESET lock_timeout').catch((e: Error) => (broken = e));
     }
   } catch (error) {

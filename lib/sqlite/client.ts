@@ -14,7 +14,13 @@ import { Worker } from 'node:worker_threads';
 import type { Clock } from '../clock.ts';
 import { RelayError } from '../errors.ts';
 import { STORE_RETRY_AFTER_SECONDS, StoreUnavailableError } from '../store.ts';
-import { deserializeError, type CallMessage, type FromWorker, type SerializedError, type ToWorker } from './protocol.ts';
+import {
+  deserializeError,
+  type CallMessage,
+  type FromWorker,
+  type SerializedError,
+  type ToWorker,
+} from './protocol.ts';
 import { wallNow } from './shared-time.ts';
 import type { WorkerOptions } from './worker.ts';
 
@@ -60,7 +66,11 @@ const WORKER_URL = new URL(`./worker${import.meta.url.slice(import.meta.url.last
 /** Starts the worker and resolves once the database is open and migrated. */
 export function startWorker(options: WorkerClientOptions): Promise<WorkerClient> {
   const { clock, lockTimeoutMs, callTimeoutMs } = options;
-  const workerData: WorkerOptions = { path: options.path, openTimeoutMs: Math.max(lockTimeoutMs, 5_000), sharedTime: clock.sharedTime };
+  const workerData: WorkerOptions = {
+    path: options.path,
+    openTimeoutMs: Math.max(lockTimeoutMs, 5_000),
+    sharedTime: clock.sharedTime,
+  };
   // No inherited flags: --input-type, -e or a test runner's flags would apply to the worker's file.
   const worker = new Worker(WORKER_URL, { workerData, execArgv: [] });
   // Idle, the worker does not keep the process alive; a call in flight does (ref below).
@@ -149,11 +159,20 @@ export function startWorker(options: WorkerClientOptions): Promise<WorkerClient>
       onClosed();
     } else {
       // The thread ended on its own: every call from now on fails at once, like the ones waiting.
-      const cause = new StoreUnavailableError(`the SQLite worker thread exited with code ${code}`, failure === undefined ? undefined : { cause: failure });
-      stop(new RelayError('store_unavailable', 'the SQLite store stopped; nothing more can be stored until the relayer is restarted', {
-        retryAfterSeconds: STORE_RETRY_AFTER_SECONDS,
-        cause,
-      }));
+      const cause = new StoreUnavailableError(
+        `the SQLite worker thread exited with code ${code}`,
+        failure === undefined ? undefined : { cause: failure },
+      );
+      stop(
+        new RelayError(
+          'store_unavailable',
+          'the SQLite store stopped; nothing more can be stored until the relayer is restarted',
+          {
+            retryAfterSeconds: STORE_RETRY_AFTER_SECONDS,
+            cause,
+          },
+        ),
+      );
       onDied(stopped!);
     }
     onFailed(stopped);
@@ -164,7 +183,16 @@ export function startWorker(options: WorkerClientOptions): Promise<WorkerClient>
     if (closing !== undefined) return Promise.reject(new StoreUnavailableError('the SQLite store is closed'));
     return new Promise((resolve, reject) => {
       const id = nextId++;
-      const message: CallMessage = { type: 'call', id, target, method, args, now: clock.now(), sentAt: wallNow(), deadline: Date.now() + lockTimeoutMs };
+      const message: CallMessage = {
+        type: 'call',
+        id,
+        target,
+        method,
+        args,
+        now: clock.now(),
+        sentAt: wallNow(),
+        deadline: Date.now() + lockTimeoutMs,
+      };
       // Cloning the arguments may throw (a getter, a function): the promise rejects, nothing is sent.
       worker.postMessage(message satisfies ToWorker, transfer);
       if (pending.size === 0) {

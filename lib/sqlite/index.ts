@@ -71,7 +71,9 @@ export async function openSqliteStore(path: string, options: OpenSqliteStoreOpti
     merkle: {
       insertMerkle(records) {
         const packed = packMerkle(records);
-        return packed === undefined ? table.insert(records) : worker.call('merkle', 'insertPacked', [packed], [packed.numbers.buffer]) as Promise<number>;
+        return packed === undefined
+          ? table.insert(records)
+          : (worker.call('merkle', 'insertPacked', [packed], [packed.numbers.buffer]) as Promise<number>);
       },
       listMerkle: table.list,
     },

@@ -49,7 +49,8 @@ export function packMerkle(records: readonly MerkleInsertion[]): PackedMerkle | 
   const hex: string[] = new Array(records.length);
   for (let i = 0; i < records.length; i++) {
     const { chain, leaf_index, insertion_block_number, message_id } = records[i];
-    if (typeof chain !== 'number' || typeof leaf_index !== 'number' || typeof insertion_block_number !== 'number') return undefined;
+    if (typeof chain !== 'number' || typeof leaf_index !== 'number' || typeof insertion_block_number !== 'number')
+      return undefined;
     if (!hasIdShape(message_id)) return undefined;
     numbers[3 * i] = chain;
     numbers[3 * i + 1] = leaf_index;
@@ -98,7 +99,12 @@ export function createSqliteMerkleTable(db: DatabaseSync, transaction: Transacti
       if (bytes === undefined) throw new InvalidArgumentError('a message_id is not 0x followed by 64 hex digits');
       return transaction(() => {
         for (let i = 0; i < count; i++) {
-          upsert.run(numbers[3 * i], numbers[3 * i + 1], numbers[3 * i + 2], bytes.subarray(ID_BYTES * i, ID_BYTES * (i + 1)));
+          upsert.run(
+            numbers[3 * i],
+            numbers[3 * i + 1],
+            numbers[3 * i + 2],
+            bytes.subarray(ID_BYTES * i, ID_BYTES * (i + 1)),
+          );
         }
         return count;
       });

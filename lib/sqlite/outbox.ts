@@ -67,7 +67,9 @@ export function createSqliteOutbox(db: DatabaseSync, transaction: Transaction, c
   const countOpen = db.prepare("SELECT count(*) AS n FROM outbox WHERE status IN ('queued', 'delivering')");
   const selectOne = db.prepare(`SELECT ${COLUMNS} FROM outbox WHERE id = ?`);
   const selectTx = db.prepare(`SELECT ${COLUMNS} FROM outbox WHERE origin_chain = ? AND tx_hash = ? ORDER BY rowid`);
-  const selectClaimable = db.prepare(`SELECT ${COLUMNS} FROM outbox WHERE ${CLAIMABLE} ORDER BY enqueued_at, rowid LIMIT :limit`);
+  const selectClaimable = db.prepare(
+    `SELECT ${COLUMNS} FROM outbox WHERE ${CLAIMABLE} ORDER BY enqueued_at, rowid LIMIT :limit`,
+  );
   const deadLetter = db.prepare(DEAD_LETTER);
   // An expired lease taken over counts in lease_expiries (the old value of status in SET).
   const lease = db.prepare(
@@ -75,7 +77,9 @@ export function createSqliteOutbox(db: DatabaseSync, transaction: Transaction, c
       "lease_expiries = lease_expiries + (status = 'delivering') WHERE id = ?",
   );
   // Only the holder of :lease, expired or not, as long as nobody claimed the message since.
-  const renew = db.prepare("UPDATE outbox SET claimed_until = :until WHERE id = :id AND status = 'delivering' AND lease = :lease");
+  const renew = db.prepare(
+    "UPDATE outbox SET claimed_until = :until WHERE id = :id AND status = 'delivering' AND lease = :lease",
+  );
   const deliver = db.prepare(
     "UPDATE outbox SET status = 'delivered', delivered_at = :now, destination_tx_hash = :hash, " +
       'claimed_until = NULL, lease = NULL, retry_at = NULL ' +
@@ -89,7 +93,9 @@ export function createSqliteOutbox(db: DatabaseSync, transaction: Transaction, c
     "UPDATE outbox SET status = 'failed', last_error = :error, claimed_until = NULL, lease = NULL " +
       "WHERE id = :id AND status = 'delivering' AND lease = :lease",
   );
-  const redrive = db.prepare("UPDATE outbox SET status = 'queued', retry_at = NULL, lease_expiries = 0 WHERE id = ? AND status = 'failed'");
+  const redrive = db.prepare(
+    "UPDATE outbox SET status = 'queued', retry_at = NULL, lease_expiries = 0 WHERE id = ? AND status = 'failed'",
+  );
 
   return {
     enqueue(batch) {
@@ -155,7 +161,12 @@ export function createSqliteOutbox(db: DatabaseSync, transaction: Transaction, c
     },
     markDelivered(id, opts) {
       const { destinationTxHash, lease: held } = checkMarkDelivered(opts);
-      const { changes } = deliver.run({ id: String(id).toLowerCase(), now: clock.now(), hash: destinationTxHash, lease: held });
+      const { changes } = deliver.run({
+        id: String(id).toLowerCase(),
+        now: clock.now(),
+        hash: destinationTxHash,
+        lease: held,
+      });
       return Number(changes) === 1;
     },
     markFailed(id, opts) {

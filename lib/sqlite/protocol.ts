@@ -82,7 +82,10 @@ type ErrorClass = abstract new (...args: never[]) => Error;
 /** The classes an error keeps across the thread: every error class of lib/errors.ts, and the built-in ones. */
 const ERROR_CLASSES: ReadonlyMap<string, ErrorClass> = new Map(
   ([...Object.values(errors), Error, TypeError, RangeError, SyntaxError] as unknown[])
-    .filter((value): value is ErrorClass => typeof value === 'function' && (value === Error || value.prototype instanceof Error))
+    .filter(
+      (value): value is ErrorClass =>
+        typeof value === 'function' && (value === Error || value.prototype instanceof Error),
+    )
     .map((type) => [type.name, type]),
 );
 
@@ -92,7 +95,8 @@ export function serializeError(error: unknown): SerializedError {
   const fields: Record<string, string | number | boolean | null> = {};
   for (const [key, value] of Object.entries(error)) {
     if (key === 'message' || key === 'stack' || key === 'cause') continue;
-    if (value === null || typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') fields[key] = value;
+    if (value === null || typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean')
+      fields[key] = value;
   }
   return { name: error.name, message: error.message, fields };
 }

@@ -19,7 +19,15 @@ import { systemClock, type Clock } from '../clock.ts';
 import { openDatabase, type Tables } from './database.ts';
 import { readSharedTime, wallNow } from './shared-time.ts';
 import type { Transaction } from './transaction.ts';
-import { isBusy, isWrite, serializeError, servedMethods, type CallMessage, type FromWorker, type ToWorker } from './protocol.ts';
+import {
+  isBusy,
+  isWrite,
+  serializeError,
+  servedMethods,
+  type CallMessage,
+  type FromWorker,
+  type ToWorker,
+} from './protocol.ts';
 import { InvalidArgumentError, StoreUnavailableError } from '../errors.ts';
 
 export interface WorkerOptions {
@@ -87,10 +95,15 @@ function serve(db: DatabaseSync, tables: Tables, transaction: Transaction): void
   let closing = false;
 
   function busyError(call: CallMessage): Error {
-    return Object.assign(new StoreUnavailableError(`database is locked: ${call.target}.${call.method} waited for the write lock until its deadline`), {
-      errcode: 5,
-      errstr: 'database is locked',
-    });
+    return Object.assign(
+      new StoreUnavailableError(
+        `database is locked: ${call.target}.${call.method} waited for the write lock until its deadline`,
+      ),
+      {
+        errcode: 5,
+        errstr: 'database is locked',
+      },
+    );
   }
 
   /** Answers the calls of `queue` whose deadline passed with SQLITE_BUSY; keeps the others. */

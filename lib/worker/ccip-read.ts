@@ -95,7 +95,13 @@ function encodeBytes(bytes: Uint8Array): Uint8Array {
 }
 
 /** The canonical ABI encoding of the error's arguments (Solidity's own layout). */
-function encodeArguments(sender: Uint8Array, urls: readonly Uint8Array[], callData: Uint8Array, callback: Uint8Array, extraData: Uint8Array): Uint8Array {
+function encodeArguments(
+  sender: Uint8Array,
+  urls: readonly Uint8Array[],
+  callData: Uint8Array,
+  callback: Uint8Array,
+  extraData: Uint8Array,
+): Uint8Array {
   const urlParts = urls.map(encodeBytes);
   const urlOffsets: Uint8Array[] = [];
   let urlOffset = urls.length * WORD;
@@ -251,7 +257,8 @@ function parseAnswer(body: Uint8Array, sender: string): Hex {
   } catch {
     throw new Failure('malformed', 'answered invalid JSON');
   }
-  if (!isPlainObject(json) || typeof json.data !== 'string') throw new Failure('malformed', 'answered no "data" string');
+  if (!isPlainObject(json) || typeof json.data !== 'string')
+    throw new Failure('malformed', 'answered no "data" string');
   if (!HEX_DATA.test(json.data)) throw new Failure('malformed', 'answered "data" that is not 0x-hex');
   // EIP-3668 answers carry only `data`; one that names a sender must name the contract asked.
   if (json.sender !== undefined && (typeof json.sender !== 'string' || json.sender.toLowerCase() !== sender)) {
@@ -288,7 +295,15 @@ export async function ccipRead(lookup: OffchainLookup, opts: CcipReadOptions): P
     opts.signal?.throwIfAborted();
     const which = `gateway ${i + 1} of ${urls.length}`;
     try {
-      const answer = await askGateway(urls[i], { sender, data, fetchFn, clock, timeoutMs, maxBytes, signal: opts.signal });
+      const answer = await askGateway(urls[i], {
+        sender,
+        data,
+        fetchFn,
+        clock,
+        timeoutMs,
+        maxBytes,
+        signal: opts.signal,
+      });
       opts.onAttempt?.({ index: i, url: urls[i], outcome: 'answer' });
       return answer;
     } catch (err) {
@@ -342,7 +357,9 @@ async function askGateway(template: string, a: Ask): Promise<Hex> {
   try {
     const response = await a.fetchFn(url.href, {
       method: get ? 'GET' : 'POST',
-      headers: get ? { accept: 'application/json' } : { accept: 'application/json', 'content-type': 'application/json' },
+      headers: get
+        ? { accept: 'application/json' }
+        : { accept: 'application/json', 'content-type': 'application/json' },
       body: get ? undefined : JSON.stringify({ sender: a.sender, data: a.data }),
       redirect: 'manual',
       signal: local.signal,
@@ -392,7 +409,9 @@ async function askGateway(template: string, a: Ask): Promise<Hex> {
  * OffchainLookup (anything else is `malformed`: the ISM is broken), then `ccipRead` with `ism` as
  * the contract asked. The shape of lib/worker/metadata.ts's OffchainReader.
  */
-export function createOffchainReader(opts: Omit<CcipReadOptions, 'contract' | 'signal'> = {}): (revertData: Hex, ism: Hex, signal?: AbortSignal) => Promise<Hex> {
+export function createOffchainReader(
+  opts: Omit<CcipReadOptions, 'contract' | 'signal'> = {},
+): (revertData: Hex, ism: Hex, signal?: AbortSignal) => Promise<Hex> {
   return async (revertData, ism, signal) => {
     const lookup = decodeOffchainLookup(revertData);
     if (!lookup) throw new CcipReadError('malformed', 'the ISM did not revert with an OffchainLookup');

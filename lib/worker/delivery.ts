@@ -28,7 +28,11 @@ import { DeliveryError, toDeliveryError } from './errors.ts';
 
 /** What the loop needs of the outbox: its consumer API (docs/design.md, Leases). */
 export interface DeliveryOutbox {
-  claim(limit: number, leaseMs: number, options?: { maxAttempts?: number }): ClaimedMessage[] | Promise<ClaimedMessage[]>;
+  claim(
+    limit: number,
+    leaseMs: number,
+    options?: { maxAttempts?: number },
+  ): ClaimedMessage[] | Promise<ClaimedMessage[]>;
   extend(id: string, lease: string, leaseMs: number): boolean | Promise<boolean>;
   markDelivered(id: string, opts: MarkDeliveredOptions): boolean | Promise<boolean>;
   markFailed(id: string, opts: MarkFailedOptions): boolean | Promise<boolean>;
@@ -45,7 +49,11 @@ export interface Destination {
   /** eth_estimateGas of process(metadata, message): throws on a revert (TransactionError kind revert). */
   simulate(metadata: Hex, message: Hex): Promise<void>;
   /** Sends process(metadata, message), waits for its confirmations calling onWait meanwhile. */
-  process(metadata: Hex, message: Hex, onWait: () => Promise<void>): Promise<{ hash: Hash; status: 'success' | 'reverted' }>;
+  process(
+    metadata: Hex,
+    message: Hex,
+    onWait: () => Promise<void>,
+  ): Promise<{ hash: Hash; status: 'success' | 'reverted' }>;
 }
 
 export type DeliveryResult =
@@ -124,11 +132,24 @@ export function readAttemptState(lastError: string | null): AttemptState {
   const match = lastError?.match(STATE);
   if (!match) return { failures: 0, pendingSince: null, polls: 0 };
   const since = match[2] === undefined ? NaN : Date.parse(match[2]);
-  return { failures: Number(match[1]), pendingSince: Number.isFinite(since) ? since : null, polls: match[3] === undefined ? 0 : Number(match[3]) };
+  return {
+    failures: Number(match[1]),
+    pendingSince: Number.isFinite(since) ? since : null,
+    polls: match[3] === undefined ? 0 : Number(match[3]),
+  };
 }
 
-export function formatAttemptState(kind: string, detail: string, state: AttemptState, maxAttempts: number, final = false): string {
-  const pending = state.pendingSince === null ? '' : `; pending since ${new Date(state.pendingSince).toISOString()}, poll ${state.polls}`;
+export function formatAttemptState(
+  kind: string,
+  detail: string,
+  state: AttemptState,
+  maxAttempts: number,
+  final = false,
+): string {
+  const pending =
+    state.pendingSince === null
+      ? ''
+      : `; pending since ${new Date(state.pendingSince).toISOString()}, poll ${state.polls}`;
   return `${kind}: ${detail} (failures ${state.failures}/${maxAttempts}${pending}${final ? ', final' : ''})`;
 }
 
@@ -182,7 +203,10 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     return entry.promise;
   }
 
-  async function handle(m: ClaimedMessage, entry: { release: AbortController; sent: boolean }): Promise<DeliveryResult> {
+  async function handle(
+    m: ClaimedMessage,
+    entry: { release: AbortController; sent: boolean },
+  ): Promise<DeliveryResult> {
     const id = m.id as Hex;
     const message = bytesToHex(m.raw) as Hex;
     const destination = destinations.get(m.destination);
@@ -214,11 +238,13 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     let done = false;
     tick();
     const checkReleased = () => {
-      if (entry.release.signal.aborted) throw new DeliveryError('stopped', lost ? 'lease lost' : 'the worker is stopping');
+      if (entry.release.signal.aborted)
+        throw new DeliveryError('stopped', lost ? 'lease lost' : 'the worker is stopping');
     };
 
     try {
-      if (!destination) throw new DeliveryError('config', `no chain configured for destination domain ${m.destination}`);
+      if (!destination)
+        throw new DeliveryError('config', `no chain configured for destination domain ${m.destination}`);
       const prior = await destination.deliveredBy(id);
       if (prior) return await recordDelivered(m, name, prior, true, log);
       checkReleased();
@@ -251,21 +277,43 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     }
   }
 
-  async function recordDelivered(m: ClaimedMessage, name: string, txHash: string, already: boolean, log: Record<string, unknown>): Promise<DeliveryResult> {
+  async function recordDelivered(
+    m: ClaimedMessage,
+    name: string,
+    txHash: string,
+    already: boolean,
+    log: Record<string, unknown>,
+  ): Promise<DeliveryResult> {
     // false: the lease was lost and the new holder records it (it finds the message delivered).
     const recorded = await outbox.markDelivered(m.id, { lease: m.lease, destinationTxHash: txHash });
     const seconds = Math.max(0, (clock.now() - m.enqueuedAt) / 1000);
     if (recorded) events.delivered?.(name, already, seconds);
-    logger.info(already ? 'already delivered' : 'delivered', { ...log, tx_hash: txHash, recorded, seconds: Math.round(seconds * 1000) / 1000 });
+    logger.info(already ? 'already delivered' : 'delivered', {
+      ...log,
+      tx_hash: txHash,
+      recorded,
+      seconds: Math.round(seconds * 1000) / 1000,
+    });
     return { id: m.id, outcome: 'delivered', txHash, already, recorded };
   }
 
-  async function recordFailure(m: ClaimedMessage, name: string, failure: DeliveryError, log: Record<string, unknown>): Promise<DeliveryResult> {
+  async function recordFailure(
+    m: ClaimedMessage,
+    name: string,
+    failure: DeliveryError,
+    log: Record<string, unknown>,
+  ): Promise<DeliveryResult> {
     const now = clock.now();
     const state = readAttemptState(m.lastError);
     if (failure.kind === 'stopped') {
       // Released: queued again at once with its last_error as it was (the count is kept).
-      const recorded = await safely(() => outbox.markFailed(m.id, { lease: m.lease, error: m.lastError ?? 'released: a worker stopped before delivering it', retryAt: now }));
+      const recorded = await safely(() =>
+        outbox.markFailed(m.id, {
+          lease: m.lease,
+          error: m.lastError ?? 'released: a worker stopped before delivering it',
+          retryAt: now,
+        }),
+      );
       logger.info('released', { ...log, reason: failure.message, recorded });
       return { id: m.id, outcome: 'released', recorded };
     }
@@ -273,7 +321,13 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       const since = state.pendingSince ?? now;
       const next = { ...state, pendingSince: since, polls: state.polls + 1 };
       if (now - since >= o.pendingDeadlineMs) {
-        const error = formatAttemptState('pending', `deadline passed, proof still not ready: ${failure.message}`, next, o.maxAttempts, true);
+        const error = formatAttemptState(
+          'pending',
+          `deadline passed, proof still not ready: ${failure.message}`,
+          next,
+          o.maxAttempts,
+          true,
+        );
         return final(m, name, 'pending', error, log);
       }
       const retryAt = now + backoff(o.pendingBaseMs, o.pendingMaxMs, next.polls);
@@ -285,7 +339,14 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     }
     const next = { ...state, failures: state.failures + 1 };
     if (failure.final) return final(m, name, failure.kind, failure.message, log);
-    if (next.failures >= o.maxAttempts) return final(m, name, failure.kind, formatAttemptState(failure.kind, failure.message, next, o.maxAttempts, true), log);
+    if (next.failures >= o.maxAttempts)
+      return final(
+        m,
+        name,
+        failure.kind,
+        formatAttemptState(failure.kind, failure.message, next, o.maxAttempts, true),
+        log,
+      );
     const retryAt = now + backoff(o.retryBaseMs, o.retryMaxMs, next.failures);
     const error = formatAttemptState(failure.kind, failure.message, next, o.maxAttempts);
     const recorded = await safely(() => outbox.markFailed(m.id, { lease: m.lease, error, retryAt }));
@@ -294,7 +355,13 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     return { id: m.id, outcome: 'retry', error, retryAt, recorded };
   }
 
-  async function final(m: ClaimedMessage, name: string, kind: string, error: string, log: Record<string, unknown>): Promise<DeliveryResult> {
+  async function final(
+    m: ClaimedMessage,
+    name: string,
+    kind: string,
+    error: string,
+    log: Record<string, unknown>,
+  ): Promise<DeliveryResult> {
     const recorded = await safely(() => outbox.markFailed(m.id, { lease: m.lease, error, final: true }));
     events.failed?.(name, kind);
     logger.error('failed', { ...log, error, recorded });
@@ -312,7 +379,9 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     }
   }
 
-  const stopRequested = new Promise<void>((resolve) => stopping.signal.addEventListener('abort', () => resolve(), { once: true }));
+  const stopRequested = new Promise<void>((resolve) =>
+    stopping.signal.addEventListener('abort', () => resolve(), { once: true }),
+  );
 
   async function loop(): Promise<void> {
     while (!stopping.signal.aborted) {
@@ -354,7 +423,8 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
         const grace = new Promise<void>((resolve) => (timer = clock.setTimeout(resolve, o.stopGraceMs)));
         await Promise.race([all, grace]);
         clock.clearTimeout(timer);
-        if (held.size > 0) logger.warn('stopped with transactions still unconfirmed; their leases will lapse', { in_flight: held.size });
+        if (held.size > 0)
+          logger.warn('stopped with transactions still unconfirmed; their leases will lapse', { in_flight: held.size });
       })();
       return stopped;
     },

@@ -31,7 +31,12 @@ export function createMailboxDestination(options: MailboxDestinationOptions): De
     domain,
 
     async deliveredBy(id) {
-      const at = await publicClient.readContract({ address: mailbox, abi: MAILBOX_ABI, functionName: 'processedAt', args: [id] });
+      const at = await publicClient.readContract({
+        address: mailbox,
+        abi: MAILBOX_ABI,
+        functionName: 'processedAt',
+        args: [id],
+      });
       if (at === 0) return null;
       const logs = await publicClient.getContractEvents({
         address: mailbox,
@@ -43,7 +48,11 @@ export function createMailboxDestination(options: MailboxDestinationOptions): De
       });
       // processedAt is the block number of the delivery; its ProcessId log is in that block.
       const log = logs.find((l) => l.transactionHash);
-      if (!log?.transactionHash) throw new DeliveryError('rpc', `the Mailbox says ${id} was delivered in block ${at}, which has no ProcessId log for it`);
+      if (!log?.transactionHash)
+        throw new DeliveryError(
+          'rpc',
+          `the Mailbox says ${id} was delivered in block ${at}, which has no ProcessId log for it`,
+        );
       return log.transactionHash;
     },
 

@@ -42,15 +42,14 @@ const MAX_DETAIL = 600;
 
 /** URLs (with their credentials, paths, keys in query strings) are cut out of any text we keep. */
 export function scrub(text: string): string {
-  return text
-    .replace(/\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>)]*/gi, '<url>')
-    .slice(0, MAX_DETAIL);
+  return text.replace(/\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>)]*/gi, '<url>').slice(0, MAX_DETAIL);
 }
 
 /** One line of an unknown error, scrubbed: viem's shortMessage when there is one. */
 export function describe(error: unknown): string {
   const e = error as { shortMessage?: unknown; message?: unknown };
-  const text = typeof e?.shortMessage === 'string' ? e.shortMessage : typeof e?.message === 'string' ? e.message : String(error);
+  const text =
+    typeof e?.shortMessage === 'string' ? e.shortMessage : typeof e?.message === 'string' ? e.message : String(error);
   return scrub(text.split('\n')[0]);
 }
 
@@ -70,7 +69,11 @@ export function toDeliveryError(error: unknown): DeliveryError {
     const known: DeliveryErrorKind[] = ['revert', 'out-of-gas', 'insufficient-funds', 'nonce', 'rpc', 'timeout'];
     const reason = (error as { reason?: unknown }).reason;
     const text = kind === 'revert' && typeof reason === 'string' && reason !== '' ? reason : describe(error);
-    return new DeliveryError(known.includes(kind as DeliveryErrorKind) ? (kind as DeliveryErrorKind) : 'rpc', scrub(text), { cause: error });
+    return new DeliveryError(
+      known.includes(kind as DeliveryErrorKind) ? (kind as DeliveryErrorKind) : 'rpc',
+      scrub(text),
+      { cause: error },
+    );
   }
   return new DeliveryError('rpc', describe(error), { cause: error });
 }

@@ -35,13 +35,40 @@ import { createTransactionSender } from './transactions.ts';
 import { createWorkerMetrics, type WorkerMetrics } from './ops.ts';
 
 export { createDeliveryWorker, formatAttemptState, readAttemptState, WORKER_DEFAULTS } from './delivery.ts';
-export type { AttemptState, DeliveryEvents, DeliveryOutbox, DeliveryResult, DeliveryWorker, DeliveryWorkerOptions, Destination } from './delivery.ts';
+export type {
+  AttemptState,
+  DeliveryEvents,
+  DeliveryOutbox,
+  DeliveryResult,
+  DeliveryWorker,
+  DeliveryWorkerOptions,
+  Destination,
+} from './delivery.ts';
 export { createMailboxDestination, type MailboxDestinationOptions } from './destination.ts';
-export { ccipRead, CcipReadError, decodeOffchainLookup, type CcipReadOptions, type OffchainLookup } from './ccip-read.ts';
-export { createTransactionSender, TransactionError, type TransactionRequest, type TransactionSender, type TransactionSenderOptions } from './transactions.ts';
+export {
+  ccipRead,
+  CcipReadError,
+  decodeOffchainLookup,
+  type CcipReadOptions,
+  type OffchainLookup,
+} from './ccip-read.ts';
+export {
+  createTransactionSender,
+  TransactionError,
+  type TransactionRequest,
+  type TransactionSender,
+  type TransactionSenderOptions,
+} from './transactions.ts';
 export { DeliveryError, type DeliveryErrorKind } from './errors.ts';
 export { buildMetadata, ISM_TYPE, MAILBOX_ABI, type MetadataOptions, type OffchainReader } from './metadata.ts';
-export { createOpsServer, createWorkerMetrics, DELIVERY_BUCKETS, type OpsServer, type OpsServerOptions, type WorkerMetrics } from './ops.ts';
+export {
+  createOpsServer,
+  createWorkerMetrics,
+  DELIVERY_BUCKETS,
+  type OpsServer,
+  type OpsServerOptions,
+  type WorkerMetrics,
+} from './ops.ts';
 
 /** Per JSON-RPC request to a chain's node. */
 const RPC_TIMEOUT_MS = 10_000;
@@ -80,7 +107,10 @@ export function isPrivateKey(value: string): value is Hex {
 }
 
 /** viem clients for one configured chain, over its RPC URLs in order. */
-async function chainClients(chain: RelayerConfig['chains'][string], account: Account): Promise<{ publicClient: PublicClient; walletClient: WalletClient; viemChain: Chain }> {
+async function chainClients(
+  chain: RelayerConfig['chains'][string],
+  account: Account,
+): Promise<{ publicClient: PublicClient; walletClient: WalletClient; viemChain: Chain }> {
   const transports = chain.rpcUrls.map((url) => http(url, { retryCount: 0, timeout: RPC_TIMEOUT_MS }));
   const transport = transports.length === 1 ? transports[0] : fallback(transports, { retryCount: 0 });
   let id = chain.chainId;
@@ -88,32 +118,53 @@ async function chainClients(chain: RelayerConfig['chains'][string], account: Acc
     try {
       id = await createPublicClient({ transport }).getChainId();
     } catch {
-      throw new ConfigError(`chains.${chain.name}.chainId`, 'not in the config, and the chain\'s RPC node did not tell it');
+      throw new ConfigError(
+        `chains.${chain.name}.chainId`,
+        "not in the config, and the chain's RPC node did not tell it",
+      );
     }
   }
-  const viemChain = defineChain({ id, name: chain.name, nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: chain.rpcUrls } } });
+  const viemChain = defineChain({
+    id,
+    name: chain.name,
+    nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+    rpcUrls: { default: { http: chain.rpcUrls } },
+  });
   // The general client types: tsc need not prove the specific ones assignable (seconds of typecheck).
-  const publicClient = createPublicClient<Transport, Chain | undefined, undefined, undefined, Tokens | undefined>({ chain: viemChain, transport, pollingInterval: 1_000 });
-  const walletClient = createWalletClient<Transport, Chain | undefined, Account | undefined, undefined, Tokens | undefined>({ chain: viemChain, transport, account });
+  const publicClient = createPublicClient<Transport, Chain | undefined, undefined, undefined, Tokens | undefined>({
+    chain: viemChain,
+    transport,
+    pollingInterval: 1_000,
+  });
+  const walletClient = createWalletClient<
+    Transport,
+    Chain | undefined,
+    Account | undefined,
+    undefined,
+    Tokens | undefined
+  >({ chain: viemChain, transport, account });
   return { publicClient, walletClient, viemChain };
 }
 
 export async function createRelayerWorker(options: RelayerWorkerOptions): Promise<RelayerWorker> {
   const { config, outbox } = options;
   const logger = options.logger ?? silentLogger;
-  if (!isPrivateKey(options.signerKey)) throw new InvalidArgumentError('the signer key must be 0x followed by 64 hex digits');
+  if (!isPrivateKey(options.signerKey))
+    throw new InvalidArgumentError('the signer key must be 0x followed by 64 hex digits');
   const account = privateKeyToAccount(options.signerKey);
   const w = config.worker;
   const offchain: OffchainReader = async (revert, ism, signal) => {
     const lookup = decodeOffchainLookup(revert);
-    if (!lookup) throw new DeliveryError('metadata', 'the CCIP-read ISM reverted with something other than OffchainLookup');
+    if (!lookup)
+      throw new DeliveryError('metadata', 'the CCIP-read ISM reverted with something other than OffchainLookup');
     return ccipRead(lookup, {
       contract: ism,
       fetch: options.fetch,
       clock: options.clock,
       timeoutMs: w.ccipReadTimeoutSeconds * 1000,
       signal,
-      onAttempt: ({ index, url, outcome }) => logger.info('ccip-read', { ism, gateway: index + 1, of: lookup.urls.length, url: gatewayForLog(url), outcome }),
+      onAttempt: ({ index, url, outcome }) =>
+        logger.info('ccip-read', { ism, gateway: index + 1, of: lookup.urls.length, url: gatewayForLog(url), outcome }),
     });
   };
   const destinations = new Map<number, Destination>();
@@ -130,7 +181,17 @@ export async function createRelayerWorker(options: RelayerWorkerOptions): Promis
       replaceAfterMs: w.replaceAfterSeconds * 1000,
       confirmations: w.confirmations,
     });
-    destinations.set(chain.domainId, createMailboxDestination({ name, domain: chain.domainId, mailbox: chain.mailbox as Hex, publicClient, sender, offchain }));
+    destinations.set(
+      chain.domainId,
+      createMailboxDestination({
+        name,
+        domain: chain.domainId,
+        mailbox: chain.mailbox as Hex,
+        publicClient,
+        sender,
+        offchain,
+      }),
+    );
   }
   let worker: DeliveryWorker | undefined;
   const metrics = createWorkerMetrics({ inFlight: () => worker?.inFlight() ?? 0 });

@@ -12,7 +12,16 @@
 import { encodeFunctionData, parseAbi, type Address, type Hex, type PublicClient } from 'viem';
 import { DeliveryError, describe } from './errors.ts';
 
-export const ISM_TYPE = { UNUSED: 0, ROUTING: 1, AGGREGATION: 2, LEGACY_MULTISIG: 3, MERKLE_ROOT_MULTISIG: 4, MESSAGE_ID_MULTISIG: 5, NULL: 6, CCIP_READ: 7 } as const;
+export const ISM_TYPE = {
+  UNUSED: 0,
+  ROUTING: 1,
+  AGGREGATION: 2,
+  LEGACY_MULTISIG: 3,
+  MERKLE_ROOT_MULTISIG: 4,
+  MESSAGE_ID_MULTISIG: 5,
+  NULL: 6,
+  CCIP_READ: 7,
+} as const;
 
 export const MAILBOX_ABI = parseAbi([
   'function process(bytes metadata, bytes message) payable',
@@ -53,19 +62,26 @@ export interface MetadataOptions {
 /** The ISM that verifies `message` and the metadata it needs. */
 export async function buildMetadata(options: MetadataOptions): Promise<{ ism: Address; type: number; metadata: Hex }> {
   const { publicClient, mailbox, message } = options;
-  let ism = await publicClient.readContract({ address: mailbox, abi: MAILBOX_ABI, functionName: 'recipientIsm', args: [options.recipient] });
+  let ism = await publicClient.readContract({
+    address: mailbox,
+    abi: MAILBOX_ABI,
+    functionName: 'recipientIsm',
+    args: [options.recipient],
+  });
   for (let depth = 0; ; depth++) {
     const type = await publicClient.readContract({ address: ism, abi: ISM_ABI, functionName: 'moduleType' });
     switch (type) {
       case ISM_TYPE.NULL:
         return { ism, type, metadata: '0x' };
       case ISM_TYPE.ROUTING: {
-        if (depth >= MAX_ROUTING_DEPTH) throw new DeliveryError('unsupported', `routing ISMs nested deeper than ${MAX_ROUTING_DEPTH}`);
+        if (depth >= MAX_ROUTING_DEPTH)
+          throw new DeliveryError('unsupported', `routing ISMs nested deeper than ${MAX_ROUTING_DEPTH}`);
         ism = await publicClient.readContract({ address: ism, abi: ISM_ABI, functionName: 'route', args: [message] });
         continue;
       }
       case ISM_TYPE.CCIP_READ: {
-        if (!options.offchain) throw new DeliveryError('unsupported', `unsupported ISM type ${type} (CCIP-read is not configured)`);
+        if (!options.offchain)
+          throw new DeliveryError('unsupported', `unsupported ISM type ${type} (CCIP-read is not configured)`);
         const revert = await offchainLookupRevert(publicClient, ism, message);
         return { ism, type, metadata: await options.offchain(revert, ism, options.signal) };
       }

@@ -9,7 +9,9 @@ import { createMetricsRegistry, type MetricsRegistry } from '../http/metrics.ts'
 import type { DeliveryEvents } from './delivery.ts';
 
 /** enqueue→delivered seconds: from the Fast CCTP transfer (seconds) to a Linea Standard one (a day and more). */
-export const DELIVERY_BUCKETS = [1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1_200, 1_800, 3_600, 7_200, 21_600, 86_400, 172_800] as const;
+export const DELIVERY_BUCKETS = [
+  1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1_200, 1_800, 3_600, 7_200, 21_600, 86_400, 172_800,
+] as const;
 
 export interface WorkerMetrics {
   registry: MetricsRegistry;
@@ -20,15 +22,37 @@ export interface WorkerMetricSources {
   inFlight(): number;
 }
 
-export function createWorkerMetrics(sources: WorkerMetricSources, registry: MetricsRegistry = createMetricsRegistry()): WorkerMetrics {
-  const delivered = registry.counter('relayer_worker_delivered_total', 'Messages recorded delivered, by destination chain; already="true" when another transaction had delivered it.');
-  const failed = registry.counter('relayer_worker_failed_total', 'Messages given up (status failed), by destination chain and failure kind.');
-  const retries = registry.counter('relayer_worker_retries_total', 'Attempts that ended in a retry, by destination chain and kind (pending: the proof was not ready yet).');
-  const latency = registry.histogram('relayer_worker_enqueue_to_delivered_seconds', 'Seconds from enqueue (POST /relay accepted it) to recorded delivery.', DELIVERY_BUCKETS);
+export function createWorkerMetrics(
+  sources: WorkerMetricSources,
+  registry: MetricsRegistry = createMetricsRegistry(),
+): WorkerMetrics {
+  const delivered = registry.counter(
+    'relayer_worker_delivered_total',
+    'Messages recorded delivered, by destination chain; already="true" when another transaction had delivered it.',
+  );
+  const failed = registry.counter(
+    'relayer_worker_failed_total',
+    'Messages given up (status failed), by destination chain and failure kind.',
+  );
+  const retries = registry.counter(
+    'relayer_worker_retries_total',
+    'Attempts that ended in a retry, by destination chain and kind (pending: the proof was not ready yet).',
+  );
+  const latency = registry.histogram(
+    'relayer_worker_enqueue_to_delivered_seconds',
+    'Seconds from enqueue (POST /relay accepted it) to recorded delivery.',
+    DELIVERY_BUCKETS,
+  );
   let oldestAge = 0;
   let lastClaimed = 0;
-  registry.gauge('relayer_worker_in_flight', 'Messages this worker holds right now (claimed, not yet recorded).', () => sources.inFlight());
-  registry.gauge('relayer_worker_oldest_claimed_age_seconds', 'Age of the oldest message the last claim returned (0 when it returned none): how far behind the queue is.', () => oldestAge);
+  registry.gauge('relayer_worker_in_flight', 'Messages this worker holds right now (claimed, not yet recorded).', () =>
+    sources.inFlight(),
+  );
+  registry.gauge(
+    'relayer_worker_oldest_claimed_age_seconds',
+    'Age of the oldest message the last claim returned (0 when it returned none): how far behind the queue is.',
+    () => oldestAge,
+  );
   registry.gauge('relayer_worker_last_claim_size', 'Messages the last claim returned.', () => lastClaimed);
   return {
     registry,
@@ -63,7 +87,11 @@ export interface OpsServer {
 
 export function createOpsServer(options: OpsServerOptions): OpsServer {
   let depth: number | null = null;
-  options.metrics.registry.gauge('relayer_worker_outbox_depth', 'Messages queued or delivering in the outbox (read at scrape time; -1 when the store did not answer).', () => depth ?? -1);
+  options.metrics.registry.gauge(
+    'relayer_worker_outbox_depth',
+    'Messages queued or delivering in the outbox (read at scrape time; -1 when the store did not answer).',
+    () => depth ?? -1,
+  );
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -74,7 +102,9 @@ export function createOpsServer(options: OpsServerOptions): OpsServer {
       try {
         if (path === '/metrics') {
           depth = options.depth ? await options.depth().catch(() => null) : null;
-          res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' }).end(options.metrics.registry.render());
+          res
+            .writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' })
+            .end(options.metrics.registry.render());
         } else if (path === '/ready') {
           const ok = await options.ready().catch(() => false);
           res.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' }).end(ok ? 'ready\n' : 'store_unavailable\n');

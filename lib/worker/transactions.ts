@@ -52,7 +52,11 @@ export class TransactionError extends Error {
   /** The transaction concerned, once one was sent. */
   readonly hash?: Hash;
 
-  constructor(kind: TransactionErrorKind, message: string, extra: { reason?: string; hash?: Hash; cause?: unknown } = {}) {
+  constructor(
+    kind: TransactionErrorKind,
+    message: string,
+    extra: { reason?: string; hash?: Hash; cause?: unknown } = {},
+  ) {
     super(message, extra.cause === undefined ? undefined : { cause: extra.cause });
     this.kind = kind;
     if (extra.reason !== undefined) this.reason = extra.reason;
@@ -147,7 +151,9 @@ function chainOf(err: unknown): unknown[] {
 function classify(err: unknown): Classified {
   const chain = chainOf(err);
   const names = chain.map((e) => String((e as { name?: unknown }).name ?? ''));
-  const details = chain.map((e) => (e as { details?: unknown }).details).filter((d): d is string => typeof d === 'string');
+  const details = chain
+    .map((e) => (e as { details?: unknown }).details)
+    .filter((d): d is string => typeof d === 'string');
   const said = details.find((d) => d.length > 0) ?? '';
   const text = `${names.join(' ')} ${details.join(' ')}`.toLowerCase();
   let revertData: Hex | undefined;
@@ -163,11 +169,14 @@ function classify(err: unknown): Classified {
       break;
     }
   }
-  if (/nonce too low|already known|transaction already imported|noncetoolowerror/.test(text)) return { kind: 'nonce-low', said };
+  if (/nonce too low|already known|transaction already imported|noncetoolowerror/.test(text))
+    return { kind: 'nonce-low', said };
   if (/nonce too high|noncetoohigherror|nonce has max value/.test(text)) return { kind: 'nonce', said };
-  if (/underpriced|fee too low|max fee per gas less than block base fee/.test(text)) return { kind: 'underpriced', said };
+  if (/underpriced|fee too low|max fee per gas less than block base fee/.test(text))
+    return { kind: 'underpriced', said };
   if (/insufficient funds|insufficientfundserror/.test(text)) return { kind: 'insufficient-funds', said };
-  if (/gas required exceeds allowance|out of gas|intrinsic gas too low|intrinsicgastoolowerror/.test(text)) return { kind: 'out-of-gas', said };
+  if (/gas required exceeds allowance|out of gas|intrinsic gas too low|intrinsicgastoolowerror/.test(text))
+    return { kind: 'out-of-gas', said };
   if (revertData !== undefined || /revert/.test(text)) return { kind: 'revert', said, revertData };
   return { kind: 'rpc', said };
 }
@@ -195,7 +204,10 @@ function toError(c: Classified, during: string, abi: Abi | undefined, cause: unk
   switch (c.kind) {
     case 'revert': {
       const reason = revertReason(c, abi);
-      return new TransactionError('revert', reason ? `${during} reverted: ${reason}` : `${during} reverted`, { ...extra, reason });
+      return new TransactionError('revert', reason ? `${during} reverted: ${reason}` : `${during} reverted`, {
+        ...extra,
+        reason,
+      });
     }
     case 'out-of-gas':
       return new TransactionError('out-of-gas', `${during}: out of gas`, extra);
@@ -230,7 +242,8 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
   const clock = opts.clock ?? systemClock;
   const margin = BigInt(Math.round((opts.gasMarginPercent ?? 20) * 100));
   const bumpPercent = opts.feeBumpPercent ?? 12.5;
-  if (!(bumpPercent >= 10)) throw new OutOfRangeError('feeBumpPercent must be at least 10 (nodes refuse smaller replacements)');
+  if (!(bumpPercent >= 10))
+    throw new OutOfRangeError('feeBumpPercent must be at least 10 (nodes refuse smaller replacements)');
   const bumpBp = BigInt(Math.round(bumpPercent * 100));
   const replaceAfterMs = opts.replaceAfterMs ?? 60_000;
   const confirmations = BigInt(Math.max(1, opts.confirmations ?? 1));
@@ -245,11 +258,9 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
     for (;;) {
       if (seq.next !== undefined) return seq.next++;
       if (!seq.reading) {
-        seq.reading = publicClient
-          .getTransactionCount({ address, blockTag: 'pending' })
-          .finally(() => {
-            seq.reading = undefined;
-          });
+        seq.reading = publicClient.getTransactionCount({ address, blockTag: 'pending' }).finally(() => {
+          seq.reading = undefined;
+        });
         try {
           seq.next = await seq.reading;
         } catch (err) {
@@ -301,7 +312,11 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
   }
 
   /** The first broadcast: a stale nonce is re-read from the node and tried again (bounded). */
-  async function firstBroadcast(req: TransactionRequest, gas: bigint, fees: Fees): Promise<{ hash: Hash; nonce: number }> {
+  async function firstBroadcast(
+    req: TransactionRequest,
+    gas: bigint,
+    fees: Fees,
+  ): Promise<{ hash: Hash; nonce: number }> {
     for (let attempt = 0; ; attempt++) {
       const nonce = await reserveNonce();
       try {
@@ -372,7 +387,11 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
       const now = clock.now();
       if (now - startedAt >= timeoutMs) {
         const node = rpcFailures > 0 ? `; the node failed ${rpcFailures} poll${rpcFailures === 1 ? '' : 's'}` : '';
-        throw new TransactionError('timeout', `not ${seenMined ? 'confirmed' : 'mined'} within ${timeoutMs} ms (nonce ${nonce})${node}`, { hash: last });
+        throw new TransactionError(
+          'timeout',
+          `not ${seenMined ? 'confirmed' : 'mined'} within ${timeoutMs} ms (nonce ${nonce})${node}`,
+          { hash: last },
+        );
       }
       if (!mined && now - sentAt >= replaceAfterMs) {
         // Same nonce, both fees up by the bump (and at least what the node asks now).
@@ -390,7 +409,8 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
           const c = classify(err);
           // Nonce used: one of ours was mined meanwhile (the next poll finds it). Underpriced:
           // bump again from the higher fees next time. Anything else ends the send.
-          if (c.kind !== 'nonce-low' && c.kind !== 'underpriced') throw toError(c, 'replacing', opts.errorAbi, err, last);
+          if (c.kind !== 'nonce-low' && c.kind !== 'underpriced')
+            throw toError(c, 'replacing', opts.errorAbi, err, last);
         }
         fees = bumped;
         sentAt = now;
@@ -402,12 +422,22 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
   /** A mined revert: replay the call at its block for the reason. */
   async function minedRevert(req: TransactionRequest, mined: TransactionReceipt): Promise<TransactionError> {
     try {
-      await publicClient.call({ account, to: req.to, data: req.data, value: req.value, blockNumber: mined.blockNumber });
+      await publicClient.call({
+        account,
+        to: req.to,
+        data: req.data,
+        value: req.value,
+        blockNumber: mined.blockNumber,
+      });
     } catch (err) {
       const c = classify(err);
       if (c.kind === 'revert') {
         const reason = revertReason(c, opts.errorAbi);
-        return new TransactionError('revert', reason ? `the transaction reverted: ${reason}` : 'the transaction reverted', { reason, hash: mined.transactionHash });
+        return new TransactionError(
+          'revert',
+          reason ? `the transaction reverted: ${reason}` : 'the transaction reverted',
+          { reason, hash: mined.transactionHash },
+        );
       }
     }
     return new TransactionError('revert', 'the transaction reverted', { hash: mined.transactionHash });

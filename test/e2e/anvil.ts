@@ -29,17 +29,23 @@ function anvilBinary(): string {
   try {
     return require.resolve(`@foundry-rs/anvil-${process.platform}-${arch}/bin/${exe}`);
   } catch {
-    throw new Error(`no anvil binary for ${process.platform}-${arch}: is the @foundry-rs/anvil devDependency installed?`);
+    throw new Error(
+      `no anvil binary for ${process.platform}-${arch}: is the @foundry-rs/anvil devDependency installed?`,
+    );
   }
 }
 
 export async function startAnvil(options: { startTimeoutMs?: number; chainId?: number } = {}): Promise<Anvil> {
   const tracked: Tracked = spawnTracked(anvilBinary(), [
-    '--host', '127.0.0.1',
-    '--port', '0',
-    '--chain-id', String(options.chainId ?? ANVIL_CHAIN_ID),
+    '--host',
+    '127.0.0.1',
+    '--port',
+    '0',
+    '--chain-id',
+    String(options.chainId ?? ANVIL_CHAIN_ID),
     // The default dev accounts, named so that a change of anvil's default cannot move them.
-    '--mnemonic', 'test test test test test test test test test test test junk',
+    '--mnemonic',
+    'test test test test test test test test test test test junk',
     // No --silent: it also hides the "Listening on" line that tells us the port.
   ]);
   const stop = async () => {
@@ -47,7 +53,13 @@ export async function startAnvil(options: { startTimeoutMs?: number; chainId?: n
   };
   try {
     const [, port] = await waitForLine(tracked, /Listening on 127\.0\.0\.1:(\d+)/, options.startTimeoutMs ?? 15_000);
-    return { rpcUrl: `http://127.0.0.1:${port}`, port: Number(port), chainId: options.chainId ?? ANVIL_CHAIN_ID, output: tracked.output, stop };
+    return {
+      rpcUrl: `http://127.0.0.1:${port}`,
+      port: Number(port),
+      chainId: options.chainId ?? ANVIL_CHAIN_ID,
+      output: tracked.output,
+      stop,
+    };
   } catch (error) {
     await stop();
     throw error;

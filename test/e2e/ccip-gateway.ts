@@ -39,14 +39,22 @@ import {
 import { readBurnMessageV2, readCctpV2Message, readHyperlaneMessage } from './wire.ts';
 
 /** TokenBridgeCctpBase.sol's `CctpService`: the call the router's OffchainLookup encodes. */
-export const CCTP_SERVICE_ABI = parseAbi(['function getCCTPAttestation(bytes _message) view returns (bytes cctpMessage, bytes attestation)']);
+export const CCTP_SERVICE_ABI = parseAbi([
+  'function getCCTPAttestation(bytes _message) view returns (bytes cctpMessage, bytes attestation)',
+]);
 const MESSAGE_SENT = parseAbi(['event MessageSent(bytes message)']);
 const MESSAGE_SENT_TOPIC = toEventSelector(MESSAGE_SENT[0]);
 const DISPATCH_ID = parseAbi(['event DispatchId(bytes32 indexed messageId)']);
 
 /** MessageV2.sol: the nonce at 12..44 and finalityThresholdExecuted at 144..148, set by Circle. */
 function attest(message: Hex, nonce: Hex, finalityThresholdExecuted: number): Hex {
-  return concat([slice(message, 0, 12), nonce, slice(message, 44, 144), numberToHex(finalityThresholdExecuted, { size: 4 }), slice(message, 148)]);
+  return concat([
+    slice(message, 0, 12),
+    nonce,
+    slice(message, 44, 144),
+    numberToHex(finalityThresholdExecuted, { size: 4 }),
+    slice(message, 148),
+  ]);
 }
 
 /**
@@ -54,7 +62,12 @@ function attest(message: Hex, nonce: Hex, finalityThresholdExecuted: number): He
  * the burn whose sender, mint recipient and amount are the Hyperlane message's, attested.
  * Throws when the origin receipt holds no such burn.
  */
-export async function cctpAttestationMetadata(origin: PublicClient, transmitters: readonly string[], txHash: Hash, hyperlaneMessage: Hex): Promise<Hex> {
+export async function cctpAttestationMetadata(
+  origin: PublicClient,
+  transmitters: readonly string[],
+  txHash: Hash,
+  hyperlaneMessage: Hex,
+): Promise<Hex> {
   const message = readHyperlaneMessage(hyperlaneMessage);
   // Hyperlane TokenMessage: recipient word, amount word, then optional metadata.
   if (size(message.body) < 64) throw new Error(`message ${message.id} is not a token message`);
@@ -71,7 +84,11 @@ export async function cctpAttestationMetadata(origin: PublicClient, transmitters
     if (burn.messageSender !== message.sender || burn.mintRecipient !== recipient || burn.amount !== amount) continue;
     const nonce = keccak256(encodePacked(['bytes32', 'uint256'], [txHash, BigInt(log.logIndex)]));
     const attested = attest(sent, nonce, cctp.minFinalityThreshold);
-    return encodeFunctionResult({ abi: CCTP_SERVICE_ABI, functionName: 'getCCTPAttestation', result: [attested, '0x'] });
+    return encodeFunctionResult({
+      abi: CCTP_SERVICE_ABI,
+      functionName: 'getCCTPAttestation',
+      result: [attested, '0x'],
+    });
   }
   throw new Error(`no CCTP burn for message ${message.id} in ${txHash}`);
 }

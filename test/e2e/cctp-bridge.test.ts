@@ -7,14 +7,42 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { decodeErrorResult, decodeEventLog, encodeFunctionData, encodePacked, getAddress, pad, parseAbi, toEventSelector, toFunctionSelector, type Abi, type Address, type Hash, type Hex, type TransactionReceipt } from 'viem';
+import {
+  decodeErrorResult,
+  decodeEventLog,
+  encodeFunctionData,
+  encodePacked,
+  getAddress,
+  pad,
+  parseAbi,
+  toEventSelector,
+  toFunctionSelector,
+  type Abi,
+  type Address,
+  type Hash,
+  type Hex,
+  type TransactionReceipt,
+} from 'viem';
 import { ccipRead, CcipReadError, decodeOffchainLookup } from '../../lib/worker/ccip-read.ts';
 import { ISM_ABI, ISM_TYPE as WORKER_ISM_TYPE, MAILBOX_ABI } from '../../lib/worker/metadata.ts';
 import { CCTP_SERVICE_ABI, cctpAttestationMetadata } from './ccip-gateway.ts';
-import { bridgeArtifacts, CIRCLE_DESTINATION_DOMAIN, CIRCLE_ORIGIN_DOMAIN, MIN_FINALITY_THRESHOLD, sendBridgeTransfer } from './cctp-bridge.ts';
+import {
+  bridgeArtifacts,
+  CIRCLE_DESTINATION_DOMAIN,
+  CIRCLE_ORIGIN_DOMAIN,
+  MIN_FINALITY_THRESHOLD,
+  sendBridgeTransfer,
+} from './cctp-bridge.ts';
 import { deliveryDestination, DESTINATION_DOMAIN, ORIGIN_DOMAIN, startTwoChains, type TwoChains } from './fixture.ts';
 import { hyperlaneArtifact, mailboxLogs } from './hyperlane.ts';
-import { deployMessageIdMultisigIsm, deployNoopIsm, deployRoutingIsm, deployTestRecipient, ismArtifacts, ISM_TYPE } from './isms.ts';
+import {
+  deployMessageIdMultisigIsm,
+  deployNoopIsm,
+  deployRoutingIsm,
+  deployTestRecipient,
+  ismArtifacts,
+  ISM_TYPE,
+} from './isms.ts';
 import { readBurnMessageV2, readCctpV2Message, readHyperlaneMessage } from './wire.ts';
 
 const RECIPIENT: Address = '0x00000000000000000000000000000000000000b0';
@@ -29,14 +57,23 @@ const destination = () => deliveryDestination(two.destination);
 async function recipientIsmType(message: Hex): Promise<number> {
   const { publicClient } = two.destination.chain;
   const recipient = getAddress(`0x${message.slice(2 + 2 * 57, 2 + 2 * 77)}`);
-  const ism = await publicClient.readContract({ address: two.destination.hyperlane.mailbox, abi: MAILBOX_ABI, functionName: 'recipientIsm', args: [recipient] });
+  const ism = await publicClient.readContract({
+    address: two.destination.hyperlane.mailbox,
+    abi: MAILBOX_ABI,
+    functionName: 'recipientIsm',
+    args: [recipient],
+  });
   return publicClient.readContract({ address: ism, abi: ISM_ABI, functionName: 'moduleType' });
 }
 
 const noWait = async () => {};
 
 async function transfer(amount: bigint): Promise<{ receipt: TransactionReceipt; message: Hex; id: Hex }> {
-  const hash = await sendBridgeTransfer(two.origin.chain, two.route, { destination: DESTINATION_DOMAIN, recipient: RECIPIENT, amount });
+  const hash = await sendBridgeTransfer(two.origin.chain, two.route, {
+    destination: DESTINATION_DOMAIN,
+    recipient: RECIPIENT,
+    amount,
+  });
   const receipt = await two.origin.chain.receipt(hash);
   assert.equal(receipt.status, 'success');
   const { messages, ids } = mailboxLogs(receipt, two.origin.hyperlane.mailbox);
@@ -46,12 +83,23 @@ async function transfer(amount: bigint): Promise<{ receipt: TransactionReceipt; 
 
 async function delivered(id: Hex): Promise<boolean> {
   const { chain, hyperlane } = two.destination;
-  return chain.publicClient.readContract({ address: hyperlane.mailbox, abi: MAILBOX_ABI, functionName: 'delivered', args: [id] });
+  return chain.publicClient.readContract({
+    address: hyperlane.mailbox,
+    abi: MAILBOX_ABI,
+    functionName: 'delivered',
+    args: [id],
+  });
 }
 
 async function processIdLogs(id: Hex) {
   const { chain, hyperlane } = two.destination;
-  return chain.publicClient.getContractEvents({ address: hyperlane.mailbox, abi: MAILBOX_ABI, eventName: 'ProcessId', args: { messageId: id }, fromBlock: 0n });
+  return chain.publicClient.getContractEvents({
+    address: hyperlane.mailbox,
+    abi: MAILBOX_ABI,
+    eventName: 'ProcessId',
+    args: { messageId: id },
+    fromBlock: 0n,
+  });
 }
 
 describe('e2e: Hyperlane TokenBridgeCctpV2 between two anvil nodes', { timeout: 90_000 }, () => {
@@ -74,7 +122,10 @@ describe('e2e: Hyperlane TokenBridgeCctpV2 between two anvil nodes', { timeout: 
       [origin.token, transferTopic], // router → messenger (depositForBurn)
       [origin.token, transferTopic], // burn: messenger → 0
       [origin.transmitter, topic('MessageSent(bytes)')],
-      [origin.tokenMessenger, topic('DepositForBurn(address,uint256,address,bytes32,uint32,bytes32,bytes32,uint256,uint32,bytes)')],
+      [
+        origin.tokenMessenger,
+        topic('DepositForBurn(address,uint256,address,bytes32,uint32,bytes32,bytes32,uint256,uint32,bytes)'),
+      ],
       [origin.router, topic('SentTransferRemote(uint32,bytes32,uint256)')],
       [mailbox, topic('Dispatch(address,uint32,bytes32,bytes)')],
       [mailbox, topic('DispatchId(bytes32)')],
@@ -90,7 +141,8 @@ describe('e2e: Hyperlane TokenBridgeCctpV2 between two anvil nodes', { timeout: 
     assert.equal(h.body, encodePacked(['bytes32', 'uint256'], [pad(RECIPIENT), 1_000_000n]));
 
     const sentLog = receipt.logs.find((l) => l.address.toLowerCase() === origin.transmitter)!;
-    const sent = decodeEventLog({ abi: MESSAGE_SENT_ABI, topics: sentLog.topics, data: sentLog.data, strict: true }).args.message;
+    const sent = decodeEventLog({ abi: MESSAGE_SENT_ABI, topics: sentLog.topics, data: sentLog.data, strict: true })
+      .args.message;
     const cctp = readCctpV2Message(sent);
     assert.equal(cctp.version, 1);
     assert.equal(cctp.sourceDomain, CIRCLE_ORIGIN_DOMAIN);
@@ -110,19 +162,29 @@ describe('e2e: Hyperlane TokenBridgeCctpV2 between two anvil nodes', { timeout: 
 
   test('call graph (debug_traceTransaction): transferRemote → depositForBurn → sendMessage, then → Mailbox.dispatch → hooks', async () => {
     const { receipt } = await transfer(3_000_000n);
-    interface Frame { type: string; to: string; input: Hex; calls?: Frame[] }
-    const trace = (await two.origin.chain.rpc('debug_traceTransaction', [receipt.transactionHash, { tracer: 'callTracer' }])) as Frame;
+    interface Frame {
+      type: string;
+      to: string;
+      input: Hex;
+      calls?: Frame[];
+    }
+    const trace = (await two.origin.chain.rpc('debug_traceTransaction', [
+      receipt.transactionHash,
+      { tracer: 'callTracer' },
+    ])) as Frame;
     const origin = two.origin;
     const route = two.route.origin;
-    const names = new Map<string, string>([
-      [route.router, 'router'],
-      [route.token, 'token'],
-      [route.tokenMessenger, 'tokenMessenger'],
-      [route.transmitter, 'transmitter'],
-      [origin.hyperlane.mailbox, 'mailbox'],
-      [origin.hyperlane.merkleTreeHook, 'merkleTreeHook'],
-      [origin.hyperlane.testPostDispatchHook, 'testPostDispatchHook'],
-    ].map(([a, n]) => [a.toLowerCase(), n]));
+    const names = new Map<string, string>(
+      [
+        [route.router, 'router'],
+        [route.token, 'token'],
+        [route.tokenMessenger, 'tokenMessenger'],
+        [route.transmitter, 'transmitter'],
+        [origin.hyperlane.mailbox, 'mailbox'],
+        [origin.hyperlane.merkleTreeHook, 'merkleTreeHook'],
+        [origin.hyperlane.testPostDispatchHook, 'testPostDispatchHook'],
+      ].map(([a, n]) => [a.toLowerCase(), n]),
+    );
     const fns = [
       'transferRemote(uint32,bytes32,uint256)',
       'transferFrom(address,address,uint256)',
@@ -139,7 +201,9 @@ describe('e2e: Hyperlane TokenBridgeCctpV2 between two anvil nodes', { timeout: 
     const walk = (frame: Frame, depth: number) => {
       // The proxy's DELEGATECALL goes to the implementation, whose address the route does not keep.
       const to = frame.type === 'DELEGATECALL' ? 'implementation' : (names.get(frame.to.toLowerCase()) ?? frame.to);
-      lines.push(`${'  '.repeat(depth)}${frame.type} ${to}.${selectors.get(frame.input.slice(0, 10) as Hex) ?? frame.input.slice(0, 10)}`);
+      lines.push(
+        `${'  '.repeat(depth)}${frame.type} ${to}.${selectors.get(frame.input.slice(0, 10) as Hex) ?? frame.input.slice(0, 10)}`,
+      );
       for (const call of frame.calls ?? []) walk(call, depth + 1);
     };
     walk(trace, 0);
@@ -162,14 +226,26 @@ describe('e2e: Hyperlane TokenBridgeCctpV2 between two anvil nodes', { timeout: 
   test('Mailbox.process through the CCTP ISM: a forged burn is refused, the attested one delivers, a second process reverts', async () => {
     const { receipt, message, id } = await transfer(2_500_000n);
     const dest = destination();
-    assert.equal(await recipientIsmType(message), WORKER_ISM_TYPE.CCIP_READ, 'the bridge router is its own CCIP-read ISM');
+    assert.equal(
+      await recipientIsmType(message),
+      WORKER_ISM_TYPE.CCIP_READ,
+      'the bridge router is its own CCIP-read ISM',
+    );
     const transmitters = [two.route.origin.transmitter];
 
     // The same transaction's attestation, for a message with one more unit: the ISM compares the
     // burn with the token message, so this must revert and deliver nothing.
-    const forged = (`${message.slice(0, -64)}${(2_500_001n).toString(16).padStart(64, '0')}`) as Hex;
-    await assert.rejects(cctpAttestationMetadata(two.origin.chain.publicClient, transmitters, receipt.transactionHash, forged), /no CCTP burn/);
-    const honest = await cctpAttestationMetadata(two.origin.chain.publicClient, transmitters, receipt.transactionHash, message);
+    const forged = `${message.slice(0, -64)}${2_500_001n.toString(16).padStart(64, '0')}` as Hex;
+    await assert.rejects(
+      cctpAttestationMetadata(two.origin.chain.publicClient, transmitters, receipt.transactionHash, forged),
+      /no CCTP burn/,
+    );
+    const honest = await cctpAttestationMetadata(
+      two.origin.chain.publicClient,
+      transmitters,
+      receipt.transactionHash,
+      message,
+    );
     await assert.rejects(dest.simulate(honest, forged), (e: Error & { kind?: string }) => e.kind === 'revert');
     assert.equal(await delivered(id), false);
 
@@ -185,7 +261,11 @@ describe('e2e: Hyperlane TokenBridgeCctpV2 between two anvil nodes', { timeout: 
       .find((e) => e.eventName === 'ReceivedTransferRemote');
     assert.deepEqual(received?.args, { origin: ORIGIN_DOMAIN, recipient: pad(RECIPIENT), amountOrId: 2_500_000n });
 
-    await assert.rejects(dest.simulate(honest, message), (e: Error & { reason?: string }) => e.reason === 'Mailbox: already delivered', 'a second process would revert: never sent');
+    await assert.rejects(
+      dest.simulate(honest, message),
+      (e: Error & { reason?: string }) => e.reason === 'Mailbox: already delivered',
+      'a second process would revert: never sent',
+    );
     assert.equal((await processIdLogs(id)).length, 1, 'delivered exactly once');
   });
 
@@ -216,31 +296,55 @@ describe('e2e: Hyperlane TokenBridgeCctpV2 between two anvil nodes', { timeout: 
     const { message, id } = await transfer(3_000_000n);
     const router = two.route.destination.router;
     const routerAbi = bridgeArtifacts.router().abi;
-    const revert = await revertData(two.destination.anvil.rpcUrl, router, encodeFunctionData({ abi: routerAbi, functionName: 'getOffchainVerifyInfo', args: [message] }));
+    const revert = await revertData(
+      two.destination.anvil.rpcUrl,
+      router,
+      encodeFunctionData({ abi: routerAbi, functionName: 'getOffchainVerifyInfo', args: [message] }),
+    );
     const lookup = decodeOffchainLookup(revert);
     assert.ok(lookup, 'the router reverts with OffchainLookup');
     // Cross-check with viem's decoder and the contract's own definitions (AbstractCcipReadIsm).
     const byViem = decodeErrorResult({ abi: routerAbi, data: revert });
     assert.equal(byViem.errorName, 'OffchainLookup');
-    assert.deepEqual(byViem.args, [getAddress(lookup.sender), lookup.urls, lookup.callData, lookup.callbackFunction, lookup.extraData]);
+    assert.deepEqual(byViem.args, [
+      getAddress(lookup.sender),
+      lookup.urls,
+      lookup.callData,
+      lookup.callbackFunction,
+      lookup.extraData,
+    ]);
     assert.equal(lookup.sender, router.toLowerCase());
     assert.deepEqual(lookup.urls, [two.gateway.url], 'setUrls pointed the router at the gateway');
-    assert.equal(lookup.callData, encodeFunctionData({ abi: CCTP_SERVICE_ABI, functionName: 'getCCTPAttestation', args: [message] }));
+    assert.equal(
+      lookup.callData,
+      encodeFunctionData({ abi: CCTP_SERVICE_ABI, functionName: 'getCCTPAttestation', args: [message] }),
+    );
     assert.equal(lookup.callbackFunction, toFunctionSelector('verify(bytes,bytes)'));
     assert.equal(lookup.extraData, message);
 
     const asked = two.gateway.requests();
     two.gateway.respond('pending-500', 1);
-    await assert.rejects(ccipRead(lookup, { contract: router }), (e) => e instanceof CcipReadError && e.kind === 'pending');
+    await assert.rejects(
+      ccipRead(lookup, { contract: router }),
+      (e) => e instanceof CcipReadError && e.kind === 'pending',
+    );
     two.gateway.respond('pending-404', 1);
-    await assert.rejects(ccipRead(lookup, { contract: router }), (e) => e instanceof CcipReadError && e.kind === 'pending');
+    await assert.rejects(
+      ccipRead(lookup, { contract: router }),
+      (e) => e instanceof CcipReadError && e.kind === 'pending',
+    );
     const metadata = await ccipRead(lookup, { contract: router });
     // The GET form of the same service answers the same bytes.
     assert.equal(await ccipRead({ ...lookup, urls: [two.gateway.getUrl] }, { contract: router }), metadata);
     assert.equal(two.gateway.requests() - asked, 4);
 
     const mailboxA = hyperlaneArtifact('Mailbox');
-    const processed = await two.destination.chain.callAndWait(two.destination.hyperlane.mailbox, mailboxA.abi, 'process', [metadata, message]);
+    const processed = await two.destination.chain.callAndWait(
+      two.destination.hyperlane.mailbox,
+      mailboxA.abi,
+      'process',
+      [metadata, message],
+    );
     assert.equal(processed.status, 'success');
     assert.equal(await delivered(id), true);
   });
@@ -252,16 +356,35 @@ describe('e2e: Hyperlane TokenBridgeCctpV2 between two anvil nodes', { timeout: 
     const recipient = await deployTestRecipient(chain, routing);
     const multisig = await deployMessageIdMultisigIsm(chain);
     const mailboxA = hyperlaneArtifact('Mailbox');
-    const receipt = await two.origin.chain.callAndWait(two.origin.hyperlane.mailbox, mailboxA.abi, 'dispatch', [DESTINATION_DOMAIN, pad(recipient), '0x726f75746564']);
+    const receipt = await two.origin.chain.callAndWait(two.origin.hyperlane.mailbox, mailboxA.abi, 'dispatch', [
+      DESTINATION_DOMAIN,
+      pad(recipient),
+      '0x726f75746564',
+    ]);
     const { messages, ids } = mailboxLogs(receipt, two.origin.hyperlane.mailbox);
-    const read = (address: Address, abi: Abi, functionName: string, args: readonly unknown[] = []) => chain.publicClient.readContract({ address, abi, functionName, args });
-    assert.equal(((await read(two.destination.hyperlane.mailbox, mailboxA.abi, 'recipientIsm', [recipient])) as Address).toLowerCase(), routing.toLowerCase());
+    const read = (address: Address, abi: Abi, functionName: string, args: readonly unknown[] = []) =>
+      chain.publicClient.readContract({ address, abi, functionName, args });
+    assert.equal(
+      (
+        (await read(two.destination.hyperlane.mailbox, mailboxA.abi, 'recipientIsm', [recipient])) as Address
+      ).toLowerCase(),
+      routing.toLowerCase(),
+    );
     const routingAbi = ismArtifacts.routing().abi;
     assert.equal(await read(routing, routingAbi, 'moduleType'), ISM_TYPE.ROUTING);
-    assert.equal(((await read(routing, routingAbi, 'route', [messages[0]])) as Address).toLowerCase(), noop.toLowerCase());
+    assert.equal(
+      ((await read(routing, routingAbi, 'route', [messages[0]])) as Address).toLowerCase(),
+      noop.toLowerCase(),
+    );
     assert.equal(await read(noop, ismArtifacts.noop().abi, 'moduleType'), ISM_TYPE.NULL);
-    assert.equal(await read(multisig, ismArtifacts.messageIdMultisig().abi, 'moduleType'), ISM_TYPE.MESSAGE_ID_MULTISIG);
-    const processed = await chain.callAndWait(two.destination.hyperlane.mailbox, mailboxA.abi, 'process', ['0x', messages[0]]);
+    assert.equal(
+      await read(multisig, ismArtifacts.messageIdMultisig().abi, 'moduleType'),
+      ISM_TYPE.MESSAGE_ID_MULTISIG,
+    );
+    const processed = await chain.callAndWait(two.destination.hyperlane.mailbox, mailboxA.abi, 'process', [
+      '0x',
+      messages[0],
+    ]);
     assert.equal(processed.status, 'success');
     assert.equal(await delivered(ids[0]), true);
     assert.equal(await read(recipient, ismArtifacts.recipient().abi, 'lastData'), '0x726f75746564');

@@ -38,7 +38,10 @@ export const bridgeArtifacts = {
   token: () => hyperlaneArtifact('mock/MockToken'),
   transmitter: () => hyperlaneArtifact('mock/MockCircleMessageTransmitter'),
   tokenMessenger: () => hyperlaneArtifact('mock/MockCircleTokenMessenger'),
-  proxy: () => hyperlaneArtifact('@openzeppelin/contracts/proxy/transparent/TransparentUpgradeableProxy.sol/TransparentUpgradeableProxy'),
+  proxy: () =>
+    hyperlaneArtifact(
+      '@openzeppelin/contracts/proxy/transparent/TransparentUpgradeableProxy.sol/TransparentUpgradeableProxy',
+    ),
 };
 
 export interface CctpV2Side {
@@ -60,13 +63,22 @@ interface Side {
   hyperlane: HyperlaneDeployment;
 }
 
-async function send(chain: Chain, address: Address, abi: readonly unknown[], fn: string, args: readonly unknown[]): Promise<void> {
+async function send(
+  chain: Chain,
+  address: Address,
+  abi: readonly unknown[],
+  fn: string,
+  args: readonly unknown[],
+): Promise<void> {
   const receipt = await chain.callAndWait(address, abi as never, fn, args);
   if (receipt.status !== 'success') throw new Error(`${fn} reverted: ${receipt.transactionHash}`);
 }
 
 /** Token, V2 transmitter, the given messenger and a proxied, initialized TokenBridgeCctpV2. */
-async function deploySide(side: Side, deployMessenger: (token: Address, transmitter: Address) => Promise<Address>): Promise<CctpV2Side> {
+async function deploySide(
+  side: Side,
+  deployMessenger: (token: Address, transmitter: Address) => Promise<Address>,
+): Promise<CctpV2Side> {
   const { chain, hyperlane } = side;
   const tokenA = bridgeArtifacts.token();
   const transmitterA = bridgeArtifacts.transmitter();
@@ -84,11 +96,11 @@ async function deploySide(side: Side, deployMessenger: (token: Address, transmit
     MIN_FINALITY_THRESHOLD,
   ]);
   // hook 0: the Mailbox's default hook (MerkleTreeHook) and its required hook run on dispatch.
-  const initialize = encodeFunctionData({ abi: routerA.abi, functionName: 'initialize', args: [
-    '0x0000000000000000000000000000000000000000',
-    DEV_ACCOUNT,
-    [UNSET_ATTESTATION_URL],
-  ] });
+  const initialize = encodeFunctionData({
+    abi: routerA.abi,
+    functionName: 'initialize',
+    args: ['0x0000000000000000000000000000000000000000', DEV_ACCOUNT, [UNSET_ATTESTATION_URL]],
+  });
   const proxyA = bridgeArtifacts.proxy();
   const router = await chain.deploy(proxyA.abi, proxyA.bytecode, [implementation, PROXY_ADMIN, initialize]);
   return { router, token, transmitter, tokenMessenger };
@@ -107,7 +119,11 @@ export async function setCcipReadUrls(chain: Chain, router: Address, urls: reado
  * Deploys both sides and enrolls each router with the other (Hyperlane and Circle domains).
  * With `ccipReadUrls`, the destination router's OffchainLookup points there.
  */
-export async function deployCctpV2Route(origin: Side, destination: Side, opts: { ccipReadUrls?: readonly string[] } = {}): Promise<CctpV2Route> {
+export async function deployCctpV2Route(
+  origin: Side,
+  destination: Side,
+  opts: { ccipReadUrls?: readonly string[] } = {},
+): Promise<CctpV2Route> {
   const messengerA = bridgeArtifacts.tokenMessenger();
   const dest = await deploySide(destination, async (token) => {
     const messenger = await destination.chain.deploy(messengerA.abi, messengerA.bytecode, [token]);
@@ -119,9 +135,18 @@ export async function deployCctpV2Route(origin: Side, destination: Side, opts: {
     origin.chain.deploy(standIn.abi, standIn.bytecode, [transmitter, pad(dest.tokenMessenger)]),
   );
   const routerAbi = bridgeArtifacts.router().abi;
-  await send(origin.chain, orig.router, routerAbi, 'enrollRemoteRouter', [destination.hyperlane.domain, pad(dest.router)]);
-  await send(origin.chain, orig.router, routerAbi, 'addDomain', [destination.hyperlane.domain, CIRCLE_DESTINATION_DOMAIN]);
-  await send(destination.chain, dest.router, routerAbi, 'enrollRemoteRouter', [origin.hyperlane.domain, pad(orig.router)]);
+  await send(origin.chain, orig.router, routerAbi, 'enrollRemoteRouter', [
+    destination.hyperlane.domain,
+    pad(dest.router),
+  ]);
+  await send(origin.chain, orig.router, routerAbi, 'addDomain', [
+    destination.hyperlane.domain,
+    CIRCLE_DESTINATION_DOMAIN,
+  ]);
+  await send(destination.chain, dest.router, routerAbi, 'enrollRemoteRouter', [
+    origin.hyperlane.domain,
+    pad(orig.router),
+  ]);
   await send(destination.chain, dest.router, routerAbi, 'addDomain', [origin.hyperlane.domain, CIRCLE_ORIGIN_DOMAIN]);
   if (opts.ccipReadUrls) await setCcipReadUrls(destination.chain, dest.router, opts.ccipReadUrls);
   return { origin: orig, destination: dest };
@@ -140,5 +165,9 @@ export async function sendBridgeTransfer(
   const tokenAbi = bridgeArtifacts.token().abi;
   await send(chain, route.origin.token, tokenAbi, 'mint', [DEV_ACCOUNT, t.amount]);
   await send(chain, route.origin.token, tokenAbi, 'approve', [route.origin.router, t.amount]);
-  return chain.call(route.origin.router, bridgeArtifacts.router().abi, 'transferRemote', [t.destination, pad(t.recipient), t.amount]);
+  return chain.call(route.origin.router, bridgeArtifacts.router().abi, 'transferRemote', [
+    t.destination,
+    pad(t.recipient),
+    t.amount,
+  ]);
 }

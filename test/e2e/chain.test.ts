@@ -8,7 +8,14 @@ import { decodeEventLog, encodePacked, pad, parseAbi, toEventSelector, type Hex,
 import { compiledContract } from './solidity.ts';
 import { mailboxArtifact, mailboxLogs } from './hyperlane.ts';
 import { startLocalChain, ORIGIN_DOMAIN, type LocalChain } from './fixture.ts';
-import { CCTP_LOCAL_DOMAIN, CCTP_REMOTE_DOMAIN, REMOTE_TOKEN_MESSENGER, sendForgery, sendRevertingTransfer, sendTransfer } from './stand-ins.ts';
+import {
+  CCTP_LOCAL_DOMAIN,
+  CCTP_REMOTE_DOMAIN,
+  REMOTE_TOKEN_MESSENGER,
+  sendForgery,
+  sendRevertingTransfer,
+  sendTransfer,
+} from './stand-ins.ts';
 import { DEV_ACCOUNT } from './chain.ts';
 import { readBurnMessageV2, readCctpV2Message, readHyperlaneMessage } from './wire.ts';
 import { hyperlaneMessage } from '../helpers/fixtures.ts';
@@ -61,7 +68,12 @@ describe('e2e harness: real Mailbox and CCTP V2 stand-in on anvil', { timeout: 6
   test('Mailbox (docs/design.md#tests-on-real-chains): each dispatch emits Dispatch then DispatchId, id = keccak256(message), version 3, origin 1', async () => {
     const firstNonce = await mailboxNonce();
     const receipt = await local.chain.receipt(
-      await sendTransfer(local.chain, local.standIns, { destination: 2, recipient: RECIPIENT, amount: 500n, dispatches: 2 }),
+      await sendTransfer(local.chain, local.standIns, {
+        destination: 2,
+        recipient: RECIPIENT,
+        amount: 500n,
+        dispatches: 2,
+      }),
     );
     assert.equal(receipt.status, 'success');
     const { messages, ids } = mailboxLogs(receipt, local.hyperlane.mailbox);
@@ -90,7 +102,12 @@ describe('e2e harness: real Mailbox and CCTP V2 stand-in on anvil', { timeout: 6
 
   test('log order: per transfer MessageSent (transmitter), Dispatch and DispatchId (Mailbox), InsertedIntoTree (hook)', async () => {
     const receipt = await local.chain.receipt(
-      await sendTransfer(local.chain, local.standIns, { destination: 2, recipient: RECIPIENT, amount: 1n, dispatches: 2 }),
+      await sendTransfer(local.chain, local.standIns, {
+        destination: 2,
+        recipient: RECIPIENT,
+        amount: 1n,
+        dispatches: 2,
+      }),
     );
     const seen = receipt.logs.map((l) => [l.address.toLowerCase(), l.topics[0]]);
     const transmitter = local.standIns.transmitter.toLowerCase();
@@ -107,7 +124,12 @@ describe('e2e harness: real Mailbox and CCTP V2 stand-in on anvil', { timeout: 6
 
   test('MessageV2.sol / BurnMessageV2.sol: MessageSent carries a CCTP V2 message with a BurnMessageV2 body', async () => {
     const receipt = await local.chain.receipt(
-      await sendTransfer(local.chain, local.standIns, { destination: 2, recipient: RECIPIENT, amount: 1_000_000n, dispatches: 2 }),
+      await sendTransfer(local.chain, local.standIns, {
+        destination: 2,
+        recipient: RECIPIENT,
+        amount: 1_000_000n,
+        dispatches: 2,
+      }),
     );
     const sent = messagesSent(receipt);
     assert.equal(sent.length, 2);
@@ -138,12 +160,24 @@ describe('e2e harness: real Mailbox and CCTP V2 stand-in on anvil', { timeout: 6
 
   test('counts can differ: 2 MessageSent and 3 Dispatch in one transaction; 0 MessageSent and 1 Dispatch', async () => {
     const uneven = await local.chain.receipt(
-      await sendTransfer(local.chain, local.standIns, { destination: 2, recipient: RECIPIENT, amount: 1n, burns: 2, dispatches: 3 }),
+      await sendTransfer(local.chain, local.standIns, {
+        destination: 2,
+        recipient: RECIPIENT,
+        amount: 1n,
+        burns: 2,
+        dispatches: 3,
+      }),
     );
     assert.equal(messagesSent(uneven).length, 2);
     assert.equal(mailboxLogs(uneven, local.hyperlane.mailbox).messages.length, 3);
     const bare = await local.chain.receipt(
-      await sendTransfer(local.chain, local.standIns, { destination: 2, recipient: RECIPIENT, amount: 1n, burns: 0, dispatches: 1 }),
+      await sendTransfer(local.chain, local.standIns, {
+        destination: 2,
+        recipient: RECIPIENT,
+        amount: 1n,
+        burns: 0,
+        dispatches: 1,
+      }),
     );
     assert.equal(messagesSent(bare).length, 0);
     assert.equal(mailboxLogs(bare, local.hyperlane.mailbox).messages.length, 1);
@@ -159,7 +193,12 @@ describe('e2e harness: real Mailbox and CCTP V2 stand-in on anvil', { timeout: 6
       body: '0x01',
     });
     const receipt = await local.chain.receipt(
-      await sendForgery(local.chain, local.standIns, { destination: 2, recipient: RECIPIENT, message: forged, cctpMessage: '0x01' }),
+      await sendForgery(local.chain, local.standIns, {
+        destination: 2,
+        recipient: RECIPIENT,
+        message: forged,
+        cctpMessage: '0x01',
+      }),
     );
     assert.equal(receipt.status, 'success');
     assert.deepEqual(
@@ -169,8 +208,16 @@ describe('e2e harness: real Mailbox and CCTP V2 stand-in on anvil', { timeout: 6
         [local.standIns.rogue.toLowerCase(), DISPATCH_TOPIC],
       ],
     );
-    const dispatch = decodeEventLog({ abi: mailboxArtifact().abi, topics: receipt.logs[1].topics, data: receipt.logs[1].data });
-    assert.equal((dispatch.args as unknown as { message: Hex }).message, forged, 'decodes exactly like a Mailbox Dispatch');
+    const dispatch = decodeEventLog({
+      abi: mailboxArtifact().abi,
+      topics: receipt.logs[1].topics,
+      data: receipt.logs[1].data,
+    });
+    assert.equal(
+      (dispatch.args as unknown as { message: Hex }).message,
+      forged,
+      'decodes exactly like a Mailbox Dispatch',
+    );
   });
 
   test('sendThenRevert: the node mines the transaction with status reverted and keeps none of its logs', async () => {
@@ -184,8 +231,13 @@ describe('e2e harness: real Mailbox and CCTP V2 stand-in on anvil', { timeout: 6
   test('evm_setAutomine(false) holds a transaction unmined until evm_mine', async () => {
     await local.chain.setAutomine(false);
     try {
-      const hash = await sendTransfer(local.chain, local.standIns, { destination: 2, recipient: RECIPIENT, amount: 1n });
-      const raw = (hash: Hex) => local.chain.publicClient.request({ method: 'eth_getTransactionReceipt', params: [hash] });
+      const hash = await sendTransfer(local.chain, local.standIns, {
+        destination: 2,
+        recipient: RECIPIENT,
+        amount: 1n,
+      });
+      const raw = (hash: Hex) =>
+        local.chain.publicClient.request({ method: 'eth_getTransactionReceipt', params: [hash] });
       assert.equal(await raw(hash), null);
       await local.chain.mineBlock();
       assert.equal((await raw(hash))?.status, '0x1');

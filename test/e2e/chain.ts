@@ -60,8 +60,18 @@ export function connectChain(rpcUrl: string, chainId: number = foundry.id): Chai
   const transport = http(rpcUrl, { retryCount: 0 });
   // Created as the general PublicClient and WalletClient types the Chain interface holds: tsc then
   // does not have to prove the specific client types assignable to them, which costs seconds.
-  const publicClient = createPublicClient<Transport, ViemChain | undefined, undefined, undefined, Tokens | undefined>({ chain, transport, pollingInterval: 25 });
-  const wallet = createWalletClient<Transport, ViemChain | undefined, Account | undefined, undefined, Tokens | undefined>({ chain, transport, account: DEV_ACCOUNT, pollingInterval: 25 });
+  const publicClient = createPublicClient<Transport, ViemChain | undefined, undefined, undefined, Tokens | undefined>({
+    chain,
+    transport,
+    pollingInterval: 25,
+  });
+  const wallet = createWalletClient<
+    Transport,
+    ViemChain | undefined,
+    Account | undefined,
+    undefined,
+    Tokens | undefined
+  >({ chain, transport, account: DEV_ACCOUNT, pollingInterval: 25 });
 
   async function receipt(hash: Hash): Promise<TransactionReceipt> {
     return publicClient.waitForTransactionReceipt({ hash, pollingInterval: 25, timeout: 10_000 });
@@ -101,5 +111,17 @@ export function connectChain(rpcUrl: string, chainId: number = foundry.id): Chai
     await rpc('evm_mine');
   }
 
-  return { rpcUrl, publicClient, wallet, viemChain: chain, rpc, receipt, deploy, call, callAndWait, setAutomine, mineBlock };
+  return {
+    rpcUrl,
+    publicClient,
+    wallet,
+    viemChain: chain,
+    rpc,
+    receipt,
+    deploy,
+    call,
+    callAndWait,
+    setAutomine,
+    mineBlock,
+  };
 }

@@ -10,7 +10,9 @@ import { test } from 'node:test';
 import { spawnTracked } from './processes.ts';
 import { REPO_ROOT } from '../helpers/server.ts';
 
-test('npm run demo: POST /relay, then relayer-worker delivers through the CCIP-read gateway; GET /relay/{id} goes queued → delivered, Mailbox.delivered(id) false → true', { timeout: 180_000 }, async () => {
+test('npm run demo: POST /relay, then relayer-worker delivers through the CCIP-read gateway; GET /relay/{id} goes queued → delivered, Mailbox.delivered(id) false → true', {
+  timeout: 180_000,
+}, async () => {
   const demo = spawnTracked(process.execPath, [join(REPO_ROOT, 'scripts', 'demo.ts')], { cwd: REPO_ROOT });
   const [code] = (await once(demo.child, 'exit')) as [number | null];
   const output = demo.output();

@@ -74,7 +74,10 @@ export interface TwoChains {
  * CCIP-read gateway its destination router points to.
  */
 export async function startTwoChains(): Promise<TwoChains> {
-  const started = await Promise.allSettled([startNode(ORIGIN_DOMAIN, ANVIL_CHAIN_ID), startNode(DESTINATION_DOMAIN, DESTINATION_CHAIN_ID)]);
+  const started = await Promise.allSettled([
+    startNode(ORIGIN_DOMAIN, ANVIL_CHAIN_ID),
+    startNode(DESTINATION_DOMAIN, DESTINATION_CHAIN_ID),
+  ]);
   const nodes = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
   let gateway: CcipGateway | undefined;
   const stop = async () => {
@@ -124,6 +127,17 @@ export function twoChainRelayerConfig(two: TwoChains, db: string) {
 
 /** The delivery worker's view of a node (lib/worker/destination.ts), the node signing as the dev account. */
 export function deliveryDestination(node: ChainNode, name = DESTINATION_CHAIN_NAME): Destination {
-  const sender = createTransactionSender({ publicClient: node.chain.publicClient, walletClient: node.chain.wallet, account: DEV_ACCOUNT, pollMs: 25 });
-  return createMailboxDestination({ name, domain: node.hyperlane.domain, mailbox: node.hyperlane.mailbox as Address, publicClient: node.chain.publicClient, sender });
+  const sender = createTransactionSender({
+    publicClient: node.chain.publicClient,
+    walletClient: node.chain.wallet,
+    account: DEV_ACCOUNT,
+    pollMs: 25,
+  });
+  return createMailboxDestination({
+    name,
+    domain: node.hyperlane.domain,
+    mailbox: node.hyperlane.mailbox as Address,
+    publicClient: node.chain.publicClient,
+    sender,
+  });
 }

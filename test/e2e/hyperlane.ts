@@ -71,7 +71,12 @@ export async function deployHyperlane(chain: Chain, domain: number): Promise<Hyp
   // Zero fee, said explicitly: dispatch must not need msg.value.
   await expectSuccess(chain.callAndWait(testPostDispatchHook, testHookA.abi, 'setFee', [0n]), 'setFee');
   await expectSuccess(
-    chain.callAndWait(mailbox, mailboxA.abi, 'initialize', [DEV_ACCOUNT, noopIsm, merkleTreeHook, testPostDispatchHook]),
+    chain.callAndWait(mailbox, mailboxA.abi, 'initialize', [
+      DEV_ACCOUNT,
+      noopIsm,
+      merkleTreeHook,
+      testPostDispatchHook,
+    ]),
     'Mailbox.initialize',
   );
   return { domain, mailbox, noopIsm, merkleTreeHook, testPostDispatchHook };
@@ -83,7 +88,10 @@ async function expectSuccess(pending: Promise<{ status: string; transactionHash:
 }
 
 /** What the Mailbox itself logged in one receipt, in log order; logs of other addresses are skipped. */
-export function mailboxLogs(receipt: { logs: readonly { address: Address; topics: readonly Hex[]; data: Hex }[] }, mailbox: Address) {
+export function mailboxLogs(
+  receipt: { logs: readonly { address: Address; topics: readonly Hex[]; data: Hex }[] },
+  mailbox: Address,
+) {
   const { abi } = mailboxArtifact();
   const messages: Hex[] = [];
   const ids: Hex[] = [];

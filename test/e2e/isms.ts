@@ -9,7 +9,16 @@ import { DEV_ACCOUNT, type Chain } from './chain.ts';
 import { hyperlaneArtifact } from './hyperlane.ts';
 
 /** IInterchainSecurityModule.Types, as `moduleType()` returns them. */
-export const ISM_TYPE = { UNUSED: 0, ROUTING: 1, AGGREGATION: 2, LEGACY_MULTISIG: 3, MERKLE_ROOT_MULTISIG: 4, MESSAGE_ID_MULTISIG: 5, NULL: 6, CCIP_READ: 7 } as const;
+export const ISM_TYPE = {
+  UNUSED: 0,
+  ROUTING: 1,
+  AGGREGATION: 2,
+  LEGACY_MULTISIG: 3,
+  MERKLE_ROOT_MULTISIG: 4,
+  MESSAGE_ID_MULTISIG: 5,
+  NULL: 6,
+  CCIP_READ: 7,
+} as const;
 
 export const ismArtifacts = {
   noop: () => hyperlaneArtifact('isms/NoopIsm'),

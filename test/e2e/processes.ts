@@ -58,7 +58,11 @@ export interface Tracked {
 }
 
 /** Spawns `command` with piped output, tracked until it exits. */
-export function spawnTracked(command: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Tracked {
+export function spawnTracked(
+  command: string,
+  args: string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
+): Tracked {
   installHandlers();
   const child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
   running.add(child);
@@ -108,7 +112,9 @@ export function waitForLine(tracked: Tracked, pattern: RegExp, timeoutMs: number
     };
     const onExit = (code: number | null, signal: string | null) => {
       cleanup();
-      reject(new Error(`process exited (code ${code}, signal ${signal}) before printing ${pattern}:\n${tracked.output()}`));
+      reject(
+        new Error(`process exited (code ${code}, signal ${signal}) before printing ${pattern}:\n${tracked.output()}`),
+      );
     };
     const timer = setTimeout(() => {
       cleanup();
@@ -124,7 +130,11 @@ export function waitForLine(tracked: Tracked, pattern: RegExp, timeoutMs: number
  * Sends `signal` (SIGTERM by default) and waits for the exit; SIGKILL after `graceMs`.
  * Returns the exit code (null when a signal ended it).
  */
-export async function stopProcess(child: ChildProcess, graceMs = 5000, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
+export async function stopProcess(
+  child: ChildProcess,
+  graceMs = 5000,
+  signal: NodeJS.Signals = 'SIGTERM',
+): Promise<number | null> {
   if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
   const exited = once(child, 'exit') as Promise<[number | null, string | null]>;
   child.kill(signal);

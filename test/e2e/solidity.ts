@@ -41,7 +41,9 @@ function loadSolc(): { compile(input: string): string } {
 /** Standard JSON input: every .sol file of contracts/, keyed by file name so `./X.sol` imports resolve. */
 function standardJsonInput(): string {
   const sources: Record<string, { content: string }> = {};
-  for (const file of readdirSync(CONTRACTS_DIR).filter((f) => f.endsWith('.sol')).sort()) {
+  for (const file of readdirSync(CONTRACTS_DIR)
+    .filter((f) => f.endsWith('.sol'))
+    .sort()) {
     sources[file] = { content: readFileSync(join(CONTRACTS_DIR, file), 'utf8') };
   }
   return JSON.stringify({
@@ -62,7 +64,10 @@ const DISK_CACHE = join(tmpdir(), 'relayer-api-solc');
 /** solc's output for `input`: from the disk cache when the same input met the same compiler before. */
 function solcOutput(input: string): string {
   const version = (require('solc/package.json') as { version: string }).version;
-  const file = join(DISK_CACHE, `${createHash('sha256').update(version).update('\0').update(input).digest('hex')}.json`);
+  const file = join(
+    DISK_CACHE,
+    `${createHash('sha256').update(version).update('\0').update(input).digest('hex')}.json`,
+  );
   try {
     return readFileSync(file, 'utf8');
   } catch {

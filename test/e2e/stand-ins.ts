@@ -54,7 +54,12 @@ export function sendTransfer(chain: Chain, standIns: StandIns, t: Transfer): Pro
 
 /** Sends `sendThenRevert(...)`: emits everything, then reverts; mined with status 0. */
 export function sendRevertingTransfer(chain: Chain, standIns: StandIns, t: Transfer): Promise<Hash> {
-  return chain.call(standIns.transmitter, compiledContract('CctpV2TransmitterStandIn').abi, 'sendThenRevert', transferArgs(t));
+  return chain.call(
+    standIns.transmitter,
+    compiledContract('CctpV2TransmitterStandIn').abi,
+    'sendThenRevert',
+    transferArgs(t),
+  );
 }
 
 export interface Forgery {
@@ -92,7 +97,12 @@ export function sendForgeryAroundTransfer(chain: Chain, standIns: StandIns, f: F
  * A CCTP V2 message exactly as the transmitter stand-in would emit it (its own formatting
  * functions, over eth_call), for forgeries that only their emitter address gives away.
  */
-export async function genuineCctpMessage(chain: Chain, standIns: StandIns, recipient: Address, amount: bigint): Promise<Hex> {
+export async function genuineCctpMessage(
+  chain: Chain,
+  standIns: StandIns,
+  recipient: Address,
+  amount: bigint,
+): Promise<Hex> {
   const { abi } = compiledContract('CctpV2TransmitterStandIn');
   const read = (functionName: string, args: readonly unknown[]) =>
     chain.publicClient.readContract({ address: standIns.transmitter, abi, functionName, args }) as Promise<Hex>;

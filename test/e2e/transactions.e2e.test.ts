@@ -9,10 +9,22 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { createWalletClient, encodeFunctionData, http, type Address, type Hash, type Hex, type WalletClient } from 'viem';
+import {
+  createWalletClient,
+  encodeFunctionData,
+  http,
+  type Address,
+  type Hash,
+  type Hex,
+  type WalletClient,
+} from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { foundry } from 'viem/chains';
-import { createTransactionSender, TransactionError, type TransactionSenderOptions } from '../../lib/worker/transactions.ts';
+import {
+  createTransactionSender,
+  TransactionError,
+  type TransactionSenderOptions,
+} from '../../lib/worker/transactions.ts';
 import { createFakeClock, type FakeClock } from '../helpers/fake-clock.ts';
 import { hyperlaneMessage } from '../helpers/fixtures.ts';
 import { startAnvil, type Anvil } from './anvil.ts';
@@ -42,7 +54,11 @@ interface Broadcast {
  * holds those the node took, `refused` counts those it refused.
  */
 function observedWallet(): { wallet: WalletClient; sent: Broadcast[]; refused: () => number } {
-  const wallet = createWalletClient({ chain: foundry, transport: http(anvil.rpcUrl, { retryCount: 0 }), account: signer });
+  const wallet = createWalletClient({
+    chain: foundry,
+    transport: http(anvil.rpcUrl, { retryCount: 0 }),
+    account: signer,
+  });
   const sent: Broadcast[] = [];
   let refused = 0;
   const sendTransaction = wallet.sendTransaction.bind(wallet);
@@ -83,7 +99,8 @@ async function untilWaitingOr(clock: FakeClock, finished: () => boolean): Promis
   }
 }
 
-const processCall = (metadata: Hex, message: Hex) => encodeFunctionData({ abi: mailboxArtifact().abi, functionName: 'process', args: [metadata, message] });
+const processCall = (metadata: Hex, message: Hex) =>
+  encodeFunctionData({ abi: mailboxArtifact().abi, functionName: 'process', args: [metadata, message] });
 
 describe('e2e: transaction sender on anvil (lib/worker/transactions.ts)', { timeout: 90_000 }, () => {
   before(async () => {
@@ -97,7 +114,7 @@ describe('e2e: transaction sender on anvil (lib/worker/transactions.ts)', { time
     await anvil?.stop();
   });
 
-  test('simulation surfaces the Mailbox\'s revert reasons; nothing is signed for them', async () => {
+  test("simulation surfaces the Mailbox's revert reasons; nothing is signed for them", async () => {
     const { wallet, sent } = observedWallet();
     const s = sender(wallet);
     const message = hyperlaneMessage({ origin: 5, destination: LOCAL_DOMAIN, recipient, nonce: 7, body: '0x01' });
@@ -124,7 +141,7 @@ describe('e2e: transaction sender on anvil (lib/worker/transactions.ts)', { time
     });
   });
 
-  test('a transaction not mined in time is re-sent with the same nonce and bumped fees; the mined replacement\'s receipt is returned', async () => {
+  test("a transaction not mined in time is re-sent with the same nonce and bumped fees; the mined replacement's receipt is returned", async () => {
     const clock = createFakeClock();
     const { wallet, sent } = observedWallet();
     const s = sender(wallet, { clock, pollMs: 1_000, replaceAfterMs: 5_000 });
@@ -144,7 +161,10 @@ describe('e2e: transaction sender on anvil (lib/worker/transactions.ts)', { time
       assert.equal(sent.length, 2, 'replaced after 5 s');
       const [first, second] = sent;
       assert.equal(second.nonce, first.nonce);
-      assert.ok(second.maxFeePerGas! >= (first.maxFeePerGas! * 1125n) / 1000n, `${second.maxFeePerGas} >= 1.125 x ${first.maxFeePerGas}`);
+      assert.ok(
+        second.maxFeePerGas! >= (first.maxFeePerGas! * 1125n) / 1000n,
+        `${second.maxFeePerGas} >= 1.125 x ${first.maxFeePerGas}`,
+      );
       assert.ok(second.maxPriorityFeePerGas! >= (first.maxPriorityFeePerGas! * 1125n) / 1000n);
 
       await chain.mineBlock();
@@ -156,7 +176,11 @@ describe('e2e: transaction sender on anvil (lib/worker/transactions.ts)', { time
       assert.ok(waits >= 6, `onWait called while waiting (${waits})`);
       const mined = await chain.publicClient.getTransaction({ hash });
       assert.equal(mined.nonce, first.nonce);
-      await assert.rejects(chain.publicClient.getTransactionReceipt({ hash: first.hash }), /could not be found/, 'the first was replaced, never mined');
+      await assert.rejects(
+        chain.publicClient.getTransactionReceipt({ hash: first.hash }),
+        /could not be found/,
+        'the first was replaced, never mined',
+      );
     } finally {
       await chain.setAutomine(true);
     }
@@ -168,7 +192,9 @@ describe('e2e: transaction sender on anvil (lib/worker/transactions.ts)', { time
     const s = sender(wallet, { clock, pollMs: 1_000, confirmations: 3 });
     let settled = false;
     let waits = 0;
-    const result = s.send({ to: PAYEE, data: '0x', value: 2n }, { onWait: async () => void waits++ }).finally(() => (settled = true));
+    const result = s
+      .send({ to: PAYEE, data: '0x', value: 2n }, { onWait: async () => void waits++ })
+      .finally(() => (settled = true));
     await untilWaiting(clock); // mined (automine), 1 confirmation
     await chain.mineBlock();
     await clock.advance(1_000);
@@ -189,7 +215,11 @@ describe('e2e: transaction sender on anvil (lib/worker/transactions.ts)', { time
       const chunks: Buffer[] = [];
       for await (const chunk of req) chunks.push(chunk as Buffer);
       if (down) return void res.writeHead(503).end();
-      const upstream = await fetch(anvil.rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: Buffer.concat(chunks) });
+      const upstream = await fetch(anvil.rpcUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: Buffer.concat(chunks),
+      });
       res.writeHead(upstream.status, { 'content-type': 'application/json' }).end(await upstream.text());
     });
     await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
@@ -198,7 +228,15 @@ describe('e2e: transaction sender on anvil (lib/worker/transactions.ts)', { time
 
     const clock = createFakeClock();
     const { wallet } = observedWallet();
-    const s = createTransactionSender({ publicClient: node.publicClient, walletClient: wallet, account: signer, clock, pollMs: 1_000, confirmations: 2, timeoutMs: 10_000 });
+    const s = createTransactionSender({
+      publicClient: node.publicClient,
+      walletClient: wallet,
+      account: signer,
+      clock,
+      pollMs: 1_000,
+      confirmations: 2,
+      timeoutMs: 10_000,
+    });
     const result = s.send({ to: PAYEE, data: '0x', value: 3n });
     await untilWaiting(clock); // mined: 1 confirmation
     down = true;
@@ -240,8 +278,12 @@ describe('e2e: transaction sender on anvil (lib/worker/transactions.ts)', { time
     const s = createTransactionSender({ publicClient, walletClient: wallet, account: signer, pollMs: 10 });
     const t = createTransactionSender({ publicClient, walletClient: wallet, account: signer, pollMs: 10 });
     const start = await chain.publicClient.getTransactionCount({ address: signer.address, blockTag: 'pending' });
-    const results = await Promise.all([s, t, s, t, s].map((x, i) => x.send({ to: PAYEE, data: '0x', value: BigInt(10 + i) })));
-    const nonces = (await Promise.all(results.map((r) => chain.publicClient.getTransaction({ hash: r.hash })))).map((tx) => tx.nonce).sort((a, b) => a - b);
+    const results = await Promise.all(
+      [s, t, s, t, s].map((x, i) => x.send({ to: PAYEE, data: '0x', value: BigInt(10 + i) })),
+    );
+    const nonces = (await Promise.all(results.map((r) => chain.publicClient.getTransaction({ hash: r.hash }))))
+      .map((tx) => tx.nonce)
+      .sort((a, b) => a - b);
     assert.deepEqual(nonces, [start, start + 1, start + 2, start + 3, start + 4]);
     assert.equal(sent.length, 5);
     assert.equal(refused(), 0, 'no nonce conflict, no retry');
@@ -250,10 +292,19 @@ describe('e2e: transaction sender on anvil (lib/worker/transactions.ts)', { time
   test('a nonce used behind the sender\'s back ("nonce too low") is re-read from the node and the send goes through', async () => {
     const { wallet, sent, refused } = observedWallet();
     // A fresh client: its own sequence, initialised by the first send.
-    const s = createTransactionSender({ publicClient: connectChain(anvil.rpcUrl).publicClient, walletClient: wallet, account: signer, pollMs: 10 });
+    const s = createTransactionSender({
+      publicClient: connectChain(anvil.rpcUrl).publicClient,
+      walletClient: wallet,
+      account: signer,
+      pollMs: 10,
+    });
     await s.send({ to: PAYEE, data: '0x', value: 20n });
     // Another process signs with the same key.
-    const other = createWalletClient({ chain: foundry, transport: http(anvil.rpcUrl, { retryCount: 0 }), account: signer });
+    const other = createWalletClient({
+      chain: foundry,
+      transport: http(anvil.rpcUrl, { retryCount: 0 }),
+      account: signer,
+    });
     const behind = await chain.receipt(await other.sendTransaction({ to: PAYEE, value: 21n, chain: foundry }));
     const behindNonce = (await chain.publicClient.getTransaction({ hash: behind.transactionHash })).nonce;
     const before = sent.length;
@@ -267,7 +318,11 @@ describe('e2e: transaction sender on anvil (lib/worker/transactions.ts)', { time
 
   test('a node that cannot be reached is an rpc error that does not name the URL', async () => {
     const down = connectChain('http://127.0.0.1:1/secret-key');
-    const s = createTransactionSender({ publicClient: down.publicClient, walletClient: observedWallet().wallet, account: signer });
+    const s = createTransactionSender({
+      publicClient: down.publicClient,
+      walletClient: observedWallet().wallet,
+      account: signer,
+    });
     await assert.rejects(s.simulate({ to: PAYEE, data: '0x' }), (e) => {
       assert.ok(e instanceof TransactionError);
       assert.equal(e.kind, 'rpc');

@@ -15,7 +15,13 @@ import type { Address, Hash, Hex } from 'viem';
 import { MAILBOX_ABI } from '../../lib/worker/metadata.ts';
 import { launchRelayerServer, REPO_ROOT, type RelayerProcess } from '../helpers/server.ts';
 import { sendBridgeTransfer } from './cctp-bridge.ts';
-import { DESTINATION_DOMAIN, ORIGIN_CHAIN_NAME, startTwoChains, twoChainRelayerConfig, type TwoChains } from './fixture.ts';
+import {
+  DESTINATION_DOMAIN,
+  ORIGIN_CHAIN_NAME,
+  startTwoChains,
+  twoChainRelayerConfig,
+  type TwoChains,
+} from './fixture.ts';
 import { mailboxLogs } from './hyperlane.ts';
 import { spawnTracked } from './processes.ts';
 import { devKey, killWorkers, startWorker, until, WORKER_BIN } from './worker-fixture.ts';
@@ -34,20 +40,33 @@ let amount = 1_000_000n;
 
 function writeConfig(worker: Record<string, unknown>): string {
   const path = join(dir, `relayer-${Object.keys(worker).join('-') || 'default'}.json`);
-  writeFileSync(path, JSON.stringify({ ...twoChainRelayerConfig(two, db), worker: { port: 0, pollMs: 50, ...worker } }));
+  writeFileSync(
+    path,
+    JSON.stringify({ ...twoChainRelayerConfig(two, db), worker: { port: 0, pollMs: 50, ...worker } }),
+  );
   return path;
 }
 
 async function transferAndRelay(): Promise<Hex> {
-  const hash = await sendBridgeTransfer(two.origin.chain, two.route, { destination: DESTINATION_DOMAIN, recipient: RECIPIENT, amount: amount++ });
+  const hash = await sendBridgeTransfer(two.origin.chain, two.route, {
+    destination: DESTINATION_DOMAIN,
+    recipient: RECIPIENT,
+    amount: amount++,
+  });
   const { ids } = mailboxLogs(await two.origin.chain.receipt(hash), two.origin.hyperlane.mailbox);
   assert.equal(ids.length, 1);
-  const res = await fetch(`${server.url}/relay`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ origin_chain: ORIGIN_CHAIN_NAME, tx_hash: hash }) });
+  const res = await fetch(`${server.url}/relay`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ origin_chain: ORIGIN_CHAIN_NAME, tx_hash: hash }),
+  });
   assert.equal(res.status, 200, await res.clone().text());
   return ids[0].toLowerCase() as Hex;
 }
 
-async function status(id: string): Promise<{ status: string; attempts: number; last_error: string | null; destination_tx_hash: string | null }> {
+async function status(
+  id: string,
+): Promise<{ status: string; attempts: number; last_error: string | null; destination_tx_hash: string | null }> {
   const res = await fetch(`${server.url}/relay/${id}`);
   assert.equal(res.status, 200);
   return (await res.json()) as never;
@@ -55,7 +74,13 @@ async function status(id: string): Promise<{ status: string; attempts: number; l
 
 async function deliveries(id: Hex): Promise<Hash[]> {
   const { chain, hyperlane } = two.destination;
-  const logs = await chain.publicClient.getContractEvents({ address: hyperlane.mailbox, abi: MAILBOX_ABI, eventName: 'ProcessId', args: { messageId: id }, fromBlock: 0n });
+  const logs = await chain.publicClient.getContractEvents({
+    address: hyperlane.mailbox,
+    abi: MAILBOX_ABI,
+    eventName: 'ProcessId',
+    args: { messageId: id },
+    fromBlock: 0n,
+  });
   return logs.map((l) => l.transactionHash);
 }
 
@@ -81,17 +106,27 @@ describe('e2e: relayer-worker on the CCTP V2 route, through CCIP-read', { timeou
     removeDir?.();
   });
 
-  test('transferRemote → POST /relay → the worker follows the router\'s OffchainLookup to the gateway (pending twice, not counted), then process() delivers the tokens', async () => {
+  test("transferRemote → POST /relay → the worker follows the router's OffchainLookup to the gateway (pending twice, not counted), then process() delivers the tokens", async () => {
     const id = await transferAndRelay();
     assert.equal((await status(id)).status, 'queued');
     const asked = two.gateway.requests();
-    two.gateway.respondInOrder([['pending-500', 1], ['pending-404', 1]]);
-    const worker = await startWorker(writeConfig({ maxAttempts: 1, pendingRetrySeconds: 1, pendingRetryMaxSeconds: 1 }), { keyIndex: 1 });
+    two.gateway.respondInOrder([
+      ['pending-500', 1],
+      ['pending-404', 1],
+    ]);
+    const worker = await startWorker(
+      writeConfig({ maxAttempts: 1, pendingRetrySeconds: 1, pendingRetryMaxSeconds: 1 }),
+      { keyIndex: 1 },
+    );
     try {
       await until(async () => (await status(id)).status === 'delivered', 'delivery', 60_000);
       const after = await status(id);
       assert.equal(after.attempts, 3, 'two pending polls and the delivery');
-      assert.match(String(after.last_error), /^pending: .*\(failures 0\/1; pending since \S+, poll 2\)$/, 'maxAttempts 1 was not used up by the pending polls');
+      assert.match(
+        String(after.last_error),
+        /^pending: .*\(failures 0\/1; pending since \S+, poll 2\)$/,
+        'maxAttempts 1 was not used up by the pending polls',
+      );
       assert.ok(!String(after.last_error).includes('127.0.0.1'), 'no gateway URL in last_error');
       assert.deepEqual(await deliveries(id), [after.destination_tx_hash]);
       assert.equal(two.gateway.requests() - asked, 3);
@@ -99,8 +134,19 @@ describe('e2e: relayer-worker on the CCTP V2 route, through CCIP-read', { timeou
       assert.match(metrics, /^relayer_worker_retries_total\{destination="anvil2",kind="pending"\} 2$/m);
       assert.match(metrics, /^relayer_worker_delivered_total\{already="false",destination="anvil2"\} 1$/m);
       // The worker says which gateway it followed (the router's setUrls), without credentials or query.
-      const followed = worker.output().split('\n').filter((l) => l.includes('"msg":"ccip-read"')).map((l) => JSON.parse(l) as { url: string; outcome: string });
-      assert.deepEqual(followed.map((f) => [f.url, f.outcome]), [[two.gateway.url, 'pending'], [two.gateway.url, 'pending'], [two.gateway.url, 'answer']]);
+      const followed = worker
+        .output()
+        .split('\n')
+        .filter((l) => l.includes('"msg":"ccip-read"'))
+        .map((l) => JSON.parse(l) as { url: string; outcome: string });
+      assert.deepEqual(
+        followed.map((f) => [f.url, f.outcome]),
+        [
+          [two.gateway.url, 'pending'],
+          [two.gateway.url, 'pending'],
+          [two.gateway.url, 'answer'],
+        ],
+      );
     } finally {
       assert.equal(await worker.stop(), 0, worker.output());
     }
@@ -109,7 +155,11 @@ describe('e2e: relayer-worker on the CCTP V2 route, through CCIP-read', { timeou
 
   test('a gateway that answers garbage, then 500, then nothing: each a failure, retried with backoff, then failed (maxAttempts 3); relayer-worker requeue, and it is delivered', async () => {
     const id = await transferAndRelay();
-    two.gateway.respondInOrder([['garbage', 1], ['error-500', 1], ['hang', 1]]);
+    two.gateway.respondInOrder([
+      ['garbage', 1],
+      ['error-500', 1],
+      ['hang', 1],
+    ]);
     const config = writeConfig({ maxAttempts: 3, retryBaseSeconds: 1, retryMaxSeconds: 1, ccipReadTimeoutSeconds: 1 });
     const worker = await startWorker(config, { keyIndex: 2 });
     try {

@@ -14,7 +14,13 @@ import { parseHyperlaneMessage } from '../../lib/message.ts';
 import { hexToBytes } from '../../lib/hex.ts';
 import { startAnvil, type Anvil } from './anvil.ts';
 import { connectChain, type Chain } from './chain.ts';
-import { deployHyperlane, hyperlaneArtifact, mailboxArtifact, mailboxLogs, type HyperlaneDeployment } from './hyperlane.ts';
+import {
+  deployHyperlane,
+  hyperlaneArtifact,
+  mailboxArtifact,
+  mailboxLogs,
+  type HyperlaneDeployment,
+} from './hyperlane.ts';
 import { onExitCleanup, spawnTracked, stopProcess, waitForLine, type Tracked } from './processes.ts';
 import { REPO_ROOT } from '../helpers/server.ts';
 
@@ -64,14 +70,25 @@ export async function startWorkerBench(): Promise<WorkerBench> {
       dir,
       writeConfig(db, worker = {}, extra = {}) {
         const path = join(dir, `relayer-${++configs}.json`);
-        const chainOf = (c: { name: string; domain: number }, mailbox: Address) => ({ domainId: c.domain, chainId: anvil.chainId, mailbox, rpcUrls: [{ http: anvil.rpcUrl }] });
-        writeFileSync(path, JSON.stringify({
-          chains: { [ORIGIN.name]: chainOf(ORIGIN, origin.mailbox), [DESTINATION.name]: chainOf(DESTINATION, destination.mailbox) },
-          relayChains: [DESTINATION.name],
-          db,
-          worker: { port: 0, pollMs: 50, ...worker },
-          ...extra,
-        }));
+        const chainOf = (c: { name: string; domain: number }, mailbox: Address) => ({
+          domainId: c.domain,
+          chainId: anvil.chainId,
+          mailbox,
+          rpcUrls: [{ http: anvil.rpcUrl }],
+        });
+        writeFileSync(
+          path,
+          JSON.stringify({
+            chains: {
+              [ORIGIN.name]: chainOf(ORIGIN, origin.mailbox),
+              [DESTINATION.name]: chainOf(DESTINATION, destination.mailbox),
+            },
+            relayChains: [DESTINATION.name],
+            db,
+            worker: { port: 0, pollMs: 50, ...worker },
+            ...extra,
+          }),
+        );
         return path;
       },
       async dispatch(count, to = recipient) {
@@ -88,7 +105,16 @@ export async function startWorkerBench(): Promise<WorkerBench> {
           for (const raw of mailboxLogs(receipt, origin.mailbox).messages) {
             const bytes = hexToBytes(raw)!;
             const m = parseHyperlaneMessage(bytes);
-            out.push({ id: m.id, originChain: ORIGIN.name, txHash: hash.toLowerCase(), origin: m.origin, destination: m.destination, nonce: m.nonce, raw: bytes, enqueuedAt: Date.now() });
+            out.push({
+              id: m.id,
+              originChain: ORIGIN.name,
+              txHash: hash.toLowerCase(),
+              origin: m.origin,
+              destination: m.destination,
+              nonce: m.nonce,
+              raw: bytes,
+              enqueuedAt: Date.now(),
+            });
           }
         }
         return out;
@@ -119,7 +145,10 @@ export async function killWorkers(): Promise<void> {
 }
 
 /** Starts bin/relayer-worker.ts signing with dev account `keyIndex`; resolves once it serves /ready. */
-export async function startWorker(config: string, options: { keyIndex?: number; db?: string; env?: NodeJS.ProcessEnv; args?: string[] } = {}): Promise<WorkerProcess> {
+export async function startWorker(
+  config: string,
+  options: { keyIndex?: number; db?: string; env?: NodeJS.ProcessEnv; args?: string[] } = {},
+): Promise<WorkerProcess> {
   const args = [WORKER_BIN, '--config', config, ...(options.db ? ['--db', options.db] : []), ...(options.args ?? [])];
   const tracked = spawnTracked(process.execPath, args, {
     cwd: REPO_ROOT,

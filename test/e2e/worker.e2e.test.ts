@@ -21,7 +21,15 @@ import { sharedPostgresUrl } from '../helpers/postgres.ts';
 import { deployMessageIdMultisigIsm, deployNoopIsm, deployRoutingIsm, deployTestRecipient } from './isms.ts';
 import { spawnTracked } from './processes.ts';
 import { REPO_ROOT } from '../helpers/server.ts';
-import { devKey, killWorkers, startWorker, startWorkerBench, until, WORKER_BIN, type WorkerBench } from './worker-fixture.ts';
+import {
+  devKey,
+  killWorkers,
+  startWorker,
+  startWorkerBench,
+  until,
+  WORKER_BIN,
+  type WorkerBench,
+} from './worker-fixture.ts';
 
 let bench: WorkerBench;
 
@@ -40,7 +48,11 @@ async function allDelivered(outbox: Pick<Outbox, 'get'>, messages: readonly Outb
 
 /** Runs `relayer-worker requeue <id>` to its end. */
 async function requeueCli(config: string, id: string, db?: string): Promise<{ code: number | null; output: string }> {
-  const child = spawnTracked(process.execPath, [WORKER_BIN, 'requeue', id, '--config', config, ...(db ? ['--db', db] : [])], { cwd: REPO_ROOT });
+  const child = spawnTracked(
+    process.execPath,
+    [WORKER_BIN, 'requeue', id, '--config', config, ...(db ? ['--db', db] : [])],
+    { cwd: REPO_ROOT },
+  );
   const [code] = (await once(child.child, 'exit')) as [number | null];
   return { code, output: child.output() };
 }
@@ -55,13 +67,27 @@ async function pending(address: Hex): Promise<number> {
 
 /** The pool's transactions from `address`: hash and maxFeePerGas by nonce. */
 async function poolOf(address: Hex): Promise<Map<number, { hash: string; maxFeePerGas: bigint }>> {
-  const content = (await bench.chain.rpc('txpool_content')) as { pending: Record<string, Record<string, { hash: string; maxFeePerGas: string }>> };
-  const mine = Object.entries(content.pending).find(([from]) => from.toLowerCase() === address.toLowerCase())?.[1] ?? {};
-  return new Map(Object.entries(mine).map(([nonce, tx]) => [Number(nonce), { hash: tx.hash, maxFeePerGas: BigInt(tx.maxFeePerGas) }]));
+  const content = (await bench.chain.rpc('txpool_content')) as {
+    pending: Record<string, Record<string, { hash: string; maxFeePerGas: string }>>;
+  };
+  const mine =
+    Object.entries(content.pending).find(([from]) => from.toLowerCase() === address.toLowerCase())?.[1] ?? {};
+  return new Map(
+    Object.entries(mine).map(([nonce, tx]) => [
+      Number(nonce),
+      { hash: tx.hash, maxFeePerGas: BigInt(tx.maxFeePerGas) },
+    ]),
+  );
 }
 
 async function deliveries(id: string): Promise<Hash[]> {
-  const logs = await bench.chain.publicClient.getContractEvents({ address: bench.destination.mailbox, abi: MAILBOX_ABI, eventName: 'ProcessId', args: { messageId: id as Hex }, fromBlock: 0n });
+  const logs = await bench.chain.publicClient.getContractEvents({
+    address: bench.destination.mailbox,
+    abi: MAILBOX_ABI,
+    eventName: 'ProcessId',
+    args: { messageId: id as Hex },
+    fromBlock: 0n,
+  });
   return logs.map((l) => l.transactionHash);
 }
 
@@ -83,7 +109,15 @@ describe('e2e: relayer-worker', { timeout: 600_000 }, () => {
         assert.equal(record?.attempts, 1);
         const onChain = await deliveries(m.id);
         assert.deepEqual(onChain, [record?.destinationTxHash], 'exactly one delivery, the recorded transaction');
-        assert.equal(await bench.chain.publicClient.readContract({ address: bench.destination.mailbox, abi: MAILBOX_ABI, functionName: 'delivered', args: [m.id as Hex] }), true);
+        assert.equal(
+          await bench.chain.publicClient.readContract({
+            address: bench.destination.mailbox,
+            abi: MAILBOX_ABI,
+            functionName: 'delivered',
+            args: [m.id as Hex],
+          }),
+          true,
+        );
       }
       const ready = await fetch(`${worker.opsUrl}/ready`);
       assert.equal(ready.status, 200);
@@ -97,7 +131,11 @@ describe('e2e: relayer-worker', { timeout: 600_000 }, () => {
       assert.equal(code, 0, worker.output());
       const output = worker.output();
       assert.ok(!output.includes(devKey(1).slice(2)), 'the signer key is never printed');
-      for (const line of output.trim().split('\n').filter((l) => l.startsWith('{'))) JSON.parse(line);
+      for (const line of output
+        .trim()
+        .split('\n')
+        .filter((l) => l.startsWith('{')))
+        JSON.parse(line);
       assert.match(output, /"msg":"delivered"/);
     } finally {
       await store.close();
@@ -119,7 +157,12 @@ describe('e2e: relayer-worker', { timeout: 600_000 }, () => {
       await store.outbox.enqueue([viaRouting, unsupported]);
       const worker = await startWorker(config, { keyIndex: 3 });
       try {
-        await until(async () => (await store.outbox.get(viaRouting.id))?.status === 'delivered' && (await store.outbox.get(unsupported.id))?.status === 'failed', 'both outcomes');
+        await until(
+          async () =>
+            (await store.outbox.get(viaRouting.id))?.status === 'delivered' &&
+            (await store.outbox.get(unsupported.id))?.status === 'failed',
+          'both outcomes',
+        );
         assert.equal((await deliveries(viaRouting.id)).length, 1);
         const failed = await store.outbox.get(unsupported.id);
         assert.equal(failed?.lastError, 'unsupported ISM type 5');
@@ -161,7 +204,11 @@ describe('e2e: relayer-worker', { timeout: 600_000 }, () => {
       const tx = await bench.chain.publicClient.getTransaction({ hash: onChain[0] });
       signers.add(tx.from.toLowerCase());
     }
-    assert.deepEqual([...signers].sort(), [privateKeyToAddress(devKey(4)), privateKeyToAddress(devKey(5))].map((a) => a.toLowerCase()).sort(), 'both workers delivered some');
+    assert.deepEqual(
+      [...signers].sort(),
+      [privateKeyToAddress(devKey(4)), privateKeyToAddress(devKey(5))].map((a) => a.toLowerCase()).sort(),
+      'both workers delivered some',
+    );
   }
 
   test('two workers on one SQLite file: 50 messages, each delivered exactly once', { timeout: 150_000 }, async () => {
@@ -174,7 +221,9 @@ describe('e2e: relayer-worker', { timeout: 600_000 }, () => {
     }
   });
 
-  test('two workers on one PostgreSQL database: 50 messages, each delivered exactly once', { timeout: 150_000 }, async () => {
+  test('two workers on one PostgreSQL database: 50 messages, each delivered exactly once', {
+    timeout: 150_000,
+  }, async () => {
     const shared = await sharedPostgresUrl();
     const admin = new pg.Pool({ connectionString: shared, max: 1 });
     const name = `workers_${randomBytes(6).toString('hex')}`;
@@ -209,7 +258,7 @@ describe('e2e: relayer-worker', { timeout: 600_000 }, () => {
         await bench.chain.setAutomine(true);
       }
       const [sent] = await deliveries(m.id);
-      assert.ok(sent, 'the killed worker\'s transaction landed');
+      assert.ok(sent, "the killed worker's transaction landed");
       assert.equal((await store.outbox.get(m.id))?.status, 'delivering', 'not recorded by the killed worker');
       const second = await startWorker(config, { keyIndex: 7 });
       try {
@@ -221,7 +270,11 @@ describe('e2e: relayer-worker', { timeout: 600_000 }, () => {
       assert.equal(record?.destinationTxHash, sent, 'recorded with the transaction that delivered it');
       assert.deepEqual(await deliveries(m.id), [sent], 'exactly one delivery');
       assert.equal(await pending(privateKeyToAddress(devKey(7))), 0);
-      assert.equal(await bench.chain.publicClient.getTransactionCount({ address: privateKeyToAddress(devKey(7)) }), 0, 'the second worker sent nothing');
+      assert.equal(
+        await bench.chain.publicClient.getTransactionCount({ address: privateKeyToAddress(devKey(7)) }),
+        0,
+        'the second worker sent nothing',
+      );
     } finally {
       await bench.chain.setAutomine(true);
       await store.close();
@@ -240,7 +293,10 @@ describe('e2e: relayer-worker', { timeout: 600_000 }, () => {
       let original: { hash: string; maxFeePerGas: bigint } | undefined;
       let replacement: { hash: string; maxFeePerGas: bigint } | undefined;
       try {
-        await until(async () => (original = (await poolOf(signer)).get(0)) !== undefined, 'the first process() in the pool');
+        await until(
+          async () => (original = (await poolOf(signer)).get(0)) !== undefined,
+          'the first process() in the pool',
+        );
         await until(async () => {
           const now = (await poolOf(signer)).get(0);
           if (now && now.hash !== original!.hash) replacement = now;
@@ -260,7 +316,11 @@ describe('e2e: relayer-worker', { timeout: 600_000 }, () => {
       const tx = await bench.chain.publicClient.getTransaction({ hash: delivered });
       assert.equal(tx.nonce, 0);
       assert.ok(tx.maxFeePerGas! > original!.maxFeePerGas, 'the mined one is a replacement');
-      assert.equal(await bench.chain.publicClient.getTransactionCount({ address: signer }), 1, 'one transaction landed');
+      assert.equal(
+        await bench.chain.publicClient.getTransactionCount({ address: signer }),
+        1,
+        'one transaction landed',
+      );
     } finally {
       await store.close();
     }

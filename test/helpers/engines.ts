@@ -23,7 +23,13 @@ export type RelayApiSettings = PostgresStoreOptions['relayApi'];
 
 /** The relay settings the engines are opened with unless a test gives its own. */
 export function relayApiSettings(overrides: Partial<RelayApiSettings> = {}): RelayApiSettings {
-  return { rateLimit: { burst: 100, perMinute: 100 }, dedupWindowSeconds: 300, dedupCapacity: 10_000, receiptTimeoutSeconds: 10, ...overrides };
+  return {
+    rateLimit: { burst: 100, perMinute: 100 },
+    dedupWindowSeconds: 300,
+    dedupCapacity: 10_000,
+    receiptTimeoutSeconds: 10,
+    ...overrides,
+  };
 }
 
 export interface OpenedEngine {
@@ -121,7 +127,8 @@ export const postgresEngine: Engine = {
     return {
       outbox: store.outbox,
       merkle: store.merkle,
-      merkleRowCount: async () => Number((await t.pool.query(`SELECT count(*) AS n FROM "${t.schema}".merkle_insertions`)).rows[0].n),
+      merkleRowCount: async () =>
+        Number((await t.pool.query(`SELECT count(*) AS n FROM "${t.schema}".merkle_insertions`)).rows[0].n),
       dedup: store.dedup,
       rateLimiter: store.rateLimiter,
       async connect() {

@@ -12,10 +12,16 @@ function answer(table: ReceiptTable, body: string): { status: number; text: stri
   try {
     request = JSON.parse(body);
   } catch {
-    return { status: 400, text: JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'parse error' } }) };
+    return {
+      status: 400,
+      text: JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'parse error' } }),
+    };
   }
   if (request.method !== 'eth_getTransactionReceipt') {
-    return { status: 200, text: JSON.stringify({ jsonrpc: '2.0', id: request.id, error: { code: -32601, message: 'method not found' } }) };
+    return {
+      status: 200,
+      text: JSON.stringify({ jsonrpc: '2.0', id: request.id, error: { code: -32601, message: 'method not found' } }),
+    };
   }
   const hash = String(request.params?.[0] ?? '').toLowerCase();
   return { status: 200, text: JSON.stringify({ jsonrpc: '2.0', id: request.id, result: table.get(hash) ?? null }) };

@@ -93,7 +93,10 @@ export interface FaultyRpcOptions {
   receiptFor?: (hash: string) => Record<string, unknown> | null;
 }
 
-export async function startFaultyRpcServer(table: ReceiptTable = new Map(), options: FaultyRpcOptions = {}): Promise<FaultyRpcServer> {
+export async function startFaultyRpcServer(
+  table: ReceiptTable = new Map(),
+  options: FaultyRpcOptions = {},
+): Promise<FaultyRpcServer> {
   const counts = new Map<Fault, number>();
   const waiters: Array<{ fault: Fault; n: number; resolve: () => void }> = [];
   const paths: string[] = [];
@@ -160,11 +163,22 @@ export async function startFaultyRpcServer(table: ReceiptTable = new Map(), opti
       case 'http503':
         return void res.writeHead(503, { 'content-type': 'text/plain' }).end('unavailable');
       case 'http429':
-        return json(res, 429, { jsonrpc: '2.0', id: request.id, error: { code: -32005, message: `rate limited: ${echo}` } }, { 'retry-after': '1' });
+        return json(
+          res,
+          429,
+          { jsonrpc: '2.0', id: request.id, error: { code: -32005, message: `rate limited: ${echo}` } },
+          { 'retry-after': '1' },
+        );
       case 'invalid-json':
-        return void res.writeHead(200, { 'content-type': 'application/json' }).end(`{"jsonrpc":"2.0","id":${String(request.id)},"result":{"logs":[`);
+        return void res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(`{"jsonrpc":"2.0","id":${String(request.id)},"result":{"logs":[`);
       case 'rpc-error':
-        return json(res, 200, { jsonrpc: '2.0', id: request.id, error: { code: -32000, message: `header not found: ${echo}`, data: echo } });
+        return json(res, 200, {
+          jsonrpc: '2.0',
+          id: request.id,
+          error: { code: -32000, message: `header not found: ${echo}`, data: echo },
+        });
       case 'wrong-id':
         return reply(receipt, typeof request.id === 'number' ? request.id + 1000 : 'x');
       case 'other-tx':
@@ -173,7 +187,11 @@ export async function startFaultyRpcServer(table: ReceiptTable = new Map(), opti
         return reply(receipt === null ? null : withLogData(receipt, '0xzz' + 'ab'.repeat(40), options.mailbox));
       case 'bad-log-abi':
         // Well-formed hex, but the ABI `bytes` offset word says 64 instead of 32.
-        return reply(receipt === null ? null : withLogData(receipt, '0x' + '00'.repeat(31) + '40' + '00'.repeat(32), options.mailbox));
+        return reply(
+          receipt === null
+            ? null
+            : withLogData(receipt, '0x' + '00'.repeat(31) + '40' + '00'.repeat(32), options.mailbox),
+        );
       case 'endless':
         return endless(res);
       case 'stall-body':

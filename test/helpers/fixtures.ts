@@ -35,7 +35,15 @@ const toWord = (value: Hex): Hex => pad(value, { size: 32 });
 export function hyperlaneMessage(f: MessageFields = {}): Hex {
   const packed = encodePacked(
     ['uint8', 'uint32', 'uint32', 'bytes32', 'uint32', 'bytes32', 'bytes'],
-    [f.version ?? 3, f.nonce ?? 0, f.origin ?? 1, toWord(f.sender ?? SENDER), f.destination ?? 8453, toWord(f.recipient ?? RECIPIENT), f.body ?? '0x68656c6c6f'],
+    [
+      f.version ?? 3,
+      f.nonce ?? 0,
+      f.origin ?? 1,
+      toWord(f.sender ?? SENDER),
+      f.destination ?? 8453,
+      toWord(f.recipient ?? RECIPIENT),
+      f.body ?? '0x68656c6c6f',
+    ],
   );
   return packed.toLowerCase() as Hex; // checksummed inputs would otherwise keep their mixed case
 }
@@ -62,10 +70,19 @@ export function libraryLog(log: RpcLog): Log {
  * bytes message)` for the message of `f` (or a message given whole); `indexed` sets the topics
  * apart from the message.
  */
-export function dispatchLog(mailbox: string, f: MessageFields | Hex = {}, indexed: MessageFields = typeof f === 'string' ? {} : f): RpcLog {
+export function dispatchLog(
+  mailbox: string,
+  f: MessageFields | Hex = {},
+  indexed: MessageFields = typeof f === 'string' ? {} : f,
+): RpcLog {
   return {
     address: mailbox,
-    topics: [DISPATCH_TOPIC, toWord(indexed.sender ?? SENDER), pad(toHex(indexed.destination ?? 8453)), toWord(indexed.recipient ?? RECIPIENT)],
+    topics: [
+      DISPATCH_TOPIC,
+      toWord(indexed.sender ?? SENDER),
+      pad(toHex(indexed.destination ?? 8453)),
+      toWord(indexed.recipient ?? RECIPIENT),
+    ],
     data: encodeAbiParameters([{ type: 'bytes' }], [typeof f === 'string' ? f : hyperlaneMessage(f)]),
   };
 }
@@ -83,8 +100,17 @@ export interface BurnFields {
 export function burnMessageV2(f: BurnFields = {}): Hex {
   return encodePacked(
     ['uint32', 'bytes32', 'bytes32', 'uint256', 'bytes32', 'uint256', 'uint256', 'uint256', 'bytes'],
-    [1, toWord(f.burnToken ?? '0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48'), toWord(f.mintRecipient ?? '0x3333333333333333333333333333333333333333'),
-      f.amount ?? 1_000_000n, toWord(f.messageSender ?? '0x4444444444444444444444444444444444444444'), f.maxFee ?? 0n, 0n, 0n, f.hookData ?? '0x'],
+    [
+      1,
+      toWord(f.burnToken ?? '0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48'),
+      toWord(f.mintRecipient ?? '0x3333333333333333333333333333333333333333'),
+      f.amount ?? 1_000_000n,
+      toWord(f.messageSender ?? '0x4444444444444444444444444444444444444444'),
+      f.maxFee ?? 0n,
+      0n,
+      0n,
+      f.hookData ?? '0x',
+    ],
   );
 }
 
@@ -103,14 +129,28 @@ export function cctpV2Message(f: CctpFields = {}): Hex {
   const messenger: Hex = '0x28b5a0e9c621a5badaa536219b3a228c8168cf5d';
   return encodePacked(
     ['uint32', 'uint32', 'uint32', 'bytes32', 'bytes32', 'bytes32', 'bytes32', 'uint32', 'uint32', 'bytes'],
-    [f.version ?? 1, f.sourceDomain ?? 0, f.destinationDomain ?? 6, pad('0x00'), toWord(f.sender ?? messenger), toWord(f.recipient ?? messenger),
-      pad('0x00'), 2000, 0, f.body ?? burnMessageV2()],
+    [
+      f.version ?? 1,
+      f.sourceDomain ?? 0,
+      f.destinationDomain ?? 6,
+      pad('0x00'),
+      toWord(f.sender ?? messenger),
+      toWord(f.recipient ?? messenger),
+      pad('0x00'),
+      2000,
+      0,
+      f.body ?? burnMessageV2(),
+    ],
   );
 }
 
 /** MessageTransmitterV2 `MessageSent(bytes message)`. */
 export function messageSentLog(transmitter: string = CCTP_V2_TRANSMITTER, message: Hex = cctpV2Message()): RpcLog {
-  return { address: transmitter, topics: [MESSAGE_SENT_TOPIC], data: encodeAbiParameters([{ type: 'bytes' }], [message]) };
+  return {
+    address: transmitter,
+    topics: [MESSAGE_SENT_TOPIC],
+    data: encodeAbiParameters([{ type: 'bytes' }], [message]),
+  };
 }
 
 /** `count` CCTP transfers: a MessageSent then a Dispatch each, as a bridge contract emits them. */
@@ -138,7 +178,13 @@ export function rpcReceipt(txHash: string, logs: RpcLog[], status: '0x1' | '0x0'
     cumulativeGasUsed: '0x5208',
     gasUsed: '0x5208',
     contractAddress: null,
-    logs: logs.map((log, i) => ({ ...log, logIndex: toHex(i), removed: false, transactionHash: txHash, blockTimestamp: 1_700_000_000 })),
+    logs: logs.map((log, i) => ({
+      ...log,
+      logIndex: toHex(i),
+      removed: false,
+      transactionHash: txHash,
+      blockTimestamp: 1_700_000_000,
+    })),
     logsBloom: '0x' + '0'.repeat(512),
     status,
     type: '0x2',

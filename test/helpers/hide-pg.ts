@@ -7,7 +7,9 @@ import { registerHooks } from 'node:module';
 registerHooks({
   resolve(specifier, context, nextResolve) {
     if (specifier === 'pg') {
-      throw Object.assign(new Error(`Cannot find package 'pg' imported from ${context.parentURL}`), { code: 'ERR_MODULE_NOT_FOUND' });
+      throw Object.assign(new Error(`Cannot find package 'pg' imported from ${context.parentURL}`), {
+        code: 'ERR_MODULE_NOT_FOUND',
+      });
     }
     return nextResolve(specifier, context);
   },

@@ -15,18 +15,36 @@ export interface RawResponse {
 
 export function httpRequest(
   url: string,
-  options: { method?: string; path?: string; headers?: Record<string, string | number>; body?: string | Buffer; openapi?: boolean } = {},
+  options: {
+    method?: string;
+    path?: string;
+    headers?: Record<string, string | number>;
+    body?: string | Buffer;
+    openapi?: boolean;
+  } = {},
 ): Promise<RawResponse> {
   const target = new URL(options.path ?? '/', url);
   return new Promise((resolve, reject) => {
     const req = request(
-      { host: target.hostname, port: target.port, path: target.pathname + target.search, method: options.method ?? 'GET', headers: options.headers, agent: false },
+      {
+        host: target.hostname,
+        port: target.port,
+        path: target.pathname + target.search,
+        method: options.method ?? 'GET',
+        headers: options.headers,
+        agent: false,
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
-          const response: RawResponse = { status: res.statusCode ?? 0, headers: res.headers, text, json: () => JSON.parse(text) };
+          const response: RawResponse = {
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            text,
+            json: () => JSON.parse(text),
+          };
           try {
             if (options.openapi !== false) checkAgainstOpenApi(options.method ?? 'GET', target.pathname, response);
           } catch (error) {
@@ -43,7 +61,12 @@ export function httpRequest(
   });
 }
 
-export function postJson(url: string, path: string, value: unknown, headers: Record<string, string> = {}): Promise<RawResponse> {
+export function postJson(
+  url: string,
+  path: string,
+  value: unknown,
+  headers: Record<string, string> = {},
+): Promise<RawResponse> {
   const body = typeof value === 'string' ? value : JSON.stringify(value);
   return httpRequest(url, { method: 'POST', path, body, headers: { 'content-type': 'application/json', ...headers } });
 }

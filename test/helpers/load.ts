@@ -71,8 +71,17 @@ export async function startLoadTarget(dir: string, options: { probeMemory?: bool
   const rpc = await startFaultyRpcServer(new Map(), { mailbox: MAILBOX, receiptFor });
   const config = {
     chains: {
-      ethereum: { domainId: 1, mailbox: MAILBOX, cctpMessageTransmitter: CCTP_V2_TRANSMITTER, rpcUrls: [{ http: rpc.endpoint('ok') }] },
-      base: { domainId: 8453, mailbox: '0xeA87ae93Fa0019a82A727bfd3eBd1cFCa8f64f1D', rpcUrls: [{ http: rpc.endpoint('ok') }] },
+      ethereum: {
+        domainId: 1,
+        mailbox: MAILBOX,
+        cctpMessageTransmitter: CCTP_V2_TRANSMITTER,
+        rpcUrls: [{ http: rpc.endpoint('ok') }],
+      },
+      base: {
+        domainId: 8453,
+        mailbox: '0xeA87ae93Fa0019a82A727bfd3eBd1cFCa8f64f1D',
+        rpcUrls: [{ http: rpc.endpoint('ok') }],
+      },
     },
     relayApi: LOAD_RELAY_API,
     db: join(dir, 'load.db'),
@@ -87,7 +96,14 @@ export async function startLoadTarget(dir: string, options: { probeMemory?: bool
     onLine(line, stream) {
       if (stream !== 'stderr' || !line.startsWith('{"probe":"memory"')) return;
       const m = JSON.parse(line) as MemoryProbe;
-      probes.push({ t: performance.now() - started, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, rss: m.rss, loopDelayMaxMs: m.loopDelayMaxMs });
+      probes.push({
+        t: performance.now() - started,
+        heapUsed: m.heapUsed,
+        heapTotal: m.heapTotal,
+        external: m.external,
+        rss: m.rss,
+        loopDelayMaxMs: m.loopDelayMaxMs,
+      });
     },
   });
   const { url } = server;
@@ -244,16 +260,27 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
   }
 
   function build(kind: Kind): { method: string; path: string; body?: string; hash?: string } {
-    const relay = (hash: string) => ({ method: 'POST', path: '/relay', body: JSON.stringify({ origin_chain: 'ethereum', tx_hash: hash }), hash });
+    const relay = (hash: string) => ({
+      method: 'POST',
+      path: '/relay',
+      body: JSON.stringify({ origin_chain: 'ethereum', tx_hash: hash }),
+      hash,
+    });
     switch (kind) {
       case 'liveness':
         return { method: 'GET', path: '/relay' };
       case 'relay-new':
         return relay(hashOf(MINED, nextTx++));
       case 'relay-duplicate':
-        return duplicates.length > 0 ? relay(duplicates[Math.floor(random() * duplicates.length)]) : relay(hashOf(MINED, nextTx++));
+        return duplicates.length > 0
+          ? relay(duplicates[Math.floor(random() * duplicates.length)])
+          : relay(hashOf(MINED, nextTx++));
       case 'relay-invalid':
-        return { method: 'POST', path: '/relay', body: random() < 0.5 ? '{"origin_chain":"nowhere","tx_hash":"0x00"}' : '{"origin_chain":' };
+        return {
+          method: 'POST',
+          path: '/relay',
+          body: random() < 0.5 ? '{"origin_chain":"nowhere","tx_hash":"0x00"}' : '{"origin_chain":',
+        };
       case 'relay-no-messages':
         return relay(hashOf(EMPTY, nextTx++));
       case 'relay-unmined':
@@ -261,13 +288,25 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
       case 'merkle-write': {
         const records = Array.from({ length: 10 }, () => {
           const leaf = nextLeaf++;
-          return { chain: 1, insertion_block_number: leaf, leaf_index: leaf, message_id: '0x' + leaf.toString(16).padStart(64, '0') };
+          return {
+            chain: 1,
+            insertion_block_number: leaf,
+            leaf_index: leaf,
+            message_id: '0x' + leaf.toString(16).padStart(64, '0'),
+          };
         });
-        return { method: 'POST', path: '/merkle_tree_insertions', body: JSON.stringify({ merkle_tree_insertions: records }) };
+        return {
+          method: 'POST',
+          path: '/merkle_tree_insertions',
+          body: JSON.stringify({ merkle_tree_insertions: records }),
+        };
       }
       case 'merkle-read': {
         const start = Math.floor(random() * Math.max(1, nextLeaf));
-        return { method: 'GET', path: `/merkle_tree_insertions?domain_id=1&leaf_index_start=${start}&leaf_index_end=${start + 99}` };
+        return {
+          method: 'GET',
+          path: `/merkle_tree_insertions?domain_id=1&leaf_index_start=${start}&leaf_index_end=${start + 99}`,
+        };
       }
       case 'metrics':
         return { method: 'GET', path: '/metrics' };
@@ -308,7 +347,8 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
       const outcome = reason === '' ? String(reply.status) : `${reply.status} ${reason}`;
       const counts = outcomes.get(kind)!;
       counts[outcome] = (counts[outcome] ?? 0) + 1;
-      if (!(MIX[kind].allowed as readonly string[]).includes(outcome)) unexpected.push(`${kind}: ${outcome} ${reply.text.slice(0, 120)}`);
+      if (!(MIX[kind].allowed as readonly string[]).includes(outcome))
+        unexpected.push(`${kind}: ${outcome} ${reply.text.slice(0, 120)}`);
       if (reply.status === 200 && req.hash !== undefined) {
         committed.add(req.hash);
         if (kind !== 'relay-duplicate') duplicates.push(req.hash);

@@ -9,6 +9,7 @@ const listen = Server.prototype.listen;
 
 Server.prototype.listen = function (this: Server, ...args: unknown[]) {
   if (typeof args[1] === 'string') args[1] = '127.0.0.1';
-  else if (typeof args[0] === 'object' && args[0] !== null && 'host' in args[0]) args[0] = { ...args[0], host: '127.0.0.1' };
+  else if (typeof args[0] === 'object' && args[0] !== null && 'host' in args[0])
+    args[0] = { ...args[0], host: '127.0.0.1' };
   return (listen as (...a: unknown[]) => Server).apply(this, args);
 } as typeof listen;

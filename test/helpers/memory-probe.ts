@@ -19,5 +19,17 @@ setInterval(() => {
   loop.reset();
   gc?.();
   const { heapUsed, heapTotal, rss, external, arrayBuffers } = process.memoryUsage();
-  process.stderr.write(JSON.stringify({ probe: 'memory', gc: gc !== undefined, heapUsed, heapTotal, rss, external, arrayBuffers, loopDelayMaxMs, loopDelayP99Ms }) + '\n');
+  process.stderr.write(
+    JSON.stringify({
+      probe: 'memory',
+      gc: gc !== undefined,
+      heapUsed,
+      heapTotal,
+      rss,
+      external,
+      arrayBuffers,
+      loopDelayMaxMs,
+      loopDelayP99Ms,
+    }) + '\n',
+  );
 }, every).unref();

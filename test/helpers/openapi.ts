@@ -35,7 +35,10 @@ export function resolve(node: Json, at: string[]): { node: Json; at: string[] } 
   while (node && typeof node.$ref === 'string') {
     const ref: string = node.$ref;
     if (!ref.startsWith('#/')) throw new Error(`external $ref ${ref} is not supported`);
-    at = ref.slice(2).split('/').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+    at = ref
+      .slice(2)
+      .split('/')
+      .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
     node = at.reduce((n: Json, key) => (n !== undefined && Object.hasOwn(n, key) ? n[key] : undefined), openapi);
     if (node === undefined) throw new Error(`dangling $ref ${ref}`);
   }
@@ -53,11 +56,15 @@ function validator(at: string[]): ValidateFunction {
 }
 
 function fail(where: string, problem: string, res: CheckedResponse): never {
-  throw new AssertionError({ message: `openapi: ${where}: ${problem}\n  status ${res.status}, body: ${res.text.slice(0, 300)}` });
+  throw new AssertionError({
+    message: `openapi: ${where}: ${problem}\n  status ${res.status}, body: ${res.text.slice(0, 300)}`,
+  });
 }
 
 function schemaErrors(fn: ValidateFunction): string {
-  return (fn.errors ?? []).map((e) => `${e.instancePath || '(root)'} ${e.message} ${JSON.stringify(e.params)}`).join('; ');
+  return (fn.errors ?? [])
+    .map((e) => `${e.instancePath || '(root)'} ${e.message} ${JSON.stringify(e.params)}`)
+    .join('; ');
 }
 
 /** Header values arrive as text; numeric schemas are checked on the number they spell. */
@@ -70,7 +77,10 @@ function headerValue(raw: string, schema: Json): unknown {
 /** Path templates of the document ("/relay/{message_id}") as patterns; one segment per parameter. */
 const templates: Array<[RegExp, string]> = Object.keys(openapi.paths)
   .filter((path) => path.includes('{'))
-  .map((path) => [new RegExp('^' + path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+') + '$'), path]);
+  .map((path) => [
+    new RegExp('^' + path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+') + '$'),
+    path,
+  ]);
 
 /** The document's path for a request path: itself, else the template it fills. */
 export function documentedPath(pathname: string): string | undefined {
@@ -79,7 +89,11 @@ export function documentedPath(pathname: string): string | undefined {
 }
 
 /** The documented response object for this exchange, and its pointer. */
-function documentedResponse(method: string, requestPath: string, res: CheckedResponse): { node: Json; at: string[]; where: string } {
+function documentedResponse(
+  method: string,
+  requestPath: string,
+  res: CheckedResponse,
+): { node: Json; at: string[]; where: string } {
   const where = `${method} ${requestPath}`;
   const pathname = documentedPath(requestPath);
   const pathItem = pathname === undefined ? undefined : openapi.paths[pathname];
@@ -94,8 +108,13 @@ function documentedResponse(method: string, requestPath: string, res: CheckedRes
   }
   const opAt = ['paths', pathname!, method.toLowerCase(), 'responses'];
   const status = String(res.status);
-  const key = Object.hasOwn(op.responses, status) ? status : Object.hasOwn(op.responses, 'default') ? 'default' : undefined;
-  if (key === undefined) fail(where, `status ${status} is not documented (documented: ${Object.keys(op.responses).join(', ')})`, res);
+  const key = Object.hasOwn(op.responses, status)
+    ? status
+    : Object.hasOwn(op.responses, 'default')
+      ? 'default'
+      : undefined;
+  if (key === undefined)
+    fail(where, `status ${status} is not documented (documented: ${Object.keys(op.responses).join(', ')})`, res);
   return { ...resolve(op.responses[key], [...opAt, key]), where };
 }
 
@@ -109,7 +128,8 @@ function checkHeaders(response: Json, at: string[], where: string, res: CheckedR
     }
     const fn = validator([...header.at, 'schema']);
     const text = Array.isArray(value) ? value.join(', ') : value;
-    if (!fn(headerValue(text, header.node.schema))) fail(where, `header ${name}: ${JSON.stringify(text)}: ${schemaErrors(fn)}`, res);
+    if (!fn(headerValue(text, header.node.schema)))
+      fail(where, `header ${name}: ${JSON.stringify(text)}: ${schemaErrors(fn)}`, res);
   }
 }
 
@@ -122,7 +142,11 @@ function checkBody(response: Json, at: string[], method: string, where: string, 
   const type = String(res.headers['content-type'] ?? '');
   const media = type.split(';')[0].trim().toLowerCase();
   if (!Object.hasOwn(response.content, media)) {
-    fail(where, `Content-Type ${JSON.stringify(type)} is not documented (documented: ${Object.keys(response.content).join(', ')})`, res);
+    fail(
+      where,
+      `Content-Type ${JSON.stringify(type)} is not documented (documented: ${Object.keys(response.content).join(', ')})`,
+      res,
+    );
   }
   let body: unknown = res.text;
   if (media === 'application/json') {

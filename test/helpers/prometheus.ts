@@ -141,10 +141,12 @@ export function parseExposition(text: string): Exposition {
       ({ labels, rest } = parsed);
     }
     const parts = rest.trim().split(/\s+/);
-    if (!/^\s/.test(rest) || parts.length < 1 || parts.length > 2) return void violations.push(`line ${n}: malformed sample`);
+    if (!/^\s/.test(rest) || parts.length < 1 || parts.length > 2)
+      return void violations.push(`line ${n}: malformed sample`);
     const value = parseValue(parts[0]);
     if (value === undefined) return void violations.push(`line ${n}: invalid value ${parts[0]}`);
-    if (parts[1] !== undefined && !/^-?\d+$/.test(parts[1])) violations.push(`line ${n}: invalid timestamp ${parts[1]}`);
+    if (parts[1] !== undefined && !/^-?\d+$/.test(parts[1]))
+      violations.push(`line ${n}: invalid timestamp ${parts[1]}`);
     const base = familyOf(name, families);
     enter(base, n);
     const key = seriesKey(name, labels);
@@ -160,10 +162,12 @@ export function parseExposition(text: string): Exposition {
 function checkFamily(f: Family): string[] {
   const out: string[] = [];
   if (f.type === 'counter') {
-    for (const s of f.samples) if (!(s.value >= 0)) out.push(`${f.name}: counter value ${s.value} is not a non-negative number`);
+    for (const s of f.samples)
+      if (!(s.value >= 0)) out.push(`${f.name}: counter value ${s.value} is not a non-negative number`);
   }
   if (f.type !== 'histogram') {
-    for (const s of f.samples) if (s.name !== f.name) out.push(`${s.name}: sample name differs from its family ${f.name}`);
+    for (const s of f.samples)
+      if (s.name !== f.name) out.push(`${s.name}: sample name differs from its family ${f.name}`);
     return out;
   }
   // Histogram: per label set (without le), buckets ascending by le, cumulative, +Inf = _count, _sum present.
@@ -197,13 +201,18 @@ function checkFamily(f: Family): string[] {
     if (!inf) out.push(`${where}: no le="+Inf" bucket`);
     if (g.count === undefined) out.push(`${where}: no _count`);
     if (g.sum === undefined) out.push(`${where}: no _sum`);
-    if (inf && g.count !== undefined && inf[1] !== g.count) out.push(`${where}: +Inf bucket ${inf[1]} differs from _count ${g.count}`);
+    if (inf && g.count !== undefined && inf[1] !== g.count)
+      out.push(`${where}: +Inf bucket ${inf[1]} differs from _count ${g.count}`);
   }
   return out;
 }
 
 /** The value of the one sample named `name` whose labels include `labels`, or undefined. */
-export function sampleValue(exposition: Exposition, name: string, labels: Record<string, string> = {}): number | undefined {
+export function sampleValue(
+  exposition: Exposition,
+  name: string,
+  labels: Record<string, string> = {},
+): number | undefined {
   const matches: number[] = [];
   for (const f of exposition.families.values()) {
     for (const s of f.samples) {

@@ -14,7 +14,10 @@ const SEED = 0x7e1a_b1e;
 export const RUNS = { numRuns: 300, seed: SEED };
 
 /** Runs `fn`; a throw of one of `allowed` is returned as the error, anything else fails the property. */
-export function outcome<T>(fn: () => T, ...allowed: Array<abstract new (...args: never[]) => Error>): { ok: true; value: T } | { ok: false; error: Error } {
+export function outcome<T>(
+  fn: () => T,
+  ...allowed: Array<abstract new (...args: never[]) => Error>
+): { ok: true; value: T } | { ok: false; error: Error } {
   try {
     return { ok: true, value: fn() };
   } catch (error) {
@@ -33,7 +36,10 @@ export function tally() {
       else refused++;
     },
     expectBoth(min: number) {
-      assert.ok(accepted >= min && refused >= min, `generator reach: ${accepted} accepted, ${refused} refused (want >= ${min} each)`);
+      assert.ok(
+        accepted >= min && refused >= min,
+        `generator reach: ${accepted} accepted, ${refused} refused (want >= ${min} each)`,
+      );
     },
   };
 }
@@ -48,7 +54,11 @@ export const mutation = fc.oneof(
   fc.record({ kind: fc.constant('flip' as const), at: fc.noBias(fc.nat()), bit: fc.integer({ min: 0, max: 7 }) }),
   fc.record({ kind: fc.constant('truncate' as const), at: fc.noBias(fc.nat()) }),
   fc.record({ kind: fc.constant('extend' as const), extra: bytes(40) }),
-  fc.record({ kind: fc.constant('word' as const), at: fc.noBias(fc.nat()), value: fc.uint8Array({ minLength: 32, maxLength: 32 }) }),
+  fc.record({
+    kind: fc.constant('word' as const),
+    at: fc.noBias(fc.nat()),
+    value: fc.uint8Array({ minLength: 32, maxLength: 32 }),
+  }),
 );
 type Mutation = typeof mutation extends fc.Arbitrary<infer M> ? M : never;
 

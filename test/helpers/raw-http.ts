@@ -34,13 +34,19 @@ export interface RawOptions {
 }
 
 /** A request as bytes; Content-Length is added for a body unless a header says otherwise. */
-export function rawRequest(method: string, path: string, headers: Record<string, string | number> = {}, body?: string | Buffer): Buffer {
+export function rawRequest(
+  method: string,
+  path: string,
+  headers: Record<string, string | number> = {},
+  body?: string | Buffer,
+): Buffer {
   const lines = [`${method} ${path} HTTP/1.1`];
   const names = Object.keys(headers).map((h) => h.toLowerCase());
   if (!names.includes('host')) lines.push('Host: 127.0.0.1');
   for (const [name, value] of Object.entries(headers)) lines.push(`${name}: ${value}`);
   const bytes = body === undefined ? undefined : Buffer.isBuffer(body) ? body : Buffer.from(body, 'utf8');
-  if (bytes && !names.includes('content-length') && !names.includes('transfer-encoding')) lines.push(`Content-Length: ${bytes.length}`);
+  if (bytes && !names.includes('content-length') && !names.includes('transfer-encoding'))
+    lines.push(`Content-Length: ${bytes.length}`);
   const head = Buffer.from(lines.join('\r\n') + '\r\n\r\n', 'latin1');
   return bytes ? Buffer.concat([head, bytes]) : head;
 }
@@ -101,14 +107,24 @@ function parseReplies(buffer: Buffer, closed: boolean): { replies: RawReply[]; u
       body = Buffer.alloc(0);
     }
     const copy = Buffer.from(body);
-    replies.push({ status, headers, body: copy, text: () => copy.toString('utf8'), json: () => JSON.parse(copy.toString('utf8')) });
+    replies.push({
+      status,
+      headers,
+      body: copy,
+      text: () => copy.toString('utf8'),
+      json: () => JSON.parse(copy.toString('utf8')),
+    });
     at = bodyStart;
   }
   return { replies, used: at };
 }
 
 /** Sends `chunks` (dripped when `dripMs` is set) and collects what comes back. */
-export function rawExchange(port: number, chunks: string | Buffer | Array<string | Buffer>, options: RawOptions = {}): Promise<RawExchange> {
+export function rawExchange(
+  port: number,
+  chunks: string | Buffer | Array<string | Buffer>,
+  options: RawOptions = {},
+): Promise<RawExchange> {
   const list = Array.isArray(chunks) ? chunks : [chunks];
   const timeoutMs = options.timeoutMs ?? 5_000;
   const started = performance.now();

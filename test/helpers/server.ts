@@ -40,7 +40,10 @@ export interface StartedApi<C extends Clock> {
   get(path: string, headers?: Record<string, string>): Promise<RawResponse>;
 }
 
-export async function startApi<C extends Clock = FakeClock>(t: Cleanup, options: StartApiOptions<C> = {}): Promise<StartedApi<C>> {
+export async function startApi<C extends Clock = FakeClock>(
+  t: Cleanup,
+  options: StartApiOptions<C> = {},
+): Promise<StartedApi<C>> {
   const clock = options.clock ?? (createFakeClock() as Clock as C);
   const server = createRelayServer({ ...options, config: options.config ?? testConfig(), clock });
   const { url, port } = await server.listen(0, '127.0.0.1');
@@ -105,7 +108,11 @@ export async function launchRelayerServer(args: string[], options: RelayerServer
   }
   const port = args.includes('--port') ? [] : ['--port', '0'];
   // process.execPath: the Node running the tests (the pinned 24, with type stripping) runs the server.
-  const tracked = spawnTracked(process.execPath, [...(options.nodeArgs ?? []), SERVER_BIN, ...files, ...port, ...args], { cwd: options.cwd ?? REPO_ROOT, env: options.env });
+  const tracked = spawnTracked(
+    process.execPath,
+    [...(options.nodeArgs ?? []), SERVER_BIN, ...files, ...port, ...args],
+    { cwd: options.cwd ?? REPO_ROOT, env: options.env },
+  );
   const { child } = tracked;
   const stdout = collectLines(child.stdout, (line) => options.onLine?.(line, 'stdout'));
   const stderr = collectLines(child.stderr, (line) => options.onLine?.(line, 'stderr'));
@@ -136,14 +143,24 @@ export async function launchRelayerServer(args: string[], options: RelayerServer
 }
 
 /** Runs bin/relayer-server.ts with exactly `args` to its exit (flags, --help, refused configs). */
-export async function runRelayerServer(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<{ code: number | null; output: string }> {
-  const tracked = spawnTracked(process.execPath, [SERVER_BIN, ...args], { cwd: options.cwd ?? REPO_ROOT, env: options.env });
+export async function runRelayerServer(
+  args: string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
+): Promise<{ code: number | null; output: string }> {
+  const tracked = spawnTracked(process.execPath, [SERVER_BIN, ...args], {
+    cwd: options.cwd ?? REPO_ROOT,
+    env: options.env,
+  });
   const [code] = (await once(tracked.child, 'exit')) as [number | null];
   return { code, output: tracked.output() };
 }
 
 /** launchRelayerServer, stopped (and its temporary config removed) after the test. */
-export async function startRelayerServer(t: Cleanup, args: string[] = [], options: RelayerServerOptions = {}): Promise<RelayerProcess> {
+export async function startRelayerServer(
+  t: Cleanup,
+  args: string[] = [],
+  options: RelayerServerOptions = {},
+): Promise<RelayerProcess> {
   const server = await launchRelayerServer(args, options);
   t.after(() => server.stop());
   return server;

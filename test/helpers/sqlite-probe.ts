@@ -5,6 +5,8 @@
  * An empty list proves no request path called node:sqlite on the main thread.
  */
 process.on('exit', () => {
-  const loaded = (process as unknown as { moduleLoadList: string[] }).moduleLoadList.filter((name) => /sqlite/i.test(name));
+  const loaded = (process as unknown as { moduleLoadList: string[] }).moduleLoadList.filter((name) =>
+    /sqlite/i.test(name),
+  );
   process.stderr.write(JSON.stringify({ probe: 'sqlite', loaded }) + '\n');
 });
