@@ -136,7 +136,7 @@ async function main(): Promise<void> {
     openapi: readOpenApi(),
   });
 
-  let address;
+  let address: Awaited<ReturnType<typeof relay.listen>>;
   try {
     address = await relay.listen();
   } catch (error) {

@@ -186,7 +186,7 @@ async function main(): Promise<void> {
     },
     depth: async () => outbox.depth(),
   });
-  let address;
+  let address: Awaited<ReturnType<typeof ops.listen>>;
   try {
     address = await ops.listen(config.worker.port, config.worker.host);
   } catch (error) {

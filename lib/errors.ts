@@ -94,7 +94,9 @@ export class BaseError<Code extends ErrorCode = ErrorCode> extends Error {
    * Subclasses keep the ordinary prototype check.
    */
   static override [Symbol.hasInstance](value: unknown): boolean {
+    // biome-ignore lint/complexity/noThisInStatic: `this` is the class being tested (a subclass too)
     if (Function.prototype[Symbol.hasInstance].call(this, value)) return true;
+    // biome-ignore lint/complexity/noThisInStatic: only BaseError itself takes the family check
     return this === BaseError && typeof value === 'object' && value !== null && FAMILY in value;
   }
 

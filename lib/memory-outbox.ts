@@ -161,7 +161,7 @@ export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
 
     requeue(id) {
       const row = rows.get(id.toLowerCase());
-      if (!row || row.status !== 'failed') return false;
+      if (row?.status !== 'failed') return false;
       row.status = 'queued';
       row.retryAt = null;
       row.leaseExpiries = 0;

@@ -25,7 +25,10 @@ export function createMemoryMerkleStore(): MemoryMerkleStore {
       const valid = validateMerkleRequest({ merkle_tree_insertions: records }).records;
       for (const record of valid) {
         let leaves = chains.get(record.chain);
-        if (leaves === undefined) chains.set(record.chain, (leaves = new Map()));
+        if (leaves === undefined) {
+          leaves = new Map();
+          chains.set(record.chain, leaves);
+        }
         if (!leaves.has(record.leaf_index)) rows++;
         leaves.set(record.leaf_index, record);
       }

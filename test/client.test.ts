@@ -518,7 +518,7 @@ describe('relayer-api/client without the API behind it', { timeout: 60_000 }, ()
     assertApiError(error, 0, 'network_error');
     assert.equal(at.length, 4);
     const gaps = at.slice(1).map((t, i) => t - at[i]);
-    gaps.forEach((gap, i) => assert.ok(gap >= 500 * 2 ** i, `wait ${i + 1}: ${gap} ms`));
+    for (const [i, gap] of gaps.entries()) assert.ok(gap >= 500 * 2 ** i, `wait ${i + 1}: ${gap} ms`);
   });
 
   test("docs/design.md#client: an answer that is not the API's (a proxy's HTML 502) is bad_response, not retried", async () => {

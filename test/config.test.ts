@@ -247,6 +247,7 @@ const BAD: [string, unknown, string][] = [
   ['host a number', withValue('server.host', 127), 'server.host'],
   ['adminToken too short', withValue('server.adminToken', 'short'), 'server.adminToken'],
   ['adminToken with a space', withValue('server.adminToken', 'a very long token here'), 'server.adminToken'],
+  // biome-ignore lint/correctness/noPrecisionLoss: any number is refused, exact or not
   ['adminToken a number', withValue('server.adminToken', 1234567890123456789), 'server.adminToken'],
   ['corsOrigins a string', withValue('server.corsOrigins', 'https://app.example.org'), 'server.corsOrigins'],
   [
@@ -427,6 +428,7 @@ describe('docs/design.md#configuration: valid configurations are normalised', ()
   test('docs/design.md#check-order: chain lookups by request name cannot reach Object.prototype', () => {
     const config = parseConfig(withValue('chains.constructor', undefined));
     assert.equal(config.chains['constructor' as string], undefined);
+    // biome-ignore lint/suspicious/noProto: the hostile key under test
     assert.equal(config.chains['__proto__' as string], undefined);
     assert.equal(defaultConfig().chains['toString' as string], undefined);
   });

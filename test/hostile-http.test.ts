@@ -742,7 +742,7 @@ describe('hostile requests, one connection each: expected status and reason, nev
     const probe: Record<string, unknown> = {};
     assert.equal(probe.polluted, undefined);
     assert.equal(probe.origin_chain, undefined);
-    assert.equal(Object.prototype.hasOwnProperty.call(Object.prototype, 'polluted'), false);
+    assert.equal(Object.hasOwn(Object.prototype, 'polluted'), false);
     assert.equal(server.api.inFlight(), 0);
     assert.equal(server.api.pipeline.dedup.size(), relayed);
     const metrics = server.api.metrics.render();

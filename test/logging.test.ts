@@ -154,7 +154,7 @@ describe('one JSON line per request (docs/operations.md#logs)', () => {
     const h = await start(t, { level: 'debug' });
     const probe = await httpRequest(h.url, { path: '/relay' });
     const head = await httpRequest(h.url, { path: '/relay', method: 'HEAD' });
-    const refused = await httpRequest(h.url, { path: '/relay', method: 'DELETE' });
+    const _refused = await httpRequest(h.url, { path: '/relay', method: 'DELETE' });
     const [l1, l2, l3] = h.requestLines();
     assert.deepEqual(
       [l1.level, l1.method, l1.route, l1.status, l1.request_id],

@@ -166,8 +166,7 @@ describe('registry: the text exposition format 0.0.4', () => {
 
   test('names: invalid metric or label names and a second registration are refused', () => {
     const m = createMetricsRegistry();
-    for (const bad of ['0abc', 'a-b', 'a b', ''])
-      assert.throws(() => m.counter(bad, 'x'), new RegExp('invalid metric name'));
+    for (const bad of ['0abc', 'a-b', 'a b', '']) assert.throws(() => m.counter(bad, 'x'), /invalid metric name/);
     m.counter('t_total', 'x');
     assert.throws(() => m.counter('t_total', 'x'), /twice/);
     assert.throws(() => m.gauge('t_total', 'x', () => 1), /twice/);

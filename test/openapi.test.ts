@@ -98,7 +98,7 @@ describe('docs/openapi.json is a valid OpenAPI 3.1 document', () => {
       if (Object.hasOwn(node, 'schema') && path.match(/\/(content\/[^/]+|headers\/[^/]+|parameters\/\d+)$/)) {
         // $refs inside point into the document: check the schema's own keywords, references resolved.
         const schema = JSON.parse(
-          JSON.stringify(node.schema, (key, value) => (value?.$ref ? resolve(value, []).node : value)),
+          JSON.stringify(node.schema, (_key, value) => (value?.$ref ? resolve(value, []).node : value)),
         );
         assert.equal(meta.validateSchema(schema), true, `${path}/schema: ${JSON.stringify(meta.errors)}`);
         schemas++;

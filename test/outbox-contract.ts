@@ -249,7 +249,7 @@ export function outboxContract(name: string, make: MakeOutbox): void {
 
     test('docs/design.md#leases: extend is refused once the lease was taken over, or the message failed or went back to the queue', async () => {
       await h.outbox.enqueue([outboxMessage(1), outboxMessage(2), outboxMessage(3)]);
-      const [first, two, three] = await h.outbox.claim(3, 1_000);
+      const [first, _two, three] = await h.outbox.claim(3, 1_000);
       await clock.advance(1_000);
       // Expired but nobody claimed it since: the holder keeps it, like markDelivered.
       assert.equal(await h.outbox.extend(id(3), three.lease, 1_000), true);

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { DatabaseSync } from 'node:sqlite';
 import { after, describe, test } from 'node:test';
-import pg from 'pg';
+import type pg from 'pg';
 import { openPostgresStore } from '../lib/postgres/index.ts';
 import { openStore } from '../lib/sqlite/index.ts';
 import { MIGRATIONS } from '../lib/sqlite/schema.ts';

@@ -70,7 +70,7 @@ describe('the relay pipeline as a whole (docs/design.md#deduplication, #post-rel
         }
         const outbox = createMemoryOutbox();
         const pipeline = createRelayPipeline({ config, queue: outbox, fetchReceipt: async () => receipt });
-        let response;
+        let response: Awaited<ReturnType<typeof pipeline.relay>> | undefined;
         try {
           response = await pipeline.relay({ origin_chain: 'ethereum', tx_hash: hash });
         } catch (error) {

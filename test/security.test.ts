@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test, type TestContext } from 'node:test';
-import { type Clock } from '../lib/clock.ts';
+import type { Clock } from '../lib/clock.ts';
 import { createLogger } from '../lib/log.ts';
 import { createRelayPipeline } from '../lib/pipeline.ts';
 import { createMemoryOutbox } from '../lib/outbox.ts';

@@ -13,7 +13,7 @@ import * as errors from '../lib/errors.ts';
 import { openDatabase } from '../lib/sqlite/database.ts';
 import { openStore } from '../lib/sqlite/index.ts';
 import {
-  ACCESS,
+  type ACCESS,
   deserializeError,
   isWrite,
   serializeError,

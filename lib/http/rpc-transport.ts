@@ -151,7 +151,10 @@ export function createRpcTransport(opts: RpcTransportOptions = {}): RpcTransport
   ): Record<string, string> {
     const out: Record<string, string> = { ...base };
     const given = init.headers;
-    if (given instanceof Headers) given.forEach((value, name) => (out[name] = value));
+    if (given instanceof Headers)
+      given.forEach((value, name) => {
+        out[name] = value;
+      });
     else if (Array.isArray(given)) for (const [name, value] of given) out[name.toLowerCase()] = value;
     else if (given)
       for (const name of Object.keys(given)) out[name.toLowerCase()] = (given as Record<string, string>)[name];

@@ -122,9 +122,15 @@ const sequences = new WeakMap<object, Map<string, NonceSequence>>();
 
 function sequenceFor(client: object, key: string): NonceSequence {
   let byKey = sequences.get(client);
-  if (!byKey) sequences.set(client, (byKey = new Map()));
+  if (!byKey) {
+    byKey = new Map();
+    sequences.set(client, byKey);
+  }
   let seq = byKey.get(key);
-  if (!seq) byKey.set(key, (seq = { next: undefined, reading: undefined }));
+  if (!seq) {
+    seq = { next: undefined, reading: undefined };
+    byKey.set(key, seq);
+  }
   return seq;
 }
 
@@ -195,7 +201,7 @@ function revertReason(c: Classified, abi: Abi | undefined): string | undefined {
     }
   }
   const m = /execution reverted:?\s*(.*)/i.exec(c.said);
-  if (m && m[1].trim()) return m[1].trim().slice(0, 300);
+  if (m?.[1].trim()) return m[1].trim().slice(0, 300);
   return undefined;
 }
 

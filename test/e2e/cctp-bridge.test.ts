@@ -19,7 +19,6 @@ import {
   toFunctionSelector,
   type Abi,
   type Address,
-  type Hash,
   type Hex,
   type TransactionReceipt,
 } from 'viem';

@@ -105,6 +105,7 @@ export function parseExposition(text: string): Exposition {
   if (!text.endsWith('\n')) violations.push('the text does not end with a line feed');
   const lines = text.split('\n');
   if (lines.at(-1) === '') lines.pop();
+  // biome-ignore lint/suspicious/useIterableCallbackReturn: the callback's returns only end a line's checks early
   lines.forEach((line, index) => {
     const n = index + 1;
     if (line.trim() === '') return;

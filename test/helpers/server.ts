@@ -121,7 +121,9 @@ export async function launchRelayerServer(args: string[], options: RelayerServer
   );
   let stopping: Promise<number | null> | undefined;
   const stop = (signal: NodeJS.Signals = 'SIGTERM') => {
-    stopping ??= stopProcess(child, options.graceMs ?? 12_000, signal).finally(() => cleanups.forEach((c) => c()));
+    stopping ??= stopProcess(child, options.graceMs ?? 12_000, signal).finally(() => {
+      for (const c of cleanups) c();
+    });
     return stopping;
   };
   try {
