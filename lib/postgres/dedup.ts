@@ -21,6 +21,22 @@ import type { RelayError } from '../errors.ts';
 import { nowSql, run, type PgPool } from './pool.ts';
 import { OutOfRangeError } from '../errors.ts';
 
+/**
+ * Why a reservation was refused, asked after the fact: the key's live row (`duplicate_tx` until it
+ * ends) or, with none, a full table (`cache_full` until its oldest live row ends). Shared by the
+ * dedup store and the one-statement admission of the relay hot path.
+ */
+export async function dedupRefusal(pool: PgPool, s: string, nowMs: number | null, key: string): Promise<RelayError> {
+  const liveSql = `SELECT expires_at, ${nowSql(1)} AS now FROM ${s}.dedup WHERE key = $2 AND expires_at > ${nowSql(1)}`;
+  const oldestSql = `SELECT min(expires_at) AS expires_at, ${nowSql(1)} AS now FROM ${s}.dedup WHERE expires_at > ${nowSql(1)}`;
+  const live = await run<{ expires_at: number; now: number }>(pool, liveSql, [nowMs, key]);
+  if (live.rows.length > 0) return duplicateTx(live.rows[0].expires_at - live.rows[0].now);
+  const oldest = await run<{ expires_at: number | null; now: number }>(pool, oldestSql, [nowMs]);
+  const { expires_at, now: at } = oldest.rows[0];
+  // No live row left (they expired since the insert was refused): any wait will do.
+  return cacheFull(expires_at === null ? 0 : expires_at - at);
+}
+
 export interface PostgresDedupOptions {
   /** How long a committed key stays (the dedup window). */
   windowMs: number;
@@ -61,8 +77,6 @@ export function createPostgresDedupStore(pool: PgPool, s: string, opts: Postgres
     ON CONFLICT (key) DO UPDATE SET token = excluded.token, committed = false, expires_at = excluded.expires_at
       WHERE d.expires_at <= ${nowSql(1)}
     RETURNING token`;
-  const liveSql = `SELECT expires_at, ${nowSql(1)} AS now FROM ${s}.dedup WHERE key = $2 AND expires_at > ${nowSql(1)}`;
-  const oldestSql = `SELECT min(expires_at) AS expires_at, ${nowSql(1)} AS now FROM ${s}.dedup WHERE expires_at > ${nowSql(1)}`;
   const commitSql = `UPDATE ${s}.dedup SET committed = true, expires_at = ${nowSql(1)} + $4 WHERE key = $2 AND token = $3`;
   const releaseSql = `DELETE FROM ${s}.dedup WHERE key = $1 AND token = $2`;
   const sweepSql = `DELETE FROM ${s}.dedup WHERE expires_at <= ${nowSql(1)}`;
@@ -75,14 +89,7 @@ export function createPostgresDedupStore(pool: PgPool, s: string, opts: Postgres
     await run(pool, sweepSql, [now()]);
   }
 
-  async function refusal(key: string): Promise<RelayError> {
-    const live = await run<{ expires_at: number; now: number }>(pool, liveSql, [now(), key]);
-    if (live.rows.length > 0) return duplicateTx(live.rows[0].expires_at - live.rows[0].now);
-    const oldest = await run<{ expires_at: number | null; now: number }>(pool, oldestSql, [now()]);
-    const { expires_at, now: at } = oldest.rows[0];
-    // No live row left (they expired since the insert was refused): any wait will do.
-    return cacheFull(expires_at === null ? 0 : expires_at - at);
-  }
+  const refusal = (key: string): Promise<RelayError> => dedupRefusal(pool, s, now(), key);
 
   return {
     async reserve(key) {

@@ -62,6 +62,25 @@ function toRecord(row: Row): OutboxRecord {
   return recordFromRow(row, hexToBytes(`0x${row.raw}`)!);
 }
 
+/**
+ * A batch as the insert's eight array parameters (id, origin chain, tx hash, origin, destination,
+ * nonce, raw hex without 0x, enqueued at): one round trip whatever the batch's size. The outbox's
+ * enqueue and the relay hot path's completing statement both send this.
+ */
+export function outboxColumns(batch: readonly OutboxMessage[]): unknown[][] {
+  const column = <T>(pick: (m: OutboxMessage) => T) => batch.map(pick);
+  return [
+    column((m) => m.id),
+    column((m) => m.originChain),
+    column((m) => m.txHash),
+    column((m) => m.origin),
+    column((m) => m.destination),
+    column((m) => m.nonce),
+    column((m) => bytesToHex(m.raw).slice(2)),
+    column((m) => m.enqueuedAt),
+  ];
+}
+
 export function createPostgresOutbox(pool: PgPool, s: string, clock?: Clock): PostgresOutbox {
   const now = () => clock?.now() ?? null;
 
@@ -119,17 +138,7 @@ export function createPostgresOutbox(pool: PgPool, s: string, clock?: Clock): Po
     async enqueue(batch) {
       validateOutboxBatch(batch);
       if (batch.length === 0) return 0;
-      const column = <T>(pick: (m: OutboxMessage) => T) => batch.map(pick);
-      const { rowCount } = await run(pool, insertSql, [
-        column((m) => m.id),
-        column((m) => m.originChain),
-        column((m) => m.txHash),
-        column((m) => m.origin),
-        column((m) => m.destination),
-        column((m) => m.nonce),
-        column((m) => bytesToHex(m.raw).slice(2)),
-        column((m) => m.enqueuedAt),
-      ]);
+      const { rowCount } = await run(pool, insertSql, outboxColumns(batch));
       return rowCount ?? 0;
     },
     async get(id) {

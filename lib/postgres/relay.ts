@@ -19,13 +19,14 @@
  * escaped string literal.
  */
 import type { Clock } from '../clock.ts';
-import { cacheFull, duplicateTx } from '../dedup.ts';
 import type { RelayError } from '../errors.ts';
-import { bytesToHex } from '../hex.ts';
-import { validateOutboxBatch, type OutboxMessage } from '../outbox.ts';
+import { validateOutboxBatch } from '../outbox.ts';
 import { rateLimitedError, refused, UNIT } from '../rate-limit.ts';
 import type { AdmittedRelay, RelayAdmission } from '../store.ts';
 import { nowSql, run, type PgPool, type PgQueryResult } from './pool.ts';
+import { dedupRefusal } from './dedup.ts';
+import { outboxColumns } from './outbox.ts';
+import { duplicateTx } from '../dedup.ts';
 import { bucketUpdate, createBucketSql, num } from './rate-limit.ts';
 import { InvalidArgumentError, OutOfRangeError } from '../errors.ts';
 
@@ -96,8 +97,6 @@ export function createPostgresAdmission(pool: PgPool, s: string, opts: PostgresA
     SELECT (SELECT count(*) FROM ins)::integer AS inserted, (SELECT count(*) FROM c)::integer AS committed`;
   const releaseSql = `DELETE FROM ${s}.dedup WHERE key = $1 AND token = $2`;
   // As dedup.ts: why a reservation was refused, and the paced sweep of expired rows.
-  const liveSql = `SELECT expires_at, ${nowSql(1)} AS now FROM ${s}.dedup WHERE key = $2 AND expires_at > ${nowSql(1)}`;
-  const oldestSql = `SELECT min(expires_at) AS expires_at, ${nowSql(1)} AS now FROM ${s}.dedup WHERE expires_at > ${nowSql(1)}`;
   const sweepSql = `DELETE FROM ${s}.dedup WHERE expires_at <= ${nowSql(1)}`;
   let lastSweep = -Infinity;
 
@@ -111,13 +110,7 @@ export function createPostgresAdmission(pool: PgPool, s: string, opts: PostgresA
     });
   }
 
-  async function refusal(key: string): Promise<RelayError> {
-    const live = await run<{ expires_at: number; now: number }>(pool, liveSql, [now(), key]);
-    if (live.rows.length > 0) return duplicateTx(live.rows[0].expires_at - live.rows[0].now);
-    const oldest = await run<{ expires_at: number | null; now: number }>(pool, oldestSql, [now()]);
-    const { expires_at, now: at } = oldest.rows[0];
-    return cacheFull(expires_at === null ? 0 : expires_at - at);
-  }
+  const refusal = (key: string): Promise<RelayError> => dedupRefusal(pool, s, now(), key);
 
   async function admitRows(at: number | null, key: string): Promise<AdmitRow[]> {
     const result = (await run(pool, admitSql(at, key))) as unknown as PgQueryResult<AdmitRow> | PgQueryResult<never>[];
@@ -151,21 +144,7 @@ export function createPostgresAdmission(pool: PgPool, s: string, opts: PostgresA
         async complete(batch) {
           validateOutboxBatch(batch);
           if (settled) return;
-          const column = <T>(pick: (m: OutboxMessage) => T) => batch.map(pick);
-          await run(pool, completeSql, [
-            now(),
-            key,
-            token,
-            dedup.windowMs,
-            column((m) => m.id),
-            column((m) => m.originChain),
-            column((m) => m.txHash),
-            column((m) => m.origin),
-            column((m) => m.destination),
-            column((m) => m.nonce),
-            column((m) => bytesToHex(m.raw).slice(2)),
-            column((m) => m.enqueuedAt),
-          ]);
+          await run(pool, completeSql, [now(), key, token, dedup.windowMs, ...outboxColumns(batch)]);
           // Settled only once stored: after a failed statement (rolled back whole) the pipeline's
           // release still frees the key, as dedup.ts's commit.
           settled = true;
