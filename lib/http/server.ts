@@ -3,8 +3,8 @@
  * headers, and a graceful close that lets in-flight requests finish within a deadline.
  */
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { createRelayApi, type RelayApi, type RelayApiOptions } from './handler.ts';
+import { listenOn } from './listen.ts';
 
 export interface RelayServerOptions extends RelayApiOptions {
   /** Time allowed to receive a whole request (headers and body). Default 30 s. */
@@ -56,15 +56,7 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
     server,
     api,
     listen(port = options.config.server.port, host = options.config.server.host) {
-      return new Promise((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(port, host, () => {
-          server.off('error', reject);
-          const address = server.address() as AddressInfo;
-          const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-          resolve({ host: address.address, port: address.port, url: `http://${shown}:${address.port}` });
-        });
-      });
+      return listenOn(server, port, host);
     },
     close(graceMs = 10_000) {
       closing ??= new Promise<void>((resolve) => {

@@ -4,7 +4,7 @@
  * answers and the loop runs, else 503). Everything else is 404; only GET and HEAD are served.
  */
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenOn } from '../http/listen.ts';
 import { createMetricsRegistry, type MetricsRegistry } from '../http/metrics.ts';
 import type { DeliveryEvents } from './delivery.ts';
 
@@ -120,15 +120,7 @@ export function createOpsServer(options: OpsServerOptions): OpsServer {
   return {
     server,
     listen(port, host) {
-      return new Promise((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(port, host, () => {
-          server.off('error', reject);
-          const address = server.address() as AddressInfo;
-          const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-          resolve({ url: `http://${shown}:${address.port}`, port: address.port });
-        });
-      });
+      return listenOn(server, port, host);
     },
     close() {
       return new Promise((resolve) => {
