@@ -220,6 +220,19 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
+  // A store that stopped on its own (the SQLite worker thread died) fails every claim from then
+  // on: exit 1 so that a supervisor restarts the worker, as relayer-server does
+  // (docs/operations.md, "The SQLite store"). Messages it held go back to others when their
+  // leases end.
+  store.closed?.catch((error: Error) => {
+    if (stopping) return;
+    stopping = true;
+    logger.error('the store stopped; exiting', {
+      error: error.cause instanceof Error ? error.cause.message : error.message,
+      in_flight: worker.inFlight(),
+    });
+    process.exit(1);
+  });
 }
 
 process.on('uncaughtException', (error) => {

@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { openStore } from '../lib/sqlite/index.ts';
-import { spawnTracked } from './e2e/processes.ts';
+import { setTimeout as delay } from 'node:timers/promises';
+import { spawnTracked, waitForLine } from './e2e/processes.ts';
 import { REPO_ROOT } from './helpers/server.ts';
 
 const BIN = join(REPO_ROOT, 'bin', 'relayer-worker.ts');
@@ -125,4 +126,51 @@ test('requeue on the database named by RELAYER_DB: a failed message back to queu
   } finally {
     await check.close();
   }
+});
+
+test('docs/operations.md#the-sqlite-store-worker-thread-group-commit-locks: a worker whose SQLite thread dies logs one error line and exits 1 for its supervisor', async () => {
+  const config = join(dir, 'dies.json');
+  writeFileSync(
+    config,
+    JSON.stringify({
+      chains: {
+        local: {
+          domainId: 31337,
+          chainId: 31337,
+          mailbox: `0x${'00'.repeat(19)}01`,
+          // Nothing listens there: the worker never needs it while the outbox is empty.
+          rpcUrls: [{ http: 'http://127.0.0.1:1' }],
+        },
+      },
+      worker: { port: 0, pollMs: 50 },
+    }),
+  );
+  const clean = { ...process.env };
+  delete clean.RELAYER_DB;
+  const child = spawnTracked(
+    process.execPath,
+    [
+      '--import',
+      new URL('./helpers/worker-kill.ts', import.meta.url).pathname,
+      BIN,
+      '--config',
+      config,
+      '--db',
+      join(dir, 'dies.db'),
+    ],
+    { cwd: REPO_ROOT, env: { ...clean, RELAYER_SIGNER_KEY: KEY } },
+  );
+  const exited = once(child.child, 'exit') as Promise<[number | null]>;
+  await waitForLine(child, /relayer-worker ops on /, 20_000);
+  child.child.kill('SIGUSR2');
+  const ended = await Promise.race([exited, delay(20_000, undefined, { ref: false })]);
+  assert.equal(ended?.[0], 1, `exits 1 (not still running): ${child.output()}`);
+  const errors = child
+    .output()
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line))
+    .filter((line) => line.level === 'error' && line.msg === 'the store stopped; exiting');
+  assert.equal(errors.length, 1, child.output());
+  assert.doesNotMatch(child.output(), new RegExp(KEY.slice(2)), 'the key is never printed');
 });
