@@ -9,6 +9,7 @@ import { defaultConfig, parseConfig } from '../lib/config.ts';
 import { ConfigError } from '../lib/errors.ts';
 import type { Logger } from '../lib/log.ts';
 import type { RelayerStore } from '../lib/store.ts';
+import { redactUrls } from '../lib/rpc.ts';
 import type { RelayerConfig } from '../lib/types.ts';
 import {
   describeJsonError,
@@ -122,4 +123,45 @@ export async function openRelayerStore(program: string, config: RelayerConfig, l
       `cannot open database ${config.db} (${resolve(config.db)}): ${redactDatabaseSecrets((error as Error).message, config.db)}`,
     );
   }
+}
+
+/**
+ * An uncaught exception ends the process (exit 1) with one JSON line on stderr. No stack: the
+ * name and message are enough to find the fault, and safe to show. URLs (a database's, an RPC
+ * endpoint's) are cut to scheme://host: they may carry credentials.
+ */
+export function exitOnUncaughtException(): void {
+  process.on('uncaughtException', (error) => {
+    process.stderr.write(
+      JSON.stringify({
+        time: new Date().toISOString(),
+        level: 'error',
+        msg: 'uncaught exception',
+        error: redactUrls(`${error.name}: ${error.message}`),
+      }) + '\n',
+    );
+    process.exit(1);
+  });
+}
+
+/**
+ * A store that stops on its own (the SQLite store's thread died) makes the process log one error
+ * line and exit 1 for its supervisor to restart it (docs/operations.md, "The SQLite store").
+ * `claim` takes the process's one shutdown (false when a signal's shutdown already runs);
+ * `beforeExit` finishes what is in flight.
+ */
+export function exitWhenStoreStops(
+  store: RelayerStore,
+  logger: Logger,
+  how: { claim: () => boolean; inFlight: () => number; beforeExit?: () => Promise<void> },
+): void {
+  store.closed?.catch(async (error: Error) => {
+    if (!how.claim()) return;
+    logger.error('the store stopped; exiting', {
+      error: error.cause instanceof Error ? error.cause.message : error.message,
+      in_flight: how.inFlight(),
+    });
+    await how.beforeExit?.();
+    process.exit(1);
+  });
 }

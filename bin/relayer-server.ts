@@ -14,7 +14,7 @@ import { createRelayServer } from '../lib/http/server.ts';
 import { createLogger, isLogLevel, LOG_LEVELS, type LogLevel } from '../lib/log.ts';
 import { redactUrls } from '../lib/rpc.ts';
 import type { RelayerConfig } from '../lib/types.ts';
-import { cliFail, loadConfig, openRelayerStore } from './cli.ts';
+import { cliFail, exitOnUncaughtException, exitWhenStoreStops, loadConfig, openRelayerStore } from './cli.ts';
 import { redactDatabaseUrl } from './postgres.ts';
 
 const HELP = `Usage: relayer-server [options]
@@ -177,31 +177,18 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void stop('SIGTERM'));
   // A store that stopped on its own fails every request from then on: rather than answer 503
   // forever while GET /relay says up, answer what is in flight (503, the calls fail at once) and
-  // exit 1 so that a supervisor restarts the server (docs/operations.md, "The SQLite store").
-  store.closed?.catch(async (error: Error) => {
-    if (stopping) return;
-    stopping = true;
-    logger.error('the store stopped; exiting', {
-      error: error.cause instanceof Error ? error.cause.message : error.message,
-      in_flight: relay.api.inFlight(),
-    });
-    await relay.close(10_000);
-    process.exit(1);
+  // exit 1 so that a supervisor restarts the server.
+  exitWhenStoreStops(store, logger, {
+    claim: () => {
+      if (stopping) return false;
+      stopping = true;
+      return true;
+    },
+    inFlight: () => relay.api.inFlight(),
+    beforeExit: () => relay.close(10_000),
   });
 }
 
-process.on('uncaughtException', (error) => {
-  // No stack in the log: the name and message are enough to find the fault, and safe to show.
-  // URLs (a database's, an RPC endpoint's) are cut to scheme://host: they may carry credentials.
-  process.stderr.write(
-    JSON.stringify({
-      time: new Date().toISOString(),
-      level: 'error',
-      msg: 'uncaught exception',
-      error: redactUrls(`${error.name}: ${error.message}`),
-    }) + '\n',
-  );
-  process.exit(1);
-});
+exitOnUncaughtException();
 
 await main();

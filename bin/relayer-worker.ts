@@ -15,7 +15,7 @@ import { createLineSink } from '../lib/http/log-sink.ts';
 import { createLogger, isLogLevel, LOG_LEVELS, type LogLevel } from '../lib/log.ts';
 import { redactUrls } from '../lib/rpc.ts';
 import type { RelayerConfig } from '../lib/types.ts';
-import { cliFail, loadConfig, openRelayerStore } from './cli.ts';
+import { cliFail, exitOnUncaughtException, exitWhenStoreStops, loadConfig, openRelayerStore } from './cli.ts';
 import { redactDatabaseUrl } from './postgres.ts';
 
 const HELP = `Usage: relayer-worker [options]
@@ -221,31 +221,18 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
   // A store that stopped on its own (the SQLite worker thread died) fails every claim from then
-  // on: exit 1 so that a supervisor restarts the worker, as relayer-server does
-  // (docs/operations.md, "The SQLite store"). Messages it held go back to others when their
-  // leases end.
-  store.closed?.catch((error: Error) => {
-    if (stopping) return;
-    stopping = true;
-    logger.error('the store stopped; exiting', {
-      error: error.cause instanceof Error ? error.cause.message : error.message,
-      in_flight: worker.inFlight(),
-    });
-    process.exit(1);
+  // on: exit 1 so that a supervisor restarts the worker. Messages it held go back to others when
+  // their leases end.
+  exitWhenStoreStops(store, logger, {
+    claim: () => {
+      if (stopping) return false;
+      stopping = true;
+      return true;
+    },
+    inFlight: () => worker.inFlight(),
   });
 }
 
-process.on('uncaughtException', (error) => {
-  // URLs (a database's, an RPC endpoint's) are cut to scheme://host: they may carry credentials.
-  process.stderr.write(
-    JSON.stringify({
-      time: new Date().toISOString(),
-      level: 'error',
-      msg: 'uncaught exception',
-      error: redactUrls(`${error.name}: ${error.message}`),
-    }) + '\n',
-  );
-  process.exit(1);
-});
+exitOnUncaughtException();
 
 await main();
