@@ -13,6 +13,8 @@ import { fakeRpcFetch } from './helpers/fake-rpc.ts';
 import { MAILBOX, rpcReceipt, transferLogs, txHash } from './helpers/fixtures.ts';
 import { testSchema } from './helpers/postgres.ts';
 import { startApi, type Cleanup } from './helpers/server.ts';
+import { createFakeClock } from './helpers/fake-clock.ts';
+import type { RelayError } from '../lib/errors.ts';
 
 /** A pool that records the text of every query sent through it (pooled clients included). */
 function counting(pool: PgPool): { pool: PgPool; texts: string[]; failOnce: { match?: RegExp } } {
@@ -205,4 +207,62 @@ describe('PostgreSQL hot path of POST /relay (docs/design.md, Storage)', () => {
     ]);
     assert.deepEqual(runs[0], runs[1]);
   });
+
+  for (const way of ['admission', 'dedup store'] as const) {
+    test(`docs/design.md#capacity-on-postgresql (${way}): far from the capacity a reservation does not count the live rows; near it, or a second after the last count, it counts exactly`, async (t) => {
+      const db = await testSchema();
+      t.after(() => db.close());
+      const clock = createFakeClock();
+      const relayApi = {
+        ...testConfig().relayApi,
+        rateLimit: { burst: 1000, perMinute: 1 },
+        dedupCapacity: 10,
+        receiptTimeoutSeconds: 60,
+      };
+      // Two replicas on one database; the first one's statements are recorded.
+      const recorded = counting(db.pool);
+      const a = await openPostgresStore(recorded.pool, { relayApi, schema: db.schema, clock });
+      const b = await openPostgresStore(db.pool, { relayApi, schema: db.schema, clock, migrate: false });
+      const key = (n: number) => `ethereum\n0x${n.toString(16).padStart(64, '0')}`;
+      const reserve = (store: PostgresStore, n: number) =>
+        way === 'admission' ? store.admission.admit(key(n)) : store.dedup.reserve(key(n));
+      /** Whether each reservation A made since `from` counted the live rows. */
+      const counted = (from: number) =>
+        recorded.texts
+          .slice(from)
+          .filter((text) => /INSERT INTO "[^"]+"\.dedup/.test(text))
+          .map((text) => /count\(\*\)/.test(text));
+      const cacheFull = (error: unknown) => (error as RelayError).reason === 'cache_full';
+
+      await reserve(a, 0); // A's first reservation counts: it has no estimate yet
+      const from = recorded.texts.length;
+      for (let n = 1; n <= 4; n++) await reserve(a, n);
+      assert.deepEqual(counted(from), [false, false, false, false], 'A knows of 1 to 4 rows, under half of 10');
+
+      // B fills the table; near the capacity every reservation counts, so cache_full is exact.
+      for (let n = 5; n < 10; n++) await reserve(b, n);
+      await assert.rejects(reserve(b, 10), cacheFull);
+      await assert.rejects(reserve(a, 10), cacheFull);
+      assert.equal(counted(from).at(-1), true, 'A knows of 5 rows, half the capacity: it counted');
+      assert.equal(await a.dedup.size(), 10);
+
+      // Room again: A's last count said full, so it keeps counting and sees the room at once.
+      await clock.advance(60_000 + 5_000); // every pending reservation expired
+      const after = recorded.texts.length;
+      await reserve(a, 11);
+      assert.deepEqual(counted(after), [true]);
+      for (let n = 12; n <= 14; n++) await reserve(a, n);
+      assert.deepEqual(counted(after), [true, false, false, false], 'A knows of 4 live rows again');
+
+      // What A does not know: B's reservations since A's last count. Within the second A lets
+      // the table pass the capacity by that many; a second later it counts and refuses.
+      for (let n = 15; n < 21; n++) await reserve(b, n);
+      assert.equal(await a.dedup.size(), 10);
+      await reserve(a, 21);
+      assert.equal(await a.dedup.size(), 11, 'over the capacity by what B reserved since A counted');
+      await clock.advance(1_000);
+      await assert.rejects(reserve(a, 22), cacheFull);
+      assert.equal(counted(after).at(-1), true);
+    });
+  }
 });

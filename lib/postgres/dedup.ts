@@ -13,13 +13,15 @@
  * Capacity: a reservation is refused with `cache_full` when `capacity` unexpired rows exist. The
  * count and the insert are one statement but not serialised against other replicas' inserts, so
  * under concurrency the table may exceed it by the number of reservations racing; it bounds the
- * table, it is not a quota.
+ * table, it is not a quota. The count is made only near the capacity or once a second
+ * (live-rows.ts); the other reservations are the bare insert.
  */
-import type { Clock } from '../clock.ts';
+import { systemClock, type Clock } from '../clock.ts';
 import { cacheFull, checkDedupLimits, duplicateTx } from '../dedup.ts';
 import type { RelayError } from '../errors.ts';
 import { nowSql, run, type PgPool } from './pool.ts';
 import { OutOfRangeError } from '../errors.ts';
+import { createLiveRows, type LiveRows } from './live-rows.ts';
 
 /**
  * Why a reservation was refused, asked after the fact: the key's live row (`duplicate_tx` until it
@@ -45,6 +47,8 @@ export interface PostgresDedupOptions {
   capacity: number;
   /** Time source; default the database's clock (see nowSql). */
   clock?: Clock;
+  /** The replica's estimate of live rows, shared with the relay hot path (default: its own). */
+  liveRows?: LiveRows;
 }
 
 export interface PostgresReservation {
@@ -66,17 +70,23 @@ export function createPostgresDedupStore(pool: PgPool, s: string, opts: Postgres
   if (!(pendingMs > 0)) throw new OutOfRangeError('pendingMs must be positive');
   const now = () => clock?.now() ?? null;
 
-  // $1 now, $2 key, $3 pendingMs, $4 capacity. The SELECT yields the row to insert only while
-  // the table has room; ON CONFLICT takes over an expired row and leaves a live one alone, in
-  // which case nothing is returned.
-  const reserveSql = `
-    INSERT INTO ${s}.dedup AS d (key, token, committed, expires_at)
-    SELECT $2, gen_random_uuid(), false, t.now + $3
-    FROM (SELECT ${nowSql(1)} AS now) t
-    WHERE (SELECT count(*) FROM ${s}.dedup WHERE expires_at > t.now) < $4
-    ON CONFLICT (key) DO UPDATE SET token = excluded.token, committed = false, expires_at = excluded.expires_at
-      WHERE d.expires_at <= ${nowSql(1)}
-    RETURNING token`;
+  // $1 now, $2 key, $3 pendingMs. ON CONFLICT takes over an expired row and leaves a live one
+  // alone, in which case no token is returned. The counting form ($4 capacity) inserts only while
+  // the table has room and returns the count it saw.
+  const reserveSql = (counting: boolean) => `
+    WITH t AS (SELECT ${nowSql(1)} AS now),
+    room AS (SELECT ${counting ? `count(*)::integer AS live FROM ${s}.dedup, t WHERE expires_at > t.now` : 'NULL::integer AS live'}),
+    r AS (
+      INSERT INTO ${s}.dedup AS d (key, token, committed, expires_at)
+      SELECT $2, gen_random_uuid(), false, t.now + $3
+      FROM t, room${counting ? ' WHERE room.live < $4' : ''}
+      ON CONFLICT (key) DO UPDATE SET token = excluded.token, committed = false, expires_at = excluded.expires_at
+        WHERE d.expires_at <= ${nowSql(1)}
+      RETURNING token
+    )
+    SELECT (SELECT token FROM r) AS token, room.live FROM room`;
+  const [countingSql, bareSql] = [reserveSql(true), reserveSql(false)];
+  const liveRows = opts.liveRows ?? createLiveRows(capacity, clock ?? systemClock);
   const commitSql = `UPDATE ${s}.dedup SET committed = true, expires_at = ${nowSql(1)} + $4 WHERE key = $2 AND token = $3`;
   const releaseSql = `DELETE FROM ${s}.dedup WHERE key = $1 AND token = $2`;
   const sweepSql = `DELETE FROM ${s}.dedup WHERE expires_at <= ${nowSql(1)}`;
@@ -94,9 +104,16 @@ export function createPostgresDedupStore(pool: PgPool, s: string, opts: Postgres
   return {
     async reserve(key) {
       await sweep();
-      const { rows } = await run<{ token: string }>(pool, reserveSql, [now(), key, pendingMs, capacity]);
-      if (rows.length === 0) throw await refusal(key);
-      const token = rows[0].token;
+      const counting = liveRows.mustCount();
+      const { rows } = await run<{ token: string | null; live: number | null }>(
+        pool,
+        counting ? countingSql : bareSql,
+        counting ? [now(), key, pendingMs, capacity] : [now(), key, pendingMs],
+      );
+      const { token, live } = rows[0];
+      if (live !== null) liveRows.counted(live, token !== null);
+      else if (token !== null) liveRows.added();
+      if (token === null) throw await refusal(key);
       // Settled only once a statement succeeded: a commit whose UPDATE failed (the pipeline then
       // answers 503) leaves the release able to free the key, so the retry is not duplicate_tx.
       let settled = false;

@@ -4,7 +4,8 @@
  * statements and three commits.
  *
  * 1. admit: the token bucket's UPDATE and the dedup reservation's INSERT in one statement (a CTE),
- *    committed with synchronous_commit = off. A reservation lost in a database crash only lets an
+ *    committed with synchronous_commit = off. The capacity count joins it only near the capacity
+ *    or once a second per replica (live-rows.ts). A reservation lost in a database crash only lets an
  *    identical request in again, whose messages the outbox keeps once (idempotent by id); tokens
  *    lost the same way were already not worth an fsync (rate-limit.ts). A refusal (rate limit,
  *    live reservation) is decided by this one statement; only a reservation refused for a row
@@ -18,7 +19,8 @@
  * round trip), which cannot carry parameters: its values are spliced in as numeric literals and an
  * escaped string literal.
  */
-import type { Clock } from '../clock.ts';
+import { systemClock, type Clock } from '../clock.ts';
+import { createLiveRows, type LiveRows } from './live-rows.ts';
 import type { RelayError } from '../errors.ts';
 import { validateOutboxBatch } from '../outbox.ts';
 import { rateLimitedError, refused, UNIT } from '../rate-limit.ts';
@@ -34,6 +36,8 @@ export interface PostgresAdmissionOptions {
   bucket: { burst: number; perMinute: number; name?: string };
   dedup: { windowMs: number; pendingMs: number; capacity: number };
   clock?: Clock;
+  /** The replica's estimate of live dedup rows, shared with the dedup store (default: its own). */
+  liveRows?: LiveRows;
 }
 
 /** A string as an SQL literal that reads the same whatever standard_conforming_strings says. */
@@ -48,6 +52,8 @@ const SWEEP_INTERVAL_MS = 60_000;
 interface AdmitRow {
   taken: boolean;
   units: number;
+  /** The live dedup rows counted, or null when this admit did not count. */
+  live: number | null;
   token: string | null;
   live_until: number | null;
   now: number;
@@ -57,25 +63,30 @@ export function createPostgresAdmission(pool: PgPool, s: string, opts: PostgresA
   const { bucket, dedup, clock } = opts;
   const name = bucket.name ?? 'relay';
   const now = () => clock?.now() ?? null;
+  const liveRows = opts.liveRows ?? createLiveRows(dedup.capacity, clock ?? systemClock);
 
-  const admitSql = (at: number | null, key: string) => {
+  // `counting`: the capacity check counts the live dedup rows (live-rows.ts says when). The count
+  // is joined into the bucket's UPDATE so that it runs before the bucket row is locked, which every
+  // relay of every replica waits for.
+  const admitSql = (at: number | null, key: string, counting: boolean) => {
     const t = at === null ? 'extract(epoch from statement_timestamp()) * 1000' : num(at);
     const k = textLiteral(key);
-    // The capacity count reads every live dedup row: it is joined into the bucket's UPDATE so that
-    // it runs before the bucket row is locked, which every relay of every replica waits for.
+    const room = counting
+      ? `room AS (SELECT count(*)::integer AS live FROM ${s}.dedup WHERE expires_at > ${t})`
+      : 'room AS (SELECT NULL::integer AS live)';
     return `SET LOCAL synchronous_commit = off;
-      WITH room AS (SELECT (SELECT count(*) FROM ${s}.dedup WHERE expires_at > ${t}) < ${num(dedup.capacity)} AS ok),
-      b AS (${bucketUpdate(s, name, bucket.burst, bucket.perMinute, t, { from: 'room', returning: 'room.ok' })}),
+      WITH ${room},
+      b AS (${bucketUpdate(s, name, bucket.burst, bucket.perMinute, t, { from: 'room', returning: 'room.live' })}),
       r AS (
         INSERT INTO ${s}.dedup AS d (key, token, committed, expires_at)
         SELECT ${k}, gen_random_uuid(), false, ${t} + ${num(dedup.pendingMs)}
         FROM b
-        WHERE b.taken AND b.ok
+        WHERE b.taken${counting ? ` AND b.live < ${num(dedup.capacity)}` : ''}
         ON CONFLICT (key) DO UPDATE SET token = excluded.token, committed = false, expires_at = excluded.expires_at
           WHERE d.expires_at <= ${t}
         RETURNING token
       )
-      SELECT b.taken, b.units, (SELECT token FROM r) AS token,
+      SELECT b.taken, b.units, b.live, (SELECT token FROM r) AS token,
         (SELECT expires_at FROM ${s}.dedup WHERE key = ${k} AND expires_at > ${t}) AS live_until, ${t} AS now
       FROM b`;
   };
@@ -112,8 +123,10 @@ export function createPostgresAdmission(pool: PgPool, s: string, opts: PostgresA
 
   const refusal = (key: string): Promise<RelayError> => dedupRefusal(pool, s, now(), key);
 
-  async function admitRows(at: number | null, key: string): Promise<AdmitRow[]> {
-    const result = (await run(pool, admitSql(at, key))) as unknown as PgQueryResult<AdmitRow> | PgQueryResult<never>[];
+  async function admitRows(at: number | null, key: string, counting: boolean): Promise<AdmitRow[]> {
+    const result = (await run(pool, admitSql(at, key, counting))) as unknown as
+      | PgQueryResult<AdmitRow>
+      | PgQueryResult<never>[];
     return (Array.isArray(result) ? result[result.length - 1] : result).rows;
   }
 
@@ -122,13 +135,16 @@ export function createPostgresAdmission(pool: PgPool, s: string, opts: PostgresA
       const at = now();
       if (at !== null && !Number.isFinite(at)) throw new OutOfRangeError('the clock gave a non-finite time');
       sweep();
-      let rows = await admitRows(at, key);
+      const counting = liveRows.mustCount();
+      let rows = await admitRows(at, key, counting);
       if (rows.length === 0) {
         // First take on this database: the bucket starts full (as rate-limit.ts).
         await run(pool, createBucketSql(s), [at, name, bucket.burst * UNIT]);
-        rows = await admitRows(at, key);
+        rows = await admitRows(at, key, counting);
       }
       const row = rows[0];
+      if (row.live !== null) liveRows.counted(row.live, row.token !== null);
+      else if (row.token !== null) liveRows.added();
       if (!row.taken) {
         const taken = refused(row.units, bucket.perMinute);
         throw rateLimitedError(taken.ok ? 1 : taken.retryAfterSeconds);
