@@ -72,12 +72,37 @@ export type ClientFailureCode = 'network_error' | 'bad_response' | 'deadline_exc
  */
 export type UsageCode = 'invalid_argument' | 'out_of_range';
 
+/**
+ * How one send of relayer-api/worker's transaction sender failed (lib/worker/errors.ts,
+ * TransactionError; docs/delivery.md#transactions): its `kind`, which is also its code.
+ */
+export type TransactionFailureCode = 'revert' | 'out-of-gas' | 'insufficient-funds' | 'nonce' | 'rpc' | 'timeout';
+
+/** Why a CCIP-read gateway gave no metadata (lib/worker/errors.ts, CcipReadError): its `kind`, also its code. */
+export type CcipReadFailureCode = 'pending' | 'unavailable' | 'refused' | 'malformed';
+
+/**
+ * Why one delivery attempt of relayer-api/worker did not deliver (lib/worker/errors.ts,
+ * DeliveryError): its `kind`, also its code; it heads the message's last_error and labels metrics.
+ */
+export type DeliveryFailureCode =
+  | TransactionFailureCode
+  | 'pending'
+  | 'unsupported'
+  | 'config'
+  | 'gateway'
+  | 'metadata'
+  | 'stopped';
+
 export type ErrorCode =
   | Reason
   | DecodeCode
   | RpcFailureCode
   | ClientFailureCode
   | UsageCode
+  | TransactionFailureCode
+  | CcipReadFailureCode
+  | DeliveryFailureCode
   | 'invalid_config'
   | 'schema_version';
 

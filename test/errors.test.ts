@@ -15,6 +15,7 @@ import {
   toRelayError,
   type Reason,
 } from '../lib/errors.ts';
+import { CcipReadError, DeliveryError, TransactionError } from '../lib/worker/errors.ts';
 
 test('every error the library throws on purpose is a BaseError told apart by class and code', () => {
   const errors = [
@@ -60,6 +61,26 @@ test('docs/design.md#errors: 408, 429 and 503 answers carry Retry-After (whole s
   assert.equal(retryAfterHeader(new RelayError('cache_full', 'x', { retryAfterSeconds: 0 })), '1');
 });
 
+test("the worker's errors are of the family, their kind is their code, their class and name kept", () => {
+  const errors = [
+    [new DeliveryError('pending', 'proof not ready'), DeliveryError, 'pending'],
+    [new TransactionError('out-of-gas', 'out of gas'), TransactionError, 'out-of-gas'],
+    [new CcipReadError('refused', 'answered HTTP 403'), CcipReadError, 'refused'],
+  ] as const;
+  for (const [error, type, code] of errors) {
+    assert.ok(error instanceof BaseError && error instanceof Error && error instanceof type, type.name);
+    assert.equal(error.code, code);
+    assert.equal(error.kind, code);
+    assert.equal(error.name, type.name);
+    for (const [, other] of errors)
+      if (other !== type) assert.ok(!(error instanceof other), `${type.name} is not a ${other.name}`);
+    assert.ok(!(error instanceof RelayError));
+  }
+  const cause = new Error('node said no');
+  assert.equal(new TransactionError('rpc', 'x', { cause }).cause, cause);
+  assert.equal(new DeliveryError('rpc', 'x', { cause }).cause, cause);
+});
+
 test('argument errors are of the family and still a TypeError / RangeError (callers catch them as such)', () => {
   const type = new InvalidArgumentError('batch must be an array');
   const range = new OutOfRangeError('windowMs must be positive');
@@ -81,10 +102,6 @@ test('every throw in lib/ comes from the error family (no new Error/TypeError/Ra
   const pending: Record<string, number> = {
     // The RPC transport answers with the global fetch's own errors (TypeError 'fetch failed'), on purpose.
     'lib/http/rpc-transport.ts': 6,
-    // The delivery worker's own error kinds (DeliveryError, TransactionError, CcipReadError), not yet moved.
-    'lib/worker/errors.ts': 1,
-    'lib/worker/transactions.ts': 1,
-    'lib/worker/ccip-read.ts': 4,
   };
   const found: Record<string, number> = {};
   const root = new URL('../lib/', import.meta.url);

@@ -15,6 +15,9 @@ import { systemClock, type Clock } from '../clock.ts';
 import { bytesToHex, hexToBytes, isPlainObject, joinBytes } from '../hex.ts';
 import { keccak256 } from '../keccak.ts';
 import type { FetchLike } from '../rpc.ts';
+import { CcipReadError, type CcipReadErrorKind } from './errors.ts';
+
+export { CcipReadError, type CcipReadErrorKind } from './errors.ts';
 
 export type Hex = `0x${string}`;
 
@@ -29,28 +32,6 @@ export interface OffchainLookup {
   callbackFunction: Hex;
   /** Lower-case 0x hex. */
   extraData: Hex;
-}
-
-export type CcipReadErrorKind = 'pending' | 'unavailable' | 'refused' | 'malformed';
-
-/**
- * Why no metadata came back:
- * - `pending`: a gateway said the proof is not there yet (HTTP 404, or HTTP 500 whose body says
- *   the attestation is not found / pending) and none answered: ask again later.
- * - `unavailable`: every gateway failed (5xx, transport error, timeout).
- * - `malformed`: a gateway answered something unusable (bad JSON, non-hex `data`, another
- *   `sender`, too large, a redirect) and none said pending.
- * - `refused`: a gateway answered a 4xx other than 404 (EIP-3668: stop there), or the lookup
- *   itself cannot be followed (its sender is not the contract asked, no http(s) URL).
- */
-export class CcipReadError extends Error {
-  override name = 'CcipReadError';
-  readonly kind: CcipReadErrorKind;
-
-  constructor(kind: CcipReadErrorKind, message: string) {
-    super(message);
-    this.kind = kind;
-  }
 }
 
 const WORD = 32;
@@ -210,17 +191,13 @@ const ERROR_BODY_BYTES = 16 * 1024;
 const NOT_READY = /attestation (is )?(not found|pending)/i;
 const HEX_DATA = /^0x(?:[0-9a-fA-F]{2})*$/;
 
-type Outcome = { kind: 'pending' | 'unavailable' | 'malformed'; said: string };
-
-class Failure extends Error {
-  readonly outcome: Outcome;
-  constructor(kind: Outcome['kind'], said: string) {
-    super(said);
-    this.outcome = { kind, said };
-  }
+/**
+ * A gateway's outcome other than an answer, thrown by askGateway: its kind and what it said
+ * ("answered HTTP 404 (not ready)"); `refused` stops the lookup, the others move on to the next.
+ */
+class GatewayFailure extends CcipReadError {
+  override name = 'GatewayFailure';
 }
-
-class Refusal extends Error {}
 
 /** Reads at most `maxBytes`; undefined when the body is larger (the stream is cancelled). */
 async function readAtMost(response: Response, maxBytes: number): Promise<Uint8Array | undefined> {
@@ -249,20 +226,20 @@ async function readAtMost(response: Response, maxBytes: number): Promise<Uint8Ar
   }
 }
 
-/** The metadata in a 2xx answer, or a Failure saying what is wrong with it. */
+/** The metadata in a 2xx answer, or a GatewayFailure saying what is wrong with it. */
 function parseAnswer(body: Uint8Array, sender: string): Hex {
   let json: unknown;
   try {
     json = JSON.parse(UTF8.decode(body));
   } catch {
-    throw new Failure('malformed', 'answered invalid JSON');
+    throw new GatewayFailure('malformed', 'answered invalid JSON');
   }
   if (!isPlainObject(json) || typeof json.data !== 'string')
-    throw new Failure('malformed', 'answered no "data" string');
-  if (!HEX_DATA.test(json.data)) throw new Failure('malformed', 'answered "data" that is not 0x-hex');
+    throw new GatewayFailure('malformed', 'answered no "data" string');
+  if (!HEX_DATA.test(json.data)) throw new GatewayFailure('malformed', 'answered "data" that is not 0x-hex');
   // EIP-3668 answers carry only `data`; one that names a sender must name the contract asked.
   if (json.sender !== undefined && (typeof json.sender !== 'string' || json.sender.toLowerCase() !== sender)) {
-    throw new Failure('malformed', 'answered for another sender');
+    throw new GatewayFailure('malformed', 'answered for another sender');
   }
   return json.data.toLowerCase() as Hex;
 }
@@ -308,16 +285,12 @@ export async function ccipRead(lookup: OffchainLookup, opts: CcipReadOptions): P
       return answer;
     } catch (err) {
       if (opts.signal?.aborted) throw opts.signal.reason;
-      if (err instanceof Refusal) {
-        opts.onAttempt?.({ index: i, url: urls[i], outcome: 'refused' });
-        outcomes.push(`${which} ${err.message}`);
-        throw new CcipReadError('refused', `CCIP-read refused: ${outcomes.join('; ')}`);
-      }
-      const outcome: Outcome = err instanceof Failure ? err.outcome : { kind: 'unavailable', said: 'failed' };
-      opts.onAttempt?.({ index: i, url: urls[i], outcome: outcome.kind });
-      if (outcome.kind === 'pending') pending = true;
-      if (outcome.kind === 'malformed') malformed = true;
-      outcomes.push(`${which} ${outcome.said}`);
+      const kind: CcipReadErrorKind = err instanceof GatewayFailure ? err.kind : 'unavailable';
+      opts.onAttempt?.({ index: i, url: urls[i], outcome: kind });
+      outcomes.push(`${which} ${err instanceof GatewayFailure ? err.message : 'failed'}`);
+      if (kind === 'refused') throw new CcipReadError('refused', `CCIP-read refused: ${outcomes.join('; ')}`);
+      if (kind === 'pending') pending = true;
+      if (kind === 'malformed') malformed = true;
     }
   }
   const kind = pending ? 'pending' : malformed ? 'malformed' : 'unavailable';
@@ -341,16 +314,17 @@ async function askGateway(template: string, a: Ask): Promise<Hex> {
   try {
     url = new URL(href);
   } catch {
-    throw new Failure('malformed', 'is not a valid URL');
+    throw new GatewayFailure('malformed', 'is not a valid URL');
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new Failure('malformed', 'is not an http(s) URL');
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw new GatewayFailure('malformed', 'is not an http(s) URL');
   const get = template.includes('{data}');
 
   const local = new AbortController();
   let timedOut = false;
   const timer = a.clock.setTimeout(() => {
     timedOut = true;
-    local.abort(new Error('timed out'));
+    local.abort(new GatewayFailure('unavailable', `timed out after ${a.timeoutMs} ms`));
   }, a.timeoutMs);
   const onAbort = () => local.abort(a.signal!.reason);
   a.signal?.addEventListener('abort', onAbort, { once: true });
@@ -367,12 +341,12 @@ async function askGateway(template: string, a: Ask): Promise<Hex> {
     const status = response.status;
     if (status >= 200 && status < 300) {
       const body = await readAtMost(response, a.maxBytes);
-      if (!body) throw new Failure('malformed', `answered more than ${a.maxBytes} bytes`);
+      if (!body) throw new GatewayFailure('malformed', `answered more than ${a.maxBytes} bytes`);
       return parseAnswer(body, a.sender);
     }
     if (status === 404) {
       await response.body?.cancel().catch(() => {});
-      throw new Failure('pending', 'answered HTTP 404 (not ready)');
+      throw new GatewayFailure('pending', 'answered HTTP 404 (not ready)');
     }
     if (status === 500) {
       const body = await readAtMost(response, ERROR_BODY_BYTES).catch(() => undefined);
@@ -382,22 +356,23 @@ async function askGateway(template: string, a: Ask): Promise<Hex> {
       } catch {
         // not text: an ordinary 500
       }
-      if (NOT_READY.test(text)) throw new Failure('pending', 'answered HTTP 500 attestation pending (not ready)');
-      throw new Failure('unavailable', 'answered HTTP 500');
+      if (NOT_READY.test(text))
+        throw new GatewayFailure('pending', 'answered HTTP 500 attestation pending (not ready)');
+      throw new GatewayFailure('unavailable', 'answered HTTP 500');
     }
     await response.body?.cancel().catch(() => {});
     // A manual redirect is status 3xx, or 0 for an opaque redirect in browsers.
     if ((status >= 300 && status < 400) || response.type === 'opaqueredirect') {
-      throw new Failure('malformed', `answered a redirect (HTTP ${status}), not followed`);
+      throw new GatewayFailure('malformed', `answered a redirect (HTTP ${status}), not followed`);
     }
-    if (status >= 400 && status < 500) throw new Refusal(`answered HTTP ${status}`);
-    throw new Failure('unavailable', `answered HTTP ${status}`);
+    if (status >= 400 && status < 500) throw new GatewayFailure('refused', `answered HTTP ${status}`);
+    throw new GatewayFailure('unavailable', `answered HTTP ${status}`);
   } catch (err) {
-    if (err instanceof Failure || err instanceof Refusal) throw err;
+    if (err instanceof GatewayFailure) throw err;
     if (a.signal?.aborted) throw a.signal.reason;
     // The transport's own text may name the URL: keep it out.
-    if (timedOut) throw new Failure('unavailable', `timed out after ${a.timeoutMs} ms`);
-    throw new Failure('unavailable', 'transport error');
+    if (timedOut) throw new GatewayFailure('unavailable', `timed out after ${a.timeoutMs} ms`);
+    throw new GatewayFailure('unavailable', 'transport error');
   } finally {
     a.clock.clearTimeout(timer);
     a.signal?.removeEventListener('abort', onAbort);

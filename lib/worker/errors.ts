@@ -1,6 +1,18 @@
 /**
+ * The worker's errors, members of the library's error family (lib/errors.ts): each is a BaseError
+ * whose `code` is its `kind`. Their messages never carry RPC URLs, gateway URLs or keys.
+ */
+import type { Hash } from 'viem';
+import {
+  BaseError,
+  type CcipReadFailureCode,
+  type DeliveryFailureCode,
+  type TransactionFailureCode,
+} from '../errors.ts';
+
+/**
  * Why one delivery attempt did not deliver (docs/design.md#failures-and-retries). The kind is named
- * at the start of the message's `last_error`; messages never carry RPC URLs, gateway URLs or keys.
+ * at the start of the message's `last_error`.
  *
  * - `pending`: the proof is not there yet (a CCIP-read gateway says the attestation is not ready).
  *   Polled again without counting toward maxAttempts, until the pending deadline.
@@ -10,30 +22,78 @@
  *   `timeout`, `metadata`):
  *   retried with backoff, final after maxAttempts.
  */
-export type DeliveryErrorKind =
-  | 'pending'
-  | 'unsupported'
-  | 'config'
-  | 'rpc'
-  | 'revert'
-  | 'gateway'
-  | 'metadata'
-  | 'out-of-gas'
-  | 'insufficient-funds'
-  | 'nonce'
-  | 'timeout'
-  | 'stopped';
+export type DeliveryErrorKind = DeliveryFailureCode;
 
-export class DeliveryError extends Error {
+export class DeliveryError extends BaseError<DeliveryErrorKind> {
   override name = 'DeliveryError';
+  /** The same as `code`. */
   readonly kind: DeliveryErrorKind;
   constructor(kind: DeliveryErrorKind, message: string, options?: { cause?: unknown }) {
-    super(message, options);
+    super(kind, message, options);
     this.kind = kind;
   }
   /** No retry can cure it. */
   get final(): boolean {
     return this.kind === 'unsupported' || this.kind === 'config';
+  }
+}
+
+/**
+ * How a send failed (lib/worker/transactions.ts; docs/delivery.md#transactions):
+ * - `revert`: the call reverts (simulation, or the mined transaction); `reason` says why when the
+ *   contract said (Error(string), Panic, or a custom error decoded with `errorAbi`).
+ * - `out-of-gas`: the node cannot find a gas limit that works, or the mined transaction used all
+ *   of its gas.
+ * - `insufficient-funds`: the signer cannot pay for gas.
+ * - `nonce`: the nonce sequence could not be put right (nonce too high, or still too low after
+ *   re-reading it from the node).
+ * - `rpc`: the node is unreachable or answered something unexpected.
+ * - `timeout`: the transaction was sent but not mined (with its confirmations) within `timeoutMs`;
+ *   `hash` is the last one sent, which may still be mined.
+ */
+export type TransactionErrorKind = TransactionFailureCode;
+
+export class TransactionError extends BaseError<TransactionErrorKind> {
+  override name = 'TransactionError';
+  /** The same as `code`. */
+  readonly kind: TransactionErrorKind;
+  /** For `revert`: the contract's reason when it gave one. */
+  readonly reason?: string;
+  /** The transaction concerned, once one was sent. */
+  readonly hash?: Hash;
+
+  constructor(
+    kind: TransactionErrorKind,
+    message: string,
+    extra: { reason?: string; hash?: Hash; cause?: unknown } = {},
+  ) {
+    super(kind, message, extra.cause === undefined ? undefined : { cause: extra.cause });
+    this.kind = kind;
+    if (extra.reason !== undefined) this.reason = extra.reason;
+    if (extra.hash !== undefined) this.hash = extra.hash;
+  }
+}
+
+export type CcipReadErrorKind = CcipReadFailureCode;
+
+/**
+ * Why no metadata came back from CCIP-read (lib/worker/ccip-read.ts; docs/delivery.md#ccip-read):
+ * - `pending`: a gateway said the proof is not there yet (HTTP 404, or HTTP 500 whose body says
+ *   the attestation is not found / pending) and none answered: ask again later.
+ * - `unavailable`: every gateway failed (5xx, transport error, timeout).
+ * - `malformed`: a gateway answered something unusable (bad JSON, non-hex `data`, another
+ *   `sender`, too large, a redirect) and none said pending.
+ * - `refused`: a gateway answered a 4xx other than 404 (EIP-3668: stop there), or the lookup
+ *   itself cannot be followed (its sender is not the contract asked, no http(s) URL).
+ */
+export class CcipReadError extends BaseError<CcipReadErrorKind> {
+  override name = 'CcipReadError';
+  /** The same as `code`. */
+  readonly kind: CcipReadErrorKind;
+
+  constructor(kind: CcipReadErrorKind, message: string) {
+    super(kind, message);
+    this.kind = kind;
   }
 }
 

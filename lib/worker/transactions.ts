@@ -6,7 +6,7 @@
  * when the transaction is not mined in time, and wait for N confirmations of whichever of the
  * replacements was mined, calling `onWait` while waiting (the delivery loop extends its lease).
  *
- * Errors are TransactionError with a `kind`; their messages never quote the node's URL, the
+ * Errors are TransactionError with a `kind` (lib/worker/errors.ts); their messages never quote the node's URL, the
  * request body or the key (viem's own messages do, so they are not passed on).
  */
 import {
@@ -23,45 +23,14 @@ import {
 } from 'viem';
 import { sleep, systemClock, type Clock } from '../clock.ts';
 import { OutOfRangeError } from '../errors.ts';
+import { TransactionError, type TransactionErrorKind } from './errors.ts';
+
+export { TransactionError, type TransactionErrorKind } from './errors.ts';
 
 export interface TransactionRequest {
   to: Address;
   data: Hex;
   value?: bigint;
-}
-
-/**
- * - `revert`: the call reverts (simulation, or the mined transaction); `reason` says why when the
- *   contract said (Error(string), Panic, or a custom error decoded with `errorAbi`).
- * - `out-of-gas`: the node cannot find a gas limit that works, or the mined transaction used all
- *   of its gas.
- * - `insufficient-funds`: the signer cannot pay for gas.
- * - `nonce`: the nonce sequence could not be put right (nonce too high, or still too low after
- *   re-reading it from the node).
- * - `rpc`: the node is unreachable or answered something unexpected.
- * - `timeout`: the transaction was sent but not mined (with its confirmations) within `timeoutMs`;
- *   `hash` is the last one sent, which may still be mined.
- */
-export type TransactionErrorKind = 'revert' | 'out-of-gas' | 'insufficient-funds' | 'nonce' | 'rpc' | 'timeout';
-
-export class TransactionError extends Error {
-  override name = 'TransactionError';
-  readonly kind: TransactionErrorKind;
-  /** For `revert`: the contract's reason when it gave one. */
-  readonly reason?: string;
-  /** The transaction concerned, once one was sent. */
-  readonly hash?: Hash;
-
-  constructor(
-    kind: TransactionErrorKind,
-    message: string,
-    extra: { reason?: string; hash?: Hash; cause?: unknown } = {},
-  ) {
-    super(message, extra.cause === undefined ? undefined : { cause: extra.cause });
-    this.kind = kind;
-    if (extra.reason !== undefined) this.reason = extra.reason;
-    if (extra.hash !== undefined) this.hash = extra.hash;
-  }
 }
 
 export interface TransactionSenderOptions {
