@@ -1,0 +1,73 @@
+/**
+ * Receipts for the transaction sender (docs/delivery.md, Transactions): whether one of a send's
+ * transactions is mined, failed or confirmed, and why a mined one reverted.
+ */
+import type { Abi, Account, Address, Hash, PublicClient, TransactionReceipt } from 'viem';
+import { TransactionError } from './errors.ts';
+import { classify, revertReason } from './node-errors.ts';
+import type { TransactionRequest } from './transactions.ts';
+
+/** The receipt of `hash`, or undefined while it is not mined. */
+export async function receiptOf(publicClient: PublicClient, hash: Hash): Promise<TransactionReceipt | undefined> {
+  try {
+    return await publicClient.getTransactionReceipt({ hash });
+  } catch (err) {
+    const name = (err as { name?: string }).name;
+    if (name === 'TransactionReceiptNotFoundError') return undefined;
+    throw err;
+  }
+}
+
+/** The first of `hashes` that is mined (the newest replacement first), or undefined. */
+export async function firstMined(publicClient: PublicClient, hashes: Hash[]): Promise<TransactionReceipt | undefined> {
+  for (const hash of hashes) {
+    const mined = await receiptOf(publicClient, hash);
+    if (mined) return mined;
+  }
+  return undefined;
+}
+
+/**
+ * The receipt once `mined` has `confirmations` blocks (its own included) and is still there after
+ * the wait (a reorg would have dropped it or moved it to another block); else undefined.
+ */
+export async function confirmedReceipt(
+  publicClient: PublicClient,
+  mined: TransactionReceipt,
+  confirmations: bigint,
+): Promise<TransactionReceipt | undefined> {
+  const head = await publicClient.getBlockNumber({ cacheTime: 0 });
+  if (head - mined.blockNumber + 1n < confirmations) return undefined;
+  const again = await receiptOf(publicClient, mined.transactionHash);
+  return again && again.blockHash === mined.blockHash ? again : undefined;
+}
+
+/** Why a mined transaction failed: out of gas when it used all of `gas`, else the call replayed at its block. */
+export async function minedFailure(
+  publicClient: PublicClient,
+  account: Account | Address,
+  req: TransactionRequest,
+  mined: TransactionReceipt,
+  gas: bigint,
+  errorAbi: Abi | undefined,
+): Promise<TransactionError> {
+  const hash = mined.transactionHash;
+  if (mined.gasUsed >= gas) return new TransactionError('out-of-gas', 'the transaction ran out of gas', { hash });
+  try {
+    await publicClient.call({ account, to: req.to, data: req.data, value: req.value, blockNumber: mined.blockNumber });
+  } catch (err) {
+    const c = classify(err);
+    if (c.kind === 'revert') {
+      const reason = revertReason(c, errorAbi);
+      return new TransactionError(
+        'revert',
+        reason ? `the transaction reverted: ${reason}` : 'the transaction reverted',
+        {
+          reason,
+          hash,
+        },
+      );
+    }
+  }
+  return new TransactionError('revert', 'the transaction reverted', { hash });
+}
