@@ -9,7 +9,7 @@ import type { Clock } from '../clock.ts';
 import type { RelayError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { ReceiptFetchEvent } from '../receipt.ts';
-import type { RelayMetrics } from './metrics.ts';
+import type { RelayMetrics } from './relay-metrics.ts';
 import type { CompiledRoute } from './router.ts';
 
 /** Context of one request, for the log line and the metrics. */

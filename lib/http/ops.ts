@@ -4,7 +4,8 @@ import { callStore, withDeadline, type RelayerStore } from '../store.ts';
 import type { RelayerConfig } from '../types.ts';
 import { JSON_TYPE, send, sendJson, sendText } from './answers.ts';
 import type { Exchange } from './exchange.ts';
-import type { MetricsRegistry, RelayMetrics } from './metrics.ts';
+import type { MetricsRegistry } from './metrics.ts';
+import type { RelayMetrics } from './relay-metrics.ts';
 import type { Route } from './router.ts';
 
 /** GET /ready waits this long for the store's ping (docs/design.md#http-surface). */
