@@ -1,13 +1,15 @@
 /**
- * What relayer-server and relayer-worker share: reading the config file (exit 2 naming the key
- * when it is invalid), and opening the database named by --db / RELAYER_DB / the config (a SQLite
+ * What relayer-server and relayer-worker share: their common flags (--config, --db, --host,
+ * --port, --log-level, -h; exit 2 with the usage on a bad one), reading the config file (exit 2
+ * naming the key when it is invalid), and opening the database named by --db / RELAYER_DB / the config (a SQLite
  * file, created with its directory, or a postgres:// URL; exit 1 when it cannot be opened).
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
 import { defaultConfig, parseConfig } from '../lib/config.ts';
 import { ConfigError } from '../lib/errors.ts';
-import type { Logger } from '../lib/log.ts';
+import { isLogLevel, LOG_LEVELS, type Logger, type LogLevel } from '../lib/log.ts';
 import type { RelayerStore } from '../lib/store.ts';
 import { redactUrls } from '../lib/rpc.ts';
 import type { RelayerConfig } from '../lib/types.ts';
@@ -25,6 +27,84 @@ import {
 export function cliFail(program: string, code: number, message: string): never {
   process.stderr.write(`${program}: ${message}\n`);
   process.exit(code);
+}
+
+/** The flags both commands take. */
+export interface CommonFlags {
+  config?: string;
+  host?: string;
+  port?: string;
+  db?: string;
+  'log-level'?: string;
+  help?: boolean;
+}
+
+/**
+ * Parses the command line; on an unknown flag or a missing value exits 2 with parseArgs's message
+ * and `help`. Positionals are refused unless `allowPositionals` (relayer-worker's commands).
+ */
+export function parseCommonFlags(
+  program: string,
+  help: string,
+  allowPositionals: boolean,
+): { flags: CommonFlags; positionals: string[] } {
+  try {
+    const { values, positionals } = parseArgs({
+      options: {
+        config: { type: 'string' },
+        host: { type: 'string' },
+        port: { type: 'string' },
+        db: { type: 'string' },
+        'log-level': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+      allowPositionals,
+    });
+    return { flags: values, positionals };
+  } catch (error) {
+    // The message quotes the offending argument, which may be a database URL: URLs are cut to
+    // scheme://host (a stray `postgres://user:password@…` positional, for one).
+    return cliFail(program, 2, `${redactUrls((error as Error).message)}\n\n${help}`);
+  }
+}
+
+/** --log-level, then RELAYER_LOG_LEVEL, then info; exit 2 naming where an invalid one came from. */
+export function logLevelOf(program: string, flags: CommonFlags): LogLevel {
+  const level = flags['log-level'] ?? process.env.RELAYER_LOG_LEVEL ?? 'info';
+  if (!isLogLevel(level)) {
+    const source = flags['log-level'] !== undefined ? '--log-level' : 'RELAYER_LOG_LEVEL';
+    cliFail(program, 2, `${source} must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(level.slice(0, 64))}`);
+  }
+  return level;
+}
+
+/**
+ * Flags override the config file: --host and --port set `listen` (config.server for the API,
+ * config.worker for the worker's ops server), --db the database, else RELAYER_DB when set (the
+ * environment keeps a database password out of the process list and the config file).
+ */
+export function applyCommonFlags(
+  program: string,
+  config: RelayerConfig,
+  flags: CommonFlags,
+  listen: { host: string; port: number },
+): void {
+  if (flags.host !== undefined) {
+    if (flags.host.length === 0) cliFail(program, 2, '--host must not be empty');
+    listen.host = flags.host;
+  }
+  if (flags.port !== undefined) {
+    if (!/^\d{1,5}$/.test(flags.port) || Number(flags.port) > 65535)
+      cliFail(program, 2, '--port must be an integer from 0 to 65535');
+    listen.port = Number(flags.port);
+  }
+  if (flags.db !== undefined) {
+    if (flags.db.length === 0) cliFail(program, 2, '--db must not be empty');
+    config.db = flags.db;
+  } else if (process.env.RELAYER_DB) {
+    config.db = process.env.RELAYER_DB;
+  }
 }
 
 export function loadConfig(program: string, path: string | undefined): RelayerConfig {

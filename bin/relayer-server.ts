@@ -7,14 +7,20 @@
 import './node-version.ts';
 import { existsSync, readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { parseArgs } from 'node:util';
 import { createLineSink } from '../lib/http/log-sink.ts';
 import { createRpcTransport } from '../lib/http/rpc-transport.ts';
 import { createRelayServer } from '../lib/http/server.ts';
-import { createLogger, isLogLevel, LOG_LEVELS, type LogLevel } from '../lib/log.ts';
-import { redactUrls } from '../lib/rpc.ts';
-import type { RelayerConfig } from '../lib/types.ts';
-import { cliFail, exitOnUncaughtException, exitWhenStoreStops, loadConfig, openRelayerStore } from './cli.ts';
+import { createLogger, LOG_LEVELS } from '../lib/log.ts';
+import {
+  applyCommonFlags,
+  cliFail,
+  exitOnUncaughtException,
+  exitWhenStoreStops,
+  loadConfig,
+  logLevelOf,
+  openRelayerStore,
+  parseCommonFlags,
+} from './cli.ts';
 import { redactDatabaseUrl } from './postgres.ts';
 
 const HELP = `Usage: relayer-server [options]
@@ -50,47 +56,8 @@ Exit codes: 0 after a clean shutdown (SIGINT/SIGTERM), 2 for bad flags or an inv
 1 when the server cannot start (e.g. the port is taken) or its SQLite store stops while it runs.
 `;
 
-const fail = (code: number, message: string): never => cliFail('relayer-server', code, message);
-
-function parseFlags() {
-  try {
-    return parseArgs({
-      options: {
-        config: { type: 'string' },
-        host: { type: 'string' },
-        port: { type: 'string' },
-        db: { type: 'string' },
-        'log-level': { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      strict: true,
-      allowPositionals: false,
-    }).values;
-  } catch (error) {
-    // The message quotes the offending argument, which may be a database URL: URLs are cut to
-    // scheme://host (a stray `postgres://user:password@…` positional, for one).
-    return fail(2, `${redactUrls((error as Error).message)}\n\n${HELP}`);
-  }
-}
-
-function applyFlags(config: RelayerConfig, flags: ReturnType<typeof parseFlags>): void {
-  if (flags.host !== undefined) {
-    if (flags.host.length === 0) fail(2, '--host must not be empty');
-    config.server.host = flags.host;
-  }
-  if (flags.port !== undefined) {
-    if (!/^\d{1,5}$/.test(flags.port) || Number(flags.port) > 65535)
-      fail(2, '--port must be an integer from 0 to 65535');
-    config.server.port = Number(flags.port);
-  }
-  if (flags.db !== undefined) {
-    if (flags.db.length === 0) fail(2, '--db must not be empty');
-    config.db = flags.db;
-  } else if (process.env.RELAYER_DB) {
-    // The environment keeps a database password out of the process list and the config file.
-    config.db = process.env.RELAYER_DB;
-  }
-}
+const PROGRAM = 'relayer-server';
+const fail = (code: number, message: string): never => cliFail(PROGRAM, code, message);
 
 function readOpenApi(): unknown {
   // From bin/ in the repository, or from dist/bin/ in the published package.
@@ -108,24 +75,20 @@ function isLoopback(host: string): boolean {
 }
 
 async function main(): Promise<void> {
-  const flags = parseFlags();
+  const { flags } = parseCommonFlags(PROGRAM, HELP, false);
   if (flags.help) {
     process.stdout.write(HELP);
     return;
   }
-  const level = flags['log-level'] ?? process.env.RELAYER_LOG_LEVEL ?? 'info';
-  if (!isLogLevel(level)) {
-    const source = flags['log-level'] !== undefined ? '--log-level' : 'RELAYER_LOG_LEVEL';
-    fail(2, `${source} must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(level.slice(0, 64))}`);
-  }
-  const config = loadConfig('relayer-server', flags.config);
-  applyFlags(config, flags);
+  const level = logLevelOf(PROGRAM, flags);
+  const config = loadConfig(PROGRAM, flags.config);
+  applyCommonFlags(PROGRAM, config, flags, config.server);
   // Log lines of one event-loop turn go out in one write; whatever waits is written on exit.
   const sink = createLineSink(process.stdout);
   process.on('exit', () => sink.flush());
-  const logger = createLogger({ level: level as LogLevel, write: sink.write });
+  const logger = createLogger({ level, write: sink.write });
 
-  const store = await openRelayerStore('relayer-server', config, logger);
+  const store = await openRelayerStore(PROGRAM, config, logger);
   // RPC calls over node:http with keep-alive pools per origin (docs/configuration.md#rpc-transport).
   const rpcTransport = createRpcTransport();
   const relay = createRelayServer({

@@ -10,12 +10,20 @@
  */
 // First: on a Node too old for the rest, this prints what is needed and exits (see the file).
 import './node-version.ts';
-import { parseArgs } from 'node:util';
 import { createLineSink } from '../lib/http/log-sink.ts';
-import { createLogger, isLogLevel, LOG_LEVELS, type LogLevel } from '../lib/log.ts';
+import { createLogger, LOG_LEVELS } from '../lib/log.ts';
 import { redactUrls } from '../lib/rpc.ts';
 import type { RelayerConfig } from '../lib/types.ts';
-import { cliFail, exitOnUncaughtException, exitWhenStoreStops, loadConfig, openRelayerStore } from './cli.ts';
+import {
+  applyCommonFlags,
+  cliFail,
+  exitOnUncaughtException,
+  exitWhenStoreStops,
+  loadConfig,
+  logLevelOf,
+  openRelayerStore,
+  parseCommonFlags,
+} from './cli.ts';
 import { redactDatabaseUrl } from './postgres.ts';
 
 const HELP = `Usage: relayer-worker [options]
@@ -52,46 +60,8 @@ ones are followed to their receipt for up to worker.stopGraceSeconds), 2 for bad
 invalid config or a missing key, 1 when it cannot start (database, viem not installed, port).
 `;
 
-const fail = (code: number, message: string): never => cliFail('relayer-worker', code, message);
-
-function parseFlags() {
-  try {
-    return parseArgs({
-      options: {
-        config: { type: 'string' },
-        db: { type: 'string' },
-        host: { type: 'string' },
-        port: { type: 'string' },
-        'log-level': { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      strict: true,
-      allowPositionals: true,
-    });
-  } catch (error) {
-    // The message quotes the offending argument, which may be a database URL: URLs are cut to
-    // scheme://host (a stray `postgres://user:password@…` positional, for one).
-    return fail(2, `${redactUrls((error as Error).message)}\n\n${HELP}`);
-  }
-}
-
-function applyFlags(config: RelayerConfig, flags: ReturnType<typeof parseFlags>['values']): void {
-  if (flags.host !== undefined) {
-    if (flags.host.length === 0) fail(2, '--host must not be empty');
-    config.worker.host = flags.host;
-  }
-  if (flags.port !== undefined) {
-    if (!/^\d{1,5}$/.test(flags.port) || Number(flags.port) > 65535)
-      fail(2, '--port must be an integer from 0 to 65535');
-    config.worker.port = Number(flags.port);
-  }
-  if (flags.db !== undefined) {
-    if (flags.db.length === 0) fail(2, '--db must not be empty');
-    config.db = flags.db;
-  } else if (process.env.RELAYER_DB) {
-    config.db = process.env.RELAYER_DB;
-  }
-}
+const PROGRAM = 'relayer-worker';
+const fail = (code: number, message: string): never => cliFail(PROGRAM, code, message);
 
 /** lib/worker loads viem; without it installed, say so instead of a module-resolution trace. */
 async function loadWorkerModule(): Promise<typeof import('../lib/worker/index.ts')> {
@@ -117,7 +87,7 @@ async function requeue(
   const id = positionals[1];
   if (positionals.length !== 2 || !/^0x[0-9a-fA-F]{64}$/.test(id ?? ''))
     return fail(2, 'usage: relayer-worker requeue <message_id> (0x + 64 hex)');
-  const store = await openRelayerStore('relayer-worker', config, logger);
+  const store = await openRelayerStore(PROGRAM, config, logger);
   try {
     const { outbox } = store;
     const before = await outbox.get(id);
@@ -135,7 +105,7 @@ async function requeue(
 }
 
 async function main(): Promise<void> {
-  const { values: flags, positionals } = parseFlags();
+  const { flags, positionals } = parseCommonFlags(PROGRAM, HELP, true);
   if (flags.help) {
     process.stdout.write(HELP);
     return;
@@ -144,16 +114,12 @@ async function main(): Promise<void> {
   // A stray database URL (a forgotten --db) must not be echoed with its password.
   if (command !== undefined && command !== 'requeue')
     fail(2, `unknown command ${JSON.stringify(redactUrls(command).slice(0, 64))}\n\n${HELP}`);
-  const level = flags['log-level'] ?? process.env.RELAYER_LOG_LEVEL ?? 'info';
-  if (!isLogLevel(level)) {
-    const source = flags['log-level'] !== undefined ? '--log-level' : 'RELAYER_LOG_LEVEL';
-    fail(2, `${source} must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(level.slice(0, 64))}`);
-  }
-  const config = loadConfig('relayer-worker', flags.config);
-  applyFlags(config, flags);
+  const level = logLevelOf(PROGRAM, flags);
+  const config = loadConfig(PROGRAM, flags.config);
+  applyCommonFlags(PROGRAM, config, flags, config.worker);
   const sink = createLineSink(process.stdout);
   process.on('exit', () => sink.flush());
-  const logger = createLogger({ level: level as LogLevel, write: sink.write });
+  const logger = createLogger({ level, write: sink.write });
 
   if (command === 'requeue') {
     sink.flush();
@@ -168,7 +134,7 @@ async function main(): Promise<void> {
   const mod = await loadWorkerModule();
   if (!mod.isPrivateKey(signerKey!)) fail(2, 'RELAYER_SIGNER_KEY must be 0x followed by 64 hex digits');
 
-  const store = await openRelayerStore('relayer-worker', config, logger);
+  const store = await openRelayerStore(PROGRAM, config, logger);
   const outbox = store.outbox;
   let relayer: Awaited<ReturnType<typeof mod.createRelayerWorker>>;
   try {
