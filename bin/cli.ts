@@ -1,15 +1,17 @@
 /**
- * What relayer-server and relayer-worker share: their common flags (--config, --db, --host,
- * --port, --log-level, -h; exit 2 with the usage on a bad one), reading the config file (exit 2
- * naming the key when it is invalid), and opening the database named by --db / RELAYER_DB / the config (a SQLite
- * file, created with its directory, or a postgres:// URL; exit 1 when it cannot be opened).
+ * What relayer-server and relayer-worker share: their command line (--config, --db, --host,
+ * --port, --log-level, -h; exit 2 with the usage on a bad flag), the config file (exit 2 naming
+ * the key when it is invalid), the logger, the database named by --db / RELAYER_DB / the config
+ * (a SQLite file, created with its directory, or a postgres:// URL; exit 1 when it cannot be
+ * opened), and the one shutdown (a signal: exit 0; the store stopping: exit 1).
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { defaultConfig, parseConfig } from '../lib/config.ts';
 import { ConfigError } from '../lib/errors.ts';
-import { isLogLevel, LOG_LEVELS, type Logger, type LogLevel } from '../lib/log.ts';
+import { createLineSink, type LineSink } from '../lib/http/log-sink.ts';
+import { createLogger, isLogLevel, LOG_LEVELS, type Logger, type LogLevel } from '../lib/log.ts';
 import type { RelayerStore } from '../lib/store.ts';
 import { redactUrls } from '../lib/rpc.ts';
 import type { RelayerConfig } from '../lib/types.ts';
@@ -43,7 +45,7 @@ export interface CommonFlags {
  * Parses the command line; on an unknown flag or a missing value exits 2 with parseArgs's message
  * and `help`. Positionals are refused unless `allowPositionals` (relayer-worker's commands).
  */
-export function parseCommonFlags(
+function parseCommonFlags(
   program: string,
   help: string,
   allowPositionals: boolean,
@@ -70,7 +72,7 @@ export function parseCommonFlags(
 }
 
 /** --log-level, then RELAYER_LOG_LEVEL, then info; exit 2 naming where an invalid one came from. */
-export function logLevelOf(program: string, flags: CommonFlags): LogLevel {
+function logLevelOf(program: string, flags: CommonFlags): LogLevel {
   const level = flags['log-level'] ?? process.env.RELAYER_LOG_LEVEL ?? 'info';
   if (!isLogLevel(level)) {
     const source = flags['log-level'] !== undefined ? '--log-level' : 'RELAYER_LOG_LEVEL';
@@ -84,7 +86,7 @@ export function logLevelOf(program: string, flags: CommonFlags): LogLevel {
  * config.worker for the worker's ops server), --db the database, else RELAYER_DB when set (the
  * environment keeps a database password out of the process list and the config file).
  */
-export function applyCommonFlags(
+function applyCommonFlags(
   program: string,
   config: RelayerConfig,
   flags: CommonFlags,
@@ -105,6 +107,46 @@ export function applyCommonFlags(
   } else if (process.env.RELAYER_DB) {
     config.db = process.env.RELAYER_DB;
   }
+}
+
+/** What a command starts from once its command line is read. */
+export interface CommandLine {
+  flags: CommonFlags;
+  positionals: string[];
+  config: RelayerConfig;
+  logger: Logger;
+  /** The logger's line sink on stdout: lines of one event-loop turn go out in one write. */
+  sink: LineSink;
+}
+
+/**
+ * The start both commands share, in this order: the flags (exit 2 with the usage on a bad one),
+ * -h (the usage on stdout; undefined is returned and the command ends), `positionals` (the
+ * worker's commands; without it a positional is a bad flag), the log level, the config file, the
+ * flags over it (--host and --port into `listen(config)`), and the logger.
+ */
+export function readCommandLine(
+  program: string,
+  help: string,
+  options: {
+    positionals?: (positionals: string[]) => void;
+    listen: (config: RelayerConfig) => { host: string; port: number };
+  },
+): CommandLine | undefined {
+  const { flags, positionals } = parseCommonFlags(program, help, options.positionals !== undefined);
+  if (flags.help) {
+    process.stdout.write(help);
+    return undefined;
+  }
+  options.positionals?.(positionals);
+  const level = logLevelOf(program, flags);
+  const config = loadConfig(program, flags.config);
+  applyCommonFlags(program, config, flags, options.listen(config));
+  // Whatever waits in the sink is written on exit.
+  const sink = createLineSink(process.stdout);
+  process.on('exit', () => sink.flush());
+  const logger = createLogger({ level, write: sink.write });
+  return { flags, positionals, config, logger, sink };
 }
 
 export function loadConfig(program: string, path: string | undefined): RelayerConfig {
@@ -225,18 +267,35 @@ export function exitOnUncaughtException(): void {
 }
 
 /**
- * A store that stops on its own (the SQLite store's thread died) makes the process log one error
- * line and exit 1 for its supervisor to restart it (docs/operations.md, "The SQLite store").
- * `claim` takes the process's one shutdown (false when a signal's shutdown already runs);
- * `beforeExit` finishes what is in flight.
+ * The process's one shutdown, whichever comes first:
+ * - SIGINT/SIGTERM: log `stopping` with the signal and what is in flight, run `stop`, log
+ *   "stopped", exit 0;
+ * - a store that stops on its own (the SQLite store's thread died) fails every call from then on:
+ *   log one error line, run `beforeExit` (finish what is in flight), exit 1 for a supervisor to
+ *   restart the process (docs/operations.md, "The SQLite store").
  */
-export function exitWhenStoreStops(
+export function shutDownOnce(
   store: RelayerStore,
   logger: Logger,
-  how: { claim: () => boolean; inFlight: () => number; beforeExit?: () => Promise<void> },
+  how: { stopping: string; inFlight: () => number; stop: () => Promise<void>; beforeExit?: () => Promise<void> },
 ): void {
+  let stopping = false;
+  const claim = (): boolean => {
+    if (stopping) return false;
+    stopping = true;
+    return true;
+  };
+  const stop = async (signal: NodeJS.Signals) => {
+    if (!claim()) return;
+    logger.info(how.stopping, { signal, in_flight: how.inFlight() });
+    await how.stop();
+    logger.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
   store.closed?.catch(async (error: Error) => {
-    if (!how.claim()) return;
+    if (!claim()) return;
     logger.error('the store stopped; exiting', {
       error: error.cause instanceof Error ? error.cause.message : error.message,
       in_flight: how.inFlight(),

@@ -7,20 +7,10 @@
 import './node-version.ts';
 import { existsSync, readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { createLineSink } from '../lib/http/log-sink.ts';
 import { createRpcTransport } from '../lib/http/rpc-transport.ts';
 import { createRelayServer } from '../lib/http/server.ts';
-import { createLogger, LOG_LEVELS } from '../lib/log.ts';
-import {
-  applyCommonFlags,
-  cliFail,
-  exitOnUncaughtException,
-  exitWhenStoreStops,
-  loadConfig,
-  logLevelOf,
-  openRelayerStore,
-  parseCommonFlags,
-} from './cli.ts';
+import { LOG_LEVELS } from '../lib/log.ts';
+import { cliFail, exitOnUncaughtException, openRelayerStore, readCommandLine, shutDownOnce } from './cli.ts';
 import { redactDatabaseUrl } from './postgres.ts';
 
 const HELP = `Usage: relayer-server [options]
@@ -75,18 +65,9 @@ function isLoopback(host: string): boolean {
 }
 
 async function main(): Promise<void> {
-  const { flags } = parseCommonFlags(PROGRAM, HELP, false);
-  if (flags.help) {
-    process.stdout.write(HELP);
-    return;
-  }
-  const level = logLevelOf(PROGRAM, flags);
-  const config = loadConfig(PROGRAM, flags.config);
-  applyCommonFlags(PROGRAM, config, flags, config.server);
-  // Log lines of one event-loop turn go out in one write; whatever waits is written on exit.
-  const sink = createLineSink(process.stdout);
-  process.on('exit', () => sink.flush());
-  const logger = createLogger({ level, write: sink.write });
+  const cli = readCommandLine(PROGRAM, HELP, { listen: (config) => config.server });
+  if (cli === undefined) return;
+  const { config, logger, sink } = cli;
 
   const store = await openRelayerStore(PROGRAM, config, logger);
   // RPC calls over node:http with keep-alive pools per origin (docs/configuration.md#rpc-transport).
@@ -125,29 +106,17 @@ async function main(): Promise<void> {
   sink.write(`relayer-server listening on ${address.url}\n`);
   sink.flush();
 
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info('shutting down', { signal, in_flight: relay.api.inFlight() });
-    await relay.close(10_000);
-    rpcTransport.close();
-    await store.close();
-    logger.info('stopped');
-    process.exit(0);
-  };
-  process.on('SIGINT', () => void stop('SIGINT'));
-  process.on('SIGTERM', () => void stop('SIGTERM'));
   // A store that stopped on its own fails every request from then on: rather than answer 503
   // forever while GET /relay says up, answer what is in flight (503, the calls fail at once) and
   // exit 1 so that a supervisor restarts the server.
-  exitWhenStoreStops(store, logger, {
-    claim: () => {
-      if (stopping) return false;
-      stopping = true;
-      return true;
-    },
+  shutDownOnce(store, logger, {
+    stopping: 'shutting down',
     inFlight: () => relay.api.inFlight(),
+    stop: async () => {
+      await relay.close(10_000);
+      rpcTransport.close();
+      await store.close();
+    },
     beforeExit: () => relay.close(10_000),
   });
 }

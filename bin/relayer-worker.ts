@@ -10,20 +10,10 @@
  */
 // First: on a Node too old for the rest, this prints what is needed and exits (see the file).
 import './node-version.ts';
-import { createLineSink } from '../lib/http/log-sink.ts';
-import { createLogger, LOG_LEVELS } from '../lib/log.ts';
+import { LOG_LEVELS, type Logger } from '../lib/log.ts';
 import { redactUrls } from '../lib/rpc.ts';
 import type { RelayerConfig } from '../lib/types.ts';
-import {
-  applyCommonFlags,
-  cliFail,
-  exitOnUncaughtException,
-  exitWhenStoreStops,
-  loadConfig,
-  logLevelOf,
-  openRelayerStore,
-  parseCommonFlags,
-} from './cli.ts';
+import { cliFail, exitOnUncaughtException, openRelayerStore, readCommandLine, shutDownOnce } from './cli.ts';
 import { redactDatabaseUrl } from './postgres.ts';
 
 const HELP = `Usage: relayer-worker [options]
@@ -79,11 +69,7 @@ async function loadWorkerModule(): Promise<typeof import('../lib/worker/index.ts
   }
 }
 
-async function requeue(
-  config: RelayerConfig,
-  positionals: string[],
-  logger: ReturnType<typeof createLogger>,
-): Promise<number> {
+async function requeue(config: RelayerConfig, positionals: string[], logger: Logger): Promise<number> {
   const id = positionals[1];
   if (positionals.length !== 2 || !/^0x[0-9a-fA-F]{64}$/.test(id ?? ''))
     return fail(2, 'usage: relayer-worker requeue <message_id> (0x + 64 hex)');
@@ -105,21 +91,17 @@ async function requeue(
 }
 
 async function main(): Promise<void> {
-  const { flags, positionals } = parseCommonFlags(PROGRAM, HELP, true);
-  if (flags.help) {
-    process.stdout.write(HELP);
-    return;
-  }
+  const cli = readCommandLine(PROGRAM, HELP, {
+    positionals: ([command]) => {
+      // A stray database URL (a forgotten --db) must not be echoed with its password.
+      if (command !== undefined && command !== 'requeue')
+        fail(2, `unknown command ${JSON.stringify(redactUrls(command).slice(0, 64))}\n\n${HELP}`);
+    },
+    listen: (config) => config.worker,
+  });
+  if (cli === undefined) return;
+  const { positionals, config, logger, sink } = cli;
   const command = positionals[0];
-  // A stray database URL (a forgotten --db) must not be echoed with its password.
-  if (command !== undefined && command !== 'requeue')
-    fail(2, `unknown command ${JSON.stringify(redactUrls(command).slice(0, 64))}\n\n${HELP}`);
-  const level = logLevelOf(PROGRAM, flags);
-  const config = loadConfig(PROGRAM, flags.config);
-  applyCommonFlags(PROGRAM, config, flags, config.worker);
-  const sink = createLineSink(process.stdout);
-  process.on('exit', () => sink.flush());
-  const logger = createLogger({ level, write: sink.write });
 
   if (command === 'requeue') {
     sink.flush();
@@ -172,30 +154,18 @@ async function main(): Promise<void> {
   sink.flush();
 
   const running = worker.run();
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info('stopping', { signal, in_flight: worker.inFlight() });
-    await worker.stop();
-    await running;
-    await ops.close();
-    await store.close();
-    logger.info('stopped');
-    process.exit(0);
-  };
-  process.on('SIGINT', () => void stop('SIGINT'));
-  process.on('SIGTERM', () => void stop('SIGTERM'));
   // A store that stopped on its own (the SQLite worker thread died) fails every claim from then
   // on: exit 1 so that a supervisor restarts the worker. Messages it held go back to others when
   // their leases end.
-  exitWhenStoreStops(store, logger, {
-    claim: () => {
-      if (stopping) return false;
-      stopping = true;
-      return true;
-    },
+  shutDownOnce(store, logger, {
+    stopping: 'stopping',
     inFlight: () => worker.inFlight(),
+    stop: async () => {
+      await worker.stop();
+      await running;
+      await ops.close();
+      await store.close();
+    },
   });
 }
 
