@@ -7,44 +7,30 @@
  */
 import { formatOps, printTable, type BenchRow } from './lib.ts';
 import {
-  freshTxHash,
+  allOk,
+  GET_UP,
   POST_RELAY,
+  relayOnce,
   rounds,
   startServer,
+  statusText,
   summarize,
-  type LoadSpec,
+  UNLIMITED,
   type ServerHandle,
   type Summary,
 } from './load.ts';
-
-const GET_UP: LoadSpec = { requests: [{ method: 'GET', path: '/relay' }] };
-
-/** A load-test configuration: no rate limit, a 1 s dedup window so entries churn instead of piling up. */
-const UNLIMITED = { rateLimit: { burst: 1e9, perMinute: 1e9 }, dedupWindowSeconds: 1, dedupCapacity: 1_000_000 };
 
 async function checkAnswers(ours: ServerHandle, bare: ServerHandle): Promise<void> {
   for (const server of [ours, bare]) {
     const up = await fetch(`${server.url}/relay`);
     if (up.status !== 200 || (await up.text()) !== 'up') throw new Error('GET /relay did not answer up');
   }
-  const res = await fetch(`${ours.url}/relay`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ origin_chain: 'ethereum', tx_hash: freshTxHash() }),
-  });
-  const body = (await res.json()) as { messages?: unknown[] };
-  if (res.status !== 200 || body.messages?.length !== 1)
-    throw new Error(`POST /relay answered ${res.status} ${JSON.stringify(body)}`);
+  const messages = await relayOnce(ours.url);
+  if (messages.length !== 1) throw new Error(`POST /relay accepted ${messages.length} messages, not 1`);
 }
 
 function pct(share: number): string {
   return `${Math.round(share * 100)}%`;
-}
-
-function statusText(statuses: Record<string, number>): string {
-  return Object.entries(statuses)
-    .map(([code, n]) => `${code}:${n}`)
-    .join(' ');
 }
 
 export async function run(options: { rounds?: number; seconds?: number } = {}): Promise<BenchRow[]> {
@@ -112,7 +98,7 @@ export async function run(options: { rounds?: number; seconds?: number } = {}): 
     detail('GET /relay', g, g.get('bare')!);
     detail('POST /relay, instant in-process RPC, one message per tx', p, p.get('bare')!);
 
-    const ok = (s: Summary) => s.errors === 0 && Object.keys(s.statuses).every((code) => code === '200');
+    const ok = allOk;
     const gOurs = g.get('ours')!;
     const gBare = g.get('bare')!;
     const pOurs = p.get('ours')!;

@@ -1,9 +1,10 @@
 /**
- * Load helpers shared by the HTTP benches (http.ts, memory.ts, merkle.ts): a server in its own
- * child process (bench/server-child.ts), autocannon runs against it with the CPU both sides used,
- * rounds that alternate between contenders, and their medians.
+ * Load helpers shared by the HTTP benches (http.ts, memory.ts, merkle.ts, postgres.ts, store.ts,
+ * transport.ts, read-flood.ts): a server in its own child process (bench/server-child.ts),
+ * autocannon runs against it with the CPU both sides used, rounds that alternate between
+ * contenders, and their medians.
  */
-import autocannon, { type Request } from 'autocannon';
+import autocannon, { type Request, type Result } from 'autocannon';
 import { fork } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -17,6 +18,10 @@ export interface ServerHandle {
   memory(gc?: boolean): Promise<NodeJS.MemoryUsage>;
   stop(): Promise<void>;
 }
+
+/** A load-test relayApi: no rate limit, a 1 s dedup window so entries churn instead of piling up
+ * (every POST does the full reserve → enqueue → commit). */
+export const UNLIMITED = { rateLimit: { burst: 1e9, perMinute: 1e9 }, dedupWindowSeconds: 1, dedupCapacity: 1_000_000 };
 
 const CHILD = fileURLToPath(new URL('./server-child.ts', import.meta.url));
 
@@ -65,13 +70,67 @@ export function cpuSeconds(pid: number): number {
   }
 }
 
-export interface LoadResult {
+/** What one autocannon run gave: req/s, latency (ms), answers by status code, failed requests. */
+export interface Run {
   rps: number;
   p50: number;
   p99: number;
-  non2xx: number;
-  errors: number;
   statuses: Record<string, number>;
+  errors: number;
+}
+
+export function runOf(result: Result): Run {
+  const statuses: Record<string, number> = {};
+  for (const [code, { count }] of Object.entries(result.statusCodeStats ?? {})) statuses[code] = Number(count);
+  return {
+    rps: result.requests.total / result.duration,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    statuses,
+    errors: result.errors + result.timeouts,
+  };
+}
+
+/** Medians over the runs; status counts and errors are totals. */
+export function medianRun(runs: readonly Run[]): Run {
+  const statuses: Record<string, number> = {};
+  for (const r of runs) for (const [code, n] of Object.entries(r.statuses)) statuses[code] = (statuses[code] ?? 0) + n;
+  return {
+    rps: median(runs.map((r) => r.rps)),
+    p50: median(runs.map((r) => r.p50)),
+    p99: median(runs.map((r) => r.p99)),
+    statuses,
+    errors: runs.reduce((sum, r) => sum + r.errors, 0),
+  };
+}
+
+/** Status counts as `200:1234 429:56`. */
+export function statusText(statuses: Record<string, number>): string {
+  return Object.entries(statuses)
+    .map(([code, n]) => `${code}:${n}`)
+    .join(' ');
+}
+
+/** No request failed and every answer was a 200. */
+export function allOk(run: Pick<Run, 'errors' | 'statuses'>): boolean {
+  return run.errors === 0 && Object.keys(run.statuses).every((code) => code === '200');
+}
+
+/** POSTs one relay of `hash` and checks it was accepted (200 with messages) before a bench counts it. */
+export async function relayOnce(url: string, hash: string = freshTxHash()): Promise<{ message_id: string }[]> {
+  const res = await fetch(`${url}/relay`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ origin_chain: 'ethereum', tx_hash: hash }),
+  });
+  const body = (await res.json()) as { messages?: { message_id: string }[] };
+  if (res.status !== 200 || !body.messages?.length)
+    throw new Error(`POST /relay answered ${res.status} ${JSON.stringify(body)}`);
+  return body.messages;
+}
+
+export interface LoadResult extends Run {
+  non2xx: number;
   /** Share of one core the server used, and the load generator (this process). */
   serverCpu: number;
   clientCpu: number;
@@ -89,15 +148,9 @@ export async function load(server: ServerHandle, spec: LoadSpec, seconds: number
   const result = await autocannon({ url: server.url, connections: 50, duration: seconds, requests: spec.requests });
   const wall = (performance.now() - wall0) / 1000;
   const own = process.cpuUsage(own0);
-  const statuses: Record<string, number> = {};
-  for (const [code, { count }] of Object.entries(result.statusCodeStats ?? {})) statuses[code] = Number(count);
   return {
-    rps: result.requests.total / result.duration,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
+    ...runOf(result),
     non2xx: result.non2xx,
-    errors: result.errors + result.timeouts,
-    statuses,
     serverCpu: (cpuSeconds(server.pid) - cpu0) / wall,
     clientCpu: (own.user + own.system) / 1e6 / wall,
   };
@@ -129,32 +182,20 @@ export async function rounds(
   return results;
 }
 
-export interface Summary {
-  rps: number;
+export interface Summary extends Run {
   /** Server CPU time per request, in microseconds. */
   cpuPerRequest: number;
-  p50: number;
-  p99: number;
   serverCpu: number;
   clientCpu: number;
-  statuses: Record<string, number>;
-  errors: number;
 }
 
 /** Medians over the rounds; status counts and errors are totals. */
 export function summarize(results: readonly LoadResult[]): Summary {
-  const statuses: Record<string, number> = {};
-  for (const r of results)
-    for (const [code, n] of Object.entries(r.statuses)) statuses[code] = (statuses[code] ?? 0) + n;
   return {
-    rps: median(results.map((r) => r.rps)),
+    ...medianRun(results),
     cpuPerRequest: median(results.map((r) => (r.serverCpu / r.rps) * 1e6)),
-    p50: median(results.map((r) => r.p50)),
-    p99: median(results.map((r) => r.p99)),
     serverCpu: median(results.map((r) => r.serverCpu)),
     clientCpu: median(results.map((r) => r.clientCpu)),
-    statuses,
-    errors: results.reduce((sum, r) => sum + r.errors, 0),
   };
 }
 
@@ -164,6 +205,9 @@ let txCounter = 0x5eed_0000;
 export function freshTxHash(): string {
   return '0x' + (txCounter++).toString(16).padStart(64, '0');
 }
+
+/** GET /relay, the liveness answer: the server's HTTP cost alone, no store. */
+export const GET_UP: LoadSpec = { requests: [{ method: 'GET', path: '/relay' }] };
 
 /** A POST /relay with a transaction hash never sent before. */
 export const POST_RELAY: LoadSpec = {

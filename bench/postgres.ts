@@ -12,19 +12,18 @@ import autocannon, { type Request } from 'autocannon';
 import { startEmbeddedPostgres } from '../scripts/embedded-postgres.ts';
 import { loadavg } from 'node:os';
 import { formatOps, median, printTable, type BenchRow } from './lib.ts';
-import { POST_RELAY, startServer, type ServerHandle } from './load.ts';
+import {
+  allOk,
+  medianRun,
+  POST_RELAY,
+  type Run,
+  startServer,
+  statusText,
+  UNLIMITED,
+  type ServerHandle,
+} from './load.ts';
 
-/** No rate limit, a 1 s dedup window: every request does the full reserve → enqueue → commit. */
-const UNLIMITED = { rateLimit: { burst: 1e9, perMinute: 1e9 }, dedupWindowSeconds: 1, dedupCapacity: 1_000_000 };
 const CONNECTIONS = 50;
-
-interface Run {
-  rps: number;
-  p50: number;
-  p99: number;
-  statuses: Record<string, number>;
-  errors: number;
-}
 
 /** One autocannon run per server, all at the same time; req/s summed, latency of the first. */
 async function loadTogether(servers: readonly ServerHandle[], requests: Request[], seconds: number): Promise<Run> {
@@ -43,24 +42,6 @@ async function loadTogether(servers: readonly ServerHandle[], requests: Request[
     p99: Math.max(...results.map((r) => r.latency.p99)),
     statuses,
     errors: results.reduce((sum, r) => sum + r.errors + r.timeouts, 0),
-  };
-}
-
-function statusText(statuses: Record<string, number>): string {
-  return Object.entries(statuses)
-    .map(([code, n]) => `${code}:${n}`)
-    .join(' ');
-}
-
-function medianRun(runs: Run[]): Run {
-  const statuses: Record<string, number> = {};
-  for (const r of runs) for (const [code, n] of Object.entries(r.statuses)) statuses[code] = (statuses[code] ?? 0) + n;
-  return {
-    rps: median(runs.map((r) => r.rps)),
-    p50: median(runs.map((r) => r.p50)),
-    p99: median(runs.map((r) => r.p99)),
-    statuses,
-    errors: runs.reduce((sum, r) => sum + r.errors, 0),
   };
 }
 
@@ -238,7 +219,7 @@ export async function run(options: { rounds?: number; seconds?: number } = {}): 
     const two = p.get('PostgreSQL, 2 replicas')!;
     const hand = p.get('peer: node:http + pg by hand')!;
     const lite = p.get('SQLite outbox, 1 process')!;
-    const ok = (r: Run) => r.errors === 0 && Object.keys(r.statuses).every((code) => code === '200');
+    const ok = allOk;
     return [
       {
         what: 'POST /relay, PostgreSQL, vs node:http + pg by hand',

@@ -6,66 +6,31 @@
  * any flood costs on an event loop shared per connection. Rounds alternate; medians. The RPC answers at once in process, so the figures are the
  * server's and the store's. Run alone: node bench/read-flood.ts [rounds] [seconds]
  */
-import autocannon, { type Request, type Result } from 'autocannon';
+import autocannon, { type Request } from 'autocannon';
 import { startEmbeddedPostgres } from '../scripts/embedded-postgres.ts';
-import { formatOps, median, printTable } from './lib.ts';
-import { POST_RELAY, freshTxHash, startServer, type ServerHandle } from './load.ts';
+import { formatOps, printTable } from './lib.ts';
+import {
+  freshTxHash,
+  medianRun,
+  POST_RELAY,
+  relayOnce,
+  type Run,
+  runOf,
+  type ServerHandle,
+  startServer,
+  statusText,
+  UNLIMITED,
+} from './load.ts';
 
-/** No rate limit, a 1 s dedup window: every POST does the full reserve → enqueue → commit. */
-const UNLIMITED = { rateLimit: { burst: 1e9, perMinute: 1e9 }, dedupWindowSeconds: 1, dedupCapacity: 1_000_000 };
 const WRITERS = 10;
 const READERS = 100;
-
-interface Run {
-  rps: number;
-  p50: number;
-  p99: number;
-  statuses: Record<string, number>;
-  errors: number;
-}
-
-function summary(result: Result): Run {
-  const statuses: Record<string, number> = {};
-  for (const [code, { count }] of Object.entries(result.statusCodeStats ?? {})) statuses[code] = Number(count);
-  return {
-    rps: result.requests.total / result.duration,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    statuses,
-    errors: result.errors + result.timeouts,
-  };
-}
-
-function medianRun(runs: Run[]): Run {
-  const statuses: Record<string, number> = {};
-  for (const r of runs) for (const [code, n] of Object.entries(r.statuses)) statuses[code] = (statuses[code] ?? 0) + n;
-  return {
-    rps: median(runs.map((r) => r.rps)),
-    p50: median(runs.map((r) => r.p50)),
-    p99: median(runs.map((r) => r.p99)),
-    statuses,
-    errors: runs.reduce((sum, r) => sum + r.errors, 0),
-  };
-}
-
-function statusText(statuses: Record<string, number>): string {
-  return Object.entries(statuses)
-    .map(([code, n]) => `${code}:${n}`)
-    .join(' ');
-}
 
 /** One relay accepted, so the reads find a message (a 200 with a body, not a cheap 404). */
 async function seed(server: ServerHandle): Promise<Request[]> {
   const hash = freshTxHash();
-  const res = await fetch(`${server.url}/relay`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ origin_chain: 'ethereum', tx_hash: hash }),
-  });
-  const body = (await res.json()) as { messages: { message_id: string }[] };
-  if (res.status !== 200) throw new Error(`seeding answered ${res.status} ${JSON.stringify(body)}`);
+  const messages = await relayOnce(server.url, hash);
   return [
-    { method: 'GET', path: `/relay/${body.messages[0].message_id}` },
+    { method: 'GET', path: `/relay/${messages[0].message_id}` },
     { method: 'GET', path: `/relay?origin_chain=ethereum&tx_hash=${hash}` },
     { method: 'GET', path: '/metrics' },
   ];
@@ -105,13 +70,13 @@ export async function run(options: { rounds?: number; seconds?: number; engines?
       const control: Run[] = [];
       for (let round = 0; round < count; round++) {
         const measures = [
-          async () => alone.push(summary(await post())),
+          async () => alone.push(runOf(await post())),
           async () => {
             const [w, r] = await Promise.all([post(), flood()]);
-            flooded.push(summary(w));
-            readers.push(summary(r));
+            flooded.push(runOf(w));
+            readers.push(runOf(r));
           },
-          async () => control.push(summary((await Promise.all([post(), liveness()]))[0])),
+          async () => control.push(runOf((await Promise.all([post(), liveness()]))[0])),
         ];
         for (let k = 0; k < measures.length; k++) await measures[(round + k) % measures.length]();
       }

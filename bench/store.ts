@@ -13,10 +13,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { formatOps, printTable, type BenchRow } from './lib.ts';
-import { freshTxHash, load, POST_RELAY, rounds, startServer, summarize, type LoadSpec } from './load.ts';
+import {
+  allOk,
+  GET_UP,
+  freshTxHash,
+  load,
+  POST_RELAY,
+  rounds,
+  startServer,
+  statusText,
+  summarize,
+  UNLIMITED,
+} from './load.ts';
 
-const GET_UP: LoadSpec = { requests: [{ method: 'GET', path: '/relay' }] };
-const UNLIMITED = { rateLimit: { burst: 1e9, perMinute: 1e9 }, dedupWindowSeconds: 1, dedupCapacity: 1_000_000 };
 const LOCK_SECONDS = 3;
 
 async function durable(count: number, seconds: number) {
@@ -88,9 +97,7 @@ export async function run(options: { rounds?: number; seconds?: number } = {}): 
       s.p50,
       s.p99,
       `${Math.round(s.serverCpu * 100)}%`,
-      Object.entries(s.statuses)
-        .map(([c, n]) => `${c}:${n}`)
-        .join(' '),
+      statusText(s.statuses),
       s.errors,
     ]),
   );
@@ -116,7 +123,7 @@ export async function run(options: { rounds?: number; seconds?: number } = {}): 
     `the 20 waiting relays answered: ${JSON.stringify(lock.writes)} (503 store_unavailable after the 2 s lock wait)`,
   );
 
-  const ok = sql.errors === 0 && Object.keys(sql.statuses).every((code) => code === '200');
+  const ok = allOk(sql);
   return [
     {
       what: 'durable POST /relay req/s (SQLite FULL)',

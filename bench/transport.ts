@@ -14,9 +14,7 @@
  */
 import { loadavg } from 'node:os';
 import { formatOps, printTable, type BenchRow } from './lib.ts';
-import { POST_RELAY, rounds, startServer, summarize, type Summary } from './load.ts';
-
-const UNLIMITED = { rateLimit: { burst: 1e9, perMinute: 1e9 }, dedupWindowSeconds: 1, dedupCapacity: 1_000_000 };
+import { allOk, POST_RELAY, relayOnce, rounds, startServer, statusText, summarize, UNLIMITED } from './load.ts';
 
 export async function run(options: { rounds?: number; seconds?: number } = {}): Promise<BenchRow[]> {
   const count = options.rounds ?? 5;
@@ -29,14 +27,8 @@ export async function run(options: { rounds?: number; seconds?: number } = {}): 
   const load0 = loadavg()[0];
   try {
     for (const server of [ours, oursFetch]) {
-      const res = await fetch(`${server.url}/relay`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ origin_chain: 'ethereum', tx_hash: '0x' + '12'.repeat(32) }),
-      });
-      const body = (await res.json()) as { messages?: unknown[] };
-      if (res.status !== 200 || body.messages?.length !== 1)
-        throw new Error(`POST /relay answered ${res.status} ${JSON.stringify(body)}`);
+      const messages = await relayOnce(server.url, '0x' + '12'.repeat(32));
+      if (messages.length !== 1) throw new Error(`POST /relay accepted ${messages.length} messages, not 1`);
     }
     const results = await rounds(
       [
@@ -67,13 +59,11 @@ export async function run(options: { rounds?: number; seconds?: number } = {}): 
         r.p50,
         r.p99,
         `${Math.round(r.serverCpu * 100)}%`,
-        Object.entries(r.statuses)
-          .map(([code, n]) => `${code}:${n}`)
-          .join(' '),
+        statusText(r.statuses),
         r.errors,
       ]),
     );
-    const ok = (r: Summary) => r.errors === 0 && Object.keys(r.statuses).every((code) => code === '200');
+    const ok = allOk;
     return [
       {
         what: 'POST /relay, receipt over HTTP, vs node:http + fetch',
