@@ -12,10 +12,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { REQUIRED_NODE } from '../bin/node-version.ts';
-import { openStore } from '../lib/sqlite/index.ts';
+import { openSqliteStore } from '../lib/sqlite/index.ts';
 import { spawnTracked } from './e2e/processes.ts';
 import { startFakeRpcServer, type FakeRpcServer } from './helpers/fake-rpc.ts';
-import { CCTP_V2_TRANSMITTER, MAILBOX, rpcReceipt, transferLogs, txHash } from './helpers/fixtures.ts';
+import { rpcReceipt, transferLogs, txHash } from './helpers/fixtures.ts';
+import { fileChains } from './helpers/config.ts';
 import { httpRequest, postJson } from './helpers/http.ts';
 import { runRelayerServer, startRelayerServer } from './helpers/server.ts';
 
@@ -38,21 +39,7 @@ function writeConfig(name: string, value: unknown): string {
 
 function goodConfig(db: string): unknown {
   return {
-    chains: {
-      ethereum: {
-        domainId: 1,
-        chainId: 1,
-        mailbox: MAILBOX,
-        cctpMessageTransmitter: CCTP_V2_TRANSMITTER,
-        rpcUrls: [{ http: rpc.url }],
-      },
-      base: {
-        domainId: 8453,
-        chainId: 8453,
-        mailbox: '0xeA87ae93Fa0019a82A727bfd3eBd1cFCa8f64f1D',
-        rpcUrls: [{ http: rpc.url }],
-      },
-    },
+    chains: fileChains(rpc.url),
     db,
   };
 }
@@ -131,7 +118,7 @@ describe('bin/relayer-server serving (docs/design.md#the-server-binary, #storage
       { chain: 1, insertion_block_number: 5, leaf_index: 0, message_id: relayed[0].message_id },
     ]);
     assert.equal(await second.stop(), 0);
-    const store = await openStore(db);
+    const store = await openSqliteStore(db);
     try {
       for (const m of relayed)
         assert.ok(await store.outbox.get(m.message_id), 'acknowledged message is in the outbox after restart');
@@ -165,7 +152,7 @@ describe('bin/relayer-server serving (docs/design.md#the-server-binary, #storage
     assert.equal(res.status, 200, res.text);
     assert.equal(res.json().messages.length, 1);
     assert.equal((await server.exited).code, 0);
-    const store = await openStore(db);
+    const store = await openSqliteStore(db);
     try {
       assert.equal(await store.outbox.depth(), 1);
     } finally {

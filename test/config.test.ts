@@ -20,6 +20,7 @@ import { createMemoryOutbox } from '../lib/outbox.ts';
 import { createRelayPipeline } from '../lib/pipeline.ts';
 import { createPolicy } from '../lib/policy.ts';
 import type { RelayerConfig } from '../lib/types.ts';
+import { DOCUMENTED_DEFAULTS } from './helpers/config.ts';
 import { CCTP_V2_TRANSMITTER, MAILBOX } from './helpers/fixtures.ts';
 import { outcome, RUNS, tally } from './helpers/properties.ts';
 
@@ -318,21 +319,8 @@ describe('docs/design.md#configuration: valid configurations are normalised', ()
     assert.deepEqual(config.whitelist, []);
     assert.deepEqual(config.blacklist, []);
     assert.deepEqual(config.addressBlacklist, []);
-    assert.deepEqual(config.relayApi, {
-      rateLimit: { burst: 100, perMinute: 100 },
-      dedupWindowSeconds: 300,
-      dedupCapacity: 10_000,
-      receiptTimeoutSeconds: 10,
-      maxMessagesPerTx: 10,
-    });
-    assert.deepEqual(config.server, {
-      host: '127.0.0.1',
-      port: 9090,
-      adminToken: null,
-      corsOrigins: [],
-      maxRelayBodyBytes: 65_536,
-      maxMerkleBodyBytes: 16_777_216,
-    });
+    assert.deepEqual(config.relayApi, DOCUMENTED_DEFAULTS.relayApi);
+    assert.deepEqual(config.server, DOCUMENTED_DEFAULTS.server);
     assert.equal(config.db, './relayer.db');
   });
 
@@ -615,42 +603,10 @@ describe('docs/design.md#configuration: the built-in default configuration', () 
       config.relayChains,
       BUILTIN_CHAINS.map((c) => c.name),
     );
-    assert.deepEqual(config.relayApi, {
-      rateLimit: { burst: 100, perMinute: 100 },
-      dedupWindowSeconds: 300,
-      dedupCapacity: 10_000,
-      receiptTimeoutSeconds: 10,
-      maxMessagesPerTx: 10,
-    });
-    assert.deepEqual(config.server, {
-      host: '127.0.0.1',
-      port: 9090,
-      adminToken: null,
-      corsOrigins: [],
-      maxRelayBodyBytes: 65_536,
-      maxMerkleBodyBytes: 16_777_216,
-    });
+    assert.deepEqual(config.relayApi, DOCUMENTED_DEFAULTS.relayApi);
+    assert.deepEqual(config.server, DOCUMENTED_DEFAULTS.server);
     assert.equal(config.db, './relayer.db');
-    assert.deepEqual(config.worker, {
-      host: '127.0.0.1',
-      port: 9091,
-      batch: 10,
-      concurrency: 4,
-      leaseSeconds: 60,
-      maxAttempts: 5,
-      maxLeaseExpiries: 5,
-      confirmations: 1,
-      pendingDeadlineHours: 48,
-      pendingRetrySeconds: 5,
-      pendingRetryMaxSeconds: 60,
-      retryBaseSeconds: 5,
-      retryMaxSeconds: 600,
-      pollMs: 1_000,
-      gasMarginPercent: 20,
-      replaceAfterSeconds: 60,
-      ccipReadTimeoutSeconds: 10,
-      stopGraceSeconds: 30,
-    });
+    assert.deepEqual(config.worker, DOCUMENTED_DEFAULTS.worker);
     assert.deepEqual(
       { relayApi: config.relayApi, server: config.server, worker: config.worker, db: config.db },
       { ...DEFAULTS },

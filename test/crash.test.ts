@@ -16,17 +16,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
-import { openStore } from '../lib/sqlite/index.ts';
+import { openSqliteStore } from '../lib/sqlite/index.ts';
 import { startFaultyRpcServer, type FaultyRpcServer } from './helpers/faulty-rpc.ts';
-import {
-  CCTP_V2_TRANSMITTER,
-  MAILBOX,
-  hyperlaneMessage,
-  messageId,
-  rpcReceipt,
-  transferLogs,
-  txHash,
-} from './helpers/fixtures.ts';
+import { MAILBOX, hyperlaneMessage, messageId, rpcReceipt, transferLogs, txHash } from './helpers/fixtures.ts';
+import { fileChains } from './helpers/config.ts';
 import { startRelayerServer } from './helpers/server.ts';
 
 const KILLS = 12;
@@ -46,19 +39,7 @@ before(async () => {
   writeFileSync(
     configPath,
     JSON.stringify({
-      chains: {
-        ethereum: {
-          domainId: 1,
-          mailbox: MAILBOX,
-          cctpMessageTransmitter: CCTP_V2_TRANSMITTER,
-          rpcUrls: [{ http: rpc.endpoint('slow') }],
-        },
-        base: {
-          domainId: 8453,
-          mailbox: '0xeA87ae93Fa0019a82A727bfd3eBd1cFCa8f64f1D',
-          rpcUrls: [{ http: rpc.endpoint('ok') }],
-        },
-      },
+      chains: fileChains(rpc.endpoint('slow'), rpc.endpoint('ok')),
       relayApi: { rateLimit: { burst: 1_000_000, perMinute: 1_000_000 } },
       db,
     }),
@@ -197,7 +178,7 @@ test('docs/design.md#sqlite: SIGKILL during large merkle writes and relays, 12 t
     assert.equal(signal, 'SIGKILL', `round ${round}: killed, not exited on its own\n${server.output()}`);
     await Promise.all(inFlight);
 
-    const store = await openStore(db); // must open after every kill
+    const store = await openSqliteStore(db); // must open after every kill
     try {
       for (const m of merkle) {
         const rows = await store.merkle.listMerkle(1, m.start, m.start + RECORDS_PER_REQUEST - 1);

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { redactDatabaseSecrets, redactDatabaseUrl, unsupportedDatabaseScheme } from '../bin/postgres.ts';
 import { spawnTracked } from './e2e/processes.ts';
-import { CCTP_V2_TRANSMITTER, MAILBOX } from './helpers/fixtures.ts';
+import { fileChains } from './helpers/config.ts';
 import { httpRequest } from './helpers/http.ts';
 import { sharedPostgresUrl } from './helpers/postgres.ts';
 import { launchRelayerServer, REPO_ROOT, runRelayerServer } from './helpers/server.ts';
@@ -31,15 +31,7 @@ function emptyDir(): string {
 function configFile(db: unknown, text?: string): string {
   const path = join(dir, `config-${++n}.json`);
   const config = {
-    chains: {
-      ethereum: {
-        domainId: 1,
-        chainId: 1,
-        mailbox: MAILBOX,
-        cctpMessageTransmitter: CCTP_V2_TRANSMITTER,
-        rpcUrls: [{ http: 'http://127.0.0.1:1/rpc' }],
-      },
-    },
+    chains: fileChains('http://127.0.0.1:1/rpc', null),
     ...(db === undefined ? {} : { db }),
   };
   writeFileSync(path, text ?? JSON.stringify(config));

@@ -13,15 +13,8 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { spawnTracked } from './e2e/processes.ts';
-import {
-  CCTP_V2_TRANSMITTER,
-  MAILBOX,
-  messageId,
-  hyperlaneMessage,
-  rpcReceipt,
-  transferLogs,
-  txHash,
-} from './helpers/fixtures.ts';
+import { messageId, hyperlaneMessage, rpcReceipt, transferLogs, txHash } from './helpers/fixtures.ts';
+import { fileChains } from './helpers/config.ts';
 
 const CORE = new URL('../dist/lib/index.js', import.meta.url).href;
 const HASH = txHash(0x16);
@@ -50,15 +43,7 @@ async function startRpc(nulls: number) {
 
 function script(rpcUrl: string, form: 'top-level await' | 'async main'): string {
   const config = {
-    chains: {
-      ethereum: {
-        domainId: 1,
-        mailbox: MAILBOX,
-        cctpMessageTransmitter: CCTP_V2_TRANSMITTER,
-        rpcUrls: [{ http: rpcUrl }],
-      },
-      base: { domainId: 8453, mailbox: MAILBOX, rpcUrls: [{ http: rpcUrl }] },
-    },
+    chains: fileChains(rpcUrl),
   };
   const relay = `
     const config = parseConfig(${JSON.stringify(config)});

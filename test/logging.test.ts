@@ -13,19 +13,19 @@ import { join } from 'node:path';
 import { after, describe, test, type TestContext } from 'node:test';
 import { createLogger, isLogLevel, LOG_LEVELS, type LogLevel } from '../lib/log.ts';
 import type { FetchLike } from '../lib/rpc.ts';
-import { openStore } from '../lib/sqlite/index.ts';
+import { openSqliteStore } from '../lib/sqlite/index.ts';
 import type { RelayQueue } from '../lib/outbox.ts';
-import { testConfig } from './helpers/config.ts';
+import { fileChains, testConfig } from './helpers/config.ts';
 import { createFakeClock } from './helpers/fake-clock.ts';
 import { fakeRpcFetch, startFakeRpcServer, type ReceiptTable } from './helpers/fake-rpc.ts';
-import { CCTP_V2_TRANSMITTER, MAILBOX, rpcReceipt, transferLogs, txHash } from './helpers/fixtures.ts';
+import { rpcReceipt, transferLogs, txHash } from './helpers/fixtures.ts';
 import { httpRequest, postJson } from './helpers/http.ts';
 import { startApi, startRelayerServer } from './helpers/server.ts';
 
 const ADMIN_TOKEN = 'admin-token-SECRET-0123456789';
 const SECRET = /secret/i;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
-const store = await openStore(':memory:');
+const store = await openSqliteStore(':memory:');
 after(() => store.close());
 
 interface Line {
@@ -352,21 +352,7 @@ describe('secrets are never logged (docs/operations.md#logs)', () => {
     const hash = txHash(6);
     rpc.table.set(hash, rpcReceipt(hash, transferLogs(1)));
     const config = {
-      chains: {
-        ethereum: {
-          domainId: 1,
-          chainId: 1,
-          mailbox: MAILBOX,
-          cctpMessageTransmitter: CCTP_V2_TRANSMITTER,
-          rpcUrls: [{ http: `${rpc.url}/v3/KEY-secret-path?apikey=QUERY-secret-query` }],
-        },
-        base: {
-          domainId: 8453,
-          chainId: 8453,
-          mailbox: '0xeA87ae93Fa0019a82A727bfd3eBd1cFCa8f64f1D',
-          rpcUrls: [{ http: `${rpc.url}/KEY-secret-base` }],
-        },
-      },
+      chains: fileChains(`${rpc.url}/v3/KEY-secret-path?apikey=QUERY-secret-query`, `${rpc.url}/KEY-secret-base`),
       server: { adminToken: ADMIN_TOKEN },
       db: join(dir, 'relayer.db'),
     };

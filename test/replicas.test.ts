@@ -14,7 +14,8 @@ import pg from 'pg';
 import type { EmbeddedPostgres } from '../scripts/embedded-postgres.ts';
 import { spawnTracked } from './e2e/processes.ts';
 import { startFakeRpcServer, type FakeRpcServer } from './helpers/fake-rpc.ts';
-import { CCTP_V2_TRANSMITTER, MAILBOX, rpcReceipt, transferLogs, txHash } from './helpers/fixtures.ts';
+import { rpcReceipt, transferLogs, txHash } from './helpers/fixtures.ts';
+import { fileChains } from './helpers/config.ts';
 import { httpRequest, postJson, type RawResponse } from './helpers/http.ts';
 import { startTestPostgres } from './helpers/postgres.ts';
 import { launchRelayerServer, runRelayerServer, SERVER_BIN, type RelayerProcess } from './helpers/server.ts';
@@ -38,21 +39,7 @@ async function createDatabase(name: string): Promise<string> {
 
 function replicaConfig(relayApi: Record<string, unknown>): unknown {
   return {
-    chains: {
-      ethereum: {
-        domainId: 1,
-        chainId: 1,
-        mailbox: MAILBOX,
-        cctpMessageTransmitter: CCTP_V2_TRANSMITTER,
-        rpcUrls: [{ http: rpc.url }],
-      },
-      base: {
-        domainId: 8453,
-        chainId: 8453,
-        mailbox: '0xeA87ae93Fa0019a82A727bfd3eBd1cFCa8f64f1D',
-        rpcUrls: [{ http: rpc.url }],
-      },
-    },
+    chains: fileChains(rpc.url),
     relayApi: { receiptTimeoutSeconds: RECEIPT_TIMEOUT_S, ...relayApi },
   };
 }

@@ -12,19 +12,11 @@ import { createLogger } from '../lib/log.ts';
 import { createRelayPipeline } from '../lib/pipeline.ts';
 import { createMemoryOutbox } from '../lib/outbox.ts';
 import type { RelayerConfig } from '../lib/types.ts';
-import { testConfig } from './helpers/config.ts';
+import { fileChains, testConfig } from './helpers/config.ts';
 import { createFakeClock } from './helpers/fake-clock.ts';
 import { fakeRpcFetch } from './helpers/fake-rpc.ts';
 import { startFaultyRpcServer, type FaultyRpcServer } from './helpers/faulty-rpc.ts';
-import {
-  CCTP_V2_TRANSMITTER,
-  dispatchLog,
-  MAILBOX,
-  messageSentLog,
-  rpcReceipt,
-  transferLogs,
-  txHash,
-} from './helpers/fixtures.ts';
+import { dispatchLog, MAILBOX, messageSentLog, rpcReceipt, transferLogs, txHash } from './helpers/fixtures.ts';
 import { httpRequest, postJson, type RawResponse } from './helpers/http.ts';
 import { startApi, startRelayerServer } from './helpers/server.ts';
 
@@ -70,14 +62,7 @@ describe('start-up warning for a non-loopback bind (SECURITY.md#secrets-and-inte
     const server = await startRelayerServer(t, args, {
       nodeArgs: ['--import', LOOPBACK_LISTEN],
       config: {
-        chains: {
-          ethereum: {
-            domainId: 1,
-            mailbox: MAILBOX,
-            cctpMessageTransmitter: CCTP_V2_TRANSMITTER,
-            rpcUrls: [{ http: rpc.endpoint('ok') }],
-          },
-        },
+        chains: fileChains(rpc.endpoint('ok'), null),
         db: ':memory:',
         ...config,
       },

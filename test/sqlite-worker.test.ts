@@ -16,20 +16,12 @@ import { dirname, join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { after, describe, test, type TestContext } from 'node:test';
 import type { RelayServer } from '../lib/http/server.ts';
-import { openStore, type SqliteStore } from '../lib/sqlite/index.ts';
+import { openSqliteStore, type SqliteStore } from '../lib/sqlite/index.ts';
 import { spawnTracked } from './e2e/processes.ts';
-import { testConfig } from './helpers/config.ts';
+import { fileChains, testConfig } from './helpers/config.ts';
 import { createFakeClock } from './helpers/fake-clock.ts';
 import { fakeRpcFetch, startFakeRpcServer, type ReceiptTable } from './helpers/fake-rpc.ts';
-import {
-  CCTP_V2_TRANSMITTER,
-  MAILBOX,
-  hyperlaneMessage,
-  messageId,
-  rpcReceipt,
-  transferLogs,
-  txHash,
-} from './helpers/fixtures.ts';
+import { hyperlaneMessage, messageId, rpcReceipt, transferLogs, txHash } from './helpers/fixtures.ts';
 import { httpRequest, postJson, type RawResponse } from './helpers/http.ts';
 import { startApi, startRelayerServer } from './helpers/server.ts';
 
@@ -53,7 +45,7 @@ interface Harness {
 async function start(t: TestContext, busyTimeoutMs = LONG_WAIT_MS): Promise<Harness> {
   const file = join(dir, `locked-${++files}.db`);
   const clock = createFakeClock();
-  const store = await openStore(file, { busyTimeoutMs, clock });
+  const store = await openSqliteStore(file, { busyTimeoutMs, clock });
   const table: ReceiptTable = new Map();
   const { url, server } = await startApi(t, {
     config: testConfig({ relayApi: { rateLimit: { burst: 1000, perMinute: 1000 } } }),
@@ -233,15 +225,7 @@ describe('no synchronous SQLite on the main thread (BENCHMARKS.md#storage-off-th
     const rpc = await startFakeRpcServer();
     t.after(() => rpc.close());
     const config = {
-      chains: {
-        ethereum: {
-          domainId: 1,
-          mailbox: MAILBOX,
-          cctpMessageTransmitter: CCTP_V2_TRANSMITTER,
-          rpcUrls: [{ http: rpc.url }],
-        },
-        base: { domainId: 8453, mailbox: '0xeA87ae93Fa0019a82A727bfd3eBd1cFCa8f64f1D', rpcUrls: [{ http: rpc.url }] },
-      },
+      chains: fileChains(rpc.url),
       db: join(dir, 'probe.db'),
     };
     const hash = txHash(0x77);

@@ -12,7 +12,8 @@ import { Agent, request } from 'node:http';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { join } from 'node:path';
 import { startFaultyRpcServer, type FaultyRpcServer } from './faulty-rpc.ts';
-import { CCTP_V2_TRANSMITTER, MAILBOX, rpcReceipt, transferLogs } from './fixtures.ts';
+import { MAILBOX, rpcReceipt, transferLogs } from './fixtures.ts';
+import { fileChains } from './config.ts';
 import { launchRelayerServer, type RelayerProcess } from './server.ts';
 
 /** Limits for the load runs: high enough that the whole pipeline runs at speed, and
@@ -70,19 +71,7 @@ export interface LoadTarget {
 export async function startLoadTarget(dir: string, options: { probeMemory?: boolean } = {}): Promise<LoadTarget> {
   const rpc = await startFaultyRpcServer(new Map(), { mailbox: MAILBOX, receiptFor });
   const config = {
-    chains: {
-      ethereum: {
-        domainId: 1,
-        mailbox: MAILBOX,
-        cctpMessageTransmitter: CCTP_V2_TRANSMITTER,
-        rpcUrls: [{ http: rpc.endpoint('ok') }],
-      },
-      base: {
-        domainId: 8453,
-        mailbox: '0xeA87ae93Fa0019a82A727bfd3eBd1cFCa8f64f1D',
-        rpcUrls: [{ http: rpc.endpoint('ok') }],
-      },
-    },
+    chains: fileChains(rpc.endpoint('ok')),
     relayApi: LOAD_RELAY_API,
     db: join(dir, 'load.db'),
   };
