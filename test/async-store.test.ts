@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { describe, test, type TestContext } from 'node:test';
 import type { DedupStore, Reservation } from '../lib/dedup.ts';
-import { createDedupCache } from '../lib/dedup.ts';
+import { createMemoryDedupStore } from '../lib/dedup.ts';
 import { createMemoryOutbox, type Outbox, type RelayQueue } from '../lib/outbox.ts';
 import { createRelayPipeline } from '../lib/pipeline.ts';
 import { createTokenBucket, type RateLimiter } from '../lib/rate-limit.ts';
@@ -62,7 +62,7 @@ function asyncStore(
   calls: string[],
 ): RelayerStore & { memory: Outbox; rows: MerkleInsertion[]; cache: DedupStore } {
   const memory = createMemoryOutbox(clock);
-  const cache = createDedupCache({ clock, windowMs: 300_000, capacity: 100 });
+  const cache = createMemoryDedupStore({ clock, windowMs: 300_000, capacity: 100 });
   const bucket = createTokenBucket({ clock, burst: 1000, perMinute: 1000 });
   const rows: MerkleInsertion[] = [];
   const outbox: Outbox = {
@@ -293,7 +293,7 @@ describe('asynchronous stores behind the pipeline and the handler (docs/design.m
   test('pipeline: a failing asynchronous enqueue is store_unavailable, and the release is awaited before the error propagates', async () => {
     const clock = createFakeClock();
     const order: string[] = [];
-    const cache = createDedupCache({ clock, windowMs: 1000, capacity: 10 });
+    const cache = createMemoryDedupStore({ clock, windowMs: 1000, capacity: 10 });
     const table: ReceiptTable = new Map();
     const hash = txHash(10);
     table.set(hash, rpcReceipt(hash, transferLogs(1)));

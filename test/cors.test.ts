@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, describe, test, type TestContext } from 'node:test';
 import { parseConfig } from '../lib/config.ts';
 import { ConfigError } from '../lib/errors.ts';
-import { openStore } from '../lib/sqlite/index.ts';
+import { openSqliteStore } from '../lib/sqlite/index.ts';
 import type { RelayerConfig } from '../lib/types.ts';
 import { testConfig } from './helpers/config.ts';
 import { MAILBOX } from './helpers/fixtures.ts';
@@ -17,7 +17,7 @@ import { startApi } from './helpers/server.ts';
 
 const APP = 'https://app.example.org';
 const ROUTES = Object.keys(openapi.paths);
-const store = await openStore(':memory:');
+const store = await openSqliteStore(':memory:');
 after(() => store.close());
 
 function start(t: TestContext, config: RelayerConfig) {

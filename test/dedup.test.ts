@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { createDedupCache, type DedupStore, type Reservation } from '../lib/dedup.ts';
+import { createMemoryDedupStore, type DedupStore, type Reservation } from '../lib/dedup.ts';
 import { RelayError } from '../lib/errors.ts';
 import { createFakeClock } from './helpers/fake-clock.ts';
 
@@ -15,7 +15,7 @@ const KEY = 'ethereum:0x' + 'ab'.repeat(32);
 
 function setup(capacity = 10_000) {
   const clock = createFakeClock();
-  const cache = createDedupCache({ clock, windowMs: WINDOW, capacity });
+  const cache = createMemoryDedupStore({ clock, windowMs: WINDOW, capacity });
   return { clock, cache };
 }
 
@@ -190,9 +190,9 @@ describe('capacity (docs/design.md#deduplication: full of live entries → 503 c
 
   it('rejects a nonsensical configuration', () => {
     const clock = createFakeClock();
-    assert.throws(() => createDedupCache({ clock, windowMs: 0, capacity: 1 }), RangeError);
-    assert.throws(() => createDedupCache({ clock, windowMs: 1, capacity: 0 }), RangeError);
-    assert.throws(() => createDedupCache({ clock, windowMs: 1, capacity: 1.5 }), RangeError);
+    assert.throws(() => createMemoryDedupStore({ clock, windowMs: 0, capacity: 1 }), RangeError);
+    assert.throws(() => createMemoryDedupStore({ clock, windowMs: 1, capacity: 0 }), RangeError);
+    assert.throws(() => createMemoryDedupStore({ clock, windowMs: 1, capacity: 1.5 }), RangeError);
   });
 });
 
@@ -213,7 +213,7 @@ describe('expiry without per-entry timers', () => {
 
   it('the sweep reclaims expired entries without any further call', async () => {
     const clock = createFakeClock();
-    const cache = createDedupCache({ clock, windowMs: WINDOW, capacity: 10 });
+    const cache = createMemoryDedupStore({ clock, windowMs: WINDOW, capacity: 10 });
     (await reserve(cache, 'a')).commit();
     await clock.advance(60_000);
     (await reserve(cache, 'b')).commit();
@@ -229,7 +229,7 @@ describe('expiry without per-entry timers', () => {
     const clock = createFakeClock();
     // A clock whose timers never fire: only now() moves.
     const frozenTimers = { now: () => clock.now(), setTimeout: () => 0, clearTimeout: () => {} };
-    const cache = createDedupCache({ clock: frozenTimers, windowMs: WINDOW, capacity: 3 });
+    const cache = createMemoryDedupStore({ clock: frozenTimers, windowMs: WINDOW, capacity: 3 });
     (await reserve(cache, 'a')).commit();
     (await reserve(cache, 'b')).commit();
     await clock.advance(WINDOW);

@@ -14,7 +14,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { RelayServer } from '../lib/http/server.ts';
 import { createLogger } from '../lib/log.ts';
 import { createMemoryOutbox } from '../lib/outbox.ts';
-import { openStore, type SqliteStore } from '../lib/sqlite/index.ts';
+import { openSqliteStore, type SqliteStore } from '../lib/sqlite/index.ts';
 import { testConfig } from './helpers/config.ts';
 import { createFakeClock } from './helpers/fake-clock.ts';
 import { fakeRpcFetch, type ReceiptTable } from './helpers/fake-rpc.ts';
@@ -42,7 +42,7 @@ before(async (root) => {
   const t = root as TestContext;
   const clock = createFakeClock();
   const { fetch } = fakeRpcFetch(table);
-  store = await openStore(':memory:');
+  store = await openSqliteStore(':memory:');
   const config = testConfig({
     relayApi: { rateLimit: { burst: 100_000, perMinute: 100_000 } },
     server: { maxMerkleBodyBytes: MERKLE_LIMIT },

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test, type TestContext } from 'node:test';
 import { createMemoryOutbox } from '../lib/outbox.ts';
-import { openStore, type SqliteStore } from '../lib/sqlite/index.ts';
+import { openSqliteStore, type SqliteStore } from '../lib/sqlite/index.ts';
 import type { Outbox } from '../lib/outbox.ts';
 import { testConfig } from './helpers/config.ts';
 import { createFakeClock, type FakeClock } from './helpers/fake-clock.ts';
@@ -42,7 +42,7 @@ async function start(t: TestContext, configOverrides: Parameters<typeof testConf
   const clock = createFakeClock();
   const table: ReceiptTable = new Map();
   const outbox = createMemoryOutbox(clock);
-  const store = await openStore(join(dir, `merkle-${dbCount++}.db`));
+  const store = await openSqliteStore(join(dir, `merkle-${dbCount++}.db`));
   const { fetch } = fakeRpcFetch(table);
   const api = await startApi(t, { config: testConfig(configOverrides), outbox, merkle: store.merkle, clock, fetch });
   t.after(() => store.close());

@@ -9,7 +9,7 @@ import { after, before, describe, test, type TestContext } from 'node:test';
 import { createMetricsRegistry, DEFAULT_BUCKETS } from '../lib/http/metrics.ts';
 import { createMemoryOutbox } from '../lib/outbox.ts';
 import type { FetchLike } from '../lib/rpc.ts';
-import { openStore, type SqliteStore } from '../lib/sqlite/index.ts';
+import { openSqliteStore, type SqliteStore } from '../lib/sqlite/index.ts';
 import { testConfig } from './helpers/config.ts';
 import { createFakeClock } from './helpers/fake-clock.ts';
 import { fakeRpcFetch, type ReceiptTable } from './helpers/fake-rpc.ts';
@@ -198,7 +198,7 @@ describe('GET /metrics over HTTP: the relay API metrics move', () => {
   const GOOD = { chain: 'ethereum', rpc: 'https://good.example.invalid' };
   let store: SqliteStore;
   before(async () => {
-    store = await openStore(':memory:');
+    store = await openSqliteStore(':memory:');
   });
   after(() => store.close());
 

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { REASON_STATUS } from '../lib/errors.ts';
-import { openStore, type SqliteStore } from '../lib/sqlite/index.ts';
+import { openSqliteStore, type SqliteStore } from '../lib/sqlite/index.ts';
 import { validateMerkleRequest, validateRelayRequest } from '../lib/validate.ts';
 import { testConfig } from './helpers/config.ts';
 import { txHash } from './helpers/fixtures.ts';
@@ -261,7 +261,7 @@ describe('the document covers every status, reason and header (docs/design.md#er
 describe('the document matches the running server', () => {
   let store: SqliteStore;
   before(async () => {
-    store = await openStore(':memory:');
+    store = await openSqliteStore(':memory:');
   });
   after(() => store.close());
 

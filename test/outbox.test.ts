@@ -14,7 +14,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { after, describe, test } from 'node:test';
 import type pg from 'pg';
 import { openPostgresStore } from '../lib/postgres/index.ts';
-import { openStore } from '../lib/sqlite/index.ts';
+import { openSqliteStore } from '../lib/sqlite/index.ts';
 import { MIGRATIONS } from '../lib/sqlite/schema.ts';
 import { outboxContract, outboxMessage, queuedRecord } from './outbox-contract.ts';
 import { createFakeClock } from './helpers/fake-clock.ts';
@@ -40,7 +40,7 @@ describe('SQLite outbox persistence', () => {
   test('docs/design.md#sqlite: enqueued and delivered messages survive close and reopen', async () => {
     const file = freshFile();
     const clock = createFakeClock(1_700_000_009_000);
-    const first = await openStore(file, { clock });
+    const first = await openSqliteStore(file, { clock });
     const batch = [outboxMessage(1), outboxMessage(2), outboxMessage(3)];
     assert.equal(await first.outbox.enqueue(batch), 3);
     const [, second1] = await first.outbox.claim(2, 1_000);
@@ -52,7 +52,7 @@ describe('SQLite outbox persistence', () => {
     await clock.advance(1_000); // message 1's lease runs out before the restart
     await first.close();
 
-    const second = await openStore(file, { clock });
+    const second = await openSqliteStore(file, { clock });
     try {
       assert.equal(await second.outbox.depth(), 2);
       assert.deepEqual(
@@ -76,7 +76,7 @@ describe('SQLite outbox persistence', () => {
   });
 
   test('docs/design.md#enqueue: a batch the table refuses midway (CHECK on origin chain length) stores nothing', async () => {
-    const store = await openStore(freshFile());
+    const store = await openSqliteStore(freshFile());
     try {
       await store.outbox.enqueue([outboxMessage(9)]);
       // validateOutboxBatch lets a 129-byte chain name through; the table's CHECK does not, so
@@ -93,10 +93,10 @@ describe('SQLite outbox persistence', () => {
 
   test('docs/design.md#storage: a batch refused before a restart left nothing behind after it', async () => {
     const file = freshFile();
-    const first = await openStore(file);
+    const first = await openSqliteStore(file);
     await assert.rejects(first.outbox.enqueue([outboxMessage(1), outboxMessage(2, 0, { nonce: -1 })]));
     await first.close();
-    const second = await openStore(file);
+    const second = await openSqliteStore(file);
     try {
       assert.equal(await second.outbox.depth(), 0);
     } finally {
@@ -114,7 +114,7 @@ describe('SQLite outbox across processes (docs/design.md#message-lifecycle)', ()
   test('four worker processes claiming from one file at the same moment: no message held twice, every message claimed once', async (t) => {
     const file = freshFile();
     const N = 400;
-    const store = await openStore(file);
+    const store = await openSqliteStore(file);
     await store.outbox.enqueue(Array.from({ length: N }, (_, i) => outboxMessage(i + 1)));
     const script = new URL('./helpers/claim-child.ts', import.meta.url).pathname;
     const workers = [1, 2, 3, 2].map((limit) => {
@@ -169,7 +169,7 @@ describe('SQLite schema migration 3 (docs/design.md#message-lifecycle)', () => {
     old.close();
 
     const clock = createFakeClock(1_700_000_001_000);
-    const store = await openStore(file, { clock });
+    const store = await openSqliteStore(file, { clock });
     try {
       assert.deepEqual(await store.outbox.get(a.id), queuedRecord(a));
       assert.deepEqual(await store.outbox.get(b.id), {
@@ -216,7 +216,7 @@ describe('outbox migrations for expired-lease counting (docs/design.md#leases)',
       )
       .run(m.id, m.originChain, m.txHash, m.origin, m.destination, m.nonce, m.raw, m.enqueuedAt);
     old.close();
-    const store = await openStore(file, { clock: createFakeClock(1_700_000_001_000) });
+    const store = await openSqliteStore(file, { clock: createFakeClock(1_700_000_001_000) });
     try {
       assert.deepEqual(await store.outbox.get(m.id), queuedRecord(m));
     } finally {
@@ -272,7 +272,7 @@ describe('lease time is read where the lock is held, not when the call was sent 
     const file = freshFile();
     const T = 1_700_000_100_000;
     const clock = createFakeClock(T);
-    const store = await openStore(file, { clock, busyTimeoutMs: 60_000 });
+    const store = await openSqliteStore(file, { clock, busyTimeoutMs: 60_000 });
     try {
       const [one, two] = [outboxMessage(1), outboxMessage(2)];
       await store.outbox.enqueue([one, two, outboxMessage(3)]);

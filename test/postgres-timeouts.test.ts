@@ -54,7 +54,7 @@ interface Opened {
 }
 
 /** relayer-server's request pool for `params` (the URL's limits), a store on it in a fresh schema. */
-async function openStore(params: Record<string, string>): Promise<Opened> {
+async function openSqliteStore(params: Record<string, string>): Promise<Opened> {
   const configs = postgresPoolConfigs(withParams(baseUrl, params));
   const pool = new pg.Pool(configs.pool as pg.PoolConfig);
   pool.on('error', () => {});
@@ -88,7 +88,7 @@ describe('server-side limits on every request connection (docs/operations.md)', 
   ];
   for (const { limit, params, cancelled } of cases) {
     test(`${limit}: a reservation blocked on a row lock past the limit is cancelled by the server: 503, nothing commits later, the retry is not duplicate_tx`, async (t) => {
-      const { store, schema } = await openStore(params);
+      const { store, schema } = await openSqliteStore(params);
       const clock = createFakeClock();
       const table: ReceiptTable = new Map();
       const logs: string[] = [];
@@ -231,7 +231,7 @@ describe('migrations run without the limits (docs/operations.md)', () => {
 
 describe('the dedup reservation (lib/postgres/dedup.ts)', () => {
   test('a commit whose UPDATE fails leaves the reservation releasable: release frees the pair', async () => {
-    const { store, schema } = await openStore({ lock_timeout: '300' });
+    const { store, schema } = await openSqliteStore({ lock_timeout: '300' });
     const key = `ethereum\n${txHash(0x5200)}`;
     const reservation = await store.dedup.reserve(key);
     // Another session holds the reserved row: the commit's UPDATE waits past lock_timeout and fails.

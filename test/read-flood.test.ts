@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test, type TestContext } from 'node:test';
 import { createMemoryOutbox } from '../lib/outbox.ts';
-import { openStore } from '../lib/sqlite/index.ts';
+import { openSqliteStore } from '../lib/sqlite/index.ts';
 import type { RelayerStore } from '../lib/store.ts';
 import { openPostgresStore } from '../lib/postgres/index.ts';
 import { testSchema } from './helpers/postgres.ts';
@@ -99,7 +99,7 @@ async function flood(t: TestContext, store: RelayerStore): Promise<void> {
 
 describe('a flood of status reads', () => {
   test('SQLite: every relay sent during the flood is answered 200 and stored; every read answers', async (t) => {
-    const store = await openStore(join(dir, 'flood.db'));
+    const store = await openSqliteStore(join(dir, 'flood.db'));
     t.after(() => store.close());
     await flood(t, store);
   });

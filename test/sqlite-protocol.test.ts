@@ -11,7 +11,7 @@ import { MessageChannel } from 'node:worker_threads';
 import { after, test } from 'node:test';
 import * as errors from '../lib/errors.ts';
 import { openDatabase } from '../lib/sqlite/database.ts';
-import { openStore } from '../lib/sqlite/index.ts';
+import { openSqliteStore } from '../lib/sqlite/index.ts';
 import {
   type ACCESS,
   deserializeError,
@@ -100,7 +100,7 @@ test('built-in errors keep their class; any other keeps its name and data (node:
 });
 
 test('an error thrown by a table in the worker reaches the caller with its class and code', async () => {
-  const store = await openStore(join(dir, 'errors.db'), { clock: createFakeClock() });
+  const store = await openSqliteStore(join(dir, 'errors.db'), { clock: createFakeClock() });
   try {
     await assert.rejects(store.outbox.claim(-1, 1000), (e: unknown) => e instanceof RangeError);
     await assert.rejects(

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { after, describe, test } from 'node:test';
-import { openStore, SCHEMA_VERSION, SchemaVersionError, type SqliteStore } from '../lib/sqlite/index.ts';
+import { openSqliteStore, SCHEMA_VERSION, SchemaVersionError, type SqliteStore } from '../lib/sqlite/index.ts';
 import { MIGRATIONS } from '../lib/sqlite/schema.ts';
 import { id, record } from './merkle-contract.ts';
 import { outboxMessage, queuedRecord } from './outbox-contract.ts';
@@ -31,7 +31,7 @@ function pragma(file: string, name: string): unknown {
 }
 
 async function withStore<T>(file: string, use: (store: SqliteStore) => Promise<T>): Promise<T> {
-  const store = await openStore(file);
+  const store = await openSqliteStore(file);
   try {
     return await use(store);
   } finally {
@@ -73,8 +73,8 @@ describe('durability and schema', () => {
       [
         '--input-type=module',
         '-e',
-        `import { openStore } from ${JSON.stringify(storeUrl)};
-         const store = await openStore(${JSON.stringify(file)});
+        `import { openSqliteStore } from ${JSON.stringify(storeUrl)};
+         const store = await openSqliteStore(${JSON.stringify(file)});
          await store.merkle.insertMerkle([{ chain: 1, insertion_block_number: 5, leaf_index: 0, message_id: '0x' + '11'.repeat(32) }]);
          await store.outbox.enqueue(${JSON.stringify([outboxMessage(1)], (_k, v) => (v instanceof Uint8Array ? [...v] : v))}
            .map((m) => ({ ...m, raw: Uint8Array.from(m.raw) })));
@@ -175,7 +175,7 @@ describe('durability and schema', () => {
     newer.close();
 
     await assert.rejects(
-      openStore(file),
+      openSqliteStore(file),
       (err: unknown) =>
         err instanceof SchemaVersionError &&
         err.found === SCHEMA_VERSION + 1 &&
@@ -191,12 +191,12 @@ describe('durability and schema', () => {
     const foreign = new DatabaseSync(file);
     foreign.exec('CREATE TABLE merkle_insertions (anything)');
     foreign.close();
-    await assert.rejects(openStore(file), /already exists/);
+    await assert.rejects(openSqliteStore(file), /already exists/);
     assert.equal(pragma(file, 'user_version'), 0, 'the failed migration was rolled back');
   });
 
   test('docs/design.md#sqlite: close() is idempotent and the store is unusable afterwards', async () => {
-    const store = await openStore(freshFile());
+    const store = await openSqliteStore(freshFile());
     await store.close();
     await store.close();
     await assert.rejects(store.merkleRowCount());
@@ -206,7 +206,7 @@ describe('durability and schema', () => {
 
   test('docs/design.md#sqlite: writes queued before close() are answered and committed; the worker ends', async () => {
     const file = freshFile();
-    const store = await openStore(file);
+    const store = await openSqliteStore(file);
     const writes = Array.from({ length: 20 }, (_, i) => store.merkle.insertMerkle([record(1, i)]));
     const closed = store.close();
     assert.deepEqual(await Promise.all(writes), Array(20).fill(1));

@@ -17,7 +17,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { after, describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { RelayError } from '../lib/errors.ts';
-import { openStore } from '../lib/sqlite/index.ts';
+import { openSqliteStore } from '../lib/sqlite/index.ts';
 import { spawnTracked } from './e2e/processes.ts';
 import { testConfig } from './helpers/config.ts';
 import { createFakeClock } from './helpers/fake-clock.ts';
@@ -73,7 +73,7 @@ describe("the store's worker thread dies", () => {
   test('in-flight and later requests answer 503 store_unavailable with Retry-After, GET /ready 503; `closed` rejects and every later store call rejects at once', async (t) => {
     const file = freshFile();
     const clock = createFakeClock();
-    const store = await openStore(file, { busyTimeoutMs: LONG_WAIT_MS, callTimeoutMs: LONG_WAIT_MS, clock });
+    const store = await openSqliteStore(file, { busyTimeoutMs: LONG_WAIT_MS, callTimeoutMs: LONG_WAIT_MS, clock });
     t.after(() => store.close());
     const [worker] = liveWorkers();
     assert.ok(worker, 'the store started a worker thread');
@@ -131,7 +131,7 @@ describe("the store's worker thread dies", () => {
 
     // Nothing of the writes cut off was committed, and the file opens again.
     lock.release();
-    const again = await openStore(file);
+    const again = await openSqliteStore(file);
     t.after(() => again.close());
     assert.equal(await again.outbox.get(id), undefined);
     assert.equal(await again.merkleRowCount(), 0);
@@ -171,7 +171,7 @@ describe("the store's worker thread dies", () => {
     );
     assert.doesNotMatch(server.output(), /\n\s+at /, 'no stack trace');
     lock.release();
-    const again = await openStore(file);
+    const again = await openSqliteStore(file);
     t.after(() => again.close());
     assert.equal(await again.merkleRowCount(), 1, 'the file opens; the write cut off left nothing');
   });
@@ -184,8 +184,8 @@ describe('close() with a call pending', () => {
   ]) {
     test(`a script that awaits close() while ${what} is pending ends with code 0 after close resolves`, async () => {
       const script = [
-        `import { openStore } from ${JSON.stringify(join(REPO_ROOT, 'lib', 'sqlite', 'index.ts'))};`,
-        `const store = await openStore(${JSON.stringify(freshFile())});`,
+        `import { openSqliteStore } from ${JSON.stringify(join(REPO_ROOT, 'lib', 'sqlite', 'index.ts'))};`,
+        `const store = await openSqliteStore(${JSON.stringify(freshFile())});`,
         `const pending = ${call};`,
         'await store.close();',
         "console.log('stopped', await pending);",

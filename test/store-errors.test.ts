@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { after, describe, test, type TestContext } from 'node:test';
 import { openPostgresStore } from '../lib/postgres/index.ts';
-import { openStore } from '../lib/sqlite/index.ts';
+import { openSqliteStore } from '../lib/sqlite/index.ts';
 import { isStoreUnavailable, StoreUnavailableError, toStoreError, type RelayerStore } from '../lib/store.ts';
 import { testConfig } from './helpers/config.ts';
 import { createFakeClock } from './helpers/fake-clock.ts';
@@ -66,7 +66,7 @@ const ENGINES: Engine[] = [
     name: 'SQLite',
     async open(t) {
       const file = join(dir, `errors-${Math.random().toString(16).slice(2)}.db`);
-      const store = await openStore(file, { clock: createFakeClock() });
+      const store = await openSqliteStore(file, { clock: createFakeClock() });
       t.after(() => store.close());
       return {
         store,

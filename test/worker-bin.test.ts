@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { openStore } from '../lib/sqlite/index.ts';
+import { openSqliteStore } from '../lib/sqlite/index.ts';
 import { setTimeout as delay } from 'node:timers/promises';
 import { spawnTracked, waitForLine } from './e2e/processes.ts';
 import { REPO_ROOT } from './helpers/server.ts';
@@ -85,7 +85,7 @@ test('viem not installed: exit 1 saying to install it, no module-resolution trac
 
 test('requeue on the database named by RELAYER_DB: a failed message back to queued (exit 0), anything else exit 1', async () => {
   const db = join(dir, 'requeue.db');
-  const store = await openStore(db);
+  const store = await openSqliteStore(db);
   const id = `0x${'11'.repeat(32)}`;
   const raw = new Uint8Array(81);
   raw[0] = 3;
@@ -118,7 +118,7 @@ test('requeue on the database named by RELAYER_DB: a failed message back to queu
   const unknown = await run(['requeue', `0x${'33'.repeat(32)}`], { RELAYER_DB: db });
   assert.equal(unknown.code, 1);
   assert.match(unknown.output, /not requeued: no message 0x3333/);
-  const check = await openStore(db);
+  const check = await openSqliteStore(db);
   try {
     const record = await check.outbox.get(id);
     assert.equal(record?.status, 'queued');

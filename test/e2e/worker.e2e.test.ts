@@ -14,7 +14,7 @@ import type { Hash, Hex } from 'viem';
 import { openPostgresFromUrl } from '../../bin/postgres.ts';
 import { silentLogger } from '../../lib/log.ts';
 import type { Outbox, OutboxMessage } from '../../lib/outbox.ts';
-import { openStore, type SqliteStore } from '../../lib/sqlite/index.ts';
+import { openSqliteStore, type SqliteStore } from '../../lib/sqlite/index.ts';
 import { MAILBOX_ABI } from '../../lib/worker/metadata.ts';
 import { DEFAULTS } from '../../lib/config.ts';
 import { sharedPostgresUrl } from '../helpers/postgres.ts';
@@ -94,7 +94,7 @@ async function deliveries(id: string): Promise<Hash[]> {
 describe('e2e: relayer-worker', { timeout: 600_000 }, () => {
   test('a NULL-ISM recipient: queued → delivered on chain, recorded with the ProcessId transaction; /metrics, /ready; SIGTERM exits 0; the key is never printed', async () => {
     const db = join(bench.dir, 'null-ism.db');
-    const store: SqliteStore = await openStore(db);
+    const store: SqliteStore = await openSqliteStore(db);
     try {
       const messages = await bench.dispatch(3);
       assert.equal(await store.outbox.enqueue(messages), 3);
@@ -144,7 +144,7 @@ describe('e2e: relayer-worker', { timeout: 600_000 }, () => {
 
   test('a ROUTING ISM in front of a NoopIsm: route(message) is followed and the message delivered; an unsupported ISM type is failed at once and relayer-worker requeue puts it back', async () => {
     const db = join(bench.dir, 'routing.db');
-    const store = await openStore(db);
+    const store = await openSqliteStore(db);
     const noop = await deployNoopIsm(bench.chain);
     const routing = await deployRoutingIsm(bench.chain, new Map([[1, noop]]));
     const routed = await deployTestRecipient(bench.chain, routing);
@@ -213,7 +213,7 @@ describe('e2e: relayer-worker', { timeout: 600_000 }, () => {
 
   test('two workers on one SQLite file: 50 messages, each delivered exactly once', { timeout: 150_000 }, async () => {
     const db = join(bench.dir, 'two-workers.db');
-    const store = await openStore(db);
+    const store = await openSqliteStore(db);
     try {
       await twoWorkersExactlyOnce(db, store.outbox);
     } finally {
@@ -242,7 +242,7 @@ describe('e2e: relayer-worker', { timeout: 600_000 }, () => {
 
   test('a worker SIGKILLed after sending, before recording: the next worker finds it delivered and records the one transaction', async () => {
     const db = join(bench.dir, 'killed.db');
-    const store = await openStore(db);
+    const store = await openSqliteStore(db);
     const signer = privateKeyToAddress(devKey(6));
     try {
       const [m] = await bench.dispatch(1);
@@ -283,7 +283,7 @@ describe('e2e: relayer-worker', { timeout: 600_000 }, () => {
 
   test('a stuck transaction (mining held) is replaced with higher fees, same nonce; the replacement is mined and recorded', async () => {
     const db = join(bench.dir, 'stuck.db');
-    const store = await openStore(db);
+    const store = await openSqliteStore(db);
     const signer = privateKeyToAddress(devKey(8));
     try {
       const [m] = await bench.dispatch(1);

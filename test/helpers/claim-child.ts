@@ -5,10 +5,10 @@
  * nothing is left, and prints the ids it got as one JSON line.
  */
 import { setTimeout as delay } from 'node:timers/promises';
-import { openStore } from '../../lib/sqlite/index.ts';
+import { openSqliteStore } from '../../lib/sqlite/index.ts';
 
 const [file, limit] = process.argv.slice(2);
-const store = await openStore(file, { busyTimeoutMs: 30_000 });
+const store = await openSqliteStore(file, { busyTimeoutMs: 30_000 });
 process.stdout.write('ready\n');
 process.stdin.once('data', async () => {
   const ids: string[] = [];

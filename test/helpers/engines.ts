@@ -9,12 +9,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after } from 'node:test';
 import pg from 'pg';
-import { createDedupCache, type DedupStore } from '../../lib/dedup.ts';
+import { createMemoryDedupStore, type DedupStore } from '../../lib/dedup.ts';
 import { createMemoryMerkleStore } from '../../lib/merkle.ts';
 import { createMemoryOutbox, type Outbox } from '../../lib/outbox.ts';
 import { openPostgresStore, type PostgresStore, type PostgresStoreOptions } from '../../lib/postgres/index.ts';
 import { createTokenBucket, type RateLimiter } from '../../lib/rate-limit.ts';
-import { openStore } from '../../lib/sqlite/index.ts';
+import { openSqliteStore } from '../../lib/sqlite/index.ts';
 import type { MerkleStore } from '../../lib/types.ts';
 import type { FakeClock } from './fake-clock.ts';
 import { testSchema, type TestSchema } from './postgres.ts';
@@ -85,7 +85,7 @@ export const memoryEngine: Engine = {
       outbox: createMemoryOutbox(clock),
       merkle,
       merkleRowCount: async () => merkle.size(),
-      dedup: createDedupCache({ clock, windowMs: api.dedupWindowSeconds * 1000, capacity: api.dedupCapacity }),
+      dedup: createMemoryDedupStore({ clock, windowMs: api.dedupWindowSeconds * 1000, capacity: api.dedupCapacity }),
       rateLimiter: createTokenBucket({ clock, ...api.rateLimit }),
       close() {},
     };
@@ -100,14 +100,14 @@ function sqliteEngine(name: string, path: () => string, replicas: boolean): Engi
     dedupPendingMs: () => 0,
     async open(clock) {
       const file = path();
-      const store = await openStore(file, { clock });
+      const store = await openSqliteStore(file, { clock });
       return {
         outbox: store.outbox,
         merkle: store.merkle,
         merkleRowCount: () => store.merkleRowCount(),
         connect: replicas
           ? async () => {
-              const other = await openStore(file, { clock });
+              const other = await openSqliteStore(file, { clock });
               return { outbox: other.outbox, close: () => other.close() };
             }
           : undefined,

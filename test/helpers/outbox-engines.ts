@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { after } from 'node:test';
 import { createMemoryOutbox, type Outbox } from '../../lib/outbox.ts';
 import { openPostgresStore } from '../../lib/postgres/index.ts';
-import { openStore } from '../../lib/sqlite/index.ts';
+import { openSqliteStore } from '../../lib/sqlite/index.ts';
 import { testConfig } from './config.ts';
 import type { FakeClock } from './fake-clock.ts';
 import { testSchema } from './postgres.ts';
@@ -30,7 +30,7 @@ export function outboxEngines(prefix: string): OutboxEngine[] {
     {
       name: 'SQLite outbox (file)',
       async open(clock) {
-        const store = await openStore(join(dir, `${prefix}-${++files}.db`), { clock });
+        const store = await openSqliteStore(join(dir, `${prefix}-${++files}.db`), { clock });
         return { outbox: store.outbox, close: () => store.close() };
       },
     },
