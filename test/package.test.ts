@@ -7,8 +7,8 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, posix } from 'node:path';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, posix } from 'node:path';
 import { test } from 'node:test';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -125,7 +125,7 @@ test('docs/design.md#package: the built entry points export the documented API',
   assert.equal(typeof server.createRelayServer, 'function');
   assert.equal(typeof server.createRelayApi, 'function');
   const sqlite = await import('relayer-api/sqlite');
-  assert.equal(typeof sqlite.openStore, 'function');
+  assert.equal(typeof sqlite.openSqliteStore, 'function');
   const postgres = await import('relayer-api/postgres');
   assert.equal(typeof postgres.openPostgresStore, 'function');
   const worker = await import('relayer-api/worker');
@@ -264,4 +264,57 @@ test('docs/design.md#package: the package publishes LICENSE and every document i
       assert.ok(files.has(resolved), `${doc} links ${target}, which npm pack does not publish`);
     }
   }
+});
+
+test('README.md#map-of-the-package: the README opens with a map of every entry point of package.json, each row naming code that exists', () => {
+  const readme = readFileSync(join(root, 'README.md'), 'utf8');
+  const first = readme.split('\n## ')[1];
+  assert.ok(first.startsWith('Map of the package\n'), 'the first section of the README is the map');
+  const rows = first.split('\n').filter((line) => line.startsWith('| `'));
+  const entry = (row: string) => /^\| `([^`]+)`/.exec(row)![1];
+  const exportsMap = Object.entries(pkg.exports as Record<string, { default: string } | string>).filter(
+    ([key]) => key !== './package.json',
+  );
+  // Where each entry point's source lives: the built file's path in dist/, as a .ts file.
+  const source = (built: string) => built.replace(/^\.\/dist\//, '').replace(/\.js$/, '.ts');
+  const expected = new Map<string, string>([
+    ...Object.entries(pkg.bin as Record<string, string>).map(([name, built]): [string, string] => [
+      name,
+      source(built),
+    ]),
+    ...exportsMap.map(([key, target]): [string, string] => [
+      key === '.' ? pkg.name : `${pkg.name}/${key.slice(2)}`,
+      source(typeof target === 'string' ? target : target.default),
+    ]),
+  ]);
+  assert.deepEqual(rows.map(entry).sort(), [...expected.keys()].sort(), 'one row per entry point');
+  for (const row of rows) {
+    const code = row.split('|').at(-2)!;
+    const paths = [...code.matchAll(/`((?:lib|bin)\/[^`*]*)`/g)].map((m) => m[1]);
+    const file = expected.get(entry(row))!;
+    assert.ok(
+      paths.some((p) => p === file || p === `${dirname(file)}/`),
+      `the row of ${entry(row)} names ${file} or its folder: ${code}`,
+    );
+    for (const p of paths) assert.ok(existsSync(join(root, p)), `${p}, named by the map, exists`);
+  }
+});
+
+test('no file in lib/ is over 300 lines (a file that grows past it is split into modules of one concern each)', () => {
+  // Being split by their owners; a file not listed here fails as soon as it passes 300 lines.
+  const pending = new Set([
+    'lib/rpc.ts',
+    'lib/http/rpc-transport.ts',
+    'lib/worker/ccip-read.ts',
+    'lib/worker/delivery.ts',
+    'lib/worker/transactions.ts',
+  ]);
+  const long: string[] = [];
+  for (const entry of readdirSync(join(root, 'lib'), { recursive: true })) {
+    const path = `lib/${String(entry)}`;
+    if (!path.endsWith('.ts')) continue;
+    const lines = readFileSync(join(root, path), 'utf8').split('\n').length - 1;
+    if (lines > 300 && !pending.has(path)) long.push(`${path}: ${lines} lines`);
+  }
+  assert.deepEqual(long, []);
 });
