@@ -17,7 +17,7 @@ import { openSqliteStore } from '../lib/sqlite/index.ts';
 import type { RelayQueue } from '../lib/outbox.ts';
 import { fileChains, testConfig } from './helpers/config.ts';
 import { createFakeClock } from './helpers/fake-clock.ts';
-import { fakeRpcFetch, startFakeRpcServer, type ReceiptTable } from './helpers/fake-rpc.ts';
+import { callSignal, fakeRpcFetch, startFakeRpcServer, type ReceiptTable } from './helpers/fake-rpc.ts';
 import { rpcReceipt, transferLogs, txHash } from './helpers/fixtures.ts';
 import { httpRequest, postJson } from './helpers/http.ts';
 import { startApi, startRelayerServer } from './helpers/server.ts';
@@ -40,9 +40,9 @@ async function start(t: TestContext, options: { level?: LogLevel; queue?: RelayQ
   const table: ReceiptTable = new Map();
   const rpc = fakeRpcFetch(table);
   const raw: string[] = [];
-  let onCall = () => {};
+  const calls = callSignal();
   const fetch: FetchLike = async (url, init) => {
-    onCall();
+    calls.raise();
     if (new URL(url).hostname === 'down.example.invalid') throw new TypeError('fetch failed');
     return rpc.fetch(url, init as RequestInit);
   };
@@ -68,14 +68,7 @@ async function start(t: TestContext, options: { level?: LogLevel; queue?: RelayQ
       return JSON.parse(text);
     });
   const requestLines = () => lines().filter((l) => l.msg === 'request');
-  const nextCall = () =>
-    new Promise<void>(
-      (resolve) =>
-        (onCall = () => {
-          onCall = () => {};
-          resolve();
-        }),
-    );
+  const nextCall = calls.next;
   return { url, port, clock, table, raw, lines, requestLines, nextCall };
 }
 

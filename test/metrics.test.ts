@@ -12,7 +12,7 @@ import type { FetchLike } from '../lib/rpc.ts';
 import { openSqliteStore, type SqliteStore } from '../lib/sqlite/index.ts';
 import { testConfig } from './helpers/config.ts';
 import { createFakeClock } from './helpers/fake-clock.ts';
-import { fakeRpcFetch, type ReceiptTable } from './helpers/fake-rpc.ts';
+import { callSignal, fakeRpcFetch, type ReceiptTable } from './helpers/fake-rpc.ts';
 import { rpcReceipt, transferLogs, txHash } from './helpers/fixtures.ts';
 import { httpRequest, postJson } from './helpers/http.ts';
 import { startApi } from './helpers/server.ts';
@@ -207,10 +207,10 @@ describe('GET /metrics over HTTP: the relay API metrics move', () => {
     const table: ReceiptTable = new Map();
     const rpc = fakeRpcFetch(table);
     const calls = { bad: 0, good: 0 };
-    let onCall = () => {};
+    const signal = callSignal();
     // The first endpoint is down (transport error): every attempt fails over to the second.
     const fetch: FetchLike = async (url, init) => {
-      onCall();
+      signal.raise();
       if (new URL(url).hostname === 'bad.example.invalid') {
         calls.bad++;
         throw new TypeError('fetch failed');
@@ -233,14 +233,7 @@ describe('GET /metrics over HTTP: the relay API metrics move', () => {
       return valid(res.text);
     };
     /** Resolves at the next receipt request (the request has reached the pipeline). */
-    const nextCall = () =>
-      new Promise<void>(
-        (resolve) =>
-          (onCall = () => {
-            onCall = () => {};
-            resolve();
-          }),
-      );
+    const nextCall = signal.next;
     return { url, clock, table, calls, scrape, nextCall };
   }
 

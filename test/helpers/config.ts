@@ -12,46 +12,51 @@ import { CCTP_V2_TRANSMITTER, MAILBOX } from './fixtures.ts';
 /** Base's Mailbox (registry chains/base/addresses.yaml), EIP-55 as an operator pastes it. */
 export const BASE_MAILBOX = '0xeA87ae93Fa0019a82A727bfd3eBd1cFCa8f64f1D';
 
+/** Frozen to the leaves: a test that changed a shared default would change every other test's. */
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null) for (const v of Object.values(value)) deepFreeze(v);
+  return Object.freeze(value);
+}
+
 /** Every default of docs/configuration.md#the-configuration-file and docs/configuration.md#the-worker-section. */
-export const DOCUMENTED_DEFAULTS: Readonly<Pick<RelayerConfig, 'relayApi' | 'server' | 'worker' | 'db'>> =
-  Object.freeze({
-    relayApi: {
-      rateLimit: { burst: 100, perMinute: 100 },
-      dedupWindowSeconds: 300,
-      dedupCapacity: 10_000,
-      receiptTimeoutSeconds: 10,
-      maxMessagesPerTx: 10,
-    },
-    server: {
-      host: '127.0.0.1',
-      port: 9090,
-      adminToken: null,
-      corsOrigins: [],
-      maxRelayBodyBytes: 65_536,
-      maxMerkleBodyBytes: 16_777_216,
-    },
-    worker: {
-      host: '127.0.0.1',
-      port: 9091,
-      batch: 10,
-      concurrency: 4,
-      leaseSeconds: 60,
-      maxAttempts: 5,
-      maxLeaseExpiries: 5,
-      confirmations: 1,
-      pendingDeadlineHours: 48,
-      pendingRetrySeconds: 5,
-      pendingRetryMaxSeconds: 60,
-      retryBaseSeconds: 5,
-      retryMaxSeconds: 600,
-      pollMs: 1_000,
-      gasMarginPercent: 20,
-      replaceAfterSeconds: 60,
-      ccipReadTimeoutSeconds: 10,
-      stopGraceSeconds: 30,
-    },
-    db: './relayer.db',
-  });
+export const DOCUMENTED_DEFAULTS: Readonly<Pick<RelayerConfig, 'relayApi' | 'server' | 'worker' | 'db'>> = deepFreeze({
+  relayApi: {
+    rateLimit: { burst: 100, perMinute: 100 },
+    dedupWindowSeconds: 300,
+    dedupCapacity: 10_000,
+    receiptTimeoutSeconds: 10,
+    maxMessagesPerTx: 10,
+  },
+  server: {
+    host: '127.0.0.1',
+    port: 9090,
+    adminToken: null,
+    corsOrigins: [],
+    maxRelayBodyBytes: 65_536,
+    maxMerkleBodyBytes: 16_777_216,
+  },
+  worker: {
+    host: '127.0.0.1',
+    port: 9091,
+    batch: 10,
+    concurrency: 4,
+    leaseSeconds: 60,
+    maxAttempts: 5,
+    maxLeaseExpiries: 5,
+    confirmations: 1,
+    pendingDeadlineHours: 48,
+    pendingRetrySeconds: 5,
+    pendingRetryMaxSeconds: 60,
+    retryBaseSeconds: 5,
+    retryMaxSeconds: 600,
+    pollMs: 1_000,
+    gasMarginPercent: 20,
+    replaceAfterSeconds: 60,
+    ccipReadTimeoutSeconds: 10,
+    stopGraceSeconds: 30,
+  },
+  db: './relayer.db',
+});
 
 export function testConfig(
   overrides: Partial<Omit<RelayerConfig, 'relayApi' | 'server' | 'worker'>> & {

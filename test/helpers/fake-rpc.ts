@@ -69,3 +69,16 @@ export async function startFakeRpcServer(table: ReceiptTable = new Map()): Promi
       }),
   };
 }
+
+/** Calls told apart in time: a fake fetch calls `raise()`, a test awaits `next()` to know its request reached the RPC. */
+export function callSignal(): { raise(): void; next(): Promise<void> } {
+  let waiting: Array<() => void> = [];
+  return {
+    raise() {
+      const resolves = waiting;
+      waiting = [];
+      for (const resolve of resolves) resolve();
+    },
+    next: () => new Promise<void>((resolve) => waiting.push(resolve)),
+  };
+}
