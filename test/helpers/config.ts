@@ -1,62 +1,54 @@
 /**
  * The configuration tests use, built literally (independent of the config parser):
- * - `DOCUMENTED_DEFAULTS`: the defaults docs/configuration.md documents, written out once here so
- *   that test/config.test.ts compares the parser with the documentation, not with itself;
+ * - `DOCUMENTED_DEFAULTS`: the defaults docs/configuration.md documents, read from it, so that
+ *   test/config.test.ts compares the parser with the documentation, not with itself;
  * - `testConfig(overrides)`: a RelayerConfig with two chains, those defaults, port 0 and :memory:;
  * - `fileChains(rpc)`: the `chains` section of a config file as an operator writes it, for the
  *   tests that start the real binaries.
  */
+import { readFileSync } from 'node:fs';
 import type { RelayerConfig } from '../../lib/types.ts';
 import { CCTP_V2_TRANSMITTER, MAILBOX } from './fixtures.ts';
 
 /** Base's Mailbox (registry chains/base/addresses.yaml), EIP-55 as an operator pastes it. */
 export const BASE_MAILBOX = '0xeA87ae93Fa0019a82A727bfd3eBd1cFCa8f64f1D';
 
-/** Frozen to the leaves: a test that changed a shared default would change every other test's. */
+/**
+ * Every default as docs/configuration.md documents it, read from there (not from lib/config.ts),
+ * so that test/config.test.ts compares the parser with the documentation: the example file of
+ * docs/configuration.md#the-configuration-file spells out `relayApi`, `server` and `db`, and the
+ * table of docs/configuration.md#the-worker-section gives the worker's defaults. Frozen to the
+ * leaves: a test that changed a shared default would change every other test's.
+ */
+export const DOCUMENTED_DEFAULTS: Readonly<Pick<RelayerConfig, 'relayApi' | 'server' | 'worker' | 'db'>> = deepFreeze(
+  readDocumentedDefaults(),
+);
+
+function readDocumentedDefaults(): Pick<RelayerConfig, 'relayApi' | 'server' | 'worker' | 'db'> {
+  const text = readFileSync(new URL('../../docs/configuration.md', import.meta.url), 'utf8');
+  const example = /## The configuration file\n[\s\S]*?```json\n([\s\S]*?)```/.exec(text);
+  const table = /### The worker section\n[\s\S]*?\n\n(\|[\s\S]*?)\n\n/.exec(text);
+  if (example === null || table === null)
+    throw new Error('docs/configuration.md: example file or worker table not found');
+  const { relayApi, server, db } = JSON.parse(example[1]);
+  const worker: Record<string, unknown> = {};
+  // | `worker.a`, `worker.b` | 5, 600 | meaning |
+  for (const row of table[1].split('\n').slice(2)) {
+    const [keys, values] = row.split('|').slice(1, 3);
+    const names = [...keys.matchAll(/`worker\.(\w+)`/g)].map((m) => m[1]);
+    const given = values.split(',').map((v) => v.trim());
+    if (names.length === 0 || names.length !== given.length) throw new Error(`worker table row not understood: ${row}`);
+    names.forEach((name, i) => {
+      worker[name] = /^\d+$/.test(given[i]) ? Number(given[i]) : given[i];
+    });
+  }
+  return { relayApi, server, worker: worker as unknown as RelayerConfig['worker'], db };
+}
+
 function deepFreeze<T>(value: T): T {
   if (typeof value === 'object' && value !== null) for (const v of Object.values(value)) deepFreeze(v);
   return Object.freeze(value);
 }
-
-/** Every default of docs/configuration.md#the-configuration-file and docs/configuration.md#the-worker-section. */
-export const DOCUMENTED_DEFAULTS: Readonly<Pick<RelayerConfig, 'relayApi' | 'server' | 'worker' | 'db'>> = deepFreeze({
-  relayApi: {
-    rateLimit: { burst: 100, perMinute: 100 },
-    dedupWindowSeconds: 300,
-    dedupCapacity: 10_000,
-    receiptTimeoutSeconds: 10,
-    maxMessagesPerTx: 10,
-  },
-  server: {
-    host: '127.0.0.1',
-    port: 9090,
-    adminToken: null,
-    corsOrigins: [],
-    maxRelayBodyBytes: 65_536,
-    maxMerkleBodyBytes: 16_777_216,
-  },
-  worker: {
-    host: '127.0.0.1',
-    port: 9091,
-    batch: 10,
-    concurrency: 4,
-    leaseSeconds: 60,
-    maxAttempts: 5,
-    maxLeaseExpiries: 5,
-    confirmations: 1,
-    pendingDeadlineHours: 48,
-    pendingRetrySeconds: 5,
-    pendingRetryMaxSeconds: 60,
-    retryBaseSeconds: 5,
-    retryMaxSeconds: 600,
-    pollMs: 1_000,
-    gasMarginPercent: 20,
-    replaceAfterSeconds: 60,
-    ccipReadTimeoutSeconds: 10,
-    stopGraceSeconds: 30,
-  },
-  db: './relayer.db',
-});
 
 export function testConfig(
   overrides: Partial<Omit<RelayerConfig, 'relayApi' | 'server' | 'worker'>> & {
