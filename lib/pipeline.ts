@@ -107,19 +107,13 @@ export function createRelayPipeline(options: RelayPipelineOptions): RelayPipelin
     const { chain, txHash } = validateRelayRequest(body(), chains);
     onValid?.({ originChain: chain.name, txHash });
     const reservation = await callStore(() => dedup.reserve(`${chain.name}\n${txHash}`));
-    try {
-      const { messages, batch } = await accept(chain, txHash, signal);
-      if (batch.length > 0) await callStore(() => queue.enqueue(batch));
-      await callStore(() => reservation.commit());
-      return { messages };
-    } catch (error) {
-      try {
-        await reservation.release();
-      } catch {
-        // The reservation expires one window after it was taken; the request's own error is the answer.
-      }
-      throw toRelayError(error);
-    }
+    return acceptReserved(chain, txHash, signal, {
+      async complete(batch) {
+        if (batch.length > 0) await callStore(() => queue.enqueue(batch));
+        await callStore(() => reservation.commit());
+      },
+      release: () => reservation.release(),
+    });
   }
 
   /**
@@ -144,15 +138,31 @@ export function createRelayPipeline(options: RelayPipelineOptions): RelayPipelin
     const { chain, txHash } = request;
     onValid?.({ originChain: chain.name, txHash });
     const admitted = await callStore(() => admission.admit(`${chain.name}\n${txHash}`));
+    return acceptReserved(chain, txHash, signal, {
+      complete: (batch) => callStore(() => admitted.complete(batch)),
+      release: () => admitted.release(),
+    });
+  }
+
+  /**
+   * Accepts a reserved request: `complete` stores its rows and commits the reservation; on any
+   * failure the reservation is released and the request's own error is the answer.
+   */
+  async function acceptReserved(
+    chain: ChainConfig,
+    txHash: string,
+    signal: AbortSignal | undefined,
+    reserved: { complete(batch: OutboxMessage[]): Promise<void>; release(): unknown },
+  ): Promise<RelayResponse> {
     try {
       const { messages, batch } = await accept(chain, txHash, signal);
-      await callStore(() => admitted.complete(batch));
+      await reserved.complete(batch);
       return { messages };
     } catch (error) {
       try {
-        await admitted.release();
+        await reserved.release();
       } catch {
-        // As in run(): the reservation expires on its own.
+        // The reservation expires one window after it was taken; the request's own error is the answer.
       }
       throw toRelayError(error);
     }
