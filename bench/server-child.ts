@@ -25,7 +25,7 @@ import { createRpcTransport } from '../lib/http/rpc-transport.ts';
 import { createRelayServer } from '../lib/http/server.ts';
 import { createLogger, silentLogger } from '../lib/log.ts';
 import { createMemoryOutbox } from '../lib/outbox.ts';
-import type { FetchLike } from '../lib/rpc.ts';
+import type { FetchLike, RpcFetch } from '../lib/rpc.ts';
 import { openSqliteStore, type SqliteStore } from '../lib/sqlite/index.ts';
 import { MIGRATIONS } from '../lib/sqlite/schema.ts';
 import type { MerkleInsertion, RelayerConfig } from '../lib/types.ts';
@@ -203,7 +203,7 @@ function merklePeer(path: string): (req: IncomingMessage, res: ServerResponse) =
   };
 }
 
-function fetchFor(options: RelayChildOptions): FetchLike | undefined {
+function fetchFor(options: RelayChildOptions): RpcFetch | undefined {
   if (options.rpc === undefined) return instantRpc(options.distinctMessages ?? false);
   // relayer-server's transport, or the library's default (the global fetch).
   return options.transport === 'fetch' ? undefined : createRpcTransport().fetch;

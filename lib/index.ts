@@ -52,7 +52,16 @@ export {
   type ReceiptFetcherOptions,
   type ReceiptSource,
 } from './receipt.ts';
-export { createRpcClient, redactUrl, type FetchLike, type RpcCall, type RpcOptions } from './rpc.ts';
+export {
+  createRpcClient,
+  redactUrl,
+  type ChunkedBody,
+  type ChunkedResponse,
+  type FetchLike,
+  type RpcCall,
+  type RpcFetch,
+  type RpcOptions,
+} from './rpc.ts';
 export { createMemoryMerkleStore, type MemoryMerkleStore } from './merkle.ts';
 export {
   createMemoryOutbox,

@@ -16,7 +16,7 @@ import { callStore, isPromiseLike, toStoreError, type RelayAdmission } from './s
 import { createPolicy } from './policy.ts';
 import { createTokenBucket, rateLimitedError, type RateLimiter, type TakeResult } from './rate-limit.ts';
 import { createReceiptFetcher, type Receipt, type ReceiptFetchEvent, type ReceiptSource } from './receipt.ts';
-import type { FetchLike } from './rpc.ts';
+import type { RpcFetch } from './rpc.ts';
 import type { OutboxMessage, RelayQueue } from './outbox.ts';
 import type { HyperlaneMessage } from './message.ts';
 import type { ChainConfig, RelayResponse, RelayerConfig } from './types.ts';
@@ -28,7 +28,7 @@ export interface RelayPipelineOptions {
   queue: RelayQueue;
   clock?: Clock;
   /** Used by the default receipt fetcher; defaults to the global fetch. */
-  fetch?: FetchLike;
+  fetch?: RpcFetch;
   /** Replaces the JSON-RPC receipt fetcher altogether. */
   fetchReceipt?: ReceiptSource;
   /** Replaces the per-process dedup cache (e.g. with a shared store, docs/design.md#replicas). */

@@ -9,14 +9,24 @@
  */
 import { systemClock, type Clock } from './clock.ts';
 import { RpcError, type RpcFailureCode } from './errors.ts';
-import { isPlainObject, joinBytes } from './hex.ts';
-
+import { isPlainObject } from './hex.ts';
+import { discardBody, readBounded, type RpcFetch, type RpcResponse } from './rpc-body.ts';
 import type { FetchLike } from './types.ts';
 
-export type { FetchLike };
+export type { FetchLike, RpcFetch };
+export type { BodySink, ChunkedBody, ChunkedResponse, RpcResponse } from './rpc-body.ts';
+export {
+  causeText,
+  classifyFailure,
+  redactEndpoint,
+  redactUrl,
+  redactUrls,
+  type RpcFailureClass,
+} from './rpc-diagnostics.ts';
 
 export interface RpcOptions {
-  fetch?: FetchLike;
+  /** Any `fetch`; a transport may answer a ChunkedResponse (lib/rpc-body.ts). Default: the global fetch. */
+  fetch?: RpcFetch;
   clock?: Clock;
   /** One request's limit, so a hanging endpoint fails over. Default 3 000 ms. */
   attemptTimeoutMs?: number;
@@ -34,16 +44,6 @@ export type RpcCall = (
   params: readonly unknown[],
   signal: AbortSignal,
 ) => Promise<unknown>;
-
-/** scheme://host[:port]: drops userinfo, path, query and fragment, where API keys live. */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.protocol}//${u.host}`;
-  } catch {
-    return '<invalid url>';
-  }
-}
 
 export function fail(code: RpcFailureCode, message: string, cause?: unknown): never {
   throw new RpcError(code, message, cause === undefined ? undefined : { cause });
@@ -65,18 +65,12 @@ export function follow(outer: AbortSignal, local: AbortController): () => void {
 }
 
 /**
- * The global fetch refuses a URL with credentials ("https://user:key@host/…", a form RPC providers
- * hand out), so the default fetch sends them as HTTP Basic auth instead, as curl and the reference
- * relayer's reqwest do. An injected fetch gets the URL as configured.
+ * The `authorization` header for a URL's userinfo ("https://user:key@host/…", a form RPC providers
+ * hand out): HTTP Basic, as curl and the reference relayer's reqwest send it; undefined without
+ * userinfo. Both the default fetch below and relayer-api/server's transport use it.
  */
-function fetchWithUrlCredentials(input: string, init: RequestInit): Promise<Response> {
-  let url: URL;
-  try {
-    url = new URL(input);
-  } catch {
-    return fetch(input, init);
-  }
-  if (url.username === '' && url.password === '') return fetch(input, init);
+export function basicAuthorization(url: URL): string | undefined {
+  if (url.username === '' && url.password === '') return undefined;
   const decode = (part: string) => {
     try {
       return decodeURIComponent(part);
@@ -87,44 +81,27 @@ function fetchWithUrlCredentials(input: string, init: RequestInit): Promise<Resp
   let binary = '';
   for (const byte of new TextEncoder().encode(`${decode(url.username)}:${decode(url.password)}`))
     binary += String.fromCharCode(byte);
+  return `Basic ${btoa(binary)}`;
+}
+
+/**
+ * The global fetch refuses a URL with credentials, so the default fetch sends them as Basic auth
+ * instead. An injected fetch gets the URL as configured.
+ */
+function fetchWithUrlCredentials(input: string, init: RequestInit): Promise<Response> {
+  let url: URL;
+  try {
+    url = new URL(input);
+  } catch {
+    return fetch(input, init);
+  }
+  const authorization = basicAuthorization(url);
+  if (authorization === undefined) return fetch(input, init);
   const headers = new Headers(init.headers);
-  headers.set('authorization', `Basic ${btoa(binary)}`);
+  headers.set('authorization', authorization);
   url.username = '';
   url.password = '';
   return fetch(url.href, { ...init, headers });
-}
-
-/** Reads at most `maxBytes` of the body, cancelling the stream beyond that or when `signal` aborts. */
-async function readBounded(response: Response, maxBytes: number, signal: AbortSignal): Promise<Uint8Array> {
-  const declared = Number(response.headers.get('content-length'));
-  if (declared > maxBytes) {
-    await response.body?.cancel().catch(() => {});
-    fail('too_large', 'response too large');
-  }
-  if (!response.body) return new Uint8Array(0);
-  const reader = response.body.getReader();
-  // A stalled body must not outlive its attempt: cancelling the reader ends the pending read.
-  const onAbort = () => void reader.cancel(signal.reason).catch(() => {});
-  signal.addEventListener('abort', onAbort, { once: true });
-  try {
-    const chunks: Uint8Array[] = [];
-    let total = 0;
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (signal.aborted) throw signal.reason;
-      if (done) break;
-      total += value.byteLength;
-      if (total > maxBytes) {
-        await reader.cancel().catch(() => {});
-        fail('too_large', 'response too large');
-      }
-      chunks.push(value);
-    }
-    return joinBytes(chunks);
-  } finally {
-    signal.removeEventListener('abort', onAbort);
-    reader.releaseLock();
-  }
 }
 
 /** Stateless when used without `stream`, so one instance serves every response. */
@@ -152,7 +129,7 @@ function parseResponse(body: Uint8Array, id: number): unknown {
 }
 
 export function createRpcClient(opts: RpcOptions = {}): RpcCall {
-  const fetchFn: FetchLike = opts.fetch ?? fetchWithUrlCredentials;
+  const fetchFn: RpcFetch = opts.fetch ?? fetchWithUrlCredentials;
   const clock = opts.clock ?? systemClock;
   const attemptTimeoutMs = opts.attemptTimeoutMs ?? 3_000;
   const maxResponseBytes = opts.maxResponseBytes ?? 8 * 1024 * 1024;
@@ -168,7 +145,7 @@ export function createRpcClient(opts: RpcOptions = {}): RpcCall {
     const unfollow = follow(outer, local);
     const signal = local.signal;
     try {
-      let response: Response;
+      let response: RpcResponse;
       try {
         response = await fetchFn(url, {
           method: 'POST',
@@ -182,7 +159,7 @@ export function createRpcClient(opts: RpcOptions = {}): RpcCall {
         fail('transport', 'transport error', err);
       }
       if (!response.ok) {
-        await response.body?.cancel().catch(() => {});
+        await discardBody(response);
         fail('http_status', `HTTP ${response.status}`);
       }
       return parseResponse(await readBounded(response, maxResponseBytes, signal), id);
@@ -197,108 +174,4 @@ export function createRpcClient(opts: RpcOptions = {}): RpcCall {
       clock.clearTimeout(timer);
     }
   };
-}
-
-/**
- * `text` with every piece of the endpoint `url` that may hold a key (userinfo, path segments,
- * query values) replaced by "…": a node may quote the request back in its error message, with
- * the key in the path. Pieces shorter than 3 characters ("v2") carry no key and stay.
- */
-export function redactEndpoint(text: string, url: string): string {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    return text;
-  }
-  const raw = [
-    u.username,
-    u.password,
-    u.pathname,
-    u.search.slice(1),
-    ...u.pathname.split('/'),
-    ...[...u.searchParams.values()],
-  ];
-  const pieces = new Set<string>();
-  for (const piece of raw) {
-    pieces.add(piece);
-    try {
-      pieces.add(decodeURIComponent(piece));
-    } catch {
-      // not percent-encoded
-    }
-  }
-  // Longest first, so a whole path goes before the segments inside it.
-  for (const piece of [...pieces].filter((p) => p.length >= 3).sort((a, b) => b.length - a.length)) {
-    text = text.split(piece).join('…');
-  }
-  return text;
-}
-
-/** The class of an endpoint's failure, as an operator acts on it (docs/operations.md#logs). */
-export type RpcFailureClass =
-  | 'dns'
-  | 'connection_refused'
-  | 'connection_reset'
-  | 'tls'
-  | 'timeout'
-  | 'transport'
-  | 'http_5xx'
-  | 'http_4xx'
-  | 'rpc_error'
-  | 'malformed_answer';
-
-/** The innermost `code` property on the cause chain (Node's "ECONNREFUSED", undici's "UND_ERR_SOCKET"). */
-function transportCode(error: unknown): string | undefined {
-  let code: string | undefined;
-  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
-    const own = (e as { code?: unknown }).code;
-    if (typeof own === 'string') code = own;
-  }
-  return code;
-}
-
-/** The class of `error` and a short URL-free phrase for it ("connection refused", "HTTP 503"). */
-export function classifyFailure(error: RpcError): { failure: RpcFailureClass; summary: string } {
-  switch (error.code) {
-    case 'transport': {
-      const code = transportCode(error.cause) ?? '';
-      if (/^(ENOTFOUND|EAI_AGAIN|EAI_NONAME|EAI_FAIL)$/.test(code))
-        return { failure: 'dns', summary: `DNS lookup failed (${code})` };
-      if (code === 'ECONNREFUSED') return { failure: 'connection_refused', summary: 'connection refused' };
-      if (/^(ECONNRESET|EPIPE|UND_ERR_SOCKET|UND_ERR_CLOSED)$/.test(code))
-        return { failure: 'connection_reset', summary: 'connection reset' };
-      if (/^(ETIMEDOUT|UND_ERR_CONNECT_TIMEOUT|UND_ERR_HEADERS_TIMEOUT|UND_ERR_BODY_TIMEOUT)$/.test(code))
-        return { failure: 'timeout', summary: 'timed out' };
-      if (/CERT|TLS|SSL|UNABLE_TO_VERIFY/.test(code)) return { failure: 'tls', summary: `TLS error (${code})` };
-      return { failure: 'transport', summary: code === '' ? 'transport error' : `transport error (${code})` };
-    }
-    case 'attempt_timeout':
-    case 'deadline':
-      return { failure: 'timeout', summary: 'no answer in time' };
-    case 'http_status':
-      return { failure: /^HTTP 5/.test(error.message) ? 'http_5xx' : 'http_4xx', summary: error.message };
-    case 'rpc_error':
-      return { failure: 'rpc_error', summary: error.message };
-    default:
-      return { failure: 'malformed_answer', summary: `malformed answer (${error.message})` };
-  }
-}
-
-/** Every URL in `text` reduced to its origin: errors and causes often quote the URL they called. */
-export function redactUrls(text: string): string {
-  return text.replace(/\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>()]+/gi, redactUrl);
-}
-
-/**
- * Why an attempt failed beneath its fixed message, for the operator's log: the node's JSON-RPC
- * error message or the innermost transport cause ("connect ECONNREFUSED 127.0.0.1:8545",
- * "getaddrinfo ENOTFOUND host"): first line, URLs redacted, at most 200 characters.
- */
-export function causeText(error: unknown): string | undefined {
-  let cause = error instanceof Error ? error.cause : undefined;
-  while (cause instanceof Error && cause.cause !== undefined) cause = cause.cause;
-  const text = cause instanceof Error ? cause.message : cause;
-  if (typeof text !== 'string' || text === '') return undefined;
-  return redactUrls(text.split('\n')[0]).slice(0, 200);
 }

@@ -93,6 +93,20 @@ describe('node:http RPC transport (docs/configuration.md#rpc-transport)', () => 
     assert.ok(p.connections() >= 2, 'concurrent calls do use several');
   });
 
+  test('a burst that opened many connections keeps them for the next one (no close and reopen as it ebbs)', async (t) => {
+    const own = createRpcTransport();
+    t.after(() => own.close());
+    const client = createRpcClient({ fetch: own.fetch });
+    const p = await peer((_req, res, body) => setTimeout(() => answer(res, body), 20));
+    t.after(() => p.close());
+    const burst = () => Promise.all(Array.from({ length: 40 }, () => client(p.url, 'eth_chainId', [], signal())));
+    await burst();
+    const opened = p.connections();
+    assert.ok(opened > 16, `the burst used ${opened} connections`);
+    await burst();
+    assert.equal(p.connections(), opened, 'the second burst reused the idle connections');
+  });
+
   test('URL credentials go out as Basic auth, only the path and query as the request target', async (t) => {
     const p = await peer((_req, res, body) => answer(res, body));
     t.after(() => p.close());
@@ -168,6 +182,31 @@ describe('node:http RPC transport (docs/configuration.md#rpc-transport)', () => 
     const error = await small(p.url, 'eth_chainId', [], signal()).catch((e: unknown) => e);
     assert.ok(error instanceof RpcError);
     assert.equal(error.code, 'too_large');
+  });
+
+  test('a declared Content-Length above the bound fails too_large before the body is read, and the connection is closed', async (t) => {
+    const p = await peer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': 50_000 });
+      res.write('x'.repeat(1_000));
+    });
+    t.after(() => p.close());
+    const small = createRpcClient({ fetch: transport.fetch, maxResponseBytes: 10_000 });
+    const error = await small(p.url, 'eth_chainId', [], signal()).catch((e: unknown) => e);
+    assert.ok(error instanceof RpcError);
+    assert.equal(error.code, 'too_large');
+    await until(() => p.open() === 0, 'the connection was closed, not kept for another request');
+  });
+
+  test('a reset in the middle of the body is a transport error classed connection_reset', async (t) => {
+    const p = await peer((req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': 1_000 });
+      res.write('{"jsonrpc":"2.0",', () => req.socket.resetAndDestroy());
+    });
+    t.after(() => p.close());
+    const error = await rpc(p.url, 'eth_chainId', [], signal()).catch((e: unknown) => e);
+    assert.ok(error instanceof RpcError);
+    assert.equal(error.code, 'transport');
+    assert.equal(classifyFailure(error).failure, 'connection_reset');
   });
 
   test('an invalid URL fails as a transport error that does not quote it', async () => {

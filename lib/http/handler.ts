@@ -14,7 +14,7 @@ import { toRelayError } from '../errors.ts';
 import { silentLogger, type Logger } from '../log.ts';
 import { createRelayPipeline, type RelayPipeline } from '../pipeline.ts';
 import { createMemoryOutbox } from '../outbox.ts';
-import type { FetchLike } from '../rpc.ts';
+import type { RpcFetch } from '../rpc.ts';
 import type { Outbox, RelayQueue } from '../outbox.ts';
 import type { RelayerStore } from '../store.ts';
 import type { MerkleStore, RelayerConfig } from '../types.ts';
@@ -52,7 +52,7 @@ export interface RelayApiOptions {
   /** Replaces the pipeline built from config, outbox, clock and fetch. */
   pipeline?: RelayPipeline;
   clock?: Clock;
-  fetch?: FetchLike;
+  fetch?: RpcFetch;
   logger?: Logger;
   metrics?: MetricsRegistry;
   /** The OpenAPI document served at GET /openapi.json, if any. */

@@ -8,8 +8,9 @@
  * relies on:
  * - a rejected promise (TypeError "fetch failed", the Node error as its `cause`, so its `code`
  *   such as ECONNREFUSED classes the failure) for a failure before the response's headers;
- * - a `Response` with the status and headers otherwise, whose body is a stream: an HTTP error is
- *   the core's to judge, and the core's reader stops at its byte bound;
+ * - otherwise the status and headers as received, and the body handed to the core's bounded reader
+ *   chunk by chunk without a WHATWG stream (lib/http/rpc-response.ts): an HTTP error is the
+ *   core's to judge, and the core's reader stops at its byte bound;
  * - an aborted signal destroys the request and its socket (a socket is never reused after an
  *   abort or a cancelled body) and rejects with the signal's reason;
  * - credentials in the URL ("https://user:key@host/…") go out as HTTP Basic auth, and no error it
@@ -20,16 +21,19 @@
  *
  * node:http and the Agent are Node's; ./server has no other dependency.
  */
-import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type RequestOptions } from 'node:http';
+import { Agent as HttpAgent, request as httpRequest, type RequestOptions } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { pipeline, type Readable } from 'node:stream';
-import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
-import type { FetchLike } from '../rpc.ts';
+import { basicAuthorization, type ChunkedResponse, type RpcFetch } from '../rpc.ts';
+import { fetchFailed, toRpcResponse } from './rpc-response.ts';
 
 export interface RpcTransportOptions {
   /** Sockets open at once to one RPC origin; requests beyond wait for one. Default 64. */
   maxSocketsPerOrigin?: number;
-  /** Idle keep-alive sockets kept per origin. Default 16. */
+  /**
+   * Idle keep-alive sockets kept per origin. Default: as many as `maxSocketsPerOrigin`, so a burst
+   * that opened them does not close and reopen connections when it ebbs (an idle one still closes
+   * after `idleTimeoutMs`).
+   */
   maxFreeSocketsPerOrigin?: number;
   /**
    * An idle keep-alive socket is closed after this long. Default 4 s: under the 5 s many servers
@@ -42,8 +46,11 @@ export interface RpcTransportOptions {
 }
 
 export interface RpcTransport {
-  /** A `fetch` for lib/rpc.ts (`RpcOptions.fetch`, `createRelayServer({ fetch })`). */
-  fetch: FetchLike;
+  /**
+   * A `fetch` for lib/rpc.ts (`RpcOptions.fetch`, `createRelayServer({ fetch })`). It answers a
+   * ChunkedResponse (lib/rpc-body.ts), not a WHATWG Response: it is meant for the core only.
+   */
+  fetch: RpcFetch;
   /** Sockets open per origin (scheme://host:port), for tests and diagnostics. */
   sockets(): Record<string, number>;
   /** Closes every socket; requests in flight fail. */
@@ -61,25 +68,9 @@ interface Origin {
   agent: HttpAgent;
 }
 
-const NULL_BODY_STATUS = new Set([101, 204, 205, 304]);
-
-function fetchFailed(cause: unknown): TypeError {
-  // The global fetch's shape: the reason is in `cause` (lib/rpc.ts classes it by its code). Node's
-  // messages name the host and port ("connect ECONNREFUSED 127.0.0.1:8545"), never a path or key.
-  return new TypeError('fetch failed', { cause });
-}
-
-function decodeUserinfo(part: string): string {
-  try {
-    return decodeURIComponent(part);
-  } catch {
-    return part;
-  }
-}
-
 export function createRpcTransport(opts: RpcTransportOptions = {}): RpcTransport {
   const maxSockets = opts.maxSocketsPerOrigin ?? 64;
-  const maxFreeSockets = opts.maxFreeSocketsPerOrigin ?? 16;
+  const maxFreeSockets = opts.maxFreeSocketsPerOrigin ?? maxSockets;
   const idleTimeoutMs = opts.idleTimeoutMs ?? 4_000;
   const maxOrigins = opts.maxOrigins ?? 64;
   const origins = new Map<string, Origin>();
@@ -124,10 +115,9 @@ export function createRpcTransport(opts: RpcTransportOptions = {}): RpcTransport
     if (url.protocol !== 'http:' && url.protocol !== 'https:')
       throw fetchFailed(new TypeError(`unsupported protocol ${url.protocol}`));
     const headers: Record<string, string> = {};
-    if (url.username !== '' || url.password !== '') {
-      // As the global fetch path of lib/rpc.ts does (and curl): userinfo becomes Basic auth.
-      headers.authorization = `Basic ${Buffer.from(`${decodeUserinfo(url.username)}:${decodeUserinfo(url.password)}`).toString('base64')}`;
-    }
+    // As the global fetch path of lib/rpc.ts does (and curl): userinfo becomes Basic auth.
+    const authorization = basicAuthorization(url);
+    if (authorization !== undefined) headers.authorization = authorization;
     target = {
       origin: url.origin,
       https: url.protocol === 'https:',
@@ -163,81 +153,7 @@ export function createRpcTransport(opts: RpcTransportOptions = {}): RpcTransport
     return out;
   }
 
-  /** The response as a `Response` whose body streams from the socket, paced by its reader. */
-  function toResponse(res: IncomingMessage, destroy: (reason?: unknown) => void): Response {
-    const status = res.statusCode ?? 0;
-    const headers = new Headers();
-    const raw = res.rawHeaders;
-    for (let i = 0; i < raw.length; i += 2) {
-      try {
-        headers.append(raw[i], raw[i + 1]);
-      } catch {
-        // A header the WHATWG rules refuse is dropped (fetch would have failed outright).
-      }
-    }
-    if (NULL_BODY_STATUS.has(status)) {
-      res.resume();
-      return new Response(null, { status, statusText: res.statusMessage, headers });
-    }
-    let source: Readable = res;
-    const encoding = (res.headers['content-encoding'] ?? '').trim().toLowerCase();
-    const decoder =
-      encoding === 'gzip' || encoding === 'x-gzip'
-        ? createGunzip()
-        : encoding === 'deflate'
-          ? createInflate()
-          : encoding === 'br'
-            ? createBrotliDecompress()
-            : undefined;
-    if (decoder) {
-      // The core's byte bound then counts decoded bytes: a small compressed bomb stops at it.
-      source = pipeline(res, decoder, () => {});
-      headers.delete('content-length');
-      headers.delete('content-encoding');
-    }
-    let controller!: ReadableStreamDefaultController<Uint8Array>;
-    let done = false;
-    const body = new ReadableStream<Uint8Array>(
-      {
-        start(c) {
-          controller = c;
-        },
-        pull() {
-          source.resume();
-        },
-        cancel(reason) {
-          done = true;
-          destroy(reason);
-        },
-      },
-      { highWaterMark: 1 },
-    );
-    source.on('data', (chunk: Buffer) => {
-      if (done) return;
-      controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
-      // Back-pressure: the socket waits until the reader asks for more.
-      if ((controller.desiredSize ?? 0) <= 0) source.pause();
-    });
-    source.once('end', () => {
-      if (done) return;
-      done = true;
-      controller.close();
-    });
-    source.once('error', (error) => {
-      if (done) return;
-      done = true;
-      controller.error(fetchFailed(error));
-    });
-    // The socket went away before the end (reset mid-body, or destroyed by an abort).
-    res.once('close', () => {
-      if (done || res.complete) return;
-      done = true;
-      controller.error(fetchFailed(Object.assign(new Error('other side closed'), { code: 'ECONNRESET' })));
-    });
-    return new Response(body, { status, statusText: res.statusMessage, headers });
-  }
-
-  const transportFetch: FetchLike = (input, init) => {
+  const transportFetch: RpcFetch = (input, init) => {
     const signal = init.signal ?? undefined;
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (closed) return Promise.reject(fetchFailed(new Error('transport closed')));
@@ -261,7 +177,7 @@ export function createRpcTransport(opts: RpcTransportOptions = {}): RpcTransport
     const { agent } = originFor(target.origin, target.https);
     const send = target.https ? httpsRequest : httpRequest;
 
-    return new Promise<Response>((resolve, reject) => {
+    return new Promise<ChunkedResponse>((resolve, reject) => {
       let settled = false;
       let retried = false;
       let current: ReturnType<typeof httpRequest>;
@@ -284,9 +200,9 @@ export function createRpcTransport(opts: RpcTransportOptions = {}): RpcTransport
             finish();
             req.destroy();
           };
-          let response: Response;
+          let response: ChunkedResponse;
           try {
-            response = toResponse(res, destroy);
+            response = toRpcResponse(res, destroy);
           } catch (error) {
             destroy();
             return reject(fetchFailed(error));

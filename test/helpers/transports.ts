@@ -4,13 +4,13 @@
  * (lib/http/rpc-transport.ts). Each must show the same outcomes and failure classes.
  */
 import { createRpcTransport } from '../../lib/http/rpc-transport.ts';
-import type { FetchLike } from '../../lib/rpc.ts';
+import type { RpcFetch } from '../../lib/rpc.ts';
 import type { Cleanup } from './server.ts';
 
 export interface TransportCase {
   name: string;
   /** The `fetch` to inject (undefined: the core's default), closed when `t` ends. */
-  fetch(t: Cleanup): FetchLike | undefined;
+  fetch(t: Cleanup): RpcFetch | undefined;
 }
 
 export const TRANSPORTS: readonly TransportCase[] = [

@@ -1,0 +1,120 @@
+/**
+ * What an operator is told about a failed JSON-RPC attempt without leaking a key: the endpoint
+ * reduced to its origin, the node's or the transport's words with the URL's pieces blanked out,
+ * and the failure's class (docs/operations.md#logs).
+ */
+import type { RpcError } from './errors.ts';
+
+/** scheme://host[:port]: drops userinfo, path, query and fragment, where API keys live. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}`;
+  } catch {
+    return '<invalid url>';
+  }
+}
+
+/**
+ * `text` with every piece of the endpoint `url` that may hold a key (userinfo, path segments,
+ * query values) replaced by "…": a node may quote the request back in its error message, with
+ * the key in the path. Pieces shorter than 3 characters ("v2") carry no key and stay.
+ */
+export function redactEndpoint(text: string, url: string): string {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return text;
+  }
+  const raw = [
+    u.username,
+    u.password,
+    u.pathname,
+    u.search.slice(1),
+    ...u.pathname.split('/'),
+    ...[...u.searchParams.values()],
+  ];
+  const pieces = new Set<string>();
+  for (const piece of raw) {
+    pieces.add(piece);
+    try {
+      pieces.add(decodeURIComponent(piece));
+    } catch {
+      // not percent-encoded
+    }
+  }
+  // Longest first, so a whole path goes before the segments inside it.
+  for (const piece of [...pieces].filter((p) => p.length >= 3).sort((a, b) => b.length - a.length)) {
+    text = text.split(piece).join('…');
+  }
+  return text;
+}
+
+/** The class of an endpoint's failure, as an operator acts on it (docs/operations.md#logs). */
+export type RpcFailureClass =
+  | 'dns'
+  | 'connection_refused'
+  | 'connection_reset'
+  | 'tls'
+  | 'timeout'
+  | 'transport'
+  | 'http_5xx'
+  | 'http_4xx'
+  | 'rpc_error'
+  | 'malformed_answer';
+
+/** The innermost `code` property on the cause chain (Node's "ECONNREFUSED", undici's "UND_ERR_SOCKET"). */
+function transportCode(error: unknown): string | undefined {
+  let code: string | undefined;
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    const own = (e as { code?: unknown }).code;
+    if (typeof own === 'string') code = own;
+  }
+  return code;
+}
+
+/** The class of `error` and a short URL-free phrase for it ("connection refused", "HTTP 503"). */
+export function classifyFailure(error: RpcError): { failure: RpcFailureClass; summary: string } {
+  switch (error.code) {
+    case 'transport': {
+      const code = transportCode(error.cause) ?? '';
+      if (/^(ENOTFOUND|EAI_AGAIN|EAI_NONAME|EAI_FAIL)$/.test(code))
+        return { failure: 'dns', summary: `DNS lookup failed (${code})` };
+      if (code === 'ECONNREFUSED') return { failure: 'connection_refused', summary: 'connection refused' };
+      if (/^(ECONNRESET|EPIPE|UND_ERR_SOCKET|UND_ERR_CLOSED)$/.test(code))
+        return { failure: 'connection_reset', summary: 'connection reset' };
+      if (/^(ETIMEDOUT|UND_ERR_CONNECT_TIMEOUT|UND_ERR_HEADERS_TIMEOUT|UND_ERR_BODY_TIMEOUT)$/.test(code))
+        return { failure: 'timeout', summary: 'timed out' };
+      if (/CERT|TLS|SSL|UNABLE_TO_VERIFY/.test(code)) return { failure: 'tls', summary: `TLS error (${code})` };
+      return { failure: 'transport', summary: code === '' ? 'transport error' : `transport error (${code})` };
+    }
+    case 'attempt_timeout':
+    case 'deadline':
+      return { failure: 'timeout', summary: 'no answer in time' };
+    case 'http_status':
+      return { failure: /^HTTP 5/.test(error.message) ? 'http_5xx' : 'http_4xx', summary: error.message };
+    case 'rpc_error':
+      return { failure: 'rpc_error', summary: error.message };
+    default:
+      return { failure: 'malformed_answer', summary: `malformed answer (${error.message})` };
+  }
+}
+
+/** Every URL in `text` reduced to its origin: errors and causes often quote the URL they called. */
+export function redactUrls(text: string): string {
+  return text.replace(/\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>()]+/gi, redactUrl);
+}
+
+/**
+ * Why an attempt failed beneath its fixed message, for the operator's log: the node's JSON-RPC
+ * error message or the innermost transport cause ("connect ECONNREFUSED 127.0.0.1:8545",
+ * "getaddrinfo ENOTFOUND host"): first line, URLs redacted, at most 200 characters.
+ */
+export function causeText(error: unknown): string | undefined {
+  let cause = error instanceof Error ? error.cause : undefined;
+  while (cause instanceof Error && cause.cause !== undefined) cause = cause.cause;
+  const text = cause instanceof Error ? cause.message : cause;
+  if (typeof text !== 'string' || text === '') return undefined;
+  return redactUrls(text.split('\n')[0]).slice(0, 200);
+}
