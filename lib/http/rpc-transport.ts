@@ -208,7 +208,7 @@ export function createRpcTransport(opts: RpcTransportOptions = {}): RpcTransport
             return reject(fetchFailed(error));
           }
           // The abort listener stays until the body is read, ended or cancelled: an abort while
-          // the core reads destroys the socket, and the stream errors.
+          // the core reads destroys the socket, and the body's reader is told so.
           res.once('close', finish);
           resolve(response);
         });
