@@ -100,6 +100,16 @@ export function createReceiptFetcher(opts: ReceiptFetcherOptions = {}): ReceiptS
   const pollIntervalMs = opts.pollIntervalMs ?? 500;
   const onAttempt = opts.onAttempt;
   const rpc = createRpcClient({ ...opts, clock });
+  // The configured URLs are a handful: each is parsed and redacted once, not on every attempt.
+  const origins = new Map<string, string>();
+  const originOf = (url: string): string => {
+    let origin = origins.get(url);
+    if (origin === undefined) {
+      origin = redactUrl(url);
+      if (origins.size < 256) origins.set(url, origin);
+    }
+    return origin;
+  };
 
   function report(event: ReceiptFetchEvent, url: string, error?: unknown): void {
     if (error !== undefined) {
@@ -137,7 +147,7 @@ export function createReceiptFetcher(opts: ReceiptFetcherOptions = {}): ReceiptS
           const n = ++attempts;
           const event = (ok: boolean): ReceiptFetchEvent => ({
             chain: chain.name,
-            rpc: redactUrl(url),
+            rpc: originOf(url),
             txHash: txHash.toLowerCase(),
             attempt: n,
             ok,
