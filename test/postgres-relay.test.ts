@@ -17,32 +17,42 @@ import { createFakeClock } from './helpers/fake-clock.ts';
 import type { RelayError } from '../lib/errors.ts';
 
 /** A pool that records the text of every query sent through it (pooled clients included). */
-function counting(pool: PgPool): { pool: PgPool; texts: string[]; failOnce: { match?: RegExp } } {
+function counting(pool: PgPool): {
+  pool: PgPool;
+  texts: string[];
+  names: (string | undefined)[];
+  failOnce: { match?: RegExp };
+} {
   const texts: string[] = [];
+  /** The statement name of each query (a prepared statement), in the order of texts. */
+  const names: (string | undefined)[] = [];
   const failOnce: { match?: RegExp } = {};
   const wrapped: PgPool = {
-    query(text, values) {
+    query(query, values) {
+      const text = typeof query === 'string' ? query : query.text;
       texts.push(text);
+      names.push(typeof query === 'string' ? undefined : query.name);
       if (failOnce.match?.test(text)) {
         failOnce.match = undefined;
         // What pg gives for a connection lost mid-statement (the statement did not commit).
         return Promise.reject(Object.assign(new Error('Connection terminated unexpectedly'), { code: 'ECONNRESET' }));
       }
-      return pool.query(text, values);
+      return pool.query(query, values);
     },
     async connect() {
       const client = await pool.connect();
       return {
-        query(text, values) {
-          texts.push(text);
-          return client.query(text, values);
+        query(query, values) {
+          texts.push(typeof query === 'string' ? query : query.text);
+          names.push(typeof query === 'string' ? undefined : query.name);
+          return client.query(query, values);
         },
         release: (error) => client.release(error),
       };
     },
     on: (event, listener) => pool.on?.(event, listener),
   };
-  return { pool: wrapped, texts, failOnce };
+  return { pool: wrapped, texts, names, failOnce };
 }
 
 let nextTx = 0x9_1000;
@@ -50,7 +60,7 @@ let nextTx = 0x9_1000;
 async function harness(t: Cleanup & { after(fn: () => unknown): void }, burst: number, twoStep: boolean) {
   const db = await testSchema();
   t.after(() => db.close());
-  const { pool, texts, failOnce } = counting(db.pool);
+  const { pool, texts, names, failOnce } = counting(db.pool);
   const relayApi = {
     ...testConfig().relayApi,
     rateLimit: { burst, perMinute: 1 },
@@ -87,7 +97,7 @@ async function harness(t: Cleanup & { after(fn: () => unknown): void }, burst: n
   const measure = async (body: unknown) => {
     const before = texts.length;
     const res = await api.relay(body);
-    return { res, statements: texts.slice(before) };
+    return { res, statements: texts.slice(before), names: names.slice(before) };
   };
   // A first request creates the bucket row and runs the minute's sweep of expired dedup rows.
   const warm = await api.relay({ origin_chain: 'ethereum', tx_hash: mined() });
@@ -107,11 +117,13 @@ describe('PostgreSQL hot path of POST /relay (docs/design.md, Storage)', () => {
   test('an accepted relay is two statements: token + reservation (synchronous_commit off), then rows + commit (durable)', async (t) => {
     const h = await harness(t, 100, true);
     const hash = h.mined();
-    const { res, statements } = await h.measure({ origin_chain: 'ethereum', tx_hash: hash });
+    const { res, statements, names } = await h.measure({ origin_chain: 'ethereum', tx_hash: hash });
     assert.equal(res.status, 200, res.text);
     assert.equal(res.json().messages.length, 2);
     assert.equal(statements.length, 2, statements.join('\n---\n'));
-    assert.match(statements[0], /^SET LOCAL synchronous_commit = off;/);
+    // Named statements: each connection parses and plans them once (lib/postgres/pool.ts, prepared).
+    for (const name of names) assert.match(String(name), /^relayer_api_\d+$/);
+    assert.match(statements[0], /^\s*WITH async AS \(SELECT set_config\('synchronous_commit', 'off', true\)\)/);
     assert.match(statements[0], /token_buckets/);
     assert.match(statements[0], /INSERT INTO "[^"]+"\.dedup/);
     assert.doesNotMatch(statements[1], /synchronous_commit/);
@@ -119,6 +131,18 @@ describe('PostgreSQL hot path of POST /relay (docs/design.md, Storage)', () => {
     assert.match(statements[1], /UPDATE "[^"]+"\.dedup SET committed = true/);
     assert.equal((await h.store.outbox.byTx('ethereum', hash)).length, 2);
     assert.deepEqual(await dedupRow(h, hash), { committed: true });
+  });
+
+  test('the asynchronous commit ends with the admit: the same connection commits the next statement durably', async (t) => {
+    const db = await testSchema({ max: 1 });
+    t.after(() => db.close());
+    const relayApi = { ...testConfig().relayApi, rateLimit: { burst: 10, perMinute: 1 } };
+    const store = await openPostgresStore(db.pool, { relayApi, schema: db.schema });
+    await db.pool.query('SET synchronous_commit = on'); // the test server's default is off (no fsync)
+    const admitted = await store.admission.admit(`ethereum\n${txHash(1)}`);
+    const { rows } = await db.pool.query('SHOW synchronous_commit');
+    assert.equal(rows[0].synchronous_commit, 'on');
+    await admitted.release();
   });
 
   test('refusals are one statement each: duplicate_tx, rate_limited, invalid_request', async (t) => {

@@ -19,7 +19,7 @@
 import { systemClock, type Clock } from '../clock.ts';
 import { cacheFull, checkDedupLimits, duplicateTx } from '../dedup.ts';
 import type { RelayError } from '../errors.ts';
-import { nowSql, run, type PgPool } from './pool.ts';
+import { nowSql, prepared, run, type PgPool } from './pool.ts';
 import { OutOfRangeError } from '../errors.ts';
 import { createLiveRows, type LiveRows } from './live-rows.ts';
 
@@ -73,7 +73,8 @@ export function createPostgresDedupStore(pool: PgPool, s: string, opts: Postgres
   // $1 now, $2 key, $3 pendingMs. ON CONFLICT takes over an expired row and leaves a live one
   // alone, in which case no token is returned. The counting form ($4 capacity) inserts only while
   // the table has room and returns the count it saw.
-  const reserveSql = (counting: boolean) => `
+  const reserveSql = (counting: boolean) =>
+    prepared(`
     WITH t AS (SELECT ${nowSql(1)} AS now),
     room AS (SELECT ${counting ? `count(*)::integer AS live FROM ${s}.dedup, t WHERE expires_at > t.now` : 'NULL::integer AS live'}),
     r AS (
@@ -84,11 +85,13 @@ export function createPostgresDedupStore(pool: PgPool, s: string, opts: Postgres
         WHERE d.expires_at <= ${nowSql(1)}
       RETURNING token
     )
-    SELECT (SELECT token FROM r) AS token, room.live FROM room`;
+    SELECT (SELECT token FROM r) AS token, room.live FROM room`);
   const [countingSql, bareSql] = [reserveSql(true), reserveSql(false)];
   const liveRows = opts.liveRows ?? createLiveRows(capacity, clock ?? systemClock);
-  const commitSql = `UPDATE ${s}.dedup SET committed = true, expires_at = ${nowSql(1)} + $4 WHERE key = $2 AND token = $3`;
-  const releaseSql = `DELETE FROM ${s}.dedup WHERE key = $1 AND token = $2`;
+  const commitSql = prepared(
+    `UPDATE ${s}.dedup SET committed = true, expires_at = ${nowSql(1)} + $4 WHERE key = $2 AND token = $3`,
+  );
+  const releaseSql = prepared(`DELETE FROM ${s}.dedup WHERE key = $1 AND token = $2`);
   const sweepSql = `DELETE FROM ${s}.dedup WHERE expires_at <= ${nowSql(1)}`;
 
   let lastSweep = -Infinity;
@@ -107,8 +110,7 @@ export function createPostgresDedupStore(pool: PgPool, s: string, opts: Postgres
       const counting = liveRows.mustCount();
       const { rows } = await run<{ token: string | null; live: number | null }>(
         pool,
-        counting ? countingSql : bareSql,
-        counting ? [now(), key, pendingMs, capacity] : [now(), key, pendingMs],
+        counting ? countingSql([now(), key, pendingMs, capacity]) : bareSql([now(), key, pendingMs]),
       );
       const { token, live } = rows[0];
       if (live !== null) liveRows.counted(live, token !== null);
@@ -120,12 +122,12 @@ export function createPostgresDedupStore(pool: PgPool, s: string, opts: Postgres
       return {
         async commit() {
           if (settled) return;
-          await run(pool, commitSql, [now(), key, token, windowMs]);
+          await run(pool, commitSql([now(), key, token, windowMs]));
           settled = true;
         },
         async release() {
           if (settled) return;
-          await run(pool, releaseSql, [key, token]);
+          await run(pool, releaseSql([key, token]));
           settled = true;
         },
       };

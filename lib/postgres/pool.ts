@@ -16,8 +16,15 @@ export interface PgQueryResult<Row> {
   rowCount: number | null;
 }
 
+/** A named statement (pg's query config): the connection parses and plans it once, then reuses it. */
+export interface PgQueryConfig {
+  name: string;
+  text: string;
+  values?: unknown[];
+}
+
 export interface PgQueryable {
-  query<Row = Record<string, unknown>>(text: string, values?: unknown[]): Promise<PgQueryResult<Row>>;
+  query<Row = Record<string, unknown>>(query: string | PgQueryConfig, values?: unknown[]): Promise<PgQueryResult<Row>>;
 }
 
 export interface PgPoolClient extends PgQueryable {
@@ -43,8 +50,30 @@ export const DEFAULT_STATEMENT_TIMEOUT_MS = 5_000;
 export const DEFAULT_LOCK_TIMEOUT_MS = 2_000;
 
 /** One query; its failure is store_unavailable or internal_error (see above). */
-export function run<Row>(db: PgQueryable, text: string, values?: unknown[]): Promise<PgQueryResult<Row>> {
-  return callStore(() => db.query<Row>(text, values).catch(unavailableWithoutSqlState));
+export function run<Row>(
+  db: PgQueryable,
+  query: string | PgQueryConfig,
+  values?: unknown[],
+): Promise<PgQueryResult<Row>> {
+  return callStore(() => db.query<Row>(query, values).catch(unavailableWithoutSqlState));
+}
+
+const statementNames = new Map<string, string>();
+
+/**
+ * `text` as a named statement, for the statements of every relay: parsing and planning them was
+ * about half of their database CPU (BENCHMARKS.md, "Two statements per relay"). The name is one
+ * per distinct text in this process, so stores on other schemas sharing the pool never collide; a
+ * connection keeps at most one prepared statement per such text.
+ */
+export function prepared(text: string): (values: unknown[]) => PgQueryConfig {
+  let name = statementNames.get(text);
+  if (name === undefined) {
+    name = `relayer_api_${statementNames.size}`;
+    statementNames.set(text, name);
+  }
+  const fixed = name;
+  return (values) => ({ name: fixed, text, values });
 }
 
 /**

@@ -15,9 +15,9 @@
  * The semantics are dedup.ts's and rate-limit.ts's, statement for statement; the contract suites
  * run the pipeline on both forms.
  *
- * Step 1 runs as a two-statement simple query (SET LOCAL + the CTE: one implicit transaction, one
- * round trip), which cannot carry parameters: its values are spliced in as numeric literals and an
- * escaped string literal.
+ * Each is one named statement (pool.ts, prepared): a connection parses and plans it once. Step 1's
+ * asynchronous commit is asked for inside the statement, by set_config('synchronous_commit', 'off',
+ * true) (SET LOCAL's function form: it lasts until the statement's implicit transaction commits).
  */
 import { systemClock, type Clock } from '../clock.ts';
 import { createLiveRows, type LiveRows } from './live-rows.ts';
@@ -25,12 +25,12 @@ import type { RelayError } from '../errors.ts';
 import { validateOutboxBatch } from '../outbox.ts';
 import { rateLimitedError, refused, UNIT } from '../rate-limit.ts';
 import type { AdmittedRelay, RelayAdmission } from '../store.ts';
-import { nowSql, run, type PgPool, type PgQueryResult } from './pool.ts';
+import { nowSql, prepared, run, type PgPool } from './pool.ts';
 import { dedupRefusal } from './dedup.ts';
 import { outboxColumns } from './outbox.ts';
 import { duplicateTx } from '../dedup.ts';
 import { bucketUpdate, createBucketSql, num } from './rate-limit.ts';
-import { InvalidArgumentError, OutOfRangeError } from '../errors.ts';
+import { OutOfRangeError } from '../errors.ts';
 
 export interface PostgresAdmissionOptions {
   bucket: { burst: number; perMinute: number; name?: string };
@@ -38,12 +38,6 @@ export interface PostgresAdmissionOptions {
   clock?: Clock;
   /** The replica's estimate of live dedup rows, shared with the dedup store (default: its own). */
   liveRows?: LiveRows;
-}
-
-/** A string as an SQL literal that reads the same whatever standard_conforming_strings says. */
-export function textLiteral(value: string): string {
-  if (value.includes('\0')) throw new InvalidArgumentError('a NUL character cannot be stored');
-  return `E'${value.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
 }
 
 /** Expired rows are deleted at most this often per replica (dedup.ts's pace). */
@@ -65,21 +59,21 @@ export function createPostgresAdmission(pool: PgPool, s: string, opts: PostgresA
   const now = () => clock?.now() ?? null;
   const liveRows = opts.liveRows ?? createLiveRows(dedup.capacity, clock ?? systemClock);
 
-  // `counting`: the capacity check counts the live dedup rows (live-rows.ts says when). The count
-  // is joined into the bucket's UPDATE so that it runs before the bucket row is locked, which every
-  // relay of every replica waits for.
-  const admitSql = (at: number | null, key: string, counting: boolean) => {
-    const t = at === null ? 'extract(epoch from statement_timestamp()) * 1000' : num(at);
-    const k = textLiteral(key);
+  // $1 now (or null), $2 key. `counting`: the capacity check counts the live dedup rows
+  // (live-rows.ts says when). The count is joined into the bucket's UPDATE so that it runs before
+  // the bucket row is locked, which every relay of every replica waits for.
+  const admitSql = (counting: boolean) => {
+    const t = nowSql(1);
     const room = counting
-      ? `room AS (SELECT count(*)::integer AS live FROM ${s}.dedup WHERE expires_at > ${t})`
-      : 'room AS (SELECT NULL::integer AS live)';
-    return `SET LOCAL synchronous_commit = off;
-      WITH ${room},
+      ? `room AS (SELECT count(*)::integer AS live FROM ${s}.dedup, async WHERE expires_at > ${t})`
+      : 'room AS (SELECT NULL::integer AS live FROM async)';
+    return prepared(`
+      WITH async AS (SELECT set_config('synchronous_commit', 'off', true)),
+      ${room},
       b AS (${bucketUpdate(s, name, bucket.burst, bucket.perMinute, t, { from: 'room', returning: 'room.live' })}),
       r AS (
         INSERT INTO ${s}.dedup AS d (key, token, committed, expires_at)
-        SELECT ${k}, gen_random_uuid(), false, ${t} + ${num(dedup.pendingMs)}
+        SELECT $2::text, gen_random_uuid(), false, ${t} + ${num(dedup.pendingMs)}
         FROM b
         WHERE b.taken${counting ? ` AND b.live < ${num(dedup.capacity)}` : ''}
         ON CONFLICT (key) DO UPDATE SET token = excluded.token, committed = false, expires_at = excluded.expires_at
@@ -87,11 +81,12 @@ export function createPostgresAdmission(pool: PgPool, s: string, opts: PostgresA
         RETURNING token
       )
       SELECT b.taken, b.units, b.live, (SELECT token FROM r) AS token,
-        (SELECT expires_at FROM ${s}.dedup WHERE key = ${k} AND expires_at > ${t}) AS live_until, ${t} AS now
-      FROM b`;
+        (SELECT expires_at FROM ${s}.dedup WHERE key = $2::text AND expires_at > ${t}) AS live_until, ${t} AS now
+      FROM b`);
   };
+  const [countingAdmit, bareAdmit] = [admitSql(true), admitSql(false)];
   // $1 now, $2 key, $3 token, $4 window; then the outbox columns as in outbox.ts's insert.
-  const completeSql = `
+  const completeSql = prepared(`
     WITH ins AS (
       INSERT INTO ${s}.outbox (id, origin_chain, tx_hash, origin, destination, nonce, raw, enqueued_at)
       SELECT id, origin_chain, tx_hash, origin, destination, nonce, decode(raw, 'hex'), enqueued_at
@@ -105,8 +100,8 @@ export function createPostgresAdmission(pool: PgPool, s: string, opts: PostgresA
       UPDATE ${s}.dedup SET committed = true, expires_at = ${nowSql(1)} + $4 WHERE key = $2 AND token = $3
       RETURNING 1
     )
-    SELECT (SELECT count(*) FROM ins)::integer AS inserted, (SELECT count(*) FROM c)::integer AS committed`;
-  const releaseSql = `DELETE FROM ${s}.dedup WHERE key = $1 AND token = $2`;
+    SELECT (SELECT count(*) FROM ins)::integer AS inserted, (SELECT count(*) FROM c)::integer AS committed`);
+  const releaseSql = prepared(`DELETE FROM ${s}.dedup WHERE key = $1 AND token = $2`);
   // As dedup.ts: why a reservation was refused, and the paced sweep of expired rows.
   const sweepSql = `DELETE FROM ${s}.dedup WHERE expires_at <= ${nowSql(1)}`;
   let lastSweep = -Infinity;
@@ -124,10 +119,7 @@ export function createPostgresAdmission(pool: PgPool, s: string, opts: PostgresA
   const refusal = (key: string): Promise<RelayError> => dedupRefusal(pool, s, now(), key);
 
   async function admitRows(at: number | null, key: string, counting: boolean): Promise<AdmitRow[]> {
-    const result = (await run(pool, admitSql(at, key, counting))) as unknown as
-      | PgQueryResult<AdmitRow>
-      | PgQueryResult<never>[];
-    return (Array.isArray(result) ? result[result.length - 1] : result).rows;
+    return (await run<AdmitRow>(pool, (counting ? countingAdmit : bareAdmit)([at, key]))).rows;
   }
 
   return {
@@ -160,7 +152,7 @@ export function createPostgresAdmission(pool: PgPool, s: string, opts: PostgresA
         async complete(batch) {
           validateOutboxBatch(batch);
           if (settled) return;
-          await run(pool, completeSql, [now(), key, token, dedup.windowMs, ...outboxColumns(batch)]);
+          await run(pool, completeSql([now(), key, token, dedup.windowMs, ...outboxColumns(batch)]));
           // Settled only once stored: after a failed statement (rolled back whole) the pipeline's
           // release still frees the key, as dedup.ts's commit.
           settled = true;
@@ -168,7 +160,7 @@ export function createPostgresAdmission(pool: PgPool, s: string, opts: PostgresA
         async release() {
           if (settled) return;
           settled = true;
-          await run(pool, releaseSql, [key, token]);
+          await run(pool, releaseSql([key, token]));
         },
       };
       return admitted;
