@@ -10,10 +10,12 @@
  */
 import autocannon, { type Request } from 'autocannon';
 import { startEmbeddedPostgres } from '../scripts/embedded-postgres.ts';
+import { readdirSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { formatOps, median, printTable, type BenchRow } from './lib.ts';
 import {
   allOk,
+  cpuSeconds,
   medianRun,
   POST_RELAY,
   type Run,
@@ -25,8 +27,58 @@ import {
 
 const CONNECTIONS = 50;
 
+/** A run with the CPU per request (microseconds) of the server processes and of the database's. */
+interface CpuRun extends Run {
+  serverCpu: number;
+  databaseCpu: number;
+}
+
+function medianCpuRun(runs: readonly CpuRun[]): CpuRun {
+  return {
+    ...medianRun(runs),
+    serverCpu: median(runs.map((r) => r.serverCpu)),
+    databaseCpu: median(runs.map((r) => r.databaseCpu)),
+  };
+}
+
+/** The database server's processes: the postmaster (the parent of a backend) and its children. */
+let postmaster = 0;
+async function findPostmaster(url: string): Promise<void> {
+  const { default: pg } = await import('pg');
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  const { rows } = await client.query('SELECT pg_backend_pid() AS pid');
+  postmaster = Number(readFileSync(`/proc/${rows[0].pid}/stat`, 'utf8').split(') ')[1].split(' ')[1]);
+  await client.end();
+}
+
+/** CPU seconds each of the database's processes has used so far, by pid, from /proc (Linux). */
+function databaseCpu(): Map<number, number> {
+  const used = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const fields = readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1].split(' ');
+      if (Number(entry) === postmaster || Number(fields[1]) === postmaster)
+        used.set(Number(entry), (Number(fields[11]) + Number(fields[12])) / 100);
+    } catch {
+      // The process ended meanwhile.
+    }
+  }
+  return used;
+}
+
+/** CPU seconds the database used since `before` (a process that ended meanwhile is not counted). */
+function databaseCpuSince(before: Map<number, number>): number {
+  let sum = 0;
+  for (const [pid, seconds] of databaseCpu()) sum += seconds - (before.get(pid) ?? 0);
+  return sum;
+}
+
 /** One autocannon run per server, all at the same time; req/s summed, latency of the first. */
-async function loadTogether(servers: readonly ServerHandle[], requests: Request[], seconds: number): Promise<Run> {
+async function loadTogether(servers: readonly ServerHandle[], requests: Request[], seconds: number): Promise<CpuRun> {
+  const serverCpu0 = servers.reduce((sum, s) => sum + cpuSeconds(s.pid), 0);
+  const databaseCpu0 = databaseCpu();
   const results = await Promise.all(
     servers.map((s) =>
       autocannon({ url: s.url, connections: Math.ceil(CONNECTIONS / servers.length), duration: seconds, requests }),
@@ -36,12 +88,16 @@ async function loadTogether(servers: readonly ServerHandle[], requests: Request[
   for (const r of results)
     for (const [code, { count }] of Object.entries(r.statusCodeStats ?? {}))
       statuses[code] = (statuses[code] ?? 0) + Number(count);
+  const answered = results.reduce((sum, r) => sum + r.requests.total, 0);
+  const perRequest = (cpu: number) => (answered > 0 ? (cpu / answered) * 1e6 : Number.NaN);
   return {
     rps: results.reduce((sum, r) => sum + r.requests.total / r.duration, 0),
     p50: results[0].latency.p50,
     p99: Math.max(...results.map((r) => r.latency.p99)),
     statuses,
     errors: results.reduce((sum, r) => sum + r.errors + r.timeouts, 0),
+    serverCpu: perRequest(servers.reduce((sum, s) => sum + cpuSeconds(s.pid), 0) - serverCpu0),
+    databaseCpu: perRequest(databaseCpuSince(databaseCpu0)),
   };
 }
 
@@ -138,6 +194,7 @@ export async function run(options: { rounds?: number; seconds?: number } = {}): 
   const seconds = options.seconds ?? 3;
   const db = await startEmbeddedPostgres({ password: 'bench' });
   const url = db.url();
+  await findPostmaster(url);
   // BENCH_PG_POOLS=4,10,20 adds one contender per pool size (ours, 1 replica): the default's measurement.
   const pools = (process.env.BENCH_PG_POOLS ?? '').split(',').filter(Boolean).map(Number);
   const withPool = (size: number) => `${url}${url.includes('?') ? '&' : '?'}pool_size=${size}`;
@@ -167,14 +224,14 @@ export async function run(options: { rounds?: number; seconds?: number } = {}): 
       ...pools.map((size, i): [string, ServerHandle[]] => [`PostgreSQL, 1 replica, pool ${size}`, [sized[i]]]),
     ];
     for (const [, servers] of contenders) await loadTogether(servers, POST_RELAY.requests, 0.5);
-    const post = new Map<string, Run[]>(contenders.map(([name]) => [name, []]));
+    const post = new Map<string, CpuRun[]>(contenders.map(([name]) => [name, []]));
     for (let round = 0; round < count; round++) {
       for (let k = 0; k < contenders.length; k++) {
         const [name, servers] = contenders[(round + k) % contenders.length];
         post.get(name)!.push(await loadTogether(servers, POST_RELAY.requests, seconds));
       }
     }
-    const p = new Map([...post].map(([name, runs]) => [name, medianRun(runs)]));
+    const p = new Map([...post].map(([name, runs]) => [name, medianCpuRun(runs)]));
     const load1 = loadavg()[0];
 
     const latency = await commitLatency(url);
@@ -192,13 +249,25 @@ export async function run(options: { rounds?: number; seconds?: number } = {}): 
     );
     const base = p.get('memory engines, 1 process')!;
     printTable(
-      ['server', 'req/s', 'vs memory', 'p50 ms', 'p99 ms', 'statuses', 'errors'],
+      [
+        'server',
+        'req/s',
+        'vs memory',
+        'p50 ms',
+        'p99 ms',
+        'server CPU us/req',
+        'database CPU us/req',
+        'statuses',
+        'errors',
+      ],
       [...p].map(([name, s]) => [
         name,
         formatOps(s.rps),
         `${(s.rps / base.rps).toFixed(2)}x`,
         s.p50,
         s.p99,
+        s.serverCpu.toFixed(0),
+        s.databaseCpu.toFixed(0),
         statusText(s.statuses),
         s.errors,
       ]),
