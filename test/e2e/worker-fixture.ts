@@ -27,9 +27,20 @@ import { REPO_ROOT } from '../helpers/server.ts';
 export const WORKER_BIN = join(REPO_ROOT, 'bin', 'relayer-worker.ts');
 const MNEMONIC = 'test test test test test test test test test test test junk';
 
-/** anvil's dev account `index` (funded): the workers sign with 1 and up, the test deploys with 0. */
+const devKeys = new Map<number, Hex>();
+
+/**
+ * anvil's dev account `index` (funded): the workers sign with 1 and up, the test deploys with 0.
+ * Kept once derived: each derivation runs the mnemonic's PBKDF2 (2 048 rounds of HMAC-SHA512 in
+ * JavaScript, about 0.1 s of CPU), and a file asks for the same few keys over and over.
+ */
 export function devKey(index: number): Hex {
-  return toHex(mnemonicToAccount(MNEMONIC, { addressIndex: index }).getHdKey().privateKey!);
+  let key = devKeys.get(index);
+  if (key === undefined) {
+    key = toHex(mnemonicToAccount(MNEMONIC, { addressIndex: index }).getHdKey().privateKey!);
+    devKeys.set(index, key);
+  }
+  return key;
 }
 
 export interface WorkerBench {
