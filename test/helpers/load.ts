@@ -68,11 +68,14 @@ export interface LoadTarget {
   stop(): Promise<number | null>;
 }
 
-export async function startLoadTarget(dir: string, options: { probeMemory?: boolean } = {}): Promise<LoadTarget> {
+export async function startLoadTarget(
+  dir: string,
+  options: { probeMemory?: boolean; relayApi?: Partial<typeof LOAD_RELAY_API> } = {},
+): Promise<LoadTarget> {
   const rpc = await startFaultyRpcServer(new Map(), { mailbox: MAILBOX, receiptFor });
   const config = {
     chains: fileChains(rpc.endpoint('ok')),
-    relayApi: LOAD_RELAY_API,
+    relayApi: { ...LOAD_RELAY_API, ...options.relayApi },
     db: join(dir, 'load.db'),
   };
   const probe = ['--expose-gc', '--import', new URL('./memory-probe.ts', import.meta.url).pathname];
