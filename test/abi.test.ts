@@ -1,7 +1,8 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { decodeEventLog, encodeAbiParameters, parseAbi, toHex, type Hex } from 'viem';
+import { decodeEventLog, encodeAbiParameters, parseAbi, toHex } from 'viem/utils';
+import type { Hex } from 'viem';
 import { keccak_256 } from '@noble/hashes/sha3.js';
 import { DecodeError } from '../lib/errors.ts';
 import {

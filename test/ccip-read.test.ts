@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
-import { encodeErrorResult, parseAbi, toFunctionSelector, type Hex } from 'viem';
+import { encodeErrorResult, parseAbi, toFunctionSelector } from 'viem/utils';
+import type { Hex } from 'viem';
 import {
   ccipRead,
   CcipReadError,

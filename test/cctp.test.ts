@@ -7,8 +7,8 @@ import {
   keccak256 as viemKeccak,
   parseAbi,
   toHex,
-  type Hex,
-} from 'viem';
+} from 'viem/utils';
+import type { Hex } from 'viem';
 import {
   CCTP_V2_MESSAGE_VERSION,
   DEFAULT_CCTP_V2_TRANSMITTER,

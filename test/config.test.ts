@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
-import { getAddress, isAddress } from 'viem';
+import { getAddress, isAddress } from 'viem/utils';
 import { BUILTIN_CHAINS, REGISTRY_VERSION } from '../lib/chains.generated.ts';
 import { DEFAULT_CCTP_V2_TRANSMITTER, DEFAULT_CCTP_V2_TRANSMITTERS } from '../lib/cctp.ts';
 import { DEFAULTS, defaultConfig, parseConfig } from '../lib/config.ts';

@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, test } from 'node:test';
-import { hexToBytes } from 'viem';
+import { hexToBytes } from 'viem/utils';
 import {
   deadLetterError,
   MAX_ERROR_LENGTH,

@@ -6,7 +6,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { toHex, type Hex } from 'viem';
+import { toHex } from 'viem/utils';
+import type { Hex } from 'viem';
 import { DISPATCH_TOPIC } from '../lib/abi.ts';
 import { extractMessages } from '../lib/cctp.ts';
 import { RelayError } from '../lib/errors.ts';

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { toHex } from 'viem';
+import { toHex } from 'viem/utils';
 import { RelayError } from '../lib/errors.ts';
 import type { ChainConfig } from '../lib/types.ts';
 import { parseJsonBody, validateMerkleRange, validateMerkleRequest, validateRelayRequest } from '../lib/validate.ts';

@@ -3,7 +3,8 @@
  * through `libraryLog`, the bytes shape the library reads) and JSON-RPC receipts, written with viem
  * (an independent implementation) so tests never check the library against its own encoder.
  */
-import { encodeAbiParameters, encodePacked, hexToBytes, keccak256, pad, toHex, type Hex } from 'viem';
+import { encodeAbiParameters, encodePacked, hexToBytes, keccak256, pad, toHex } from 'viem/utils';
+import type { Hex } from 'viem';
 import type { Log } from '../../lib/abi.ts';
 
 export const DISPATCH_TOPIC: Hex = '0x769f711d20c679153d382254f59892613b58a97cc876b249134ac25c80f9c814';

@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { encodeAbiParameters, hexToBytes, toHex } from 'viem';
+import { encodeAbiParameters, hexToBytes, toHex } from 'viem/utils';
 
 const SEED = 0x7e1a_b1e;
 export const RUNS = { numRuns: 300, seed: SEED };
