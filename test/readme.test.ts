@@ -29,7 +29,7 @@ const NOT_RUN_HERE = new Map<string, string>([
   ['npm install', 'the shared node_modules of this checkout stands for it'],
   ['npm test', 'this is npm test'],
   [
-    'npm test            # lint, dist/ (incremental), then tsc --noEmit beside scripts/test.ts: node:test on test/**/*.test.ts, e2e on anvil included',
+    'npm test            # lint, dist/, then the typecheck beside scripts/test.ts: node:test on test/**/*.test.ts, e2e on anvil included',
     'this is npm test',
   ],
   [
