@@ -1,14 +1,17 @@
 /**
  * The test run of `npm test`: node:test on test/**\/*.test.ts with the global setup of
- * test/helpers/global-setup.ts (one PostgreSQL server, Node's compile cache), two files at a time,
- * the longest first. `node --test` starts files in the order of their names, so a long file whose
- * name sorts late (test/replicas, test/rpc-faults) started when most others were done and the run
- * waited for it alone; started first, the short files fill the other slot meanwhile.
+ * test/helpers/global-setup.ts (one PostgreSQL server, Node's compile cache), three files at a
+ * time, the longest first. `node --test` starts files in the order of their names, so a long file
+ * whose name sorts late (test/replicas, test/rpc-faults) started when most others were done and the
+ * run waited for it alone; started first, the short files fill the other slots meanwhile.
  *
  * The durations come from the previous run on this checkout (.cache/test-durations.json, written
  * at the end of each run, only the figures: a stale or missing file changes the order, never what
  * runs). A fresh clone starts with the few files known to be long, then by name.
- * RELAYER_TEST_CONCURRENCY overrides the 2 files at a time; file patterns as arguments replace
+ * Three, not one per core: the e2e files, the replicas and the README run wait on real timers and
+ * child processes much of the time, and a third file fills those gaps (on the 2-core machine at
+ * load average 5-7: 151 s against 180 s with two, 125 s against 173 s in another pair).
+ * RELAYER_TEST_CONCURRENCY overrides the 3 files at a time; file patterns as arguments replace
  * test/**\/*.test.ts (`node scripts/test.ts test/outbox.test.ts`). Exit status 1 when a test failed.
  */
 import { globSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -45,7 +48,7 @@ const saved = savedDurations();
 const before = saved ?? new Map(KNOWN_LONG.map((file, i) => [file, KNOWN_LONG.length - i]));
 files.sort((a, b) => (before.get(b) ?? 0) - (before.get(a) ?? 0));
 
-const concurrency = Number(process.env.RELAYER_TEST_CONCURRENCY ?? 2);
+const concurrency = Number(process.env.RELAYER_TEST_CONCURRENCY ?? 3);
 /** The saved figures, updated with this run's (a run of a few files keeps the others'). */
 const durations = new Map(saved);
 // globalSetupPath: run()'s --test-global-setup (Node 24), not yet in @types/node's RunOptions.
