@@ -80,9 +80,10 @@ export function createPostgresAdmission(pool: PgPool, s: string, opts: PostgresA
           WHERE d.expires_at <= ${t}
         RETURNING token
       )
-      SELECT b.taken, b.units, b.live, (SELECT token FROM r) AS token,
-        (SELECT expires_at FROM ${s}.dedup WHERE key = $2::text AND expires_at > ${t}) AS live_until, ${t} AS now
-      FROM b`);
+      SELECT b.taken, b.units, b.live, r.token,
+        CASE WHEN r.token IS NULL THEN (SELECT expires_at FROM ${s}.dedup WHERE key = $2::text AND expires_at > ${t}) END AS live_until,
+        ${t} AS now
+      FROM b LEFT JOIN r ON true`);
   };
   const [countingAdmit, bareAdmit] = [admitSql(true), admitSql(false)];
   // $1 now, $2 key, $3 token, $4 window; then the outbox columns as in outbox.ts's insert.
@@ -94,13 +95,8 @@ export function createPostgresAdmission(pool: PgPool, s: string, opts: PostgresA
         WITH ORDINALITY AS m(id, origin_chain, tx_hash, origin, destination, nonce, raw, enqueued_at, n)
       ORDER BY n
       ON CONFLICT (id) DO NOTHING
-      RETURNING 1
-    ),
-    c AS (
-      UPDATE ${s}.dedup SET committed = true, expires_at = ${nowSql(1)} + $4 WHERE key = $2 AND token = $3
-      RETURNING 1
     )
-    SELECT (SELECT count(*) FROM ins)::integer AS inserted, (SELECT count(*) FROM c)::integer AS committed`);
+    UPDATE ${s}.dedup SET committed = true, expires_at = ${nowSql(1)} + $4 WHERE key = $2 AND token = $3`);
   const releaseSql = prepared(`DELETE FROM ${s}.dedup WHERE key = $1 AND token = $2`);
   // As dedup.ts: why a reservation was refused, and the paced sweep of expired rows.
   const sweepSql = `DELETE FROM ${s}.dedup WHERE expires_at <= ${nowSql(1)}`;
@@ -118,9 +114,8 @@ export function createPostgresAdmission(pool: PgPool, s: string, opts: PostgresA
 
   const refusal = (key: string): Promise<RelayError> => dedupRefusal(pool, s, now(), key);
 
-  async function admitRows(at: number | null, key: string, counting: boolean): Promise<AdmitRow[]> {
-    return (await run<AdmitRow>(pool, (counting ? countingAdmit : bareAdmit)([at, key]))).rows;
-  }
+  const admitRows = (at: number | null, key: string, counting: boolean) =>
+    run<AdmitRow>(pool, (counting ? countingAdmit : bareAdmit)([at, key]));
 
   return {
     async admit(key) {
@@ -128,11 +123,11 @@ export function createPostgresAdmission(pool: PgPool, s: string, opts: PostgresA
       if (at !== null && !Number.isFinite(at)) throw new OutOfRangeError('the clock gave a non-finite time');
       sweep();
       const counting = liveRows.mustCount();
-      let rows = await admitRows(at, key, counting);
+      let { rows } = await admitRows(at, key, counting);
       if (rows.length === 0) {
         // First take on this database: the bucket starts full (as rate-limit.ts).
         await run(pool, createBucketSql(s), [at, name, bucket.burst * UNIT]);
-        rows = await admitRows(at, key, counting);
+        ({ rows } = await admitRows(at, key, counting));
       }
       const row = rows[0];
       if (row.live !== null) liveRows.counted(row.live, row.token !== null);
