@@ -64,6 +64,25 @@ export interface PostgresDedupStore {
 /** Expired rows are deleted at most this often per replica (reads ignore them anyway). */
 const SWEEP_INTERVAL_MS = 60_000;
 
+/**
+ * The paced sweep of expired dedup rows: the returned function deletes them at most once a
+ * minute (paced by the system clock; the statement itself uses the store's time, `now()`) and
+ * resolves at once when no sweep is due. Shared by the dedup store and the relay hot path.
+ */
+export function pacedDedupSweep(pool: PgPool, s: string, now: () => number | null): () => Promise<void> {
+  const sweepSql = `DELETE FROM ${s}.dedup WHERE expires_at <= ${nowSql(1)}`;
+  let lastSweep = -Infinity;
+  return async () => {
+    const at = Date.now();
+    if (at - lastSweep < SWEEP_INTERVAL_MS) return;
+    lastSweep = at;
+    await run(pool, sweepSql, [now()]);
+  };
+}
+
+/** Frees a reservation that still holds its token ($1 key, $2 token). */
+export const dedupReleaseSql = (s: string) => prepared(`DELETE FROM ${s}.dedup WHERE key = $1 AND token = $2`);
+
 export function createPostgresDedupStore(pool: PgPool, s: string, opts: PostgresDedupOptions): PostgresDedupStore {
   const { windowMs, pendingMs, capacity, clock } = opts;
   checkDedupLimits(windowMs, capacity);
@@ -91,16 +110,8 @@ export function createPostgresDedupStore(pool: PgPool, s: string, opts: Postgres
   const commitSql = prepared(
     `UPDATE ${s}.dedup SET committed = true, expires_at = ${nowSql(1)} + $4 WHERE key = $2 AND token = $3`,
   );
-  const releaseSql = prepared(`DELETE FROM ${s}.dedup WHERE key = $1 AND token = $2`);
-  const sweepSql = `DELETE FROM ${s}.dedup WHERE expires_at <= ${nowSql(1)}`;
-
-  let lastSweep = -Infinity;
-  async function sweep(): Promise<void> {
-    const at = Date.now(); // only paces the sweep; the statement itself uses the store's clock
-    if (at - lastSweep < SWEEP_INTERVAL_MS) return;
-    lastSweep = at;
-    await run(pool, sweepSql, [now()]);
-  }
+  const releaseSql = dedupReleaseSql(s);
+  const sweep = pacedDedupSweep(pool, s, now);
 
   const refusal = (key: string): Promise<RelayError> => dedupRefusal(pool, s, now(), key);
 
@@ -113,8 +124,7 @@ export function createPostgresDedupStore(pool: PgPool, s: string, opts: Postgres
         counting ? countingSql([now(), key, pendingMs, capacity]) : bareSql([now(), key, pendingMs]),
       );
       const { token, live } = rows[0];
-      if (live !== null) liveRows.counted(live, token !== null);
-      else if (token !== null) liveRows.added();
+      liveRows.record(live, token !== null);
       if (token === null) throw await refusal(key);
       // Settled only once a statement succeeded: a commit whose UPDATE failed (the pipeline then
       // answers 503) leaves the release able to free the key, so the retry is not duplicate_tx.

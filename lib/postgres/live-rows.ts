@@ -24,10 +24,11 @@ export const LIVE_ROWS_REFRESH_MS = 1_000;
 export interface LiveRows {
   /** Whether the next reservation must count the live rows in its statement. */
   mustCount(): boolean;
-  /** A counting reservation saw `live` rows (its statement's snapshot) and inserted one or not. */
-  counted(live: number, inserted: boolean): void;
-  /** A reservation that did not count inserted its row. */
-  added(): void;
+  /**
+   * What a reservation's statement returned: the live rows it counted (its snapshot), or null when
+   * it did not count, and whether it inserted its row.
+   */
+  record(live: number | null, inserted: boolean): void;
 }
 
 export function createLiveRows(capacity: number, clock: Pick<Clock, 'now'>): LiveRows {
@@ -41,13 +42,14 @@ export function createLiveRows(capacity: number, clock: Pick<Clock, 'now'>): Liv
       if (!(age >= 0 && age < LIVE_ROWS_REFRESH_MS)) return true;
       return 2 * (count + added) >= capacity;
     },
-    counted(live, inserted) {
+    record(live, inserted) {
+      if (live === null) {
+        if (inserted) added++;
+        return;
+      }
       count = live;
       added = inserted ? 1 : 0;
       countedAt = clock.now();
-    },
-    added() {
-      added++;
     },
   };
 }

@@ -26,7 +26,7 @@ import { validateOutboxBatch } from '../outbox.ts';
 import { rateLimitedError, refused, UNIT } from '../rate-limit.ts';
 import type { AdmittedRelay, RelayAdmission } from '../store.ts';
 import { nowSql, prepared, run, type PgPool } from './pool.ts';
-import { dedupRefusal } from './dedup.ts';
+import { dedupRefusal, dedupReleaseSql, pacedDedupSweep } from './dedup.ts';
 import { outboxColumns } from './outbox.ts';
 import { duplicateTx } from '../dedup.ts';
 import { bucketUpdate, createBucketSql, num } from './rate-limit.ts';
@@ -39,9 +39,6 @@ export interface PostgresAdmissionOptions {
   /** The replica's estimate of live dedup rows, shared with the dedup store (default: its own). */
   liveRows?: LiveRows;
 }
-
-/** Expired rows are deleted at most this often per replica (dedup.ts's pace). */
-const SWEEP_INTERVAL_MS = 60_000;
 
 interface AdmitRow {
   taken: boolean;
@@ -97,20 +94,11 @@ export function createPostgresAdmission(pool: PgPool, s: string, opts: PostgresA
       ON CONFLICT (id) DO NOTHING
     )
     UPDATE ${s}.dedup SET committed = true, expires_at = ${nowSql(1)} + $4 WHERE key = $2 AND token = $3`);
-  const releaseSql = prepared(`DELETE FROM ${s}.dedup WHERE key = $1 AND token = $2`);
-  // As dedup.ts: why a reservation was refused, and the paced sweep of expired rows.
-  const sweepSql = `DELETE FROM ${s}.dedup WHERE expires_at <= ${nowSql(1)}`;
-  let lastSweep = -Infinity;
-
-  /** At most once a minute per replica, beside the request (not in its round trips). */
-  function sweep(): void {
-    const at = Date.now();
-    if (at - lastSweep < SWEEP_INTERVAL_MS) return;
-    lastSweep = at;
-    run(pool, sweepSql, [now()]).catch(() => {
-      // Reads ignore expired rows; the next sweep tries again.
-    });
-  }
+  // As dedup.ts: the release, why a reservation was refused, and the paced sweep of expired rows.
+  const releaseSql = dedupReleaseSql(s);
+  const pacedSweep = pacedDedupSweep(pool, s, now);
+  /** Beside the request (not in its round trips); reads ignore expired rows, so a failed sweep waits for the next. */
+  const sweep = () => void pacedSweep().catch(() => {});
 
   const refusal = (key: string): Promise<RelayError> => dedupRefusal(pool, s, now(), key);
 
@@ -130,8 +118,7 @@ export function createPostgresAdmission(pool: PgPool, s: string, opts: PostgresA
         ({ rows } = await admitRows(at, key, counting));
       }
       const row = rows[0];
-      if (row.live !== null) liveRows.counted(row.live, row.token !== null);
-      else if (row.token !== null) liveRows.added();
+      liveRows.record(row.live, row.token !== null);
       if (!row.taken) {
         const taken = refused(row.units, bucket.perMinute);
         throw rateLimitedError(taken.ok ? 1 : taken.retryAfterSeconds);
