@@ -58,29 +58,34 @@ export async function readBounded(response: RpcResponse, maxBytes: number, signa
   }
   if ('chunkedBody' in response) return readChunked(response.chunkedBody, maxBytes, signal);
   if (!response.body) return new Uint8Array(0);
-  const reader = response.body.getReader();
-  // A stalled body must not outlive its attempt: cancelling the reader ends the pending read.
-  const onAbort = () => void reader.cancel(signal.reason).catch(() => {});
-  signal.addEventListener('abort', onAbort, { once: true });
-  try {
-    const chunks: Uint8Array[] = [];
-    let total = 0;
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (signal.aborted) throw signal.reason;
-      if (done) break;
-      total += value.byteLength;
-      if (total > maxBytes) {
-        await reader.cancel().catch(() => {});
-        throw tooLarge();
+  return readChunked(streamBody(response.body), maxBytes, signal);
+}
+
+/** A WHATWG body stream as a ChunkedBody, so both kinds of answer are read by one bounded reader. */
+function streamBody(stream: ReadableStream<Uint8Array>): ChunkedBody {
+  const reader = stream.getReader();
+  let cancelled = false;
+  return {
+    async read(sink) {
+      try {
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (cancelled) return;
+          if (done) return sink.end();
+          sink.data(value);
+        }
+      } catch (error) {
+        if (!cancelled) sink.error(error);
+      } finally {
+        reader.releaseLock();
       }
-      chunks.push(value);
-    }
-    return joinBytes(chunks);
-  } finally {
-    signal.removeEventListener('abort', onAbort);
-    reader.releaseLock();
-  }
+    },
+    cancel(reason) {
+      cancelled = true;
+      // A stalled body must not outlive its attempt: cancelling the reader ends the pending read.
+      reader.cancel(reason).catch(() => {});
+    },
+  };
 }
 
 /** The same bounds on a ChunkedBody: one promise for the whole body instead of one per chunk. */
