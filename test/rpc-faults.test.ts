@@ -36,10 +36,18 @@ interface Harness extends StartedApi<FakeClock> {
   relay(hash: string): Promise<RawResponse>;
 }
 
-async function start(t: TestContext, transport: TransportCase, rpcUrls: string[]): Promise<Harness> {
+async function start(
+  t: TestContext,
+  transport: TransportCase,
+  rpcUrls: string[],
+  receiptTimeoutSeconds?: number,
+): Promise<Harness> {
   const clock = createFakeClock();
   const base = testConfig();
-  const config = testConfig({ chains: { ...base.chains, ethereum: { ...base.chains.ethereum, rpcUrls } } });
+  const config = testConfig({
+    chains: { ...base.chains, ethereum: { ...base.chains.ethereum, rpcUrls } },
+    ...(receiptTimeoutSeconds === undefined ? {} : { relayApi: { ...base.relayApi, receiptTimeoutSeconds } }),
+  });
   const outbox = createMemoryOutbox(clock);
   const api = await startApi(t, { config, outbox, clock, fetch: transport.fetch(t) });
   return { ...api, outbox, relay: (hash) => api.relay({ origin_chain: 'ethereum', tx_hash: hash }) };
@@ -93,6 +101,12 @@ interface Case {
   alone: { status: number; reason: string; message: RegExp };
   /** Whether a good endpoint after it is reached (fail-over) or the answer is final. */
   failover: boolean;
+  /**
+   * The receipt deadline when the endpoint is alone (default: the configured 10 s). `endless`
+   * streams 8 MiB per attempt until the bound cuts it, and the outcome is the same after a few
+   * attempts as after twenty; the bound itself has its own test below.
+   */
+  aloneTimeoutSeconds?: number;
 }
 
 const FAILED = /RPC endpoints of chain ethereum failed/;
@@ -107,7 +121,12 @@ const CASES: Case[] = [
   { fault: 'wrong-id', alone: { status: 408, reason: 'timeout', message: FAILED }, failover: true },
   { fault: 'other-tx', alone: { status: 408, reason: 'timeout', message: FAILED }, failover: true },
   { fault: 'bad-log-hex', alone: { status: 408, reason: 'timeout', message: FAILED }, failover: true },
-  { fault: 'endless', alone: { status: 408, reason: 'timeout', message: FAILED }, failover: true },
+  {
+    fault: 'endless',
+    alone: { status: 408, reason: 'timeout', message: FAILED },
+    failover: true,
+    aloneTimeoutSeconds: 2,
+  },
   { fault: 'stall-body', alone: { status: 408, reason: 'timeout', message: FAILED }, failover: true },
   // A well-formed receipt whose Mailbox log is not a valid ABI encoding: the endpoint answered, so
   // there is nothing to fail over from; a real Mailbox cannot emit it, so the RPC lies: 500.
@@ -129,7 +148,7 @@ for (const transport of TRANSPORTS) {
   describe(`${transport.name}: RPC faults, endpoint alone: the documented outcome, and the reservation is released (docs/design.md#deduplication)`, () => {
     for (const c of CASES) {
       test(`docs/design.md#deduplication: ${c.fault} alone → ${c.alone.status} ${c.alone.reason}; an immediate retry is not duplicate_tx`, async (t) => {
-        const h = await start(t, transport, [rpc.endpoint(c.fault, '/v3/KEY')]);
+        const h = await start(t, transport, [rpc.endpoint(c.fault, '/v3/KEY')], c.aloneTimeoutSeconds);
         const hash = minedTx();
         for (const attempt of [1, 2]) {
           const seen = rpc.requests(c.fault);
