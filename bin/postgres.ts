@@ -7,13 +7,10 @@
  * The URL carries the password; it appears nowhere but in the pool's configuration. What is
  * logged or printed is `redactDatabaseUrl(url)`.
  */
-import {
-  DEFAULT_LOCK_TIMEOUT_MS,
-  DEFAULT_STATEMENT_TIMEOUT_MS,
-  migrate,
-  openPostgresStore,
-  type PostgresStore,
-} from '../lib/postgres/index.ts';
+// Only the constants here: the store itself (lib/postgres) is loaded by openPostgresFromUrl, so
+// --help, a refused flag or config, and a SQLite database never load it.
+import { DEFAULT_LOCK_TIMEOUT_MS, DEFAULT_STATEMENT_TIMEOUT_MS } from '../lib/postgres/pool.ts';
+import type { PostgresStore } from '../lib/postgres/index.ts';
 import type { Logger } from '../lib/log.ts';
 import { redactUrls } from '../lib/rpc.ts';
 import type { RelayApiConfig } from '../lib/types.ts';
@@ -216,6 +213,7 @@ export async function openPostgresFromUrl(
 ): Promise<OpenedPostgres> {
   const configs = postgresPoolConfigs(db);
   const pg = await loadPg();
+  const { migrate, openPostgresStore } = await import('../lib/postgres/index.ts');
   const migrationPool = new pg.Pool(configs.migration);
   migrationPool.on?.('error', () => {}); // its connection is ended below; a drop before is the migration's error
   try {

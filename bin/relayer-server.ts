@@ -7,8 +7,6 @@
 import './node-version.ts';
 import { existsSync, readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { createRpcTransport } from '../lib/http/rpc-transport.ts';
-import { createRelayServer } from '../lib/http/server.ts';
 import { LOG_LEVELS } from '../lib/log.ts';
 import { cliFail, exitOnUncaughtException, openRelayerStore, readCommandLine, shutDownOnce } from './cli.ts';
 import { redactDatabaseUrl } from './postgres.ts';
@@ -69,6 +67,12 @@ async function main(): Promise<void> {
   if (cli === undefined) return;
   const { config, logger, sink } = cli;
 
+  // Loaded once the command line and the config are accepted: --help and a refused flag or
+  // config answer without loading the HTTP server and the RPC transport (node:http among them).
+  const [{ createRpcTransport }, { createRelayServer }] = await Promise.all([
+    import('../lib/http/rpc-transport.ts'),
+    import('../lib/http/server.ts'),
+  ]);
   const store = await openRelayerStore(PROGRAM, config, logger);
   // RPC calls over node:http with keep-alive pools per origin (docs/configuration.md#rpc-transport).
   const rpcTransport = createRpcTransport();

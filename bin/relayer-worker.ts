@@ -10,6 +10,7 @@
  */
 // First: on a Node too old for the rest, this prints what is needed and exits (see the file).
 import './node-version.ts';
+import { isHexOfLength } from '../lib/hex.ts';
 import { LOG_LEVELS, type Logger } from '../lib/log.ts';
 import { redactUrls } from '../lib/rpc.ts';
 import type { RelayerConfig } from '../lib/types.ts';
@@ -113,8 +114,9 @@ async function main(): Promise<void> {
   const signerKey = process.env.RELAYER_SIGNER_KEY;
   delete process.env.RELAYER_SIGNER_KEY;
   if (!signerKey) fail(2, 'RELAYER_SIGNER_KEY is not set: the key (0x + 64 hex) that signs Mailbox.process');
+  // The key's form is checked before viem is loaded: a wrong key is refused at once.
+  if (!isHexOfLength(signerKey, 32)) fail(2, 'RELAYER_SIGNER_KEY must be 0x followed by 64 hex digits');
   const mod = await loadWorkerModule();
-  if (!mod.isPrivateKey(signerKey!)) fail(2, 'RELAYER_SIGNER_KEY must be 0x followed by 64 hex digits');
 
   const store = await openRelayerStore(PROGRAM, config, logger);
   const outbox = store.outbox;
