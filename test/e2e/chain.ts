@@ -20,7 +20,6 @@ import {
   type Chain as ViemChain,
   type WalletClient,
 } from 'viem';
-import { foundry } from 'viem/chains';
 
 /** anvil's first dev account (mnemonic "test … junk"); anvil signs for it over eth_sendTransaction. */
 export const DEV_ACCOUNT: Address = getAddress('0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266');
@@ -53,9 +52,26 @@ export interface Chain {
   mineBlock(): Promise<void>;
 }
 
+/** Chain id anvil uses unless told otherwise (the same as anvil.ts's ANVIL_CHAIN_ID). */
+const ANVIL_DEFAULT_CHAIN_ID = 31337;
+
+/**
+ * viem's description of an anvil node: what viem/chains' `foundry` says, with the node's own id
+ * and URL. Defined here rather than imported: `viem/chains` loads every chain viem knows (about
+ * 0.4 s of CPU per process that imports it), and each e2e file and the demo is its own process.
+ */
+export function anvilChain(chainId: number = ANVIL_DEFAULT_CHAIN_ID, rpcUrl = 'http://127.0.0.1:8545'): ViemChain {
+  return defineChain({
+    id: chainId,
+    name: 'Foundry',
+    nativeCurrency: { decimals: 18, name: 'Ether', symbol: 'ETH' },
+    rpcUrls: { default: { http: [rpcUrl] } },
+  });
+}
+
 /** `chainId` must be the node's (viem checks it before each write); anvil's default unless told. */
-export function connectChain(rpcUrl: string, chainId: number = foundry.id): Chain {
-  const chain = chainId === foundry.id ? foundry : defineChain({ ...foundry, id: chainId });
+export function connectChain(rpcUrl: string, chainId: number = ANVIL_DEFAULT_CHAIN_ID): Chain {
+  const chain = anvilChain(chainId, rpcUrl);
   // viem's default polling follows a 12 s block time; anvil mines on send, so poll fast.
   const transport = http(rpcUrl, { retryCount: 0 });
   // Created as the general PublicClient and WalletClient types the Chain interface holds: tsc then

@@ -32,6 +32,21 @@ function packageRoot(): string {
  * `@openzeppelin/contracts/...` (its vendored dependencies), without executing its imports.
  */
 export function hyperlaneArtifact(path: string): Artifact {
+  let artifact = artifacts.get(path);
+  if (artifact === undefined) {
+    artifact = readArtifact(path);
+    artifacts.set(path, artifact);
+  }
+  return artifact;
+}
+
+/**
+ * Read once per process: a factory file is up to a few hundred kB and its ABI is evaluated in a
+ * fresh VM context, and the Mailbox's ABI is asked for on every dispatch and every receipt read.
+ */
+const artifacts = new Map<string, Artifact>();
+
+function readArtifact(path: string): Artifact {
   const under = path.startsWith('@') ? path : `contracts/${path}`;
   const file = join(packageRoot(), FACTORIES, `${under}__factory.js`);
   const text = readFileSync(file, 'utf8');

@@ -6,6 +6,13 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { join } from 'node:path';
+
+/**
+ * The repository's root (test/helpers/server.ts says the same; the e2e files take it from here,
+ * which loads nothing, instead of from there, which loads lib/http).
+ */
+export const REPO_ROOT = join(import.meta.dirname, '..', '..');
 
 const running = new Set<ChildProcess>();
 const syncCleanups = new Set<() => void>();

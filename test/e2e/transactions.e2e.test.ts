@@ -19,7 +19,6 @@ import {
   type WalletClient,
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
-import { foundry } from 'viem/chains';
 import {
   createTransactionSender,
   TransactionError,
@@ -28,7 +27,7 @@ import {
 import { createFakeClock, type FakeClock } from '../helpers/fake-clock.ts';
 import { hyperlaneMessage } from '../helpers/fixtures.ts';
 import { startAnvil, type Anvil } from './anvil.ts';
-import { connectChain, type Chain } from './chain.ts';
+import { anvilChain, connectChain, type Chain } from './chain.ts';
 import { deployHyperlane, hyperlaneArtifact, mailboxArtifact, type HyperlaneDeployment } from './hyperlane.ts';
 
 // anvil's dev account 1 (mnemonic "test … junk"): the signer under test, signing locally.
@@ -55,7 +54,7 @@ interface Broadcast {
  */
 function observedWallet(): { wallet: WalletClient; sent: Broadcast[]; refused: () => number } {
   const wallet = createWalletClient({
-    chain: foundry,
+    chain: anvilChain(),
     transport: http(anvil.rpcUrl, { retryCount: 0 }),
     account: signer,
   });
@@ -301,11 +300,11 @@ describe('e2e: transaction sender on anvil (lib/worker/transactions.ts)', { time
     await s.send({ to: PAYEE, data: '0x', value: 20n });
     // Another process signs with the same key.
     const other = createWalletClient({
-      chain: foundry,
+      chain: anvilChain(),
       transport: http(anvil.rpcUrl, { retryCount: 0 }),
       account: signer,
     });
-    const behind = await chain.receipt(await other.sendTransaction({ to: PAYEE, value: 21n, chain: foundry }));
+    const behind = await chain.receipt(await other.sendTransaction({ to: PAYEE, value: 21n, chain: anvilChain() }));
     const behindNonce = (await chain.publicClient.getTransaction({ hash: behind.transactionHash })).nonce;
     const before = sent.length;
     const { hash, receipt } = await s.send({ to: PAYEE, data: '0x', value: 22n });

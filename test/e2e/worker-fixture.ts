@@ -8,11 +8,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pad, toHex, type Address, type Hash, type Hex } from 'viem';
-import { mnemonicToAccount } from 'viem/accounts';
 import type { OutboxMessage } from '../../lib/outbox.ts';
 import { parseHyperlaneMessage } from '../../lib/message.ts';
 import { hexToBytes } from '../../lib/hex.ts';
-import { startAnvil, type Anvil } from './anvil.ts';
+import { ANVIL_DEV_KEYS, startAnvil, type Anvil } from './anvil.ts';
 import { connectChain, type Chain } from './chain.ts';
 import {
   deployHyperlane,
@@ -21,25 +20,17 @@ import {
   mailboxLogs,
   type HyperlaneDeployment,
 } from './hyperlane.ts';
-import { onExitCleanup, spawnTracked, stopProcess, waitForLine, type Tracked } from './processes.ts';
-import { REPO_ROOT } from '../helpers/server.ts';
+import { onExitCleanup, REPO_ROOT, spawnTracked, stopProcess, waitForLine, type Tracked } from './processes.ts';
 
 export const WORKER_BIN = join(REPO_ROOT, 'bin', 'relayer-worker.ts');
-const MNEMONIC = 'test test test test test test test test test test test junk';
-
-const devKeys = new Map<number, Hex>();
 
 /**
  * anvil's dev account `index` (funded): the workers sign with 1 and up, the test deploys with 0.
- * Kept once derived: each derivation runs the mnemonic's PBKDF2 (2 048 rounds of HMAC-SHA512 in
- * JavaScript, about 0.1 s of CPU), and a file asks for the same few keys over and over.
+ * anvil.ts lists the keys (checked against anvil's own printout at every start).
  */
 export function devKey(index: number): Hex {
-  let key = devKeys.get(index);
-  if (key === undefined) {
-    key = toHex(mnemonicToAccount(MNEMONIC, { addressIndex: index }).getHdKey().privateKey!);
-    devKeys.set(index, key);
-  }
+  const key = ANVIL_DEV_KEYS[index];
+  if (key === undefined) throw new Error(`anvil has no dev account ${index}`);
   return key;
 }
 

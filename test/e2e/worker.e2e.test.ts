@@ -19,8 +19,7 @@ import { MAILBOX_ABI } from '../../lib/worker/metadata.ts';
 import { DEFAULTS } from '../../lib/config.ts';
 import { sharedPostgresUrl } from '../helpers/postgres.ts';
 import { deployMessageIdMultisigIsm, deployNoopIsm, deployRoutingIsm, deployTestRecipient } from './isms.ts';
-import { spawnTracked } from './processes.ts';
-import { REPO_ROOT } from '../helpers/server.ts';
+import { REPO_ROOT, spawnTracked } from './processes.ts';
 import {
   devKey,
   killWorkers,
