@@ -28,7 +28,7 @@ import {
 import { mailboxLogs } from '../test/e2e/hyperlane.ts';
 import { onExitCleanup } from '../test/e2e/processes.ts';
 import { startWorker, until, type WorkerProcess } from '../test/e2e/worker-fixture.ts';
-import { launchRelayerServer, type RelayerProcess } from '../test/helpers/server.ts';
+import { launchRelayerServer, type RelayerProcess } from '../test/helpers/server-process.ts';
 
 const RECIPIENT: Address = '0x000000000000000000000000000000000000dEaD';
 const AMOUNT = 1_000_000n; // 1 USDC (6 decimals)

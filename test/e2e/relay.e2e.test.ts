@@ -11,7 +11,7 @@ import { keccak256, toHex, type Address, type Hash, type Hex } from 'viem';
 import { startLocalChain, ORIGIN_DOMAIN, type LocalChain } from './fixture.ts';
 import { mailboxLogs } from './hyperlane.ts';
 import { startRpcProxy, type RpcProxy } from './rpc-proxy.ts';
-import { launchRelayerServer, type RelayerProcess } from '../helpers/server.ts';
+import { launchRelayerServer, type RelayerProcess } from '../helpers/server-process.ts';
 import {
   genuineCctpMessage,
   sendForgery,

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Address, Hash, Hex } from 'viem';
 import { MAILBOX_ABI } from '../../lib/worker/metadata.ts';
-import { launchRelayerServer, REPO_ROOT, type RelayerProcess } from '../helpers/server.ts';
+import { launchRelayerServer, REPO_ROOT, type RelayerProcess } from '../helpers/server-process.ts';
 import { sendBridgeTransfer } from './cctp-bridge.ts';
 import {
   DESTINATION_DOMAIN,
