@@ -39,6 +39,11 @@ export interface Chain {
   viemChain: ViemChain;
   /** A raw JSON-RPC call, for node controls viem does not type (evm_mine). */
   rpc(method: string, params?: unknown[]): Promise<unknown>;
+  /**
+   * Several raw JSON-RPC calls in one HTTP request (a JSON-RPC batch); the results in the calls'
+   * order. Throws on the first error.
+   */
+  rpcBatch(calls: readonly { method: string; params: unknown[] }[]): Promise<unknown[]>;
   /** Waits for the receipt (automine on, or a block mined meanwhile). */
   receipt(hash: Hash): Promise<TransactionReceipt>;
   /** Deploys and returns the new contract's address; throws if the deployment reverted. */
@@ -119,6 +124,22 @@ export function connectChain(rpcUrl: string, chainId: number = ANVIL_DEFAULT_CHA
     return reply.result;
   }
 
+  async function rpcBatch(calls: readonly { method: string; params: unknown[] }[]): Promise<unknown[]> {
+    if (calls.length === 0) return [];
+    const response = await fetch(rpcUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(calls.map(({ method, params }, id) => ({ jsonrpc: '2.0', id, method, params }))),
+    });
+    const replies = (await response.json()) as { id: number; result?: unknown; error?: { message: string } }[];
+    const results = new Array<unknown>(calls.length);
+    for (const reply of replies) {
+      if (reply.error) throw new Error(`${calls[reply.id].method}: ${reply.error.message}`);
+      results[reply.id] = reply.result;
+    }
+    return results;
+  }
+
   async function setAutomine(enabled: boolean): Promise<void> {
     await rpc('evm_setAutomine', [enabled]);
   }
@@ -133,6 +154,7 @@ export function connectChain(rpcUrl: string, chainId: number = ANVIL_DEFAULT_CHA
     wallet,
     viemChain: chain,
     rpc,
+    rpcBatch,
     receipt,
     deploy,
     call,

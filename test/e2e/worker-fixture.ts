@@ -4,15 +4,16 @@
  * dispatched with Mailbox.dispatch on domain 1 and enqueued straight into the relayer's outbox;
  * bin/relayer-worker.ts delivers them with Mailbox.process on domain 2.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pad, toHex, type Address, type Hash, type Hex } from 'viem';
+import { encodeFunctionData, pad, toHex, type Address, type Hash, type Hex } from 'viem';
 import type { OutboxMessage } from '../../lib/outbox.ts';
+import type { DeliveryOutbox, DeliveryWorker } from '../../lib/worker/index.ts';
 import { parseHyperlaneMessage } from '../../lib/message.ts';
 import { hexToBytes } from '../../lib/hex.ts';
 import { ANVIL_DEV_KEYS, startAnvil, type Anvil } from './anvil.ts';
-import { connectChain, type Chain } from './chain.ts';
+import { connectChain, DEV_ACCOUNT, FIXED_GAS, type Chain } from './chain.ts';
 import {
   deployHyperlane,
   hyperlaneArtifact,
@@ -46,6 +47,12 @@ export interface WorkerBench {
   /** Dispatches `count` messages (one transaction each) from domain 1 to `recipient` on domain 2. */
   dispatch(count: number, recipient?: Address): Promise<OutboxMessage[]>;
   stop(): Promise<void>;
+}
+
+/** A receipt as eth_getTransactionReceipt returns it (status '0x1' or '0x0'), the fields read here. */
+interface RawReceipt {
+  status: string;
+  logs: { address: Address; topics: Hex[]; data: Hex }[];
 }
 
 export const ORIGIN = { name: 'anvil1', domain: 1 };
@@ -95,15 +102,35 @@ export async function startWorkerBench(): Promise<WorkerBench> {
       },
       async dispatch(count, to = recipient) {
         const { abi } = mailboxArtifact();
-        const hashes: Hash[] = [];
-        for (let i = 0; i < count; i++) {
-          const text = toHex(`message ${++body}`);
-          hashes.push(await chain.call(origin.mailbox, abi, 'dispatch', [DESTINATION.domain, pad(to), text]));
-        }
+        // One JSON-RPC batch of eth_sendTransaction (anvil signs as the dev account and mines each
+        // as it comes), then one of receipts: three requests instead of several per message. anvil
+        // may take a batch's calls in any order: each names its nonce.
+        const first = Number(await chain.rpc('eth_getTransactionCount', [DEV_ACCOUNT, 'pending']));
+        const sends = Array.from({ length: count }, (_, i) => ({
+          method: 'eth_sendTransaction',
+          params: [
+            {
+              from: DEV_ACCOUNT,
+              to: origin.mailbox,
+              gas: toHex(FIXED_GAS),
+              nonce: toHex(first + i),
+              data: encodeFunctionData({
+                abi,
+                functionName: 'dispatch',
+                args: [DESTINATION.domain, pad(to), toHex(`message ${++body}`)],
+              }),
+            },
+          ],
+        }));
+        const hashes = (await chain.rpcBatch(sends)) as Hash[];
+        const receipts = (await chain.rpcBatch(
+          hashes.map((hash) => ({ method: 'eth_getTransactionReceipt', params: [hash] })),
+        )) as (RawReceipt | null)[];
         const out: OutboxMessage[] = [];
-        for (const hash of hashes) {
-          const receipt = await chain.receipt(hash);
-          if (receipt.status !== 'success') throw new Error(`dispatch reverted: ${hash}`);
+        for (const [i, hash] of hashes.entries()) {
+          // Not mined yet (automine is on, so at most a moment behind): wait for it.
+          const receipt = receipts[i] ?? (await chain.receipt(hash));
+          if (receipt.status !== '0x1' && receipt.status !== 'success') throw new Error(`dispatch reverted: ${hash}`);
           for (const raw of mailboxLogs(receipt, origin.mailbox).messages) {
             const bytes = hexToBytes(raw)!;
             const m = parseHyperlaneMessage(bytes);
@@ -141,9 +168,13 @@ export interface WorkerProcess extends Tracked {
 
 const started = new Set<WorkerProcess>();
 
-/** SIGKILLs every worker still running (an `after` hook: a test cut short by a timeout leaves its worker). */
+/**
+ * SIGKILLs every spawned worker still running and stops the in-process ones (an `after` hook: a
+ * test cut short by a timeout leaves its worker).
+ */
 export async function killWorkers(): Promise<void> {
   await Promise.all([...started].map((w) => w.stop('SIGKILL')));
+  await Promise.all([...inProcess].map((w) => w.stop()));
 }
 
 /** Starts bin/relayer-worker.ts signing with dev account `keyIndex`; resolves once it serves /ready. */
@@ -169,6 +200,49 @@ export async function startWorker(
     await stopProcess(tracked.child, 1_000, 'SIGKILL');
     throw error;
   }
+}
+
+export interface InProcessWorker {
+  worker: DeliveryWorker;
+  /** The signer's address. */
+  address: Hex;
+  /** Stops the loop (worker.stop(), as SIGTERM does in the bin) and resolves with the messages still held: 0. */
+  stop(): Promise<number>;
+}
+
+const inProcess = new Set<InProcessWorker>();
+
+/**
+ * The delivery worker the bin runs (lib/worker's createRelayerWorker, from the same config file),
+ * in this process on `outbox`, signing with dev account `keyIndex`. For the scenarios about
+ * delivery rather than about the process (its signals, exit code, output, ops port): each spawned
+ * worker costs its own Node start and viem load (~0.6 s of CPU), this one neither.
+ */
+export async function startInProcessWorker(
+  configPath: string,
+  outbox: DeliveryOutbox,
+  options: { keyIndex?: number } = {},
+): Promise<InProcessWorker> {
+  // Loaded on first use: the demo and the files that only spawn workers do not need them.
+  const [{ parseConfig }, { createRelayerWorker }] = await Promise.all([
+    import('../../lib/config.ts'),
+    import('../../lib/worker/index.ts'),
+  ]);
+  const config = parseConfig(JSON.parse(readFileSync(configPath, 'utf8')));
+  const relayer = await createRelayerWorker({ config, outbox, signerKey: devKey(options.keyIndex ?? 1) });
+  const running = relayer.worker.run();
+  const started: InProcessWorker = {
+    worker: relayer.worker,
+    address: relayer.address,
+    async stop() {
+      await relayer.worker.stop();
+      await running;
+      inProcess.delete(started);
+      return relayer.worker.inFlight();
+    },
+  };
+  inProcess.add(started);
+  return started;
 }
 
 /** Polls `check` every 50 ms until it returns true; fails after `timeoutMs` with `what`. */

@@ -1,7 +1,14 @@
 /**
- * bin/relayer-worker.ts on a real anvil node with the real Hyperlane Mailbox
+ * The delivery worker on a real anvil node with the real Hyperlane Mailbox
  * (docs/design.md#delivery): messages dispatched with Mailbox.dispatch on domain 1, enqueued into
- * the relayer's SQLite outbox, delivered by the worker with Mailbox.process on domain 2.
+ * the relayer's outbox, delivered with Mailbox.process on domain 2.
+ *
+ * Where the scenario is about the process, the worker is bin/relayer-worker.ts spawned: its ops
+ * port, SIGTERM exit and output (the NULL-ISM test), two processes on one SQLite file, SIGKILL
+ * between sending and recording, the requeue command. Where it is about delivery (ISM metadata,
+ * two workers on one PostgreSQL database, the next worker after a crash, replacing a stuck
+ * transaction), it is the same lib/worker createRelayerWorker the bin runs, from the same config
+ * file, in this process: a spawned worker costs its own Node start and viem load (~0.6 s of CPU).
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
@@ -23,6 +30,7 @@ import { REPO_ROOT, spawnTracked } from './processes.ts';
 import {
   devKey,
   killWorkers,
+  startInProcessWorker,
   startWorker,
   startWorkerBench,
   until,
@@ -177,7 +185,7 @@ describe('e2e: relayer-worker', { timeout: 600_000 }, () => {
       const [viaRouting] = await bench.dispatch(1, routed);
       const [unsupported] = await bench.dispatch(1, guarded);
       await store.outbox.enqueue([viaRouting, unsupported]);
-      const worker = await startWorker(config, { keyIndex: 3 });
+      const worker = await startInProcessWorker(config, store.outbox, { keyIndex: 3 });
       try {
         await until(
           async () =>
@@ -191,7 +199,7 @@ describe('e2e: relayer-worker', { timeout: 600_000 }, () => {
         assert.equal(failed?.attempts, 1, 'final at once: no retry');
         assert.deepEqual(await deliveries(unsupported.id), []);
       } finally {
-        assert.equal(await worker.stop(), 0);
+        assert.equal(await worker.stop(), 0, 'nothing held after stop');
       }
       const requeued = await requeueCli(config, unsupported.id);
       assert.equal(requeued.code, 0, requeued.output);
@@ -205,12 +213,25 @@ describe('e2e: relayer-worker', { timeout: 600_000 }, () => {
     }
   });
 
-  /** 50 messages, two workers (two signers) on one database: each delivered exactly once. */
-  async function twoWorkersExactlyOnce(db: string, outbox: Pick<Outbox, 'enqueue' | 'get'>): Promise<void> {
+  /** A running worker as twoWorkersExactlyOnce stops it: stop() resolves with 0 when it stopped cleanly. */
+  interface Stoppable {
+    stop(): Promise<number | null>;
+    output(): string;
+  }
+
+  /**
+   * 50 messages, two workers (dev accounts 4 and 5, started by `start` on the config file) on one
+   * database: each delivered exactly once.
+   */
+  async function twoWorkersExactlyOnce(
+    db: string,
+    outbox: Pick<Outbox, 'enqueue' | 'get'>,
+    start: (config: string, keyIndex: number) => Promise<Stoppable>,
+  ): Promise<void> {
     const messages = await bench.dispatch(50);
     assert.equal(await outbox.enqueue(messages), 50);
     const config = bench.writeConfig(db, { concurrency: 4, batch: 5 });
-    const workers = await Promise.all([startWorker(config, { keyIndex: 4 }), startWorker(config, { keyIndex: 5 })]);
+    const workers = await Promise.all([start(config, 4), start(config, 5)]);
     try {
       await until(allDelivered(outbox, messages), '50 deliveries', 90_000);
     } finally {
@@ -238,7 +259,8 @@ describe('e2e: relayer-worker', { timeout: 600_000 }, () => {
     const db = join(bench.dir, 'two-workers.db');
     const store = await openSqliteStore(db);
     try {
-      await twoWorkersExactlyOnce(db, store.outbox);
+      // Two processes: the SQLite file's locks are what keeps them apart.
+      await twoWorkersExactlyOnce(db, store.outbox, (config, keyIndex) => startWorker(config, { keyIndex }));
     } finally {
       await store.close();
     }
@@ -254,9 +276,18 @@ describe('e2e: relayer-worker', { timeout: 600_000 }, () => {
     const url = new URL(shared);
     url.pathname = `/${name}`;
     const opened = await openPostgresFromUrl(url.href, DEFAULTS.relayApi, silentLogger);
+    const pools: { close(): Promise<void> }[] = [];
     try {
-      await twoWorkersExactlyOnce(url.href, opened.store.outbox);
+      // In this process, each worker on a pool of its own (as each process has): the database's
+      // row locks are what keeps them apart, whichever process holds the connections.
+      await twoWorkersExactlyOnce(url.href, opened.store.outbox, async (config, keyIndex) => {
+        const own = await openPostgresFromUrl(url.href, DEFAULTS.relayApi, silentLogger);
+        pools.push(own);
+        const worker = await startInProcessWorker(config, own.store.outbox, { keyIndex });
+        return { stop: () => worker.stop(), output: () => `in-process worker (dev account ${keyIndex})` };
+      });
     } finally {
+      await Promise.all(pools.map((p) => p.close()));
       await opened.close();
       await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       await admin.end();
@@ -283,11 +314,11 @@ describe('e2e: relayer-worker', { timeout: 600_000 }, () => {
       const [sent] = await deliveries(m.id);
       assert.ok(sent, "the killed worker's transaction landed");
       assert.equal((await store.outbox.get(m.id))?.status, 'delivering', 'not recorded by the killed worker');
-      const second = await startWorker(config, { keyIndex: 7 });
+      const second = await startInProcessWorker(config, store.outbox, { keyIndex: 7 });
       try {
         await until(async () => (await store.outbox.get(m.id))?.status === 'delivered', 'the second worker records it');
       } finally {
-        assert.equal(await second.stop(), 0);
+        assert.equal(await second.stop(), 0, 'nothing held after stop');
       }
       const record = await store.outbox.get(m.id);
       assert.equal(record?.destinationTxHash, sent, 'recorded with the transaction that delivered it');
@@ -312,7 +343,9 @@ describe('e2e: relayer-worker', { timeout: 600_000 }, () => {
       const [m] = await bench.dispatch(1);
       await store.outbox.enqueue([m]);
       await bench.chain.setAutomine(false);
-      const worker = await startWorker(bench.writeConfig(db, { replaceAfterSeconds: 1 }), { keyIndex: 8 });
+      const worker = await startInProcessWorker(bench.writeConfig(db, { replaceAfterSeconds: 1 }), store.outbox, {
+        keyIndex: 8,
+      });
       let original: { hash: string; maxFeePerGas: bigint } | undefined;
       let replacement: { hash: string; maxFeePerGas: bigint } | undefined;
       try {
@@ -331,7 +364,7 @@ describe('e2e: relayer-worker', { timeout: 600_000 }, () => {
         await until(async () => (await store.outbox.get(m.id))?.status === 'delivered', 'delivery recorded');
       } finally {
         await bench.chain.setAutomine(true);
-        assert.equal(await worker.stop(), 0);
+        assert.equal(await worker.stop(), 0, 'nothing held after stop');
       }
       const record = await store.outbox.get(m.id);
       const [delivered] = await deliveries(m.id);
