@@ -135,159 +135,170 @@ describe('POST /relay end to end: anvil, the real Mailbox, bin/relayer-server.ts
     if (failed) throw (failed as PromiseRejectedResult).reason;
   });
 
-  test('docs/api.md#get-relay-get-ready: GET /relay on the started server answers 200 up', async () => {
-    const res = await fetch(`${server.url}/relay`);
-    assert.equal(res.status, 200);
-    assert.equal(await res.text(), 'up');
-  });
+  // The timeout scenario waits out receiptTimeoutSeconds on the clock (a spawned server's time is
+  // not injected); it runs beside the chain scenarios instead of after them. It shares only the
+  // server and the proxy with them, and asks about a hash no one sends.
+  describe('beside each other', { concurrency: 2 }, () => {
+    describe('on the chain, one after another', () => {
+      test('docs/api.md#get-relay-get-ready: GET /relay on the started server answers 200 up', async () => {
+        const res = await fetch(`${server.url}/relay`);
+        assert.equal(res.status, 200);
+        assert.equal(await res.text(), 'up');
+      });
 
-  test('docs/api.md#post-relay: one CCTP V2 transfer is relayed; message_id is the Mailbox DispatchId', async () => {
-    const hash = await mined(transfer());
-    const expected = await expectedMessages(hash);
-    assert.equal(expected.length, 1);
-    assert.equal(expected[0].origin, ORIGIN_DOMAIN);
-    assert.equal(expected[0].destination, DESTINATION_DOMAIN);
-    assertMessages(await relay(hash), expected);
-  });
+      test('docs/api.md#post-relay: one CCTP V2 transfer is relayed; message_id is the Mailbox DispatchId', async () => {
+        const hash = await mined(transfer());
+        const expected = await expectedMessages(hash);
+        assert.equal(expected.length, 1);
+        assert.equal(expected[0].origin, ORIGIN_DOMAIN);
+        assert.equal(expected[0].destination, DESTINATION_DOMAIN);
+        assertMessages(await relay(hash), expected);
+      });
 
-  test('docs/design.md#deduplication: the same transaction again within the window is 429 duplicate_tx with Retry-After', async () => {
-    const hash = await mined(transfer());
-    assertMessages(await relay(hash), await expectedMessages(hash));
-    // Upper-case hex names the same transaction (docs/design.md#deduplication: the dedup key is
-    // lower-cased).
-    const again = await relay(`0x${hash.slice(2).toUpperCase()}`);
-    assertError(again, 429, 'duplicate_tx');
-    const retryAfter = Number(again.headers.get('retry-after'));
-    assert.ok(retryAfter > 0 && retryAfter <= 300, `Retry-After ${again.headers.get('retry-after')}`);
-  });
+      test('docs/design.md#deduplication: the same transaction again within the window is 429 duplicate_tx with Retry-After', async () => {
+        const hash = await mined(transfer());
+        assertMessages(await relay(hash), await expectedMessages(hash));
+        // Upper-case hex names the same transaction (docs/design.md#deduplication: the dedup key is
+        // lower-cased).
+        const again = await relay(`0x${hash.slice(2).toUpperCase()}`);
+        assertError(again, 429, 'duplicate_tx');
+        const retryAfter = Number(again.headers.get('retry-after'));
+        assert.ok(retryAfter > 0 && retryAfter <= 300, `Retry-After ${again.headers.get('retry-after')}`);
+      });
 
-  test('docs/design.md#extraction-and-eligibility: several transfers in one transaction are all relayed, in transaction order', async () => {
-    const hash = await mined(transfer({ dispatches: 3 }));
-    const expected = await expectedMessages(hash);
-    assert.equal(expected.length, 3);
-    assert.deepEqual(
-      expected.map((m) => m.nonce),
-      [expected[0].nonce, expected[0].nonce + 1, expected[0].nonce + 2],
-    );
-    assertMessages(await relay(hash), expected);
-  });
+      test('docs/design.md#extraction-and-eligibility: several transfers in one transaction are all relayed, in transaction order', async () => {
+        const hash = await mined(transfer({ dispatches: 3 }));
+        const expected = await expectedMessages(hash);
+        assert.equal(expected.length, 3);
+        assert.deepEqual(
+          expected.map((m) => m.nonce),
+          [expected[0].nonce, expected[0].nonce + 1, expected[0].nonce + 2],
+        );
+        assertMessages(await relay(hash), expected);
+      });
 
-  test('docs/design.md#extraction-and-eligibility: 10 transfers in one transaction (the limit) are all relayed', async () => {
-    const hash = await mined(transfer({ dispatches: 10 }));
-    const expected = await expectedMessages(hash);
-    assert.equal(expected.length, 10);
-    assertMessages(await relay(hash), expected);
-  });
+      test('docs/design.md#extraction-and-eligibility: 10 transfers in one transaction (the limit) are all relayed', async () => {
+        const hash = await mined(transfer({ dispatches: 10 }));
+        const expected = await expectedMessages(hash);
+        assert.equal(expected.length, 10);
+        assertMessages(await relay(hash), expected);
+      });
 
-  test('docs/design.md#extraction-and-eligibility: 11 transfers in one transaction is 400 too_many_messages', async () => {
-    const hash = await mined(transfer({ dispatches: 11 }));
-    assert.equal((await expectedMessages(hash)).length, 11);
-    assertError(await relay(hash), 400, 'too_many_messages');
-  });
+      test('docs/design.md#extraction-and-eligibility: 11 transfers in one transaction is 400 too_many_messages', async () => {
+        const hash = await mined(transfer({ dispatches: 11 }));
+        assert.equal((await expectedMessages(hash)).length, 11);
+        assertError(await relay(hash), 400, 'too_many_messages');
+      });
 
-  test('docs/design.md#extraction-and-eligibility: a Dispatch without MessageSent is not eligible: 200 with no messages', async () => {
-    const hash = await mined(transfer({ burns: 0, dispatches: 1 }));
-    assert.equal((await expectedMessages(hash)).length, 1, 'the Mailbox did dispatch');
-    assertMessages(await relay(hash), []);
-  });
+      test('docs/design.md#extraction-and-eligibility: a Dispatch without MessageSent is not eligible: 200 with no messages', async () => {
+        const hash = await mined(transfer({ burns: 0, dispatches: 1 }));
+        assert.equal((await expectedMessages(hash)).length, 1, 'the Mailbox did dispatch');
+        assertMessages(await relay(hash), []);
+      });
 
-  test('docs/design.md#extraction-and-eligibility: MessageSent and Dispatch counts that differ (2 vs 3, 3 vs 2) are not eligible', async () => {
-    for (const [burns, dispatches] of [
-      [2, 3],
-      [3, 2],
-    ]) {
-      const hash = await mined(transfer({ burns, dispatches }));
-      assert.equal((await expectedMessages(hash)).length, dispatches);
-      assertMessages(await relay(hash), []);
-    }
-  });
+      test('docs/design.md#extraction-and-eligibility: MessageSent and Dispatch counts that differ (2 vs 3, 3 vs 2) are not eligible', async () => {
+        for (const [burns, dispatches] of [
+          [2, 3],
+          [3, 2],
+        ]) {
+          const hash = await mined(transfer({ burns, dispatches }));
+          assert.equal((await expectedMessages(hash)).length, dispatches);
+          assertMessages(await relay(hash), []);
+        }
+      });
 
-  test('docs/design.md#extraction-and-eligibility: look-alike Dispatch and MessageSent from a rogue contract are ignored', async () => {
-    const forgery = {
-      destination: DESTINATION_DOMAIN,
-      recipient: RECIPIENT,
-      // A well-formed message claiming our origin: only its emitter gives it away.
-      message: hyperlaneMessage({
-        nonce: 424242,
-        origin: ORIGIN_DOMAIN,
-        sender: DEV_ACCOUNT,
-        destination: DESTINATION_DOMAIN,
-        recipient: RECIPIENT,
-        body: '0x',
-      }),
-      // A valid V2 message with a BurnMessageV2 body, as the real transmitter would emit.
-      cctpMessage: await genuineCctpMessage(local.chain, local.standIns, RECIPIENT, 5n),
-    };
-    assert.equal(readCctpV2Message(forgery.cctpMessage).version, 1);
-    // Next to one genuine transfer: counting both forgeries would list two messages, counting
-    // one kind only would make the counts differ and list none; the genuine one alone is right.
-    const around = await sendForgeryAroundTransfer(local.chain, local.standIns, forgery, 5n);
-    const expected = await expectedMessages(around);
-    assert.equal(expected.length, 1);
-    assertMessages(await relay(around), expected);
-    // Forgeries alone: nothing from the Mailbox, nothing to relay.
-    const alone = await sendForgery(local.chain, local.standIns, forgery);
-    assert.equal((await expectedMessages(alone)).length, 0);
-    assertMessages(await relay(alone), []);
-  });
+      test('docs/design.md#extraction-and-eligibility: look-alike Dispatch and MessageSent from a rogue contract are ignored', async () => {
+        const forgery = {
+          destination: DESTINATION_DOMAIN,
+          recipient: RECIPIENT,
+          // A well-formed message claiming our origin: only its emitter gives it away.
+          message: hyperlaneMessage({
+            nonce: 424242,
+            origin: ORIGIN_DOMAIN,
+            sender: DEV_ACCOUNT,
+            destination: DESTINATION_DOMAIN,
+            recipient: RECIPIENT,
+            body: '0x',
+          }),
+          // A valid V2 message with a BurnMessageV2 body, as the real transmitter would emit.
+          cctpMessage: await genuineCctpMessage(local.chain, local.standIns, RECIPIENT, 5n),
+        };
+        assert.equal(readCctpV2Message(forgery.cctpMessage).version, 1);
+        // Next to one genuine transfer: counting both forgeries would list two messages, counting
+        // one kind only would make the counts differ and list none; the genuine one alone is right.
+        const around = await sendForgeryAroundTransfer(local.chain, local.standIns, forgery, 5n);
+        const expected = await expectedMessages(around);
+        assert.equal(expected.length, 1);
+        assertMessages(await relay(around), expected);
+        // Forgeries alone: nothing from the Mailbox, nothing to relay.
+        const alone = await sendForgery(local.chain, local.standIns, forgery);
+        assert.equal((await expectedMessages(alone)).length, 0);
+        assertMessages(await relay(alone), []);
+      });
 
-  test('docs/design.md#deduplication: a destination that is not configured is 400 unsupported_destination; a retry is not duplicate_tx', async () => {
-    // 999 is no chain at all; 1 is a known chain (the origin) that is not in relayChains.
-    for (const destination of [999, ORIGIN_DOMAIN]) {
-      const hash = await mined(transfer({ destination }));
-      assert.equal((await expectedMessages(hash))[0].destination, destination);
-      assertError(await relay(hash), 400, 'unsupported_destination');
-      assertError(await relay(hash), 400, 'unsupported_destination');
-    }
-  });
+      test('docs/design.md#deduplication: a destination that is not configured is 400 unsupported_destination; a retry is not duplicate_tx', async () => {
+        // 999 is no chain at all; 1 is a known chain (the origin) that is not in relayChains.
+        for (const destination of [999, ORIGIN_DOMAIN]) {
+          const hash = await mined(transfer({ destination }));
+          assert.equal((await expectedMessages(hash))[0].destination, destination);
+          assertError(await relay(hash), 400, 'unsupported_destination');
+          assertError(await relay(hash), 400, 'unsupported_destination');
+        }
+      });
 
-  test('docs/design.md#check-order: an origin_chain that is not configured is 400 invalid_request', async () => {
-    const hash = await mined(transfer());
-    assertError(await relay(hash, 'dest3'), 400, 'invalid_request');
-  });
+      test('docs/design.md#check-order: an origin_chain that is not configured is 400 invalid_request', async () => {
+        const hash = await mined(transfer());
+        assertError(await relay(hash, 'dest3'), 400, 'invalid_request');
+      });
 
-  test('docs/design.md#extraction-and-eligibility: a reverted transaction has no messages: 200 with an empty list', async () => {
-    const hash = await sendRevertingTransfer(local.chain, local.standIns, transfer({ dispatches: 2 }));
-    const receipt = await local.chain.receipt(hash);
-    assert.equal(receipt.status, 'reverted');
-    assertMessages(await relay(hash), []);
-  });
+      test('docs/design.md#extraction-and-eligibility: a reverted transaction has no messages: 200 with an empty list', async () => {
+        const hash = await sendRevertingTransfer(local.chain, local.standIns, transfer({ dispatches: 2 }));
+        const receipt = await local.chain.receipt(hash);
+        assert.equal(receipt.status, 'reverted');
+        assertMessages(await relay(hash), []);
+      });
 
-  test('docs/design.md#receipt: a transaction not mined yet is waited for and relayed once a block is mined', async () => {
-    await local.chain.setAutomine(false);
-    let hash: Hash;
-    let pending: Promise<HttpReply>;
-    try {
-      hash = await sendTransfer(local.chain, local.standIns, transfer({ dispatches: 2 }));
-      pending = relay(hash);
-      // Mine only after the server has been told "not mined yet"; fail fast if it answered instead.
-      const early = await Promise.race([
-        proxy.nullReceiptServed(hash).then(() => undefined),
-        pending.then((reply) => reply),
-      ]);
-      assert.equal(early, undefined, `the server answered before the transaction was mined: ${JSON.stringify(early)}`);
-      await local.chain.mineBlock();
-    } finally {
-      await local.chain.setAutomine(true);
-    }
-    const reply = await pending;
-    const expected = await expectedMessages(hash);
-    assert.equal(expected.length, 2);
-    assertMessages(reply, expected);
-    const answers = proxy.receiptAnswers(hash);
-    assert.ok(answers.nulls >= 1 && answers.total > answers.nulls, `receipt answers: ${JSON.stringify(answers)}`);
-  });
+      test('docs/design.md#receipt: a transaction not mined yet is waited for and relayed once a block is mined', async () => {
+        await local.chain.setAutomine(false);
+        let hash: Hash;
+        let pending: Promise<HttpReply>;
+        try {
+          hash = await sendTransfer(local.chain, local.standIns, transfer({ dispatches: 2 }));
+          pending = relay(hash);
+          // Mine only after the server has been told "not mined yet"; fail fast if it answered instead.
+          const early = await Promise.race([
+            proxy.nullReceiptServed(hash).then(() => undefined),
+            pending.then((reply) => reply),
+          ]);
+          assert.equal(
+            early,
+            undefined,
+            `the server answered before the transaction was mined: ${JSON.stringify(early)}`,
+          );
+          await local.chain.mineBlock();
+        } finally {
+          await local.chain.setAutomine(true);
+        }
+        const reply = await pending;
+        const expected = await expectedMessages(hash);
+        assert.equal(expected.length, 2);
+        assertMessages(reply, expected);
+        const answers = proxy.receiptAnswers(hash);
+        assert.ok(answers.nulls >= 1 && answers.total > answers.nulls, `receipt answers: ${JSON.stringify(answers)}`);
+      });
+    });
 
-  test('docs/design.md#receipt: a hash that never appears is 408 timeout with Retry-After, after the configured wait', async () => {
-    const hash: Hex = keccak256(toHex(`never sent ${Date.now()}`));
-    const started = performance.now();
-    const reply = await relay(hash);
-    const elapsedMs = performance.now() - started;
-    assertError(reply, 408, 'timeout');
-    assert.ok(Number(reply.headers.get('retry-after')) > 0, `Retry-After ${reply.headers.get('retry-after')}`);
-    assert.ok(elapsedMs >= RECEIPT_TIMEOUT_SECONDS * 1000 - 100, `answered after ${elapsedMs} ms`);
-    assert.ok(elapsedMs < RECEIPT_TIMEOUT_SECONDS * 1000 + 3000, `answered after ${elapsedMs} ms`);
-    assert.ok(proxy.receiptAnswers(hash).nulls >= 2, 'the server polled the node more than once');
+    test('docs/design.md#receipt: a hash that never appears is 408 timeout with Retry-After, after the configured wait', async () => {
+      const hash: Hex = keccak256(toHex(`never sent ${Date.now()}`));
+      const started = performance.now();
+      const reply = await relay(hash);
+      const elapsedMs = performance.now() - started;
+      assertError(reply, 408, 'timeout');
+      assert.ok(Number(reply.headers.get('retry-after')) > 0, `Retry-After ${reply.headers.get('retry-after')}`);
+      assert.ok(elapsedMs >= RECEIPT_TIMEOUT_SECONDS * 1000 - 100, `answered after ${elapsedMs} ms`);
+      assert.ok(elapsedMs < RECEIPT_TIMEOUT_SECONDS * 1000 + 3000, `answered after ${elapsedMs} ms`);
+      assert.ok(proxy.receiptAnswers(hash).nulls >= 2, 'the server polled the node more than once');
+    });
   });
 
   test('docs/design.md#the-server-binary: SIGTERM stops the server with exit code 0', async () => {
