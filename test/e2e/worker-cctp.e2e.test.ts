@@ -6,12 +6,18 @@
  * EIP-3668 gateway (test/e2e/ccip-gateway.ts), which stands in for Hyperlane's CCTP attestation
  * service. Not-ready answers are polled without counting as failures; a gateway that answers
  * garbage, then 500, then nothing uses up maxAttempts and the message is failed.
+ *
+ * The second scenario (retries and the dead letter) is about delivery, not about the process: it
+ * runs the same lib/worker createRelayerWorker the bin runs, from the same config file, in this
+ * process on the server's database (a spawned worker costs its own Node start and viem load);
+ * `relayer-worker requeue` is still the shipped command.
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Address, Hash, Hex } from 'viem';
+import { openSqliteStore } from '../../lib/sqlite/index.ts';
 import { MAILBOX_ABI } from '../../lib/worker/metadata.ts';
 import { launchRelayerServer, REPO_ROOT, type RelayerProcess } from '../helpers/server-process.ts';
 import { sendBridgeTransfer } from './cctp-bridge.ts';
@@ -24,7 +30,7 @@ import {
 } from './fixture.ts';
 import { mailboxLogs } from './hyperlane.ts';
 import { spawnTracked } from './processes.ts';
-import { devKey, killWorkers, startWorker, until, WORKER_BIN } from './worker-fixture.ts';
+import { devKey, killWorkers, startInProcessWorker, startWorker, until, WORKER_BIN } from './worker-fixture.ts';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { onExitCleanup } from './processes.ts';
@@ -161,17 +167,16 @@ describe('e2e: relayer-worker on the CCTP V2 route, through CCIP-read', { timeou
       ['hang', 1],
     ]);
     const config = writeConfig({ maxAttempts: 3, retryBaseSeconds: 1, retryMaxSeconds: 1, ccipReadTimeoutSeconds: 1 });
-    const worker = await startWorker(config, { keyIndex: 2 });
+    const store = await openSqliteStore(db);
+    const worker = await startInProcessWorker(config, store.outbox, { keyIndex: 2 });
     try {
-      await until(async () => (await status(id)).status === 'failed', 'the message failed', 60_000).catch((error) => {
-        throw new Error(`${error.message}\n${worker.output()}`);
-      });
+      await until(async () => (await status(id)).status === 'failed', 'the message failed', 60_000);
       const failed = await status(id);
       assert.equal(failed.attempts, 3);
       assert.match(String(failed.last_error), /^gateway: .*\(failures 3\/3, final\)$/);
       assert.ok(!String(failed.last_error).includes('127.0.0.1'), 'no gateway URL in last_error');
       assert.deepEqual(await deliveries(id), [], 'nothing sent');
-      const metrics = await (await fetch(`${worker.opsUrl}/metrics`)).text();
+      const metrics = worker.metrics();
       assert.match(metrics, /^relayer_worker_failed_total\{destination="anvil2",kind="gateway"\} 1$/m);
       assert.match(metrics, /^relayer_worker_retries_total\{destination="anvil2",kind="gateway"\} 2$/m);
       // The gateway answers again; an operator re-drives the dead letter and the running worker delivers it.
@@ -182,7 +187,8 @@ describe('e2e: relayer-worker on the CCTP V2 route, through CCIP-read', { timeou
       assert.equal(done.attempts, 4);
       assert.deepEqual(await deliveries(id), [done.destination_tx_hash]);
     } finally {
-      assert.equal(await worker.stop(), 0, worker.output());
+      assert.equal(await worker.stop(), 0, 'nothing held after stop');
+      await store.close();
     }
   });
 });

@@ -206,6 +206,8 @@ export interface InProcessWorker {
   worker: DeliveryWorker;
   /** The signer's address. */
   address: Hex;
+  /** Its metrics as the bin's /metrics serves them (Prometheus text). */
+  metrics(): string;
   /** Stops the loop (worker.stop(), as SIGTERM does in the bin) and resolves with the messages still held: 0. */
   stop(): Promise<number>;
 }
@@ -234,6 +236,7 @@ export async function startInProcessWorker(
   const started: InProcessWorker = {
     worker: relayer.worker,
     address: relayer.address,
+    metrics: () => relayer.metrics.registry.render(),
     async stop() {
       await relayer.worker.stop();
       await running;
