@@ -15,6 +15,9 @@ import { testSchema } from './helpers/postgres.ts';
 import { startApi, type Cleanup } from './helpers/server.ts';
 import { createFakeClock } from './helpers/fake-clock.ts';
 import type { RelayError } from '../lib/errors.ts';
+import { DEFAULT_QUEUE_TIMEOUT_MS } from '../lib/postgres/coalesce.ts';
+import type { AdmittedRelay } from '../lib/store.ts';
+import { outboxMessage, T0 } from './outbox-contract.ts';
 
 /** A pool that records the text of every query sent through it (pooled clients included). */
 function counting(pool: PgPool): {
@@ -289,4 +292,164 @@ describe('PostgreSQL hot path of POST /relay (docs/design.md, Storage)', () => {
       assert.equal(counted(after).at(-1), true);
     });
   }
+});
+
+/**
+ * A store on its own schema whose admission is driven directly (no HTTP), with a fake clock and
+ * every statement recorded: completes called together, as concurrent requests would.
+ */
+async function coalescing(t: { after(fn: () => unknown): void }) {
+  const db = await testSchema({ max: 6 });
+  t.after(() => db.close());
+  const clock = createFakeClock();
+  const recorded = counting(db.pool);
+  const relayApi = {
+    ...testConfig().relayApi,
+    rateLimit: { burst: 1000, perMinute: 1 },
+    dedupCapacity: 1000,
+    receiptTimeoutSeconds: 60,
+  };
+  const store = await openPostgresStore(recorded.pool, { relayApi, schema: db.schema, clock });
+  const key = (n: number) => `ethereum\n${txHash(0x7_0000 + n)}`;
+  /** Relay n's two messages; relay 5's second has nonce 666 (the poisoned one where a test forbids it). */
+  const messages = (n: number) => [
+    outboxMessage(10 * n, T0, { txHash: txHash(0x7_0000 + n) }),
+    outboxMessage(n === 5 ? 666 : 10 * n + 1, T0, { txHash: txHash(0x7_0000 + n) }),
+  ];
+  const admit = async (count: number) => {
+    const admitted = [];
+    for (let n = 1; n <= count; n++) admitted.push(await store.admission.admit(key(n)));
+    return admitted;
+  };
+  /** Every relay's complete called at once; each settles for itself. */
+  const completeAll = (admitted: AdmittedRelay[]) =>
+    Promise.allSettled(admitted.map((a, i) => a.complete(messages(i + 1))));
+  /** The completing statements sent since `from` (alone or together). */
+  const completes = (from: number) =>
+    recorded.texts.slice(from).filter((text) => /INSERT INTO "[^"]+"\.outbox/.test(text));
+  const reservation = async (n: number) => {
+    const { rows } = await db.pool.query(`SELECT committed FROM "${db.schema}".dedup WHERE key = $1`, [key(n)]);
+    return (rows[0] as { committed: boolean } | undefined)?.committed;
+  };
+  const storedIds = async () => {
+    const { rows } = await db.pool.query(`SELECT id FROM "${db.schema}".outbox ORDER BY seq`);
+    return rows.map((row: { id: string }) => row.id);
+  };
+  return { db, clock, recorded, store, key, messages, admit, completeAll, completes, reservation, storedIds };
+}
+
+const ALONE = /UPDATE "[^"]+"\.dedup SET committed = true, expires_at = .* WHERE key = \$2 AND token = \$3/s;
+const TOGETHER = /FROM unnest\(\$1::text\[\], \$2::uuid\[\], \$3::float8\[\]\)/;
+
+describe('completes coalesced into shared statements (docs/design.md#coalesced-statements)', () => {
+  test('twelve relays completing at once: two statements go out alone, the ten waiting share the third; alone again, the statement of today', async (t) => {
+    const h = await coalescing(t);
+    const admitted = await h.admit(12);
+    const from = h.recorded.texts.length;
+    const results = await h.completeAll(admitted);
+    assert.deepEqual(
+      results.map((r) => r.status),
+      Array(12).fill('fulfilled'),
+    );
+    const sent = h.completes(from);
+    assert.equal(sent.length, 3, 'fewer statements than relays');
+    assert.match(sent[0], ALONE);
+    assert.match(sent[1], ALONE);
+    assert.match(sent[2], TOGETHER);
+    for (let n = 1; n <= 12; n++) assert.equal(await h.reservation(n), true, `relay ${n} committed`);
+    // Every row stored once; the shared statement keeps its relays' order (the outbox's seq).
+    const ids = await h.storedIds();
+    assert.equal(ids.length, 24);
+    const expected = Array.from({ length: 10 }, (_, i) => h.messages(i + 3).map((m) => m.id)).flat();
+    assert.deepEqual(
+      ids.filter((id) => expected.includes(id)),
+      expected,
+    );
+
+    // Nothing in flight: one relay alone sends the single statement at once.
+    const last = await h.store.admission.admit(h.key(13));
+    const before = h.recorded.texts.length;
+    await last.complete(h.messages(13));
+    const alone = h.recorded.texts.slice(before);
+    assert.equal(alone.length, 1);
+    assert.match(alone[0], ALONE);
+    assert.equal(await h.reservation(13), true);
+  });
+
+  test("a shared statement one member's rows make fail: nothing of it is written, each member is sent again alone and answers for itself", async (t) => {
+    const h = await coalescing(t);
+    // The database refuses relay 5's second row (a real constraint, checked by the server only).
+    await h.db.pool.query(`ALTER TABLE "${h.db.schema}".outbox ADD CONSTRAINT poison CHECK (nonce <> 666)`);
+    const admitted = await h.admit(10);
+    const from = h.recorded.texts.length;
+    const results = await h.completeAll(admitted);
+    results.forEach((r, i) => {
+      if (i === 4) {
+        assert.equal(r.status, 'rejected');
+        assert.equal(((r as PromiseRejectedResult).reason as RelayError).reason, 'internal_error');
+      } else assert.equal(r.status, 'fulfilled', `relay ${i + 1}`);
+    });
+    const sent = h.completes(from);
+    assert.equal(sent.length, 2 + 1 + 8, 'two alone, the shared one (failed), its eight members again alone');
+    assert.match(sent[2], TOGETHER);
+    for (const s of sent.slice(3)) assert.match(s, ALONE);
+    for (let n = 1; n <= 10; n++) assert.equal(await h.reservation(n), n !== 5, `relay ${n}`);
+    const ids = await h.storedIds();
+    assert.equal(ids.length, 18, "every row but relay 5's");
+    for (const m of h.messages(5)) assert.ok(!ids.includes(m.id));
+    // Relay 5 still holds its reservation, which the pipeline releases (as after any failure).
+    await admitted[4].release();
+    assert.equal(await h.reservation(5), undefined);
+  });
+
+  test('a shared statement that fails for unavailability: each member gets store_unavailable, as alone, and nothing of theirs is written', async (t) => {
+    const h = await coalescing(t);
+    const admitted = await h.admit(6);
+    h.recorded.failOnce.match = TOGETHER;
+    const from = h.recorded.texts.length;
+    const results = await h.completeAll(admitted);
+    assert.deepEqual(
+      results.map((r) => (r.status === 'fulfilled' ? 'ok' : (r.reason as RelayError).reason)),
+      ['ok', 'ok', 'store_unavailable', 'store_unavailable', 'store_unavailable', 'store_unavailable'],
+    );
+    assert.equal(h.completes(from).length, 3, 'not sent again: a lost connection is every member’s answer');
+    assert.equal((await h.storedIds()).length, 4);
+    for (let n = 3; n <= 6; n++) assert.equal(await h.reservation(n), false);
+  });
+
+  test('a complete that waits past the queue timeout fails with store_unavailable and is never written; the statements in flight still commit theirs', async (t) => {
+    const h = await coalescing(t);
+    const admitted = await h.admit(3);
+    // Another session locks the reservations of relays 1 and 2: their completes wait in the database.
+    const holder = await h.db.pool.connect();
+    let first: Promise<void>[];
+    try {
+      await holder.query('BEGIN');
+      await holder.query(`SELECT 1 FROM "${h.db.schema}".dedup WHERE key = ANY($1) FOR UPDATE`, [[h.key(1), h.key(2)]]);
+      const from = h.recorded.texts.length;
+      first = admitted.slice(0, 2).map((a, i) => a.complete(h.messages(i + 1)));
+      let thirdError: RelayError | undefined;
+      admitted[2].complete(h.messages(3)).catch((error: RelayError) => {
+        thirdError = error;
+      });
+      const failed = () => thirdError;
+      await h.clock.advance(DEFAULT_QUEUE_TIMEOUT_MS - 1);
+      assert.equal(failed(), undefined, 'still waiting');
+      await h.clock.advance(1);
+      assert.equal(failed()?.reason, 'store_unavailable');
+      assert.equal(h.completes(from).length, 2, "relay 3's rows were never sent");
+    } finally {
+      // Before the harness's cleanup, which waits for every pooled connection to come back.
+      await holder.query('ROLLBACK');
+      holder.release();
+    }
+    await Promise.all(first);
+    assert.equal(h.clock.pending(), 0, 'no timer left behind');
+    const ids = await h.storedIds();
+    assert.equal(ids.length, 4);
+    for (const m of h.messages(3)) assert.ok(!ids.includes(m.id));
+    assert.deepEqual([await h.reservation(1), await h.reservation(2), await h.reservation(3)], [true, true, false]);
+    await admitted[2].release();
+    assert.equal(await h.reservation(3), undefined, 'released, as the pipeline does after the 503');
+  });
 });

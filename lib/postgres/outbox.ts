@@ -81,17 +81,25 @@ export function outboxColumns(batch: readonly OutboxMessage[]): unknown[][] {
   ];
 }
 
-export function createPostgresOutbox(pool: PgPool, s: string, clock?: Clock): PostgresOutbox {
-  const now = () => clock?.now() ?? null;
-
-  // WITH ORDINALITY … ORDER BY: identity values follow the batch's order (its tie-break).
-  const insertSql = `
+/**
+ * The insert of a batch given as outboxColumns() in parameters `$first` to `$first + 7`. WITH
+ * ORDINALITY … ORDER BY: identity values follow the batch's order (its tie-break).
+ */
+export function outboxInsertSql(s: string, first: number): string {
+  const [id, chain, tx, origin, destination, nonce, raw, at] = Array.from({ length: 8 }, (_, i) => `$${first + i}`);
+  return `
     INSERT INTO ${s}.outbox (id, origin_chain, tx_hash, origin, destination, nonce, raw, enqueued_at)
     SELECT id, origin_chain, tx_hash, origin, destination, nonce, decode(raw, 'hex'), enqueued_at
-    FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::text[], $8::float8[])
+    FROM unnest(${id}::text[], ${chain}::text[], ${tx}::text[], ${origin}::bigint[], ${destination}::bigint[], ${nonce}::bigint[], ${raw}::text[], ${at}::float8[])
       WITH ORDINALITY AS b(id, origin_chain, tx_hash, origin, destination, nonce, raw, enqueued_at, n)
     ORDER BY n
     ON CONFLICT (id) DO NOTHING`;
+}
+
+export function createPostgresOutbox(pool: PgPool, s: string, clock?: Clock): PostgresOutbox {
+  const now = () => clock?.now() ?? null;
+
+  const insertSql = outboxInsertSql(s, 1);
   // One reading of the time for the whole claim (the CTE t is evaluated once). Picking with
   // SKIP LOCKED never waits for a lock, so it is read once the statement runs. `dead` fails the
   // expired rows that reached maxAttempts ($4, null: none); `picked` leaves them out, since both

@@ -11,7 +11,8 @@
  *    live reservation) is decided by this one statement; only a reservation refused for a row
  *    that committed after the statement's snapshot, or for capacity, asks once more why.
  * 2. complete: the outbox rows and the reservation's commit in one statement, durable (the 200
- *    promises the messages are stored).
+ *    promises the messages are stored). Under concurrency the completes of several relays share
+ *    one statement and one commit (coalesce.ts, docs/design.md#coalesced-statements).
  * The semantics are dedup.ts's and rate-limit.ts's, statement for statement; the contract suites
  * run the pipeline on both forms.
  *
@@ -22,12 +23,13 @@
 import { systemClock, type Clock } from '../clock.ts';
 import { createLiveRows, type LiveRows } from './live-rows.ts';
 import type { RelayError } from '../errors.ts';
-import { validateOutboxBatch } from '../outbox.ts';
+import { validateOutboxBatch, type OutboxMessage } from '../outbox.ts';
+import { coalesce, DEFAULT_QUEUE_TIMEOUT_MS } from './coalesce.ts';
 import { rateLimitedError, refused, UNIT } from '../rate-limit.ts';
 import type { AdmittedRelay, RelayAdmission } from '../store.ts';
 import { nowSql, prepared, run, type PgPool } from './pool.ts';
 import { dedupRefusal, dedupReleaseSql, pacedDedupSweep } from './dedup.ts';
-import { outboxColumns } from './outbox.ts';
+import { outboxColumns, outboxInsertSql } from './outbox.ts';
 import { duplicateTx } from '../dedup.ts';
 import { bucketUpdate, createBucketSql, num } from './rate-limit.ts';
 import { OutOfRangeError } from '../errors.ts';
@@ -38,6 +40,20 @@ export interface PostgresAdmissionOptions {
   clock?: Clock;
   /** The replica's estimate of live dedup rows, shared with the dedup store (default: its own). */
   liveRows?: LiveRows;
+}
+
+/**
+ * How completes are carried together (coalesce.ts): two statements in flight before they wait,
+ * then up to 64 relays or 640 rows in one. BENCHMARKS.md, "Coalesced completes", has the figures.
+ */
+const COMPLETE_BATCHES = { inFlight: 2, maxCalls: 64, maxWeight: 640 };
+
+/** A relay's completing statement, waiting to be sent alone or with others. */
+interface Completing {
+  at: number | null;
+  key: string;
+  token: string;
+  batch: readonly OutboxMessage[];
 }
 
 interface AdmitRow {
@@ -84,16 +100,36 @@ export function createPostgresAdmission(pool: PgPool, s: string, opts: PostgresA
   };
   const [countingAdmit, bareAdmit] = [admitSql(true), admitSql(false)];
   // $1 now, $2 key, $3 token, $4 window; then the outbox columns as in outbox.ts's insert.
+  const insertRows = outboxInsertSql(s, 5);
   const completeSql = prepared(`
-    WITH ins AS (
-      INSERT INTO ${s}.outbox (id, origin_chain, tx_hash, origin, destination, nonce, raw, enqueued_at)
-      SELECT id, origin_chain, tx_hash, origin, destination, nonce, decode(raw, 'hex'), enqueued_at
-      FROM unnest($5::text[], $6::text[], $7::text[], $8::bigint[], $9::bigint[], $10::bigint[], $11::text[], $12::float8[])
-        WITH ORDINALITY AS m(id, origin_chain, tx_hash, origin, destination, nonce, raw, enqueued_at, n)
-      ORDER BY n
-      ON CONFLICT (id) DO NOTHING
-    )
+    WITH ins AS (${insertRows})
     UPDATE ${s}.dedup SET committed = true, expires_at = ${nowSql(1)} + $4 WHERE key = $2 AND token = $3`);
+  // The same for several relays (coalesce.ts): their rows in order, every reservation committed
+  // with its own time. $1 keys, $2 tokens, $3 times (or nulls), $4 window, then the outbox columns.
+  const completeManySql = prepared(`
+    WITH ins AS (${insertRows})
+    UPDATE ${s}.dedup AS d SET committed = true,
+      expires_at = coalesce(c.at, extract(epoch from statement_timestamp()) * 1000) + $4
+    FROM unnest($1::text[], $2::uuid[], $3::float8[]) AS c(key, token, at)
+    WHERE d.key = c.key AND d.token = c.token`);
+  const complete = coalesce<Completing>({
+    ...COMPLETE_BATCHES,
+    weight: (c) => c.batch.length,
+    clock: clock ?? systemClock,
+    queueTimeoutMs: DEFAULT_QUEUE_TIMEOUT_MS,
+    one: (c) => run(pool, completeSql([c.at, c.key, c.token, dedup.windowMs, ...outboxColumns(c.batch)])),
+    many: (cs) =>
+      run(
+        pool,
+        completeManySql([
+          cs.map((c) => c.key),
+          cs.map((c) => c.token),
+          cs.map((c) => c.at),
+          dedup.windowMs,
+          ...outboxColumns(cs.flatMap((c) => c.batch)),
+        ]),
+      ),
+  });
   // As dedup.ts: the release, why a reservation was refused, and the paced sweep of expired rows.
   const releaseSql = dedupReleaseSql(s);
   const pacedSweep = pacedDedupSweep(pool, s, now);
@@ -134,7 +170,7 @@ export function createPostgresAdmission(pool: PgPool, s: string, opts: PostgresA
         async complete(batch) {
           validateOutboxBatch(batch);
           if (settled) return;
-          await run(pool, completeSql([now(), key, token, dedup.windowMs, ...outboxColumns(batch)]));
+          await complete({ at: now(), key, token, batch });
           // Settled only once stored: after a failed statement (rolled back whole) the pipeline's
           // release still frees the key, as dedup.ts's commit.
           settled = true;
