@@ -18,8 +18,8 @@
  * of the queue first, so no later statement writes it (its caller releases its reservation).
  */
 import type { Clock } from '../clock.ts';
-import { RelayError } from '../errors.ts';
-import { STORE_RETRY_AFTER_SECONDS, toStoreError } from '../store.ts';
+import type { RelayError } from '../errors.ts';
+import { StoreUnavailableError, toStoreError } from '../store.ts';
 
 /** How long a call may wait for a statement before it fails (as pg's default connection timeout). */
 export const DEFAULT_QUEUE_TIMEOUT_MS = 5_000;
@@ -113,12 +113,7 @@ export function coalesce<T>(options: CoalesceOptions<T>): (item: T) => Promise<v
         const at = queue.indexOf(waiting);
         if (at < 0) return;
         queue.splice(at, 1);
-        reject(
-          new RelayError('store_unavailable', 'the store is unavailable; nothing was stored, retry shortly', {
-            retryAfterSeconds: STORE_RETRY_AFTER_SECONDS,
-            cause: new Error(`waited over ${options.queueTimeoutMs} ms for a statement`),
-          }),
-        );
+        reject(toStoreError(new StoreUnavailableError(`waited over ${options.queueTimeoutMs} ms for a statement`)));
       }, options.queueTimeoutMs);
       queue.push(waiting);
     });
