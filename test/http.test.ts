@@ -2,15 +2,13 @@
  * The HTTP API over real loopback sockets: every row of docs/api.md#errors,
  * docs/design.md#http-surface, #post-relay, #merkle-tree-insertions. Time is a fake clock;
  * receipts come from an in-process JSON-RPC fake; the outbox is the in-memory one and the merkle
- * store is SQLite on disk.
+ * store is SQLite on disk: one store for the file, emptied for each test
+ * (test/helpers/shared-sqlite.ts says why that is safe).
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, describe, test, type TestContext } from 'node:test';
+import { describe, test, type TestContext } from 'node:test';
 import { createMemoryOutbox } from '../lib/outbox.ts';
-import { openSqliteStore, type SqliteStore } from '../lib/sqlite/index.ts';
+import type { SqliteStore } from '../lib/sqlite/index.ts';
 import type { Outbox } from '../lib/outbox.ts';
 import { testConfig } from './helpers/config.ts';
 import { createFakeClock, type FakeClock } from './helpers/fake-clock.ts';
@@ -27,10 +25,9 @@ import {
 } from './helpers/fixtures.ts';
 import { httpRequest, postJson, type RawResponse } from './helpers/http.ts';
 import { startApi, type StartedApi } from './helpers/server.ts';
+import { sharedSqlite } from './helpers/shared-sqlite.ts';
 
-const dir = mkdtempSync(join(tmpdir(), 'relayer-http-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
-let dbCount = 0;
+const shared = sharedSqlite('http');
 
 interface Harness extends StartedApi<FakeClock> {
   table: ReceiptTable;
@@ -42,10 +39,11 @@ async function start(t: TestContext, configOverrides: Parameters<typeof testConf
   const clock = createFakeClock();
   const table: ReceiptTable = new Map();
   const outbox = createMemoryOutbox(clock);
-  const store = await openSqliteStore(join(dir, `merkle-${dbCount++}.db`));
+  const { store, release } = await shared.lease(clock);
   const { fetch } = fakeRpcFetch(table);
   const api = await startApi(t, { config: testConfig(configOverrides), outbox, merkle: store.merkle, clock, fetch });
-  t.after(() => store.close());
+  // After the server's own close (hooks run in the order they were added).
+  t.after(release);
   return { ...api, table, outbox, store };
 }
 

@@ -4,10 +4,6 @@
  * real server (test/helpers/postgres.ts). A contract suite loops over ENGINES; a new engine is
  * one entry here.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after } from 'node:test';
 import pg from 'pg';
 import { createMemoryDedupStore, type DedupStore } from '../../lib/dedup.ts';
 import { createMemoryMerkleStore } from '../../lib/merkle.ts';
@@ -18,6 +14,7 @@ import { openSqliteStore } from '../../lib/sqlite/index.ts';
 import type { MerkleStore } from '../../lib/types.ts';
 import type { FakeClock } from './fake-clock.ts';
 import { testSchema, type TestSchema } from './postgres.ts';
+import { sharedSqlite } from './shared-sqlite.ts';
 
 export type RelayApiSettings = PostgresStoreOptions['relayApi'];
 
@@ -54,10 +51,6 @@ export interface Engine {
   open(clock: FakeClock, api?: RelayApiSettings): Promise<OpenedEngine>;
 }
 
-const dir = mkdtempSync(join(tmpdir(), 'relayer-engines-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
-let files = 0;
-
 /** A PostgreSQL store on a fresh schema of the shared test server; close() drops both. */
 export async function openTestPostgresStore(
   clock: FakeClock | undefined,
@@ -92,26 +85,47 @@ export const memoryEngine: Engine = {
   },
 };
 
-function sqliteEngine(name: string, path: () => string, replicas: boolean): Engine {
+/** SQLite in memory: a fresh store (and worker thread) for each test. */
+function sqliteMemoryEngine(): Engine {
   return {
-    name,
+    name: 'SQLite :memory:',
     limits: false,
     // SQLite keeps no dedup or rate limit of its own (the per-process ones are used).
     dedupPendingMs: () => 0,
     async open(clock) {
-      const file = path();
-      const store = await openSqliteStore(file, { clock });
+      const store = await openSqliteStore(':memory:', { clock });
       return {
         outbox: store.outbox,
         merkle: store.merkle,
         merkleRowCount: () => store.merkleRowCount(),
-        connect: replicas
-          ? async () => {
-              const other = await openSqliteStore(file, { clock });
-              return { outbox: other.outbox, close: () => other.close() };
-            }
-          : undefined,
         close: () => store.close(),
+      };
+    },
+  };
+}
+
+/**
+ * SQLite on a file in WAL mode, with replicas (other connections to the file): one store shared
+ * by the tests of the file, emptied for each (test/helpers/shared-sqlite.ts says why that is safe).
+ */
+function sqliteFileEngine(): Engine {
+  // Created with the module, so its after() hook belongs to the file, not to the first test.
+  const shared = sharedSqlite('engines');
+  return {
+    name: 'SQLite file (WAL)',
+    limits: false,
+    dedupPendingMs: () => 0,
+    async open(clock) {
+      const { store, connect, release } = await shared.lease(clock);
+      return {
+        outbox: store.outbox,
+        merkle: store.merkle,
+        merkleRowCount: () => store.merkleRowCount(),
+        async connect() {
+          const other = await connect();
+          return { outbox: other.outbox, close() {} };
+        },
+        close: release,
       };
     },
   };
@@ -142,9 +156,4 @@ export const postgresEngine: Engine = {
   },
 };
 
-export const ENGINES: readonly Engine[] = [
-  memoryEngine,
-  sqliteEngine('SQLite :memory:', () => ':memory:', false),
-  sqliteEngine('SQLite file (WAL)', () => join(dir, `store-${++files}.db`), true),
-  postgresEngine,
-];
+export const ENGINES: readonly Engine[] = [memoryEngine, sqliteMemoryEngine(), sqliteFileEngine(), postgresEngine];

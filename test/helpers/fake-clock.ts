@@ -21,6 +21,12 @@ export interface FakeClock extends Clock {
    * a caller's work is done must be background only.
    */
   keepingAlive(): number;
+  /**
+   * Also writes this clock's time into `buffer` (another clock's sharedTime), now and at every
+   * move until the returned function is called: a SQLite store opened once on `buffer` and shared
+   * by the tests of a file (test/helpers/shared-sqlite.ts) then reads each test's own clock.
+   */
+  shareTimeWith(buffer: SharedArrayBuffer): () => void;
 }
 
 interface Timer {
@@ -41,9 +47,11 @@ export function createFakeClock(start = 1_700_000_000_000): FakeClock {
   let now = start;
   // The SQLite store's worker thread reads the time here when its transaction runs (lib/clock.ts).
   const sharedTime = createSharedTime(start);
+  const mirrors = new Set<SharedArrayBuffer>();
   const moveTo = (at: number) => {
     now = at;
     writeSharedTime(sharedTime, at);
+    for (const buffer of mirrors) writeSharedTime(buffer, at);
   };
   let nextId = 1;
   const timers = new Map<number, Timer>();
@@ -90,5 +98,10 @@ export function createFakeClock(start = 1_700_000_000_000): FakeClock {
     flush: () => flushJobs(),
     pending: () => timers.size,
     keepingAlive: () => [...timers.values()].filter((t) => !t.background).length,
+    shareTimeWith(buffer) {
+      writeSharedTime(buffer, now);
+      mirrors.add(buffer);
+      return () => mirrors.delete(buffer);
+    },
   };
 }
