@@ -8,12 +8,12 @@ import pg from 'pg';
 import { createMemoryDedupStore, type DedupStore } from '../../lib/dedup.ts';
 import { createMemoryMerkleStore } from '../../lib/merkle.ts';
 import { createMemoryOutbox, type Outbox } from '../../lib/outbox.ts';
-import { openPostgresStore, type PostgresStore, type PostgresStoreOptions } from '../../lib/postgres/index.ts';
+import { openPostgresStore, type PostgresStoreOptions } from '../../lib/postgres/index.ts';
 import { createTokenBucket, type RateLimiter } from '../../lib/rate-limit.ts';
 import { openSqliteStore } from '../../lib/sqlite/index.ts';
 import type { MerkleStore } from '../../lib/types.ts';
 import type { FakeClock } from './fake-clock.ts';
-import { testSchema, type TestSchema } from './postgres.ts';
+import { sharedPostgres } from './shared-postgres.ts';
 import { sharedSqlite } from './shared-sqlite.ts';
 
 export type RelayApiSettings = PostgresStoreOptions['relayApi'];
@@ -49,23 +49,6 @@ export interface Engine {
   /** How long a dedup reservation not yet committed lives on this engine (docs/design.md#replicas). */
   dedupPendingMs(api: RelayApiSettings): number;
   open(clock: FakeClock, api?: RelayApiSettings): Promise<OpenedEngine>;
-}
-
-/** A PostgreSQL store on a fresh schema of the shared test server; close() drops both. */
-export async function openTestPostgresStore(
-  clock: FakeClock | undefined,
-  api: RelayApiSettings = relayApiSettings(),
-): Promise<{ store: PostgresStore; t: TestSchema; close(): Promise<void> }> {
-  const t = await testSchema();
-  const store = await openPostgresStore(t.pool, { relayApi: api, schema: t.schema, clock });
-  return {
-    store,
-    t,
-    close: async () => {
-      await store.close();
-      await t.close();
-    },
-  };
 }
 
 export const memoryEngine: Engine = {
@@ -131,27 +114,39 @@ function sqliteFileEngine(): Engine {
   };
 }
 
+// Created with the module, so its after() hook belongs to the file, not to the first test.
+const sharedSchema = sharedPostgres();
+
+/**
+ * PostgreSQL on the shared test server: one schema shared by the tests of the file, emptied for
+ * each (test/helpers/shared-postgres.ts says why that is safe); each test opens its own store on
+ * it, with its clock and settings.
+ */
 export const postgresEngine: Engine = {
   name: 'PostgreSQL',
   limits: true,
   // A pending reservation lives the receipt timeout + 5 s (docs/design.md#replicas).
   dedupPendingMs: (api) => api.receiptTimeoutSeconds * 1000 + 5_000,
   async open(clock, api = relayApiSettings()) {
-    const { store, t, close } = await openTestPostgresStore(clock, api);
+    const { pool, schema, release } = await sharedSchema.lease();
+    const store = await openPostgresStore(pool, { relayApi: api, schema, clock });
     return {
       outbox: store.outbox,
       merkle: store.merkle,
       merkleRowCount: async () =>
-        Number((await t.pool.query(`SELECT count(*) AS n FROM "${t.schema}".merkle_insertions`)).rows[0].n),
+        Number((await pool.query(`SELECT count(*) AS n FROM "${schema}".merkle_insertions`)).rows[0].n),
       dedup: store.dedup,
       rateLimiter: store.rateLimiter,
       async connect() {
         // Another replica: its own pool on the same schema.
-        const pool = new pg.Pool({ connectionString: t.pool.options.connectionString, max: 2 });
-        const other = await openPostgresStore(pool, { relayApi: api, schema: t.schema, clock });
-        return { outbox: other.outbox, close: () => pool.end() };
+        const other = new pg.Pool({ connectionString: pool.options.connectionString, max: 2 });
+        const replica = await openPostgresStore(other, { relayApi: api, schema, clock });
+        return { outbox: replica.outbox, close: () => other.end() };
       },
-      close,
+      async close() {
+        await store.close();
+        release();
+      },
     };
   },
 };
