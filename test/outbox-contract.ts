@@ -36,11 +36,20 @@ export const T0 = 1_700_000_000_000;
 const LEASE = 30_000;
 const DEST_TX = '0x' + 'de'.repeat(32);
 
-/** Message number `n`: a distinct nonce, so a distinct id. */
+/** The encoded message and id of each nonce, computed once: the suites ask for the same ones again and again. */
+const encoded = new Map<number, { raw: ReturnType<typeof hyperlaneMessage>; id: string }>();
+
+/** Message number `n`: a distinct nonce, so a distinct id. Its bytes are a new copy each time. */
 export function outboxMessage(n: number, enqueuedAt = T0 + n, overrides: Partial<OutboxMessage> = {}): OutboxMessage {
-  const raw = hyperlaneMessage({ nonce: n, origin: 1, destination: 8453 });
+  let message = encoded.get(n);
+  if (message === undefined) {
+    const raw = hyperlaneMessage({ nonce: n, origin: 1, destination: 8453 });
+    message = { raw, id: messageId(raw) };
+    encoded.set(n, message);
+  }
+  const { raw, id } = message;
   return {
-    id: messageId(raw),
+    id,
     originChain: 'ethereum',
     txHash: txHash(n),
     origin: 1,
