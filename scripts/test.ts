@@ -11,11 +11,14 @@
  * Three, not one per core: the e2e files, the replicas and the README run wait on real timers and
  * child processes much of the time, and a third file fills those gaps (on the 2-core machine at
  * load average 5-7: 151 s against 180 s with two, 125 s against 173 s in another pair).
+ * The many small unit files (SHARED below) run in SHARDS shared processes instead of one each; a
+ * shard counts as one file of the three. RELAYER_TEST_SHARDS=0 runs every file in its own process.
  * RELAYER_TEST_CONCURRENCY overrides the 3 files at a time; file patterns as arguments replace
  * test/**\/*.test.ts (`node scripts/test.ts test/outbox.test.ts`). Exit status 1 when a test failed.
  */
-import { globSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, globSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { run } from 'node:test';
 import { spec } from 'node:test/reporters';
 import { pipeline } from 'node:stream/promises';
@@ -41,6 +44,52 @@ const KNOWN_LONG = [
  */
 const ALONE = ['test/load.test.ts'];
 
+/**
+ * Files that share a node process, SHARDS processes in all (scripts/test-shared.ts): unit files
+ * that spawn no process, leave process.env, globalThis and the process's listeners as they found
+ * them and register no module hooks; the shared process checks all of that and fails the test that
+ * did otherwise. Sharing saves each file's own process start and lib/ import (0.2-0.4 s of CPU).
+ * A file whose tests use in-process servers or stores on the shared PostgreSQL fits too; files that
+ * are long on their own stay in their own process, so the run keeps its parallelism.
+ */
+const SHARED = [
+  'test/abi.test.ts',
+  'test/async-store.test.ts',
+  'test/ccip-read.test.ts',
+  'test/cctp.test.ts',
+  'test/chains.test.ts',
+  'test/citations.test.ts',
+  'test/client.test.ts',
+  'test/cors.test.ts',
+  'test/dedup.test.ts',
+  'test/errors.test.ts',
+  'test/hostile-http.test.ts',
+  'test/http.test.ts',
+  'test/log-sink.test.ts',
+  'test/memory-outbox.test.ts',
+  'test/message-status.test.ts',
+  'test/message.test.ts',
+  'test/metrics.test.ts',
+  'test/names.test.ts',
+  'test/pipeline.test.ts',
+  'test/policy.test.ts',
+  'test/postgres-relay.test.ts',
+  'test/read-flood.test.ts',
+  'test/readme-browser.test.ts',
+  'test/receipt.test.ts',
+  'test/routes.test.ts',
+  'test/rpc-diagnostics.test.ts',
+  'test/rpc-faults.test.ts',
+  'test/rpc-transport.test.ts',
+  'test/sqlite-protocol.test.ts',
+  'test/store-contracts.test.ts',
+  'test/store-errors.test.ts',
+  'test/validate.test.ts',
+  'test/worker-loop.test.ts',
+  'test/worker-ops.test.ts',
+];
+const SHARDS = Number(process.env.RELAYER_TEST_SHARDS ?? 2);
+
 function savedDurations(): Map<string, number> | undefined {
   try {
     const saved = JSON.parse(readFileSync(cacheFile, 'utf8')) as Record<string, unknown>;
@@ -52,39 +101,87 @@ function savedDurations(): Map<string, number> | undefined {
 
 const patterns = process.argv.length > 2 ? process.argv.slice(2) : ['test/**/*.test.ts'];
 const files = globSync(patterns, { cwd: root }).sort();
+for (const file of SHARED) {
+  if (!existsSync(join(root, file))) throw new Error(`scripts/test.ts: ${file} in SHARED does not exist`);
+}
 const saved = savedDurations();
 const before = saved ?? new Map(KNOWN_LONG.map((file, i) => [file, KNOWN_LONG.length - i]));
-files.sort((a, b) => (before.get(b) ?? 0) - (before.get(a) ?? 0));
+const estimate = (file: string) => before.get(file) ?? 0;
+
+/** The shared files in SHARDS entry files, balanced by duration (the longest into the shortest shard). */
+const shardDir = join(root, '.cache', 'test-shards');
+rmSync(shardDir, { recursive: true, force: true });
+const shards = Array.from({ length: SHARDS }, (_, i) => ({
+  entry: join(shardDir, `shared-${i + 1}.mjs`),
+  files: [] as string[],
+  ms: 0,
+}));
+for (const file of files.filter((f) => SHARDS > 0 && SHARED.includes(f)).sort((a, b) => estimate(b) - estimate(a))) {
+  const shard = shards.reduce((a, b) => (b.ms < a.ms ? b : a));
+  shard.files.push(file);
+  shard.ms += estimate(file);
+}
+const sharded = new Set(shards.flatMap((s) => s.files));
+const entries = new Map<string, number>(); // run() file -> estimated ms
+for (const file of files.filter((f) => SHARDS === 0 || !SHARED.includes(f)))
+  entries.set(join(root, file), estimate(file));
+mkdirSync(shardDir, { recursive: true });
+for (const shard of shards.filter((s) => s.files.length > 0)) {
+  const runner = pathToFileURL(join(root, 'scripts', 'test-shared.ts')).href;
+  const list = shard.files.map((f) => join(root, f));
+  writeFileSync(
+    shard.entry,
+    `import { runShared } from ${JSON.stringify(runner)};\nawait runShared(${JSON.stringify(list)}, ${JSON.stringify(root)});\n`,
+  );
+  // Without saved figures the shards go first: together they hold half the run's tests.
+  entries.set(shard.entry, saved ? shard.ms : Number.MAX_SAFE_INTEGER);
+}
+const ordered = [...entries.keys()].sort((a, b) => (entries.get(b) ?? 0) - (entries.get(a) ?? 0));
+const alone = ALONE.map((f) => join(root, f));
 
 const concurrency = Number(process.env.RELAYER_TEST_CONCURRENCY ?? 3);
 /** The saved figures, updated with this run's (a run of a few files keeps the others'). */
 const durations = new Map(saved);
+/** A shared file's duration: the sum of its top-level tests' (its process start is shared). */
+const sharedMs = new Map<string, number>();
 
 // One global setup for both phases (the shared PostgreSQL server, the compile cache).
 await globalSetup();
 try {
   await runFiles(
-    files.filter((f) => !ALONE.includes(f)),
+    ordered.filter((f) => !alone.includes(f)),
     concurrency,
   );
   await runFiles(
-    files.filter((f) => ALONE.includes(f)),
+    ordered.filter((f) => alone.includes(f)),
     1,
   );
 } finally {
   await globalTeardown();
+  for (const [file, ms] of sharedMs) durations.set(file, Math.round(ms));
   mkdirSync(join(root, '.cache'), { recursive: true });
   writeFileSync(cacheFile, `${JSON.stringify(Object.fromEntries(durations), null, 2)}\n`);
 }
 
-/** Runs `list` through node:test, `concurrent` files at a time; spec output; exit status 1 on a failure. */
+/** Runs `list` (absolute paths) through node:test, `concurrent` files at a time; spec output; exit status 1 on a failure. */
 async function runFiles(list: string[], concurrent: number): Promise<void> {
   if (list.length === 0) return;
-  const stream = run({ files: list.map((f) => join(root, f)), concurrency: concurrent, cwd: root });
+  const stream = run({ files: list, concurrency: concurrent, cwd: root });
   stream.on('test:summary', (event) => {
     // One per file (its whole run), then one for the run (no file).
-    if (event.file !== undefined) durations.set(relative(root, event.file), Math.round(event.duration_ms));
-    else if (!event.success) process.exitCode = 1;
+    if (event.file === undefined) {
+      if (!event.success) process.exitCode = 1;
+    } else if (!event.file.startsWith(shardDir)) {
+      durations.set(relative(root, event.file), Math.round(event.duration_ms));
+    }
   });
+  const topLevel = (event: { file?: string; nesting: number; details: { duration_ms?: number } }) => {
+    const file = event.file === undefined ? undefined : relative(root, event.file);
+    if (event.nesting === 0 && file !== undefined && sharded.has(file)) {
+      sharedMs.set(file, (sharedMs.get(file) ?? 0) + (event.details.duration_ms ?? 0));
+    }
+  };
+  stream.on('test:pass', topLevel);
+  stream.on('test:fail', topLevel);
   await pipeline(stream.compose(spec), process.stdout, { end: false });
 }
