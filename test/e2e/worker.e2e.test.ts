@@ -4,8 +4,9 @@
  * the relayer's outbox, delivered with Mailbox.process on domain 2.
  *
  * Where the scenario is about the process, the worker is bin/relayer-worker.ts spawned: its ops
- * port, SIGTERM exit and output (the NULL-ISM test), two processes on one SQLite file, SIGKILL
- * between sending and recording, the requeue command. Where it is about delivery (ISM metadata,
+ * port, SIGTERM exit and output (the NULL-ISM test), one of the two processes on one SQLite file
+ * (the test process is the other), SIGKILL between sending and recording, the requeue command.
+ * Where it is about delivery (ISM metadata,
  * two workers on one PostgreSQL database, the next worker after a crash, replacing a stuck
  * transaction), it is the same lib/worker createRelayerWorker the bin runs, from the same config
  * file, in this process: a spawned worker costs its own Node start and viem load (~0.6 s of CPU).
@@ -231,7 +232,10 @@ describe('e2e: relayer-worker', { timeout: 600_000 }, () => {
     const messages = await bench.dispatch(50);
     assert.equal(await outbox.enqueue(messages), 50);
     const config = bench.writeConfig(db, { concurrency: 4, batch: 5 });
-    const workers = await Promise.all([start(config, 4), start(config, 5)]);
+    // One after the other: a spawned worker is ready only after its Node start, and an in-process
+    // one started beside it could take every message before it.
+    const workers = [await start(config, 4)];
+    workers.push(await start(config, 5));
     try {
       await until(allDelivered(outbox, messages), '50 deliveries', 90_000);
     } finally {
@@ -259,8 +263,13 @@ describe('e2e: relayer-worker', { timeout: 600_000 }, () => {
     const db = join(bench.dir, 'two-workers.db');
     const store = await openSqliteStore(db);
     try {
-      // Two processes: the SQLite file's locks are what keeps them apart.
-      await twoWorkersExactlyOnce(db, store.outbox, (config, keyIndex) => startWorker(config, { keyIndex }));
+      // Two processes on the file, the spawned bin (dev account 4) and this one (5, on the test's
+      // own connection): the SQLite file's locks are what keeps them apart.
+      await twoWorkersExactlyOnce(db, store.outbox, async (config, keyIndex) => {
+        if (keyIndex === 4) return startWorker(config, { keyIndex });
+        const worker = await startInProcessWorker(config, store.outbox, { keyIndex });
+        return { stop: () => worker.stop(), output: () => `in-process worker (dev account ${keyIndex})` };
+      });
     } finally {
       await store.close();
     }
