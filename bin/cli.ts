@@ -31,6 +31,30 @@ export function cliFail(program: string, code: number, message: string): never {
   process.exit(code);
 }
 
+/**
+ * A refused start: what the command prints after its name on stderr, and its exit code (2: a bad
+ * flag, config or database name; 1: the database cannot be opened). parseCommandLine and
+ * openRelayerStore throw it; the commands print it and exit (runCommand).
+ */
+export class CommandLineError extends Error {
+  override name = 'CommandLineError';
+  readonly exitCode: number;
+  constructor(exitCode: number, message: string) {
+    super(message);
+    this.exitCode = exitCode;
+  }
+}
+
+/** Runs a command's `main`; a CommandLineError ends the process as cliFail does. */
+export async function runCommand(program: string, main: () => Promise<void>): Promise<void> {
+  try {
+    await main();
+  } catch (error) {
+    if (error instanceof CommandLineError) cliFail(program, error.exitCode, error.message);
+    throw error;
+  }
+}
+
 /** The flags both commands take. */
 export interface CommonFlags {
   config?: string;
@@ -46,12 +70,13 @@ export interface CommonFlags {
  * and `help`. Positionals are refused unless `allowPositionals` (relayer-worker's commands).
  */
 function parseCommonFlags(
-  program: string,
+  args: string[],
   help: string,
   allowPositionals: boolean,
 ): { flags: CommonFlags; positionals: string[] } {
   try {
     const { values, positionals } = parseArgs({
+      args,
       options: {
         config: { type: 'string' },
         host: { type: 'string' },
@@ -67,16 +92,19 @@ function parseCommonFlags(
   } catch (error) {
     // The message quotes the offending argument, which may be a database URL: URLs are cut to
     // scheme://host (a stray `postgres://user:password@…` positional, for one).
-    return cliFail(program, 2, `${redactUrls((error as Error).message)}\n\n${help}`);
+    throw new CommandLineError(2, `${redactUrls((error as Error).message)}\n\n${help}`);
   }
 }
 
 /** --log-level, then RELAYER_LOG_LEVEL, then info; exit 2 naming where an invalid one came from. */
-function logLevelOf(program: string, flags: CommonFlags): LogLevel {
-  const level = flags['log-level'] ?? process.env.RELAYER_LOG_LEVEL ?? 'info';
+function logLevelOf(flags: CommonFlags, env: NodeJS.ProcessEnv): LogLevel {
+  const level = flags['log-level'] ?? env.RELAYER_LOG_LEVEL ?? 'info';
   if (!isLogLevel(level)) {
     const source = flags['log-level'] !== undefined ? '--log-level' : 'RELAYER_LOG_LEVEL';
-    cliFail(program, 2, `${source} must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(level.slice(0, 64))}`);
+    throw new CommandLineError(
+      2,
+      `${source} must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(level.slice(0, 64))}`,
+    );
   }
   return level;
 }
@@ -87,86 +115,113 @@ function logLevelOf(program: string, flags: CommonFlags): LogLevel {
  * environment keeps a database password out of the process list and the config file).
  */
 function applyCommonFlags(
-  program: string,
   config: RelayerConfig,
   flags: CommonFlags,
   listen: { host: string; port: number },
+  env: NodeJS.ProcessEnv,
 ): void {
   if (flags.host !== undefined) {
-    if (flags.host.length === 0) cliFail(program, 2, '--host must not be empty');
+    if (flags.host.length === 0) throw new CommandLineError(2, '--host must not be empty');
     listen.host = flags.host;
   }
   if (flags.port !== undefined) {
     if (!/^\d{1,5}$/.test(flags.port) || Number(flags.port) > 65535)
-      cliFail(program, 2, '--port must be an integer from 0 to 65535');
+      throw new CommandLineError(2, '--port must be an integer from 0 to 65535');
     listen.port = Number(flags.port);
   }
   if (flags.db !== undefined) {
-    if (flags.db.length === 0) cliFail(program, 2, '--db must not be empty');
+    if (flags.db.length === 0) throw new CommandLineError(2, '--db must not be empty');
     config.db = flags.db;
-  } else if (process.env.RELAYER_DB) {
-    config.db = process.env.RELAYER_DB;
+  } else if (env.RELAYER_DB) {
+    config.db = env.RELAYER_DB;
   }
 }
 
-/** What a command starts from once its command line is read. */
-export interface CommandLine {
+/** How a command reads its command line (see parseCommandLine). */
+export interface CommandLineSpec {
+  /** The usage, printed for -h and after a bad flag. */
+  help: string;
+  /** The worker's commands: throws CommandLineError for a bad one. Without it a positional is a bad flag. */
+  positionals?: (positionals: string[]) => void;
+  /** Where --host and --port go: config.server for the API, config.worker for the worker. */
+  listen: (config: RelayerConfig) => { host: string; port: number };
+}
+
+/** A command line that was read: the flags, the commands, the config with the flags over it. */
+export interface ParsedCommandLine {
   flags: CommonFlags;
   positionals: string[];
   config: RelayerConfig;
+  level: LogLevel;
+}
+
+/** What a command starts from once its command line is read. */
+export interface CommandLine extends ParsedCommandLine {
   logger: Logger;
   /** The logger's line sink on stdout: lines of one event-loop turn go out in one write. */
   sink: LineSink;
 }
 
 /**
- * The start both commands share, in this order: the flags (exit 2 with the usage on a bad one),
- * -h (the usage on stdout; undefined is returned and the command ends), `positionals` (the
- * worker's commands; without it a positional is a bad flag), the log level, the config file, the
- * flags over it (--host and --port into `listen(config)`), and the logger.
+ * The command line both commands share, in this order: the flags (exit 2 with the usage on a bad
+ * one), -h (`'help'` is returned: the usage goes on stdout and the command ends), `positionals`,
+ * the log level (--log-level, then RELAYER_LOG_LEVEL), the config file, and the flags over it
+ * (--db, else RELAYER_DB). Throws CommandLineError for a refusal; prints nothing.
  */
-export function readCommandLine(
-  program: string,
-  help: string,
-  options: {
-    positionals?: (positionals: string[]) => void;
-    listen: (config: RelayerConfig) => { host: string; port: number };
-  },
-): CommandLine | undefined {
-  const { flags, positionals } = parseCommonFlags(program, help, options.positionals !== undefined);
-  if (flags.help) {
-    process.stdout.write(help);
+export function parseCommandLine(
+  spec: CommandLineSpec,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+): ParsedCommandLine | 'help' {
+  const { flags, positionals } = parseCommonFlags(args, spec.help, spec.positionals !== undefined);
+  if (flags.help) return 'help';
+  spec.positionals?.(positionals);
+  const level = logLevelOf(flags, env);
+  const config = loadConfig(flags.config, env);
+  applyCommonFlags(config, flags, spec.listen(config), env);
+  return { flags, positionals, config, level };
+}
+
+/**
+ * parseCommandLine on this process's arguments and environment, then the logger on stdout.
+ * Undefined after -h (the usage is printed and the command ends); a CommandLineError is thrown
+ * for runCommand to print.
+ */
+export function readCommandLine(spec: CommandLineSpec): CommandLine | undefined {
+  const parsed = parseCommandLine(spec, process.argv.slice(2), process.env);
+  if (parsed === 'help') {
+    process.stdout.write(spec.help);
     return undefined;
   }
-  options.positionals?.(positionals);
-  const level = logLevelOf(program, flags);
-  const config = loadConfig(program, flags.config);
-  applyCommonFlags(program, config, flags, options.listen(config));
   // Whatever waits in the sink is written on exit.
   const sink = createLineSink(process.stdout);
   process.on('exit', () => sink.flush());
-  const logger = createLogger({ level, write: sink.write });
-  return { flags, positionals, config, logger, sink };
+  const logger = createLogger({ level: parsed.level, write: sink.write });
+  return { ...parsed, logger, sink };
 }
 
-export function loadConfig(program: string, path: string | undefined): RelayerConfig {
+/** The config file at `path` (the built-in default without one); CommandLineError (exit 2) when it is unusable. */
+export function loadConfig(path: string | undefined, env: NodeJS.ProcessEnv = process.env): RelayerConfig {
   if (path === undefined) return defaultConfig();
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
   } catch (error) {
-    return cliFail(program, 2, `cannot read config file ${path}: ${describeFsError(error, path)}`);
+    throw new CommandLineError(2, `cannot read config file ${path}: ${describeFsError(error, path, env)}`);
   }
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (error) {
-    return cliFail(program, 2, `config file ${path} is not valid JSON: ${describeJsonError((error as Error).message)}`);
+    throw new CommandLineError(
+      2,
+      `config file ${path} is not valid JSON: ${describeJsonError((error as Error).message)}`,
+    );
   }
   try {
     return parseConfig(json);
   } catch (error) {
-    if (error instanceof ConfigError) return cliFail(program, 2, `invalid config: ${error.message}`);
+    if (error instanceof ConfigError) throw new CommandLineError(2, `invalid config: ${error.message}`);
     throw error;
   }
 }
@@ -175,12 +230,12 @@ export function loadConfig(program: string, path: string | undefined): RelayerCo
  * The OS error and the absolute path it happened at. `npm start` runs in the package directory,
  * not where the user typed the command, so a relative path may not be the file they meant.
  */
-export function describeFsError(error: unknown, path: string): string {
+export function describeFsError(error: unknown, path: string, env: NodeJS.ProcessEnv = process.env): string {
   const { code, message } = error as NodeJS.ErrnoException;
   // "ENOENT: no such file or directory, open 'x'" without the path part, which is given resolved.
   const reason = code ? message.split(',')[0] : message;
   let text = `${reason} (resolved to ${resolve(path)})`;
-  const invokedFrom = process.env.INIT_CWD;
+  const invokedFrom = env.INIT_CWD;
   if (invokedFrom !== undefined && resolve(invokedFrom) !== process.cwd() && !path.startsWith('/')) {
     text += `; npm runs the server in ${process.cwd()}, not in ${invokedFrom}: give an absolute path`;
   }
@@ -192,24 +247,27 @@ export function describeFsError(error: unknown, path: string): string {
  * clone would fail with "unable to open database file". Create the directory, or say exactly
  * which one could not be made.
  */
-function prepareDatabaseDirectory(program: string, db: string): void {
+function prepareDatabaseDirectory(db: string): void {
   if (db === ':memory:' || db.includes('://') || db.startsWith('file:')) return;
   const directory = dirname(resolve(db));
   try {
     mkdirSync(directory, { recursive: true });
   } catch (error) {
-    cliFail(program, 1, `cannot create the directory of database ${db}: ${describeFsError(error, dirname(db))}`);
+    throw new CommandLineError(
+      1,
+      `cannot create the directory of database ${db}: ${describeFsError(error, dirname(db))}`,
+    );
   }
 }
 
 /**
- * The store of `config.db`; exits 1 when it cannot be opened, 2 when it is a URL of a scheme no
- * store opens (`postgress://user:password@…`: a typo, not a SQLite file name). Nothing printed
- * holds the database password (redactDatabaseUrl, redactDatabaseSecrets).
+ * The store of `config.db`; CommandLineError with exit code 1 when it cannot be opened, 2 when it
+ * is a URL of a scheme no store opens (`postgress://user:password@…`: a typo, not a SQLite file
+ * name). No message holds the database password (redactDatabaseUrl, redactDatabaseSecrets).
  */
-export async function openRelayerStore(program: string, config: RelayerConfig, logger: Logger): Promise<RelayerStore> {
+export async function openRelayerStore(config: RelayerConfig, logger: Logger): Promise<RelayerStore> {
   const scheme = unsupportedDatabaseScheme(config.db);
-  if (scheme !== undefined) return cliFail(program, 2, unsupportedDatabaseMessage(config.db, scheme));
+  if (scheme !== undefined) throw new CommandLineError(2, unsupportedDatabaseMessage(config.db, scheme));
   if (isPostgresUrl(config.db)) {
     try {
       const opened = await openPostgresFromUrl(config.db, config.relayApi, logger);
@@ -226,8 +284,7 @@ export async function openRelayerStore(program: string, config: RelayerConfig, l
       // The driver's message (refused, authentication failed for user x, no such database) does
       // not contain the password; it is scrubbed anyway, and the URL is shown redacted.
       const message = error instanceof Error ? error.message.split('\n')[0] : String(error);
-      return cliFail(
-        program,
+      throw new CommandLineError(
         1,
         `cannot open database ${redactDatabaseUrl(config.db)}: ${redactDatabaseSecrets(message, config.db)}`,
       );
@@ -235,12 +292,11 @@ export async function openRelayerStore(program: string, config: RelayerConfig, l
   }
   // Loaded here, not imported above: node:sqlite must not be linked before node-version.ts has run.
   const { openSqliteStore } = await import('../lib/sqlite/index.ts');
-  prepareDatabaseDirectory(program, config.db);
+  prepareDatabaseDirectory(config.db);
   try {
     return await openSqliteStore(config.db);
   } catch (error) {
-    return cliFail(
-      program,
+    throw new CommandLineError(
       1,
       `cannot open database ${config.db} (${resolve(config.db)}): ${redactDatabaseSecrets((error as Error).message, config.db)}`,
     );

@@ -8,7 +8,14 @@ import './node-version.ts';
 import { existsSync, readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { LOG_LEVELS } from '../lib/log.ts';
-import { cliFail, exitOnUncaughtException, openRelayerStore, readCommandLine, shutDownOnce } from './cli.ts';
+import {
+  cliFail,
+  exitOnUncaughtException,
+  openRelayerStore,
+  readCommandLine,
+  runCommand,
+  shutDownOnce,
+} from './cli.ts';
 import { redactDatabaseUrl } from './postgres.ts';
 
 const HELP = `Usage: relayer-server [options]
@@ -63,7 +70,7 @@ function isLoopback(host: string): boolean {
 }
 
 async function main(): Promise<void> {
-  const cli = readCommandLine(PROGRAM, HELP, { listen: (config) => config.server });
+  const cli = readCommandLine({ help: HELP, listen: (config) => config.server });
   if (cli === undefined) return;
   const { config, logger, sink } = cli;
 
@@ -73,7 +80,7 @@ async function main(): Promise<void> {
     import('../lib/http/rpc-transport.ts'),
     import('../lib/http/server.ts'),
   ]);
-  const store = await openRelayerStore(PROGRAM, config, logger);
+  const store = await openRelayerStore(config, logger);
   // RPC calls over node:http with keep-alive pools per origin (docs/configuration.md#rpc-transport).
   const rpcTransport = createRpcTransport();
   const relay = createRelayServer({
@@ -127,4 +134,4 @@ async function main(): Promise<void> {
 
 exitOnUncaughtException();
 
-await main();
+await runCommand(PROGRAM, main);

@@ -14,7 +14,15 @@ import { isHexOfLength } from '../lib/hex.ts';
 import { LOG_LEVELS, type Logger } from '../lib/log.ts';
 import { redactUrls } from '../lib/rpc.ts';
 import type { RelayerConfig } from '../lib/types.ts';
-import { cliFail, exitOnUncaughtException, openRelayerStore, readCommandLine, shutDownOnce } from './cli.ts';
+import {
+  CommandLineError,
+  cliFail,
+  exitOnUncaughtException,
+  openRelayerStore,
+  readCommandLine,
+  runCommand,
+  shutDownOnce,
+} from './cli.ts';
 import { redactDatabaseUrl } from './postgres.ts';
 
 const HELP = `Usage: relayer-worker [options]
@@ -74,7 +82,7 @@ async function requeue(config: RelayerConfig, positionals: string[], logger: Log
   const id = positionals[1];
   if (positionals.length !== 2 || !/^0x[0-9a-fA-F]{64}$/.test(id ?? ''))
     return fail(2, 'usage: relayer-worker requeue <message_id> (0x + 64 hex)');
-  const store = await openRelayerStore(PROGRAM, config, logger);
+  const store = await openRelayerStore(config, logger);
   try {
     const { outbox } = store;
     const before = await outbox.get(id);
@@ -92,11 +100,12 @@ async function requeue(config: RelayerConfig, positionals: string[], logger: Log
 }
 
 async function main(): Promise<void> {
-  const cli = readCommandLine(PROGRAM, HELP, {
+  const cli = readCommandLine({
+    help: HELP,
     positionals: ([command]) => {
       // A stray database URL (a forgotten --db) must not be echoed with its password.
       if (command !== undefined && command !== 'requeue')
-        fail(2, `unknown command ${JSON.stringify(redactUrls(command).slice(0, 64))}\n\n${HELP}`);
+        throw new CommandLineError(2, `unknown command ${JSON.stringify(redactUrls(command).slice(0, 64))}\n\n${HELP}`);
     },
     listen: (config) => config.worker,
   });
@@ -118,7 +127,7 @@ async function main(): Promise<void> {
   if (!isHexOfLength(signerKey, 32)) fail(2, 'RELAYER_SIGNER_KEY must be 0x followed by 64 hex digits');
   const mod = await loadWorkerModule();
 
-  const store = await openRelayerStore(PROGRAM, config, logger);
+  const store = await openRelayerStore(config, logger);
   const outbox = store.outbox;
   let relayer: Awaited<ReturnType<typeof mod.createRelayerWorker>>;
   try {
@@ -173,4 +182,4 @@ async function main(): Promise<void> {
 
 exitOnUncaughtException();
 
-await main();
+await runCommand(PROGRAM, main);

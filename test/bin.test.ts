@@ -18,7 +18,7 @@ import { startFakeRpcServer, type FakeRpcServer } from './helpers/fake-rpc.ts';
 import { rpcReceipt, transferLogs, txHash } from './helpers/fixtures.ts';
 import { fileChains } from './helpers/config.ts';
 import { httpRequest, postJson } from './helpers/http.ts';
-import { runRelayerServer, startRelayerServer } from './helpers/server.ts';
+import { relayerServerRefusal, runRelayerServer, startRelayerServer } from './helpers/server.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'relayer-bin-'));
 let rpc: FakeRpcServer;
@@ -37,6 +37,10 @@ function writeConfig(name: string, value: unknown): string {
   return path;
 }
 
+/** `relayer-server --help`, run once for the two tests that read it (a read-only result). */
+let helpRun: Promise<{ code: number | null; output: string }> | undefined;
+const runHelp = () => (helpRun ??= runRelayerServer(['--help']));
+
 function goodConfig(db: string): unknown {
   return {
     chains: fileChains(rpc.url),
@@ -46,7 +50,7 @@ function goodConfig(db: string): unknown {
 
 describe('bin/relayer-server flags and exit codes (docs/design.md#the-server-binary)', () => {
   test('--help prints usage and exits 0', async () => {
-    const { code, output } = await runRelayerServer(['--help']);
+    const { code, output } = await runHelp();
     assert.equal(code, 0);
     assert.match(output, /Usage: relayer-server/);
     assert.match(output, /--config FILE/);
@@ -59,19 +63,25 @@ describe('bin/relayer-server flags and exit codes (docs/design.md#the-server-bin
       ['wrong type', { relayApi: { dedupCapacity: 'many' } }, /relayApi\.dedupCapacity/],
       ['not JSON', '{"chains":', /not valid JSON/],
     ];
-    for (const [name, config, pattern] of cases) {
-      const { code, output } = await runRelayerServer(['--config', writeConfig('bad.json', config)]);
+    // The first through the process (exit code and stderr); the others through the checks its start
+    // runs first, in this process (relayerServerRefusal): one path prints and exits for all of them.
+    for (const [i, [name, config, pattern]] of cases.entries()) {
+      const args = ['--config', writeConfig(`bad-${i}.json`, config)];
+      const { code, output } = i === 0 ? await runRelayerServer(args) : await relayerServerRefusal(args);
       assert.equal(code, 2, name);
-      assert.match(output, pattern, name);
-      assert.doesNotMatch(output, /listening on/, name);
+      assert.match(output ?? '', pattern, name);
+      assert.doesNotMatch(output ?? '', /listening on/, name);
     }
-    const missing = await runRelayerServer(['--config', join(dir, 'does-not-exist.json')]);
+    const missing = await relayerServerRefusal(['--config', join(dir, 'does-not-exist.json')]);
     assert.equal(missing.code, 2);
   });
 
   test('bad flags exit 2', async () => {
-    for (const args of [['--port', 'x'], ['--port', '70000'], ['--nope'], ['--log-level', 'loud'], ['positional']]) {
-      assert.equal((await runRelayerServer(args)).code, 2, args.join(' '));
+    // An unknown flag through the process, the rest in this process (relayerServerRefusal).
+    const flags = [['--nope'], ['--port', 'x'], ['--port', '70000'], ['--log-level', 'loud'], ['positional']];
+    for (const [i, args] of flags.entries()) {
+      const run = i === 0 ? await runRelayerServer(args) : await relayerServerRefusal(args);
+      assert.equal(run.code, 2, args.join(' '));
     }
   });
 
@@ -176,10 +186,13 @@ describe('docs/configuration.md#the-configuration-file: start-up errors that say
     assert.equal(fromEnv.code, 2, fromEnv.output);
     assert.match(fromEnv.output, /RELAYER_LOG_LEVEL must be one of debug, info, warn, error, silent, got "loud"/);
     assert.doesNotMatch(fromEnv.output, /--log-level must/);
-    const fromFlag = await runRelayerServer(['--db', ':memory:', '--log-level', 'loud'], { env: withoutLogLevel() });
+    // The environment needs the process; the flag is read by the same code, checked in this process.
+    const fromFlag = await relayerServerRefusal(['--db', ':memory:', '--log-level', 'loud'], {
+      env: withoutLogLevel(),
+    });
     assert.equal(fromFlag.code, 2);
-    assert.match(fromFlag.output, /--log-level must be one of/);
-    assert.doesNotMatch(fromFlag.output, /RELAYER_LOG_LEVEL must/);
+    assert.match(fromFlag.output ?? '', /--log-level must be one of/);
+    assert.doesNotMatch(fromFlag.output ?? '', /RELAYER_LOG_LEVEL must/);
   });
 
   test('a config file that cannot be read: the path resolved, the OS error, and where npm ran the server', async () => {
@@ -192,14 +205,14 @@ describe('docs/configuration.md#the-configuration-file: start-up errors that say
       ),
     );
     assert.doesNotMatch(missing.output, /\n\s+at /, 'no stack trace');
-    const viaNpm = await runRelayerServer(['--config', 'no-such-relayer.json'], {
-      cwd: dir,
+    // The two below in this process (relayerServerRefusal), whose directory is not tmpdir() either.
+    const viaNpm = await relayerServerRefusal(['--config', 'no-such-relayer.json'], {
       env: { ...process.env, INIT_CWD: tmpdir() },
     });
-    assert.match(viaNpm.output, /npm runs the server in .*, not in .*: give an absolute path/);
-    const isDirectory = await runRelayerServer(['--config', dir]);
+    assert.match(viaNpm.output ?? '', /npm runs the server in .*, not in .*: give an absolute path/);
+    const isDirectory = await relayerServerRefusal(['--config', dir]);
     assert.equal(isDirectory.code, 2);
-    assert.match(isDirectory.output, /EISDIR/);
+    assert.match(isDirectory.output ?? '', /EISDIR/);
   });
 
   test('--db in a directory that does not exist yet: the directory is created (README: --db ./data/relayer.db)', async (t) => {
@@ -214,13 +227,19 @@ describe('docs/configuration.md#the-configuration-file: start-up errors that say
     assert.equal(await server.stop(), 0);
     // A directory that cannot be made: exit 1 naming what is in the way.
     const blocker = writeConfig('a-file', 'not a directory');
-    const blocked = await runRelayerServer(['--config', config, '--db', join(blocker, 'relayer.db')]);
-    assert.equal(blocked.code, 1, blocked.output);
-    assert.match(blocked.output, /cannot create the directory of database .*a-file\/relayer\.db: (EEXIST|ENOTDIR)/);
+    // (in this process: relayerServerRefusal opens the store as the bin does)
+    const blocked = await relayerServerRefusal(['--config', config, '--db', join(blocker, 'relayer.db')], {
+      openStore: true,
+    });
+    assert.equal(blocked.code, 1, blocked.output ?? 'opened');
+    assert.match(
+      blocked.output ?? '',
+      /cannot create the directory of database .*a-file\/relayer\.db: (EEXIST|ENOTDIR)/,
+    );
   });
 
   test('--help lists every route of docs/openapi.json and the routes of the README', async () => {
-    const { code, output } = await runRelayerServer(['--help']);
+    const { code, output } = await runHelp();
     assert.equal(code, 0);
     const openapi = JSON.parse(readFileSync(new URL('../docs/openapi.json', import.meta.url), 'utf8'));
     for (const [path, operations] of Object.entries(openapi.paths as Record<string, Record<string, unknown>>)) {

@@ -4,6 +4,7 @@
  *   and the test config unless told otherwise;
  * - `startRelayerServer(t, args)`: the real bin/relayer-server.ts as a child process on the Node that
  *   runs the tests, ready once it printed "listening on http://HOST:PORT".
+ * (`relayerServerRefusal(args)` runs the server's start-up checks in this process instead.)
  * `t` is whatever has `after(fn)`: a TestContext, or the root context a top-level `before` gets.
  */
 import type { Clock } from '../../lib/clock.ts';
@@ -58,4 +59,33 @@ export async function startApi<C extends Clock = FakeClock>(
     relay: (body, headers) => postJson(url, '/relay', body, headers),
     get: (path, headers) => httpRequest(url, { path, headers }),
   };
+}
+
+/**
+ * What relayer-server refuses to start with, found in this process: the function its start runs
+ * first on its arguments and environment (bin/cli.ts parseCommandLine, with relayer-server's
+ * --host/--port going to config.server), and, with `openStore`, the store it opens next
+ * (openRelayerStore). `output` is the line the process would print on stderr, `code` its exit code;
+ * both null when the start is accepted (a store opened is closed at once). The bin turns the
+ * refusal into that line and exit code in one place (runCommand): test/bin.test.ts checks that
+ * through the process for each kind of refusal, this checks the rest.
+ */
+export async function relayerServerRefusal(
+  args: string[],
+  options: { env?: NodeJS.ProcessEnv; openStore?: boolean } = {},
+): Promise<{ code: number | null; output: string | null }> {
+  const { CommandLineError, openRelayerStore, parseCommandLine } = await import('../../bin/cli.ts');
+  const { silentLogger } = await import('../../lib/log.ts');
+  try {
+    const parsed = parseCommandLine(
+      { help: 'Usage: relayer-server', listen: (config) => config.server },
+      args,
+      options.env ?? {},
+    );
+    if (parsed !== 'help' && options.openStore) await (await openRelayerStore(parsed.config, silentLogger)).close();
+    return { code: null, output: null };
+  } catch (error) {
+    if (!(error instanceof CommandLineError)) throw error;
+    return { code: error.exitCode, output: `relayer-server: ${error.message}\n` };
+  }
 }
