@@ -14,8 +14,9 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { once } from 'node:events';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -168,7 +169,14 @@ function wildcard(expected: string): RegExp {
   );
 }
 
-const clone = mkdtempSync(join(tmpdir(), 'relayer-readme-'));
+/**
+ * The clone's directory is the same on every run of this checkout (named after its path), emptied
+ * first: Node's compile cache is keyed by file path, so a new directory each run compiled all of
+ * the server's TypeScript again (0.85 s of CPU to start it instead of 0.35 s).
+ */
+const clone = join(tmpdir(), `relayer-readme-${createHash('sha256').update(root).digest('hex').slice(0, 12)}`);
+rmSync(clone, { recursive: true, force: true });
+mkdirSync(clone);
 after(() => rmSync(clone, { recursive: true, force: true }));
 
 test('README.md#try-it: every shell example of the README and the docs runs as written against the real server', async (t) => {
