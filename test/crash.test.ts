@@ -72,7 +72,7 @@ interface Reply {
 }
 
 /** POSTs JSON; resolves with the answer, or undefined when the connection died first. */
-function post(url: string, path: string, body: string): Promise<Reply | undefined> {
+function post(url: string, path: string, body: string | Buffer): Promise<Reply | undefined> {
   return new Promise((resolve) => {
     const target = new URL(path, url);
     const req = request(
@@ -108,14 +108,35 @@ interface RelayRequest {
   reply?: Reply;
 }
 
-/** The JSON.stringify of the records, written as text: half the time of building 20 000 objects. */
-function merkleBody(m: MerkleRequest): string {
-  const records = new Array<string>(RECORDS_PER_REQUEST);
+const HEX_DIGITS = Buffer.from('0123456789abcdef');
+
+/**
+ * The JSON.stringify of the records, written as bytes: record i is
+ * `{"chain":1,"insertion_block_number":MARKER,"leaf_index":START+i,"message_id":"0x…"}` with the id
+ * `MARKER * 10^6 + i` in 64 hex digits. The 32 bodies of a run (1.3 MB each) took about 0.9 s of
+ * CPU as strings joined (then encoded again to be sent), 0.3 s like this.
+ */
+function merkleBody(m: MerkleRequest): Buffer {
+  const head = Buffer.from(`{"chain":1,"insertion_block_number":${m.marker},"leaf_index":`);
+  const middle = Buffer.from(',"message_id":"0x');
+  const out = Buffer.allocUnsafe(64 + RECORDS_PER_REQUEST * (head.length + 16 + middle.length + 64 + 3));
+  let at = out.write('{"merkle_tree_insertions":[', 0, 'latin1');
   for (let i = 0; i < RECORDS_PER_REQUEST; i++) {
-    const id = (m.marker * 1e6 + i).toString(16).padStart(64, '0');
-    records[i] = `{"chain":1,"insertion_block_number":${m.marker},"leaf_index":${m.start + i},"message_id":"0x${id}"}`;
+    if (i > 0) out[at++] = 0x2c; // ,
+    at += head.copy(out, at);
+    at += out.write(String(m.start + i), at, 'latin1');
+    at += middle.copy(out, at);
+    let id = m.marker * 1e6 + i;
+    for (let digit = at + 63; digit >= at; digit--) {
+      out[digit] = HEX_DIGITS[id % 16];
+      id = Math.floor(id / 16);
+    }
+    at += 64;
+    out[at++] = 0x22; // "
+    out[at++] = 0x7d; // }
   }
-  return `{"merkle_tree_insertions":[${records.join(',')}]}`;
+  at += out.write(']}', at, 'latin1');
+  return out.subarray(0, at);
 }
 
 /**
