@@ -45,8 +45,12 @@ export class CommandLineError extends Error {
   }
 }
 
-/** Runs a command's `main`; a CommandLineError ends the process as cliFail does. */
+/**
+ * Runs a command's `main`: an uncaught exception ends the process with one line
+ * (exitOnUncaughtException), a CommandLineError with its message and exit code (as cliFail).
+ */
 export async function runCommand(program: string, main: () => Promise<void>): Promise<void> {
+  exitOnUncaughtException();
   try {
     await main();
   } catch (error) {

@@ -8,14 +8,7 @@ import './node-version.ts';
 import { existsSync, readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { LOG_LEVELS } from '../lib/log.ts';
-import {
-  cliFail,
-  exitOnUncaughtException,
-  openRelayerStore,
-  readCommandLine,
-  runCommand,
-  shutDownOnce,
-} from './cli.ts';
+import { cliFail, openRelayerStore, readCommandLine, runCommand, shutDownOnce } from './cli.ts';
 import { redactDatabaseUrl } from './postgres.ts';
 
 const HELP = `Usage: relayer-server [options]
@@ -131,7 +124,5 @@ async function main(): Promise<void> {
     beforeExit: () => relay.close(10_000),
   });
 }
-
-exitOnUncaughtException();
 
 await runCommand(PROGRAM, main);

@@ -14,15 +14,7 @@ import { isHexOfLength } from '../lib/hex.ts';
 import { LOG_LEVELS, type Logger } from '../lib/log.ts';
 import { redactUrls } from '../lib/rpc.ts';
 import type { RelayerConfig } from '../lib/types.ts';
-import {
-  CommandLineError,
-  cliFail,
-  exitOnUncaughtException,
-  openRelayerStore,
-  readCommandLine,
-  runCommand,
-  shutDownOnce,
-} from './cli.ts';
+import { CommandLineError, cliFail, openRelayerStore, readCommandLine, runCommand, shutDownOnce } from './cli.ts';
 import { redactDatabaseUrl } from './postgres.ts';
 
 const HELP = `Usage: relayer-worker [options]
@@ -179,7 +171,5 @@ async function main(): Promise<void> {
     },
   });
 }
-
-exitOnUncaughtException();
 
 await runCommand(PROGRAM, main);
