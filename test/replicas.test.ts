@@ -18,7 +18,7 @@ import { rpcReceipt, transferLogs, txHash } from './helpers/fixtures.ts';
 import { fileChains } from './helpers/config.ts';
 import { httpRequest, postJson, type RawResponse } from './helpers/http.ts';
 import { startTestPostgres } from './helpers/postgres.ts';
-import { launchRelayerServer, runRelayerServer, SERVER_BIN, type RelayerProcess } from './helpers/server.ts';
+import { launchRelayerServer, relayerServerRefusal, SERVER_BIN, type RelayerProcess } from './helpers/server.ts';
 
 const RECEIPT_TIMEOUT_S = 2;
 /** docs/design.md#replicas: a pending reservation of a replica that died expires after receiptTimeoutSeconds + 5 s. */
@@ -317,17 +317,20 @@ describe('the database password stays secret (docs/design.md#the-server-binary, 
   test('no replica printed it, and a start-up failure shows the URL redacted', async () => {
     const password = new URL(server.url()).password;
     assert.ok(password.length >= 8);
+    // The two start-up failures in this process (relayerServerRefusal: what relayer-server prints
+    // when openRelayerStore refuses; test/database-url-secrets.test.ts sees such a failure printed
+    // by the process itself).
     // A server that is down: the failure names the database without the password.
     const down = server.url('nowhere').replace(/:\d+\//, ':1/');
-    const failed = await runRelayerServer(['--port', '0', '--db', down]);
+    const failed = await relayerServerRefusal(['--port', '0', '--db', down], { openStore: true });
     assert.equal(failed.code, 1);
-    assert.match(failed.output, /cannot open database postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:1\/nowhere/);
+    assert.match(failed.output ?? '', /cannot open database postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:1\/nowhere/);
     // A wrong password: the error says authentication failed, without either password.
     const wrong = server.url().replace(password, 'not-the-password-42');
-    const refused = await runRelayerServer(['--port', '0', '--db', wrong]);
+    const refused = await relayerServerRefusal(['--port', '0', '--db', wrong], { openStore: true });
     assert.equal(refused.code, 1);
-    assert.match(refused.output, /password authentication failed/);
-    for (const output of [...replicas.map((r) => r.output()), failed.output, refused.output]) {
+    assert.match(refused.output ?? '', /password authentication failed/);
+    for (const output of [...replicas.map((r) => r.output()), failed.output ?? '', refused.output ?? '']) {
       assert.ok(!output.includes(password), `the password appears in:\n${output}`);
       assert.ok(!output.includes('not-the-password-42'));
     }
