@@ -48,21 +48,29 @@ export function sharedPostgres(): SharedPostgres {
     async lease() {
       if (held) throw new Error('the shared PostgreSQL schema is already leased: release it first');
       held = true;
-      made ??= testSchema();
-      const { pool, schema } = await made;
-      for (let turn = 0; pool.waitingCount > 0 || pool.idleCount < pool.totalCount; turn++) {
-        if (turn === IDLE_TURNS) throw new Error('the previous test left queries running on the shared schema');
-        await new Promise((resolve) => setImmediate(resolve));
+      let pool: pg.Pool;
+      let schema: string;
+      try {
+        made ??= testSchema();
+        ({ pool, schema } = await made);
+        for (let turn = 0; pool.waitingCount > 0 || pool.idleCount < pool.totalCount; turn++) {
+          if (turn === IDLE_TURNS) throw new Error('the previous test left queries running on the shared schema');
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+        const { rows } = await pool.query<{ name: string }>(
+          "SELECT tablename AS name FROM pg_tables WHERE schemaname = $1 AND tablename <> 'schema_version'",
+          [schema],
+        );
+        // DELETE, not TRUNCATE: a few rows are cheaper to delete than tables and indexes to recreate.
+        if (rows.length > 0) await pool.query(rows.map((r) => `DELETE FROM "${schema}"."${r.name}";`).join(' '));
+        // Each store opened on the pool adds an 'error' listener (lib/postgres/index.ts); one is enough.
+        pool.removeAllListeners('error');
+        pool.on('error', () => {});
+      } catch (error) {
+        // This test fails with the reason; the next one may lease again.
+        held = false;
+        throw error;
       }
-      const { rows } = await pool.query<{ name: string }>(
-        "SELECT tablename AS name FROM pg_tables WHERE schemaname = $1 AND tablename <> 'schema_version'",
-        [schema],
-      );
-      // DELETE, not TRUNCATE: a few rows are cheaper to delete than tables and indexes to recreate.
-      if (rows.length > 0) await pool.query(rows.map((r) => `DELETE FROM "${schema}"."${r.name}";`).join(' '));
-      // Each store opened on the pool adds an 'error' listener (lib/postgres/index.ts); one is enough.
-      pool.removeAllListeners('error');
-      pool.on('error', () => {});
       return {
         pool,
         schema,

@@ -68,15 +68,23 @@ export function sharedSqlite(prefix: string): SharedSqlite {
       if (held) throw new Error(`the shared SQLite store of ${prefix} is already leased: release it first`);
       held = true;
       const stop = testClock.shareTimeWith(time);
-      opening ??= open();
-      const store = await opening;
-      // Every write of the previous holder, on every connection, is committed before the tables are emptied.
-      await Promise.all(stores.map((s) => s.outbox.enqueue([])));
-      cleaner ??= new DatabaseSync(file, { timeout: 5_000 });
-      const tables = cleaner
-        .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
-        .all() as { name: string }[];
-      for (const { name } of tables) cleaner.exec(`DELETE FROM "${name}"`);
+      let store: SqliteStore;
+      try {
+        opening ??= open();
+        store = await opening;
+        // Every write of the previous holder, on every connection, is committed before the tables are emptied.
+        await Promise.all(stores.map((s) => s.outbox.enqueue([])));
+        cleaner ??= new DatabaseSync(file, { timeout: 5_000 });
+        const tables = cleaner
+          .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+          .all() as { name: string }[];
+        for (const { name } of tables) cleaner.exec(`DELETE FROM "${name}"`);
+      } catch (error) {
+        // This test fails with the reason; the next one may lease again.
+        stop();
+        held = false;
+        throw error;
+      }
       let connections = 0;
       return {
         store,
