@@ -180,6 +180,12 @@ export type Kind = keyof typeof MIX;
 export interface LoadOptions {
   url: string;
   durationMs: number;
+  /**
+   * Keep going past `durationMs` until this many requests were answered, but never past
+   * `maxDurationMs`: on a busy machine a short run holds too few requests to say anything.
+   */
+  minRequests?: number;
+  maxDurationMs?: number;
   connections: number;
   seed: number;
   /** Called about every `sampleEveryMs` while the load runs. */
@@ -310,10 +316,16 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
   const openedBefore = connectionsOpened;
   const started = performance.now();
   const deadline = started + options.durationMs;
+  const hardDeadline = started + Math.max(options.durationMs, options.maxDurationMs ?? 0);
+  const minRequests = options.minRequests ?? 0;
   let requests = 0;
+  const going = () => {
+    const now = performance.now();
+    return now < deadline || (requests < minRequests && now < hardDeadline);
+  };
 
   async function worker(): Promise<void> {
-    while (performance.now() < deadline) {
+    while (going()) {
       // duplicate_tx needs an earlier 200 for the same pair: fall back to a new one until then.
       let kind = pick();
       if (kind === 'relay-duplicate' && duplicates.length === 0) kind = 'relay-new';
