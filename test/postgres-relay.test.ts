@@ -298,14 +298,14 @@ describe('PostgreSQL hot path of POST /relay (docs/design.md, Storage)', () => {
  * A store on its own schema whose admission is driven directly (no HTTP), with a fake clock and
  * every statement recorded: completes called together, as concurrent requests would.
  */
-async function coalescing(t: { after(fn: () => unknown): void }) {
+async function coalescing(t: { after(fn: () => unknown): void }, burst = 1000) {
   const db = await testSchema({ max: 6 });
   t.after(() => db.close());
   const clock = createFakeClock();
   const recorded = counting(db.pool);
   const relayApi = {
     ...testConfig().relayApi,
-    rateLimit: { burst: 1000, perMinute: 1 },
+    rateLimit: { burst, perMinute: 1 },
     dedupCapacity: 1000,
     receiptTimeoutSeconds: 60,
   };
@@ -335,7 +335,63 @@ async function coalescing(t: { after(fn: () => unknown): void }) {
     const { rows } = await db.pool.query(`SELECT id FROM "${db.schema}".outbox ORDER BY seq`);
     return rows.map((row: { id: string }) => row.id);
   };
-  return { db, clock, recorded, store, key, messages, admit, completeAll, completes, reservation, storedIds };
+  /** The admitting statements sent since `from` (alone or together). */
+  const admits = (from: number) => recorded.texts.slice(from).filter((text) => /INSERT INTO "[^"]+"\.dedup/.test(text));
+  /** Admits of keys `ns` called at once: each one's reservation, or its error's reason. */
+  const admitAll = async (ns: number[]) =>
+    (await Promise.allSettled(ns.map((n) => store.admission.admit(key(n))))).map((r) =>
+      r.status === 'fulfilled' ? r.value : (r.reason as RelayError),
+    );
+  /**
+   * While another session holds what `lock` locks: starts `inFlight` (its statements wait in the
+   * database), then `queued`, and steps the clock to the queue timeout, checking that `queued`
+   * fails with store_unavailable then and not before. Returns inFlight's promise and the statements
+   * sent meanwhile; the lock is let go before the harness's cleanup (which waits for every pooled
+   * connection to come back).
+   */
+  const timeOutQueued = async <R>(
+    lock: string,
+    params: unknown[],
+    inFlight: () => Promise<R>,
+    queued: () => Promise<unknown>,
+  ) => {
+    const holder = await db.pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(lock, params);
+      const from = recorded.texts.length;
+      const running = inFlight();
+      let queuedError: RelayError | undefined;
+      queued().catch((error: RelayError) => {
+        queuedError = error;
+      });
+      const failed = () => queuedError;
+      await clock.advance(DEFAULT_QUEUE_TIMEOUT_MS - 1);
+      assert.equal(failed(), undefined, 'still waiting');
+      await clock.advance(1);
+      assert.equal(failed()?.reason, 'store_unavailable');
+      return { running, sent: recorded.texts.slice(from) };
+    } finally {
+      await holder.query('ROLLBACK');
+      holder.release();
+    }
+  };
+  return {
+    timeOutQueued,
+    db,
+    clock,
+    recorded,
+    store,
+    key,
+    messages,
+    admit,
+    completeAll,
+    completes,
+    reservation,
+    storedIds,
+    admits,
+    admitAll,
+  };
 }
 
 const ALONE = /UPDATE "[^"]+"\.dedup SET committed = true, expires_at = .* WHERE key = \$2 AND token = \$3/s;
@@ -421,29 +477,18 @@ describe('completes coalesced into shared statements (docs/design.md#coalesced-s
     const h = await coalescing(t);
     const admitted = await h.admit(3);
     // Another session locks the reservations of relays 1 and 2: their completes wait in the database.
-    const holder = await h.db.pool.connect();
-    let first: Promise<void>[];
-    try {
-      await holder.query('BEGIN');
-      await holder.query(`SELECT 1 FROM "${h.db.schema}".dedup WHERE key = ANY($1) FOR UPDATE`, [[h.key(1), h.key(2)]]);
-      const from = h.recorded.texts.length;
-      first = admitted.slice(0, 2).map((a, i) => a.complete(h.messages(i + 1)));
-      let thirdError: RelayError | undefined;
-      admitted[2].complete(h.messages(3)).catch((error: RelayError) => {
-        thirdError = error;
-      });
-      const failed = () => thirdError;
-      await h.clock.advance(DEFAULT_QUEUE_TIMEOUT_MS - 1);
-      assert.equal(failed(), undefined, 'still waiting');
-      await h.clock.advance(1);
-      assert.equal(failed()?.reason, 'store_unavailable');
-      assert.equal(h.completes(from).length, 2, "relay 3's rows were never sent");
-    } finally {
-      // Before the harness's cleanup, which waits for every pooled connection to come back.
-      await holder.query('ROLLBACK');
-      holder.release();
-    }
-    await Promise.all(first);
+    const { running, sent } = await h.timeOutQueued(
+      `SELECT 1 FROM "${h.db.schema}".dedup WHERE key = ANY($1) FOR UPDATE`,
+      [[h.key(1), h.key(2)]],
+      () => Promise.all(admitted.slice(0, 2).map((a, i) => a.complete(h.messages(i + 1)))),
+      () => admitted[2].complete(h.messages(3)),
+    );
+    assert.equal(
+      sent.filter((text) => TOGETHER.test(text) || ALONE.test(text)).length,
+      2,
+      "relay 3's rows were never sent",
+    );
+    await running;
     assert.equal(h.clock.pending(), 0, 'no timer left behind');
     const ids = await h.storedIds();
     assert.equal(ids.length, 4);
@@ -451,5 +496,82 @@ describe('completes coalesced into shared statements (docs/design.md#coalesced-s
     assert.deepEqual([await h.reservation(1), await h.reservation(2), await h.reservation(3)], [true, true, false]);
     await admitted[2].release();
     assert.equal(await h.reservation(3), undefined, 'released, as the pipeline does after the 503');
+  });
+});
+
+const ADMIT_ALONE = /^\s*WITH async AS \(SELECT set_config\('synchronous_commit', 'off', true\)\),\s*room AS/;
+const ADMIT_TOGETHER = /FROM unnest\(\$2::text\[\]\) WITH ORDINALITY/;
+const reasonOf = (r: AdmittedRelay | RelayError) => (r instanceof Error ? r.reason : 'admitted');
+
+describe('admits coalesced into shared statements (docs/design.md#coalesced-statements)', () => {
+  test('twelve admits at once: two alone, ten in one statement; each its own reservation, tokens in arrival order within the statement', async (t) => {
+    // burst 6: the first admit (it counts the live rows, alone) and five more get a token.
+    const h = await coalescing(t, 6);
+    await h.store.admission.admit(h.key(100));
+    const from = h.recorded.texts.length;
+    const results = await h.admitAll([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+    const sent = h.admits(from);
+    assert.equal(sent.length, 3, 'fewer statements than admits');
+    assert.match(sent[0], ADMIT_ALONE);
+    assert.match(sent[1], ADMIT_ALONE);
+    assert.match(sent[2], ADMIT_TOGETHER);
+    // Five tokens for twelve, as one by one. Relays 1 and 2 race the shared statement for the
+    // bucket row, as concurrent requests always did; inside it the tokens go in arrival order.
+    const reasons = results.map(reasonOf);
+    assert.equal(reasons.filter((r) => r === 'admitted').length, 5);
+    const inShared = reasons.slice(2);
+    const granted = inShared.filter((r) => r === 'admitted').length;
+    assert.deepEqual(inShared, [...Array(granted).fill('admitted'), ...Array(10 - granted).fill('rate_limited')]);
+    for (const r of results) if (r instanceof Error) assert.ok(r.retryAfterSeconds! >= 1);
+    for (let n = 1; n <= 12; n++)
+      assert.equal(await h.reservation(n), reasons[n - 1] === 'admitted' ? false : undefined, `relay ${n}`);
+    // Each admitted relay completes its own reservation.
+    await Promise.all(
+      results.map((r, i) => (r instanceof Error ? undefined : (r as AdmittedRelay).complete(h.messages(i + 1)))),
+    );
+    for (let n = 1; n <= 12; n++) if (reasons[n - 1] === 'admitted') assert.equal(await h.reservation(n), true);
+    // The bucket is empty, as after six admits one by one: the next is refused alone.
+    assert.equal(reasonOf((await h.admitAll([13]))[0]), 'rate_limited');
+  });
+
+  test('the same key twice among admits waiting: never in one statement; one of the two is admitted, the other is duplicate_tx; a live key in a shared statement is refused alone', async (t) => {
+    const h = await coalescing(t);
+    await h.store.admission.admit(h.key(9)); // live: relay 9 is in flight
+    const from = h.recorded.texts.length;
+    const results = await h.admitAll([1, 2, 3, 3, 4, 9, 5]);
+    const reasons = results.map(reasonOf);
+    // The second 3 goes in the next statement, which may run beside the shared one: as for two
+    // identical requests today, exactly one of them wins.
+    assert.deepEqual(reasons.slice(2, 4).sort(), ['admitted', 'duplicate_tx']);
+    assert.deepEqual(
+      [...reasons.slice(0, 2), ...reasons.slice(4)],
+      ['admitted', 'admitted', 'admitted', 'duplicate_tx', 'admitted'],
+    );
+    for (const r of results.filter((r) => r instanceof Error))
+      assert.match(String(r.retryAfterSeconds), /^[1-9][0-9]*$/);
+    const sent = h.admits(from);
+    assert.deepEqual(
+      sent.map((text) => (ADMIT_TOGETHER.test(text) ? 'together' : 'alone')),
+      ['alone', 'alone', 'together', 'alone'],
+      'relays 1 and 2 alone; 3, 4, 9 and 5 together; the second 3 in a statement of its own',
+    );
+    for (const n of [1, 2, 3, 4, 5]) assert.equal(await h.reservation(n), false);
+  });
+
+  test('an admit that waits past the queue timeout fails with store_unavailable and reserves nothing', async (t) => {
+    const h = await coalescing(t);
+    await h.store.admission.admit(h.key(100)); // the bucket row exists
+    // Another session holds the bucket row: the two admits in flight wait in the database.
+    const { running, sent } = await h.timeOutQueued(
+      `SELECT 1 FROM "${h.db.schema}".token_buckets FOR UPDATE`,
+      [],
+      () => h.admitAll([1, 2]),
+      () => h.store.admission.admit(h.key(3)),
+    );
+    assert.equal(sent.length, 2, 'relay 3 was never sent');
+    assert.deepEqual((await running).map(reasonOf), ['admitted', 'admitted']);
+    assert.equal(await h.reservation(3), undefined);
+    assert.equal(h.clock.pending(), 0, 'no timer left behind');
+    assert.equal(reasonOf((await h.admitAll([3]))[0]), 'admitted', 'the retry is not duplicate_tx');
   });
 });

@@ -44,13 +44,18 @@ export function bucketUpdate(
   at: string,
   join?: { from: string; returning: string },
 ): string {
-  const refilled = `least(${num(burst * UNIT)}::double precision, units + greatest(0, ${at} - updated_at) * ${num(perMinute)})`;
+  const refilled = bucketRefill(burst, perMinute, at);
   return `UPDATE ${s}.token_buckets SET
         units = ${refilled} - CASE WHEN ${refilled} >= ${UNIT} THEN ${UNIT} ELSE 0 END,
         taken = ${refilled} >= ${UNIT},
         updated_at = greatest(updated_at, ${at})
       ${join ? `FROM ${join.from} ` : ''}WHERE name = '${name}'
       RETURNING taken, units${join ? `, ${join.returning}` : ''}`;
+}
+
+/** The bucket row's units refilled up to SQL time `at`, from its columns `units` and `updated_at`. */
+export function bucketRefill(burst: number, perMinute: number, at: string): string {
+  return `least(${num(burst * UNIT)}::double precision, units + greatest(0, ${at} - updated_at) * ${num(perMinute)})`;
 }
 
 /** Creates the bucket row, full ($1 now, $2 name, $3 capacity in units); nothing if it exists. */

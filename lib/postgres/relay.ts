@@ -11,8 +11,9 @@
  *    live reservation) is decided by this one statement; only a reservation refused for a row
  *    that committed after the statement's snapshot, or for capacity, asks once more why.
  * 2. complete: the outbox rows and the reservation's commit in one statement, durable (the 200
- *    promises the messages are stored). Under concurrency the completes of several relays share
- *    one statement and one commit (coalesce.ts, docs/design.md#coalesced-statements).
+ *    promises the messages are stored).
+ * Under concurrency the admits of several relays share one statement, and their completes another,
+ * with one commit (coalesce.ts, relay-many.ts, docs/design.md#coalesced-statements).
  * The semantics are dedup.ts's and rate-limit.ts's, statement for statement; the contract suites
  * run the pipeline on both forms.
  *
@@ -27,7 +28,8 @@ import { validateOutboxBatch, type OutboxMessage } from '../outbox.ts';
 import { coalesce, DEFAULT_QUEUE_TIMEOUT_MS } from './coalesce.ts';
 import { rateLimitedError, refused, UNIT } from '../rate-limit.ts';
 import type { AdmittedRelay, RelayAdmission } from '../store.ts';
-import { nowSql, prepared, run, type PgPool } from './pool.ts';
+import { nowSql, prepared, run, type PgPool, type PgQueryConfig } from './pool.ts';
+import { admitManySql, completeManySql } from './relay-many.ts';
 import { dedupRefusal, dedupReleaseSql, pacedDedupSweep } from './dedup.ts';
 import { outboxColumns, outboxInsertSql } from './outbox.ts';
 import { duplicateTx } from '../dedup.ts';
@@ -47,6 +49,8 @@ export interface PostgresAdmissionOptions {
  * then up to 64 relays or 640 rows in one. BENCHMARKS.md, "Coalesced completes", has the figures.
  */
 const COMPLETE_BATCHES = { inFlight: 2, maxCalls: 64, maxWeight: 640 };
+/** The same for admits that need not count the live rows: up to 64 keys, one per key. */
+const ADMIT_BATCHES = { inFlight: 2, maxCalls: 64, maxWeight: 64 };
 
 /** A relay's completing statement, waiting to be sent alone or with others. */
 interface Completing {
@@ -104,31 +108,18 @@ export function createPostgresAdmission(pool: PgPool, s: string, opts: PostgresA
   const completeSql = prepared(`
     WITH ins AS (${insertRows})
     UPDATE ${s}.dedup SET committed = true, expires_at = ${nowSql(1)} + $4 WHERE key = $2 AND token = $3`);
-  // The same for several relays (coalesce.ts): their rows in order, every reservation committed
-  // with its own time. $1 keys, $2 tokens, $3 times (or nulls), $4 window, then the outbox columns.
-  const completeManySql = prepared(`
-    WITH ins AS (${insertRows})
-    UPDATE ${s}.dedup AS d SET committed = true,
-      expires_at = coalesce(c.at, extract(epoch from statement_timestamp()) * 1000) + $4
-    FROM unnest($1::text[], $2::uuid[], $3::float8[]) AS c(key, token, at)
-    WHERE d.key = c.key AND d.token = c.token`);
-  const complete = coalesce<Completing>({
+  const completeMany = completeManySql(s, insertRows);
+  const complete = coalesce<Completing, unknown>({
     ...COMPLETE_BATCHES,
     weight: (c) => c.batch.length,
     clock: clock ?? systemClock,
     queueTimeoutMs: DEFAULT_QUEUE_TIMEOUT_MS,
     one: (c) => run(pool, completeSql([c.at, c.key, c.token, dedup.windowMs, ...outboxColumns(c.batch)])),
-    many: (cs) =>
-      run(
-        pool,
-        completeManySql([
-          cs.map((c) => c.key),
-          cs.map((c) => c.token),
-          cs.map((c) => c.at),
-          dedup.windowMs,
-          ...outboxColumns(cs.flatMap((c) => c.batch)),
-        ]),
-      ),
+    many: async (cs) => {
+      const columns = [cs.map((c) => c.key), cs.map((c) => c.token), cs.map((c) => c.at), dedup.windowMs];
+      await run(pool, completeMany([...columns, ...outboxColumns(cs.flatMap((c) => c.batch))]));
+      return [];
+    },
   });
   // As dedup.ts: the release, why a reservation was refused, and the paced sweep of expired rows.
   const releaseSql = dedupReleaseSql(s);
@@ -138,8 +129,30 @@ export function createPostgresAdmission(pool: PgPool, s: string, opts: PostgresA
 
   const refusal = (key: string): Promise<RelayError> => dedupRefusal(pool, s, now(), key);
 
-  const admitRows = (at: number | null, key: string, counting: boolean) =>
-    run<AdmitRow>(pool, (counting ? countingAdmit : bareAdmit)([at, key]));
+  /** `statement`'s rows; on a database without the bucket row, creates it full first (as rate-limit.ts). */
+  const withBucket = async (at: number | null, statement: PgQueryConfig): Promise<AdmitRow[]> => {
+    const { rows } = await run<AdmitRow>(pool, statement);
+    if (rows.length > 0) return rows;
+    await run(pool, createBucketSql(s), [at, name, bucket.burst * UNIT]);
+    return (await run<AdmitRow>(pool, statement)).rows;
+  };
+  const admitOne = async (at: number | null, key: string, counting: boolean) =>
+    (await withBucket(at, (counting ? countingAdmit : bareAdmit)([at, key])))[0];
+  // Admits that need not count, coalesced as the completes are; a batch takes its latest reading
+  // of the clock (with the database's clock, the statement's time, as alone).
+  const admitManyStatement = admitManySql(s, name, bucket, dedup.pendingMs);
+  const admitQueued = coalesce<{ at: number | null; key: string }, AdmitRow>({
+    ...ADMIT_BATCHES,
+    weight: () => 1,
+    key: (a) => a.key,
+    clock: clock ?? systemClock,
+    queueTimeoutMs: DEFAULT_QUEUE_TIMEOUT_MS,
+    one: (a) => admitOne(a.at, a.key, false),
+    many: (as) => {
+      const at = as.some((a) => a.at === null) ? null : Math.max(...as.map((a) => a.at as number));
+      return withBucket(at, admitManyStatement([at, as.map((a) => a.key)]));
+    },
+  });
 
   return {
     async admit(key) {
@@ -147,13 +160,8 @@ export function createPostgresAdmission(pool: PgPool, s: string, opts: PostgresA
       if (at !== null && !Number.isFinite(at)) throw new OutOfRangeError('the clock gave a non-finite time');
       sweep();
       const counting = liveRows.mustCount();
-      let { rows } = await admitRows(at, key, counting);
-      if (rows.length === 0) {
-        // First take on this database: the bucket starts full (as rate-limit.ts).
-        await run(pool, createBucketSql(s), [at, name, bucket.burst * UNIT]);
-        ({ rows } = await admitRows(at, key, counting));
-      }
-      const row = rows[0];
+      // Near the capacity (or for its periodic count) an admit counts the live rows: alone, exact.
+      const row = counting ? await admitOne(at, key, true) : await admitQueued({ at, key });
       liveRows.record(row.live, row.token !== null);
       if (!row.taken) {
         const taken = refused(row.units, bucket.perMinute);
