@@ -3,10 +3,13 @@
  * port: `GET /metrics` (Prometheus text) and `GET /ready` (200 `ready` while the outbox's store
  * answers and the loop runs, else 503). Everything else is 404; only GET and HEAD are served.
  */
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import { listenOn } from '../http/listen.ts';
 import { createMetricsRegistry, type MetricsRegistry } from '../http/metrics.ts';
 import type { DeliveryEvents } from './delivery.ts';
+
+// node:http as the CommonJS module, not an ES import (see lib/http/server.ts: ~65 ms of CPU at start).
+const { createServer } = process.getBuiltinModule('node:http');
 
 /** enqueue→delivered seconds: from the Fast CCTP transfer (seconds) to a Linea Standard one (a day and more). */
 export const DELIVERY_BUCKETS = [
