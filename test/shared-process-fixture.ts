@@ -1,0 +1,36 @@
+/**
+ * Tests that a shared test process must refuse (test/shared-process.test.ts runs this file the way
+ * scripts/test.ts runs the files it shares): each breaks one rule of scripts/test-shared.ts, and
+ * the clean ones around them must still pass.
+ */
+import { spawnSync } from 'node:child_process';
+import { register } from 'node:module';
+import { mock, test } from 'node:test';
+
+test('sets an environment variable', () => {
+  process.env.RELAYER_SHARED_FIXTURE = '1';
+});
+test('leaves a process listener', () => {
+  process.on('SIGUSR2', () => {});
+});
+test('replaces the global fetch', () => {
+  globalThis.fetch = (async () => new Response('stand-in')) as typeof fetch;
+});
+test('mocks the timers and Math.random through its own context', (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout', 'Date'] });
+  t.mock.method(Math, 'random', () => 0.5);
+});
+test('uses fetch for the first time', async () => {
+  await fetch('http://127.0.0.1:1/').catch(() => undefined);
+});
+test('enables the module-wide timer mock and leaves it on', () => {
+  mock.timers.enable({ apis: ['setTimeout'] });
+});
+test('runs after the module-wide timer mock', () => {});
+test('spawns a process', () => {
+  spawnSync(process.execPath, ['--version']);
+});
+test('registers module hooks', () => {
+  register('data:text/javascript,', import.meta.url);
+});
+test('changes nothing', () => {});
