@@ -246,13 +246,16 @@ describe('docs/api.md#decisions-where-the-specification-is-silent: curl streamin
       child.stdout.on('data', (d: Buffer) => (out += d));
       child.stderr.on('data', (d: Buffer) => (err += d));
       child.stdin.on('error', () => {}); // curl may stop reading once it has the answer
+      // One wait for the exit, shared by every pause of the writer (a new once() per pause left a
+      // listener behind each time: Node's MaxListenersExceededWarning).
+      const exited = once(child, 'exit');
       (async () => {
         for (let sent = 0; sent < BODY_BYTES && !child.stdin.destroyed; sent += CHUNK.length) {
-          if (!child.stdin.write(CHUNK)) await Promise.race([once(child.stdin, 'drain'), once(child, 'exit')]);
+          if (!child.stdin.write(CHUNK)) await Promise.race([once(child.stdin, 'drain'), exited]);
         }
         child.stdin.end();
       })();
-      const [code] = (await once(child, 'exit')) as [number];
+      const [code] = (await exited) as [number];
       const [body, status] = [out.slice(0, out.lastIndexOf('\n')), out.slice(out.lastIndexOf('\n') + 1)];
       assert.equal(status, String(c.status), `curl exit ${code}: ${err}`);
       assert.equal(JSON.parse(body).reason, c.reason, err);
