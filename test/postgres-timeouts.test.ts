@@ -211,10 +211,13 @@ describe('migrations run without the limits (docs/operations.md)', () => {
     let exited = false;
     starting.catch(() => (exited = true));
 
-    // Wait (bounded) until the replica's migration session waits on the advisory lock…
+    // Wait (bounded) until the replica's migration session waits on the advisory lock… (in this
+    // test's database only: other files' replicas, starting at the same time on the shared server,
+    // wait on their own migration locks)
     const waiting = async () => {
       const { rows } = await holder.query(
-        `SELECT count(*)::integer AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND wait_event = 'advisory' AND pid <> pg_backend_pid()`,
+        `SELECT count(*)::integer AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND wait_event = 'advisory'
+           AND pid <> pg_backend_pid() AND datname = current_database()`,
       );
       return rows[0].n as number;
     };
