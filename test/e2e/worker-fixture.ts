@@ -102,40 +102,29 @@ export async function startWorkerBench(): Promise<WorkerBench> {
       },
       async dispatch(count, to = recipient) {
         const { abi } = mailboxArtifact();
-        // One JSON-RPC batch of eth_sendTransaction (anvil signs as the dev account and mines each
-        // as it comes), then one of receipts: three requests instead of several per message. anvil
-        // may take a batch's calls in any order: each names its nonce.
+        // The sends one after the other (automine mines each as it comes), then one JSON-RPC batch
+        // of receipts. Not the sends in one batch: anvil took a batch's calls in any order, and in
+        // about one full run in three one of them never got mined (its receipt timed out, and the
+        // next batch's nonces collided with it: "replacement transaction underpriced").
         const first = Number(await chain.rpc('eth_getTransactionCount', [DEV_ACCOUNT, 'pending']));
-        const sends = Array.from({ length: count }, (_, i) => ({
-          method: 'eth_sendTransaction',
-          params: [
-            {
-              from: DEV_ACCOUNT,
-              to: origin.mailbox,
-              gas: toHex(FIXED_GAS),
-              nonce: toHex(first + i),
-              data: encodeFunctionData({
-                abi,
-                functionName: 'dispatch',
-                args: [DESTINATION.domain, pad(to), toHex(`message ${++body}`)],
-              }),
-            },
-          ],
-        }));
-        const hashes = (await chain.rpcBatch(sends)) as Hash[];
-        const fetchReceipts = async () =>
-          (await chain.rpcBatch(
-            hashes.map((hash) => ({ method: 'eth_getTransactionReceipt', params: [hash] })),
-          )) as (RawReceipt | null)[];
-        let receipts = await fetchReceipts();
-        // A call that anvil took before the one whose nonce precedes it waits in its pool, and
-        // automine does not always come back for it (a full run once left one there: its receipt
-        // never came, and the next batch's nonces collided with it). A block mined by hand takes
-        // every transaction that is ready; each block holds a few of these (FIXED_GAS each).
-        for (let round = 0; round < 50 && receipts.some((r) => r === null); round++) {
-          await chain.rpc('evm_mine', []);
-          receipts = await fetchReceipts();
+        const hashes: Hash[] = [];
+        for (let i = 0; i < count; i++) {
+          const tx = {
+            from: DEV_ACCOUNT,
+            to: origin.mailbox,
+            gas: toHex(FIXED_GAS),
+            nonce: toHex(first + i),
+            data: encodeFunctionData({
+              abi,
+              functionName: 'dispatch',
+              args: [DESTINATION.domain, pad(to), toHex(`message ${++body}`)],
+            }),
+          };
+          hashes.push((await chain.rpc('eth_sendTransaction', [tx])) as Hash);
         }
+        const receipts = (await chain.rpcBatch(
+          hashes.map((hash) => ({ method: 'eth_getTransactionReceipt', params: [hash] })),
+        )) as (RawReceipt | null)[];
         const out: OutboxMessage[] = [];
         for (const [i, hash] of hashes.entries()) {
           // Not mined yet (automine is on, so at most a moment behind): wait for it.
