@@ -104,11 +104,19 @@ function unavailableWithoutSqlState(error: unknown): unknown {
   return error;
 }
 
+/** The database's clock in milliseconds: one value per statement. */
+export const DATABASE_NOW_SQL = 'extract(epoch from statement_timestamp()) * 1000';
+
 /**
- * "now" in milliseconds inside a statement whose parameter `$n` is the injected clock's time or
- * null. Without an injected clock the database's clock is used (one value per statement), so replicas whose clocks differ
- * still agree on when a reservation expires and how full the bucket is.
+ * "now" in milliseconds: the SQL value `time` (the injected clock's time, or null), else the
+ * database's clock. Without an injected clock replicas whose clocks differ still agree on when a
+ * reservation expires and how full the bucket is.
  */
+export function timeOrDatabaseNow(time: string): string {
+  return `coalesce(${time}, ${DATABASE_NOW_SQL})`;
+}
+
+/** timeOrDatabaseNow of the statement's parameter `$n`. */
 export function nowSql(n: number): string {
-  return `coalesce($${n}::double precision, extract(epoch from statement_timestamp()) * 1000)`;
+  return timeOrDatabaseNow(`$${n}::double precision`);
 }

@@ -9,7 +9,7 @@
  */
 import type { Clock } from '../clock.ts';
 import { checkBucket, refused, UNIT, type TakeResult } from '../rate-limit.ts';
-import { nowSql, run, type PgPool, type PgQueryResult } from './pool.ts';
+import { DATABASE_NOW_SQL, nowSql, run, type PgPool, type PgQueryResult } from './pool.ts';
 import { InvalidArgumentError, OutOfRangeError } from '../errors.ts';
 
 export interface PostgresTokenBucketOptions {
@@ -85,7 +85,7 @@ export function createPostgresTokenBucket(
   // is one implicit transaction. Such a string cannot carry parameters, so the values are spliced
   // in as numeric literals (all finite numbers, checked above) and the validated name.
   const sql = (now: number | null) => {
-    const at = now === null ? 'extract(epoch from statement_timestamp()) * 1000' : num(now);
+    const at = now === null ? DATABASE_NOW_SQL : num(now);
     return `SET LOCAL synchronous_commit = off;
       ${bucketUpdate(s, name, burst, perMinute, at)}`;
   };

@@ -3,7 +3,7 @@
  * the same work as relay.ts's admit and complete, each relay answered from its own row.
  */
 import { UNIT } from '../rate-limit.ts';
-import { prepared, nowSql, type PgQueryConfig } from './pool.ts';
+import { prepared, nowSql, timeOrDatabaseNow, type PgQueryConfig } from './pool.ts';
 import { bucketRefill, num } from './rate-limit.ts';
 
 /**
@@ -61,7 +61,7 @@ export function completeManySql(s: string, insertRows: string): (values: unknown
   return prepared(`
     WITH ins AS (${insertRows})
     UPDATE ${s}.dedup AS d SET committed = true,
-      expires_at = coalesce(c.at, extract(epoch from statement_timestamp()) * 1000) + $4
+      expires_at = ${timeOrDatabaseNow('c.at')} + $4
     FROM unnest($1::text[], $2::uuid[], $3::float8[]) AS c(key, token, at)
     WHERE d.key = c.key AND d.token = c.token`);
 }
