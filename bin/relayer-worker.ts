@@ -72,7 +72,7 @@ async function loadWorkerModule(): Promise<typeof import('../lib/worker/index.ts
 
 async function requeue(config: RelayerConfig, positionals: string[], logger: Logger): Promise<number> {
   const id = positionals[1];
-  if (positionals.length !== 2 || !/^0x[0-9a-fA-F]{64}$/.test(id ?? ''))
+  if (positionals.length !== 2 || !isHexOfLength(id, 32))
     return fail(2, 'usage: relayer-worker requeue <message_id> (0x + 64 hex)');
   const store = await openRelayerStore(config, logger);
   try {

@@ -22,6 +22,7 @@ import {
   type WalletClient,
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
+import { isHexOfLength } from '../hex.ts';
 import type { Clock } from '../clock.ts';
 import { ConfigError, InvalidArgumentError } from '../errors.ts';
 import { silentLogger, type Logger } from '../log.ts';
@@ -102,8 +103,9 @@ export function gatewayForLog(url: string): string {
   return match ? `${match[1]}${match[2]}${match[3]}` : '(unparsable URL)';
 }
 
+/** 0x and 64 hex digits (lib/hex.ts's rule for 32 bytes; relayer-worker checks it before loading viem). */
 export function isPrivateKey(value: string): value is Hex {
-  return /^0x[0-9a-fA-F]{64}$/.test(value);
+  return isHexOfLength(value, 32);
 }
 
 /** viem clients for one configured chain, over its RPC URLs in order. */
