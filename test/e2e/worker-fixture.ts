@@ -102,18 +102,17 @@ export async function startWorkerBench(): Promise<WorkerBench> {
       },
       async dispatch(count, to = recipient) {
         const { abi } = mailboxArtifact();
-        // The sends one after the other (automine mines each as it comes), then one JSON-RPC batch
-        // of receipts. Not the sends in one batch: anvil took a batch's calls in any order, and in
-        // about one full run in three one of them never got mined (its receipt timed out, and the
-        // next batch's nonces collided with it: "replacement transaction underpriced").
-        const first = Number(await chain.rpc('eth_getTransactionCount', [DEV_ACCOUNT, 'pending']));
+        // The sends one after the other (automine mines each as it comes, and anvil gives each the
+        // account's next nonce), then one JSON-RPC batch of receipts. Not the sends in one batch:
+        // anvil took a batch's calls in any order, and in about one full run in three one of them
+        // never got mined (its receipt timed out, and the next batch's nonces collided with it:
+        // "replacement transaction underpriced").
         const hashes: Hash[] = [];
         for (let i = 0; i < count; i++) {
           const tx = {
             from: DEV_ACCOUNT,
             to: origin.mailbox,
             gas: toHex(FIXED_GAS),
-            nonce: toHex(first + i),
             data: encodeFunctionData({
               abi,
               functionName: 'dispatch',
