@@ -13,6 +13,10 @@
  * load average 5-7: 151 s against 180 s with two, 125 s against 173 s in another pair).
  * The many small unit files (SHARED below) run in SHARDS shared processes instead of one each; a
  * shard counts as one file of the three. RELAYER_TEST_SHARDS=0 runs every file in its own process.
+ * test/load.test.ts runs beside the others like any file: it goes on until it has its 1 000 requests
+ * (3 s at least, 10 s at most), so sharing the cores makes it longer, not flaky. Run alone after the
+ * others, as it was, it kept one of the two cores idle for its 6-7 s (its receipts that never come
+ * are waited for) and took a core's worth of CPU just to go faster: 76-78 s against 69-70 s.
  * RELAYER_TEST_CONCURRENCY overrides the 3 files at a time; file patterns as arguments replace
  * test/**\/*.test.ts (`node scripts/test.ts test/outbox.test.ts`). Exit status 1 when a test failed.
  */
@@ -37,12 +41,6 @@ const KNOWN_LONG = [
   'test/load.test.ts',
   'test/readme.test.ts',
 ];
-
-/**
- * Files run alone, after the others: test/load.test.ts measures what the server sustains (at least
- * 500 requests in its 5 s) and, beside two other files at load average 6, got only 361 through.
- */
-const ALONE = ['test/load.test.ts'];
 
 /**
  * Files that share a node process, SHARDS processes in all (scripts/test-shared.ts): unit files
@@ -137,7 +135,6 @@ for (const shard of shards.filter((s) => s.files.length > 0)) {
   entries.set(shard.entry, saved ? shard.ms : Number.MAX_SAFE_INTEGER);
 }
 const ordered = [...entries.keys()].sort((a, b) => (entries.get(b) ?? 0) - (entries.get(a) ?? 0));
-const alone = ALONE.map((f) => join(root, f));
 
 const concurrency = Number(process.env.RELAYER_TEST_CONCURRENCY ?? 3);
 /** The saved figures, updated with this run's (a run of a few files keeps the others'). */
@@ -145,17 +142,10 @@ const durations = new Map(saved);
 /** A shared file's duration: the sum of its top-level tests' (its process start is shared). */
 const sharedMs = new Map<string, number>();
 
-// One global setup for both phases (the shared PostgreSQL server, the compile cache).
+// One global setup for the run (the shared PostgreSQL server, the compile cache).
 await globalSetup();
 try {
-  await runFiles(
-    ordered.filter((f) => !alone.includes(f)),
-    concurrency,
-  );
-  await runFiles(
-    ordered.filter((f) => alone.includes(f)),
-    1,
-  );
+  await runFiles(ordered, concurrency);
 } finally {
   await globalTeardown();
   for (const [file, ms] of sharedMs) durations.set(file, Math.round(ms));
