@@ -11,14 +11,26 @@
  * - the timers, Date, Date.now, Math.random and performance.now may be replaced during a test (t.mock
  *   restores them once the test's hooks have run) but must be the originals when the next test
  *   starts, or that test fails naming the one before it;
- * - spawning a child process or registering module hooks (node:module register/registerHooks)
- *   throws: such a file belongs in a process of its own.
+ * - a child process a test started (child_process spawn, exec, execFile, fork) must have exited
+ *   once the test's own after hooks have run (1 s of grace for one just signalled), or the next test
+ *   fails naming the one before it and the command; the synchronous forms always end before they
+ *   return. A file's children share nothing with the other files, so this is all sharing asks of
+ *   them. (One started in a file's or a suite's hooks lives as long as the file says;
+ *   test/e2e/processes.ts kills those it tracks if the process exits.)
+ * - registering module hooks (node:module register/registerHooks) throws: such a file belongs in
+ *   a process of its own.
+ * The clean-up of test/e2e/processes.ts (kill every tracked child if the process exits or is
+ * interrupted) is installed once, before the first file, so its process listeners are part of
+ * the state every file must leave as it found it.
  */
-import childProcess from 'node:child_process';
+import childProcess, { type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import module from 'node:module';
 import { relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { after, afterEach, beforeEach, test } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
+import { installExitCleanup } from '../test/e2e/processes.ts';
 
 /** What t.mock may replace during a test and restores after its afterEach hooks. */
 const MOCKABLE = [
@@ -94,6 +106,47 @@ function changes(before: Snapshot, after: Snapshot): string[] {
   return out;
 }
 
+interface Child {
+  child: ChildProcess;
+  /** The command line, for the failure message. */
+  what: string;
+}
+
+/** Those of `list` still running after `graceMs` (a child just signalled gets that long to end). */
+async function stillRunning(list: Child[], graceMs: number): Promise<string[]> {
+  const running: string[] = [];
+  for (const { child, what } of list) {
+    if (child.exitCode !== null || child.signalCode !== null) continue;
+    const exited = once(child, 'exit').then(() => true);
+    if (!(await Promise.race([exited, delay(graceMs, false, { ref: false })]))) running.push(what);
+  }
+  return running;
+}
+
+/**
+ * Starts tracking the children spawned from now on (the asynchronous child_process functions are
+ * wrapped); `take()` returns those started since the last call.
+ */
+function trackChildren(): { take(): Child[] } {
+  let started: Child[] = [];
+  for (const name of ['spawn', 'exec', 'execFile', 'fork'] as const) {
+    const original = childProcess[name] as (...args: unknown[]) => ChildProcess;
+    const wrapped = (...args: unknown[]) => {
+      const child = original(...args);
+      started.push({ child, what: child.spawnargs.join(' ').slice(0, 200) });
+      return child;
+    };
+    Object.defineProperty(childProcess, name, { value: wrapped });
+  }
+  return {
+    take() {
+      const list = started;
+      started = [];
+      return list;
+    },
+  };
+}
+
 function refuse(what: string): () => never {
   return () => {
     throw new Error(`${what} from a test file sharing a process: list it in scripts/test.ts as a file run alone`);
@@ -114,8 +167,24 @@ export async function runShared(files: string[], root: string): Promise<void> {
   // the state every file must leave as it found it.
   beforeEach(mocksRestored);
   after(mocksRestored);
+  // A test's children are checked once its own after hooks (t.after) have run, which is after the
+  // afterEach hooks: at the next test's start, or at the end. Those started between tests (a file's
+  // top level, a suite's before hook) are not a test's to stop.
+  const children = trackChildren();
+  let ofPrevious: Child[] = [];
+  const childrenEnded = async () => {
+    const running = await stillRunning(ofPrevious, 1_000);
+    ofPrevious = [];
+    children.take();
+    if (running.length > 0) {
+      throw new Error(`the test before ('${previous}') left a child process running: ${running.join('; ')}`);
+    }
+  };
+  beforeEach(childrenEnded);
+  after(childrenEnded);
   afterEach((t) => {
     previous = t.fullName;
+    ofPrevious = children.take();
     if (state === undefined) return;
     const now = snapshot();
     const changed = changes(state, now);
@@ -124,13 +193,11 @@ export async function runShared(files: string[], root: string): Promise<void> {
       throw new Error(`${t.fullName} changed process-global state in a shared process: ${changed.join(', ')}`);
     }
   });
-  for (const name of ['spawn', 'spawnSync', 'exec', 'execSync', 'execFile', 'execFileSync', 'fork'] as const) {
-    Object.defineProperty(childProcess, name, { value: refuse(`child_process.${name}`) });
-  }
   for (const name of ['register', 'registerHooks'] as const) {
     Object.defineProperty(module, name, { value: refuse(`module.${name}`) });
   }
   module.syncBuiltinESMExports();
+  installExitCleanup();
   state = snapshot();
   for (const file of files) {
     const name = relative(root, file);

@@ -43,35 +43,50 @@ const KNOWN_LONG = [
 ];
 
 /**
- * Files that share a node process, SHARDS processes in all (scripts/test-shared.ts): unit files
- * that spawn no process, leave process.env, globalThis and the process's listeners as they found
- * them and register no module hooks; the shared process checks all of that and fails the test that
- * did otherwise. Sharing saves each file's own process start and lib/ import (0.2-0.4 s of CPU).
- * A file whose tests use in-process servers or stores on the shared PostgreSQL fits too; files that
- * are long on their own stay in their own process, so the run keeps its parallelism.
+ * Files that share a node process, SHARDS processes in all (scripts/test-shared.ts): files whose
+ * tests leave process.env, globalThis and the process's listeners as they found them, stop the
+ * child processes they start and register no module hooks; the shared process checks all of that
+ * and fails the test that did otherwise. Sharing saves each file its own process start, lib/ import
+ * and JIT warm-up: the 34 files shared first took 46 s of CPU in processes of their own, 28 s in
+ * two shared ones. Files that spawn relayer-server or relayer-worker fit as well (bin, worker-bin,
+ * security…): their children are separate processes either way. Left out: the long files (they
+ * keep the run's parallelism), the e2e files, and the few that install process listeners for the
+ * life of a PostgreSQL server or a preloaded module (embedded-postgres, postgres-store,
+ * sqlite-worker-death).
  */
 const SHARED = [
   'test/abi.test.ts',
   'test/async-store.test.ts',
+  'test/bin.test.ts',
   'test/ccip-read.test.ts',
   'test/cctp.test.ts',
   'test/chains.test.ts',
   'test/citations.test.ts',
   'test/client.test.ts',
+  'test/config.test.ts',
   'test/cors.test.ts',
+  'test/database-url-secrets.test.ts',
   'test/dedup.test.ts',
+  'test/early-refusal.test.ts',
+  'test/embedding.test.ts',
   'test/errors.test.ts',
   'test/hostile-http.test.ts',
   'test/http.test.ts',
+  'test/keccak.test.ts',
   'test/log-sink.test.ts',
+  'test/logging.test.ts',
   'test/memory-outbox.test.ts',
   'test/message-status.test.ts',
   'test/message.test.ts',
   'test/metrics.test.ts',
   'test/names.test.ts',
+  'test/openapi.test.ts',
+  'test/package.test.ts',
   'test/pipeline.test.ts',
   'test/policy.test.ts',
   'test/postgres-relay.test.ts',
+  'test/postgres-timeouts.test.ts',
+  'test/rate-limit.test.ts',
   'test/read-flood.test.ts',
   'test/readme-browser.test.ts',
   'test/receipt.test.ts',
@@ -79,10 +94,15 @@ const SHARED = [
   'test/rpc-diagnostics.test.ts',
   'test/rpc-faults.test.ts',
   'test/rpc-transport.test.ts',
+  'test/security.test.ts',
+  'test/shared-process.test.ts',
   'test/sqlite-protocol.test.ts',
+  'test/sqlite-store.test.ts',
+  'test/sqlite-worker.test.ts',
   'test/store-contracts.test.ts',
   'test/store-errors.test.ts',
   'test/validate.test.ts',
+  'test/worker-bin.test.ts',
   'test/worker-loop.test.ts',
   'test/worker-ops.test.ts',
 ];

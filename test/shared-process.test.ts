@@ -1,8 +1,8 @@
 /**
  * The shared processes of `npm test` (scripts/test-shared.ts) fail a test that changes what the
- * files sharing the process share, or that starts a child process or registers module hooks, and
+ * files sharing the process share, leaves a child process running or registers module hooks, and
  * name what it changed; the tests that keep to the rules pass, including one that mocks the timers
- * through its own context (restored when it ends).
+ * through its own context (restored when it ends) and one that stops its child in its after hook.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -41,7 +41,10 @@ test('a shared process fails each test that breaks a rule, with what it broke, a
       'runs after the module-wide timer mock',
       "the test before ('enables the module-wide timer mock and leaves it on') left the timers",
     ],
-    ['spawns a process', 'child_process.spawnSync from a test file sharing a process'],
+    [
+      'runs after the child left running',
+      "the test before ('leaves a child process running') left a child process running: ",
+    ],
     ['registers module hooks', 'module.register from a test file sharing a process'],
   ]) {
     assert.equal(outcome(name), 'not ok', name);
@@ -52,6 +55,8 @@ test('a shared process fails each test that breaks a rule, with what it broke, a
     'uses fetch for the first time',
     'enables the module-wide timer mock and leaves it on',
     'changes nothing',
+    'leaves a child process running',
+    'runs a child to its end, and stops one in its after hook',
   ]) {
     assert.equal(outcome(name), 'ok', name);
   }

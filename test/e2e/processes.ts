@@ -44,6 +44,14 @@ export function onExitCleanup(cleanup: () => void): () => void {
 
 let handlersInstalled = false;
 
+/**
+ * Installs the process-level handlers above now (they are otherwise installed with the first child
+ * tracked). Idempotent; scripts/test-shared.ts calls it before the first file it runs.
+ */
+export function installExitCleanup(): void {
+  installHandlers();
+}
+
 function installHandlers(): void {
   if (handlersInstalled) return;
   handlersInstalled = true;
