@@ -17,6 +17,7 @@ import {
   type Destination,
 } from '../lib/worker/delivery.ts';
 import { DeliveryError } from '../lib/worker/errors.ts';
+import type { SimulateResult } from '../lib/worker/transactions.ts';
 import { createFakeClock, type FakeClock } from './helpers/fake-clock.ts';
 
 const T0 = Date.UTC(2026, 10, 25, 12, 0, 0);
@@ -40,16 +41,19 @@ function idOf(n: number): string {
 interface Script {
   deliveredBy?: (id: Hex, call: number) => Hash | null;
   metadata?: () => Promise<Hex>;
-  simulate?: () => Promise<void>;
+  simulate?: () => Promise<unknown>;
   process?: (onWait: () => Promise<void>) => Promise<{ hash: Hash; status: 'success' | 'reverted' }>;
 }
 
-function scripted(script: Script): Destination & { calls: Record<string, number> } {
+function scripted(script: Script): Destination & { calls: Record<string, number>; simulations: unknown[] } {
   const calls = { deliveredBy: 0, metadata: 0, simulate: 0, process: 0 };
+  /** What each process call was handed as the simulation of its call. */
+  const simulations: unknown[] = [];
   return {
     name: 'anvil2',
     domain: 2,
     calls,
+    simulations,
     async deliveredBy(id) {
       const call = ++calls.deliveredBy;
       return script.deliveredBy?.(id, call) ?? null;
@@ -60,10 +64,11 @@ function scripted(script: Script): Destination & { calls: Record<string, number>
     },
     async simulate() {
       calls.simulate++;
-      await script.simulate?.();
+      return script.simulate?.();
     },
-    async process(_metadata, _message, onWait) {
+    async process(_metadata, _message, onWait, simulated) {
       calls.process++;
+      simulations.push(simulated);
       return script.process ? script.process(onWait) : { hash: TX, status: 'success' };
     },
   };
@@ -135,6 +140,16 @@ describe('delivery loop', () => {
     assert.equal(record.status, 'delivered');
     assert.equal(record.destinationTxHash, TX);
     assert.deepEqual(seen, [10]);
+  });
+
+  test('process is handed the simulation of its call (the sender signs that gas limit instead of estimating again)', async () => {
+    const r = rig();
+    const simulation: SimulateResult = { estimate: 100_000n, gas: 120_000n };
+    const d = scripted({ simulate: async () => simulation });
+    const [result] = await worker(r, d).runOnce();
+    assert.equal(result.outcome, 'delivered');
+    assert.deepEqual(d.calls, { deliveredBy: 1, metadata: 1, simulate: 1, process: 1 });
+    assert.equal(d.simulations[0], simulation);
   });
 
   test('already delivered on chain: recorded with the transaction that delivered it, nothing sent', async () => {

@@ -42,13 +42,22 @@ export interface Destination {
   deliveredBy(id: Hex): Promise<Hash | null>;
   /** The metadata the recipient's ISM wants (throws DeliveryError, CcipReadError). */
   metadata(message: Hex, signal?: AbortSignal): Promise<Hex>;
-  /** eth_estimateGas of process(metadata, message): throws on a revert (TransactionError kind revert). */
-  simulate(metadata: Hex, message: Hex): Promise<void>;
-  /** Sends process(metadata, message), waits for its confirmations calling onWait meanwhile. */
+  /**
+   * eth_estimateGas of process(metadata, message): throws on a revert (TransactionError kind
+   * revert). What it resolves with (the destination's own business: the real one resolves with
+   * the sender's SimulateResult) is handed back to `process` for the same call.
+   */
+  simulate(metadata: Hex, message: Hex): Promise<unknown>;
+  /**
+   * Sends process(metadata, message), waits for its confirmations calling onWait meanwhile.
+   * `simulated`: what `simulate` of this call resolved with just before (the real destination
+   * signs its gas limit instead of estimating again).
+   */
   process(
     metadata: Hex,
     message: Hex,
     onWait: () => Promise<void>,
+    simulated?: unknown,
   ): Promise<{ hash: Hash; status: 'success' | 'reverted' }>;
 }
 

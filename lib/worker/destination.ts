@@ -8,7 +8,7 @@ import { encodeFunctionData, type Address, type Hex, type PublicClient } from 'v
 import type { Destination } from './delivery.ts';
 import { DeliveryError } from './errors.ts';
 import { buildMetadata, MAILBOX_ABI, type OffchainReader } from './metadata.ts';
-import type { TransactionRequest, TransactionSender } from './transactions.ts';
+import type { SimulateResult, TransactionRequest, TransactionSender } from './transactions.ts';
 
 export interface MailboxDestinationOptions {
   name: string;
@@ -62,12 +62,17 @@ export function createMailboxDestination(options: MailboxDestinationOptions): De
       return metadata;
     },
 
-    async simulate(metadata, message) {
-      await sender.simulate(processCall(metadata, message));
+    simulate(metadata, message) {
+      return sender.simulate(processCall(metadata, message));
     },
 
-    async process(metadata, message, onWait) {
-      const { hash, receipt } = await sender.send(processCall(metadata, message), { onWait });
+    async process(metadata, message, onWait, simulated) {
+      // The loop simulated this very call just before, with `simulate` above: its SimulateResult's
+      // gas limit is signed, not estimated again.
+      const { hash, receipt } = await sender.send(processCall(metadata, message), {
+        onWait,
+        simulated: simulated as SimulateResult | undefined,
+      });
       return { hash, status: receipt.status };
     },
   };

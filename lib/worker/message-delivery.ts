@@ -77,8 +77,9 @@ export async function deliverMessage(
     checkReleased();
     const metadata = await destination.metadata(message, hold.release.signal);
     checkReleased();
+    let simulated: unknown;
     try {
-      await destination.simulate(metadata, message);
+      simulated = await destination.simulate(metadata, message);
     } catch (error) {
       const failure = toDeliveryError(error);
       if (failure.kind === 'revert' && /already delivered/i.test(failure.message)) {
@@ -89,7 +90,7 @@ export async function deliverMessage(
     }
     checkReleased();
     hold.sent = true;
-    const sent = await destination.process(metadata, message, keepAlive);
+    const sent = await destination.process(metadata, message, keepAlive, simulated);
     if (sent.status === 'reverted') {
       const by = await destination.deliveredBy(id);
       if (by) return await record.delivered(m, name, by, true, log);

@@ -36,6 +36,8 @@ export async function confirmedReceipt(
   mined: TransactionReceipt,
   confirmations: bigint,
 ): Promise<TransactionReceipt | undefined> {
+  // One confirmation is the block that mined it: nothing to wait for, nothing to read again.
+  if (confirmations <= 1n) return mined;
   const head = await publicClient.getBlockNumber({ cacheTime: 0 });
   if (head - mined.blockNumber + 1n < confirmations) return undefined;
   const again = await receiptOf(publicClient, mined.transactionHash);

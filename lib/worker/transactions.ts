@@ -53,6 +53,11 @@ export interface TransactionSenderOptions {
 export interface SendOptions {
   /** Called on every poll while waiting; an error it throws ends the wait (the transaction may still land). */
   onWait?: () => Promise<void>;
+  /**
+   * The simulation of this same request the caller has just run (`simulate`): its gas limit is
+   * used instead of estimating again.
+   */
+  simulated?: SimulateResult;
 }
 
 export interface SimulateResult {
@@ -102,6 +107,9 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
     return walletClient.sendTransaction({
       account,
       chain,
+      // Named, with the nonce, gas and fees: viem then has nothing left to fill and signs at once,
+      // instead of asking the node to fill the transaction (eth_fillTransaction) for the chain id.
+      chainId: chain?.id,
       to: req.to,
       data: req.data,
       value: req.value,
@@ -134,7 +142,7 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
   }
 
   async function send(req: TransactionRequest, sendOpts: SendOptions = {}): Promise<SendResult> {
-    const { gas } = await simulate(req);
+    const { gas } = sendOpts.simulated ?? (await simulate(req));
     let fees = await nodeFees(publicClient, chain, errorAbi);
     const first = await firstBroadcast(req, gas, fees);
     const nonce = first.nonce;

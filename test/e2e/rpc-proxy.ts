@@ -2,7 +2,7 @@
  * A JSON-RPC pass-through between the relayer server and anvil that watches the
  * `eth_getTransactionReceipt` answers. The mined-later scenario needs to know that the server has
  * really seen "not mined yet" (a null receipt) before the test mines the block; a fixed sleep
- * could not prove that.
+ * could not prove that. It also lists every method asked, in order (what a send costs the node).
  */
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -13,6 +13,8 @@ export interface RpcProxy {
   receiptAnswers(hash: string): { total: number; nulls: number };
   /** Resolves once a receipt request for `hash` has been answered with null. */
   nullReceiptServed(hash: string): Promise<void>;
+  /** Every JSON-RPC method asked through the proxy so far, in order (a batch's calls in its order). */
+  methods(): string[];
   close(): Promise<void>;
 }
 
@@ -31,6 +33,7 @@ async function readBody(req: IncomingMessage): Promise<string> {
 export async function startRpcProxy(target: string): Promise<RpcProxy> {
   const answers = new Map<string, { total: number; nulls: number }>();
   const waiters = new Map<string, (() => void)[]>();
+  const asked: string[] = [];
 
   function record(call: RpcCall, reply: { id?: unknown; result?: unknown }): void {
     if (call.method !== 'eth_getTransactionReceipt' || typeof call.params?.[0] !== 'string') return;
@@ -52,6 +55,7 @@ export async function startRpcProxy(target: string): Promise<RpcProxy> {
       const text = await upstream.text();
       try {
         const calls = [JSON.parse(body)].flat() as RpcCall[];
+        for (const call of calls) asked.push(String(call.method));
         const replies = [JSON.parse(text)].flat() as { id?: unknown; result?: unknown }[];
         for (const call of calls) {
           const reply = replies.find((r) => r.id === call.id);
@@ -71,6 +75,7 @@ export async function startRpcProxy(target: string): Promise<RpcProxy> {
 
   return {
     url: `http://127.0.0.1:${port}`,
+    methods: () => [...asked],
     receiptAnswers: (hash) => ({ ...(answers.get(hash.toLowerCase()) ?? { total: 0, nulls: 0 }) }),
     nullReceiptServed(hash) {
       const key = hash.toLowerCase();

@@ -27,6 +27,7 @@ import {
 import { createFakeClock, type FakeClock } from '../helpers/fake-clock.ts';
 import { hyperlaneMessage } from '../helpers/fixtures.ts';
 import { startAnvil, type Anvil } from './anvil.ts';
+import { startRpcProxy } from './rpc-proxy.ts';
 import { anvilChain, connectChain, type Chain } from './chain.ts';
 import { deployHyperlane, hyperlaneArtifact, mailboxArtifact, type HyperlaneDeployment } from './hyperlane.ts';
 
@@ -138,6 +139,41 @@ describe('e2e: transaction sender on anvil (lib/worker/transactions.ts)', { time
       assert.equal(e.reason, 'Mailbox: already delivered');
       return true;
     });
+  });
+
+  test('a send asks the node for each thing once: given the simulation it does not estimate again, nothing is filled by the node before signing, one receipt read at one confirmation', async (t) => {
+    const proxy = await startRpcProxy(anvil.rpcUrl);
+    t.after(() => proxy.close());
+    const node = connectChain(proxy.url);
+    const wallet = createWalletClient({
+      chain: anvilChain(),
+      transport: http(proxy.url, { retryCount: 0 }),
+      account: signer,
+    });
+    const s = createTransactionSender({ publicClient: node.publicClient, walletClient: wallet, account: signer });
+    const estimates = (methods: string[]) =>
+      methods.filter((m) => m === 'eth_estimateGas' || m === 'eth_fillTransaction').length;
+
+    const alone = await s.send({ to: PAYEE, data: '0x', value: 4n });
+    assert.equal(alone.receipt.status, 'success');
+    assert.equal(estimates(proxy.methods()), 1, 'a send on its own simulates once (its gas limit)');
+
+    const request = { to: PAYEE, data: '0x' as Hex, value: 5n };
+    const simulated = await s.simulate(request);
+    const from = proxy.methods().length;
+    const { receipt } = await s.send(request, { simulated });
+    assert.equal(receipt.status, 'success');
+    assert.equal(receipt.gasUsed < simulated.gas, true);
+    const asked = proxy.methods().slice(from);
+    assert.equal(estimates(asked), 0, `given the simulation, no estimate: ${asked.join(', ')}`);
+    assert.equal(asked.filter((m) => m === 'eth_sendRawTransaction').length, 1, asked.join(', '));
+    assert.deepEqual(
+      asked.filter((m) => m === 'eth_getTransactionReceipt' || m === 'eth_blockNumber'),
+      ['eth_getTransactionReceipt'],
+      'mined is one confirmation: the receipt is read once, the head not at all',
+    );
+    const tx = await chain.publicClient.getTransaction({ hash: receipt.transactionHash });
+    assert.equal(tx.gas, simulated.gas, "the simulation's gas limit was signed");
   });
 
   test("a transaction not mined in time is re-sent with the same nonce and bumped fees; the mined replacement's receipt is returned", async () => {
