@@ -262,7 +262,7 @@ describe('e2e: transaction sender on anvil (lib/worker/transactions.ts)', { time
     const node = connectChain(`http://127.0.0.1:${(proxy.address() as AddressInfo).port}`);
 
     const clock = createFakeClock();
-    const { wallet } = observedWallet();
+    const { wallet, sent } = observedWallet();
     const s = createTransactionSender({
       publicClient: node.publicClient,
       walletClient: wallet,
@@ -288,6 +288,11 @@ describe('e2e: transaction sender on anvil (lib/worker/transactions.ts)', { time
     // Down for good: the send ends at timeoutMs, naming the failures, with the hash sent.
     let done = false;
     const stuck = s.send({ to: PAYEE, data: '0x', value: 4n }).finally(() => (done = true));
+    await untilWaiting(clock);
+    // anvil answers the send before its block is written, so the sender's first poll may have
+    // found no receipt: one more poll once the receipt exists, and the sender has seen it mined.
+    await chain.receipt(sent[sent.length - 1].hash);
+    await clock.advance(1_000);
     await untilWaiting(clock);
     down = true;
     const ended = assert.rejects(stuck, (e) => {
