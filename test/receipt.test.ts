@@ -27,6 +27,7 @@ import {
 } from './helpers/fake-fetch.ts';
 import { DISPATCH_TOPIC, dispatchLog, MAILBOX, messageSentLog, rpcReceipt, txHash } from './helpers/fixtures.ts';
 import { RUNS, tally } from './helpers/properties.ts';
+import { refusedPort } from './helpers/refused-port.ts';
 
 const TX = '0x' + 'ab'.repeat(32);
 const TX_CHECKSUM_CASE = '0x' + 'AB'.repeat(32);
@@ -508,13 +509,8 @@ describe('receipt fetch over a real HTTP server (node:http, global fetch)', () =
         res.end(JSON.stringify({ jsonrpc: '2.0', id: body.id, result }));
       },
       async (url) => {
-        // A port we bound and closed, so nothing listens there.
-        const refused = await new Promise<string>((resolve) => {
-          const s = createServer().listen(0, '127.0.0.1', () => {
-            const { port } = s.address() as AddressInfo;
-            s.close(() => resolve(`http://127.0.0.1:${port}/`));
-          });
-        });
+        // Nothing listens there, and no server of the run can take it (test/helpers/refused-port.ts).
+        const refused = `http://127.0.0.1:${await refusedPort()}/`;
         const events: ReceiptFetchEvent[] = [];
         const fetcher = createReceiptFetcher({
           clock: systemClock,

@@ -10,7 +10,6 @@
  * transport relayer-server injects (the same classes either way); time is a fake clock.
  */
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { RelayError } from '../lib/errors.ts';
@@ -21,6 +20,7 @@ import { createFakeClock, type FakeClock } from './helpers/fake-clock.ts';
 import { startFaultyRpcServer, type Fault, type FaultyRpcServer } from './helpers/faulty-rpc.ts';
 import { MAILBOX, txHash } from './helpers/fixtures.ts';
 import type { RawResponse } from './helpers/http.ts';
+import { refusedPort as findRefusedPort } from './helpers/refused-port.ts';
 import { startApi } from './helpers/server.ts';
 import { TRANSPORTS, type TransportCase } from './helpers/transports.ts';
 
@@ -31,11 +31,8 @@ let nextTx = 0x16_000;
 
 before(async () => {
   rpc = await startFaultyRpcServer(new Map(), { mailbox: MAILBOX });
-  // A loopback port that was just free: nothing listens there, so a connection is refused.
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  refusedPort = (probe.address() as { port: number }).port;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  // Nothing listens there, and no server of the run can take it meanwhile (test/helpers/refused-port.ts).
+  refusedPort = await findRefusedPort();
 });
 after(() => rpc.close());
 
