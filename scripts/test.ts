@@ -49,8 +49,9 @@ const KNOWN_LONG = [
  * and fails the test that did otherwise. Sharing saves each file its own process start, lib/ import
  * and JIT warm-up: the 34 files shared first took 46 s of CPU in processes of their own, 28 s in
  * two shared ones. Files that spawn relayer-server or relayer-worker fit as well (bin, worker-bin,
- * security…): their children are separate processes either way. Left out: the long files (they
- * keep the run's parallelism), the e2e files, and the few that install process listeners for the
+ * security…), and the short e2e files, each with its own anvil (the four here took 3.8-4.8 s of CPU in
+ * one process, 8 s in four: viem and node:test load once). Left out: the long files (they keep the
+ * run's parallelism, worker.e2e, worker-cctp and demo among them), and the few that install process listeners for the
  * life of a PostgreSQL server or a preloaded module (embedded-postgres, postgres-store,
  * sqlite-worker-death).
  */
@@ -67,6 +68,10 @@ const SHARED = [
   'test/cors.test.ts',
   'test/database-url-secrets.test.ts',
   'test/dedup.test.ts',
+  'test/e2e/cctp-bridge.test.ts',
+  'test/e2e/chain.test.ts',
+  'test/e2e/relay.e2e.test.ts',
+  'test/e2e/transactions.e2e.test.ts',
   'test/early-refusal.test.ts',
   'test/embedding.test.ts',
   'test/errors.test.ts',
