@@ -94,8 +94,21 @@ export function connectChain(rpcUrl: string, chainId: number = ANVIL_DEFAULT_CHA
     Tokens | undefined
   >({ chain, transport, account: DEV_ACCOUNT, pollingInterval: 25 });
 
+  /**
+   * The receipt, once the chain's latest state has the sender's nonce past the transaction too.
+   * anvil can answer the receipt while the transaction is still in its pool and the block not yet
+   * written: a send from the same account made then was given the same nonce and failed
+   * "replacement transaction underpriced" (seen once in a full run).
+   */
   async function receipt(hash: Hash): Promise<TransactionReceipt> {
-    return publicClient.waitForTransactionReceipt({ hash, pollingInterval: 25, timeout: 10_000 });
+    const mined = await publicClient.waitForTransactionReceipt({ hash, pollingInterval: 25, timeout: 10_000 });
+    const { nonce } = await publicClient.getTransaction({ hash });
+    for (let polls = 0; polls < 400; polls++) {
+      const next = await publicClient.getTransactionCount({ address: mined.from, blockTag: 'latest' });
+      if (next > nonce) return mined;
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    throw new Error(`anvil kept ${mined.from}'s nonce at ${nonce} after mining ${hash}`);
   }
 
   async function deploy(abi: Abi, bytecode: Hex, args: readonly unknown[] = []): Promise<Address> {
