@@ -93,6 +93,7 @@ const SHARED = [
   'test/postgres-timeouts.test.ts',
   'test/rate-limit.test.ts',
   'test/read-flood.test.ts',
+  'test/readme.test.ts',
   'test/readme-browser.test.ts',
   'test/receipt.test.ts',
   'test/routes.test.ts',

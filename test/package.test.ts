@@ -5,11 +5,11 @@
  * documents.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, posix } from 'node:path';
 import { test } from 'node:test';
+import { packedFiles } from './helpers/packed.ts';
 
 const root = new URL('..', import.meta.url).pathname;
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
@@ -218,17 +218,6 @@ test('docs/design.md#client: relayer-api/client is browser-safe: its built modul
   assert.doesNotMatch(types, /from ['"]node:|NodeJS\./);
 });
 
-/** What `npm pack` would publish, as npm itself computes it (files, .npmignore, always-included files). */
-function packedFiles(): Set<string> {
-  const npm = process.env.npm_execpath ? [process.execPath, process.env.npm_execpath] : ['npm'];
-  const out = execFileSync(npm[0], [...npm.slice(1), 'pack', '--dry-run', '--json', '--ignore-scripts'], {
-    cwd: root,
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'ignore'],
-  });
-  return new Set((JSON.parse(out) as Array<{ files: Array<{ path: string }> }>)[0].files.map((f) => f.path));
-}
-
 /** Relative link targets of a Markdown file (inline links and images), anchors and queries dropped. */
 function markdownLinks(file: string): string[] {
   const text = readFileSync(join(root, file), 'utf8').replace(/```[\s\S]*?```/g, '');
@@ -256,7 +245,7 @@ test('docs/design.md#package: a LICENSE file with the full Apache License 2.0 te
 });
 
 test('docs/design.md#package: the package publishes LICENSE and every document its Markdown links, and no link leaves the package', () => {
-  const files = packedFiles();
+  const files = new Set(packedFiles());
   assert.ok(files.has('LICENSE'), 'LICENSE is published');
   assert.ok(files.has('README.md'), 'README.md is published');
   const docs = [...files].filter((f) => f.endsWith('.md'));

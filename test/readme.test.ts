@@ -22,6 +22,7 @@ import { dirname, join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { after, test, type TestContext } from 'node:test';
 import { onExitCleanup, waitForLine } from './e2e/processes.ts';
+import { packedFiles } from './helpers/packed.ts';
 
 const root = new URL('..', import.meta.url).pathname;
 
@@ -141,13 +142,7 @@ function shellCommands(file: string): Command[] {
 }
 
 function publishedMarkdown(): string[] {
-  const npm = process.env.npm_execpath ? [process.execPath, process.env.npm_execpath] : ['npm'];
-  const out = execFileSync(npm[0], [...npm.slice(1), 'pack', '--dry-run', '--json', '--ignore-scripts'], {
-    cwd: root,
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'ignore'],
-  });
-  return (JSON.parse(out)[0].files as Array<{ path: string }>).map((f) => f.path).filter((p) => p.endsWith('.md'));
+  return packedFiles().filter((p) => p.endsWith('.md'));
 }
 
 /** The README's configuration for the walkthrough: the ```json block that has "chains" and an admin token. */
