@@ -113,62 +113,28 @@ interface Case {
 }
 
 const FAILED = /RPC endpoints of chain ethereum failed/;
+/** An endpoint that answers each attempt with its fault at once: alone, the 2 s deadline above. */
+const failsAtOnce = (fault: Fault): Case => ({
+  fault,
+  alone: { status: 408, reason: 'timeout', message: FAILED },
+  failover: true,
+  aloneTimeoutSeconds: 2,
+});
 const CASES: Case[] = [
   { fault: 'hang', alone: { status: 408, reason: 'timeout', message: FAILED }, failover: true },
-  {
-    fault: 'reset',
-    alone: { status: 408, reason: 'timeout', message: FAILED },
-    failover: true,
-    aloneTimeoutSeconds: 2,
-  },
-  {
-    fault: 'http500',
-    alone: { status: 408, reason: 'timeout', message: FAILED },
-    failover: true,
-    aloneTimeoutSeconds: 2,
-  },
-  {
-    fault: 'http503',
-    alone: { status: 408, reason: 'timeout', message: FAILED },
-    failover: true,
-    aloneTimeoutSeconds: 2,
-  },
-  {
-    fault: 'http429',
-    alone: { status: 408, reason: 'timeout', message: FAILED },
-    failover: true,
-    aloneTimeoutSeconds: 2,
-  },
-  {
-    fault: 'invalid-json',
-    alone: { status: 408, reason: 'timeout', message: FAILED },
-    failover: true,
-    aloneTimeoutSeconds: 2,
-  },
-  {
-    fault: 'rpc-error',
-    alone: { status: 408, reason: 'timeout', message: FAILED },
-    failover: true,
-    aloneTimeoutSeconds: 2,
-  },
-  {
-    fault: 'wrong-id',
-    alone: { status: 408, reason: 'timeout', message: FAILED },
-    failover: true,
-    aloneTimeoutSeconds: 2,
-  },
-  {
-    fault: 'other-tx',
-    alone: { status: 408, reason: 'timeout', message: FAILED },
-    failover: true,
-    aloneTimeoutSeconds: 2,
-  },
-  {
-    fault: 'bad-log-hex',
-    alone: { status: 408, reason: 'timeout', message: FAILED },
-    failover: true,
-    aloneTimeoutSeconds: 2,
-  },
+  ...(
+    [
+      'reset',
+      'http500',
+      'http503',
+      'http429',
+      'invalid-json',
+      'rpc-error',
+      'wrong-id',
+      'other-tx',
+      'bad-log-hex',
+    ] as const
+  ).map(failsAtOnce),
   {
     fault: 'endless',
     alone: { status: 408, reason: 'timeout', message: FAILED },

@@ -35,7 +35,7 @@ function killAll(): void {
  * exits or is interrupted; returns a function that runs it now and unregisters it.
  */
 export function onExitCleanup(cleanup: () => void): () => void {
-  installHandlers();
+  installExitCleanup();
   syncCleanups.add(cleanup);
   return () => {
     if (syncCleanups.delete(cleanup)) cleanup();
@@ -45,14 +45,11 @@ export function onExitCleanup(cleanup: () => void): () => void {
 let handlersInstalled = false;
 
 /**
- * Installs the process-level handlers above now (they are otherwise installed with the first child
- * tracked). Idempotent; scripts/test-shared.ts calls it before the first file it runs.
+ * Installs the process-level handlers above, once: with the first child tracked or clean-up
+ * registered, or before that by a caller that wants them in place (scripts/test-shared.ts, before
+ * the first file it runs).
  */
 export function installExitCleanup(): void {
-  installHandlers();
-}
-
-function installHandlers(): void {
   if (handlersInstalled) return;
   handlersInstalled = true;
   // 'exit' runs synchronously at any normal or error exit; kill() is synchronous, so it works here.
@@ -78,7 +75,7 @@ export function spawnTracked(
   args: string[],
   options: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
 ): Tracked {
-  installHandlers();
+  installExitCleanup();
   const child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
   running.add(child);
   child.once('exit', () => running.delete(child));
