@@ -132,6 +132,12 @@ const saved = savedDurations();
 const before = saved ?? new Map(KNOWN_LONG.map((file, i) => [file, KNOWN_LONG.length - i]));
 const estimate = (file: string) => before.get(file) ?? 0;
 
+/**
+ * Shared files that go into the same shard: they reuse an answer a process computes once
+ * (test/helpers/packed.ts: `npm pack --dry-run`, about 1.2 s of CPU each time it runs).
+ */
+const TOGETHER = [['test/package.test.ts', 'test/readme.test.ts']];
+
 /** The shared files in SHARDS entry files, balanced by duration (the longest into the shortest shard). */
 const shardDir = join(root, '.cache', 'test-shards');
 rmSync(shardDir, { recursive: true, force: true });
@@ -140,10 +146,19 @@ const shards = Array.from({ length: SHARDS }, (_, i) => ({
   files: [] as string[],
   ms: 0,
 }));
-for (const file of files.filter((f) => SHARDS > 0 && SHARED.includes(f)).sort((a, b) => estimate(b) - estimate(a))) {
+for (const file of TOGETHER.flat()) {
+  if (!SHARED.includes(file)) throw new Error(`scripts/test.ts: ${file} in TOGETHER is not in SHARED`);
+}
+const toShard = files.filter((f) => SHARDS > 0 && SHARED.includes(f));
+const units = [
+  ...TOGETHER.map((group) => group.filter((f) => toShard.includes(f))),
+  ...toShard.filter((f) => !TOGETHER.flat().includes(f)).map((f) => [f]),
+].filter((unit) => unit.length > 0);
+const unitMs = (unit: string[]) => unit.reduce((sum, f) => sum + estimate(f), 0);
+for (const unit of units.sort((a, b) => unitMs(b) - unitMs(a))) {
   const shard = shards.reduce((a, b) => (b.ms < a.ms ? b : a));
-  shard.files.push(file);
-  shard.ms += estimate(file);
+  shard.files.push(...unit);
+  shard.ms += unitMs(unit);
 }
 const sharded = new Set(shards.flatMap((s) => s.files));
 const entries = new Map<string, number>(); // run() file -> estimated ms
