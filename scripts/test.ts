@@ -114,6 +114,12 @@ const SHARED = [
 ];
 const SHARDS = Number(process.env.RELAYER_TEST_SHARDS ?? 2);
 
+/**
+ * Shared files that go into the same shard: they reuse an answer a process computes once
+ * (test/helpers/packed.ts: `npm pack --dry-run`, about 1.2 s of CPU each time it runs).
+ */
+const TOGETHER = [['test/package.test.ts', 'test/readme.test.ts']];
+
 function savedDurations(): Map<string, number> | undefined {
   try {
     const saved = JSON.parse(readFileSync(cacheFile, 'utf8')) as Record<string, unknown>;
@@ -128,15 +134,13 @@ const files = globSync(patterns, { cwd: root }).sort();
 for (const file of SHARED) {
   if (!existsSync(join(root, file))) throw new Error(`scripts/test.ts: ${file} in SHARED does not exist`);
 }
+const grouped = new Set(TOGETHER.flat());
+for (const file of grouped) {
+  if (!SHARED.includes(file)) throw new Error(`scripts/test.ts: ${file} in TOGETHER is not in SHARED`);
+}
 const saved = savedDurations();
 const before = saved ?? new Map(KNOWN_LONG.map((file, i) => [file, KNOWN_LONG.length - i]));
 const estimate = (file: string) => before.get(file) ?? 0;
-
-/**
- * Shared files that go into the same shard: they reuse an answer a process computes once
- * (test/helpers/packed.ts: `npm pack --dry-run`, about 1.2 s of CPU each time it runs).
- */
-const TOGETHER = [['test/package.test.ts', 'test/readme.test.ts']];
 
 /** The shared files in SHARDS entry files, balanced by duration (the longest into the shortest shard). */
 const shardDir = join(root, '.cache', 'test-shards');
@@ -146,13 +150,10 @@ const shards = Array.from({ length: SHARDS }, (_, i) => ({
   files: [] as string[],
   ms: 0,
 }));
-for (const file of TOGETHER.flat()) {
-  if (!SHARED.includes(file)) throw new Error(`scripts/test.ts: ${file} in TOGETHER is not in SHARED`);
-}
 const toShard = files.filter((f) => SHARDS > 0 && SHARED.includes(f));
 const units = [
   ...TOGETHER.map((group) => group.filter((f) => toShard.includes(f))),
-  ...toShard.filter((f) => !TOGETHER.flat().includes(f)).map((f) => [f]),
+  ...toShard.filter((f) => !grouped.has(f)).map((f) => [f]),
 ].filter((unit) => unit.length > 0);
 const unitMs = (unit: string[]) => unit.reduce((sum, f) => sum + estimate(f), 0);
 for (const unit of units.sort((a, b) => unitMs(b) - unitMs(a))) {
