@@ -16,7 +16,7 @@ import {
   decodeOffchainLookup,
   OFFCHAIN_LOOKUP_SELECTOR,
   type OffchainLookup,
-} from '../lib/worker/ccip-read.ts';
+} from '../lib/worker/ccip/read.ts';
 import { createFakeClock } from './helpers/fake-clock.ts';
 
 // The error as Hyperlane's ICcipReadIsm declares it (EIP-3668's definition).

@@ -17,7 +17,7 @@ import {
   type Destination,
 } from '../lib/worker/delivery.ts';
 import { DeliveryError } from '../lib/worker/errors.ts';
-import type { SimulateResult } from '../lib/worker/transactions.ts';
+import type { SimulateResult } from '../lib/worker/tx/sender.ts';
 import { createFakeClock, type FakeClock } from './helpers/fake-clock.ts';
 
 const T0 = Date.UTC(2026, 10, 25, 12, 0, 0);
@@ -352,8 +352,8 @@ describe('delivery loop', () => {
 describe('delivery errors (lib/worker/errors.ts)', () => {
   test("each failure class is named, the sender's and the CCIP-read client's kinds kept, URLs cut out of the text", async () => {
     const { toDeliveryError, scrub } = await import('../lib/worker/errors.ts');
-    const { TransactionError } = await import('../lib/worker/transactions.ts');
-    const { CcipReadError } = await import('../lib/worker/ccip-read.ts');
+    const { TransactionError } = await import('../lib/worker/tx/sender.ts');
+    const { CcipReadError } = await import('../lib/worker/ccip/read.ts');
     assert.equal(
       toDeliveryError(new TransactionError('insufficient-funds', 'the signer cannot pay')).kind,
       'insufficient-funds',

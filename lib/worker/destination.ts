@@ -2,13 +2,13 @@
  * A destination chain for the delivery loop: its Mailbox read with viem, metadata by the
  * recipient's ISM (metadata.ts), `process` simulated and sent through a transaction sender (one
  * nonce sequence per signer and chain, fees from the node, replacement of a stuck transaction,
- * confirmations: lib/worker/transactions.ts).
+ * confirmations: lib/worker/tx/sender.ts).
  */
 import { encodeFunctionData, type Address, type Hex, type PublicClient } from 'viem';
 import type { Destination } from './delivery.ts';
 import { DeliveryError } from './errors.ts';
 import { buildMetadata, MAILBOX_ABI, type OffchainReader } from './metadata.ts';
-import type { SimulateResult, TransactionRequest, TransactionSender } from './transactions.ts';
+import type { SimulateResult, TransactionRequest, TransactionSender } from './tx/sender.ts';
 
 export interface MailboxDestinationOptions {
   name: string;

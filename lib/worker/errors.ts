@@ -39,7 +39,7 @@ export class DeliveryError extends BaseError<DeliveryErrorKind> {
 }
 
 /**
- * How a send failed (lib/worker/transactions.ts; docs/delivery.md#transactions):
+ * How a send failed (lib/worker/tx/sender.ts; docs/delivery.md#transactions):
  * - `revert`: the call reverts (simulation, or the mined transaction); `reason` says why when the
  *   contract said (Error(string), Panic, or a custom error decoded with `errorAbi`).
  * - `out-of-gas`: the node cannot find a gas limit that works, or the mined transaction used all
@@ -77,7 +77,7 @@ export class TransactionError extends BaseError<TransactionErrorKind> {
 export type CcipReadErrorKind = CcipReadFailureCode;
 
 /**
- * Why no metadata came back from CCIP-read (lib/worker/ccip-read.ts; docs/delivery.md#ccip-read):
+ * Why no metadata came back from CCIP-read (lib/worker/ccip/read.ts; docs/delivery.md#ccip-read):
  * - `pending`: a gateway said the proof is not there yet (HTTP 404, or HTTP 500 whose body says
  *   the attestation is not found / pending) and none answered: ask again later.
  * - `unavailable`: every gateway failed (5xx, transport error, timeout).

@@ -27,12 +27,12 @@ import type { Clock } from '../clock.ts';
 import { ConfigError, InvalidArgumentError } from '../errors.ts';
 import { silentLogger, type Logger } from '../log.ts';
 import type { RelayerConfig } from '../types.ts';
-import { ccipRead, decodeOffchainLookup } from './ccip-read.ts';
+import { ccipRead, decodeOffchainLookup } from './ccip/read.ts';
 import { createDeliveryWorker, type DeliveryOutbox, type DeliveryWorker, type Destination } from './delivery.ts';
 import { createMailboxDestination } from './destination.ts';
 import { DeliveryError } from './errors.ts';
 import type { OffchainReader } from './metadata.ts';
-import { createTransactionSender } from './transactions.ts';
+import { createTransactionSender } from './tx/sender.ts';
 import { createWorkerMetrics, type WorkerMetrics } from './ops.ts';
 
 export { createDeliveryWorker, formatAttemptState, readAttemptState, WORKER_DEFAULTS } from './delivery.ts';
@@ -52,14 +52,14 @@ export {
   decodeOffchainLookup,
   type CcipReadOptions,
   type OffchainLookup,
-} from './ccip-read.ts';
+} from './ccip/read.ts';
 export {
   createTransactionSender,
   TransactionError,
   type TransactionRequest,
   type TransactionSender,
   type TransactionSenderOptions,
-} from './transactions.ts';
+} from './tx/sender.ts';
 export { DeliveryError, type DeliveryErrorKind } from './errors.ts';
 export { buildMetadata, ISM_TYPE, MAILBOX_ABI, type MetadataOptions, type OffchainReader } from './metadata.ts';
 export {

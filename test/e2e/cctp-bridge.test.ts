@@ -22,7 +22,7 @@ import {
   type Hex,
   type TransactionReceipt,
 } from 'viem';
-import { ccipRead, CcipReadError, decodeOffchainLookup } from '../../lib/worker/ccip-read.ts';
+import { ccipRead, CcipReadError, decodeOffchainLookup } from '../../lib/worker/ccip/read.ts';
 import { ISM_ABI, ISM_TYPE as WORKER_ISM_TYPE, MAILBOX_ABI } from '../../lib/worker/metadata.ts';
 import { CCTP_SERVICE_ABI, cctpAttestationMetadata } from './ccip-gateway.ts';
 import {
@@ -291,7 +291,7 @@ describe('e2e: Hyperlane TokenBridgeCctpV2 between two anvil nodes', { timeout: 
     assert.equal(lastData, '0x68656c6c6f');
   });
 
-  test('CCIP-read through the real router: its OffchainLookup names the gateway, which answers pending, then the metadata process accepts (lib/worker/ccip-read.ts)', async () => {
+  test('CCIP-read through the real router: its OffchainLookup names the gateway, which answers pending, then the metadata process accepts (lib/worker/ccip/read.ts)', async () => {
     const { message, id } = await transfer(3_000_000n);
     const router = two.route.destination.router;
     const routerAbi = bridgeArtifacts.router().abi;

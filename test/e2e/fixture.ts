@@ -9,7 +9,7 @@ import { startCcipGateway, type CcipGateway } from './ccip-gateway.ts';
 import type { Address } from 'viem';
 import type { Destination } from '../../lib/worker/delivery.ts';
 import { createMailboxDestination } from '../../lib/worker/destination.ts';
-import { createTransactionSender } from '../../lib/worker/transactions.ts';
+import { createTransactionSender } from '../../lib/worker/tx/sender.ts';
 import { connectChain, DEV_ACCOUNT, type Chain } from './chain.ts';
 import { deployHyperlane, type HyperlaneDeployment } from './hyperlane.ts';
 import { deployStandIns, type StandIns } from './stand-ins.ts';

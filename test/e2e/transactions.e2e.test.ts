@@ -1,5 +1,5 @@
 /**
- * lib/worker/transactions.ts against a real node (anvil) and the real Mailbox (docs/delivery.md,
+ * lib/worker/tx/sender.ts against a real node (anvil) and the real Mailbox (docs/delivery.md,
  * Transactions): a transaction held unmined is replaced with bumped fees and the replacement's
  * receipt returned; concurrent sends take consecutive nonces; a nonce used behind the sender's
  * back is re-read; simulation surfaces the Mailbox's revert reasons. Waiting runs on the injected
@@ -23,7 +23,7 @@ import {
   createTransactionSender,
   TransactionError,
   type TransactionSenderOptions,
-} from '../../lib/worker/transactions.ts';
+} from '../../lib/worker/tx/sender.ts';
 import { createFakeClock, type FakeClock } from '../helpers/fake-clock.ts';
 import { hyperlaneMessage } from '../helpers/fixtures.ts';
 import { startAnvil, type Anvil } from './anvil.ts';
@@ -102,7 +102,7 @@ async function untilWaitingOr(clock: FakeClock, finished: () => boolean): Promis
 const processCall = (metadata: Hex, message: Hex) =>
   encodeFunctionData({ abi: mailboxArtifact().abi, functionName: 'process', args: [metadata, message] });
 
-describe('e2e: transaction sender on anvil (lib/worker/transactions.ts)', { timeout: 90_000 }, () => {
+describe('e2e: transaction sender on anvil (lib/worker/tx/sender.ts)', { timeout: 90_000 }, () => {
   before(async () => {
     anvil = await startAnvil();
     chain = connectChain(anvil.rpcUrl);

@@ -1,26 +1,26 @@
 /**
  * Landing a transaction on a destination chain (docs/delivery.md, Transactions): simulate it
  * first (`eth_estimateGas`: a call that would revert is never signed), sign with a gas limit of
- * the estimate plus a margin and EIP-1559 fees from the node (lib/worker/fees.ts), take nonces
- * from one sequence per signer and chain shared by every concurrent send (lib/worker/nonces.ts),
+ * the estimate plus a margin and EIP-1559 fees from the node (lib/worker/tx/fees.ts), take nonces
+ * from one sequence per signer and chain shared by every concurrent send (lib/worker/tx/nonces.ts),
  * re-send with the same nonce and bumped fees when the transaction is not mined in time, and wait
- * for N confirmations of whichever of the replacements was mined (lib/worker/receipts.ts),
+ * for N confirmations of whichever of the replacements was mined (lib/worker/tx/receipts.ts),
  * calling `onWait` while waiting (the delivery loop extends its lease).
  *
  * Errors are TransactionError with a `kind` (lib/worker/errors.ts); their messages never quote the
  * node's URL, the request body or the key (viem's own messages do, so they are not passed on:
- * lib/worker/node-errors.ts).
+ * lib/worker/tx/node-errors.ts).
  */
 import type { Abi, Account, Address, Chain, Hash, Hex, PublicClient, TransactionReceipt, WalletClient } from 'viem';
-import { sleep, systemClock, type Clock } from '../clock.ts';
-import { OutOfRangeError } from '../errors.ts';
-import { TransactionError } from './errors.ts';
+import { sleep, systemClock, type Clock } from '../../clock.ts';
+import { OutOfRangeError } from '../../errors.ts';
+import { TransactionError } from '../errors.ts';
 import { basisPoints, bump, nodeFees, replacementFees, type Fees } from './fees.ts';
 import { classify, transactionError } from './node-errors.ts';
 import { nonceSequence } from './nonces.ts';
 import { confirmedReceipt, firstMined, minedFailure } from './receipts.ts';
 
-export { TransactionError, type TransactionErrorKind } from './errors.ts';
+export { TransactionError, type TransactionErrorKind } from '../errors.ts';
 
 export interface TransactionRequest {
   to: Address;

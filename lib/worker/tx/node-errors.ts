@@ -4,7 +4,7 @@
  * `details`) and the revert data are kept.
  */
 import { decodeErrorResult, type Abi, type Hash, type Hex } from 'viem';
-import { TransactionError, type TransactionErrorKind } from './errors.ts';
+import { TransactionError, type TransactionErrorKind } from '../errors.ts';
 
 /**
  * A failure sorted by what the sender does next: `nonce-low` (the nonce is used: re-read it, or a

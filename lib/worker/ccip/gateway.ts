@@ -4,10 +4,10 @@
  * a bounded read, `data` must be 0x-hex. Failures say what happened, never the URL (it may carry
  * an API key).
  */
-import type { Clock } from '../clock.ts';
-import { isPlainObject, joinBytes } from '../hex.ts';
-import type { FetchLike } from '../rpc.ts';
-import { CcipReadError } from './errors.ts';
+import type { Clock } from '../../clock.ts';
+import { isPlainObject, joinBytes } from '../../hex.ts';
+import type { FetchLike } from '../../rpc.ts';
+import { CcipReadError } from '../errors.ts';
 import type { Hex } from './offchain-lookup.ts';
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true });

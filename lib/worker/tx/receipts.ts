@@ -3,9 +3,9 @@
  * transactions is mined, failed or confirmed, and why a mined one reverted.
  */
 import type { Abi, Account, Address, Hash, PublicClient, TransactionReceipt } from 'viem';
-import { TransactionError } from './errors.ts';
+import { TransactionError } from '../errors.ts';
 import { classify, revertReason } from './node-errors.ts';
-import type { TransactionRequest } from './transactions.ts';
+import type { TransactionRequest } from './sender.ts';
 
 /** The receipt of `hash`, or undefined while it is not mined. */
 export async function receiptOf(publicClient: PublicClient, hash: Hash): Promise<TransactionReceipt | undefined> {

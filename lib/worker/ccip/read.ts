@@ -1,23 +1,23 @@
 /**
  * EIP-3668 (CCIP-read) for the delivery worker: decode an ISM's `OffchainLookup` revert
- * (lib/worker/offchain-lookup.ts) and ask its gateways for the metadata (docs/delivery.md,
+ * (lib/worker/ccip/offchain-lookup.ts) and ask its gateways for the metadata (docs/delivery.md,
  * CCIP-read). On Hyperlane's CCTP routes the gateway is Hyperlane's CCTP attestation service; its
  * answer `data` is the ISM metadata handed to `Mailbox.process` unchanged.
  *
  * The gateways are named by the recipient's ISM, that is by whoever deployed the recipient, so
- * every answer is treated as hostile (lib/worker/gateway.ts): one timeout per URL (10 s), no
+ * every answer is treated as hostile (lib/worker/ccip/gateway.ts): one timeout per URL (10 s), no
  * redirects followed, at most 1 MiB read, `data` must be 0x-hex, at most 10 URLs tried. Error
  * messages say which gateway by position ("gateway 1 of 2"), never by URL: a URL may carry an API key.
  *
  * Pure Web APIs (fetch, AbortController); no viem needed here.
  */
-import { systemClock, type Clock } from '../clock.ts';
-import type { FetchLike } from '../rpc.ts';
-import { CcipReadError, type CcipReadErrorKind } from './errors.ts';
+import { systemClock, type Clock } from '../../clock.ts';
+import type { FetchLike } from '../../rpc.ts';
+import { CcipReadError, type CcipReadErrorKind } from '../errors.ts';
 import { askGateway, GatewayFailure } from './gateway.ts';
 import { decodeOffchainLookup, type Hex, type OffchainLookup } from './offchain-lookup.ts';
 
-export { CcipReadError, type CcipReadErrorKind } from './errors.ts';
+export { CcipReadError, type CcipReadErrorKind } from '../errors.ts';
 export { decodeOffchainLookup, OFFCHAIN_LOOKUP_SELECTOR, type Hex, type OffchainLookup } from './offchain-lookup.ts';
 
 export interface CcipReadOptions {
