@@ -3,6 +3,9 @@
  * `eth_getTransactionReceipt` answers. The mined-later scenario needs to know that the server has
  * really seen "not mined yet" (a null receipt) before the test mines the block; a fixed sleep
  * could not prove that. It also lists every method asked, in order (what a send costs the node).
+ * With `firstReceiptNull` it answers the first receipt request of each transaction with null
+ * itself, as anvil does now and then when it answers a send before the block is written: a test
+ * takes that path every run instead of once in a while.
  */
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -30,7 +33,7 @@ async function readBody(req: IncomingMessage): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-export async function startRpcProxy(target: string): Promise<RpcProxy> {
+export async function startRpcProxy(target: string, opts: { firstReceiptNull?: boolean } = {}): Promise<RpcProxy> {
   const answers = new Map<string, { total: number; nulls: number }>();
   const waiters = new Map<string, (() => void)[]>();
   const asked: string[] = [];
@@ -48,9 +51,34 @@ export async function startRpcProxy(target: string): Promise<RpcProxy> {
     answers.set(hash, seen);
   }
 
+  const hiddenOnce = new Set<string>();
+  /** A lone receipt request for a transaction not asked about before (firstReceiptNull). */
+  function firstReceiptRequest(body: string): (RpcCall & { method: string }) | undefined {
+    let call: RpcCall;
+    try {
+      call = JSON.parse(body) as RpcCall;
+    } catch {
+      return undefined;
+    }
+    const hash = call?.params?.[0];
+    if (call?.method !== 'eth_getTransactionReceipt' || typeof hash !== 'string') return undefined;
+    if (hiddenOnce.has(hash.toLowerCase())) return undefined;
+    hiddenOnce.add(hash.toLowerCase());
+    return { ...call, method: call.method };
+  }
+
   const server = createServer(async (req, res) => {
     try {
       const body = await readBody(req);
+      const hidden = opts.firstReceiptNull ? firstReceiptRequest(body) : undefined;
+      if (hidden) {
+        asked.push(hidden.method);
+        const reply = { jsonrpc: '2.0', id: hidden.id, result: null };
+        record(hidden, reply);
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(reply));
+        return;
+      }
       const upstream = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
       const text = await upstream.text();
       try {
