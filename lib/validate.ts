@@ -50,13 +50,17 @@ export function validateRelayRequest(body: unknown, chains: ReadonlyMap<string, 
   if (!isPlainObject(body)) throw invalid('request body must be a JSON object');
   const originChain = own(body, 'origin_chain');
   const txHash = own(body, 'tx_hash');
+  if (originChain === undefined) throw invalid('origin_chain is required');
   if (typeof originChain !== 'string') throw invalid('origin_chain must be a string');
   if (originChain.length === 0) throw invalid('origin_chain must not be empty');
   if (utf8.encode(originChain).length > MAX_ORIGIN_CHAIN_BYTES) {
     throw invalid(`origin_chain exceeds ${MAX_ORIGIN_CHAIN_BYTES} bytes`);
   }
+  if (txHash === undefined) throw invalid('tx_hash is required');
   if (typeof txHash !== 'string') throw invalid('tx_hash must be a string');
   if (txHash.length === 0) throw invalid('tx_hash must not be empty');
+  // A hash pasted with a space or a newline is 0x + 64 hex otherwise: say what is wrong with it.
+  if (/^\s|\s$/.test(txHash)) throw invalid('tx_hash must not begin or end with whitespace');
   if (txHash.length > 66) throw invalid('tx_hash exceeds 66 characters');
   const lower = txHash.toLowerCase();
   if (!txHash.startsWith('0x') || !isHexOfLength(lower, 32)) {

@@ -204,6 +204,26 @@ describe('request validation (docs/api.md#post-relay, docs/design.md#check-order
     fc.jsonValue(),
   );
 
+  test('validateRelayRequest: a missing field is required, a hash with surrounding whitespace says so', () => {
+    const hash = `0x${'ab'.repeat(32)}`;
+    const cases: [unknown, string][] = [
+      [{ tx_hash: hash }, 'origin_chain is required'],
+      [{ origin_chain: 5, tx_hash: hash }, 'origin_chain must be a string'],
+      [{ origin_chain: 'local' }, 'tx_hash is required'],
+      [{ origin_chain: 'local', tx_hash: null }, 'tx_hash must be a string'],
+      [{ origin_chain: 'local', tx_hash: ` ${hash}` }, 'tx_hash must not begin or end with whitespace'],
+      [{ origin_chain: 'local', tx_hash: `${hash}\n` }, 'tx_hash must not begin or end with whitespace'],
+      [{ origin_chain: 'local', tx_hash: `${hash}00` }, 'tx_hash exceeds 66 characters'],
+    ];
+    for (const [body, message] of cases) {
+      assert.throws(
+        () => validateRelayRequest(body, chains),
+        (e) => e instanceof RelayError && e.reason === 'invalid_request' && e.message === message,
+        JSON.stringify(body),
+      );
+    }
+  });
+
   test("validateMerkleRequest accepts exactly the model's records (uint32, 0..2^53-1, 0x + 64 hex, -0 refused); otherwise invalid_request", () => {
     const seen = tally();
     fc.assert(
