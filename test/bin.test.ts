@@ -263,14 +263,15 @@ describe('docs/configuration.md#the-configuration-file: start-up errors that say
     }
   });
 
-  test('the built dist/bin/relayer-server.js on a Node older than 22.13: one line naming the required version', async () => {
+  test('the built dist/bin/relayer-server.js and relayer-worker.js on a Node older than 22.13: one line naming the command and the required version', async () => {
     assert.ok(existsSync(DIST_BIN), 'dist is built (npm test builds it before the tests)');
     const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
     assert.equal(pkg.engines.node, `>=${REQUIRED_NODE}`, 'bin/node-version.ts agrees with package.json engines');
-    const check = (result: { code: number | null; output: string }, what: string) => {
+    const check = (result: { code: number | null; output: string }, what: string, program = 'relayer-server') => {
       assert.equal(result.code, 1, `${what}: ${result.output}`);
       assert.equal(result.output.trim().split('\n').length, 1, `${what}: one line: ${result.output}`);
-      assert.match(result.output, /^relayer-server: Node\.js >= 22\.13 is required .*this is v20\./, what);
+      assert.match(result.output, new RegExp(`^${program}: Node\\.js >= 22\\.13 is required .*this is v20\\.`), what);
+      assert.match(result.output, program === 'relayer-worker' ? /`npm run worker`/ : /`npm start`/, what);
       assert.doesNotMatch(result.output, /\bat |ERR_|node:internal/, `${what}: no stack trace`);
     };
     // This Node pretending to be v20 (always possible), then a real old Node when the machine has one
@@ -280,6 +281,10 @@ describe('docs/configuration.md#the-configuration-file: start-up errors that say
     const proc = spawnTracked(process.execPath, ['--import', pretend, DIST_BIN, '--help']);
     const [code] = (await once(proc.child, 'exit')) as [number | null];
     check({ code, output: proc.output() }, 'simulated v20');
+    const workerBin = new URL('../dist/bin/relayer-worker.js', import.meta.url).pathname;
+    const worker = spawnTracked(process.execPath, ['--import', pretend, workerBin, '--help']);
+    const [workerCode] = (await once(worker.child, 'exit')) as [number | null];
+    check({ code: workerCode, output: worker.output() }, 'relayer-worker, simulated v20', 'relayer-worker');
     const old = ['/usr/bin/node', '/usr/local/bin/node'].find((candidate) => {
       if (!existsSync(candidate)) return false;
       const version = execFileSync(candidate, ['--version'], { encoding: 'utf8' }).trim();
