@@ -1,8 +1,9 @@
 /**
  * docs/operations.md#logs: when the RPC endpoints fail, say why. Each failed attempt is logged at
- * `warn` with the chain, the endpoint's origin, the attempt number and the class of the failure
+ * `debug` with the chain, the endpoint's origin, the attempt number and the class of the failure
  * (DNS, connection refused, HTTP 5xx, JSON-RPC error code and message, malformed answer,
- * timeout); the 408 names the class of the last failure. No URL path, query or userinfo (where
+ * timeout), and the request gets one `warn` line summing them up (not one per attempt: a dead
+ * endpoint fails every poll); the 408 names the class of the last failure. No URL path, query or userinfo (where
  * API keys live) reaches the log or the answer, even when the node quotes the request back.
  *
  * The endpoints are real HTTP servers on 127.0.0.1 (test/helpers/faulty-rpc.ts) and a loopback
@@ -46,13 +47,15 @@ const refused = () => `http://SECRETUSER:SECRETPASS@127.0.0.1:${refusedPort}/v3/
 interface Run {
   res: RawResponse;
   warnings: Array<Record<string, unknown>>;
+  /** The debug lines of the failed attempts, one each. */
+  attempts: Array<Record<string, unknown>>;
   logText: string;
 }
 
 async function relayAgainst(t: TestContext, transport: TransportCase, rpcUrls: string[]): Promise<Run> {
   const clock = createFakeClock();
   const lines: string[] = [];
-  const logger = createLogger({ level: 'info', write: (line) => lines.push(line), now: () => clock.now() });
+  const logger = createLogger({ level: 'debug', write: (line) => lines.push(line), now: () => clock.now() });
   const base = testConfig();
   const config = testConfig({ chains: { ...base.chains, ethereum: { ...base.chains.ethereum, rpcUrls } } });
   const api = await startApi(t, { config, clock, logger, fetch: transport.fetch(t) });
@@ -65,7 +68,12 @@ async function relayAgainst(t: TestContext, transport: TransportCase, rpcUrls: s
   }
   const res = await pending;
   const records = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
-  return { res, warnings: records.filter((r) => r.level === 'warn'), logText: lines.join('') };
+  return {
+    res,
+    warnings: records.filter((r) => r.level === 'warn'),
+    attempts: records.filter((r) => r.msg === 'rpc attempt failed'),
+    logText: lines.join(''),
+  };
 }
 
 function assertNoSecret(text: string, where: string): void {
@@ -74,27 +82,38 @@ function assertNoSecret(text: string, where: string): void {
 }
 
 for (const transport of TRANSPORTS) {
-  describe(`${transport.name}: docs/operations.md#logs: every failed RPC attempt is logged at warn with its cause; the 408 names the last one`, () => {
-    test('HTTP 5xx then connection refused: one warn line per attempt, numbered, classed; the 408 says "connection refused"', async (t) => {
-      const { res, warnings, logText } = await relayAgainst(t, transport, [keyed('http503'), refused()]);
+  describe(`${transport.name}: docs/operations.md#logs: every failed RPC attempt is logged at debug with its cause, the request once at warn; the 408 names the last one`, () => {
+    test('HTTP 5xx then connection refused: one debug line per attempt, numbered, classed; one warn line for the request; the 408 says "connection refused"', async (t) => {
+      const { res, warnings, attempts, logText } = await relayAgainst(t, transport, [keyed('http503'), refused()]);
       assert.equal(res.status, 408, res.text);
       assert.equal(res.json().reason, 'timeout');
       assert.match(
         res.json().message,
         /the RPC endpoints of chain ethereum failed \(last attempt: connection refused\)$/,
       );
-      assert.ok(warnings.length >= 4, `${warnings.length} warn lines`);
-      warnings.forEach((w, i) => {
-        assert.equal(w.msg, 'rpc attempt failed');
+      assert.ok(attempts.length >= 4, `${attempts.length} attempt lines`);
+      attempts.forEach((w, i) => {
+        assert.equal(w.level, 'debug');
         assert.equal(w.chain, 'ethereum');
         assert.equal(w.attempt, i + 1, 'attempts numbered across endpoints and polls');
         assert.match(String(w.tx_hash), /^0x[0-9a-f]{64}$/);
       });
-      const first = warnings[0];
+      assert.equal(warnings.length, 1, 'one warn line for the failed request, not one per attempt');
+      const [summary] = warnings;
+      assert.equal(summary.msg, 'rpc attempts failed');
+      assert.equal(summary.status, 408);
+      assert.equal(summary.chain, 'ethereum');
+      assert.equal(summary.tx_hash, attempts[0].tx_hash);
+      assert.equal(summary.failed_attempts, attempts.length);
+      assert.deepEqual(summary.rpcs, [rpc.url, `http://127.0.0.1:${refusedPort}`]);
+      const failures = summary.failures as Record<string, number>;
+      assert.equal(failures.http_5xx + failures.connection_refused, attempts.length);
+      assert.equal(summary.failure, 'connection_refused', 'the last failure');
+      const first = attempts[0];
       assert.equal(first.rpc, rpc.url);
       assert.equal(first.failure, 'http_5xx');
       assert.equal(first.error, 'HTTP 503');
-      const second = warnings[1];
+      const second = attempts[1];
       assert.equal(second.rpc, `http://127.0.0.1:${refusedPort}`);
       assert.equal(second.failure, 'connection_refused');
       assert.match(String(second.cause), /ECONNREFUSED/);
@@ -111,17 +130,19 @@ for (const transport of TRANSPORTS) {
     ];
     for (const [fault, failure, message, cause] of classes) {
       test(`${fault}: logged as ${failure}, and the 408 says so, with no key (the node quotes the request back)`, async (t) => {
-        const { res, warnings, logText } = await relayAgainst(t, transport, [keyed(fault)]);
+        const { res, warnings, attempts, logText } = await relayAgainst(t, transport, [keyed(fault)]);
         assert.equal(res.status, 408, res.text);
         assert.match(res.json().message, message);
-        assert.ok(warnings.length >= 1);
-        for (const w of warnings) {
+        assert.ok(attempts.length >= 1);
+        for (const w of [...attempts, ...warnings]) {
           assert.equal(w.failure, failure);
           assert.equal(w.rpc, rpc.url);
         }
+        assert.equal(warnings.length, 1);
+        assert.deepEqual(warnings[0].failures, { [failure]: attempts.length });
         if (fault === 'rpc-error') {
           // The node's own words reach the operator, with the quoted path cut out.
-          assert.match(String(warnings[0].cause), cause);
+          assert.match(String(attempts[0].cause), cause);
           assert.match(String(warnings[0].cause), /requested …/);
         }
         assertNoSecret(logText, 'the log');

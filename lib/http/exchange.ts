@@ -68,6 +68,7 @@ export function createExchangeRecorder(deps: {
 }): ExchangeRecorder {
   const { clock, logger, metrics } = deps;
   let inFlight = 0;
+  const rpcFailures = createRpcFailureLog();
 
   function end(ex: Exchange, started: number): void {
     const { req, res } = ex;
@@ -102,6 +103,10 @@ export function createExchangeRecorder(deps: {
     };
     if (ex.matched?.probe && status === 200 && req.method !== 'POST') logger.debug('request', fields);
     else logger.info('request', fields);
+    if (ex.originChain !== undefined && ex.txHash !== undefined) {
+      const failed = rpcFailures.take(ex.originChain, ex.txHash);
+      if (failed) logger.warn('rpc attempts failed', { request_id: ex.id, status, ...failed });
+    }
   }
 
   return {
@@ -127,11 +132,12 @@ export function createExchangeRecorder(deps: {
     },
     receiptAttempt(event) {
       metrics.receiptAttempt(event);
-      // Each failed JSON-RPC attempt at warn, with why it failed: without it a 408 after ten seconds
-      // of failing endpoints says nothing an operator can act on. The event carries the endpoint's
+      // Without the failures a 408 after ten seconds of failing endpoints says nothing an operator
+      // can act on, but a dead endpoint fails every 500 ms poll: each attempt at debug, and one
+      // warn line per request when it ends (summarised below). The event carries the endpoint's
       // origin only and a cause already cut of URLs and of the endpoint's path, query and userinfo.
       if (event.ok || event.code === 'cancelled') return;
-      logger.warn('rpc attempt failed', {
+      logger.debug('rpc attempt failed', {
         chain: event.chain,
         rpc: event.rpc,
         tx_hash: event.txHash,
@@ -140,7 +146,69 @@ export function createExchangeRecorder(deps: {
         error: event.error,
         cause: event.cause,
       });
+      rpcFailures.add(event);
     },
     inFlight: () => inFlight,
+  };
+}
+
+/** What the failed receipt attempts of one relay add up to, for its one warn line. */
+interface RpcFailureSummary {
+  chain: string;
+  tx_hash: string;
+  /** Failed attempts, across endpoints and polls. */
+  failed_attempts: number;
+  /** Failed attempts by class (`http_5xx`, `connection_refused`, …). */
+  failures: Record<string, number>;
+  /** The origins of the endpoints that failed, in the order they first did. */
+  rpcs: string[];
+  /** The last failure: its endpoint, class, fixed text and cause. */
+  rpc: string;
+  failure?: string;
+  error?: string;
+  cause?: string;
+}
+
+/** At most this many relays' failures are held; a relay whose answer was never logged is dropped first. */
+const MAX_RPC_FAILURE_SUMMARIES = 10_000;
+
+/**
+ * The failed attempts of relays in flight, by (chain, transaction): one relay per pair is in
+ * flight at a time (the dedup reservation), and its request's end takes the summary. A relay that
+ * goes on after its client left adds to an entry nobody takes: the oldest are dropped past the cap.
+ */
+function createRpcFailureLog() {
+  const open = new Map<string, RpcFailureSummary>();
+  return {
+    add(event: ReceiptFetchEvent): void {
+      const key = `${event.chain}\n${event.txHash}`;
+      let entry = open.get(key);
+      if (entry === undefined) {
+        if (open.size >= MAX_RPC_FAILURE_SUMMARIES) open.delete(open.keys().next().value as string);
+        entry = {
+          chain: event.chain,
+          tx_hash: event.txHash,
+          failed_attempts: 0,
+          failures: {},
+          rpcs: [],
+          rpc: event.rpc,
+        };
+        open.set(key, entry);
+      }
+      entry.failed_attempts++;
+      const failure = event.failure ?? 'transport';
+      entry.failures[failure] = (entry.failures[failure] ?? 0) + 1;
+      if (!entry.rpcs.includes(event.rpc)) entry.rpcs.push(event.rpc);
+      entry.rpc = event.rpc;
+      entry.failure = event.failure;
+      entry.error = event.error;
+      entry.cause = event.cause;
+    },
+    take(chain: string, txHash: string): RpcFailureSummary | undefined {
+      const key = `${chain}\n${txHash}`;
+      const entry = open.get(key);
+      open.delete(key);
+      return entry;
+    },
   };
 }
