@@ -9,7 +9,7 @@ import { decodeDispatchLog, type DispatchEvent } from '../lib/abi.ts';
 import { hexToBytes } from '../lib/hex.ts';
 import { keccak256 } from '../lib/keccak.ts';
 import { messageFromDispatch } from '../lib/message.ts';
-import { dispatchLog, MAILBOX, messageId } from '../test/helpers/fixtures.ts';
+import { dispatchLog, MAILBOX, messageId } from '../test/helpers/builders.ts';
 import { compare, formatOps, printTable, type BenchRow } from './lib.ts';
 
 const DISPATCH_ABI = [

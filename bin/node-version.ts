@@ -5,7 +5,7 @@
  *
  * Keep this file to syntax and APIs every Node since 14 has: it must run where the rest cannot.
  */
-/** package.json `engines.node` (test/bin.test.ts checks they agree). */
+/** package.json `engines.node` (test/process/bin.test.ts checks they agree). */
 export const REQUIRED_NODE = '22.13';
 
 const [major, minor] = process.versions.node.split('.').map(Number);

@@ -3,20 +3,20 @@
  * Starts two anvil nodes (origin: Hyperlane domain 1, destination: domain 2), deploys the real
  * Hyperlane Mailbox on each and Hyperlane's CCTP V2 token bridge (TokenBridgeCctpV2) between them,
  * whose CCIP-read URL points to a local EIP-3668 gateway standing in for Hyperlane's CCTP
- * attestation service (test/e2e/ccip-gateway.ts); sends one USDC-style transfer, starts
+ * attestation service (test/helpers/chain/ccip-gateway.ts); sends one USDC-style transfer, starts
  * bin/relayer-server.ts, relays the transaction with POST /relay, then starts the shipped delivery
  * worker (bin/relayer-worker.ts) on the server's database. The worker follows the router's
  * OffchainLookup to the gateway and calls Mailbox.process; the demo prints the URL it followed,
  * the message status (GET /relay/{id}) and the destination Mailbox's `delivered(id)` before and
  * after, then stops the worker with SIGTERM. Everything it started is stopped at the end, on error
- * and on Ctrl-C (test/e2e/processes.ts).
+ * and on Ctrl-C (test/helpers/processes.ts).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Address, Hex } from 'viem';
 import { MAILBOX_ABI } from '../lib/worker/metadata.ts';
-import { sendBridgeTransfer } from '../test/e2e/cctp-bridge.ts';
+import { sendBridgeTransfer } from '../test/helpers/chain/cctp-bridge.ts';
 import {
   DESTINATION_DOMAIN,
   ORIGIN_CHAIN_NAME,
@@ -24,10 +24,10 @@ import {
   startTwoChains,
   twoChainRelayerConfig,
   type TwoChains,
-} from '../test/e2e/fixture.ts';
-import { mailboxLogs } from '../test/e2e/hyperlane.ts';
-import { onExitCleanup } from '../test/e2e/processes.ts';
-import { startWorker, until, type WorkerProcess } from '../test/e2e/worker-fixture.ts';
+} from '../test/helpers/chain/local-chains.ts';
+import { mailboxLogs } from '../test/helpers/chain/hyperlane.ts';
+import { onExitCleanup } from '../test/helpers/processes.ts';
+import { startWorker, until, type WorkerProcess } from '../test/helpers/chain/worker-chain.ts';
 import { launchRelayerServer, type RelayerProcess } from '../test/helpers/server-process.ts';
 
 const RECIPIENT: Address = '0x000000000000000000000000000000000000dEaD';

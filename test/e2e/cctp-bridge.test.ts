@@ -2,7 +2,7 @@
  * Two anvil nodes and Hyperlane's real CCTP V2 token bridge between them, checked with viem and
  * the test-side wire readers (and lib/worker for the destination side): a transferRemote leaves production's call
  * graph in the origin receipt, and `Mailbox.process` on the destination delivers it through the
- * bridge's CCTP ISM with the attestation the local gateway builds (test/e2e/ccip-gateway.ts), sent
+ * bridge's CCTP ISM with the attestation the local gateway builds (test/helpers/chain/ccip-gateway.ts), sent
  * through the worker's destination (lib/worker/destination.ts).
  */
 import assert from 'node:assert/strict';
@@ -24,16 +24,22 @@ import {
 } from 'viem';
 import { ccipRead, CcipReadError, decodeOffchainLookup } from '../../lib/worker/ccip/read.ts';
 import { ISM_ABI, ISM_TYPE as WORKER_ISM_TYPE, MAILBOX_ABI } from '../../lib/worker/metadata.ts';
-import { CCTP_SERVICE_ABI, cctpAttestationMetadata } from './ccip-gateway.ts';
+import { CCTP_SERVICE_ABI, cctpAttestationMetadata } from '../helpers/chain/ccip-gateway.ts';
 import {
   bridgeArtifacts,
   CIRCLE_DESTINATION_DOMAIN,
   CIRCLE_ORIGIN_DOMAIN,
   MIN_FINALITY_THRESHOLD,
   sendBridgeTransfer,
-} from './cctp-bridge.ts';
-import { deliveryDestination, DESTINATION_DOMAIN, ORIGIN_DOMAIN, startTwoChains, type TwoChains } from './fixture.ts';
-import { hyperlaneArtifact, mailboxLogs } from './hyperlane.ts';
+} from '../helpers/chain/cctp-bridge.ts';
+import {
+  deliveryDestination,
+  DESTINATION_DOMAIN,
+  ORIGIN_DOMAIN,
+  startTwoChains,
+  type TwoChains,
+} from '../helpers/chain/local-chains.ts';
+import { hyperlaneArtifact, mailboxLogs } from '../helpers/chain/hyperlane.ts';
 import {
   deployMessageIdMultisigIsm,
   deployNoopIsm,
@@ -41,8 +47,8 @@ import {
   deployTestRecipient,
   ismArtifacts,
   ISM_TYPE,
-} from './isms.ts';
-import { readBurnMessageV2, readCctpV2Message, readHyperlaneMessage } from './wire.ts';
+} from '../helpers/chain/isms.ts';
+import { readBurnMessageV2, readCctpV2Message, readHyperlaneMessage } from '../helpers/wire.ts';
 
 const RECIPIENT: Address = '0x00000000000000000000000000000000000000b0';
 const MESSAGE_SENT_ABI = parseAbi(['event MessageSent(bytes message)']);

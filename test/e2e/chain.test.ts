@@ -5,9 +5,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { decodeEventLog, encodePacked, pad, parseAbi, toEventSelector, type Hex, type TransactionReceipt } from 'viem';
-import { compiledContract } from './solidity.ts';
-import { mailboxArtifact, mailboxLogs } from './hyperlane.ts';
-import { startLocalChain, ORIGIN_DOMAIN, type LocalChain } from './fixture.ts';
+import { compiledContract } from '../helpers/chain/solidity.ts';
+import { mailboxArtifact, mailboxLogs } from '../helpers/chain/hyperlane.ts';
+import { startLocalChain, ORIGIN_DOMAIN, type LocalChain } from '../helpers/chain/local-chains.ts';
 import {
   CCTP_LOCAL_DOMAIN,
   CCTP_REMOTE_DOMAIN,
@@ -15,10 +15,10 @@ import {
   sendForgery,
   sendRevertingTransfer,
   sendTransfer,
-} from './stand-ins.ts';
-import { DEV_ACCOUNT } from './chain.ts';
-import { readBurnMessageV2, readCctpV2Message, readHyperlaneMessage } from './wire.ts';
-import { hyperlaneMessage } from '../helpers/fixtures.ts';
+} from '../helpers/chain/stand-ins.ts';
+import { DEV_ACCOUNT } from '../helpers/chain/clients.ts';
+import { readBurnMessageV2, readCctpV2Message, readHyperlaneMessage } from '../helpers/wire.ts';
+import { hyperlaneMessage } from '../helpers/builders.ts';
 
 // Event topics as published by the projects (Hyperlane indexers, Circle's bridge tooling).
 const DISPATCH_TOPIC = '0x769f711d20c679153d382254f59892613b58a97cc876b249134ac25c80f9c814';

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { REPO_ROOT, spawnTracked } from './processes.ts';
+import { REPO_ROOT, spawnTracked } from '../helpers/processes.ts';
 
 test('npm run demo: POST /relay, then relayer-worker delivers through the CCIP-read gateway; GET /relay/{id} goes queued → delivered, Mailbox.delivered(id) false → true', {
   timeout: 180_000,

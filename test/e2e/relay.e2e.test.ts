@@ -8,9 +8,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { keccak256, toHex, type Address, type Hash, type Hex } from 'viem';
-import { startLocalChain, ORIGIN_DOMAIN, type LocalChain } from './fixture.ts';
-import { mailboxLogs } from './hyperlane.ts';
-import { startRpcProxy, type RpcProxy } from './rpc-proxy.ts';
+import { startLocalChain, ORIGIN_DOMAIN, type LocalChain } from '../helpers/chain/local-chains.ts';
+import { mailboxLogs } from '../helpers/chain/hyperlane.ts';
+import { startRpcProxy, type RpcProxy } from '../helpers/chain/rpc-proxy.ts';
 import { launchRelayerServer, type RelayerProcess } from '../helpers/server-process.ts';
 import {
   genuineCctpMessage,
@@ -19,10 +19,10 @@ import {
   sendRevertingTransfer,
   sendTransfer,
   type Transfer,
-} from './stand-ins.ts';
-import { readCctpV2Message, readHyperlaneMessage } from './wire.ts';
-import { hyperlaneMessage } from '../helpers/fixtures.ts';
-import { DEV_ACCOUNT } from './chain.ts';
+} from '../helpers/chain/stand-ins.ts';
+import { readCctpV2Message, readHyperlaneMessage } from '../helpers/wire.ts';
+import { hyperlaneMessage } from '../helpers/builders.ts';
+import { DEV_ACCOUNT } from '../helpers/chain/clients.ts';
 
 const ORIGIN_CHAIN = 'anvil1';
 const DESTINATION_DOMAIN = 2;

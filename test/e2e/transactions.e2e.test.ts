@@ -25,11 +25,16 @@ import {
   type TransactionSenderOptions,
 } from '../../lib/worker/tx/sender.ts';
 import { createFakeClock, type FakeClock } from '../helpers/fake-clock.ts';
-import { hyperlaneMessage } from '../helpers/fixtures.ts';
-import { startAnvil, type Anvil } from './anvil.ts';
-import { startRpcProxy } from './rpc-proxy.ts';
-import { anvilChain, connectChain, type Chain } from './chain.ts';
-import { deployHyperlane, hyperlaneArtifact, mailboxArtifact, type HyperlaneDeployment } from './hyperlane.ts';
+import { hyperlaneMessage } from '../helpers/builders.ts';
+import { startAnvil, type Anvil } from '../helpers/chain/anvil.ts';
+import { startRpcProxy } from '../helpers/chain/rpc-proxy.ts';
+import { anvilChain, connectChain, type Chain } from '../helpers/chain/clients.ts';
+import {
+  deployHyperlane,
+  hyperlaneArtifact,
+  mailboxArtifact,
+  type HyperlaneDeployment,
+} from '../helpers/chain/hyperlane.ts';
 
 // anvil's dev account 1 (mnemonic "test … junk"): the signer under test, signing locally.
 const SIGNER_KEY: Hex = '0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d';

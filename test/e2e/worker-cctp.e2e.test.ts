@@ -3,7 +3,7 @@
  * transfer through Hyperlane's real TokenBridgeCctpV2 on one anvil node, POST /relay to the real
  * bin/relayer-server.ts, and bin/relayer-worker.ts on the server's SQLite file delivering it on a
  * second node through the bridge's CCIP-read ISM: the router's OffchainLookup names the local
- * EIP-3668 gateway (test/e2e/ccip-gateway.ts), which stands in for Hyperlane's CCTP attestation
+ * EIP-3668 gateway (test/helpers/chain/ccip-gateway.ts), which stands in for Hyperlane's CCTP attestation
  * service. Not-ready answers are polled without counting as failures; a gateway that answers
  * garbage, then 500, then nothing uses up maxAttempts and the message is failed.
  *
@@ -20,20 +20,27 @@ import type { Address, Hash, Hex } from 'viem';
 import { openSqliteStore } from '../../lib/sqlite/index.ts';
 import { MAILBOX_ABI } from '../../lib/worker/metadata.ts';
 import { launchRelayerServer, REPO_ROOT, type RelayerProcess } from '../helpers/server-process.ts';
-import { sendBridgeTransfer } from './cctp-bridge.ts';
+import { sendBridgeTransfer } from '../helpers/chain/cctp-bridge.ts';
 import {
   DESTINATION_DOMAIN,
   ORIGIN_CHAIN_NAME,
   startTwoChains,
   twoChainRelayerConfig,
   type TwoChains,
-} from './fixture.ts';
-import { mailboxLogs } from './hyperlane.ts';
-import { spawnTracked } from './processes.ts';
-import { devKey, killWorkers, startInProcessWorker, startWorker, until, WORKER_BIN } from './worker-fixture.ts';
+} from '../helpers/chain/local-chains.ts';
+import { mailboxLogs } from '../helpers/chain/hyperlane.ts';
+import { spawnTracked } from '../helpers/processes.ts';
+import {
+  devKey,
+  killWorkers,
+  startInProcessWorker,
+  startWorker,
+  until,
+  WORKER_BIN,
+} from '../helpers/chain/worker-chain.ts';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { onExitCleanup } from './processes.ts';
+import { onExitCleanup } from '../helpers/processes.ts';
 
 const RECIPIENT: Address = '0x00000000000000000000000000000000000000b0';
 

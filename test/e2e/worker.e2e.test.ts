@@ -26,8 +26,13 @@ import { openSqliteStore, type SqliteStore } from '../../lib/sqlite/index.ts';
 import { MAILBOX_ABI } from '../../lib/worker/metadata.ts';
 import { DEFAULTS } from '../../lib/config.ts';
 import { sharedPostgresUrl } from '../helpers/postgres.ts';
-import { deployMessageIdMultisigIsm, deployNoopIsm, deployRoutingIsm, deployTestRecipient } from './isms.ts';
-import { REPO_ROOT, spawnTracked } from './processes.ts';
+import {
+  deployMessageIdMultisigIsm,
+  deployNoopIsm,
+  deployRoutingIsm,
+  deployTestRecipient,
+} from '../helpers/chain/isms.ts';
+import { REPO_ROOT, spawnTracked } from '../helpers/processes.ts';
 import {
   devKey,
   killWorkers,
@@ -37,7 +42,7 @@ import {
   until,
   WORKER_BIN,
   type WorkerBench,
-} from './worker-fixture.ts';
+} from '../helpers/chain/worker-chain.ts';
 
 let bench: WorkerBench;
 

@@ -1,5 +1,5 @@
 /**
- * A delivery worker in its own process, for the cross-process claim test (test/outbox.test.ts):
+ * A delivery worker in its own process, for the cross-process claim test (test/process/outbox.test.ts):
  * opens the SQLite file given as argv[2], says `ready`, waits for a line on stdin so that every
  * worker starts claiming at the same moment, claims `limit` (argv[3]) at a time, 1 ms apart, until
  * nothing is left, and prints the ids it got as one JSON line.

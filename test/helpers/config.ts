@@ -1,21 +1,21 @@
 /**
  * The configuration tests use, built literally (independent of the config parser):
  * - `DOCUMENTED_DEFAULTS`: the defaults docs/configuration.md documents, read from it, so that
- *   test/config.test.ts compares the parser with the documentation, not with itself;
+ *   test/unit/config.test.ts compares the parser with the documentation, not with itself;
  * - `testConfig(overrides)`: a RelayerConfig with two chains, those defaults, port 0 and :memory:;
  * - `fileChains(rpc)`: the `chains` section of a config file as an operator writes it, for the
  *   tests that start the real binaries.
  */
 import { readFileSync } from 'node:fs';
 import type { RelayerConfig } from '../../lib/types.ts';
-import { CCTP_V2_TRANSMITTER, MAILBOX } from './fixtures.ts';
+import { CCTP_V2_TRANSMITTER, MAILBOX } from './builders.ts';
 
 /** Base's Mailbox (registry chains/base/addresses.yaml), EIP-55 as an operator pastes it. */
 export const BASE_MAILBOX = '0xeA87ae93Fa0019a82A727bfd3eBd1cFCa8f64f1D';
 
 /**
  * Every default as docs/configuration.md documents it, read from there (not from lib/config.ts),
- * so that test/config.test.ts compares the parser with the documentation: the example file of
+ * so that test/unit/config.test.ts compares the parser with the documentation: the example file of
  * docs/configuration.md#the-configuration-file spells out `relayApi`, `server` and `db`, and the
  * table of docs/configuration.md#the-worker-section gives the worker's defaults. Frozen to the
  * leaves: a test that changed a shared default would change every other test's.

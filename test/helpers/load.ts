@@ -1,5 +1,5 @@
 /**
- * A bounded mixed-load driver for relayer-server, shared by test/load.test.ts (a few seconds in
+ * A bounded mixed-load driver for relayer-server, shared by test/process/load.test.ts (a few seconds in
  * npm test) and scripts/soak.ts (60 s, figures in RELIABILITY.md).
  *
  * The server runs as its own process (bin/relayer-server.ts, SQLite file), receipts come from a
@@ -12,7 +12,7 @@ import { Agent, request } from 'node:http';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { join } from 'node:path';
 import { startFaultyRpcServer, type FaultyRpcServer } from './faulty-rpc.ts';
-import { MAILBOX, rpcReceipt, transferLogs } from './fixtures.ts';
+import { MAILBOX, rpcReceipt, transferLogs } from './builders.ts';
 import { fileChains } from './config.ts';
 import { launchRelayerServer, type RelayerProcess } from './server.ts';
 

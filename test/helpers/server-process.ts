@@ -1,7 +1,7 @@
 /**
  * The real bin/relayer-server.ts as a child process on the Node that runs the tests, ready once it
  * printed "listening on http://HOST:PORT" (test/helpers/server.ts re-exports all of it, beside
- * `startApi`, the in-process server). Only Node built-ins and test/e2e/processes.ts are loaded here.
+ * `startApi`, the in-process server). Only Node built-ins and test/helpers/processes.ts are loaded here.
  * `t` is whatever has `after(fn)`: a TestContext, or the root context a top-level `before` gets.
  */
 import type { ChildProcess } from 'node:child_process';
@@ -9,7 +9,7 @@ import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { onExitCleanup, REPO_ROOT, spawnTracked, stopProcess, waitForLine } from '../e2e/processes.ts';
+import { onExitCleanup, REPO_ROOT, spawnTracked, stopProcess, waitForLine } from './processes.ts';
 
 export { REPO_ROOT };
 export const SERVER_BIN = join(REPO_ROOT, 'bin', 'relayer-server.ts');

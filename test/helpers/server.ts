@@ -67,7 +67,7 @@ export async function startApi<C extends Clock = FakeClock>(
  * --host/--port going to config.server), and, with `openStore`, the store it opens next
  * (openRelayerStore). `output` is the line the process would print on stderr, `code` its exit code;
  * both null when the start is accepted (a store opened is closed at once). The bin turns the
- * refusal into that line and exit code in one place (runCommand): test/bin.test.ts checks that
+ * refusal into that line and exit code in one place (runCommand): test/process/bin.test.ts checks that
  * through the process for each kind of refusal, this checks the rest.
  */
 export async function relayerServerRefusal(

@@ -1,0 +1,825 @@
+/**
+ * The Outbox contract (lib/outbox.ts, docs/design.md#enqueue, #storage, #message-lifecycle), one
+ * suite run against every engine: memory and SQLite (test/process/outbox.test.ts), PostgreSQL (its own
+ * test file calls outboxContract with its harness). Messages are real Hyperlane v3 messages
+ * encoded by viem, with their keccak256 ids computed by viem. Time is a fake clock handed to the
+ * harness, so lease expiry and retry times are driven by the test, never by waiting.
+ */
+import assert from 'node:assert/strict';
+import { afterEach, beforeEach, describe, test } from 'node:test';
+import { hexToBytes } from 'viem/utils';
+import {
+  deadLetterError,
+  MAX_ERROR_LENGTH,
+  type ClaimedMessage,
+  type Outbox,
+  type OutboxMessage,
+  type OutboxRecord,
+} from '../../lib/outbox.ts';
+import { createFakeClock, type FakeClock } from './fake-clock.ts';
+import { hyperlaneMessage, messageId, txHash } from './builders.ts';
+
+export interface OutboxHarness {
+  /** An engine whose time is the `clock` given to `make`. */
+  outbox: Outbox;
+  /**
+   * Optional: another connection (pool, process-local handle) to the same data, for the
+   * concurrent-claimers test across connections. Engines that have only one handle omit it.
+   */
+  connect?(): Promise<{ outbox: Outbox; close(): void | Promise<void> }>;
+  close(): void | Promise<void>;
+}
+
+export type MakeOutbox = (clock: FakeClock) => Promise<OutboxHarness>;
+
+export const T0 = 1_700_000_000_000;
+const LEASE = 30_000;
+const DEST_TX = '0x' + 'de'.repeat(32);
+
+/** The encoded message and id of each nonce, computed once: the suites ask for the same ones again and again. */
+const encoded = new Map<number, { raw: ReturnType<typeof hyperlaneMessage>; id: string }>();
+
+/** Message number `n`: a distinct nonce, so a distinct id. Its bytes are a new copy each time. */
+export function outboxMessage(n: number, enqueuedAt = T0 + n, overrides: Partial<OutboxMessage> = {}): OutboxMessage {
+  let message = encoded.get(n);
+  if (message === undefined) {
+    const raw = hyperlaneMessage({ nonce: n, origin: 1, destination: 8453 });
+    message = { raw, id: messageId(raw) };
+    encoded.set(n, message);
+  }
+  const { raw, id } = message;
+  return {
+    id,
+    originChain: 'ethereum',
+    txHash: txHash(n),
+    origin: 1,
+    destination: 8453,
+    nonce: n,
+    raw: hexToBytes(raw),
+    enqueuedAt,
+    ...overrides,
+  };
+}
+
+/** What get() returns for a message just enqueued. */
+export function queuedRecord(m: OutboxMessage): OutboxRecord {
+  return {
+    ...m,
+    status: 'queued',
+    attempts: 0,
+    leaseExpiries: 0,
+    lastError: null,
+    deliveredAt: null,
+    destinationTxHash: null,
+    claimedUntil: null,
+    retryAt: null,
+  };
+}
+
+const id = (n: number) => outboxMessage(n).id;
+const ids = (messages: readonly { id: string }[]) => messages.map((m) => m.id);
+
+/** Claims everything claimable now (a delivery worker's view of the old pending()). */
+async function claimAll(outbox: Outbox, limit = 1_000): Promise<ClaimedMessage[]> {
+  return outbox.claim(limit, LEASE);
+}
+
+export function outboxContract(name: string, make: MakeOutbox): void {
+  describe(`Outbox contract: ${name}`, () => {
+    let h: OutboxHarness;
+    let clock: FakeClock;
+    beforeEach(async () => {
+      clock = createFakeClock(T0 + 1_000_000);
+      h = await make(clock);
+    });
+    afterEach(async () => {
+      await h.close();
+    });
+
+    test('docs/design.md#enqueue: enqueue stores the whole batch and returns how many were newly stored', async () => {
+      const batch = [outboxMessage(1), outboxMessage(2), outboxMessage(3)];
+      assert.equal(await h.outbox.enqueue(batch), 3);
+      assert.equal(await h.outbox.depth(), 3);
+      for (const m of batch) {
+        const stored = await h.outbox.get(m.id);
+        assert.deepEqual(stored, queuedRecord(m));
+      }
+    });
+
+    test('docs/design.md#enqueue: enqueue is idempotent by message id (a resubmission stores nothing twice)', async () => {
+      assert.equal(await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]), 2);
+      // The same messages seen again later (a resubmission after the dedup window).
+      assert.equal(await h.outbox.enqueue([outboxMessage(1, T0 + 500), outboxMessage(2, T0 + 500)]), 0);
+      assert.equal(await h.outbox.enqueue([outboxMessage(2, T0 + 600), outboxMessage(3)]), 1);
+      assert.equal(await h.outbox.depth(), 3);
+      // The first copy is kept, not overwritten by the later one.
+      assert.equal((await h.outbox.get(id(1)))?.enqueuedAt, T0 + 1);
+    });
+
+    test('docs/design.md#enqueue: one id twice in the same batch is stored once', async () => {
+      assert.equal(await h.outbox.enqueue([outboxMessage(7), outboxMessage(7)]), 1);
+      assert.equal(await h.outbox.depth(), 1);
+    });
+
+    test('docs/design.md#enqueue: an empty batch stores nothing and returns 0', async () => {
+      assert.equal(await h.outbox.enqueue([]), 0);
+      assert.equal(await h.outbox.depth(), 0);
+    });
+
+    for (const [what, bad] of [
+      ['an id that is not 32 bytes', { id: '0x1234' }],
+      ['an upper-case id', { id: outboxMessage(2).id.toUpperCase().replace('0X', '0x') }],
+      ['a negative nonce', { nonce: -1 }],
+      ['an origin of -0 (the engines would store it as 0 and -0)', { origin: -0 }],
+      ['a destination above uint32', { destination: 2 ** 32 }],
+      ['raw that is not bytes', { raw: 'not bytes' as unknown as Uint8Array }],
+    ] as const) {
+      test(`docs/design.md#enqueue: enqueue is atomic: a batch with ${what} in the middle stores nothing`, async () => {
+        const batch = [outboxMessage(1), outboxMessage(2, T0 + 2, bad), outboxMessage(3)];
+        await assert.rejects(async () => h.outbox.enqueue(batch));
+        assert.equal(await h.outbox.depth(), 0);
+        assert.deepEqual(await claimAll(h.outbox), []);
+        assert.equal(await h.outbox.get(id(1)), undefined);
+        assert.deepEqual(await h.outbox.byTx('ethereum', outboxMessage(1).txHash), []);
+        // Nothing half-stored blocks a later, valid enqueue of the same messages.
+        assert.equal(await h.outbox.enqueue([outboxMessage(1), outboxMessage(3)]), 2);
+      });
+    }
+
+    test('docs/design.md#enqueue: enqueue is atomic: an element that throws while being read stores nothing', async () => {
+      const exploding = outboxMessage(2);
+      Object.defineProperty(exploding, 'raw', {
+        enumerable: true,
+        get() {
+          throw new Error('boom');
+        },
+      });
+      await assert.rejects(async () => h.outbox.enqueue([outboxMessage(1), exploding, outboxMessage(3)]), /boom/);
+      assert.equal(await h.outbox.depth(), 0);
+      assert.equal(await h.outbox.get(id(1)), undefined);
+    });
+
+    test('docs/design.md#leases: claim takes queued messages oldest first, a batch in its own order', async () => {
+      await h.outbox.enqueue([outboxMessage(5, T0 + 300)]);
+      await h.outbox.enqueue([outboxMessage(9, T0 + 100), outboxMessage(3, T0 + 100), outboxMessage(4, T0 + 100)]);
+      await h.outbox.enqueue([outboxMessage(1, T0 + 200)]);
+      const claimed = await claimAll(h.outbox);
+      assert.deepEqual(ids(claimed), [9, 3, 4, 1, 5].map(id));
+      for (const m of claimed) {
+        assert.equal(m.deliveredAt, null);
+        assert.equal(m.status, 'delivering');
+      }
+    });
+
+    test('docs/design.md#leases: claim(limit) returns at most limit messages, the oldest; the rest stay claimable', async () => {
+      await h.outbox.enqueue([1, 2, 3, 4].map((n) => outboxMessage(n)));
+      assert.deepEqual(ids(await h.outbox.claim(2, LEASE)), [id(1), id(2)]);
+      assert.deepEqual(await h.outbox.claim(0, LEASE), []);
+      assert.deepEqual(ids(await h.outbox.claim(100, LEASE)), [id(3), id(4)]);
+      assert.deepEqual(await h.outbox.claim(100, LEASE), [], 'all four are held');
+    });
+
+    test('docs/design.md#leases: claim leases: delivering, claimedUntil = now + leaseMs, attempts + 1, a lease token; get shows it without the token', async () => {
+      const m = outboxMessage(1);
+      await h.outbox.enqueue([m]);
+      const now = clock.now();
+      const [claimed] = await h.outbox.claim(10, 5_000);
+      assert.equal(typeof claimed.lease, 'string');
+      assert.ok(claimed.lease.length > 0);
+      const { lease, ...record } = claimed;
+      const expected: OutboxRecord = {
+        ...queuedRecord(m),
+        status: 'delivering',
+        attempts: 1,
+        claimedUntil: now + 5_000,
+      };
+      assert.deepEqual(record, expected);
+      assert.deepEqual(await h.outbox.get(m.id), expected);
+      assert.equal(await h.outbox.depth(), 1, 'a delivering message is still in the outbox');
+      assert.deepEqual(await h.outbox.claim(10, 5_000), [], 'a live lease is not claimable');
+    });
+
+    test('docs/design.md#leases: an expired lease makes the message claimable again, with a new lease, and the old lease is void', async () => {
+      await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
+      const [first] = await h.outbox.claim(1, 5_000);
+      await clock.advance(4_999);
+      assert.deepEqual(ids(await h.outbox.claim(10, 5_000)), [id(2)], 'message 1 is still held one ms before expiry');
+      await clock.advance(1);
+      const [second, ...none] = await h.outbox.claim(10, 5_000);
+      assert.deepEqual(none, []);
+      assert.equal(second.id, id(1));
+      assert.equal(second.attempts, 2, 'the expired attempt counts');
+      assert.equal(second.leaseExpiries, 1, 'and is counted as an expired lease');
+      assert.notEqual(second.lease, first.lease);
+      assert.equal(second.claimedUntil, clock.now() + 5_000);
+      // The first worker wakes up late: its outcome no longer applies.
+      assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: first.lease }), false);
+      assert.equal(
+        await h.outbox.markFailed(id(1), { error: 'late', retryAt: clock.now(), lease: first.lease }),
+        false,
+      );
+      assert.equal((await h.outbox.get(id(1)))?.status, 'delivering');
+      assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: second.lease }), true);
+      assert.equal((await h.outbox.get(id(1)))?.status, 'delivered');
+    });
+
+    test('docs/design.md#leases: a lease that expired but was not taken over still lets its holder mark the outcome', async () => {
+      await h.outbox.enqueue([outboxMessage(1)]);
+      const [claimed] = await h.outbox.claim(1, 1_000);
+      await clock.advance(60_000);
+      assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: claimed.lease }), true);
+      assert.deepEqual(await h.outbox.claim(10, 1_000), []);
+    });
+
+    test('docs/design.md#leases: extend renews a live lease for its holder only: claimedUntil = now + leaseMs', async () => {
+      await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
+      const [held] = await h.outbox.claim(1, 5_000);
+      await clock.advance(4_000);
+      assert.equal(await h.outbox.extend(id(1), 'not-a-lease', 60_000), false, 'a wrong lease');
+      assert.equal(await h.outbox.extend(id(2), held.lease, 60_000), false, 'another message (queued)');
+      assert.equal(await h.outbox.extend(id(99), held.lease, 60_000), false, 'an unknown id');
+      assert.equal((await h.outbox.get(id(1)))?.claimedUntil, T0 + 1_000_000 + 5_000, 'unchanged by refused calls');
+      assert.equal(await h.outbox.extend(id(1).toUpperCase().replace('0X', '0x'), held.lease, 5_000), true);
+      assert.deepEqual(await h.outbox.get(id(1)), {
+        ...queuedRecord(outboxMessage(1)),
+        status: 'delivering',
+        attempts: 1,
+        claimedUntil: clock.now() + 5_000,
+      });
+      await clock.advance(4_999); // past the first lease's end, within the renewed one
+      assert.deepEqual(ids(await h.outbox.claim(10, 5_000)), [id(2)], 'the renewed message is still held');
+      assert.equal(
+        await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: held.lease }),
+        true,
+        'the lease is the same token',
+      );
+      assert.equal(await h.outbox.extend(id(1), held.lease, 5_000), false, 'delivered');
+    });
+
+    test('docs/design.md#leases: extend is refused once the lease was taken over, or the message failed or went back to the queue', async () => {
+      await h.outbox.enqueue([outboxMessage(1), outboxMessage(2), outboxMessage(3)]);
+      const [first, _two, three] = await h.outbox.claim(3, 1_000);
+      await clock.advance(1_000);
+      // Expired but nobody claimed it since: the holder keeps it, like markDelivered.
+      assert.equal(await h.outbox.extend(id(3), three.lease, 1_000), true);
+      assert.equal((await h.outbox.get(id(3)))?.claimedUntil, clock.now() + 1_000);
+      const [second, ...rest] = await h.outbox.claim(10, 1_000);
+      assert.deepEqual(ids([second, ...rest]), [id(1), id(2)]);
+      assert.equal(await h.outbox.extend(id(1), first.lease, 60_000), false, 'taken over');
+      assert.equal(
+        (await h.outbox.get(id(1)))?.claimedUntil,
+        clock.now() + 1_000,
+        "the new holder's lease is unchanged",
+      );
+      assert.equal(
+        await h.outbox.markFailed(id(2), { error: 'x', retryAt: clock.now() + 5, lease: rest[0].lease }),
+        true,
+      );
+      assert.equal(await h.outbox.extend(id(2), rest[0].lease, 60_000), false, 'queued again');
+      assert.equal((await h.outbox.get(id(2)))?.status, 'queued');
+      assert.equal(await h.outbox.markFailed(id(3), { error: 'x', final: true, lease: three.lease }), true);
+      assert.equal(await h.outbox.extend(id(3), three.lease, 60_000), false, 'failed');
+      assert.equal((await h.outbox.get(id(3)))?.claimedUntil, null);
+      assert.equal(await h.outbox.extend(id(1), second.lease, 60_000), true, 'the new holder may');
+    });
+
+    test('docs/design.md#leases: claim with maxAttempts dead-letters a message whose lease expired that many times: failed, saying so, never handed out again', async () => {
+      await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
+      const leases: string[] = [];
+      for (let round = 1; round <= 3; round++) {
+        const got = await h.outbox.claim(1, 1_000, { maxAttempts: 3 });
+        assert.deepEqual(ids(got), [id(1)], `round ${round}`);
+        assert.equal(got[0].attempts, round);
+        assert.equal(got[0].leaseExpiries, round - 1);
+        leases.push(got[0].lease);
+        await clock.advance(1_000); // the worker holding it stopped
+      }
+      // The third lease expired: message 1 is the dead letter, and the claim hands out message 2.
+      assert.deepEqual(ids(await h.outbox.claim(1, 1_000, { maxAttempts: 3 })), [id(2)]);
+      const dead = await h.outbox.get(id(1));
+      assert.deepEqual(dead, {
+        ...queuedRecord(outboxMessage(1)),
+        status: 'failed',
+        attempts: 3,
+        leaseExpiries: 3,
+        lastError: deadLetterError(3, 3),
+      });
+      assert.match(dead!.lastError!, /lease expired 3 times/);
+      assert.equal(await h.outbox.depth(), 1);
+      await clock.advance(60_000);
+      assert.deepEqual(ids(await h.outbox.claim(10, 1_000)), [id(2)], 'not claimable, with or without maxAttempts');
+      assert.equal(
+        await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: leases[2] }),
+        false,
+        'its last lease is void',
+      );
+      assert.equal((await h.outbox.get(id(1)))?.status, 'failed');
+    });
+
+    test('docs/design.md#leases: maxAttempts counts expired leases only: retries recorded by markFailed and live leases never dead-letter', async () => {
+      await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
+      for (let round = 1; round <= 4; round++) {
+        const [m] = await h.outbox.claim(1, 1_000, { maxAttempts: 1 });
+        assert.equal(m.id, id(1), `round ${round}`);
+        assert.equal(
+          await h.outbox.markFailed(m.id, { error: 'rpc timeout', retryAt: clock.now(), lease: m.lease }),
+          true,
+        );
+      }
+      assert.equal((await h.outbox.get(id(1)))?.attempts, 4);
+      assert.equal((await h.outbox.get(id(1)))?.leaseExpiries, 0);
+      // Held with live leases: a claim with maxAttempts 1 leaves them alone.
+      const held = await h.outbox.claim(2, 1_000, { maxAttempts: 1 });
+      assert.deepEqual(ids(held), [id(1), id(2)]);
+      await clock.advance(999);
+      assert.deepEqual(await h.outbox.claim(10, 1_000, { maxAttempts: 1 }), []);
+      assert.deepEqual(ids(await h.outbox.claim(10, 1_000)), [], 'no claim without maxAttempts either');
+      for (const m of held) assert.equal((await h.outbox.get(m.id))?.status, 'delivering');
+    });
+
+    test('docs/design.md#leases: without maxAttempts expired leases are counted but never dead-letter; the count goes up only on a takeover', async () => {
+      await h.outbox.enqueue([outboxMessage(1)]);
+      for (let round = 0; round < 5; round++) {
+        const [m] = await h.outbox.claim(1, 1_000);
+        assert.equal(m.leaseExpiries, round);
+        await clock.advance(1_000);
+      }
+      const record = await h.outbox.get(id(1));
+      assert.equal(record?.status, 'delivering');
+      assert.equal(record?.leaseExpiries, 4, 'the fifth lease expired but nobody has taken it over yet');
+      // A later claim with maxAttempts sees the fifth expiry: 5 >= 5.
+      assert.deepEqual(await h.outbox.claim(1, 1_000, { maxAttempts: 5 }), []);
+      assert.equal((await h.outbox.get(id(1)))?.lastError, deadLetterError(5, 5));
+    });
+
+    test('docs/design.md#leases: requeue puts a failed message back to queued: attempts and lastError kept, expired leases reset, claimable at once', async () => {
+      await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
+      await h.outbox.claim(1, 1_000, { maxAttempts: 2 });
+      await clock.advance(1_000);
+      await h.outbox.claim(1, 1_000, { maxAttempts: 2 });
+      await clock.advance(1_000);
+      assert.deepEqual(ids(await h.outbox.claim(1, 1_000, { maxAttempts: 2 })), [id(2)]);
+      assert.equal((await h.outbox.get(id(1)))?.status, 'failed');
+      assert.equal(await h.outbox.requeue(id(1).toUpperCase().replace('0X', '0x')), true);
+      assert.deepEqual(await h.outbox.get(id(1)), {
+        ...queuedRecord(outboxMessage(1)),
+        attempts: 2,
+        lastError: deadLetterError(2, 2),
+      });
+      assert.equal(await h.outbox.depth(), 2);
+      assert.equal(await h.outbox.requeue(id(1)), false, 'already queued');
+      // Not dead-lettered again at once by the next claim with the same maxAttempts.
+      const [again] = await h.outbox.claim(1, 1_000, { maxAttempts: 2 });
+      assert.equal(again.id, id(1));
+      assert.equal(again.attempts, 3);
+      assert.equal(again.leaseExpiries, 0);
+      assert.equal(await h.outbox.requeue(id(1)), false, 'delivering');
+      assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: again.lease }), true);
+      assert.equal(await h.outbox.requeue(id(1)), false, 'delivered');
+      assert.equal((await h.outbox.get(id(1)))?.status, 'delivered');
+      assert.equal(await h.outbox.requeue(id(99)), false, 'unknown');
+    });
+
+    test('docs/design.md#leases: requeue re-drives a message its worker failed for good (markFailed final)', async () => {
+      await h.outbox.enqueue([outboxMessage(1)]);
+      const [m] = await h.outbox.claim(1, LEASE);
+      assert.equal(await h.outbox.markFailed(m.id, { error: 'recipient reverts', final: true, lease: m.lease }), true);
+      assert.equal(await h.outbox.requeue(m.id), true);
+      assert.deepEqual(await h.outbox.get(m.id), {
+        ...queuedRecord(outboxMessage(1)),
+        attempts: 1,
+        lastError: 'recipient reverts',
+      });
+      const [again] = await h.outbox.claim(1, LEASE);
+      assert.equal(again.id, m.id);
+      assert.equal(
+        await h.outbox.markFailed(m.id, { error: 'late', final: true, lease: m.lease }),
+        false,
+        'the first lease stays void',
+      );
+    });
+
+    test('docs/design.md#leases: an expired lease is claimed in age order among queued messages', async () => {
+      await h.outbox.enqueue([outboxMessage(1), outboxMessage(2), outboxMessage(3)]);
+      await h.outbox.claim(2, 1_000); // 1 and 2
+      await clock.advance(1_000);
+      assert.deepEqual(ids(await claimAll(h.outbox)), [id(1), id(2), id(3)]);
+    });
+
+    test('docs/design.md#leases: markDelivered: delivering -> delivered at the clock time with the destination tx hash; depth drops', async () => {
+      await h.outbox.enqueue([1, 2, 3].map((n) => outboxMessage(n)));
+      const claimed = await claimAll(h.outbox);
+      await clock.advance(5_000);
+      const two = claimed[1];
+      assert.equal(await h.outbox.markDelivered(two.id, { destinationTxHash: DEST_TX, lease: two.lease }), true);
+      assert.equal(await h.outbox.depth(), 2);
+      const record = await h.outbox.get(two.id);
+      assert.deepEqual(record, {
+        ...queuedRecord(outboxMessage(2)),
+        status: 'delivered',
+        attempts: 1,
+        deliveredAt: clock.now(),
+        destinationTxHash: DEST_TX,
+      });
+      assert.equal((await h.outbox.get(id(1)))?.deliveredAt, null);
+      // The other two come back after their leases; the delivered one never does.
+      await clock.advance(LEASE);
+      assert.deepEqual(ids(await claimAll(h.outbox)), [id(1), id(3)]);
+    });
+
+    test('docs/design.md#leases: markDelivered counts only changes: unknown ids are ignored, a second mark keeps the first time and hash', async () => {
+      await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
+      const [first1, first2] = await claimAll(h.outbox);
+      assert.equal(await h.outbox.markDelivered(id(99), { destinationTxHash: DEST_TX, lease: first1.lease }), false);
+      const first = clock.now();
+      assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: first1.lease }), true);
+      await clock.advance(10);
+      assert.equal(
+        await h.outbox.markDelivered(id(1), { destinationTxHash: '0x' + '11'.repeat(32), lease: first1.lease }),
+        false,
+      );
+      assert.equal(await h.outbox.markDelivered(id(2), { destinationTxHash: DEST_TX, lease: first2.lease }), true);
+      const one = await h.outbox.get(id(1));
+      assert.equal(one?.deliveredAt, first);
+      assert.equal(one?.destinationTxHash, DEST_TX);
+      assert.equal(await h.outbox.depth(), 0);
+      assert.deepEqual(await claimAll(h.outbox), []);
+    });
+
+    test('docs/design.md#leases: markDelivered needs the claim: a queued message is not delivered by any lease, a wrong lease changes nothing', async () => {
+      await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
+      assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: 'not-a-lease' }), false);
+      assert.equal((await h.outbox.get(id(1)))?.status, 'queued');
+      const [claimed] = await h.outbox.claim(1, LEASE);
+      assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: 'not-a-lease' }), false);
+      assert.equal(
+        await h.outbox.markDelivered(id(2), { destinationTxHash: DEST_TX, lease: claimed.lease }),
+        false,
+        "another message's lease",
+      );
+      assert.equal((await h.outbox.get(id(2)))?.status, 'queued');
+      assert.deepEqual(await h.outbox.get(id(1)), {
+        ...queuedRecord(outboxMessage(1)),
+        status: 'delivering',
+        attempts: 1,
+        claimedUntil: clock.now() + LEASE,
+      });
+      assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: claimed.lease }), true);
+      assert.equal((await h.outbox.get(id(1)))?.deliveredAt, clock.now());
+    });
+
+    test("docs/design.md#leases: the lease is required: a call without it throws TypeError and leaves another worker's live claim alone", async () => {
+      await h.outbox.enqueue([outboxMessage(1)]);
+      const [held] = await h.outbox.claim(1, LEASE);
+      const before = await h.outbox.get(id(1));
+      const leaseless = [
+        () => h.outbox.markFailed(id(1), { error: 'x', retryAt: clock.now() } as never),
+        () => h.outbox.markFailed(id(1), { error: 'x', final: true } as never),
+        () => h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX } as never),
+        () => h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: undefined } as never),
+        () => h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: '' }),
+        () => h.outbox.markFailed(id(1), { error: 'x', final: true, lease: null } as never),
+        () => h.outbox.extend(id(1), undefined as never, LEASE),
+      ];
+      for (const call of leaseless) await assert.rejects(async () => call(), TypeError);
+      // Still the holder's: not failed under it, not handed to a third worker (delivered twice).
+      assert.deepEqual(await h.outbox.get(id(1)), before);
+      assert.deepEqual(await h.outbox.claim(10, LEASE), []);
+      assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: held.lease }), true);
+    });
+
+    test('docs/design.md#leases: markFailed with retryAt: delivering -> queued with lastError, not claimable before retryAt, attempts keep counting', async () => {
+      await h.outbox.enqueue([outboxMessage(1)]);
+      const [claimed] = await h.outbox.claim(1, LEASE);
+      const retryAt = clock.now() + 10_000;
+      assert.equal(
+        await h.outbox.markFailed(id(1), { error: 'execution reverted', retryAt, lease: claimed.lease }),
+        true,
+      );
+      assert.deepEqual(await h.outbox.get(id(1)), {
+        ...queuedRecord(outboxMessage(1)),
+        attempts: 1,
+        lastError: 'execution reverted',
+        retryAt,
+      });
+      assert.equal(await h.outbox.depth(), 1, 'a message waiting for its retry is still in the outbox');
+      assert.equal(
+        await h.outbox.markFailed(id(1), { error: 'again', retryAt, lease: claimed.lease }),
+        false,
+        'a queued message is not failed again',
+      );
+      await clock.advance(9_999);
+      assert.deepEqual(await claimAll(h.outbox), []);
+      await clock.advance(1);
+      const [again] = await claimAll(h.outbox);
+      assert.equal(again.id, id(1));
+      assert.equal(again.attempts, 2);
+      assert.equal(again.retryAt, null);
+      assert.equal(again.lastError, 'execution reverted', 'the last error stays visible while it is retried');
+      assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: again.lease }), true);
+      const done = await h.outbox.get(id(1));
+      assert.equal(done?.status, 'delivered');
+      assert.equal(done?.attempts, 2);
+      assert.equal(done?.lastError, 'execution reverted');
+      assert.equal(done?.retryAt, null);
+    });
+
+    test('docs/design.md#leases: markFailed with a retryAt already past makes the message claimable at once', async () => {
+      await h.outbox.enqueue([outboxMessage(1)]);
+      const [claimed] = await h.outbox.claim(1, LEASE);
+      assert.equal(
+        await h.outbox.markFailed(id(1), { error: 'nonce too low', retryAt: clock.now() - 1, lease: claimed.lease }),
+        true,
+      );
+      assert.deepEqual(ids(await claimAll(h.outbox)), [id(1)]);
+    });
+
+    test('docs/design.md#leases: markFailed final: delivering -> failed, out of depth and of claim, terminal', async () => {
+      await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
+      const [claimed] = await h.outbox.claim(1, LEASE);
+      assert.equal(
+        await h.outbox.markFailed(id(1), { error: 'recipient reverts', final: true, lease: claimed.lease }),
+        true,
+      );
+      assert.deepEqual(await h.outbox.get(id(1)), {
+        ...queuedRecord(outboxMessage(1)),
+        status: 'failed',
+        attempts: 1,
+        lastError: 'recipient reverts',
+      });
+      assert.equal(await h.outbox.depth(), 1);
+      await clock.advance(LEASE * 10);
+      assert.deepEqual(ids(await claimAll(h.outbox)), [id(2)]);
+      assert.equal(
+        await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: claimed.lease }),
+        false,
+        'failed is terminal',
+      );
+      assert.equal(await h.outbox.markFailed(id(1), { error: 'x', final: true, lease: claimed.lease }), false);
+      assert.equal(await h.outbox.markFailed(id(1), { error: 'x', retryAt: clock.now(), lease: claimed.lease }), false);
+      assert.equal((await h.outbox.get(id(1)))?.status, 'failed');
+    });
+
+    test('docs/design.md#leases: markFailed only applies to a delivering message under the given lease', async () => {
+      await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
+      assert.equal(
+        await h.outbox.markFailed(id(99), { error: 'x', final: true, lease: 'not-a-lease' }),
+        false,
+        'unknown id',
+      );
+      assert.equal(
+        await h.outbox.markFailed(id(1), { error: 'x', final: true, lease: 'not-a-lease' }),
+        false,
+        'queued, never claimed',
+      );
+      const [claimed] = await h.outbox.claim(1, LEASE);
+      assert.equal(await h.outbox.markFailed(id(1), { error: 'x', final: true, lease: 'not-a-lease' }), false);
+      assert.equal(
+        await h.outbox.markFailed(id(2), { error: 'x', final: true, lease: claimed.lease }),
+        false,
+        "another message's lease",
+      );
+      assert.equal((await h.outbox.get(id(1)))?.status, 'delivering');
+      assert.equal((await h.outbox.get(id(2)))?.status, 'queued');
+      assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: claimed.lease }), true);
+      assert.equal(
+        await h.outbox.markFailed(id(1), { error: 'x', final: true, lease: claimed.lease }),
+        false,
+        'delivered is terminal',
+      );
+      assert.equal((await h.outbox.get(id(1)))?.lastError, null);
+    });
+
+    test(`docs/design.md#leases: markFailed keeps the first ${MAX_ERROR_LENGTH} characters of a long error`, async () => {
+      await h.outbox.enqueue([outboxMessage(1)]);
+      const [claimed] = await h.outbox.claim(1, LEASE);
+      const long = 'e'.repeat(MAX_ERROR_LENGTH - 1) + '\u{1F600}' + 'tail';
+      assert.equal(await h.outbox.markFailed(id(1), { error: long, retryAt: clock.now(), lease: claimed.lease }), true);
+      assert.equal((await h.outbox.get(id(1)))?.lastError, 'e'.repeat(MAX_ERROR_LENGTH - 1), 'not half an emoji');
+    });
+
+    test('docs/design.md#leases: invalid consumer arguments throw and change nothing', async () => {
+      await h.outbox.enqueue([outboxMessage(1)]);
+      for (const [limit, leaseMs] of [
+        [-1, LEASE],
+        [1.5, LEASE],
+        [Number.NaN, LEASE],
+        [1, 0],
+        [1, -5],
+        [1, Number.POSITIVE_INFINITY],
+      ]) {
+        await assert.rejects(async () => h.outbox.claim(limit, leaseMs), RangeError, `claim(${limit}, ${leaseMs})`);
+      }
+      for (const maxAttempts of [0, -1, 1.5, Number.NaN, 2 ** 31]) {
+        await assert.rejects(
+          async () => h.outbox.claim(1, LEASE, { maxAttempts }),
+          RangeError,
+          `maxAttempts ${maxAttempts}`,
+        );
+      }
+      for (const leaseMs of [0, -1, 1.5, Number.NaN]) {
+        await assert.rejects(
+          async () => h.outbox.extend(id(1), 'a-lease', leaseMs),
+          RangeError,
+          `extend(leaseMs ${leaseMs})`,
+        );
+      }
+      const lease = 'a-lease';
+      const bad = [
+        () => h.outbox.markDelivered(id(1), {} as never),
+        () => h.outbox.markDelivered(id(1), { destinationTxHash: '', lease }),
+        () => h.outbox.markDelivered(id(1), { destinationTxHash: 'x'.repeat(257), lease }),
+        () => h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: 7 as never }),
+        () => h.outbox.markFailed(id(1), { error: 'x', lease } as never),
+        () => h.outbox.markFailed(id(1), { error: 'x', retryAt: Number.NaN, lease }),
+        () => h.outbox.markFailed(id(1), { error: 'x', final: false, lease } as never),
+        () => h.outbox.markFailed(id(1), { error: 42, final: true, lease } as never),
+        () => h.outbox.extend(id(1), 7 as never, LEASE),
+        () => h.outbox.claim(1, LEASE, 'often' as never),
+      ];
+      for (const call of bad) await assert.rejects(async () => call(), TypeError);
+      assert.deepEqual(await h.outbox.get(id(1)), queuedRecord(outboxMessage(1)));
+    });
+
+    test('Outbox: get returns undefined for an unknown id and finds an id in any case', async () => {
+      await h.outbox.enqueue([outboxMessage(1)]);
+      assert.equal(await h.outbox.get(id(2)), undefined);
+      assert.deepEqual(await h.outbox.get(id(1).toUpperCase().replace('0X', '0x')), queuedRecord(outboxMessage(1)));
+    });
+
+    test('docs/design.md#http-surface: byTx lists the messages of one (chain, tx) in enqueue order, tx hash in any case', async () => {
+      const tx = txHash(42);
+      const batch = [outboxMessage(3, T0, { txHash: tx }), outboxMessage(1, T0, { txHash: tx })];
+      await h.outbox.enqueue(batch);
+      await h.outbox.enqueue([
+        outboxMessage(2, T0 - 5, { txHash: tx }),
+        outboxMessage(4),
+        outboxMessage(5, T0, { txHash: tx, originChain: 'base' }),
+      ]);
+      const expected = [3, 1, 2].map(id);
+      assert.deepEqual(ids(await h.outbox.byTx('ethereum', tx)), expected);
+      assert.deepEqual(ids(await h.outbox.byTx('ethereum', tx.toUpperCase().replace('0X', '0x'))), expected);
+      assert.deepEqual(ids(await h.outbox.byTx('base', tx)), [id(5)]);
+      assert.deepEqual(await h.outbox.byTx('polygon', tx), []);
+      assert.deepEqual(await h.outbox.byTx('ethereum', txHash(43)), []);
+      assert.deepEqual(await h.outbox.byTx('base', tx), [
+        queuedRecord(outboxMessage(5, T0, { txHash: tx, originChain: 'base' })),
+      ]);
+      // Records carry their lifecycle.
+      const claimed = await claimAll(h.outbox);
+      const one = claimed.find((m) => m.id === id(1))!;
+      await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: one.lease });
+      const records = await h.outbox.byTx('ethereum', tx);
+      assert.deepEqual(
+        records.map((r) => r.status),
+        ['delivering', 'delivered', 'delivering'],
+      );
+      assert.deepEqual(records[0], {
+        ...queuedRecord(batch[0]),
+        status: 'delivering',
+        attempts: 1,
+        claimedUntil: clock.now() + LEASE,
+      });
+    });
+
+    test('docs/design.md#enqueue: a delivered message enqueued again is not stored again and stays delivered', async () => {
+      await h.outbox.enqueue([outboxMessage(1)]);
+      const at = clock.now();
+      const [claimed] = await claimAll(h.outbox);
+      await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: claimed.lease });
+      await clock.advance(50);
+      assert.equal(await h.outbox.enqueue([outboxMessage(1, T0 + 50)]), 0);
+      assert.equal(await h.outbox.depth(), 0);
+      assert.equal((await h.outbox.get(id(1)))?.deliveredAt, at);
+    });
+
+    test('docs/design.md#leases: a claimed or failed message enqueued again keeps its status and attempts', async () => {
+      await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
+      await h.outbox.claim(1, LEASE);
+      const [two] = await h.outbox.claim(1, LEASE);
+      assert.equal(await h.outbox.markFailed(id(2), { error: 'gave up', final: true, lease: two.lease }), true);
+      assert.equal(await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]), 0);
+      assert.equal((await h.outbox.get(id(1)))?.status, 'delivering');
+      assert.equal((await h.outbox.get(id(2)))?.status, 'failed');
+      assert.equal((await h.outbox.get(id(2)))?.attempts, 1);
+    });
+
+    test('Outbox: the store keeps its own copy of the raw bytes', async () => {
+      const m = outboxMessage(1);
+      const original = m.raw.slice();
+      await h.outbox.enqueue([m]);
+      m.raw.fill(0); // the caller reuses its buffer
+      const read = await h.outbox.get(m.id);
+      assert.deepEqual(read?.raw, original);
+      read!.raw.fill(0xff); // a reader scribbles on what it got
+      assert.deepEqual((await h.outbox.get(m.id))?.raw, original);
+      assert.deepEqual((await h.outbox.byTx('ethereum', m.txHash))[0].raw, original);
+      const [claimed] = await claimAll(h.outbox);
+      assert.deepEqual(claimed.raw, original);
+      claimed.raw.fill(0xff);
+      assert.deepEqual((await h.outbox.get(m.id))?.raw, original);
+    });
+
+    test('docs/design.md#leases: concurrent claimers: many claim() calls racing never hand out a message twice, and all are claimed', async () => {
+      const N = 60;
+      await h.outbox.enqueue(Array.from({ length: N }, (_, i) => outboxMessage(i + 1)));
+      const handles = [h.outbox];
+      const extra: { close(): void | Promise<void> }[] = [];
+      if (h.connect) {
+        for (let i = 0; i < 3; i++) {
+          const c = await h.connect();
+          extra.push(c);
+          handles.push(c.outbox);
+        }
+      }
+      try {
+        const seen = new Map<string, number>();
+        // Rounds of racing claimers until nothing is left; every call starts before any settles.
+        for (let round = 0; round < N; round++) {
+          const results = await Promise.all(
+            Array.from({ length: 12 }, (_, i) =>
+              Promise.resolve().then(() => handles[i % handles.length].claim(2, LEASE)),
+            ),
+          );
+          const got = results.flat();
+          for (const m of got) seen.set(m.id, (seen.get(m.id) ?? 0) + 1);
+          if (got.length === 0) break;
+        }
+        assert.equal(seen.size, N, 'every message claimed');
+        for (const [mid, times] of seen) assert.equal(times, 1, `${mid} claimed once`);
+        for (let i = 1; i <= N; i++) assert.equal((await h.outbox.get(id(i)))?.attempts, 1);
+        assert.equal(await h.outbox.depth(), N);
+      } finally {
+        for (const c of extra) await c.close();
+      }
+    });
+
+    test('docs/design.md#leases: claimers with and without maxAttempts racing on expired messages: each is dead-lettered once or claimed once, never both', async () => {
+      const N = 30;
+      await h.outbox.enqueue(Array.from({ length: N }, (_, i) => outboxMessage(i + 1)));
+      await h.outbox.claim(N, 1_000);
+      await clock.advance(1_000);
+      assert.equal((await h.outbox.claim(N, 1_000)).length, N, 'taken over once: one expired lease each');
+      await clock.advance(1_000); // the second lease expired too: maxAttempts 2 dead-letters them
+      const handles = [h.outbox];
+      const extra: { close(): void | Promise<void> }[] = [];
+      if (h.connect) {
+        for (let i = 0; i < 2; i++) {
+          const c = await h.connect();
+          extra.push(c);
+          handles.push(c.outbox);
+        }
+      }
+      try {
+        const results = await Promise.all(
+          Array.from({ length: 12 }, (_, i) =>
+            Promise.resolve().then(() =>
+              handles[i % handles.length].claim(3, 1_000, i % 3 === 0 ? undefined : { maxAttempts: 2 }),
+            ),
+          ),
+        );
+        const claimed = ids(results.flat());
+        assert.equal(new Set(claimed).size, claimed.length, 'no message handed out twice');
+        for (let i = 1; i <= N; i++) {
+          const record = (await h.outbox.get(id(i)))!;
+          assert.equal(record.leaseExpiries, 2, `${id(i)}: its second expiry counted once`);
+          if (claimed.includes(id(i))) {
+            assert.equal(record.status, 'delivering');
+            assert.equal(record.attempts, 3);
+          } else {
+            assert.equal(record.status, 'failed', `${id(i)}: neither claimed nor dead-lettered`);
+            assert.equal(record.lastError, deadLetterError(2, 2));
+            assert.equal(record.attempts, 2);
+          }
+        }
+      } finally {
+        for (const c of extra) await c.close();
+      }
+    });
+
+    test("docs/design.md#leases: claim and a lease-holder's markDelivered racing: the message ends delivered once, never reclaimed", async () => {
+      await h.outbox.enqueue(Array.from({ length: 20 }, (_, i) => outboxMessage(i + 1)));
+      const claimed = await h.outbox.claim(20, 1_000);
+      await clock.advance(1_000); // every lease expired: claimers and late holders now race
+      const [marks, reclaimed] = await Promise.all([
+        Promise.all(
+          claimed.map((m) =>
+            Promise.resolve().then(() => h.outbox.markDelivered(m.id, { destinationTxHash: DEST_TX, lease: m.lease })),
+          ),
+        ),
+        Promise.all(Array.from({ length: 10 }, () => Promise.resolve().then(() => h.outbox.claim(2, 1_000)))).then(
+          (r) => r.flat(),
+        ),
+      ]);
+      const reclaimedIds = new Set(ids(reclaimed));
+      assert.equal(reclaimedIds.size, reclaimed.length, 'no message reclaimed twice');
+      for (let i = 0; i < claimed.length; i++) {
+        const m = claimed[i];
+        const record = await h.outbox.get(m.id);
+        // Exactly one of the two won: the late holder delivered it, or a new claimer holds it.
+        assert.equal(marks[i], !reclaimedIds.has(m.id), `${m.id}: delivered xor reclaimed`);
+        assert.equal(record?.status, marks[i] ? 'delivered' : 'delivering');
+      }
+    });
+  });
+}

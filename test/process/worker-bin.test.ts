@@ -1,0 +1,176 @@
+/**
+ * bin/relayer-worker.ts's command line, without a chain (test/e2e/worker*.e2e.test.ts run it
+ * delivering on anvil): --help, refusals (exit 2) that never echo the key, viem missing (exit 1
+ * with what to install), RELAYER_DB, and `requeue` on a real SQLite file.
+ */
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { openSqliteStore } from '../../lib/sqlite/index.ts';
+import { setTimeout as delay } from 'node:timers/promises';
+import { spawnTracked, waitForLine } from '../helpers/processes.ts';
+import { REPO_ROOT } from '../helpers/server.ts';
+
+const BIN = join(REPO_ROOT, 'bin', 'relayer-worker.ts');
+const dir = mkdtempSync(join(tmpdir(), 'relayer-worker-bin-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+const KEY = `0x${'7e'.repeat(32)}`;
+
+async function run(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+  nodeArgs: string[] = [],
+): Promise<{ code: number | null; output: string }> {
+  const clean = { ...process.env };
+  delete clean.RELAYER_SIGNER_KEY;
+  delete clean.RELAYER_DB;
+  const child = spawnTracked(process.execPath, [...nodeArgs, BIN, ...args], {
+    cwd: REPO_ROOT,
+    env: { ...clean, ...env },
+  });
+  const [code] = (await once(child.child, 'exit')) as [number | null];
+  return { code, output: child.output() };
+}
+
+test('--help prints the usage (commands, RELAYER_SIGNER_KEY, RELAYER_DB) and exits 0', async () => {
+  const { code, output } = await run(['--help']);
+  assert.equal(code, 0);
+  assert.match(output, /^Usage: relayer-worker/);
+  assert.match(output, /requeue <message_id>/);
+  assert.match(output, /RELAYER_SIGNER_KEY/);
+  assert.match(output, /RELAYER_DB/);
+});
+
+test('without RELAYER_SIGNER_KEY, or with one that is not 0x + 64 hex, it refuses to start (exit 2) and never echoes the key', async () => {
+  const db = join(dir, 'none.db');
+  const missing = await run(['--db', db, '--port', '0']);
+  assert.equal(missing.code, 2);
+  assert.match(missing.output, /RELAYER_SIGNER_KEY is not set/);
+  const bad = `${KEY}ff`;
+  const wrong = await run(['--db', db, '--port', '0'], { RELAYER_SIGNER_KEY: bad });
+  assert.equal(wrong.code, 2);
+  assert.match(wrong.output, /RELAYER_SIGNER_KEY must be 0x followed by 64 hex digits/);
+  assert.ok(!wrong.output.includes(bad.slice(2, 20)), 'the key is not echoed');
+});
+
+test('bad flags, an unknown command, an invalid config: exit 2 naming the problem', async () => {
+  assert.equal((await run(['--bogus'])).code, 2);
+  const unknown = await run(['deliver']);
+  assert.equal(unknown.code, 2);
+  assert.match(unknown.output, /unknown command "deliver"/);
+  const config = join(dir, 'bad.json');
+  writeFileSync(config, JSON.stringify({ worker: { maxAttempt: 3 } }));
+  const invalid = await run(['--config', config], { RELAYER_SIGNER_KEY: KEY });
+  assert.equal(invalid.code, 2);
+  assert.match(invalid.output, /invalid config: worker\.maxAttempt/);
+  const requeue = await run(['requeue', '0x1234']);
+  assert.equal(requeue.code, 2);
+  assert.match(requeue.output, /usage: relayer-worker requeue <message_id>/);
+});
+
+test('viem not installed: exit 1 saying to install it, no module-resolution trace', async () => {
+  const hide = join(REPO_ROOT, 'test', 'helpers', 'hide-viem.ts');
+  const { code, output } = await run(['--db', join(dir, 'viem.db'), '--port', '0'], { RELAYER_SIGNER_KEY: KEY }, [
+    '--import',
+    hide,
+  ]);
+  assert.equal(code, 1, output);
+  assert.match(output, /needs the viem package, which is not installed: install viem \(npm install viem\)/);
+  assert.doesNotMatch(output, /ERR_MODULE_NOT_FOUND|\n\s+at /);
+  assert.ok(!output.includes(KEY.slice(2, 20)));
+});
+
+test('requeue on the database named by RELAYER_DB: a failed message back to queued (exit 0), anything else exit 1', async () => {
+  const db = join(dir, 'requeue.db');
+  const store = await openSqliteStore(db);
+  const id = `0x${'11'.repeat(32)}`;
+  const raw = new Uint8Array(81);
+  raw[0] = 3;
+  try {
+    await store.outbox.enqueue([
+      {
+        id,
+        originChain: 'ethereum',
+        txHash: `0x${'22'.repeat(32)}`,
+        origin: 1,
+        destination: 8453,
+        nonce: 0,
+        raw,
+        enqueuedAt: Date.now(),
+      },
+    ]);
+    const [claimed] = await store.outbox.claim(1, 60_000);
+    assert.ok(
+      await store.outbox.markFailed(id, { lease: claimed.lease, error: 'unsupported ISM type 5', final: true }),
+    );
+  } finally {
+    await store.close();
+  }
+  const done = await run(['requeue', id], { RELAYER_DB: db });
+  assert.equal(done.code, 0, done.output);
+  assert.match(done.output, new RegExp(`requeued ${id} \\(attempts so far 1\\)`));
+  const again = await run(['requeue', id], { RELAYER_DB: db });
+  assert.equal(again.code, 1);
+  assert.match(again.output, new RegExp(`not requeued: message ${id} is queued, not failed`));
+  const unknown = await run(['requeue', `0x${'33'.repeat(32)}`], { RELAYER_DB: db });
+  assert.equal(unknown.code, 1);
+  assert.match(unknown.output, /not requeued: no message 0x3333/);
+  const check = await openSqliteStore(db);
+  try {
+    const record = await check.outbox.get(id);
+    assert.equal(record?.status, 'queued');
+    assert.equal(record?.lastError, 'unsupported ISM type 5', 'kept for the record');
+  } finally {
+    await check.close();
+  }
+});
+
+test('docs/operations.md#the-sqlite-store-worker-thread-group-commit-locks: a worker whose SQLite thread dies logs one error line and exits 1 for its supervisor', async () => {
+  const config = join(dir, 'dies.json');
+  writeFileSync(
+    config,
+    JSON.stringify({
+      chains: {
+        local: {
+          domainId: 31337,
+          chainId: 31337,
+          mailbox: `0x${'00'.repeat(19)}01`,
+          // Nothing listens there: the worker never needs it while the outbox is empty.
+          rpcUrls: [{ http: 'http://127.0.0.1:1' }],
+        },
+      },
+      worker: { port: 0, pollMs: 50 },
+    }),
+  );
+  const clean = { ...process.env };
+  delete clean.RELAYER_DB;
+  const child = spawnTracked(
+    process.execPath,
+    [
+      '--import',
+      new URL('../helpers/worker-kill.ts', import.meta.url).pathname,
+      BIN,
+      '--config',
+      config,
+      '--db',
+      join(dir, 'dies.db'),
+    ],
+    { cwd: REPO_ROOT, env: { ...clean, RELAYER_SIGNER_KEY: KEY } },
+  );
+  const exited = once(child.child, 'exit') as Promise<[number | null]>;
+  await waitForLine(child, /relayer-worker ops on /, 20_000);
+  child.child.kill('SIGUSR2');
+  const ended = await Promise.race([exited, delay(20_000, undefined, { ref: false })]);
+  assert.equal(ended?.[0], 1, `exits 1 (not still running): ${child.output()}`);
+  const errors = child
+    .output()
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line))
+    .filter((line) => line.level === 'error' && line.msg === 'the store stopped; exiting');
+  assert.equal(errors.length, 1, child.output());
+  assert.doesNotMatch(child.output(), new RegExp(KEY.slice(2)), 'the key is never printed');
+});

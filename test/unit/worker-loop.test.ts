@@ -1,0 +1,380 @@
+/**
+ * The delivery loop (lib/worker/delivery.ts) on the in-memory outbox with an injected clock and
+ * random source, against a scripted destination chain: what it records for each outcome (backoff
+ * with jitter, pending polls not counted, maxAttempts final, the pending deadline), that it renews
+ * its lease while it waits, and what stop() does with what it holds. The real chain, contracts and
+ * gateways are exercised by test/e2e/worker*.e2e.test.ts.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type { Hash, Hex } from 'viem';
+import { createMemoryOutbox, type Outbox, type OutboxRecord } from '../../lib/outbox.ts';
+import {
+  createDeliveryWorker,
+  readAttemptState,
+  type DeliveryOutbox,
+  type DeliveryWorkerOptions,
+  type Destination,
+} from '../../lib/worker/delivery.ts';
+import { DeliveryError } from '../../lib/worker/errors.ts';
+import type { SimulateResult } from '../../lib/worker/tx/sender.ts';
+import { createFakeClock, type FakeClock } from '../helpers/fake-clock.ts';
+
+const T0 = Date.UTC(2026, 10, 25, 12, 0, 0);
+const TX = `0x${'ab'.repeat(32)}` as Hash;
+const PRIOR = `0x${'cd'.repeat(32)}` as Hash;
+
+/** A raw Hyperlane message (version 3) to domain 2, distinct by nonce. */
+function rawMessage(nonce: number): Uint8Array {
+  const raw = new Uint8Array(77 + 4);
+  raw[0] = 3;
+  new DataView(raw.buffer).setUint32(1, nonce);
+  new DataView(raw.buffer).setUint32(5, 1);
+  new DataView(raw.buffer).setUint32(41, 2);
+  return raw;
+}
+
+function idOf(n: number): string {
+  return `0x${n.toString(16).padStart(64, '0')}`;
+}
+
+interface Script {
+  deliveredBy?: (id: Hex, call: number) => Hash | null;
+  metadata?: () => Promise<Hex>;
+  simulate?: () => Promise<unknown>;
+  process?: (onWait: () => Promise<void>) => Promise<{ hash: Hash; status: 'success' | 'reverted' }>;
+}
+
+function scripted(script: Script): Destination & { calls: Record<string, number>; simulations: unknown[] } {
+  const calls = { deliveredBy: 0, metadata: 0, simulate: 0, process: 0 };
+  /** What each process call was handed as the simulation of its call. */
+  const simulations: unknown[] = [];
+  return {
+    name: 'anvil2',
+    domain: 2,
+    calls,
+    simulations,
+    async deliveredBy(id) {
+      const call = ++calls.deliveredBy;
+      return script.deliveredBy?.(id, call) ?? null;
+    },
+    async metadata() {
+      calls.metadata++;
+      return script.metadata ? script.metadata() : '0x';
+    },
+    async simulate() {
+      calls.simulate++;
+      return script.simulate?.();
+    },
+    async process(_metadata, _message, onWait, simulated) {
+      calls.process++;
+      simulations.push(simulated);
+      return script.process ? script.process(onWait) : { hash: TX, status: 'success' };
+    },
+  };
+}
+
+interface Rig {
+  clock: FakeClock;
+  outbox: Outbox;
+  extends: Array<{ id: string; at: number }>;
+  consumer: DeliveryOutbox;
+}
+
+function rig(messages = 1): Rig {
+  const clock = createFakeClock(T0);
+  const outbox = createMemoryOutbox(clock);
+  outbox.enqueue(
+    Array.from({ length: messages }, (_, i) => ({
+      id: idOf(i + 1),
+      originChain: 'anvil1',
+      txHash: idOf(1000 + i),
+      origin: 1,
+      destination: 2,
+      nonce: i,
+      raw: rawMessage(i),
+      enqueuedAt: T0 - 10_000,
+    })),
+  );
+  const calls: Rig['extends'] = [];
+  const consumer: DeliveryOutbox = {
+    claim: (limit, leaseMs, opts) => outbox.claim(limit, leaseMs, opts),
+    extend: (id, lease, leaseMs) => {
+      calls.push({ id, at: clock.now() });
+      return outbox.extend(id, lease, leaseMs);
+    },
+    markDelivered: (id, opts) => outbox.markDelivered(id, opts),
+    markFailed: (id, opts) => outbox.markFailed(id, opts),
+  };
+  return { clock, outbox, extends: calls, consumer };
+}
+
+/** The memory outbox answers synchronously. */
+function row(r: Rig, id: string): OutboxRecord {
+  const found = r.outbox.get(id) as OutboxRecord | undefined;
+  assert.ok(found, `no message ${id}`);
+  return found;
+}
+
+function worker(r: Rig, destination: Destination, options: Partial<DeliveryWorkerOptions> = {}) {
+  return createDeliveryWorker({
+    outbox: r.consumer,
+    destinations: new Map([[2, destination]]),
+    clock: r.clock,
+    random: () => 0.5,
+    pollMs: 100,
+    ...options,
+  });
+}
+
+describe('delivery loop', () => {
+  test('delivers: simulate, then process; recorded with its transaction; the delivered event carries enqueue→delivered seconds', async () => {
+    const r = rig();
+    const d = scripted({});
+    const seen: number[] = [];
+    const w = worker(r, d, { events: { delivered: (_name, already, seconds) => seen.push(already ? -1 : seconds) } });
+    const [result] = await w.runOnce();
+    assert.deepEqual(result, { id: idOf(1), outcome: 'delivered', txHash: TX, already: false, recorded: true });
+    assert.deepEqual(d.calls, { deliveredBy: 1, metadata: 1, simulate: 1, process: 1 });
+    const record = row(r, idOf(1));
+    assert.equal(record.status, 'delivered');
+    assert.equal(record.destinationTxHash, TX);
+    assert.deepEqual(seen, [10]);
+  });
+
+  test('process is handed the simulation of its call (the sender signs that gas limit instead of estimating again)', async () => {
+    const r = rig();
+    const simulation: SimulateResult = { estimate: 100_000n, gas: 120_000n };
+    const d = scripted({ simulate: async () => simulation });
+    const [result] = await worker(r, d).runOnce();
+    assert.equal(result.outcome, 'delivered');
+    assert.deepEqual(d.calls, { deliveredBy: 1, metadata: 1, simulate: 1, process: 1 });
+    assert.equal(d.simulations[0], simulation);
+  });
+
+  test('already delivered on chain: recorded with the transaction that delivered it, nothing sent', async () => {
+    const r = rig();
+    const d = scripted({ deliveredBy: () => PRIOR });
+    const [result] = await worker(r, d).runOnce();
+    assert.equal(result.outcome, 'delivered');
+    assert.equal(row(r, idOf(1)).destinationTxHash, PRIOR);
+    assert.deepEqual(d.calls, { deliveredBy: 1, metadata: 0, simulate: 0, process: 0 });
+  });
+
+  test('a simulation that reverts "already delivered" is a delivery (a racing worker landed first): no transaction', async () => {
+    const r = rig();
+    const revert = Object.assign(new Error('reverted'), {
+      name: 'TransactionError',
+      kind: 'revert',
+      reason: 'Mailbox: already delivered',
+    });
+    const d = scripted({
+      deliveredBy: (_id, call) => (call === 1 ? null : PRIOR),
+      simulate: async () => Promise.reject(revert),
+    });
+    const [result] = await worker(r, d).runOnce();
+    assert.equal(result.outcome, 'delivered');
+    assert.equal(row(r, idOf(1)).destinationTxHash, PRIOR);
+    assert.equal(d.calls.process, 0);
+  });
+
+  test('a failure retries with exponential backoff and jitter (half fixed, half random), named in last_error; final after maxAttempts', async () => {
+    const r = rig();
+    const d = scripted({
+      simulate: async () =>
+        Promise.reject(
+          Object.assign(new Error('x'), { name: 'TransactionError', kind: 'revert', reason: 'ISM: bad signature' }),
+        ),
+    });
+    const randoms = [0, 1];
+    const w = worker(r, d, { maxAttempts: 3, retryBaseMs: 5_000, random: () => randoms.shift() ?? 0.5 });
+    const [first] = await w.runOnce();
+    assert.equal(first.outcome, 'retry');
+    let record = row(r, idOf(1));
+    // failure 1: delay 5 s, random 0 → 2.5 s
+    assert.equal(record.retryAt, T0 + 2_500);
+    assert.equal(record.lastError, 'revert: ISM: bad signature (failures 1/3)');
+    assert.deepEqual(await w.runOnce(), [], 'not claimable before retryAt');
+    await r.clock.advanceTo(T0 + 2_500);
+    await w.runOnce();
+    record = row(r, idOf(1));
+    // failure 2: delay 10 s, random 1 → 10 s
+    assert.equal(record.retryAt, T0 + 2_500 + 10_000);
+    assert.equal(readAttemptState(record.lastError).failures, 2);
+    await r.clock.advanceTo(record.retryAt!);
+    const [last] = await w.runOnce();
+    assert.equal(last.outcome, 'failed');
+    record = row(r, idOf(1));
+    assert.equal(record.status, 'failed');
+    assert.equal(record.lastError, 'revert: ISM: bad signature (failures 3/3, final)');
+    assert.equal(d.calls.process, 0, 'a message that would revert never costs gas');
+  });
+
+  test('pending (proof not ready) is polled 5 s backing off to 60 s without counting toward maxAttempts; a real failure still counts; final at the pending deadline', async () => {
+    const r = rig();
+    let mode: 'pending' | 'rpc' = 'pending';
+    const d = scripted({
+      metadata: async () => {
+        if (mode === 'rpc') throw new Error('fetch failed');
+        throw Object.assign(new Error('gateway 1 of 1 answered HTTP 404'), { name: 'CcipReadError', kind: 'pending' });
+      },
+    });
+    const w = worker(r, d, { maxAttempts: 2, random: () => 1, pendingDeadlineMs: 3_600_000 });
+    const delays: number[] = [];
+    for (let i = 0; i < 8; i++) {
+      const before = r.clock.now();
+      const [result] = await w.runOnce();
+      assert.equal(result.outcome, 'pending');
+      const record = row(r, idOf(1));
+      assert.equal(record.status, 'queued');
+      assert.match(
+        record.lastError!,
+        /^pending: gateway 1 of 1 answered HTTP 404 \(failures 0\/2; pending since 2026-11-25T12:00:00.000Z, poll \d+\)$/,
+      );
+      delays.push(record.retryAt! - before);
+      await r.clock.advanceTo(record.retryAt!);
+    }
+    assert.deepEqual(delays, [5_000, 10_000, 20_000, 40_000, 60_000, 60_000, 60_000, 60_000]);
+    mode = 'rpc';
+    const [failure] = await w.runOnce();
+    assert.equal(failure.outcome, 'retry', 'one failure of two allowed: pending polls did not use them up');
+    assert.deepEqual(readAttemptState(row(r, idOf(1)).lastError), { failures: 1, pendingSince: T0, polls: 8 });
+    mode = 'pending';
+    await r.clock.advanceTo(T0 + 3_600_000);
+    const [final] = await w.runOnce();
+    assert.equal(final.outcome, 'failed');
+    const record = row(r, idOf(1));
+    assert.equal(record.status, 'failed');
+    assert.match(record.lastError!, /^pending: deadline passed, proof still not ready/);
+  });
+
+  test('an unsupported ISM type or an unconfigured destination is final at once', async () => {
+    const r = rig(2);
+    const d = scripted({
+      metadata: async () => Promise.reject(new DeliveryError('unsupported', 'unsupported ISM type 3')),
+    });
+    const w = createDeliveryWorker({ outbox: r.consumer, destinations: new Map([[2, d]]), clock: r.clock });
+    await w.runOnce();
+    assert.equal(row(r, idOf(1)).status, 'failed');
+    assert.equal(row(r, idOf(1)).lastError, 'unsupported ISM type 3');
+    const none = createDeliveryWorker({ outbox: r.consumer, destinations: new Map(), clock: r.clock });
+    r.outbox.enqueue([
+      {
+        id: idOf(9),
+        originChain: 'anvil1',
+        txHash: idOf(9),
+        origin: 1,
+        destination: 7,
+        nonce: 9,
+        raw: rawMessage(9),
+        enqueuedAt: T0,
+      },
+    ]);
+    await none.runOnce();
+    assert.equal(row(r, idOf(9)).lastError, 'no chain configured for destination domain 7');
+  });
+
+  test('the lease is renewed a third of the way through while a transaction waits for confirmations', async () => {
+    const r = rig();
+    let confirm!: () => void;
+    const d = scripted({
+      process: async (onWait) => {
+        await onWait();
+        await new Promise<void>((resolve) => (confirm = resolve));
+        return { hash: TX, status: 'success' };
+      },
+    });
+    const w = worker(r, d, { leaseMs: 30_000 });
+    const done = w.runOnce();
+    await r.clock.flush();
+    assert.equal(d.calls.process, 1);
+    assert.equal(r.extends.length, 0, 'not renewed before a third of the lease');
+    await r.clock.advance(10_000);
+    await r.clock.advance(10_000);
+    await r.clock.advance(10_000);
+    await r.clock.advance(10_000);
+    assert.deepEqual(
+      r.extends.map((e) => e.at - T0),
+      [10_000, 20_000, 30_000, 40_000],
+    );
+    confirm();
+    const [result] = await done;
+    assert.equal(result.outcome, 'delivered');
+    assert.equal(
+      result.outcome === 'delivered' && result.recorded,
+      true,
+      'recorded: the lease was kept past its first 30 s',
+    );
+  });
+
+  test('stop(): a message not yet sent is released (queued, claimable now, last_error kept); one already sent is followed to its receipt', async () => {
+    const r = rig(2);
+    let releaseMetadata!: () => void;
+    let confirm!: () => void;
+    let n = 0;
+    const d = scripted({
+      metadata: async () => {
+        if (++n === 1) return '0x';
+        await new Promise<void>((resolve) => (releaseMetadata = resolve));
+        return '0x';
+      },
+      process: async () => {
+        await new Promise<void>((resolve) => (confirm = resolve));
+        return { hash: TX, status: 'success' };
+      },
+    });
+    const w = worker(r, d, { concurrency: 2 });
+    const running = w.run();
+    await r.clock.flush();
+    assert.equal(w.inFlight(), 2);
+    const stopped = w.stop();
+    await r.clock.flush();
+    releaseMetadata();
+    await r.clock.flush();
+    const released = row(r, idOf(2));
+    assert.equal(released.status, 'queued');
+    assert.equal(released.retryAt, T0);
+    assert.equal(
+      released.lastError,
+      'released: a worker stopped before delivering it',
+      'no earlier error to keep: says why',
+    );
+    assert.equal(row(r, idOf(1)).status, 'delivering', 'the sent one is still followed');
+    confirm();
+    await stopped;
+    await running;
+    assert.equal(row(r, idOf(1)).status, 'delivered');
+    assert.equal(d.calls.process, 1);
+    assert.equal(w.inFlight(), 0);
+  });
+});
+
+describe('delivery errors (lib/worker/errors.ts)', () => {
+  test("each failure class is named, the sender's and the CCIP-read client's kinds kept, URLs cut out of the text", async () => {
+    const { toDeliveryError, scrub } = await import('../../lib/worker/errors.ts');
+    const { TransactionError } = await import('../../lib/worker/tx/sender.ts');
+    const { CcipReadError } = await import('../../lib/worker/ccip/read.ts');
+    assert.equal(
+      toDeliveryError(new TransactionError('insufficient-funds', 'the signer cannot pay')).kind,
+      'insufficient-funds',
+    );
+    const revert = toDeliveryError(
+      new TransactionError('revert', 'reverted', { reason: 'Mailbox: already delivered' }),
+    );
+    assert.deepEqual([revert.kind, revert.message], ['revert', 'Mailbox: already delivered']);
+    assert.equal(toDeliveryError(new CcipReadError('pending', 'gateway 1 of 1 answered HTTP 404')).kind, 'pending');
+    const gateway = toDeliveryError(new CcipReadError('malformed', 'gateway 1 of 1 answered data that is not hex'));
+    assert.deepEqual(
+      [gateway.kind, gateway.message],
+      ['gateway', 'malformed: gateway 1 of 1 answered data that is not hex'],
+    );
+    const rpc = toDeliveryError(
+      new Error('HTTP request failed. URL: https://user:secret@rpc.example/v2/KEY123 Status: 500'),
+    );
+    assert.equal(rpc.kind, 'rpc');
+    assert.doesNotMatch(rpc.message, /secret|KEY123|rpc\.example/);
+    assert.equal(scrub('see http://127.0.0.1:9/x?key=1 now'), 'see <url> now');
+    assert.equal(new DeliveryError('unsupported', 'x').final, true);
+    assert.equal(new DeliveryError('rpc', 'x').final, false);
+  });
+});
