@@ -5,15 +5,27 @@
  */
 import { systemClock, type Clock } from './clock.ts';
 import {
+  checkBroadcast,
   checkClaim,
   checkExtend,
+  checkJournalFilter,
   checkMarkDelivered,
   checkMarkFailed,
+  checkSlot,
+  checkSlotOutcome,
   deadLetterError,
   newLease,
   validateOutboxBatch,
 } from './outbox-checks.ts';
-import type { Outbox, OutboxRecord, Synchronous } from './outbox.ts';
+import type { JournalEntry, Outbox, OutboxRecord, Slot, Synchronous } from './outbox.ts';
+
+interface JournalRow extends JournalEntry {
+  /** Set once its slot is settled. */
+  outcome: 'mined' | 'replaced' | 'dropped' | null;
+  closedAt: number | null;
+}
+
+const sameSlot = (a: Slot, b: Slot) => a.chainId === b.chainId && a.signer === b.signer && a.nonce === b.nonce;
 
 interface MemoryRow extends OutboxRecord {
   lease: string | null;
@@ -33,6 +45,18 @@ export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
   // `open` holds the queued and delivering rows, so claim() does not walk the delivered history.
   const rows = new Map<string, MemoryRow>();
   const open = new Map<string, MemoryRow>();
+  // The journal in recording order (a Map keeps insertion order): by hash.
+  const journal = new Map<string, JournalRow>();
+  const openEntries = (): JournalRow[] => [...journal.values()].filter((e) => e.closedAt === null);
+  const entry = (e: JournalRow): JournalEntry => ({
+    messageId: e.messageId,
+    chainId: e.chainId,
+    signer: e.signer,
+    nonce: e.nonce,
+    hash: e.hash,
+    raw: e.raw,
+    sentAt: e.sentAt,
+  });
 
   /** The holder of `lease`: still delivering under it (expired or not, as long as nobody took it over). */
   function held(id: string, lease: string): MemoryRow | undefined {
@@ -63,6 +87,9 @@ export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
           destinationTxHash: null,
           claimedUntil: null,
           retryAt: null,
+          failures: 0,
+          pendingSince: null,
+          polls: 0,
           lease: null,
           seq: rows.size,
         };
@@ -143,10 +170,11 @@ export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
     },
 
     markFailed(id, opts) {
-      const { error, retryAt, lease } = checkMarkFailed(opts);
+      const { error, retryAt, lease, state } = checkMarkFailed(opts);
       const row = held(id, lease);
       if (!row) return false;
       row.lastError = error;
+      if (state) Object.assign(row, state);
       row.claimedUntil = null;
       row.lease = null;
       if (retryAt === null) {
@@ -167,6 +195,52 @@ export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
       row.leaseExpiries = 0;
       open.set(row.id, row);
       return true;
+    },
+
+    recordBroadcast(b, f) {
+      const { broadcast, fence } = checkBroadcast(b, f);
+      if (journal.has(broadcast.hash)) return true;
+      if (fence) {
+        const row = held(broadcast.messageId, fence.lease);
+        if (!row) return false;
+        row.claimedUntil = clock.now() + fence.leaseMs;
+      } else if (!openEntries().some((e) => sameSlot(e, broadcast) && e.messageId === broadcast.messageId)) {
+        return false;
+      }
+      journal.set(broadcast.hash, { ...broadcast, sentAt: clock.now(), outcome: null, closedAt: null });
+      return true;
+    },
+
+    forgetBroadcast(hash) {
+      const e = journal.get(String(hash).toLowerCase());
+      if (!e || e.closedAt !== null) return false;
+      journal.delete(e.hash);
+      return true;
+    },
+
+    closeSlot(s, o) {
+      const slot = checkSlot(s, 'closeSlot');
+      const outcome = checkSlotOutcome(o);
+      const now = clock.now();
+      let closed = 0;
+      for (const e of openEntries()) {
+        if (!sameSlot(e, slot)) continue;
+        e.outcome = outcome.outcome === 'dropped' ? 'dropped' : e.hash === outcome.hash ? 'mined' : 'replaced';
+        e.closedAt = now;
+        closed++;
+      }
+      return closed;
+    },
+
+    openBroadcasts(of) {
+      const filter = checkJournalFilter(of);
+      return openEntries()
+        .filter((e) =>
+          'messageId' in filter
+            ? e.messageId === filter.messageId
+            : e.chainId === filter.chainId && e.signer === filter.signer,
+        )
+        .map(entry);
     },
   };
 }

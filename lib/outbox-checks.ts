@@ -4,12 +4,24 @@
  */
 import { InvalidArgumentError, OutOfRangeError } from './errors.ts';
 import { isHexOfLength, isUint } from './hex.ts';
-import type { ClaimOptions, MarkDeliveredOptions, MarkFailedOptions, OutboxMessage } from './outbox.ts';
+import type {
+  AttemptState,
+  Broadcast,
+  BroadcastFence,
+  ClaimOptions,
+  MarkDeliveredOptions,
+  MarkFailedOptions,
+  OutboxMessage,
+  Slot,
+  SlotOutcome,
+} from './outbox.ts';
 
 /** last_error is shown by GET /relay/{id}: a worker's multi-kilobyte RPC error is cut here. */
 export const MAX_ERROR_LENGTH = 1000;
 /** Longer than any chain's transaction id (EVM 66, Solana ~88 base58, Cosmos 64). */
 export const MAX_DESTINATION_TX_HASH_LENGTH = 256;
+/** A signed transaction in the journal, as hex: 256 KiB of bytes, far above a process() call with CCIP-read metadata. */
+export const MAX_RAW_TRANSACTION_LENGTH = 2 + 2 * 256 * 1024;
 
 /** Checks claim()'s arguments (shared by every engine); returns maxAttempts or null. */
 export function checkClaim(limit: number, leaseMs: number, opts?: ClaimOptions): number | null {
@@ -32,8 +44,8 @@ export function checkExtend(lease: unknown, leaseMs: number): string {
   return checkLease(lease, 'extend');
 }
 
-function checkLeaseMs(method: string, leaseMs: number): void {
-  if (!Number.isSafeInteger(leaseMs) || leaseMs <= 0)
+function checkLeaseMs(method: string, leaseMs: unknown): asserts leaseMs is number {
+  if (typeof leaseMs !== 'number' || !Number.isSafeInteger(leaseMs) || leaseMs <= 0)
     throw new OutOfRangeError(`${method}(leaseMs): expected a positive integer, got ${leaseMs}`);
 }
 
@@ -53,21 +65,96 @@ export function checkMarkDelivered(opts: MarkDeliveredOptions): { destinationTxH
   return { destinationTxHash: hash, lease: checkLease(opts.lease, 'markDelivered') };
 }
 
-/** Throws on an invalid markFailed call; returns what to store (retryAt null when final). */
-export function checkMarkFailed(opts: MarkFailedOptions): { error: string; retryAt: number | null; lease: string } {
+/** What markFailed stores: retryAt null when final, state null when the columns stay as they are. */
+export interface CheckedFailure {
+  error: string;
+  retryAt: number | null;
+  lease: string;
+  state: AttemptState | null;
+}
+
+/** Throws on an invalid markFailed call; returns what to store. */
+export function checkMarkFailed(opts: MarkFailedOptions): CheckedFailure {
   if (typeof opts?.error !== 'string') throw new InvalidArgumentError('markFailed: error must be a string');
   let error = opts.error.slice(0, MAX_ERROR_LENGTH);
   // Do not keep half of a surrogate pair cut at the limit.
   if (/[\ud800-\udbff]$/.test(error)) error = error.slice(0, -1);
   const lease = checkLease(opts.lease, 'markFailed');
+  const state = opts.state === undefined ? null : checkAttemptState(opts.state);
   if ('final' in opts) {
     if (opts.final !== true) throw new InvalidArgumentError('markFailed: final must be true');
-    return { error, retryAt: null, lease };
+    return { error, retryAt: null, lease, state };
   }
   const retryAt = (opts as { retryAt?: unknown }).retryAt;
   if (typeof retryAt !== 'number' || !Number.isFinite(retryAt))
     throw new InvalidArgumentError('markFailed: retryAt must be a finite number (ms) or final: true');
-  return { error, retryAt, lease };
+  return { error, retryAt, lease, state };
+}
+
+function checkAttemptState(state: AttemptState): AttemptState {
+  const count = (n: unknown) => Number.isSafeInteger(n) && (n as number) >= 0 && (n as number) <= 2 ** 31 - 1;
+  if (typeof state !== 'object' || state === null)
+    throw new InvalidArgumentError('markFailed: state must be an object');
+  if (!count(state.failures)) throw new OutOfRangeError('markFailed: state.failures must be a non-negative integer');
+  if (!count(state.polls)) throw new OutOfRangeError('markFailed: state.polls must be a non-negative integer');
+  const since = state.pendingSince;
+  if (since !== null && (typeof since !== 'number' || !Number.isFinite(since)))
+    throw new InvalidArgumentError('markFailed: state.pendingSince must be a finite number (ms) or null');
+  return { failures: state.failures, pendingSince: since, polls: state.polls };
+}
+
+const isAddress = (value: unknown): value is string => typeof value === 'string' && /^0x[0-9a-f]{40}$/.test(value);
+
+/** Throws on an invalid slot (chain id, lower-case signer address, nonce). */
+export function checkSlot(slot: Slot, method: string): Slot {
+  if (typeof slot !== 'object' || slot === null) throw new InvalidArgumentError(`${method}: expected an object`);
+  if (!Number.isSafeInteger(slot.chainId) || slot.chainId < 0)
+    throw new OutOfRangeError(`${method}: chainId must be a non-negative integer`);
+  if (!isAddress(slot.signer)) throw new InvalidArgumentError(`${method}: signer must be a lower-case 0x address`);
+  if (!Number.isSafeInteger(slot.nonce) || slot.nonce < 0)
+    throw new OutOfRangeError(`${method}: nonce must be a non-negative integer`);
+  return { chainId: slot.chainId, signer: slot.signer, nonce: slot.nonce };
+}
+
+/** Throws on an invalid recordBroadcast call; returns the broadcast and fence to store. */
+export function checkBroadcast(
+  b: Broadcast,
+  fence: BroadcastFence | undefined,
+): { broadcast: Broadcast; fence: BroadcastFence | null } {
+  const slot = checkSlot(b, 'recordBroadcast');
+  if (!isHexOfLength(b.messageId, 32) || b.messageId !== b.messageId.toLowerCase())
+    throw new InvalidArgumentError('recordBroadcast: messageId must be lower-case 0x + 64 hex');
+  if (!isHexOfLength(b.hash, 32) || b.hash !== b.hash.toLowerCase())
+    throw new InvalidArgumentError('recordBroadcast: hash must be lower-case 0x + 64 hex');
+  if (typeof b.raw !== 'string' || !/^0x(?:[0-9a-f]{2})+$/.test(b.raw) || b.raw.length > MAX_RAW_TRANSACTION_LENGTH)
+    throw new InvalidArgumentError(
+      `recordBroadcast: raw must be the signed transaction as lower-case 0x-hex, at most ${MAX_RAW_TRANSACTION_LENGTH} characters`,
+    );
+  const broadcast = { ...slot, messageId: b.messageId, hash: b.hash, raw: b.raw };
+  if (fence === undefined) return { broadcast, fence: null };
+  checkLeaseMs('recordBroadcast', fence?.leaseMs);
+  return { broadcast, fence: { lease: checkLease(fence.lease, 'recordBroadcast'), leaseMs: fence.leaseMs } };
+}
+
+/** Throws on an invalid closeSlot outcome. */
+export function checkSlotOutcome(outcome: SlotOutcome): SlotOutcome {
+  if (outcome?.outcome === 'dropped') return { outcome: 'dropped' };
+  if (outcome?.outcome === 'mined' && isHexOfLength(outcome.hash, 32) && outcome.hash === outcome.hash.toLowerCase())
+    return { outcome: 'mined', hash: outcome.hash };
+  throw new InvalidArgumentError("closeSlot: outcome must be { outcome: 'mined', hash } or { outcome: 'dropped' }");
+}
+
+/** Throws on an invalid openBroadcasts filter. */
+export function checkJournalFilter(
+  of: { messageId: string } | { chainId: number; signer: string },
+): { messageId: string } | { chainId: number; signer: string } {
+  if (typeof of !== 'object' || of === null) throw new InvalidArgumentError('openBroadcasts: expected an object');
+  if ('messageId' in of) {
+    if (typeof of.messageId !== 'string') throw new InvalidArgumentError('openBroadcasts: messageId must be a string');
+    return { messageId: of.messageId.toLowerCase() };
+  }
+  const { chainId, signer } = checkSlot({ ...of, nonce: 0 }, 'openBroadcasts');
+  return { chainId, signer };
 }
 
 /**

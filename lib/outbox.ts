@@ -7,11 +7,17 @@ export { createMemoryOutbox, type MemoryOutbox } from './memory-outbox.ts';
 export {
   MAX_ERROR_LENGTH,
   MAX_DESTINATION_TX_HASH_LENGTH,
+  MAX_RAW_TRANSACTION_LENGTH,
   checkClaim,
   checkExtend,
   deadLetterError,
   checkMarkDelivered,
   checkMarkFailed,
+  checkBroadcast,
+  checkJournalFilter,
+  checkSlot,
+  checkSlotOutcome,
+  type CheckedFailure,
   newLease,
   validateOutboxBatch,
 } from './outbox-checks.ts';
@@ -54,6 +60,23 @@ export interface OutboxRecord extends OutboxMessage {
   claimedUntil: number | null;
   /** 'queued' after a failure: not claimable before this time, else null. */
   retryAt: number | null;
+  /**
+   * The delivery worker's own count (docs/delivery.md#retries-pending-proofs-dead-letters):
+   * failed attempts counted toward its maxAttempts (pending polls and releases are not), kept by
+   * the store between workers and restarts. Written by markFailed's `state`.
+   */
+  failures: number;
+  /** When the message's proof was first found not ready (ms), or null while it never was. */
+  pendingSince: number | null;
+  /** Polls of a proof that was not ready. */
+  polls: number;
+}
+
+/** What markFailed writes into the attempt-state columns (failures, pendingSince, polls). */
+export interface AttemptState {
+  failures: number;
+  pendingSince: number | null;
+  polls: number;
 }
 
 /** A message handed to one delivery worker by claim(). */
@@ -80,6 +103,9 @@ export interface OutboxRow {
   destination_tx_hash: string | null;
   claimed_until: number | null;
   retry_at: number | null;
+  failures: number;
+  pending_since: number | null;
+  polls: number;
 }
 
 /** The record of a SQL row, with `raw` already decoded by the engine. */
@@ -101,6 +127,9 @@ export function recordFromRow(row: OutboxRow, raw: Uint8Array): OutboxRecord {
     destinationTxHash: row.destination_tx_hash,
     claimedUntil: row.claimed_until,
     retryAt: row.retry_at,
+    failures: row.failures,
+    pendingSince: row.pending_since,
+    polls: row.polls,
   };
 }
 
@@ -110,9 +139,58 @@ export interface MarkDeliveredOptions {
   lease: string;
 }
 
+/**
+ * `state`: the attempt state to store with the outcome (columns failures, pending_since, polls);
+ * omitted, the columns are left as they are (a release).
+ */
 export type MarkFailedOptions =
-  | { error: string; retryAt: number; lease: string }
-  | { error: string; final: true; lease: string };
+  | { error: string; retryAt: number; lease: string; state?: AttemptState }
+  | { error: string; final: true; lease: string; state?: AttemptState };
+
+/**
+ * One signed transaction of the journal (docs/delivery.md#the-transaction-journal): recorded
+ * before it is broadcast, so the next holder of the message, or the same signer after a restart,
+ * knows what may still land. A nonce of a signer on a chain is a slot; a replacement adds a
+ * broadcast to the same slot.
+ */
+export interface Broadcast {
+  /** The message this transaction delivers (lower-case 0x + 64 hex). */
+  messageId: string;
+  /** The EVM chain id. */
+  chainId: number;
+  /** The signer's address, lower-case 0x + 40 hex. */
+  signer: string;
+  nonce: number;
+  /** The transaction hash, lower-case 0x + 64 hex. */
+  hash: string;
+  /** The signed transaction (0x-hex), to broadcast again as it is. */
+  raw: string;
+}
+
+/** A journal entry as stored: when it was recorded, and whether its slot is settled. */
+export interface JournalEntry extends Broadcast {
+  /** When it was recorded (ms, the store's clock). */
+  sentAt: number;
+}
+
+/** A signer's nonce on a chain: what closeSlot settles. */
+export interface Slot {
+  chainId: number;
+  signer: string;
+  nonce: number;
+}
+
+/**
+ * How a slot ended: `mined` (one of its transactions is in a block: `hash`), `dropped` (the
+ * nonce was used by a transaction not in the slot: none of its transactions can land).
+ */
+export type SlotOutcome = { outcome: 'mined'; hash: string } | { outcome: 'dropped' };
+
+/** The lease a first broadcast is recorded under (recordBroadcast): renewed by the record. */
+export interface BroadcastFence {
+  lease: string;
+  leaseMs: number;
+}
 
 export interface ClaimOptions {
   /**
@@ -181,6 +259,31 @@ export interface Outbox extends RelayQueue {
    * not dead-letter it again at once). false for any other status or an unknown id.
    */
   requeue(id: string): boolean | Promise<boolean>;
+
+  /**
+   * The transaction journal (docs/delivery.md#the-transaction-journal). Records `b` before it is
+   * broadcast. With `fence` (the first broadcast at a nonce): only while the message is
+   * delivering under `fence.lease` (expired or not, as long as nobody claimed it since), whose
+   * lease it renews to now + leaseMs in the same write; false: not recorded, do not broadcast.
+   * Without `fence` (a replacement, or the same bytes again): only when the slot (chain, signer,
+   * nonce) already has an open broadcast for the same message. Recording a hash already in the
+   * journal changes nothing and answers true.
+   */
+  recordBroadcast(b: Broadcast, fence?: BroadcastFence): boolean | Promise<boolean>;
+  /**
+   * Removes an open broadcast the node certainly refused (it never existed on chain, so its slot
+   * may be used again once it has no other open broadcast). false: no such open broadcast.
+   */
+  forgetBroadcast(hash: string): boolean | Promise<boolean>;
+  /** Settles every open broadcast of `slot`; returns how many. */
+  closeSlot(slot: Slot, outcome: SlotOutcome): number | Promise<number>;
+  /**
+   * Open broadcasts (of slots not settled), oldest first: a message's (`{ messageId }`), or a
+   * signer's on a chain (`{ chainId, signer }`).
+   */
+  openBroadcasts(
+    of: { messageId: string } | { chainId: number; signer: string },
+  ): JournalEntry[] | Promise<JournalEntry[]>;
 }
 
 /** `T`'s methods answering synchronously (node:sqlite, the in-memory engine). */

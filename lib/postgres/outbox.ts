@@ -18,14 +18,19 @@
 import type { Clock } from '../clock.ts';
 import { bytesToHex, hexToBytes } from '../hex.ts';
 import {
+  checkBroadcast,
   checkClaim,
   checkExtend,
+  checkJournalFilter,
   checkMarkDelivered,
   checkMarkFailed,
+  checkSlot,
+  checkSlotOutcome,
   recordFromRow,
   validateOutboxBatch,
   type Outbox,
   type Asynchronous,
+  type JournalEntry,
   type OutboxMessage,
   type OutboxRecord,
   type OutboxRow,
@@ -46,7 +51,8 @@ interface Row extends OutboxRow {
 function columns(t: string): string {
   return `${t}.id, ${t}.origin_chain, ${t}.tx_hash, ${t}.origin::float8 AS origin, ${t}.destination::float8 AS destination,
     ${t}.nonce::float8 AS nonce, encode(${t}.raw, 'hex') AS raw, ${t}.enqueued_at, ${t}.status, ${t}.attempts, ${t}.lease_expiries, ${t}.last_error,
-    ${t}.delivered_at, ${t}.destination_tx_hash, ${t}.claimed_until, ${t}.retry_at, ${t}.lease, ${t}.seq::float8 AS seq`;
+    ${t}.delivered_at, ${t}.destination_tx_hash, ${t}.claimed_until, ${t}.retry_at, ${t}.lease, ${t}.seq::float8 AS seq,
+    ${t}.failures, ${t}.pending_since, ${t}.polls`;
 }
 
 /**
@@ -136,10 +142,43 @@ export function createPostgresOutbox(pool: PgPool, s: string, clock?: Clock): Po
     UPDATE ${s}.outbox SET status = 'delivered', delivered_at = ${nowSql(1)}, destination_tx_hash = $3,
       claimed_until = NULL, retry_at = NULL, lease = NULL
     WHERE id = $2 AND status = 'delivering' AND lease = $4`;
+  // $5 true: the attempt-state columns stay as they are (a release).
   const failSql = `
     UPDATE ${s}.outbox SET status = CASE WHEN $4::float8 IS NULL THEN 'failed' ELSE 'queued' END,
-      retry_at = $4, last_error = $3, claimed_until = NULL, lease = NULL
+      retry_at = $4, last_error = $3, claimed_until = NULL, lease = NULL,
+      failures = CASE WHEN $5 THEN failures ELSE $6::integer END,
+      pending_since = CASE WHEN $5 THEN pending_since ELSE $7::float8 END,
+      polls = CASE WHEN $5 THEN polls ELSE $8::integer END
     WHERE id = $1 AND status = 'delivering' AND lease = $2`;
+  const journalColumns = `message_id AS "messageId", chain_id::float8 AS "chainId", signer, nonce::float8 AS nonce, hash, raw, sent_at AS "sentAt"`;
+  // One statement: the fence (the message delivering under the lease, renewed) or, without a
+  // lease ($8 null), an open broadcast of the same slot for the same message; then the insert.
+  // A hash already present answers true and changes nothing.
+  const recordSql = `
+    WITH known AS (SELECT 1 FROM ${s}.outbox_journal WHERE hash = $1),
+    fence AS (
+      UPDATE ${s}.outbox SET claimed_until = ${nowSql(7)} + $9
+      WHERE $8::text IS NOT NULL AND NOT EXISTS (SELECT 1 FROM known)
+        AND id = $2 AND status = 'delivering' AND lease = $8
+      RETURNING 1
+    ),
+    slot AS (
+      SELECT 1 FROM ${s}.outbox_journal
+      WHERE $8::text IS NULL AND chain_id = $3 AND signer = $4 AND nonce = $5 AND message_id = $2 AND closed_at IS NULL
+      LIMIT 1
+    ),
+    inserted AS (
+      INSERT INTO ${s}.outbox_journal (hash, message_id, chain_id, signer, nonce, raw, sent_at)
+      SELECT $1, $2, $3, $4, $5, $6, ${nowSql(7)}
+      WHERE NOT EXISTS (SELECT 1 FROM known) AND (EXISTS (SELECT 1 FROM fence) OR EXISTS (SELECT 1 FROM slot))
+      ON CONFLICT (hash) DO NOTHING
+      RETURNING 1
+    )
+    SELECT EXISTS (SELECT 1 FROM known) OR EXISTS (SELECT 1 FROM inserted) AS recorded`;
+  const closeSql = `
+    UPDATE ${s}.outbox_journal SET closed_at = ${nowSql(1)},
+      outcome = CASE WHEN $5::text IS NULL THEN 'dropped' WHEN hash = $5 THEN 'mined' ELSE 'replaced' END
+    WHERE chain_id = $2 AND signer = $3 AND nonce = $4 AND closed_at IS NULL`;
   const requeueSql = `UPDATE ${s}.outbox SET status = 'queued', retry_at = NULL, lease_expiries = 0 WHERE id = $1 AND status = 'failed'`;
 
   return {
@@ -189,13 +228,66 @@ export function createPostgresOutbox(pool: PgPool, s: string, clock?: Clock): Po
       return rowCount === 1;
     },
     async markFailed(id, opts) {
-      const { error, retryAt, lease } = checkMarkFailed(opts);
-      const { rowCount } = await run(pool, failSql, [String(id).toLowerCase(), lease, error, retryAt]);
+      const { error, retryAt, lease, state } = checkMarkFailed(opts);
+      const { rowCount } = await run(pool, failSql, [
+        String(id).toLowerCase(),
+        lease,
+        error,
+        retryAt,
+        state === null,
+        state?.failures ?? 0,
+        state?.pendingSince ?? null,
+        state?.polls ?? 0,
+      ]);
       return rowCount === 1;
     },
     async requeue(id) {
       const { rowCount } = await run(pool, requeueSql, [String(id).toLowerCase()]);
       return rowCount === 1;
+    },
+    async recordBroadcast(b, f) {
+      const { broadcast: x, fence } = checkBroadcast(b, f);
+      const { rows } = await run<{ recorded: boolean }>(pool, recordSql, [
+        x.hash,
+        x.messageId,
+        x.chainId,
+        x.signer,
+        x.nonce,
+        x.raw,
+        now(),
+        fence?.lease ?? null,
+        fence?.leaseMs ?? null,
+      ]);
+      return rows[0].recorded;
+    },
+    async forgetBroadcast(hash) {
+      const { rowCount } = await run(pool, `DELETE FROM ${s}.outbox_journal WHERE hash = $1 AND closed_at IS NULL`, [
+        String(hash).toLowerCase(),
+      ]);
+      return rowCount === 1;
+    },
+    async closeSlot(slot, o) {
+      const { chainId, signer, nonce } = checkSlot(slot, 'closeSlot');
+      const outcome = checkSlotOutcome(o);
+      const { rowCount } = await run(pool, closeSql, [
+        now(),
+        chainId,
+        signer,
+        nonce,
+        outcome.outcome === 'mined' ? outcome.hash : null,
+      ]);
+      return rowCount ?? 0;
+    },
+    async openBroadcasts(of) {
+      const filter = checkJournalFilter(of);
+      const { rows } = await run<JournalEntry>(
+        pool,
+        'messageId' in filter
+          ? `SELECT ${journalColumns} FROM ${s}.outbox_journal WHERE message_id = $1 AND closed_at IS NULL ORDER BY seq`
+          : `SELECT ${journalColumns} FROM ${s}.outbox_journal WHERE chain_id = $1 AND signer = $2 AND closed_at IS NULL ORDER BY seq`,
+        'messageId' in filter ? [filter.messageId] : [filter.chainId, filter.signer],
+      );
+      return rows;
     },
   };
 }

@@ -11,7 +11,7 @@
  * Tables carry CHECK constraints mirroring the API's validation, like the SQLite store's.
  */
 import { SchemaVersionError, InvalidArgumentError } from '../errors.ts';
-import { MAX_DESTINATION_TX_HASH_LENGTH, MAX_ERROR_LENGTH } from '../outbox.ts';
+import { MAX_DESTINATION_TX_HASH_LENGTH, MAX_ERROR_LENGTH, MAX_RAW_TRANSACTION_LENGTH } from '../outbox.ts';
 import type { PgPool } from './pool.ts';
 
 const HEX_ID = (column: string) => `${column} ~ '^0x[0-9a-f]{64}$'`;
@@ -92,6 +92,39 @@ export const MIGRATIONS: readonly ((s: string) => string)[] = [
   (s) => `
   ALTER TABLE ${s}.outbox ADD COLUMN lease_expiries integer NOT NULL DEFAULT 0
     CONSTRAINT outbox_lease_expiries_count CHECK (lease_expiries >= 0);`,
+
+  // 4: the delivery worker's attempt state in columns (docs/delivery.md#retries-pending-proofs-dead-letters),
+  // read back until now from the end of last_error ("(failures F/M; pending since <ISO>, poll P)"),
+  // which existing rows are read from once here; and the transaction journal
+  // (docs/delivery.md#the-transaction-journal): one row per signed transaction, recorded before
+  // its broadcast, open until its slot (chain, signer, nonce) is settled. The same columns and
+  // CHECKs as the SQLite table's migration 6.
+  (s) => `
+  ALTER TABLE ${s}.outbox
+    ADD COLUMN failures integer NOT NULL DEFAULT 0 CONSTRAINT outbox_failures_count CHECK (failures >= 0),
+    ADD COLUMN pending_since double precision,
+    ADD COLUMN polls integer NOT NULL DEFAULT 0 CONSTRAINT outbox_polls_count CHECK (polls >= 0);
+  UPDATE ${s}.outbox SET failures = substring(last_error from '\\(failures (\\d+)/')::integer
+    WHERE last_error ~ '\\(failures \\d+/';
+  UPDATE ${s}.outbox SET
+    pending_since = extract(epoch from substring(last_error from '; pending since (\\S+), poll')::timestamptz) * 1000,
+    polls = substring(last_error from ', poll (\\d+)')::integer
+    WHERE last_error ~ '; pending since \\S+, poll \\d+';
+  CREATE TABLE ${s}.outbox_journal (
+    seq bigint GENERATED ALWAYS AS IDENTITY,
+    hash text PRIMARY KEY CHECK (${HEX_ID('hash')}),
+    message_id text NOT NULL CHECK (${HEX_ID('message_id')}),
+    chain_id bigint NOT NULL CHECK (chain_id BETWEEN 0 AND 9007199254740991),
+    signer text NOT NULL CHECK (signer ~ '^0x[0-9a-f]{40}$'),
+    nonce bigint NOT NULL CHECK (nonce BETWEEN 0 AND 9007199254740991),
+    raw text NOT NULL CHECK (char_length(raw) BETWEEN 4 AND ${MAX_RAW_TRANSACTION_LENGTH}),
+    sent_at double precision NOT NULL,
+    outcome text CHECK (outcome IN ('mined', 'replaced', 'dropped')),
+    closed_at double precision,
+    CHECK ((outcome IS NULL) = (closed_at IS NULL))
+  );
+  CREATE INDEX outbox_journal_message ON ${s}.outbox_journal (message_id) WHERE closed_at IS NULL;
+  CREATE INDEX outbox_journal_slot ON ${s}.outbox_journal (chain_id, signer, nonce) WHERE closed_at IS NULL;`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

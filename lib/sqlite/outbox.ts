@@ -16,14 +16,19 @@
 import type { DatabaseSync } from 'node:sqlite';
 import type { Clock } from '../clock.ts';
 import {
+  checkBroadcast,
   checkClaim,
   checkExtend,
+  checkJournalFilter,
   checkMarkDelivered,
   checkMarkFailed,
+  checkSlot,
+  checkSlotOutcome,
   newLease,
   recordFromRow,
   validateOutboxBatch,
   type Outbox,
+  type JournalEntry,
   type Synchronous,
   type OutboxRecord,
   type OutboxRow,
@@ -36,7 +41,8 @@ interface Row extends OutboxRow {
 
 const COLUMNS =
   'id, origin_chain, tx_hash, origin, destination, nonce, raw, enqueued_at, status, attempts, lease_expiries, last_error, ' +
-  'delivered_at, destination_tx_hash, claimed_until, retry_at';
+  'delivered_at, destination_tx_hash, claimed_until, retry_at, failures, pending_since, polls';
+const JOURNAL_COLUMNS = 'message_id AS messageId, chain_id AS chainId, signer, nonce, hash, raw, sent_at AS sentAt';
 
 /**
  * Rows claim() may take at `now` (the first term lets the planner use the outbox_open index); the
@@ -85,14 +91,52 @@ export function createSqliteOutbox(db: DatabaseSync, transaction: Transaction, c
       'claimed_until = NULL, lease = NULL, retry_at = NULL ' +
       "WHERE id = :id AND status = 'delivering' AND lease = :lease",
   );
+  // :keep 1: the attempt-state columns stay as they are (a release).
+  const STATE =
+    'failures = CASE WHEN :keep THEN failures ELSE :failures END, ' +
+    'pending_since = CASE WHEN :keep THEN pending_since ELSE :since END, ' +
+    'polls = CASE WHEN :keep THEN polls ELSE :polls END';
   const retry = db.prepare(
-    "UPDATE outbox SET status = 'queued', last_error = :error, retry_at = :retryAt, claimed_until = NULL, lease = NULL " +
+    `UPDATE outbox SET status = 'queued', last_error = :error, retry_at = :retryAt, claimed_until = NULL, lease = NULL, ${STATE} ` +
       "WHERE id = :id AND status = 'delivering' AND lease = :lease",
   );
   const giveUp = db.prepare(
-    "UPDATE outbox SET status = 'failed', last_error = :error, claimed_until = NULL, lease = NULL " +
+    `UPDATE outbox SET status = 'failed', last_error = :error, claimed_until = NULL, lease = NULL, ${STATE} ` +
       "WHERE id = :id AND status = 'delivering' AND lease = :lease",
   );
+  const journalHas = db.prepare('SELECT 1 FROM outbox_journal WHERE hash = ?');
+  const fenced = db.prepare(
+    "UPDATE outbox SET claimed_until = :until WHERE id = :id AND status = 'delivering' AND lease = :lease",
+  );
+  const slotOpenFor = db.prepare(
+    'SELECT 1 FROM outbox_journal WHERE chain_id = :chainId AND signer = :signer AND nonce = :nonce ' +
+      'AND message_id = :messageId AND closed_at IS NULL LIMIT 1',
+  );
+  const journalInsert = db.prepare(
+    'INSERT INTO outbox_journal (hash, message_id, chain_id, signer, nonce, raw, sent_at) ' +
+      'VALUES (:hash, :messageId, :chainId, :signer, :nonce, :raw, :now)',
+  );
+  const journalForget = db.prepare('DELETE FROM outbox_journal WHERE hash = ? AND closed_at IS NULL');
+  const journalClose = db.prepare(
+    "UPDATE outbox_journal SET closed_at = :now, outcome = CASE WHEN :dropped THEN 'dropped' " +
+      "WHEN hash = :hash THEN 'mined' ELSE 'replaced' END " +
+      'WHERE chain_id = :chainId AND signer = :signer AND nonce = :nonce AND closed_at IS NULL',
+  );
+  const journalOfMessage = db.prepare(
+    `SELECT ${JOURNAL_COLUMNS} FROM outbox_journal WHERE message_id = ? AND closed_at IS NULL ORDER BY rowid`,
+  );
+  const journalOfSigner = db.prepare(
+    `SELECT ${JOURNAL_COLUMNS} FROM outbox_journal WHERE chain_id = ? AND signer = ? AND closed_at IS NULL ORDER BY rowid`,
+  );
+  const journalEntry = (row: JournalEntry): JournalEntry => ({
+    messageId: row.messageId,
+    chainId: Number(row.chainId),
+    signer: row.signer,
+    nonce: Number(row.nonce),
+    hash: row.hash,
+    raw: row.raw,
+    sentAt: row.sentAt,
+  });
   const redrive = db.prepare(
     "UPDATE outbox SET status = 'queued', retry_at = NULL, lease_expiries = 0 WHERE id = ? AND status = 'failed'",
   );
@@ -170,13 +214,65 @@ export function createSqliteOutbox(db: DatabaseSync, transaction: Transaction, c
       return Number(changes) === 1;
     },
     markFailed(id, opts) {
-      const { error, retryAt, lease: held } = checkMarkFailed(opts);
-      const params = { id: String(id).toLowerCase(), error, lease: held };
+      const { error, retryAt, lease: held, state } = checkMarkFailed(opts);
+      const params = {
+        id: String(id).toLowerCase(),
+        error,
+        lease: held,
+        keep: state === null ? 1 : 0,
+        failures: state?.failures ?? 0,
+        since: state?.pendingSince ?? null,
+        polls: state?.polls ?? 0,
+      };
       const { changes } = retryAt === null ? giveUp.run(params) : retry.run({ ...params, retryAt });
       return Number(changes) === 1;
     },
     requeue(id) {
       return Number(redrive.run(String(id).toLowerCase()).changes) === 1;
+    },
+    recordBroadcast(b, f) {
+      const { broadcast, fence } = checkBroadcast(b, f);
+      return transaction(() => {
+        if (journalHas.get(broadcast.hash)) return true;
+        const now = clock.now();
+        if (fence) {
+          const { changes } = fenced.run({ id: broadcast.messageId, lease: fence.lease, until: now + fence.leaseMs });
+          if (Number(changes) !== 1) return false;
+        } else if (
+          !slotOpenFor.get({
+            chainId: broadcast.chainId,
+            signer: broadcast.signer,
+            nonce: broadcast.nonce,
+            messageId: broadcast.messageId,
+          })
+        ) {
+          return false;
+        }
+        journalInsert.run({ ...broadcast, now });
+        return true;
+      });
+    },
+    forgetBroadcast(hash) {
+      return Number(journalForget.run(String(hash).toLowerCase()).changes) === 1;
+    },
+    closeSlot(s, o) {
+      const slot = checkSlot(s, 'closeSlot');
+      const outcome = checkSlotOutcome(o);
+      const { changes } = journalClose.run({
+        ...slot,
+        now: clock.now(),
+        dropped: outcome.outcome === 'dropped' ? 1 : 0,
+        hash: outcome.outcome === 'mined' ? outcome.hash : null,
+      });
+      return Number(changes);
+    },
+    openBroadcasts(of) {
+      const filter = checkJournalFilter(of);
+      const rows =
+        'messageId' in filter
+          ? journalOfMessage.all(filter.messageId)
+          : journalOfSigner.all(filter.chainId, filter.signer);
+      return (rows as unknown as JournalEntry[]).map(journalEntry);
     },
   };
 }

@@ -8,7 +8,7 @@
  */
 import type { DatabaseSync } from 'node:sqlite';
 import { SchemaVersionError } from '../errors.ts';
-import { MAX_DESTINATION_TX_HASH_LENGTH, MAX_ERROR_LENGTH } from '../outbox.ts';
+import { MAX_DESTINATION_TX_HASH_LENGTH, MAX_ERROR_LENGTH, MAX_RAW_TRANSACTION_LENGTH } from '../outbox.ts';
 import { createTransaction, type Transaction } from './transaction.ts';
 
 // unhex() is NULL unless every character is a hex digit; lower() then refuses A-F. A GLOB with a
@@ -102,6 +102,36 @@ export const MIGRATIONS: readonly string[] = [
   // maxAttempts dead-letters a message whose workers keep stopping. Existing rows start at 0.
   // The same column and CHECK as PostgreSQL's migration 3, so both refuse the same rows.
   `ALTER TABLE outbox ADD COLUMN lease_expiries INTEGER NOT NULL DEFAULT 0 CHECK (lease_expiries >= 0);`,
+
+  // 6: the delivery worker's attempt state in columns (docs/delivery.md#retries-pending-proofs-dead-letters),
+  // read back until now from the end of last_error ("(failures F/M; pending since <ISO>, poll P)"),
+  // which existing rows are read from once here; and the transaction journal
+  // (docs/delivery.md#the-transaction-journal): one row per signed transaction, recorded before
+  // its broadcast, open until its slot (chain, signer, nonce) is settled. The same columns and
+  // CHECKs as PostgreSQL's migration 4.
+  `ALTER TABLE outbox ADD COLUMN failures INTEGER NOT NULL DEFAULT 0 CHECK (failures >= 0);
+   ALTER TABLE outbox ADD COLUMN pending_since REAL;
+   ALTER TABLE outbox ADD COLUMN polls INTEGER NOT NULL DEFAULT 0 CHECK (polls >= 0);
+   UPDATE outbox SET failures = CAST(substr(last_error, instr(last_error, '(failures ') + 10) AS INTEGER)
+     WHERE instr(last_error, '(failures ') > 0;
+   UPDATE outbox SET
+     pending_since = round((julianday(substr(last_error, instr(last_error, '; pending since ') + 16, 24)) - 2440587.5) * 86400000.0),
+     polls = CAST(substr(last_error, instr(last_error, ', poll ') + 7) AS INTEGER)
+     WHERE instr(last_error, '; pending since ') > 0 AND instr(last_error, ', poll ') > 0;
+   CREATE TABLE outbox_journal (
+     hash TEXT PRIMARY KEY NOT NULL CHECK (${HEX_ID('hash')}),
+     message_id TEXT NOT NULL CHECK (${HEX_ID('message_id')}),
+     chain_id INTEGER NOT NULL CHECK (chain_id BETWEEN 0 AND 9007199254740991),
+     signer TEXT NOT NULL CHECK (length(signer) = 42 AND substr(signer, 1, 2) = '0x' AND unhex(substr(signer, 3)) IS NOT NULL AND lower(signer) = signer),
+     nonce INTEGER NOT NULL CHECK (nonce BETWEEN 0 AND 9007199254740991),
+     raw TEXT NOT NULL CHECK (length(raw) BETWEEN 4 AND ${MAX_RAW_TRANSACTION_LENGTH}),
+     sent_at REAL NOT NULL,
+     outcome TEXT CHECK (outcome IN ('mined', 'replaced', 'dropped')),
+     closed_at REAL,
+     CHECK ((outcome IS NULL) = (closed_at IS NULL))
+   ) STRICT;
+   CREATE INDEX outbox_journal_message ON outbox_journal (message_id) WHERE closed_at IS NULL;
+   CREATE INDEX outbox_journal_slot ON outbox_journal (chain_id, signer, nonce) WHERE closed_at IS NULL;`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

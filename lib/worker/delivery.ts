@@ -20,7 +20,7 @@ import { toDeliveryError } from './errors.ts';
 import { deliverMessage, type Hold } from './message-delivery.ts';
 import { createOutcomeRecorder } from './outcomes.ts';
 
-export { type AttemptState, formatAttemptState, readAttemptState } from './outcomes.ts';
+export { type AttemptState, formatAttemptState } from './outcomes.ts';
 
 /** What the loop needs of the outbox: its consumer API (docs/design.md, Leases). */
 export interface DeliveryOutbox {

@@ -35,7 +35,7 @@ import type { OffchainReader } from './metadata.ts';
 import { createTransactionSender } from './tx/sender.ts';
 import { createWorkerMetrics, type WorkerMetrics } from './ops.ts';
 
-export { createDeliveryWorker, formatAttemptState, readAttemptState, WORKER_DEFAULTS } from './delivery.ts';
+export { createDeliveryWorker, formatAttemptState, WORKER_DEFAULTS } from './delivery.ts';
 export type {
   AttemptState,
   DeliveryEvents,

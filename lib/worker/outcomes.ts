@@ -4,35 +4,18 @@
  * a pending proof polled again (not counted) until the pending deadline; released at a stop.
  *
  * The outbox counts claims in `attempts`, pending polls included, so the worker keeps its own count
- * in `last_error`, which every worker reads back on the next claim: the state survives a restart
- * and moves between workers with the message. Its form is
- * `<kind>: <detail> (failures F/M[; pending since <ISO time>, poll P])`.
+ * in the outbox's attempt-state columns (failures, pending_since, polls), which every worker reads
+ * on the next claim: the state survives a restart and moves between workers with the message.
+ * `last_error` says it again for people: `<kind>: <detail> (failures F/M[; pending since <ISO
+ * time>, poll P])`; nothing reads it back.
  */
 import type { Clock } from '../clock.ts';
 import type { Logger } from '../log.ts';
-import type { ClaimedMessage } from '../outbox.ts';
+import type { AttemptState, ClaimedMessage } from '../outbox.ts';
 import type { DeliveryEvents, DeliveryOutbox, DeliveryResult, WorkerSettings } from './delivery.ts';
 import { type DeliveryError, toDeliveryError } from './errors.ts';
 
-/** The worker's own count of a message's attempts, read back from its last_error. */
-export interface AttemptState {
-  failures: number;
-  pendingSince: number | null;
-  polls: number;
-}
-
-const STATE = /\(failures (\d+)\/\d+(?:; pending since (\d{4}-\d\d-\d\dT[\d:.]+Z), poll (\d+))?(?:, final)?\)$/;
-
-export function readAttemptState(lastError: string | null): AttemptState {
-  const match = lastError?.match(STATE);
-  if (!match) return { failures: 0, pendingSince: null, polls: 0 };
-  const since = match[2] === undefined ? NaN : Date.parse(match[2]);
-  return {
-    failures: Number(match[1]),
-    pendingSince: Number.isFinite(since) ? since : null,
-    polls: match[3] === undefined ? 0 : Number(match[3]),
-  };
-}
+export type { AttemptState };
 
 export function formatAttemptState(
   kind: string,
@@ -114,7 +97,7 @@ export function createOutcomeRecorder(r: OutcomeRecorderOptions): OutcomeRecorde
     log: Record<string, unknown>,
   ): Promise<DeliveryResult> {
     const now = clock.now();
-    const state = readAttemptState(m.lastError);
+    const state: AttemptState = { failures: m.failures, pendingSince: m.pendingSince, polls: m.polls };
     if (failure.kind === 'stopped') {
       // Released: queued again at once with its last_error as it was (the count is kept).
       const recorded = await safely(() =>
@@ -138,17 +121,17 @@ export function createOutcomeRecorder(r: OutcomeRecorderOptions): OutcomeRecorde
           o.maxAttempts,
           true,
         );
-        return final(m, name, 'pending', error, log);
+        return final(m, name, 'pending', error, log, next);
       }
       const retryAt = now + backoff(o.pendingBaseMs, o.pendingMaxMs, next.polls);
       const error = formatAttemptState('pending', failure.message, next, o.maxAttempts);
-      const recorded = await safely(() => outbox.markFailed(m.id, { lease: m.lease, error, retryAt }));
+      const recorded = await safely(() => outbox.markFailed(m.id, { lease: m.lease, error, retryAt, state: next }));
       events.retried?.(name, 'pending');
       logger.info('pending', { ...log, retry_at: new Date(retryAt).toISOString(), error, recorded });
       return { id: m.id, outcome: 'pending', error, retryAt, recorded };
     }
     const next = { ...state, failures: state.failures + 1 };
-    if (failure.final) return final(m, name, failure.kind, failure.message, log);
+    if (failure.final) return final(m, name, failure.kind, failure.message, log, next);
     if (next.failures >= o.maxAttempts)
       return final(
         m,
@@ -156,10 +139,11 @@ export function createOutcomeRecorder(r: OutcomeRecorderOptions): OutcomeRecorde
         failure.kind,
         formatAttemptState(failure.kind, failure.message, next, o.maxAttempts, true),
         log,
+        next,
       );
     const retryAt = now + backoff(o.retryBaseMs, o.retryMaxMs, next.failures);
     const error = formatAttemptState(failure.kind, failure.message, next, o.maxAttempts);
-    const recorded = await safely(() => outbox.markFailed(m.id, { lease: m.lease, error, retryAt }));
+    const recorded = await safely(() => outbox.markFailed(m.id, { lease: m.lease, error, retryAt, state: next }));
     events.retried?.(name, failure.kind);
     logger.warn('retry', { ...log, retry_at: new Date(retryAt).toISOString(), error, recorded });
     return { id: m.id, outcome: 'retry', error, retryAt, recorded };
@@ -171,8 +155,9 @@ export function createOutcomeRecorder(r: OutcomeRecorderOptions): OutcomeRecorde
     kind: string,
     error: string,
     log: Record<string, unknown>,
+    state: AttemptState,
   ): Promise<DeliveryResult> {
-    const recorded = await safely(() => outbox.markFailed(m.id, { lease: m.lease, error, final: true }));
+    const recorded = await safely(() => outbox.markFailed(m.id, { lease: m.lease, error, final: true, state }));
     events.failed?.(name, kind);
     logger.error('failed', { ...log, error, recorded });
     return { id: m.id, outcome: 'failed', error, recorded };

@@ -35,6 +35,8 @@ export type MakeOutbox = (clock: FakeClock) => Promise<OutboxHarness>;
 export const T0 = 1_700_000_000_000;
 const LEASE = 30_000;
 const DEST_TX = '0x' + 'de'.repeat(32);
+const SIGNER = '0x70997970c51812dc3a010c7d01b50e0d17dc79c8';
+const OTHER_SIGNER = '0x3c44cdddb6a900fa2b585dd299e03d12fa4293bc';
 
 /** The encoded message and id of each nonce, computed once: the suites ask for the same ones again and again. */
 const encoded = new Map<number, { raw: ReturnType<typeof hyperlaneMessage>; id: string }>();
@@ -73,6 +75,9 @@ export function queuedRecord(m: OutboxMessage): OutboxRecord {
     destinationTxHash: null,
     claimedUntil: null,
     retryAt: null,
+    failures: 0,
+    pendingSince: null,
+    polls: 0,
   };
 }
 
@@ -795,6 +800,203 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       } finally {
         for (const c of extra) await c.close();
       }
+    });
+
+    test('docs/delivery.md#retries-pending-proofs-dead-letters: the attempt state lives in columns: markFailed with state writes them, without state (a release) keeps them, requeue keeps them', async () => {
+      await h.outbox.enqueue([outboxMessage(1)]);
+      let [m] = await h.outbox.claim(1, LEASE);
+      const state = { failures: 2, pendingSince: T0 + 123.5, polls: 7 };
+      assert.equal(
+        await h.outbox.markFailed(id(1), { error: 'for people', retryAt: clock.now(), lease: m.lease, state }),
+        true,
+      );
+      assert.deepEqual(await h.outbox.get(id(1)), {
+        ...queuedRecord(outboxMessage(1)),
+        attempts: 1,
+        lastError: 'for people',
+        retryAt: clock.now(),
+        ...state,
+      });
+      [m] = await h.outbox.claim(1, LEASE);
+      assert.deepEqual([m.failures, m.pendingSince, m.polls], [2, T0 + 123.5, 7], 'the next claim reads them');
+      assert.equal(await h.outbox.markFailed(id(1), { error: 'released', retryAt: clock.now(), lease: m.lease }), true);
+      let record = await h.outbox.get(id(1));
+      assert.deepEqual([record?.failures, record?.pendingSince, record?.polls], [2, T0 + 123.5, 7], 'kept');
+      [m] = await h.outbox.claim(1, LEASE);
+      const last = { failures: 5, pendingSince: null, polls: 0 };
+      assert.equal(
+        await h.outbox.markFailed(id(1), { error: 'given up', final: true, lease: m.lease, state: last }),
+        true,
+      );
+      assert.equal(await h.outbox.requeue(id(1)), true);
+      record = await h.outbox.get(id(1));
+      assert.deepEqual(
+        [record?.failures, record?.pendingSince, record?.polls],
+        [5, null, 0],
+        'requeue keeps the count',
+      );
+      for (const bad of [
+        { failures: -1, pendingSince: null, polls: 0 },
+        { failures: 1.5, pendingSince: null, polls: 0 },
+        { failures: 0, pendingSince: 'soon', polls: 0 },
+        { failures: 0, pendingSince: null, polls: Number.NaN },
+      ]) {
+        [m] = await h.outbox.claim(1, LEASE);
+        await assert.rejects(async () =>
+          h.outbox.markFailed(id(1), { error: 'x', retryAt: clock.now(), lease: m.lease, state: bad as never }),
+        );
+        assert.equal(await h.outbox.markFailed(id(1), { error: 'x', retryAt: clock.now(), lease: m.lease }), true);
+      }
+    });
+
+    /** A signed transaction of message `n` at `nonce` (its bytes stand in for one; the store does not parse them). */
+    const broadcast = (n: number, nonce: number, replacement = 0, signer = SIGNER) => ({
+      messageId: id(n),
+      chainId: 31337,
+      signer,
+      nonce,
+      hash: `0x${(n * 1_000 + nonce * 10 + replacement).toString(16).padStart(64, '0')}`,
+      raw: `0x02f8${(n * 1_000 + nonce * 10 + replacement).toString(16).padStart(8, '0')}`,
+    });
+    const slotOf = (b: { chainId: number; signer: string; nonce: number }) => ({
+      chainId: b.chainId,
+      signer: b.signer,
+      nonce: b.nonce,
+    });
+    const hashes = (entries: readonly { hash: string }[]) => entries.map((e) => e.hash);
+
+    test('docs/delivery.md#the-transaction-journal: a first broadcast is recorded under the live lease, which the record renews; without it nothing is recorded', async () => {
+      await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
+      const [m] = await h.outbox.claim(1, 5_000);
+      await clock.advance(4_000);
+      const first = broadcast(1, 0);
+      assert.equal(await h.outbox.recordBroadcast(first, { lease: 'not-the-lease', leaseMs: 5_000 }), false);
+      assert.equal(
+        await h.outbox.recordBroadcast(broadcast(2, 1), { lease: m.lease, leaseMs: 5_000 }),
+        false,
+        'another message (queued)',
+      );
+      assert.deepEqual(await h.outbox.openBroadcasts({ messageId: id(1) }), []);
+      assert.equal(await h.outbox.recordBroadcast(first, { lease: m.lease, leaseMs: 5_000 }), true);
+      assert.equal(
+        (await h.outbox.get(id(1)))?.claimedUntil,
+        clock.now() + 5_000,
+        'the lease is renewed by the record',
+      );
+      const [entry] = await h.outbox.openBroadcasts({ messageId: id(1) });
+      assert.deepEqual(entry, { ...first, sentAt: clock.now() });
+      assert.equal(
+        await h.outbox.recordBroadcast(first, { lease: m.lease, leaseMs: 5_000 }),
+        true,
+        'the same hash again',
+      );
+      assert.equal((await h.outbox.openBroadcasts({ messageId: id(1) })).length, 1, 'recorded once');
+      // The lease expires and another worker claims the message: the first holder's fence is gone.
+      await clock.advance(5_000);
+      const [taken] = await h.outbox.claim(1, 5_000);
+      assert.equal(taken.id, id(1));
+      assert.equal(await h.outbox.recordBroadcast(broadcast(1, 1), { lease: m.lease, leaseMs: 5_000 }), false);
+      assert.deepEqual(
+        hashes(await h.outbox.openBroadcasts({ messageId: id(1) })),
+        [first.hash],
+        'the next holder reads it',
+      );
+    });
+
+    test('docs/delivery.md#the-transaction-journal: a replacement (no lease) is recorded only beside an open broadcast of the same slot and message', async () => {
+      await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
+      const [m] = await h.outbox.claim(1, LEASE);
+      assert.equal(await h.outbox.recordBroadcast(broadcast(1, 4, 1)), false, 'no open slot yet');
+      assert.equal(await h.outbox.recordBroadcast(broadcast(1, 4), { lease: m.lease, leaseMs: LEASE }), true);
+      await clock.advance(1);
+      assert.equal(await h.outbox.recordBroadcast(broadcast(1, 4, 1)), true, 'a replacement at the same nonce');
+      assert.equal(await h.outbox.recordBroadcast(broadcast(1, 5, 1)), false, 'another nonce');
+      assert.equal(await h.outbox.recordBroadcast({ ...broadcast(2, 4, 2), nonce: 4 }), false, 'another message');
+      assert.equal(await h.outbox.recordBroadcast(broadcast(1, 4, 2, OTHER_SIGNER)), false, 'another signer');
+      assert.deepEqual(hashes(await h.outbox.openBroadcasts({ messageId: id(1) })), [
+        broadcast(1, 4).hash,
+        broadcast(1, 4, 1).hash,
+      ]);
+      // Recorded while the message is delivered or queued too: the signer's own replacement needs no lease.
+      assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: m.lease }), true);
+      assert.equal(await h.outbox.recordBroadcast(broadcast(1, 4, 3)), true);
+    });
+
+    test('docs/delivery.md#the-transaction-journal: forgetBroadcast drops a refused broadcast; closeSlot settles a slot; openBroadcasts lists what may still land, by message or by signer, oldest first', async () => {
+      await h.outbox.enqueue([outboxMessage(1), outboxMessage(2), outboxMessage(3)]);
+      const claimed = await h.outbox.claim(3, LEASE);
+      const fence = (n: number) => ({ lease: claimed[n - 1].lease, leaseMs: LEASE });
+      for (const [n, nonce] of [
+        [1, 0],
+        [2, 1],
+        [3, 2],
+      ]) {
+        assert.equal(await h.outbox.recordBroadcast(broadcast(n, nonce), fence(n)), true);
+        await clock.advance(1);
+      }
+      assert.equal(await h.outbox.recordBroadcast(broadcast(2, 1, 1)), true);
+      assert.equal(await h.outbox.recordBroadcast(broadcast(3, 7, 0, OTHER_SIGNER), fence(3)), true);
+      const mine = { chainId: 31337, signer: SIGNER };
+      assert.deepEqual(hashes(await h.outbox.openBroadcasts(mine)), [
+        broadcast(1, 0).hash,
+        broadcast(2, 1).hash,
+        broadcast(3, 2).hash,
+        broadcast(2, 1, 1).hash,
+      ]);
+      assert.deepEqual(await h.outbox.openBroadcasts({ chainId: 1, signer: SIGNER }), [], 'another chain');
+      // The node refused message 3's broadcast for good: it never existed.
+      assert.equal(await h.outbox.forgetBroadcast(broadcast(3, 2).hash), true);
+      assert.equal(await h.outbox.forgetBroadcast(broadcast(3, 2).hash), false);
+      // Nonce 1: the replacement was mined; nonce 0: used by a transaction not in the journal.
+      assert.equal(
+        await h.outbox.closeSlot(slotOf(broadcast(2, 1)), { outcome: 'mined', hash: broadcast(2, 1, 1).hash }),
+        2,
+      );
+      assert.equal(await h.outbox.closeSlot(slotOf(broadcast(1, 0)), { outcome: 'dropped' }), 1);
+      assert.equal(await h.outbox.closeSlot(slotOf(broadcast(1, 0)), { outcome: 'dropped' }), 0, 'settled once');
+      assert.deepEqual(await h.outbox.openBroadcasts(mine), []);
+      assert.deepEqual(await h.outbox.openBroadcasts({ messageId: id(2) }), []);
+      assert.deepEqual(hashes(await h.outbox.openBroadcasts({ messageId: id(3) })), [
+        broadcast(3, 7, 0, OTHER_SIGNER).hash,
+      ]);
+      assert.equal(await h.outbox.forgetBroadcast(broadcast(2, 1).hash), false, 'a settled broadcast is history');
+      assert.equal(
+        await h.outbox.recordBroadcast(broadcast(2, 1, 4)),
+        false,
+        'no replacement once its slot is settled',
+      );
+      assert.equal(
+        await h.outbox.recordBroadcast(broadcast(2, 1, 5), fence(2)),
+        true,
+        'a settled nonce does not hold the slot (a new first broadcast under the lease)',
+      );
+    });
+
+    test('docs/delivery.md#the-transaction-journal: invalid journal arguments throw and record nothing', async () => {
+      await h.outbox.enqueue([outboxMessage(1)]);
+      const [m] = await h.outbox.claim(1, LEASE);
+      const fence = { lease: m.lease, leaseMs: LEASE };
+      const good = broadcast(1, 0);
+      const calls = [
+        () => h.outbox.recordBroadcast({ ...good, hash: good.hash.toUpperCase().replace('0X', '0x') }, fence),
+        () => h.outbox.recordBroadcast({ ...good, hash: '0x1234' }, fence),
+        () => h.outbox.recordBroadcast({ ...good, signer: '0xABCDEF0000000000000000000000000000000000' }, fence),
+        () => h.outbox.recordBroadcast({ ...good, nonce: -1 }, fence),
+        () => h.outbox.recordBroadcast({ ...good, nonce: 1.5 }, fence),
+        () => h.outbox.recordBroadcast({ ...good, chainId: -1 }, fence),
+        () => h.outbox.recordBroadcast({ ...good, raw: 'f86b' }, fence),
+        () => h.outbox.recordBroadcast({ ...good, raw: '0x123' }, fence),
+        () => h.outbox.recordBroadcast({ ...good, messageId: 'x' }, fence),
+        () => h.outbox.recordBroadcast(good, { lease: '', leaseMs: LEASE }),
+        () => h.outbox.recordBroadcast(good, { lease: m.lease, leaseMs: 0 }),
+        () => h.outbox.closeSlot(slotOf(good), { outcome: 'mined' } as never),
+        () => h.outbox.closeSlot(slotOf(good), { outcome: 'lost' } as never),
+        () => h.outbox.closeSlot({ ...slotOf(good), signer: 'nobody' }, { outcome: 'dropped' }),
+        () => h.outbox.openBroadcasts({ chainId: 1, signer: 'nobody' }),
+      ];
+      for (const call of calls) await assert.rejects(async () => call());
+      assert.deepEqual(await h.outbox.openBroadcasts({ messageId: id(1) }), []);
+      assert.equal(await h.outbox.recordBroadcast(good, fence), true);
     });
 
     test("docs/design.md#leases: claim and a lease-holder's markDelivered racing: the message ends delivered once, never reclaimed", async () => {

@@ -61,6 +61,46 @@ describe('PostgreSQL schema and migrations', () => {
     }
   });
 
+  test('docs/delivery.md#retries-pending-proofs-dead-letters: migration 4 reads the attempt state of existing rows out of their last_error into its columns', async () => {
+    const t = await testSchema();
+    const s = `"${t.schema}"`;
+    try {
+      await t.pool.query(
+        `CREATE SCHEMA ${s}; CREATE TABLE ${s}.schema_version (version integer NOT NULL); INSERT INTO ${s}.schema_version VALUES (3)`,
+      );
+      for (const migration of MIGRATIONS.slice(0, 3)) await t.pool.query(migration(s));
+      const errors = [
+        'pending: gateway 1 of 1 answered HTTP 404 (failures 1/5; pending since 2026-11-25T12:00:00.250Z, poll 3)',
+        'revert: ISM: bad signature (failures 4/5)',
+        'gateway: malformed: x (failures 5/5, final)',
+        'released: a worker stopped before delivering it',
+      ];
+      for (const [i, error] of errors.entries()) {
+        const m = outboxMessage(i + 1);
+        await t.pool.query(
+          `INSERT INTO ${s}.outbox (id, origin_chain, tx_hash, origin, destination, nonce, raw, enqueued_at, last_error) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+          [m.id, m.originChain, m.txHash, m.origin, m.destination, m.nonce, m.raw, m.enqueuedAt, error],
+        );
+      }
+      assert.equal(await migrate(t.pool, t.schema), 3);
+      const store = await openPostgresStore(t.pool, { relayApi, schema: t.schema });
+      const states = [];
+      for (let i = 1; i <= errors.length; i++) {
+        const r = await store.outbox.get(outboxMessage(i).id);
+        states.push([r?.failures, r?.pendingSince, r?.polls, r?.lastError]);
+      }
+      await store.close();
+      assert.deepEqual(states, [
+        [1, Date.UTC(2026, 10, 25, 12, 0, 0, 250), 3, errors[0]],
+        [4, null, 0, errors[1]],
+        [5, null, 0, errors[2]],
+        [0, null, 0, errors[3]],
+      ]);
+    } finally {
+      await t.close();
+    }
+  });
+
   test('docs/design.md#postgresql: migration 2 adds the outbox length limits to a version-1 schema, keeping its rows', async () => {
     const t = await testSchema();
     const s = `"${t.schema}"`;

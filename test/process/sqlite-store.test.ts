@@ -115,6 +115,41 @@ describe('durability and schema', () => {
     assert.equal(pragma(file, 'user_version'), SCHEMA_VERSION);
   });
 
+  test('docs/delivery.md#retries-pending-proofs-dead-letters: migration 6 reads the attempt state of existing rows out of their last_error into its columns', async () => {
+    const file = freshFile();
+    const old = new DatabaseSync(file);
+    for (const migration of MIGRATIONS.slice(0, 5)) old.exec(migration);
+    old.exec('PRAGMA user_version = 5');
+    const errors = [
+      'pending: gateway 1 of 1 answered HTTP 404 (failures 1/5; pending since 2026-11-25T12:00:00.250Z, poll 3)',
+      'revert: ISM: bad signature (failures 4/5)',
+      'gateway: malformed: x (failures 5/5, final)',
+      'released: a worker stopped before delivering it',
+    ];
+    const insert = old.prepare(
+      'INSERT INTO outbox (id, origin_chain, tx_hash, origin, destination, nonce, raw, enqueued_at, last_error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    );
+    for (const [i, error] of errors.entries()) {
+      const m = outboxMessage(i + 1);
+      insert.run(m.id, m.originChain, m.txHash, m.origin, m.destination, m.nonce, m.raw, m.enqueuedAt, error);
+    }
+    old.close();
+    const states = await withStore(file, async (store) => {
+      const out = [];
+      for (let i = 1; i <= errors.length; i++) {
+        const r = await store.outbox.get(outboxMessage(i).id);
+        out.push([r?.failures, r?.pendingSince, r?.polls, r?.lastError]);
+      }
+      return out;
+    });
+    assert.deepEqual(states, [
+      [1, Date.UTC(2026, 10, 25, 12, 0, 0, 250), 3, errors[0]],
+      [4, null, 0, errors[1]],
+      [5, null, 0, errors[2]],
+      [0, null, 0, errors[3]],
+    ]);
+  });
+
   test('docs/design.md#sqlite: migration 4 turns stored message ids into 32-byte BLOBs, upper-case hex included', async () => {
     const file = freshFile();
     const old = new DatabaseSync(file);

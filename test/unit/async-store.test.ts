@@ -75,6 +75,10 @@ function asyncStore(
     markDelivered: (id, opts) => later(undefined, () => memory.markDelivered(id, opts)),
     markFailed: (id, opts) => later(undefined, () => memory.markFailed(id, opts)),
     requeue: (id) => later(undefined, () => memory.requeue(id)),
+    recordBroadcast: (b, fence) => later(undefined, () => memory.recordBroadcast(b, fence)),
+    forgetBroadcast: (hash) => later(undefined, () => memory.forgetBroadcast(hash)),
+    closeSlot: (slot, outcome) => later(undefined, () => memory.closeSlot(slot, outcome)),
+    openBroadcasts: (of) => later(undefined, () => memory.openBroadcasts(of)),
   };
   const merkle: MerkleStore = {
     insertMerkle: (records) => later(faults.insertMerkle, () => (rows.push(...records), records.length)),

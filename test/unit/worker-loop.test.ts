@@ -11,7 +11,6 @@ import type { Hash, Hex } from 'viem';
 import { createMemoryOutbox, type Outbox, type OutboxRecord } from '../../lib/outbox.ts';
 import {
   createDeliveryWorker,
-  readAttemptState,
   type DeliveryOutbox,
   type DeliveryWorkerOptions,
   type Destination,
@@ -200,7 +199,7 @@ describe('delivery loop', () => {
     record = row(r, idOf(1));
     // failure 2: delay 10 s, random 1 → 10 s
     assert.equal(record.retryAt, T0 + 2_500 + 10_000);
-    assert.equal(readAttemptState(record.lastError).failures, 2);
+    assert.equal(record.failures, 2);
     await r.clock.advanceTo(record.retryAt!);
     const [last] = await w.runOnce();
     assert.equal(last.outcome, 'failed');
@@ -238,7 +237,8 @@ describe('delivery loop', () => {
     mode = 'rpc';
     const [failure] = await w.runOnce();
     assert.equal(failure.outcome, 'retry', 'one failure of two allowed: pending polls did not use them up');
-    assert.deepEqual(readAttemptState(row(r, idOf(1)).lastError), { failures: 1, pendingSince: T0, polls: 8 });
+    const { failures, pendingSince, polls } = row(r, idOf(1));
+    assert.deepEqual({ failures, pendingSince, polls }, { failures: 1, pendingSince: T0, polls: 8 });
     mode = 'pending';
     await r.clock.advanceTo(T0 + 3_600_000);
     const [final] = await w.runOnce();
