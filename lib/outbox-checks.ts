@@ -20,7 +20,7 @@ import type {
 export const MAX_ERROR_LENGTH = 1000;
 /** Longer than any chain's transaction id (EVM 66, Solana ~88 base58, Cosmos 64). */
 export const MAX_DESTINATION_TX_HASH_LENGTH = 256;
-/** A signed transaction in the journal, as hex: 256 KiB of bytes, far above a process() call with CCIP-read metadata. */
+/** A signed transaction in the journal, as hex: 256 KiB of bytes, far above a Mailbox delivery with CCIP-read metadata. */
 export const MAX_RAW_TRANSACTION_LENGTH = 2 + 2 * 256 * 1024;
 
 /** Checks claim()'s arguments (shared by every engine); returns maxAttempts or null. */
