@@ -11,7 +11,10 @@ import { openPostgresStore, type PostgresStore } from '../../lib/postgres/index.
 import { testConfig } from '../helpers/config.ts';
 import { fakeRpcFetch } from '../helpers/fake-rpc.ts';
 import { MAILBOX, rpcReceipt, transferLogs, txHash } from '../helpers/builders.ts';
-import { testSchema } from '../helpers/postgres.ts';
+import pg from 'pg';
+import { openRelayerStore } from '../../bin/cli.ts';
+import { silentLogger } from '../../lib/log.ts';
+import { sharedPostgresUrl, testSchema, uniqueSchemaName } from '../helpers/postgres.ts';
 import { startApi, type Cleanup } from '../helpers/server.ts';
 import { createFakeClock } from '../helpers/fake-clock.ts';
 import type { RelayError } from '../../lib/errors.ts';
@@ -292,6 +295,49 @@ describe('PostgreSQL hot path of POST /relay (docs/design.md, Storage)', () => {
       assert.equal(counted(after).at(-1), true);
     });
   }
+
+  test("relayer-server's store for a postgres:// URL takes the same two statements per accepted relay", async (t) => {
+    // A database of its own: relayer-server migrates and uses the schema "relayer".
+    const url = new URL(await sharedPostgresUrl());
+    const admin = new pg.Pool({ connectionString: url.href, max: 1 });
+    const name = `relay_${uniqueSchemaName()}`;
+    await admin.query(`CREATE DATABASE ${name}`);
+    t.after(async () => {
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end();
+    });
+    url.pathname = `/${name}`;
+    const relayApi = { ...testConfig().relayApi, rateLimit: { burst: 100, perMinute: 1 } };
+    const config = testConfig({ relayApi, db: url.href });
+    const store = await openRelayerStore(config, silentLogger);
+    t.after(() => store.close());
+    const table = new Map<string, Record<string, unknown> | null>();
+    const api = await startApi(t, { config, store, fetch: fakeRpcFetch(table).fetch });
+    const relay = async () => {
+      const hash = txHash(nextTx++);
+      table.set(hash, rpcReceipt(hash, transferLogs(1, { nonce: nextTx * 16 })));
+      const res = await api.relay({ origin_chain: 'ethereum', tx_hash: hash });
+      assert.equal(res.status, 200, res.text);
+    };
+    await relay(); // creates the bucket row and runs the sweep of expired dedup rows
+    // Every statement its pool sends, from this process: the pool is relayer-server's own.
+    const texts: string[] = [];
+    type Query = (this: unknown, query: string | { text: string }, ...rest: unknown[]) => unknown;
+    const proto = pg.Pool.prototype as unknown as { query: Query };
+    const query = proto.query;
+    proto.query = function (q, ...rest) {
+      texts.push(typeof q === 'string' ? q : q.text);
+      return query.call(this, q, ...rest);
+    };
+    try {
+      await relay();
+    } finally {
+      proto.query = query;
+    }
+    assert.equal(texts.length, 2, texts.join('\n---\n'));
+    assert.match(texts[0], /token_buckets[\s\S]*INSERT INTO "relayer"\.dedup/);
+    assert.match(texts[1], /INSERT INTO "relayer"\.outbox[\s\S]*UPDATE "relayer"\.dedup SET committed = true/);
+  });
 });
 
 /**
