@@ -2,7 +2,7 @@
  * POST /relay with the receipt fetched over real HTTP (loopback), against hand-written endpoints
  * that do nothing but that fetch. Four server processes: a JSON-RPC endpoint (`rpc` child, 3 KB
  * receipt per call, keep-alive) that every contender calls, and the contenders:
- * - ours as relayer-server runs it: the keep-alive node:http transport (lib/http/rpc-transport.ts);
+ * - ours as relayer-server runs it: the keep-alive node:http transport (lib/node/rpc-transport.ts);
  * - ours with the library's default, the global fetch (info);
  * - `fetch-peer`: node:http, parse the body, global fetch of the receipt, JSON.parse, answer;
  * - `agent-peer`: the same with node:http and a keep-alive Agent instead of fetch.

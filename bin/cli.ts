@@ -10,7 +10,7 @@ import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { defaultConfig, parseConfig } from '../lib/config.ts';
 import { ConfigError } from '../lib/errors.ts';
-import { createLineSink, type LineSink } from '../lib/http/log-sink.ts';
+import { createLineSink, type LineSink } from '../lib/node/log-sink.ts';
 import { createLogger, isLogLevel, LOG_LEVELS, type Logger, type LogLevel } from '../lib/log.ts';
 import type { RelayerStore } from '../lib/store.ts';
 import { redactUrls } from '../lib/rpc.ts';

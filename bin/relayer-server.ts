@@ -70,7 +70,7 @@ async function main(): Promise<void> {
   // Loaded once the command line and the config are accepted: --help and a refused flag or
   // config answer without loading the HTTP server and the RPC transport (node:http among them).
   const [{ createRpcTransport }, { createRelayServer }] = await Promise.all([
-    import('../lib/http/rpc-transport.ts'),
+    import('../lib/node/rpc-transport.ts'),
     import('../lib/http/server.ts'),
   ]);
   const store = await openRelayerStore(config, logger);

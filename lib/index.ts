@@ -73,7 +73,7 @@ export {
   type MarkDeliveredOptions,
   type MarkFailedOptions,
   type RelayQueue,
-} from './outbox.ts';
+} from './outbox/index.ts';
 export { parseConfig, defaultConfig } from './config.ts';
 export {
   createRelayPipeline,

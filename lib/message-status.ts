@@ -4,7 +4,7 @@
  * as ISO 8601 UTC strings with milliseconds (what a browser's `new Date()` parses, and
  * unambiguous in a log), no raw bytes and no lease (a worker's token is not public).
  */
-import type { MessageStatus, OutboxRecord } from './outbox.ts';
+import type { MessageStatus, OutboxRecord } from './outbox/index.ts';
 import { redactUrls } from './rpc.ts';
 import type { MessageSummary } from './types.ts';
 

@@ -17,7 +17,7 @@ import { createPolicy } from './policy.ts';
 import { createTokenBucket, rateLimitedError, type RateLimiter, type TakeResult } from './rate-limit.ts';
 import { createReceiptFetcher, type Receipt, type ReceiptFetchEvent, type ReceiptSource } from './receipt.ts';
 import type { RpcFetch } from './rpc.ts';
-import type { OutboxMessage, RelayQueue } from './outbox.ts';
+import type { OutboxMessage, RelayQueue } from './outbox/index.ts';
 import type { HyperlaneMessage } from './message.ts';
 import type { ChainConfig, RelayResponse, RelayerConfig } from './types.ts';
 import { parseJsonBody, validateRelayRequest } from './validate.ts';

@@ -23,7 +23,6 @@ import { ConfigError, RelayError } from './errors.ts';
 import { address20, array, integer, join, object, string, word32 } from './fields.ts';
 import { addressWord, bytesToHex, decimal, UINT32_MAX } from './hex.ts';
 import type { HyperlaneMessage } from './message.ts';
-import type { RelayerConfig } from './types.ts';
 
 /**
  * A Hyperlane MatchingList rule: matches when every field it names matches. Each field is "*",
@@ -164,7 +163,14 @@ export function matchesList(rules: readonly MatchingRule[], message: HyperlaneMe
   return compileMatchingList(rules).matches(message);
 }
 
-type PolicyConfig = Pick<RelayerConfig, 'whitelist' | 'blacklist' | 'addressBlacklist' | 'relayChains' | 'chains'>;
+/** The parts of the relayer config (lib/types.ts, RelayerConfig) the policy reads. */
+interface PolicyConfig {
+  whitelist: readonly MatchingRule[];
+  blacklist: readonly MatchingRule[];
+  addressBlacklist: readonly string[];
+  relayChains: readonly string[];
+  chains: Readonly<Record<string, { domainId: number } | undefined>>;
+}
 
 /**
  * Builds the per-message policy check once at start-up. The returned function throws a

@@ -16,7 +16,7 @@ import type { DedupStore } from './dedup.ts';
 import { RelayError, StoreUnavailableError } from './errors.ts';
 
 export { StoreUnavailableError };
-import type { Outbox, OutboxMessage } from './outbox.ts';
+import type { Outbox, OutboxMessage } from './outbox/index.ts';
 import type { RateLimiter } from './rate-limit.ts';
 import type { MerkleStore } from './types.ts';
 

@@ -10,7 +10,6 @@ import type { RelayError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { ReceiptFetchEvent } from '../receipt.ts';
 import type { RelayMetrics } from './relay-metrics.ts';
-import type { CompiledRoute } from './router.ts';
 
 /** Context of one request, for the log line and the metrics. */
 export interface Exchange {
@@ -19,7 +18,8 @@ export interface Exchange {
   id: string;
   /** The matched route's path pattern ('unknown' before a match): the metric and log label. */
   route: string;
-  matched?: CompiledRoute;
+  /** The matched route (lib/http/router.ts, CompiledRoute): what the log line and an error answer read of it. */
+  matched?: { readonly allow: string; readonly probe?: boolean };
   /** Parsed only when the request line is not exactly a route's path. */
   url?: URL;
   params: Record<string, string>;

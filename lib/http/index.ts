@@ -1,7 +1,7 @@
 /** relayer-api/server: the node:http adapter. */
 export { createRelayApi, type RelayApi, type RelayApiOptions } from './handler.ts';
 export { createRelayServer, type RelayServer, type RelayServerOptions } from './server.ts';
-export { createMetricsRegistry, type MetricsRegistry, type Counter, type Histogram } from './metrics.ts';
+export { createMetricsRegistry, type MetricsRegistry, type Counter, type Histogram } from '../node/metrics.ts';
 export { readBody } from './body.ts';
-export { createLineSink, type LineSink, type LineSinkOptions } from './log-sink.ts';
-export { createRpcTransport, type RpcTransport, type RpcTransportOptions } from './rpc-transport.ts';
+export { createLineSink, type LineSink, type LineSinkOptions } from '../node/log-sink.ts';
+export { createRpcTransport, type RpcTransport, type RpcTransportOptions } from '../node/rpc-transport.ts';

@@ -9,7 +9,7 @@ import { sendJson } from './answers.ts';
 import type { AdminCheck } from './auth.ts';
 import { readJsonBody } from './body.ts';
 import { query, type Exchange } from './exchange.ts';
-import type { Counter } from './metrics.ts';
+import type { Counter } from '../node/metrics.ts';
 import type { Route } from './router.ts';
 
 export interface MerkleEndpointOptions {

@@ -4,7 +4,7 @@ import { callStore, withDeadline, type RelayerStore } from '../store.ts';
 import type { RelayerConfig } from '../types.ts';
 import { JSON_TYPE, send, sendJson, sendText } from './answers.ts';
 import type { Exchange } from './exchange.ts';
-import type { MetricsRegistry } from './metrics.ts';
+import type { MetricsRegistry } from '../node/metrics.ts';
 import type { RelayMetrics } from './relay-metrics.ts';
 import type { Route } from './router.ts';
 

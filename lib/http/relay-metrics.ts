@@ -1,12 +1,12 @@
 /**
  * The relay API's metric families (docs/operations.md lists them) on a registry of
- * lib/http/metrics.ts: counters and histograms for each exchange, the receipt fetches, and gauges
+ * lib/node/metrics.ts: counters and histograms for each exchange, the receipt fetches, and gauges
  * that a store may answer asynchronously (sampled before each scrape, NaN when the store fails).
  */
 import type { Clock } from '../clock.ts';
 import type { ReceiptFetchEvent } from '../receipt.ts';
 import { isPromiseLike, withDeadline } from '../store.ts';
-import type { Counter, Histogram, MetricsRegistry } from './metrics.ts';
+import type { Counter, Histogram, MetricsRegistry } from '../node/metrics.ts';
 
 /** What the relay API's gauges read at scrape time; a store-backed one may answer with a promise. */
 export interface RelayMetricSources {

@@ -7,7 +7,7 @@ import type { RelayPipeline } from '../pipeline.ts';
 import { sendJson, sendText } from './answers.ts';
 import { readJsonBody } from './body.ts';
 import type { Exchange } from './exchange.ts';
-import type { Counter } from './metrics.ts';
+import type { Counter } from '../node/metrics.ts';
 import type { Route } from './router.ts';
 import type { StatusEndpoints } from './status.ts';
 

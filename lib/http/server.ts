@@ -4,7 +4,7 @@
  */
 import type { Server } from 'node:http';
 import { createRelayApi, type RelayApi, type RelayApiOptions } from './handler.ts';
-import { listenOn } from './listen.ts';
+import { listenOn } from '../node/listen.ts';
 
 // node:http as the CommonJS module, not an ES import: importing it evaluates its lazy WebSocket,
 // CloseEvent and MessageEvent exports, which load Node's bundled undici (~65 ms of CPU at start).

@@ -5,7 +5,7 @@
 import { RelayError } from '../errors.ts';
 import { isHexOfLength } from '../hex.ts';
 import { messageStatusJson } from '../message-status.ts';
-import type { Outbox } from '../outbox.ts';
+import type { Outbox } from '../outbox/index.ts';
 import { callStore } from '../store.ts';
 import type { ChainConfig } from '../types.ts';
 import { validateRelayRequest } from '../validate.ts';

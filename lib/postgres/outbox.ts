@@ -11,7 +11,7 @@
  * reading at the time of the call.
  *
  * Batches and consumer calls are checked by the same helpers as the memory and SQLite engines
- * (lib/outbox.ts), so all three refuse the same input with the same error; the table's CHECK
+ * (lib/outbox/types.ts), so all three refuse the same input with the same error; the table's CHECK
  * constraints are the second line. Raw bytes travel as hex text, which every driver passes the
  * same way.
  */
@@ -34,7 +34,7 @@ import {
   type OutboxMessage,
   type OutboxRecord,
   type OutboxRow,
-} from '../outbox.ts';
+} from '../outbox/index.ts';
 import { run, type PgPool } from './pool.ts';
 
 /** The Outbox with its asynchronous return types. */
@@ -109,7 +109,7 @@ export function createPostgresOutbox(pool: PgPool, s: string, clock?: Clock): Po
   // One reading of the time for the whole claim (the CTE t is evaluated once). Picking with
   // SKIP LOCKED never waits for a lock, so it is read once the statement runs. `dead` fails the
   // expired rows that reached maxAttempts ($4, null: none); `picked` leaves them out, since both
-  // see the same snapshot. Its text is deadLetterError's (lib/outbox.ts).
+  // see the same snapshot. Its text is deadLetterError's (lib/outbox/types.ts).
   const claimSql = `
     WITH t AS (SELECT ${nowSql(1)} AS now),
     dead AS (

@@ -24,7 +24,7 @@
 import { systemClock, type Clock } from '../clock.ts';
 import { createLiveRows, type LiveRows } from './live-rows.ts';
 import type { RelayError } from '../errors.ts';
-import { validateOutboxBatch, type OutboxMessage } from '../outbox.ts';
+import { validateOutboxBatch, type OutboxMessage } from '../outbox/index.ts';
 import { coalesce, DEFAULT_QUEUE_TIMEOUT_MS } from './coalesce.ts';
 import { rateLimitedError, refused, UNIT } from '../rate-limit.ts';
 import type { AdmittedRelay, RelayAdmission } from '../store.ts';

@@ -11,7 +11,7 @@
  * Tables carry CHECK constraints mirroring the API's validation, like the SQLite store's.
  */
 import { SchemaVersionError, InvalidArgumentError } from '../errors.ts';
-import { MAX_DESTINATION_TX_HASH_LENGTH, MAX_ERROR_LENGTH, MAX_RAW_TRANSACTION_LENGTH } from '../outbox.ts';
+import { MAX_DESTINATION_TX_HASH_LENGTH, MAX_ERROR_LENGTH, MAX_RAW_TRANSACTION_LENGTH } from '../outbox/index.ts';
 import type { PgPool } from './pool.ts';
 
 const HEX_ID = (column: string) => `${column} ~ '^0x[0-9a-f]{64}$'`;
@@ -86,7 +86,7 @@ export const MIGRATIONS: readonly ((s: string) => string)[] = [
     ADD CONSTRAINT outbox_destination_tx_hash_length
       CHECK (char_length(destination_tx_hash) BETWEEN 1 AND ${MAX_DESTINATION_TX_HASH_LENGTH});`,
 
-  // 3: the count of expired leases taken over (lib/outbox.ts, leaseExpiries), on which claim's
+  // 3: the count of expired leases taken over (lib/outbox/types.ts, leaseExpiries), on which claim's
   // maxAttempts dead-letters a message whose workers keep stopping. Existing rows start at 0.
   // The same column and CHECK as the SQLite table's migration 5.
   (s) => `

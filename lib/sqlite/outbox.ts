@@ -32,7 +32,7 @@ import {
   type Synchronous,
   type OutboxRecord,
   type OutboxRow,
-} from '../outbox.ts';
+} from '../outbox/index.ts';
 import type { Transaction } from './transaction.ts';
 
 interface Row extends OutboxRow {
@@ -46,7 +46,7 @@ const JOURNAL_COLUMNS = 'message_id AS messageId, chain_id AS chainId, signer, n
 
 /**
  * Rows claim() may take at `now` (the first term lets the planner use the outbox_open index); the
- * rows to dead-letter are gone by then. The dead-letter text is deadLetterError's (lib/outbox.ts).
+ * rows to dead-letter are gone by then. The dead-letter text is deadLetterError's (lib/outbox/types.ts).
  */
 const CLAIMABLE =
   "status IN ('queued', 'delivering') AND " +

@@ -8,7 +8,7 @@
  */
 import type { DatabaseSync } from 'node:sqlite';
 import { SchemaVersionError } from '../errors.ts';
-import { MAX_DESTINATION_TX_HASH_LENGTH, MAX_ERROR_LENGTH, MAX_RAW_TRANSACTION_LENGTH } from '../outbox.ts';
+import { MAX_DESTINATION_TX_HASH_LENGTH, MAX_ERROR_LENGTH, MAX_RAW_TRANSACTION_LENGTH } from '../outbox/index.ts';
 import { createTransaction, type Transaction } from './transaction.ts';
 
 // unhex() is NULL unless every character is a hex digit; lower() then refuses A-F. A GLOB with a
@@ -98,7 +98,7 @@ export const MIGRATIONS: readonly string[] = [
    DROP TABLE merkle_insertions;
    ALTER TABLE merkle_insertions_v4 RENAME TO merkle_insertions;`,
 
-  // 5: the count of expired leases taken over (lib/outbox.ts, leaseExpiries), on which claim's
+  // 5: the count of expired leases taken over (lib/outbox/types.ts, leaseExpiries), on which claim's
   // maxAttempts dead-letters a message whose workers keep stopping. Existing rows start at 0.
   // The same column and CHECK as PostgreSQL's migration 3, so both refuse the same rows.
   `ALTER TABLE outbox ADD COLUMN lease_expiries INTEGER NOT NULL DEFAULT 0 CHECK (lease_expiries >= 0);`,

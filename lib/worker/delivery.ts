@@ -15,7 +15,7 @@
 import type { Hash, Hex } from 'viem';
 import { sleep, systemClock, type Clock } from '../clock.ts';
 import { silentLogger, type Logger } from '../log.ts';
-import type { ClaimedMessage, MarkDeliveredOptions, MarkFailedOptions } from '../outbox.ts';
+import type { ClaimedMessage, MarkDeliveredOptions, MarkFailedOptions } from '../outbox/index.ts';
 import { toDeliveryError } from './errors.ts';
 import { deliverMessage, type Hold } from './message-delivery.ts';
 import { createOutcomeRecorder } from './outcomes.ts';

@@ -10,7 +10,7 @@ import type { Hex } from 'viem';
 import type { Clock } from '../clock.ts';
 import { bytesToHex } from '../hex.ts';
 import type { Logger } from '../log.ts';
-import type { ClaimedMessage } from '../outbox.ts';
+import type { ClaimedMessage } from '../outbox/index.ts';
 import type { DeliveryOutbox, DeliveryResult, Destination } from './delivery.ts';
 import { DeliveryError, toDeliveryError } from './errors.ts';
 import type { OutcomeRecorder } from './outcomes.ts';

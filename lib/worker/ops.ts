@@ -4,8 +4,8 @@
  * answers and the loop runs, else 503). Everything else is 404; only GET and HEAD are served.
  */
 import type { Server } from 'node:http';
-import { listenOn } from '../http/listen.ts';
-import { createMetricsRegistry, type MetricsRegistry } from '../http/metrics.ts';
+import { listenOn } from '../node/listen.ts';
+import { createMetricsRegistry, type MetricsRegistry } from '../node/metrics.ts';
 import type { DeliveryEvents } from './delivery.ts';
 
 // node:http as the CommonJS module, not an ES import (see lib/http/server.ts: ~65 ms of CPU at start).

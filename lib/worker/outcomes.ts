@@ -11,7 +11,7 @@
  */
 import type { Clock } from '../clock.ts';
 import type { Logger } from '../log.ts';
-import type { AttemptState, ClaimedMessage } from '../outbox.ts';
+import type { AttemptState, ClaimedMessage } from '../outbox/index.ts';
 import type { DeliveryEvents, DeliveryOutbox, DeliveryResult, WorkerSettings } from './delivery.ts';
 import { type DeliveryError, toDeliveryError } from './errors.ts';
 

@@ -21,7 +21,7 @@ import { privateKeyToAddress } from 'viem/accounts';
 import type { Hash, Hex } from 'viem';
 import { openPostgresFromUrl } from '../../bin/postgres.ts';
 import { silentLogger } from '../../lib/log.ts';
-import type { Outbox, OutboxMessage } from '../../lib/outbox.ts';
+import type { Outbox, OutboxMessage } from '../../lib/outbox/index.ts';
 import { openSqliteStore, type SqliteStore } from '../../lib/sqlite/index.ts';
 import { MAILBOX_ABI } from '../../lib/worker/metadata.ts';
 import { DEFAULTS } from '../../lib/config.ts';

@@ -7,7 +7,7 @@
 import pg from 'pg';
 import { createMemoryDedupStore, type DedupStore } from '../../lib/dedup.ts';
 import { createMemoryMerkleStore } from '../../lib/merkle.ts';
-import { createMemoryOutbox, type Outbox } from '../../lib/outbox.ts';
+import { createMemoryOutbox, type Outbox } from '../../lib/outbox/index.ts';
 import { openPostgresStore, type PostgresStoreOptions } from '../../lib/postgres/index.ts';
 import { createTokenBucket, type RateLimiter } from '../../lib/rate-limit.ts';
 import { openSqliteStore } from '../../lib/sqlite/index.ts';

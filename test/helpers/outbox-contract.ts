@@ -1,5 +1,5 @@
 /**
- * The Outbox contract (lib/outbox.ts, docs/design.md#enqueue, #storage, #message-lifecycle), one
+ * The Outbox contract (lib/outbox/types.ts, docs/design.md#enqueue, #storage, #message-lifecycle), one
  * suite run against every engine: memory and SQLite (test/process/outbox.test.ts), PostgreSQL (its own
  * test file calls outboxContract with its harness). Messages are real Hyperlane v3 messages
  * encoded by viem, with their keccak256 ids computed by viem. Time is a fake clock handed to the
@@ -15,7 +15,7 @@ import {
   type Outbox,
   type OutboxMessage,
   type OutboxRecord,
-} from '../../lib/outbox.ts';
+} from '../../lib/outbox/index.ts';
 import { createFakeClock, type FakeClock } from './fake-clock.ts';
 import { hyperlaneMessage, messageId, txHash } from './builders.ts';
 

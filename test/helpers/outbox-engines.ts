@@ -5,7 +5,7 @@
  * shared by the tests of the test file and emptied for each (test/helpers/shared-sqlite.ts and
  * test/helpers/shared-postgres.ts say why that is safe), removed when the file's tests end.
  */
-import { createMemoryOutbox, type Outbox } from '../../lib/outbox.ts';
+import { createMemoryOutbox, type Outbox } from '../../lib/outbox/index.ts';
 import { openPostgresStore } from '../../lib/postgres/index.ts';
 import { testConfig } from './config.ts';
 import type { FakeClock } from './fake-clock.ts';

@@ -1,7 +1,7 @@
 /**
  * An independent reader of the Prometheus text exposition format 0.0.4
  * (prometheus.io/docs/instrumenting/exposition_formats), written from the format's rules rather
- * than from lib/http/metrics.ts: it parses every line and lists each rule the text breaks.
+ * than from lib/node/metrics.ts: it parses every line and lists each rule the text breaks.
  */
 
 export interface Sample {

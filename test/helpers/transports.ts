@@ -1,9 +1,9 @@
 /**
  * The two ways the relay API reaches a JSON-RPC endpoint, so the RPC suites run against both: the
  * core's default (the global fetch) and the keep-alive node:http transport relayer-server injects
- * (lib/http/rpc-transport.ts). Each must show the same outcomes and failure classes.
+ * (lib/node/rpc-transport.ts). Each must show the same outcomes and failure classes.
  */
-import { createRpcTransport } from '../../lib/http/rpc-transport.ts';
+import { createRpcTransport } from '../../lib/node/rpc-transport.ts';
 import type { RpcFetch } from '../../lib/rpc.ts';
 import type { Cleanup } from './server.ts';
 

@@ -14,7 +14,7 @@ import { after, describe, test, type TestContext } from 'node:test';
 import { createLogger, isLogLevel, LOG_LEVELS, type LogLevel } from '../../lib/log.ts';
 import type { FetchLike } from '../../lib/rpc.ts';
 import { openSqliteStore } from '../../lib/sqlite/index.ts';
-import type { RelayQueue } from '../../lib/outbox.ts';
+import type { RelayQueue } from '../../lib/outbox/index.ts';
 import { fileChains, testConfig } from '../helpers/config.ts';
 import { createFakeClock } from '../helpers/fake-clock.ts';
 import { callSignal, fakeRpcFetch, startFakeRpcServer, type ReceiptTable } from '../helpers/fake-rpc.ts';

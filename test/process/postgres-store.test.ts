@@ -9,7 +9,7 @@ import pg from 'pg';
 import { RelayError, SchemaVersionError } from '../../lib/errors.ts';
 import { migrate, openPostgresStore, SCHEMA_VERSION, type PostgresStoreOptions } from '../../lib/postgres/index.ts';
 import { MIGRATIONS } from '../../lib/postgres/schema.ts';
-import { MAX_DESTINATION_TX_HASH_LENGTH, MAX_ERROR_LENGTH } from '../../lib/outbox.ts';
+import { MAX_DESTINATION_TX_HASH_LENGTH, MAX_ERROR_LENGTH } from '../../lib/outbox/index.ts';
 import { outboxMessage } from '../helpers/outbox-contract.ts';
 import type { EmbeddedPostgres } from '../../scripts/embedded-postgres.ts';
 import { createFakeClock } from '../helpers/fake-clock.ts';

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { describe, test, type TestContext } from 'node:test';
 import type { DedupStore, Reservation } from '../../lib/dedup.ts';
 import { createMemoryDedupStore } from '../../lib/dedup.ts';
-import { createMemoryOutbox, type Outbox, type RelayQueue } from '../../lib/outbox.ts';
+import { createMemoryOutbox, type Outbox, type RelayQueue } from '../../lib/outbox/index.ts';
 import { createRelayPipeline } from '../../lib/pipeline.ts';
 import { createTokenBucket, type RateLimiter } from '../../lib/rate-limit.ts';
 import { StoreUnavailableError, type RelayerStore } from '../../lib/store.ts';

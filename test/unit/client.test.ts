@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { describe, test } from 'node:test';
 import { createRelayClient, RelayApiError, type RelayClientOptions } from '../../lib/client/index.ts';
 import { createRelayServer } from '../../lib/http/server.ts';
-import type { Outbox } from '../../lib/outbox.ts';
+import type { Outbox } from '../../lib/outbox/index.ts';
 import { testConfig } from '../helpers/config.ts';
 import { createFakeClock, type FakeClock } from '../helpers/fake-clock.ts';
 import { outboxEngines, type OutboxEngine } from '../helpers/outbox-engines.ts';

@@ -16,7 +16,7 @@ import { DEFAULT_CCTP_V2_TRANSMITTER, DEFAULT_CCTP_V2_TRANSMITTERS } from '../..
 import { DEFAULTS, defaultConfig, parseConfig } from '../../lib/config.ts';
 import { BaseError, ConfigError } from '../../lib/errors.ts';
 import { createRelayApi } from '../../lib/http/handler.ts';
-import { createMemoryOutbox } from '../../lib/outbox.ts';
+import { createMemoryOutbox } from '../../lib/outbox/index.ts';
 import { createRelayPipeline } from '../../lib/pipeline.ts';
 import { createPolicy } from '../../lib/policy.ts';
 import type { RelayerConfig } from '../../lib/types.ts';

@@ -103,8 +103,8 @@ test('every throw in lib/ comes from the error family (no new Error/TypeError/Ra
   // failures by the same rules whichever fetch it is given (docs/configuration.md#rpc-transport).
   // Anything else fails this test.
   const pending: Record<string, number> = {
-    'lib/http/rpc-transport.ts': 4,
-    'lib/http/rpc-response.ts': 2,
+    'lib/node/rpc-transport.ts': 4,
+    'lib/node/rpc-response.ts': 2,
   };
   const found: Record<string, number> = {};
   const root = new URL('../../lib/', import.meta.url);

@@ -13,7 +13,7 @@ import { before, describe, test, type TestContext } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { RelayServer } from '../../lib/http/server.ts';
 import { createLogger } from '../../lib/log.ts';
-import { createMemoryOutbox } from '../../lib/outbox.ts';
+import { createMemoryOutbox } from '../../lib/outbox/index.ts';
 import { openSqliteStore, type SqliteStore } from '../../lib/sqlite/index.ts';
 import { testConfig } from '../helpers/config.ts';
 import { createFakeClock } from '../helpers/fake-clock.ts';

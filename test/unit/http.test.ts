@@ -7,9 +7,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test, type TestContext } from 'node:test';
-import { createMemoryOutbox } from '../../lib/outbox.ts';
+import { createMemoryOutbox } from '../../lib/outbox/index.ts';
 import type { SqliteStore } from '../../lib/sqlite/index.ts';
-import type { Outbox } from '../../lib/outbox.ts';
+import type { Outbox } from '../../lib/outbox/index.ts';
 import { testConfig } from '../helpers/config.ts';
 import { createFakeClock, type FakeClock } from '../helpers/fake-clock.ts';
 import { fakeRpcFetch, type ReceiptTable } from '../helpers/fake-rpc.ts';

@@ -1,10 +1,10 @@
 /**
- * createLineSink (lib/http/log-sink.ts): the request log's lines are gathered and written in one
+ * createLineSink (lib/node/log-sink.ts): the request log's lines are gathered and written in one
  * call, in order, within delayMs, at once past maxBytes, and on flush(). Timers are mocked.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createLineSink } from '../../lib/http/log-sink.ts';
+import { createLineSink } from '../../lib/node/log-sink.ts';
 
 function stream() {
   const writes: string[] = [];

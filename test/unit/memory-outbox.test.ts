@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createMemoryOutbox } from '../../lib/outbox.ts';
-import type { ClaimedMessage, OutboxMessage } from '../../lib/outbox.ts';
+import { createMemoryOutbox } from '../../lib/outbox/index.ts';
+import type { ClaimedMessage, OutboxMessage } from '../../lib/outbox/index.ts';
 import { createFakeClock } from '../helpers/fake-clock.ts';
 import { queuedRecord } from '../helpers/outbox-contract.ts';
 

@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test, type TestContext } from 'node:test';
-import { createMemoryOutbox, type Outbox, type RelayQueue } from '../../lib/outbox.ts';
+import { createMemoryOutbox, type Outbox, type RelayQueue } from '../../lib/outbox/index.ts';
 import { createFakeClock, type FakeClock } from '../helpers/fake-clock.ts';
 import { outboxEngines, type OutboxEngine } from '../helpers/outbox-engines.ts';
 import { fakeRpcFetch, type ReceiptTable } from '../helpers/fake-rpc.ts';

@@ -6,8 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test, type TestContext } from 'node:test';
-import { createMetricsRegistry, DEFAULT_BUCKETS } from '../../lib/http/metrics.ts';
-import { createMemoryOutbox } from '../../lib/outbox.ts';
+import { createMetricsRegistry, DEFAULT_BUCKETS } from '../../lib/node/metrics.ts';
+import { createMemoryOutbox } from '../../lib/outbox/index.ts';
 import type { FetchLike } from '../../lib/rpc.ts';
 import { openSqliteStore, type SqliteStore } from '../../lib/sqlite/index.ts';
 import { testConfig } from '../helpers/config.ts';

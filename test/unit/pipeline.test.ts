@@ -12,7 +12,7 @@ import { DISPATCH_TOPIC } from '../../lib/abi.ts';
 import { extractMessages } from '../../lib/cctp.ts';
 import { RelayError } from '../../lib/errors.ts';
 import { hexToBytes } from '../../lib/hex.ts';
-import { createMemoryOutbox } from '../../lib/outbox.ts';
+import { createMemoryOutbox } from '../../lib/outbox/index.ts';
 import { createRelayPipeline } from '../../lib/pipeline.ts';
 import { parseReceipt } from '../../lib/receipt.ts';
 import type { Receipt } from '../../lib/receipt.ts';

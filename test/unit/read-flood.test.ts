@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test, type TestContext } from 'node:test';
-import { createMemoryOutbox } from '../../lib/outbox.ts';
+import { createMemoryOutbox } from '../../lib/outbox/index.ts';
 import { openSqliteStore } from '../../lib/sqlite/index.ts';
 import type { RelayerStore } from '../../lib/store.ts';
 import { openPostgresStore } from '../../lib/postgres/index.ts';

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { createMemoryOutbox } from '../../lib/outbox.ts';
+import { createMemoryOutbox } from '../../lib/outbox/index.ts';
 import { testConfig } from '../helpers/config.ts';
 import { createFakeClock } from '../helpers/fake-clock.ts';
 import { fakeRpcFetch, type ReceiptTable } from '../helpers/fake-rpc.ts';

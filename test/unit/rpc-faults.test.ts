@@ -14,7 +14,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
-import { createMemoryOutbox } from '../../lib/outbox.ts';
+import { createMemoryOutbox } from '../../lib/outbox/index.ts';
 import { testConfig } from '../helpers/config.ts';
 import { createFakeClock, type FakeClock } from '../helpers/fake-clock.ts';
 import { startFaultyRpcServer, type Fault, type FaultyRpcServer } from '../helpers/faulty-rpc.ts';

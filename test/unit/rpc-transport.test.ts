@@ -1,5 +1,5 @@
 /**
- * The keep-alive node:http transport relayer-server gives the core (lib/http/rpc-transport.ts,
+ * The keep-alive node:http transport relayer-server gives the core (lib/node/rpc-transport.ts,
  * docs/configuration.md#rpc-transport): what it adds to the core's fetch path. The outcomes of
  * every RPC fault (timeouts, resets, HTTP errors, bounded bodies, redaction) are the same suites
  * as the global fetch's: test/unit/rpc-faults.test.ts and test/unit/rpc-diagnostics.test.ts run both.
@@ -12,7 +12,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { after, describe, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { RpcError } from '../../lib/errors.ts';
-import { createRpcTransport } from '../../lib/http/rpc-transport.ts';
+import { createRpcTransport } from '../../lib/node/rpc-transport.ts';
 import { classifyFailure, createRpcClient } from '../../lib/rpc.ts';
 
 interface Peer {

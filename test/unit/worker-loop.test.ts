@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { Hash, Hex } from 'viem';
-import { createMemoryOutbox, type Outbox, type OutboxRecord } from '../../lib/outbox.ts';
+import { createMemoryOutbox, type Outbox, type OutboxRecord } from '../../lib/outbox/index.ts';
 import {
   createDeliveryWorker,
   type DeliveryOutbox,

@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { encodeFunctionData, pad, toHex, type Address, type Hash, type Hex } from 'viem';
-import type { OutboxMessage } from '../../../lib/outbox.ts';
+import type { OutboxMessage } from '../../../lib/outbox/index.ts';
 import type { DeliveryOutbox, DeliveryWorker } from '../../../lib/worker/index.ts';
 import { parseHyperlaneMessage } from '../../../lib/message.ts';
 import { hexToBytes } from '../../../lib/hex.ts';

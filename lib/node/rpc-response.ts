@@ -1,5 +1,5 @@
 /**
- * The answer of relayer-api/server's RPC transport (lib/http/rpc-transport.ts): a node:http
+ * The answer of relayer-api/server's RPC transport (lib/node/rpc-transport.ts): a node:http
  * response as the core's `ChunkedResponse` (lib/rpc-body.ts), its status and headers as received
  * and its body handed to the core's bounded reader chunk by chunk, without a WHATWG stream
  * (docs/configuration.md#rpc-transport).

@@ -1,27 +1,7 @@
 /**
- * The relay outbox (docs/design.md#enqueue, #storage, #message-lifecycle): its types, and
- * (re-exported) the argument checks every engine shares (lib/outbox-checks.ts) and the in-memory
- * engine (lib/memory-outbox.ts).
+ * The relay outbox's types (docs/design.md#enqueue, #storage, #message-lifecycle): a message, its
+ * record and lifecycle, and the Outbox interface every engine implements.
  */
-export { createMemoryOutbox, type MemoryOutbox } from './memory-outbox.ts';
-export {
-  MAX_ERROR_LENGTH,
-  MAX_DESTINATION_TX_HASH_LENGTH,
-  MAX_RAW_TRANSACTION_LENGTH,
-  checkClaim,
-  checkExtend,
-  deadLetterError,
-  checkMarkDelivered,
-  checkMarkFailed,
-  checkBroadcast,
-  checkJournalFilter,
-  checkSlot,
-  checkSlotOutcome,
-  type CheckedFailure,
-  newLease,
-  validateOutboxBatch,
-} from './outbox-checks.ts';
-
 /** A message as it is stored in the relay outbox. */
 export interface OutboxMessage {
   id: string;

@@ -1,9 +1,9 @@
 /**
  * The argument checks every outbox engine shares (memory, SQLite, PostgreSQL), so they refuse the
- * same calls with the same errors (lib/outbox.ts re-exports them).
+ * same calls with the same errors (lib/outbox/types.ts re-exports them).
  */
-import { InvalidArgumentError, OutOfRangeError } from './errors.ts';
-import { isHexOfLength, isUint } from './hex.ts';
+import { InvalidArgumentError, OutOfRangeError } from '../errors.ts';
+import { isHexOfLength, isUint } from '../hex.ts';
 import type {
   AttemptState,
   Broadcast,
@@ -14,7 +14,7 @@ import type {
   OutboxMessage,
   Slot,
   SlotOutcome,
-} from './outbox.ts';
+} from './types.ts';
 
 /** last_error is shown by GET /relay/{id}: a worker's multi-kilobyte RPC error is cut here. */
 export const MAX_ERROR_LENGTH = 1000;

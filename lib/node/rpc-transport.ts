@@ -9,7 +9,7 @@
  * - a rejected promise (TypeError "fetch failed", the Node error as its `cause`, so its `code`
  *   such as ECONNREFUSED classes the failure) for a failure before the response's headers;
  * - otherwise the status and headers as received, and the body handed to the core's bounded reader
- *   chunk by chunk without a WHATWG stream (lib/http/rpc-response.ts): an HTTP error is the
+ *   chunk by chunk without a WHATWG stream (lib/node/rpc-response.ts): an HTTP error is the
  *   core's to judge, and the core's reader stops at its byte bound;
  * - an aborted signal destroys the request and its socket (a socket is never reused after an
  *   abort or a cancelled body) and rejects with the signal's reason;

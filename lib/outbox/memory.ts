@@ -3,7 +3,7 @@
  * SQLite store is checked against (the same contract suite runs on every engine). Like the SQL
  * engines it copies what it stores and what it returns, so callers cannot alias its rows.
  */
-import { systemClock, type Clock } from './clock.ts';
+import { systemClock, type Clock } from '../clock.ts';
 import {
   checkBroadcast,
   checkClaim,
@@ -16,8 +16,8 @@ import {
   deadLetterError,
   newLease,
   validateOutboxBatch,
-} from './outbox-checks.ts';
-import type { JournalEntry, Outbox, OutboxRecord, Slot, Synchronous } from './outbox.ts';
+} from './checks.ts';
+import type { JournalEntry, Outbox, OutboxRecord, Slot, Synchronous } from './types.ts';
 
 interface JournalRow extends JournalEntry {
   /** Set once its slot is settled. */

@@ -1,0 +1,24 @@
+/**
+ * The relay outbox (docs/design.md#enqueue, #storage, #message-lifecycle): its types
+ * (lib/outbox/types.ts), the argument checks every engine shares (lib/outbox/checks.ts) and the
+ * in-memory engine (lib/outbox/memory.ts). The parts import each other directly, never this index.
+ */
+export * from './types.ts';
+export {
+  MAX_ERROR_LENGTH,
+  MAX_DESTINATION_TX_HASH_LENGTH,
+  MAX_RAW_TRANSACTION_LENGTH,
+  checkClaim,
+  checkExtend,
+  deadLetterError,
+  checkMarkDelivered,
+  checkMarkFailed,
+  checkBroadcast,
+  checkJournalFilter,
+  checkSlot,
+  checkSlotOutcome,
+  type CheckedFailure,
+  newLease,
+  validateOutboxBatch,
+} from './checks.ts';
+export { createMemoryOutbox, type MemoryOutbox } from './memory.ts';
