@@ -13,14 +13,12 @@ import { ConfigError } from '../lib/errors.ts';
 import { createLineSink, type LineSink } from '../lib/node/log-sink.ts';
 import { createLogger, isLogLevel, LOG_LEVELS, type Logger, type LogLevel } from '../lib/log.ts';
 import type { RelayerStore } from '../lib/store.ts';
-import { redactUrls } from '../lib/rpc.ts';
+import { redactDatabaseSecrets, redactDatabaseUrl, redactUrls } from '../lib/redact.ts';
 import type { RelayerConfig } from '../lib/types.ts';
 import {
   describeJsonError,
   isPostgresUrl,
   openPostgresFromUrl,
-  redactDatabaseSecrets,
-  redactDatabaseUrl,
   unsupportedDatabaseMessage,
   unsupportedDatabaseScheme,
 } from './postgres.ts';

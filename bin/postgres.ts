@@ -12,7 +12,7 @@
 import { DEFAULT_LOCK_TIMEOUT_MS, DEFAULT_STATEMENT_TIMEOUT_MS } from '../lib/postgres/pool.ts';
 import type { PostgresStore } from '../lib/postgres/index.ts';
 import type { Logger } from '../lib/log.ts';
-import { redactUrls } from '../lib/rpc.ts';
+import { redactDatabaseSecrets, redactDatabaseUrl, redactUrls } from '../lib/redact.ts';
 import type { RelayApiConfig } from '../lib/types.ts';
 
 export const DEFAULT_POOL_SIZE = 10;
@@ -31,29 +31,6 @@ export function isPostgresUrl(db: string): boolean {
 
 /** `scheme://…`: a URL, not a file path (a SQLite path never has a scheme; `file:` URIs aside). */
 const URL_LIKE = /^([a-z][a-z0-9+.-]*):\/\//i;
-/** Query parameters whose value is a secret: `password`, `sslpassword`, `sslkey`, a token… */
-const SECRET_PARAM = /pass|secret|token|key/i;
-
-/**
- * What may be printed of a database string: a URL (any scheme, a mistyped one included) with its
- * password and every secret query parameter (`?password=`, `sslpassword=`…) replaced by `***`,
- * or only its scheme if it does not parse; a file path or `:memory:` as it is.
- */
-export function redactDatabaseUrl(db: string): string {
-  const scheme = URL_LIKE.exec(db)?.[1];
-  if (scheme === undefined) return db;
-  let url: URL;
-  try {
-    url = new URL(db);
-  } catch {
-    return `${scheme}://(unparsable URL)`;
-  }
-  if (url.password !== '') url.password = '***';
-  for (const name of new Set(url.searchParams.keys())) {
-    if (SECRET_PARAM.test(name)) url.searchParams.set(name, '***');
-  }
-  return url.href;
-}
 
 /**
  * The scheme of a database string that is a URL no store here opens (`postgress://…`, `mysql://…`),
@@ -69,42 +46,6 @@ export function unsupportedDatabaseScheme(db: string): string | undefined {
 /** The refusal of an unsupported database URL, redacted. */
 export function unsupportedDatabaseMessage(db: string, scheme: string): string {
   return `the database ${redactDatabaseUrl(db)} is a URL of scheme "${scheme}:", which no store here opens: a PostgreSQL URL starts with postgres:// or postgresql://, a SQLite database is a file path or :memory:`;
-}
-
-/**
- * `text` (a driver's error message) with anything secret of `db` in it replaced: the URL itself,
- * its password and its secret query parameters, as written and decoded. Drivers do not put them
- * in their messages; this makes sure of it.
- */
-export function redactDatabaseSecrets(text: string, db: string): string {
-  const secrets = new Set<string>();
-  if (URL_LIKE.test(db)) {
-    secrets.add(db);
-    try {
-      const url = new URL(db);
-      for (const value of [
-        url.password,
-        ...[...url.searchParams].filter(([name]) => SECRET_PARAM.test(name)).map(([, v]) => v),
-      ]) {
-        if (value === '') continue;
-        secrets.add(value);
-        secrets.add(encodeURIComponent(value));
-        try {
-          secrets.add(decodeURIComponent(value));
-        } catch {
-          // not percent-encoded text: the raw form is enough
-        }
-      }
-    } catch {
-      // unparsable: only the whole string is known to be secret
-    }
-  }
-  let out = text;
-  // Longest first, so the whole URL goes before the password inside it.
-  for (const secret of [...secrets].sort((a, b) => b.length - a.length)) {
-    out = out.split(secret).join(secret === db ? redactDatabaseUrl(db) : '***');
-  }
-  return out;
 }
 
 /**

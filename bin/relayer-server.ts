@@ -9,7 +9,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { LOG_LEVELS } from '../lib/log.ts';
 import { cliFail, openRelayerStore, readCommandLine, runCommand, shutDownOnce } from './cli.ts';
-import { redactDatabaseUrl } from './postgres.ts';
+import { redactDatabaseUrl } from '../lib/redact.ts';
 
 const HELP = `Usage: relayer-server [options]
 

@@ -12,10 +12,9 @@
 import './node-version.ts';
 import { isHexOfLength } from '../lib/hex.ts';
 import { LOG_LEVELS, type Logger } from '../lib/log.ts';
-import { redactUrls } from '../lib/rpc.ts';
+import { redactDatabaseUrl, redactUrls } from '../lib/redact.ts';
 import type { RelayerConfig } from '../lib/types.ts';
 import { CommandLineError, cliFail, openRelayerStore, readCommandLine, runCommand, shutDownOnce } from './cli.ts';
-import { redactDatabaseUrl } from './postgres.ts';
 
 const HELP = `Usage: relayer-worker [options]
        relayer-worker requeue <message_id> [--config FILE] [--db FILE|URL]

@@ -53,8 +53,16 @@ export {
   type ReceiptSource,
 } from './receipt.ts';
 export {
-  createRpcClient,
+  hideUrls,
+  redactDatabaseSecrets,
+  redactDatabaseUrl,
+  redactEndpoint,
   redactUrl,
+  redactUrls,
+  urlForLog,
+} from './redact.ts';
+export {
+  createRpcClient,
   type ChunkedBody,
   type ChunkedResponse,
   type FetchLike,

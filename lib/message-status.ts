@@ -5,7 +5,7 @@
  * unambiguous in a log), no raw bytes and no lease (a worker's token is not public).
  */
 import type { MessageStatus, OutboxRecord } from './outbox/index.ts';
-import { redactUrls } from './rpc.ts';
+import { redactUrls } from './redact.ts';
 import type { MessageSummary } from './types.ts';
 
 export interface MessageStatusJson extends MessageSummary {

@@ -17,11 +17,10 @@ import {
   createRpcClient,
   fail,
   follow,
-  redactEndpoint,
-  redactUrl,
   type RpcFailureClass,
   type RpcOptions,
 } from './rpc.ts';
+import { redactEndpoint, redactUrl } from './redact.ts';
 import type { Log } from './abi.ts';
 import type { ChainConfig } from './types.ts';
 

@@ -4,52 +4,7 @@
  * and the failure's class (docs/operations.md#logs).
  */
 import type { RpcError } from './errors.ts';
-
-/** scheme://host[:port]: drops userinfo, path, query and fragment, where API keys live. */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.protocol}//${u.host}`;
-  } catch {
-    return '<invalid url>';
-  }
-}
-
-/**
- * `text` with every piece of the endpoint `url` that may hold a key (userinfo, path segments,
- * query values) replaced by "…": a node may quote the request back in its error message, with
- * the key in the path. Pieces shorter than 3 characters ("v2") carry no key and stay.
- */
-export function redactEndpoint(text: string, url: string): string {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    return text;
-  }
-  const raw = [
-    u.username,
-    u.password,
-    u.pathname,
-    u.search.slice(1),
-    ...u.pathname.split('/'),
-    ...[...u.searchParams.values()],
-  ];
-  const pieces = new Set<string>();
-  for (const piece of raw) {
-    pieces.add(piece);
-    try {
-      pieces.add(decodeURIComponent(piece));
-    } catch {
-      // not percent-encoded
-    }
-  }
-  // Longest first, so a whole path goes before the segments inside it.
-  for (const piece of [...pieces].filter((p) => p.length >= 3).sort((a, b) => b.length - a.length)) {
-    text = text.split(piece).join('…');
-  }
-  return text;
-}
+import { redactUrls } from './redact.ts';
 
 /** The class of an endpoint's failure, as an operator acts on it (docs/operations.md#logs). */
 export type RpcFailureClass =
@@ -99,11 +54,6 @@ export function classifyFailure(error: RpcError): { failure: RpcFailureClass; su
     default:
       return { failure: 'malformed_answer', summary: `malformed answer (${error.message})` };
   }
-}
-
-/** Every URL in `text` reduced to its origin: errors and causes often quote the URL they called. */
-export function redactUrls(text: string): string {
-  return text.replace(/\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>()]+/gi, redactUrl);
 }
 
 /**

@@ -18,9 +18,6 @@ export type { BodySink, ChunkedBody, ChunkedResponse, RpcResponse } from './rpc-
 export {
   causeText,
   classifyFailure,
-  redactEndpoint,
-  redactUrl,
-  redactUrls,
   type RpcFailureClass,
 } from './rpc-diagnostics.ts';
 

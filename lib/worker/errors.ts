@@ -9,6 +9,7 @@ import {
   type DeliveryFailureCode,
   type TransactionFailureCode,
 } from '../errors.ts';
+import { hideUrls } from '../redact.ts';
 
 /**
  * Why one delivery attempt did not deliver (docs/design.md#failures-and-retries). The kind is named
@@ -100,9 +101,9 @@ export class CcipReadError extends BaseError<CcipReadErrorKind> {
 /** Longest text of an error kept in last_error (the outbox keeps 1000 characters in all). */
 const MAX_DETAIL = 600;
 
-/** URLs (with their credentials, paths, keys in query strings) are cut out of any text we keep. */
+/** A text we keep, URLs (with their credentials, paths, keys in query strings) cut out (lib/redact.ts), at most MAX_DETAIL long. */
 export function scrub(text: string): string {
-  return text.replace(/\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>)]*/gi, '<url>').slice(0, MAX_DETAIL);
+  return hideUrls(text).slice(0, MAX_DETAIL);
 }
 
 /** One line of an unknown error, scrubbed: viem's shortMessage when there is one. */

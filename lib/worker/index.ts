@@ -23,6 +23,7 @@ import {
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { isHexOfLength } from '../hex.ts';
+import { urlForLog } from '../redact.ts';
 import type { Clock } from '../clock.ts';
 import { ConfigError, InvalidArgumentError } from '../errors.ts';
 import { silentLogger, type Logger } from '../log.ts';
@@ -96,12 +97,9 @@ export interface RelayerWorker {
 
 /**
  * A gateway URL as logged: scheme, host and path (its {sender}/{data} template included), without
- * credentials or query string, which may carry an API key.
+ * credentials or query string. Deprecated: the same as `urlForLog` of `relayer-api`.
  */
-export function gatewayForLog(url: string): string {
-  const match = url.match(/^([a-z][a-z0-9+.-]*:\/\/)(?:[^@/?#]*@)?([^/?#]*)([^?#]*)/i);
-  return match ? `${match[1]}${match[2]}${match[3]}` : '(unparsable URL)';
-}
+export const gatewayForLog: (url: string) => string = urlForLog;
 
 /** 0x and 64 hex digits (lib/hex.ts's rule for 32 bytes; relayer-worker checks it before loading viem). */
 export function isPrivateKey(value: string): value is Hex {
@@ -166,7 +164,7 @@ export async function createRelayerWorker(options: RelayerWorkerOptions): Promis
       timeoutMs: w.ccipReadTimeoutSeconds * 1000,
       signal,
       onAttempt: ({ index, url, outcome }) =>
-        logger.info('ccip-read', { ism, gateway: index + 1, of: lookup.urls.length, url: gatewayForLog(url), outcome }),
+        logger.info('ccip-read', { ism, gateway: index + 1, of: lookup.urls.length, url: urlForLog(url), outcome }),
     });
   };
   const destinations = new Map<number, Destination>();

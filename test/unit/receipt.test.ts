@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { systemClock } from '../../lib/clock.ts';
 import { RelayError, RpcError, type RpcFailureCode } from '../../lib/errors.ts';
-import { redactUrl } from '../../lib/rpc.ts';
+import { redactUrl } from '../../lib/redact.ts';
 import {
   createReceiptFetcher,
   parseReceipt,
