@@ -1,6 +1,6 @@
 /**
  * One process for many small test files (scripts/test.ts, SHARED): each test file run in a node
- * process of its own costs 0.2-0.4 s of CPU to start and import lib/, and warms the JIT on the same
+ * process of its own pays a Node start and the import of lib/, and warms the JIT on the same
  * code again. Here the files are imported one after the other into one node:test process; their
  * tests run one at a time, in the order of the files, and the reporter names each failure's file.
  *

@@ -7,7 +7,7 @@ import { createRelayApi, type RelayApi, type RelayApiOptions } from './handler.t
 import { listenOn } from '../node/listen.ts';
 
 // node:http as the CommonJS module, not an ES import: importing it evaluates its lazy WebSocket,
-// CloseEvent and MessageEvent exports, which load Node's bundled undici (~65 ms of CPU at start).
+// CloseEvent and MessageEvent exports, which load Node's bundled undici (a start-up cost).
 const { createServer } = process.getBuiltinModule('node:http');
 
 export interface RelayServerOptions extends RelayApiOptions {

@@ -26,7 +26,7 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { basicAuthorization, type ChunkedResponse, type RpcFetch } from '../rpc.ts';
 import { fetchFailed, toRpcResponse } from './rpc-response.ts';
 
-// node:http as the CommonJS module, not an ES import (see lib/http/server.ts: ~65 ms of CPU at start).
+// node:http as the CommonJS module, not an ES import (see lib/http/server.ts: a start-up cost).
 const { Agent: HttpAgent, request: httpRequest } = process.getBuiltinModule('node:http');
 
 export interface RpcTransportOptions {

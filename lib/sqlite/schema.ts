@@ -12,7 +12,7 @@ import { MAX_DESTINATION_TX_HASH_LENGTH, MAX_ERROR_LENGTH, MAX_RAW_TRANSACTION_L
 import { createTransaction, type Transaction } from './transaction.ts';
 
 // unhex() is NULL unless every character is a hex digit; lower() then refuses A-F. A GLOB with a
-// negated class ('*[^0-9a-f]*') says the same but costs four times as much, as much as the insert.
+// negated class ('*[^0-9a-f]*') says the same but costs several times as much, as much as the insert itself.
 const HEX_ID = (column: string) =>
   `length(${column}) = 66 AND substr(${column}, 1, 2) = '0x' AND unhex(substr(${column}, 3)) IS NOT NULL AND lower(${column}) = ${column}`;
 const UINT32 = (column: string) => `${column} BETWEEN 0 AND 4294967295`;

@@ -8,7 +8,7 @@ import { listenOn } from '../node/listen.ts';
 import { createMetricsRegistry, type MetricsRegistry } from '../node/metrics.ts';
 import type { DeliveryEvents } from './delivery.ts';
 
-// node:http as the CommonJS module, not an ES import (see lib/http/server.ts: ~65 ms of CPU at start).
+// node:http as the CommonJS module, not an ES import (see lib/http/server.ts: a start-up cost).
 const { createServer } = process.getBuiltinModule('node:http');
 
 /** enqueue→delivered seconds: from the Fast CCTP transfer (seconds) to a Linea Standard one (a day and more). */

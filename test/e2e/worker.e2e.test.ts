@@ -9,7 +9,7 @@
  * Where it is about delivery (ISM metadata,
  * two workers on one PostgreSQL database, the next worker after a crash, replacing a stuck
  * transaction), it is the same lib/worker createRelayerWorker the bin runs, from the same config
- * file, in this process: a spawned worker costs its own Node start and viem load (~0.6 s of CPU).
+ * file, in this process: a spawned worker costs its own Node start and viem load.
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';

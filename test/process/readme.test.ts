@@ -180,7 +180,7 @@ function wildcard(expected: string): RegExp {
 /**
  * The clone's directory is the same on every run of this checkout (named after its path), emptied
  * first: Node's compile cache is keyed by file path, so a new directory each run compiled all of
- * the server's TypeScript again (0.85 s of CPU to start it instead of 0.35 s).
+ * the server's TypeScript again (most of its start-up CPU).
  */
 const clone = join(tmpdir(), `relayer-readme-${createHash('sha256').update(root).digest('hex').slice(0, 12)}`);
 rmSync(clone, { recursive: true, force: true });

@@ -20,7 +20,7 @@ describe('request validation (docs/api.md#post-relay, docs/design.md#check-order
   test("parseJsonBody: any text gives JSON.parse's value or invalid_request", () => {
     const seen = tally();
     // Any code point but a lone surrogate, as fc.string's 'binary' unit; that unit first builds a
-    // table of all 1.1 million code points (1.2 s of CPU), this mapping does not.
+    // table of all 1.1 million code points (seconds of CPU), this mapping does not.
     const codePoint = fc
       .integer({ min: 0, max: 0x10ffff - 0x800 })
       .map((n) => String.fromCodePoint(n < 0xd800 ? n : n + 0x800));

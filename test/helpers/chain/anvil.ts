@@ -24,7 +24,7 @@ const MNEMONIC = 'test test test test test test test test test test test junk';
 /**
  * The private keys of anvil's dev accounts 0..9 for MNEMONIC, as anvil prints them at start
  * ("Private Keys"). Written out instead of derived: each derivation runs the mnemonic's PBKDF2 in
- * JavaScript (about 0.1 s of CPU), and a file asks for several. Every `startAnvil` checks that the
+ * JavaScript, and a file asks for several. Every `startAnvil` checks that the
  * node printed exactly these, so a change of anvil's derivation cannot go unnoticed.
  */
 export const ANVIL_DEV_KEYS: readonly Hex[] = [

@@ -62,8 +62,8 @@ const ANVIL_DEFAULT_CHAIN_ID = 31337;
 
 /**
  * viem's description of an anvil node: what viem/chains' `foundry` says, with the node's own id
- * and URL. Defined here rather than imported: `viem/chains` loads every chain viem knows (about
- * 0.4 s of CPU per process that imports it), and each e2e file and the demo is its own process.
+ * and URL. Defined here rather than imported: `viem/chains` loads every chain viem knows (a
+ * cost per process that imports it), and each e2e file and the demo is its own process.
  */
 export function anvilChain(chainId: number = ANVIL_DEFAULT_CHAIN_ID, rpcUrl = 'http://127.0.0.1:8545'): ViemChain {
   return defineChain({

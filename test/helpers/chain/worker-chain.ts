@@ -216,7 +216,7 @@ const inProcess = new Set<InProcessWorker>();
  * The delivery worker the bin runs (lib/worker's createRelayerWorker, from the same config file),
  * in this process on `outbox`, signing with dev account `keyIndex`. For the scenarios about
  * delivery rather than about the process (its signals, exit code, output, ops port): each spawned
- * worker costs its own Node start and viem load (~0.6 s of CPU), this one neither.
+ * worker costs its own Node start and viem load, this one neither.
  */
 export async function startInProcessWorker(
   configPath: string,
