@@ -10,18 +10,24 @@
  * window after the commit. Commit and release name the reservation's token, so a stale
  * reservation (expired, the key reserved again by someone else) cannot touch the new one.
  *
- * Capacity: a reservation is refused with `cache_full` when `capacity` unexpired rows exist. The
- * count and the insert are one statement but not serialised against other replicas' inserts, so
- * under concurrency the table may exceed it by the number of reservations racing; it bounds the
- * table, it is not a quota. The count is made only near the capacity or once a second
- * (live-rows.ts); the other reservations are the bare insert.
+ * Capacity (docs/design.md#capacity-on-postgresql): a reservation is refused with `cache_full`
+ * when `capacity` unexpired rows exist. The check reads `dedup_rows`, the table's row count kept
+ * by triggers on every insert and delete (schema.ts migration 5), so it costs the same with ten
+ * rows or a million, where counting the live rows grew with them. That count holds expired rows
+ * too until a sweep deletes them: a reservation it refuses sweeps at once and tries again. Read
+ * in the statement's snapshot and not serialised against other replicas' inserts, so under
+ * concurrency the table may exceed the capacity by the number of reservations racing; it bounds
+ * the table, it is not a quota.
+ *
+ * Releases and sweeps commit asynchronously, as reservations do: the row count's triggers lock its
+ * row until commit, and a reservation should not wait for another statement's disk flush. One lost
+ * in a database crash leaves a pending row that expires on its own (pendingMs).
  */
-import { systemClock, type Clock } from '../clock.ts';
+import type { Clock } from '../clock.ts';
 import { cacheFull, checkDedupLimits, duplicateTx } from '../dedup.ts';
 import type { RelayError } from '../errors.ts';
 import { nowSql, prepared, run, type PgPool } from './pool.ts';
 import { OutOfRangeError } from '../errors.ts';
-import { createLiveRows, type LiveRows } from './live-rows.ts';
 
 /**
  * Why a reservation was refused, asked after the fact: the key's live row (`duplicate_tx` until it
@@ -47,8 +53,6 @@ export interface PostgresDedupOptions {
   capacity: number;
   /** Time source; default the database's clock (see nowSql). */
   clock?: Clock;
-  /** The replica's estimate of live rows, shared with the relay hot path (default: its own). */
-  liveRows?: LiveRows;
 }
 
 export interface PostgresReservation {
@@ -64,24 +68,32 @@ export interface PostgresDedupStore {
 /** Expired rows are deleted at most this often per replica (reads ignore them anyway). */
 const SWEEP_INTERVAL_MS = 60_000;
 
+/** Statement-local asynchronous commit, for a DELETE's USING (see the top of the file). */
+const ASYNC_COMMIT = "(SELECT set_config('synchronous_commit', 'off', true)) AS async";
+
+/** Deletes the expired rows ($1 now, or null for the database's clock). */
+export const dedupSweepSql = (s: string) =>
+  prepared(`DELETE FROM ${s}.dedup USING ${ASYNC_COMMIT} WHERE expires_at <= ${nowSql(1)}`);
+
 /**
  * The paced sweep of expired dedup rows: the returned function deletes them at most once a
  * minute (paced by the system clock; the statement itself uses the store's time, `now()`) and
  * resolves at once when no sweep is due. Shared by the dedup store and the relay hot path.
  */
 export function pacedDedupSweep(pool: PgPool, s: string, now: () => number | null): () => Promise<void> {
-  const sweepSql = `DELETE FROM ${s}.dedup WHERE expires_at <= ${nowSql(1)}`;
+  const sweepSql = dedupSweepSql(s);
   let lastSweep = -Infinity;
   return async () => {
     const at = Date.now();
     if (at - lastSweep < SWEEP_INTERVAL_MS) return;
     lastSweep = at;
-    await run(pool, sweepSql, [now()]);
+    await run(pool, sweepSql([now()]));
   };
 }
 
 /** Frees a reservation that still holds its token ($1 key, $2 token). */
-export const dedupReleaseSql = (s: string) => prepared(`DELETE FROM ${s}.dedup WHERE key = $1 AND token = $2`);
+export const dedupReleaseSql = (s: string) =>
+  prepared(`DELETE FROM ${s}.dedup USING ${ASYNC_COMMIT} WHERE key = $1 AND token = $2`);
 
 export function createPostgresDedupStore(pool: PgPool, s: string, opts: PostgresDedupOptions): PostgresDedupStore {
   const { windowMs, pendingMs, capacity, clock } = opts;
@@ -89,24 +101,21 @@ export function createPostgresDedupStore(pool: PgPool, s: string, opts: Postgres
   if (!(pendingMs > 0)) throw new OutOfRangeError('pendingMs must be positive');
   const now = () => clock?.now() ?? null;
 
-  // $1 now, $2 key, $3 pendingMs. ON CONFLICT takes over an expired row and leaves a live one
-  // alone, in which case no token is returned. The counting form ($4 capacity) inserts only while
-  // the table has room and returns the count it saw.
-  const reserveSql = (counting: boolean) =>
-    prepared(`
+  // $1 now, $2 key, $3 pendingMs, $4 capacity. ON CONFLICT takes over an expired row and leaves
+  // a live one alone, in which case no token is returned; nothing is inserted while the row count
+  // is at the capacity.
+  const reserveSql = prepared(`
     WITH t AS (SELECT ${nowSql(1)} AS now),
-    room AS (SELECT ${counting ? `count(*)::integer AS live FROM ${s}.dedup, t WHERE expires_at > t.now` : 'NULL::integer AS live'}),
     r AS (
       INSERT INTO ${s}.dedup AS d (key, token, committed, expires_at)
       SELECT $2, gen_random_uuid(), false, t.now + $3
-      FROM t, room${counting ? ' WHERE room.live < $4' : ''}
+      FROM t, ${s}.dedup_rows AS room WHERE room.n < $4
       ON CONFLICT (key) DO UPDATE SET token = excluded.token, committed = false, expires_at = excluded.expires_at
         WHERE d.expires_at <= ${nowSql(1)}
       RETURNING token
     )
-    SELECT (SELECT token FROM r) AS token, room.live FROM room`);
-  const [countingSql, bareSql] = [reserveSql(true), reserveSql(false)];
-  const liveRows = opts.liveRows ?? createLiveRows(capacity, clock ?? systemClock);
+    SELECT (SELECT token FROM r) AS token`);
+  const sweepSql = dedupSweepSql(s);
   const commitSql = prepared(
     `UPDATE ${s}.dedup SET committed = true, expires_at = ${nowSql(1)} + $4 WHERE key = $2 AND token = $3`,
   );
@@ -118,14 +127,17 @@ export function createPostgresDedupStore(pool: PgPool, s: string, opts: Postgres
   return {
     async reserve(key) {
       await sweep();
-      const counting = liveRows.mustCount();
-      const { rows } = await run<{ token: string | null; live: number | null }>(
-        pool,
-        counting ? countingSql([now(), key, pendingMs, capacity]) : bareSql([now(), key, pendingMs]),
-      );
-      const { token, live } = rows[0];
-      liveRows.record(live, token !== null);
-      if (token === null) throw await refusal(key);
+      const insert = async () =>
+        (await run<{ token: string | null }>(pool, reserveSql([now(), key, pendingMs, capacity]))).rows[0].token;
+      let token = await insert();
+      if (token === null) {
+        const why = await refusal(key);
+        if (why.reason !== 'cache_full') throw why;
+        // The row count holds expired rows until a sweep deletes them: sweep, and try once more.
+        await run(pool, sweepSql([now()]));
+        token = await insert();
+        if (token === null) throw await refusal(key);
+      }
       // Settled only once a statement succeeded: a commit whose UPDATE failed (the pipeline then
       // answers 503) leaves the release able to free the key, so the retry is not duplicate_tx.
       let settled = false;

@@ -7,11 +7,10 @@
  * store, the caller ends the pool. Sizing: each in-flight POST /relay holds no connection between
  * its statements, so a small pool (the default 10 of `pg`) serves hundreds of requests a second.
  */
-import { systemClock, type Clock } from '../clock.ts';
+import type { Clock } from '../clock.ts';
 import type { RelayAdmission, RelayerStore } from '../store.ts';
 import type { RelayApiConfig } from '../types.ts';
 import { createPostgresDedupStore, type PostgresDedupStore } from './dedup.ts';
-import { createLiveRows } from './live-rows.ts';
 import { createPostgresMerkleStore, type PostgresMerkleStore } from './merkle.ts';
 import { createPostgresOutbox, type PostgresOutbox } from './outbox.ts';
 import { run, type PgPool } from './pool.ts';
@@ -77,15 +76,13 @@ export async function openPostgresStore(pool: PgPool, options: PostgresStoreOpti
     pendingMs: relayApi.receiptTimeoutSeconds * 1000 + PENDING_MARGIN_MS,
     capacity: relayApi.dedupCapacity,
   };
-  // One estimate of the live dedup rows for both ways of reserving (live-rows.ts).
-  const liveRows = createLiveRows(dedup.capacity, clock ?? systemClock);
   return {
     outbox: createPostgresOutbox(pool, s, clock),
     merkle: createPostgresMerkleStore(pool, s),
-    dedup: createPostgresDedupStore(pool, s, { ...dedup, clock, liveRows }),
+    dedup: createPostgresDedupStore(pool, s, { ...dedup, clock }),
     rateLimiter: createPostgresTokenBucket(pool, s, { ...relayApi.rateLimit, clock }),
     // POST /relay in two round trips instead of four (relay.ts), on the same tables.
-    admission: createPostgresAdmission(pool, s, { bucket: relayApi.rateLimit, dedup, clock, liveRows }),
+    admission: createPostgresAdmission(pool, s, { bucket: relayApi.rateLimit, dedup, clock }),
     async ping() {
       await run(pool, 'SELECT 1');
     },

@@ -7,11 +7,11 @@ import { prepared, nowSql, timeOrDatabaseNow, type PgQueryConfig } from './pool.
 import { bucketRefill, num } from './rate-limit.ts';
 
 /**
- * Tokens and reservations for several keys (distinct; none that must count the live rows), in one
- * statement committed with synchronous_commit = off. $1 the time (or null: the database's), $2
- * the keys in arrival order. The bucket row is locked and read first (FOR UPDATE: the version the
- * previous taker left), then gives min(keys, whole tokens) tokens to the first keys; each of those
- * reserves as the single admit does. One row per key, in order, shaped as the single admit's.
+ * Tokens and reservations for several keys (distinct), in one statement committed with
+ * synchronous_commit = off. $1 the time (or null: the database's), $2 the keys in arrival order.
+ * The bucket row is locked and read first (FOR UPDATE: the version the previous taker left), then
+ * gives min(keys, whole tokens) tokens to the first keys; each of those reserves as the single
+ * admit does, the first ones while the dedup row count leaves room (capacity minus the count). One row per key, in order, shaped as the single admit's.
  * The reservations are inserted in key order, so two such statements lock dedup rows in the same
  * order.
  */
@@ -19,7 +19,7 @@ export function admitManySql(
   s: string,
   name: string,
   bucket: { burst: number; perMinute: number },
-  pendingMs: number,
+  dedup: { pendingMs: number; capacity: number },
 ): (values: unknown[]) => PgQueryConfig {
   const t = nowSql(1);
   return prepared(`
@@ -37,14 +37,14 @@ export function admitManySql(
     ),
     r AS (
       INSERT INTO ${s}.dedup AS d (key, token, committed, expires_at)
-      SELECT req.key, gen_random_uuid(), false, ${t} + ${num(pendingMs)}
-      FROM req, b WHERE req.n <= b.k
+      SELECT req.key, gen_random_uuid(), false, ${t} + ${num(dedup.pendingMs)}
+      FROM req, b, ${s}.dedup_rows AS room WHERE req.n <= b.k AND req.n <= ${num(dedup.capacity)} - room.n
       ORDER BY req.key
       ON CONFLICT (key) DO UPDATE SET token = excluded.token, committed = false, expires_at = excluded.expires_at
         WHERE d.expires_at <= ${t}
       RETURNING key, token
     )
-    SELECT req.n <= b.k AS taken, b.units, NULL::integer AS live, r.token,
+    SELECT req.n <= b.k AS taken, b.units, r.token,
       CASE WHEN req.n <= b.k AND r.token IS NULL
         THEN (SELECT expires_at FROM ${s}.dedup WHERE key = req.key AND expires_at > ${t}) END AS live_until,
       ${t} AS now

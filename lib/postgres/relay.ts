@@ -4,8 +4,8 @@
  * statements and three commits.
  *
  * 1. admit: the token bucket's UPDATE and the dedup reservation's INSERT in one statement (a CTE),
- *    committed with synchronous_commit = off. The capacity count joins it only near the capacity
- *    or once a second per replica (live-rows.ts). A reservation lost in a database crash only lets an
+ *    committed with synchronous_commit = off. The capacity check reads the dedup row count (one
+ *    row, kept by triggers: schema.ts migration 5). A reservation lost in a database crash only lets an
  *    identical request in again, whose messages the outbox keeps once (idempotent by id); tokens
  *    lost the same way were already not worth an fsync (rate-limit.ts). A refusal (rate limit,
  *    live reservation) is decided by this one statement; only a reservation refused for a row
@@ -22,15 +22,14 @@
  * true) (SET LOCAL's function form: it lasts until the statement's implicit transaction commits).
  */
 import { systemClock, type Clock } from '../clock.ts';
-import { createLiveRows, type LiveRows } from './live-rows.ts';
-import type { RelayError } from '../errors.ts';
+import { RelayError } from '../errors.ts';
 import { validateOutboxBatch, type OutboxMessage } from '../outbox/index.ts';
 import { coalesce, DEFAULT_QUEUE_TIMEOUT_MS } from './coalesce.ts';
 import { rateLimitedError, refused, UNIT } from '../rate-limit.ts';
 import type { AdmittedRelay, RelayAdmission } from '../store.ts';
 import { nowSql, prepared, run, type PgPool, type PgQueryConfig } from './pool.ts';
 import { admitManySql, completeManySql } from './relay-many.ts';
-import { dedupRefusal, dedupReleaseSql, pacedDedupSweep } from './dedup.ts';
+import { dedupRefusal, dedupReleaseSql, dedupSweepSql, pacedDedupSweep } from './dedup.ts';
 import { outboxColumns, outboxInsertSql } from './outbox.ts';
 import { duplicateTx } from '../dedup.ts';
 import { bucketUpdate, createBucketSql, num } from './rate-limit.ts';
@@ -40,8 +39,6 @@ export interface PostgresAdmissionOptions {
   bucket: { burst: number; perMinute: number; name?: string };
   dedup: { windowMs: number; pendingMs: number; capacity: number };
   clock?: Clock;
-  /** The replica's estimate of live dedup rows, shared with the dedup store (default: its own). */
-  liveRows?: LiveRows;
 }
 
 /**
@@ -49,7 +46,7 @@ export interface PostgresAdmissionOptions {
  * then up to 64 relays or 640 rows in one. BENCHMARKS.md, "Coalesced completes", has the figures.
  */
 const COMPLETE_BATCHES = { inFlight: 2, maxCalls: 64, maxWeight: 640 };
-/** The same for admits that need not count the live rows: up to 64 keys, one per key. */
+/** The same for admits: up to 64 keys, one per key. */
 const ADMIT_BATCHES = { inFlight: 2, maxCalls: 64, maxWeight: 64 };
 
 /** A relay's completing statement, waiting to be sent alone or with others. */
@@ -63,8 +60,6 @@ interface Completing {
 interface AdmitRow {
   taken: boolean;
   units: number;
-  /** The live dedup rows counted, or null when this admit did not count. */
-  live: number | null;
   token: string | null;
   live_until: number | null;
   now: number;
@@ -74,35 +69,27 @@ export function createPostgresAdmission(pool: PgPool, s: string, opts: PostgresA
   const { bucket, dedup, clock } = opts;
   const name = bucket.name ?? 'relay';
   const now = () => clock?.now() ?? null;
-  const liveRows = opts.liveRows ?? createLiveRows(dedup.capacity, clock ?? systemClock);
 
-  // $1 now (or null), $2 key. `counting`: the capacity check counts the live dedup rows
-  // (live-rows.ts says when). The count is joined into the bucket's UPDATE so that it runs before
-  // the bucket row is locked, which every relay of every replica waits for.
-  const admitSql = (counting: boolean) => {
-    const t = nowSql(1);
-    const room = counting
-      ? `room AS (SELECT count(*)::integer AS live FROM ${s}.dedup, async WHERE expires_at > ${t})`
-      : 'room AS (SELECT NULL::integer AS live FROM async)';
-    return prepared(`
+  // $1 now (or null), $2 key. The capacity check reads the dedup row count, as the statement's
+  // snapshot has it (racing admits may pass the capacity by their number, as in dedup.ts).
+  const t = nowSql(1);
+  const admitStatement = prepared(`
       WITH async AS (SELECT set_config('synchronous_commit', 'off', true)),
-      ${room},
-      b AS (${bucketUpdate(s, name, bucket.burst, bucket.perMinute, t, { from: 'room', returning: 'room.live' })}),
+      room AS (SELECT n FROM ${s}.dedup_rows, async),
+      b AS (${bucketUpdate(s, name, bucket.burst, bucket.perMinute, t, { from: 'room', returning: 'room.n' })}),
       r AS (
         INSERT INTO ${s}.dedup AS d (key, token, committed, expires_at)
         SELECT $2::text, gen_random_uuid(), false, ${t} + ${num(dedup.pendingMs)}
         FROM b
-        WHERE b.taken${counting ? ` AND b.live < ${num(dedup.capacity)}` : ''}
+        WHERE b.taken AND b.n < ${num(dedup.capacity)}
         ON CONFLICT (key) DO UPDATE SET token = excluded.token, committed = false, expires_at = excluded.expires_at
           WHERE d.expires_at <= ${t}
         RETURNING token
       )
-      SELECT b.taken, b.units, b.live, r.token,
+      SELECT b.taken, b.units, r.token,
         CASE WHEN r.token IS NULL THEN (SELECT expires_at FROM ${s}.dedup WHERE key = $2::text AND expires_at > ${t}) END AS live_until,
         ${t} AS now
       FROM b LEFT JOIN r ON true`);
-  };
-  const [countingAdmit, bareAdmit] = [admitSql(true), admitSql(false)];
   // $1 now, $2 key, $3 token, $4 window; then the outbox columns as in outbox.ts's insert.
   const insertRows = outboxInsertSql(s, 5);
   const completeSql = prepared(`
@@ -124,6 +111,7 @@ export function createPostgresAdmission(pool: PgPool, s: string, opts: PostgresA
   // As dedup.ts: the release, why a reservation was refused, and the paced sweep of expired rows.
   const releaseSql = dedupReleaseSql(s);
   const pacedSweep = pacedDedupSweep(pool, s, now);
+  const sweepSql = dedupSweepSql(s);
   /** Beside the request (not in its round trips); reads ignore expired rows, so a failed sweep waits for the next. */
   const sweep = () => void pacedSweep().catch(() => {});
 
@@ -136,18 +124,17 @@ export function createPostgresAdmission(pool: PgPool, s: string, opts: PostgresA
     await run(pool, createBucketSql(s), [at, name, bucket.burst * UNIT]);
     return (await run<AdmitRow>(pool, statement)).rows;
   };
-  const admitOne = async (at: number | null, key: string, counting: boolean) =>
-    (await withBucket(at, (counting ? countingAdmit : bareAdmit)([at, key])))[0];
-  // Admits that need not count, coalesced as the completes are; a batch takes its latest reading
-  // of the clock (with the database's clock, the statement's time, as alone).
-  const admitManyStatement = admitManySql(s, name, bucket, dedup.pendingMs);
+  const admitOne = async (at: number | null, key: string) => (await withBucket(at, admitStatement([at, key])))[0];
+  // Admits coalesced as the completes are; a batch takes its latest reading of the clock (with
+  // the database's clock, the statement's time, as alone).
+  const admitManyStatement = admitManySql(s, name, bucket, dedup);
   const admitQueued = coalesce<{ at: number | null; key: string }, AdmitRow>({
     ...ADMIT_BATCHES,
     weight: () => 1,
     key: (a) => a.key,
     clock: clock ?? systemClock,
     queueTimeoutMs: DEFAULT_QUEUE_TIMEOUT_MS,
-    one: (a) => admitOne(a.at, a.key, false),
+    one: (a) => admitOne(a.at, a.key),
     many: (as) => {
       const at = as.some((a) => a.at === null) ? null : Math.max(...as.map((a) => a.at as number));
       return withBucket(at, admitManyStatement([at, as.map((a) => a.key)]));
@@ -159,20 +146,25 @@ export function createPostgresAdmission(pool: PgPool, s: string, opts: PostgresA
       const at = now();
       if (at !== null && !Number.isFinite(at)) throw new OutOfRangeError('the clock gave a non-finite time');
       sweep();
-      const counting = liveRows.mustCount();
-      // Near the capacity (or for its periodic count) an admit counts the live rows: alone, exact.
-      const row = counting ? await admitOne(at, key, true) : await admitQueued({ at, key });
-      liveRows.record(row.live, row.token !== null);
-      if (!row.taken) {
-        const taken = refused(row.units, bucket.perMinute);
-        throw rateLimitedError(taken.ok ? 1 : taken.retryAfterSeconds);
-      }
-      if (row.token === null) {
-        if (row.live_until !== null) throw duplicateTx(row.live_until - row.now);
+      /** The reservation's token, or the refusal the statement's row means. */
+      const decide = async (row: AdmitRow): Promise<string | RelayError> => {
+        if (!row.taken) {
+          const taken = refused(row.units, bucket.perMinute);
+          return rateLimitedError(taken.ok ? 1 : taken.retryAfterSeconds);
+        }
+        if (row.token !== null) return row.token;
+        if (row.live_until !== null) return duplicateTx(row.live_until - row.now);
         // Refused for a row committed after this statement's snapshot, or for capacity: ask why.
-        throw await refusal(key);
+        return refusal(key);
+      };
+      let token = await decide(await admitQueued({ at, key }));
+      if (token instanceof RelayError && token.reason === 'cache_full') {
+        // The row count holds expired rows until a sweep deletes them: sweep now and ask once
+        // more (a second token; a full table is rare, and refuses anyway).
+        await run(pool, sweepSql([at]));
+        token = await decide(await admitOne(at, key));
       }
-      const token = row.token;
+      if (token instanceof RelayError) throw token;
       let settled = false;
       const admitted: AdmittedRelay = {
         async complete(batch) {

@@ -125,6 +125,37 @@ export const MIGRATIONS: readonly ((s: string) => string)[] = [
   );
   CREATE INDEX outbox_journal_message ON ${s}.outbox_journal (message_id) WHERE closed_at IS NULL;
   CREATE INDEX outbox_journal_slot ON ${s}.outbox_journal (chain_id, signer, nonce) WHERE closed_at IS NULL;`,
+
+  // 5: the number of dedup rows (live, and expired until a sweep deletes them), kept by statement
+  // triggers on every insert and delete, whoever sends it. The capacity check reads this one row
+  // instead of counting the live rows, whose cost grew with them
+  // (docs/design.md#capacity-on-postgresql). The table is locked against writes while the
+  // existing rows are counted, so no insert falls between the count and the triggers.
+  (s) => `
+  LOCK TABLE ${s}.dedup IN SHARE ROW EXCLUSIVE MODE;
+  CREATE TABLE ${s}.dedup_rows (
+    only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row),
+    n bigint NOT NULL
+  );
+  INSERT INTO ${s}.dedup_rows (n) SELECT count(*) FROM ${s}.dedup;
+  CREATE FUNCTION ${s}.dedup_rows_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE k bigint;
+    BEGIN
+      SELECT count(*) INTO k FROM inserted;
+      IF k > 0 THEN UPDATE ${s}.dedup_rows SET n = n + k; END IF;
+      RETURN NULL;
+    END $$;
+  CREATE FUNCTION ${s}.dedup_rows_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE k bigint;
+    BEGIN
+      SELECT count(*) INTO k FROM deleted;
+      IF k > 0 THEN UPDATE ${s}.dedup_rows SET n = n - k; END IF;
+      RETURN NULL;
+    END $$;
+  CREATE TRIGGER dedup_rows_insert AFTER INSERT ON ${s}.dedup REFERENCING NEW TABLE AS inserted
+    FOR EACH STATEMENT EXECUTE FUNCTION ${s}.dedup_rows_inserted();
+  CREATE TRIGGER dedup_rows_delete AFTER DELETE ON ${s}.dedup REFERENCING OLD TABLE AS deleted
+    FOR EACH STATEMENT EXECUTE FUNCTION ${s}.dedup_rows_deleted();`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -58,7 +58,9 @@ export function sharedPostgres(): SharedPostgres {
           await new Promise((resolve) => setImmediate(resolve));
         }
         const { rows } = await pool.query<{ name: string }>(
-          "SELECT tablename AS name FROM pg_tables WHERE schemaname = $1 AND tablename <> 'schema_version'",
+          // Not the migrations' own rows: the version, and the dedup row count (whose triggers
+          // bring it to 0 as the dedup rows are deleted).
+          "SELECT tablename AS name FROM pg_tables WHERE schemaname = $1 AND tablename NOT IN ('schema_version', 'dedup_rows')",
           [schema],
         );
         // DELETE, not TRUNCATE: a few rows are cheaper to delete than tables and indexes to recreate.
