@@ -5,7 +5,7 @@
  * contenders, and their medians.
  */
 import autocannon, { type Request, type Result } from 'autocannon';
-import { fork } from 'node:child_process';
+import { fork, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { median } from './lib.ts';
@@ -58,6 +58,38 @@ export async function startServer(
       await exited;
     },
   };
+}
+
+const SERVER_BIN = fileURLToPath(new URL('../bin/relayer-server.ts', import.meta.url));
+
+/**
+ * bin/relayer-server.ts as `npm start -- <args>` runs it (its config file, its store, its RPC
+ * transport, its request log at the default level: its stdout is read and dropped), ready once it
+ * printed "listening on http://HOST:PORT". stop() sends SIGTERM and waits for the exit.
+ */
+export function startRelayerServer(args: readonly string[]): Promise<Omit<ServerHandle, 'memory'>> {
+  const child = spawn(process.execPath, [SERVER_BIN, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return new Promise((resolve, reject) => {
+    let seen = '';
+    let url: string | undefined;
+    child.stdout.on('data', (chunk: Buffer) => {
+      if (url !== undefined) return;
+      seen += chunk.toString('utf8');
+      url = /listening on (http:\/\/[^\s/]+)/.exec(seen)?.[1];
+      if (url === undefined) return;
+      resolve({
+        url,
+        pid: child.pid!,
+        async stop() {
+          child.kill('SIGTERM');
+          await exited;
+        },
+      });
+    });
+    child.once('error', reject);
+    child.once('exit', (code) => reject(new Error(`relayer-server ${args.join(' ')} exited with ${code}`)));
+  });
 }
 
 /** CPU seconds (user + system) a process has used so far, from /proc (Linux). */

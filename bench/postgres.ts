@@ -10,8 +10,10 @@
  */
 import autocannon, { type Request } from 'autocannon';
 import { startEmbeddedPostgres } from '../scripts/embedded-postgres.ts';
-import { readdirSync, readFileSync } from 'node:fs';
-import { loadavg } from 'node:os';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileChains } from '../test/helpers/config.ts';
 import { formatOps, median, printTable, type BenchRow } from './lib.ts';
 import {
   allOk,
@@ -19,6 +21,7 @@ import {
   medianRun,
   POST_RELAY,
   type Run,
+  startRelayerServer,
   startServer,
   statusText,
   UNLIMITED,
@@ -76,12 +79,17 @@ function databaseCpuSince(before: Map<number, number>): number {
 }
 
 /** One autocannon run per server, all at the same time; req/s summed, latency of the first. */
-async function loadTogether(servers: readonly ServerHandle[], requests: Request[], seconds: number): Promise<CpuRun> {
+async function loadTogether(
+  servers: readonly Pick<ServerHandle, 'url' | 'pid'>[],
+  requests: Request[],
+  seconds: number,
+  connections = CONNECTIONS,
+): Promise<CpuRun> {
   const serverCpu0 = servers.reduce((sum, s) => sum + cpuSeconds(s.pid), 0);
   const databaseCpu0 = databaseCpu();
   const results = await Promise.all(
     servers.map((s) =>
-      autocannon({ url: s.url, connections: Math.ceil(CONNECTIONS / servers.length), duration: seconds, requests }),
+      autocannon({ url: s.url, connections: Math.ceil(connections / servers.length), duration: seconds, requests }),
     ),
   );
   const statuses: Record<string, number> = {};
@@ -102,6 +110,66 @@ async function loadTogether(servers: readonly ServerHandle[], requests: Request[
 }
 
 const GET_UP: Request[] = [{ method: 'GET', path: '/relay' }];
+
+/** Connections of the served case, as in the figures it was written from. */
+const SERVED_CONNECTIONS = 40;
+
+/**
+ * POST /relay as an operator serves it: relayer-server started as `npm start` starts it (a config
+ * file; its pool, RPC transport and request log), on PostgreSQL (a database of its own) and on
+ * SQLite, the receipts from a JSON-RPC endpoint over loopback HTTP (the `rpc` child; a new tx hash
+ * and a new message per request), no rate limit, the default 300 s dedup window (rows pile up
+ * across the rounds, as on a public endpoint), 40 connections, rounds alternating. Returns the
+ * medians of each and the live dedup rows PostgreSQL held at the end.
+ */
+async function servedCase(
+  adminUrl: string,
+  count: number,
+  seconds: number,
+): Promise<{ postgres: CpuRun; sqlite: CpuRun; liveRows: number }> {
+  const { default: pg } = await import('pg');
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query('CREATE DATABASE served');
+  const url = new URL(adminUrl);
+  url.pathname = '/served';
+  const dir = mkdtempSync(join(tmpdir(), 'relayer-bench-served-'));
+  const rpc = await startServer('rpc', { distinctMessages: true });
+  const config = join(dir, 'config.json');
+  writeFileSync(
+    config,
+    JSON.stringify({
+      chains: fileChains(rpc.url),
+      relayApi: { rateLimit: { burst: 1e9, perMinute: 1e9 }, dedupCapacity: 10_000_000 },
+    }),
+  );
+  const common = ['--config', config, '--port', '0', '--db'];
+  const servers = [
+    await startRelayerServer([...common, url.href]),
+    await startRelayerServer([...common, join(dir, 'relayer.db')]),
+  ];
+  try {
+    for (const server of servers) await loadTogether([server], POST_RELAY.requests, 0.5, SERVED_CONNECTIONS);
+    const runs: CpuRun[][] = [[], []];
+    for (let round = 0; round < count; round++) {
+      for (let k = 0; k < 2; k++) {
+        const i = (round + k) % 2;
+        runs[i].push(await loadTogether([servers[i]], POST_RELAY.requests, seconds, SERVED_CONNECTIONS));
+      }
+    }
+    const db = new pg.Client({ connectionString: url.href });
+    await db.connect();
+    const { rows } = await db.query(
+      'SELECT count(*)::integer AS n FROM relayer.dedup WHERE expires_at > extract(epoch from now()) * 1000',
+    );
+    await db.end();
+    return { postgres: medianCpuRun(runs[0]), sqlite: medianCpuRun(runs[1]), liveRows: rows[0].n };
+  } finally {
+    await Promise.all([...servers.map((server) => server.stop()), rpc.stop()]);
+    await admin.end();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
 
 /** Median latency of a durable one-row commit and of the same with synchronous_commit off, sequential. */
 async function commitLatency(url: string, n = 200): Promise<{ durableMs: number; asyncMs: number }> {
@@ -255,6 +323,8 @@ export async function run(options: { rounds?: number; seconds?: number } = {}): 
     }
     const p = new Map([...post].map(([name, runs]) => [name, medianCpuRun(runs)]));
     const load1 = loadavg()[0];
+    const served = await servedCase(url, count, seconds);
+    const load2 = loadavg()[0];
 
     const latency = await commitLatency(url);
     const scale = await admitLatency(url, [10_000, 300_000]);
@@ -293,6 +363,39 @@ export async function run(options: { rounds?: number; seconds?: number } = {}): 
         statusText(s.statuses),
         s.errors,
       ]),
+    );
+    console.log(
+      `\n## POST /relay as npm start serves it (receipts over loopback HTTP, 300 s dedup window, ${SERVED_CONNECTIONS} connections, ${count} rounds of ${seconds} s alternating, medians; load average ${load1.toFixed(1)} -> ${load2.toFixed(1)})`,
+    );
+    printTable(
+      [
+        'relayer-server --db',
+        'req/s',
+        'p50 ms',
+        'p99 ms',
+        'server CPU us/req',
+        'database CPU us/req',
+        'statuses',
+        'errors',
+      ],
+      (
+        [
+          ['postgres://', served.postgres],
+          ['SQLite file', served.sqlite],
+        ] as const
+      ).map(([name, s]) => [
+        name,
+        formatOps(s.rps),
+        s.p50,
+        s.p99,
+        s.serverCpu.toFixed(0),
+        s.databaseCpu.toFixed(0),
+        statusText(s.statuses),
+        s.errors,
+      ]),
+    );
+    console.log(
+      `PostgreSQL / SQLite ${(served.postgres.rps / served.sqlite.rps).toFixed(2)}x; live dedup rows on PostgreSQL at the end: ${formatOps(served.liveRows)}`,
     );
     console.log(
       `\n## GET /relay (liveness) on a PostgreSQL replica, database up vs stopped: ${CONNECTIONS} connections, ${seconds} s x 2, medians`,
@@ -354,6 +457,14 @@ export async function run(options: { rounds?: number; seconds?: number } = {}): 
         ratio: one.rps / lite.rps,
         target: '>= 0.4x',
         met: ok(one) && ok(lite) && one.rps / lite.rps >= 0.4,
+      },
+      {
+        what: 'POST /relay as npm start serves it, PostgreSQL vs SQLite',
+        ours: `${formatOps(served.postgres.rps)} req/s, p50 ${served.postgres.p50} ms, p99 ${served.postgres.p99} ms`,
+        peer: `${formatOps(served.sqlite.rps)} req/s, p50 ${served.sqlite.p50} ms, p99 ${served.sqlite.p99} ms`,
+        ratio: served.postgres.rps / served.sqlite.rps,
+        target: '>= 0.5x',
+        met: ok(served.postgres) && ok(served.sqlite) && served.postgres.rps / served.sqlite.rps >= 0.5,
       },
       {
         what: 'POST /relay req/s, PostgreSQL, 1 replica',
