@@ -1,14 +1,15 @@
 /**
  * A destination chain for the delivery loop: its Mailbox read with viem, metadata by the
- * recipient's ISM (metadata.ts), `process` simulated and sent through a transaction sender (one
- * nonce sequence per signer and chain, fees from the node, replacement of a stuck transaction,
- * confirmations: lib/worker/tx/sender.ts).
+ * recipient's ISM (metadata.ts), `process` simulated and sent through the transaction sender of
+ * its signer and chain (lib/worker/tx/sender.ts: the nonce book, the journal, replacements,
+ * confirmations), and the message's journaled transactions followed or looked at.
  */
 import { encodeFunctionData, type Address, type Hex, type PublicClient } from 'viem';
-import type { Destination } from './delivery.ts';
 import { DeliveryError } from './errors.ts';
 import { buildMetadata, MAILBOX_ABI, type OffchainReader } from './metadata.ts';
-import type { SimulateResult, TransactionRequest, TransactionSender } from './tx/sender.ts';
+import type { TransactionSender } from './tx/sender.ts';
+import type { TransactionRequest } from './tx/types.ts';
+import type { Destination } from './types.ts';
 
 export interface MailboxDestinationOptions {
   name: string;
@@ -66,14 +67,31 @@ export function createMailboxDestination(options: MailboxDestinationOptions): De
       return sender.simulate(processCall(metadata, message));
     },
 
-    async process(metadata, message, onWait, simulated) {
-      // The loop simulated this very call just before, with `simulate` above: its SimulateResult's
-      // gas limit is signed, not estimated again.
+    async process(metadata, message, simulated, opts) {
       const { hash, receipt } = await sender.send(processCall(metadata, message), {
-        onWait,
-        simulated: simulated as SimulateResult | undefined,
+        simulated,
+        onWait: opts.onWait,
+        owner: { messageId: opts.messageId, fence: opts.fence },
       });
       return { hash, status: receipt.status };
+    },
+
+    async resume(entries, opts) {
+      if (entries[0].signer === sender.signer) {
+        const { hash, receipt } = await sender.follow(entries, opts);
+        return { hash, status: receipt.status };
+      }
+      const where = await sender.inspect(entries);
+      if (where.state === 'mined') return { hash: where.hash, status: where.status };
+      if (where.state === 'dropped') return { status: 'dropped' };
+      return {
+        status: 'open',
+        detail: `transaction ${where.hash} of signer ${entries[0].signer} (nonce ${where.nonce}) may still land`,
+      };
+    },
+
+    async recover() {
+      await sender.recover();
     },
   };
 }

@@ -116,25 +116,17 @@ export function describe(error: unknown): string {
 
 /**
  * The DeliveryError for any error thrown while delivering: our own as is; the CCIP-read client's
- * and the transaction sender's by their `kind`; anything else is an RPC failure.
+ * and the transaction sender's by their class and `kind`; anything else is an RPC failure.
  */
 export function toDeliveryError(error: unknown): DeliveryError {
   if (error instanceof DeliveryError) return error;
-  const kind = (error as { kind?: unknown })?.kind;
-  const name = (error as { name?: unknown })?.name;
-  if (name === 'CcipReadError') {
-    if (kind === 'pending') return new DeliveryError('pending', describe(error), { cause: error });
-    return new DeliveryError('gateway', `${String(kind)}: ${describe(error)}`, { cause: error });
+  if (error instanceof CcipReadError) {
+    if (error.kind === 'pending') return new DeliveryError('pending', describe(error), { cause: error });
+    return new DeliveryError('gateway', `${error.kind}: ${describe(error)}`, { cause: error });
   }
-  if (name === 'TransactionError' && typeof kind === 'string') {
-    const known: DeliveryErrorKind[] = ['revert', 'out-of-gas', 'insufficient-funds', 'nonce', 'rpc', 'timeout'];
-    const reason = (error as { reason?: unknown }).reason;
-    const text = kind === 'revert' && typeof reason === 'string' && reason !== '' ? reason : describe(error);
-    return new DeliveryError(
-      known.includes(kind as DeliveryErrorKind) ? (kind as DeliveryErrorKind) : 'rpc',
-      scrub(text),
-      { cause: error },
-    );
+  if (error instanceof TransactionError) {
+    const text = error.kind === 'revert' && error.reason ? error.reason : describe(error);
+    return new DeliveryError(error.kind, scrub(text), { cause: error });
   }
   return new DeliveryError('rpc', describe(error), { cause: error });
 }

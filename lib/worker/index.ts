@@ -9,17 +9,14 @@
  */
 import {
   createPublicClient,
-  createWalletClient,
   defineChain,
   fallback,
   http,
-  type Account,
   type Chain,
   type Hex,
   type PublicClient,
   type Tokens,
   type Transport,
-  type WalletClient,
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { isHexOfLength } from '../hex.ts';
@@ -29,23 +26,28 @@ import { ConfigError, InvalidArgumentError } from '../errors.ts';
 import { silentLogger, type Logger } from '../log.ts';
 import type { RelayerConfig } from '../types.ts';
 import { ccipRead, decodeOffchainLookup } from './ccip/read.ts';
-import { createDeliveryWorker, type DeliveryOutbox, type DeliveryWorker, type Destination } from './delivery.ts';
 import { createMailboxDestination } from './destination.ts';
-import { DeliveryError } from './errors.ts';
+import { DeliveryError, describe } from './errors.ts';
+import { createDeliveryWorker, type DeliveryWorker } from './loop/worker.ts';
 import type { OffchainReader } from './metadata.ts';
-import { createTransactionSender } from './tx/sender.ts';
 import { createWorkerMetrics, type WorkerMetrics } from './ops.ts';
+import { createTransactionSender } from './tx/sender.ts';
+import type { DeliveryOutbox, Destination } from './types.ts';
 
-export { createDeliveryWorker, formatAttemptState, WORKER_DEFAULTS } from './delivery.ts';
+export { createDeliveryWorker, type DeliveryWorker, type DeliveryWorkerOptions } from './loop/worker.ts';
+export { formatAttemptState, type AttemptState } from './loop/record.ts';
+export { WORKER_DEFAULTS } from './types.ts';
 export type {
-  AttemptState,
   DeliveryEvents,
   DeliveryOutbox,
   DeliveryResult,
-  DeliveryWorker,
-  DeliveryWorkerOptions,
   Destination,
-} from './delivery.ts';
+  Processed,
+  ProcessOptions,
+  Resumed,
+} from './types.ts';
+export { createNonceBook, type NonceBook, type NonceBookStart } from './tx/nonces.ts';
+export type { TransactionJournal } from './tx/journal.ts';
 export { createMailboxDestination, type MailboxDestinationOptions } from './destination.ts';
 export {
   ccipRead,
@@ -57,6 +59,10 @@ export {
 export {
   createTransactionSender,
   TransactionError,
+  type SendOptions,
+  type SendResult,
+  type SimulateResult,
+  type SlotState,
   type TransactionRequest,
   type TransactionSender,
   type TransactionSenderOptions,
@@ -106,11 +112,10 @@ export function isPrivateKey(value: string): value is Hex {
   return isHexOfLength(value, 32);
 }
 
-/** viem clients for one configured chain, over its RPC URLs in order. */
-async function chainClients(
+/** The viem client for one configured chain, over its RPC URLs in order. */
+async function chainClient(
   chain: RelayerConfig['chains'][string],
-  account: Account,
-): Promise<{ publicClient: PublicClient; walletClient: WalletClient; viemChain: Chain }> {
+): Promise<{ publicClient: PublicClient; viemChain: Chain }> {
   const transports = chain.rpcUrls.map((url) => http(url, { retryCount: 0, timeout: RPC_TIMEOUT_MS }));
   const transport = transports.length === 1 ? transports[0] : fallback(transports, { retryCount: 0 });
   let id = chain.chainId;
@@ -136,14 +141,7 @@ async function chainClients(
     transport,
     pollingInterval: 1_000,
   });
-  const walletClient = createWalletClient<
-    Transport,
-    Chain | undefined,
-    Account | undefined,
-    undefined,
-    Tokens | undefined
-  >({ chain: viemChain, transport, account });
-  return { publicClient, walletClient, viemChain };
+  return { publicClient, viemChain };
 }
 
 export async function createRelayerWorker(options: RelayerWorkerOptions): Promise<RelayerWorker> {
@@ -170,13 +168,17 @@ export async function createRelayerWorker(options: RelayerWorkerOptions): Promis
   const destinations = new Map<number, Destination>();
   for (const name of config.relayChains) {
     const chain = config.chains[name];
-    const { publicClient, walletClient } = await chainClients(chain, account);
-    // One sender per chain on one client: its nonce sequence is shared by every concurrent send.
+    const { publicClient, viemChain } = await chainClient(chain);
+    // One sender per chain on one client: its nonce book is shared by every concurrent send, and
+    // every broadcast is recorded in the outbox's journal first.
     const sender = createTransactionSender({
       publicClient,
-      walletClient,
       account,
+      chain: viemChain,
+      journal: outbox,
       clock: options.clock,
+      onRecovered: (nonce, outcome, detail) =>
+        logger.info('journal', { destination: name, nonce, outcome, detail: describe(detail) }),
       gasMarginPercent: w.gasMarginPercent,
       replaceAfterMs: w.replaceAfterSeconds * 1000,
       confirmations: w.confirmations,

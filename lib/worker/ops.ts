@@ -6,9 +6,9 @@
 import type { Server } from 'node:http';
 import { listenOn } from '../node/listen.ts';
 import { createMetricsRegistry, type MetricsRegistry } from '../node/metrics.ts';
-import type { DeliveryEvents } from './delivery.ts';
+import type { DeliveryEvents } from './types.ts';
 
-// node:http as the CommonJS module, not an ES import (see lib/http/server.ts: a start-up cost).
+// node:http as the CommonJS module, not an ES import (see lib/http/server.ts: ~65 ms of CPU at start).
 const { createServer } = process.getBuiltinModule('node:http');
 
 /** enqueue→delivered seconds: from the Fast CCTP transfer (seconds) to a Linea Standard one (a day and more). */

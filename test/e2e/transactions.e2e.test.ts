@@ -16,7 +16,8 @@ import {
   type Address,
   type Hash,
   type Hex,
-  type WalletClient,
+  type PublicClient,
+  parseTransaction,
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import {
@@ -55,37 +56,43 @@ interface Broadcast {
 }
 
 /**
- * The signer's wallet, with every broadcast it makes recorded (observed, not altered): `sent`
- * holds those the node took, `refused` counts those it refused.
+ * The node as the sender sees it (`publicClient`, default the test's), with every broadcast the
+ * sender makes recorded (observed, not altered): `sent` holds those the node took, `refused` counts
+ * those it refused.
  */
-function observedWallet(): { wallet: WalletClient; sent: Broadcast[]; refused: () => number } {
-  const wallet = createWalletClient({
-    chain: anvilChain(),
-    transport: http(anvil.rpcUrl, { retryCount: 0 }),
-    account: signer,
-  });
+function observedNode(publicClient: PublicClient = chain.publicClient): {
+  client: PublicClient;
+  sent: Broadcast[];
+  refused: () => number;
+} {
   const sent: Broadcast[] = [];
   let refused = 0;
-  const sendTransaction = wallet.sendTransaction.bind(wallet);
-  const observed = Object.assign(Object.create(wallet) as WalletClient, {
-    sendTransaction: async (args: Parameters<WalletClient['sendTransaction']>[0]) => {
+  const request = publicClient.request.bind(publicClient) as (args: unknown, options?: unknown) => Promise<unknown>;
+  const client = Object.assign(Object.create(publicClient) as PublicClient, {
+    request: async (args: { method: string; params?: unknown[] }, options?: unknown) => {
+      if (args.method !== 'eth_sendRawTransaction') return request(args, options);
       let hash: Hash;
       try {
-        hash = await sendTransaction(args);
+        hash = (await request(args, options)) as Hash;
       } catch (err) {
         refused += 1;
         throw err;
       }
-      const a = args as { nonce?: number; maxFeePerGas?: bigint; maxPriorityFeePerGas?: bigint };
-      sent.push({ hash, nonce: a.nonce, maxFeePerGas: a.maxFeePerGas, maxPriorityFeePerGas: a.maxPriorityFeePerGas });
+      const tx = parseTransaction(args.params?.[0] as Hex);
+      sent.push({
+        hash,
+        nonce: tx.nonce,
+        maxFeePerGas: tx.maxFeePerGas,
+        maxPriorityFeePerGas: tx.maxPriorityFeePerGas,
+      });
       return hash;
     },
   });
-  return { wallet: observed, sent, refused: () => refused };
+  return { client, sent, refused: () => refused };
 }
 
-function sender(wallet: WalletClient, over: Partial<TransactionSenderOptions> = {}) {
-  return createTransactionSender({ publicClient: chain.publicClient, walletClient: wallet, account: signer, ...over });
+function sender(node: PublicClient, over: Partial<TransactionSenderOptions> = {}) {
+  return createTransactionSender({ publicClient: node, account: signer, ...over });
 }
 
 /**
@@ -120,8 +127,8 @@ describe('e2e: transaction sender on anvil (lib/worker/tx/sender.ts)', { timeout
   });
 
   test("simulation surfaces the Mailbox's revert reasons; nothing is signed for them", async () => {
-    const { wallet, sent } = observedWallet();
-    const s = sender(wallet);
+    const { client, sent } = observedNode();
+    const s = sender(client);
     const message = hyperlaneMessage({ origin: 5, destination: LOCAL_DOMAIN, recipient, nonce: 7, body: '0x01' });
     const badVersion = hyperlaneMessage({ version: 2, origin: 5, destination: LOCAL_DOMAIN, recipient });
     await assert.rejects(s.send({ to: hyperlane.mailbox, data: processCall('0x', badVersion) }), (e) => {
@@ -152,17 +159,7 @@ describe('e2e: transaction sender on anvil (lib/worker/tx/sender.ts)', { timeout
     const proxy = await startRpcProxy(anvil.rpcUrl, { firstReceiptNull: true });
     t.after(() => proxy.close());
     const node = connectChain(proxy.url);
-    const wallet = createWalletClient({
-      chain: anvilChain(),
-      transport: http(proxy.url, { retryCount: 0 }),
-      account: signer,
-    });
-    const s = createTransactionSender({
-      publicClient: node.publicClient,
-      walletClient: wallet,
-      account: signer,
-      pollMs: 20,
-    });
+    const s = createTransactionSender({ publicClient: node.publicClient, account: signer, pollMs: 20 });
     const estimates = (methods: string[]) =>
       methods.filter((m) => m === 'eth_estimateGas' || m === 'eth_fillTransaction').length;
 
@@ -196,8 +193,8 @@ describe('e2e: transaction sender on anvil (lib/worker/tx/sender.ts)', { timeout
 
   test("a transaction not mined in time is re-sent with the same nonce and bumped fees; the mined replacement's receipt is returned", async () => {
     const clock = createFakeClock();
-    const { wallet, sent } = observedWallet();
-    const s = sender(wallet, { clock, pollMs: 1_000, replaceAfterMs: 5_000 });
+    const { client, sent } = observedNode();
+    const s = sender(client, { clock, pollMs: 1_000, replaceAfterMs: 5_000 });
     let waits = 0;
     await chain.setAutomine(false);
     try {
@@ -241,8 +238,8 @@ describe('e2e: transaction sender on anvil (lib/worker/tx/sender.ts)', { timeout
 
   test('N confirmations: the send returns once the block is N deep, extending (onWait) meanwhile', async () => {
     const clock = createFakeClock();
-    const { wallet } = observedWallet();
-    const s = sender(wallet, { clock, pollMs: 1_000, confirmations: 3 });
+    const { client } = observedNode();
+    const s = sender(client, { clock, pollMs: 1_000, confirmations: 3 });
     let settled = false;
     let waits = 0;
     const result = s
@@ -280,10 +277,9 @@ describe('e2e: transaction sender on anvil (lib/worker/tx/sender.ts)', { timeout
     const node = connectChain(`http://127.0.0.1:${(proxy.address() as AddressInfo).port}`);
 
     const clock = createFakeClock();
-    const { wallet, sent } = observedWallet();
+    const { client, sent } = observedNode(node.publicClient);
     const s = createTransactionSender({
-      publicClient: node.publicClient,
-      walletClient: wallet,
+      publicClient: client,
       account: signer,
       clock,
       pollMs: 1_000,
@@ -329,12 +325,11 @@ describe('e2e: transaction sender on anvil (lib/worker/tx/sender.ts)', { timeout
   });
 
   test('concurrent sends of one signer take consecutive nonces', async () => {
-    const { wallet, sent, refused } = observedWallet();
     // A fresh client (earlier tests used the key through others); a second sender on the same
     // client and signer shares the sequence.
-    const publicClient = connectChain(anvil.rpcUrl).publicClient;
-    const s = createTransactionSender({ publicClient, walletClient: wallet, account: signer, pollMs: 10 });
-    const t = createTransactionSender({ publicClient, walletClient: wallet, account: signer, pollMs: 10 });
+    const { client: publicClient, sent, refused } = observedNode(connectChain(anvil.rpcUrl).publicClient);
+    const s = createTransactionSender({ publicClient, account: signer, pollMs: 10 });
+    const t = createTransactionSender({ publicClient, account: signer, pollMs: 10 });
     const start = await chain.publicClient.getTransactionCount({ address: signer.address, blockTag: 'pending' });
     const results = await Promise.all(
       [s, t, s, t, s].map((x, i) => x.send({ to: PAYEE, data: '0x', value: BigInt(10 + i) })),
@@ -348,14 +343,9 @@ describe('e2e: transaction sender on anvil (lib/worker/tx/sender.ts)', { timeout
   });
 
   test('a nonce used behind the sender\'s back ("nonce too low") is re-read from the node and the send goes through', async () => {
-    const { wallet, sent, refused } = observedWallet();
     // A fresh client: its own sequence, initialised by the first send.
-    const s = createTransactionSender({
-      publicClient: connectChain(anvil.rpcUrl).publicClient,
-      walletClient: wallet,
-      account: signer,
-      pollMs: 10,
-    });
+    const { client, sent, refused } = observedNode(connectChain(anvil.rpcUrl).publicClient);
+    const s = createTransactionSender({ publicClient: client, account: signer, pollMs: 10 });
     await s.send({ to: PAYEE, data: '0x', value: 20n });
     // Another process signs with the same key.
     const other = createWalletClient({
@@ -376,11 +366,7 @@ describe('e2e: transaction sender on anvil (lib/worker/tx/sender.ts)', { timeout
 
   test('a node that cannot be reached is an rpc error that does not name the URL', async () => {
     const down = connectChain('http://127.0.0.1:1/secret-key');
-    const s = createTransactionSender({
-      publicClient: down.publicClient,
-      walletClient: observedWallet().wallet,
-      account: signer,
-    });
+    const s = createTransactionSender({ publicClient: down.publicClient, account: signer });
     await assert.rejects(s.simulate({ to: PAYEE, data: '0x' }), (e) => {
       assert.ok(e instanceof TransactionError);
       assert.equal(e.kind, 'rpc');

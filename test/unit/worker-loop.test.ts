@@ -1,5 +1,5 @@
 /**
- * The delivery loop (lib/worker/delivery.ts) on the in-memory outbox with an injected clock and
+ * The delivery loop (lib/worker/loop/) on the in-memory outbox with an injected clock and
  * random source, against a scripted destination chain: what it records for each outcome (backoff
  * with jitter, pending polls not counted, maxAttempts final, the pending deadline), that it renews
  * its lease while it waits, and what stop() does with what it holds. The real chain, contracts and
@@ -8,14 +8,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { Hash, Hex } from 'viem';
-import { createMemoryOutbox, type Outbox, type OutboxRecord } from '../../lib/outbox/index.ts';
-import {
-  createDeliveryWorker,
-  type DeliveryOutbox,
-  type DeliveryWorkerOptions,
-  type Destination,
-} from '../../lib/worker/delivery.ts';
-import { DeliveryError } from '../../lib/worker/errors.ts';
+import { createMemoryOutbox, type ClaimedMessage, type Outbox, type OutboxRecord } from '../../lib/outbox/index.ts';
+import { createDeliveryWorker, type DeliveryWorkerOptions } from '../../lib/worker/loop/worker.ts';
+import type { DeliveryOutbox, Destination, Resumed } from '../../lib/worker/types.ts';
+import { CcipReadError, DeliveryError, TransactionError } from '../../lib/worker/errors.ts';
 import type { SimulateResult } from '../../lib/worker/tx/sender.ts';
 import { createFakeClock, type FakeClock } from '../helpers/fake-clock.ts';
 
@@ -39,13 +35,16 @@ function idOf(n: number): string {
 
 interface Script {
   deliveredBy?: (id: Hex, call: number) => Hash | null;
-  metadata?: () => Promise<Hex>;
-  simulate?: () => Promise<unknown>;
+  metadata?: (signal?: AbortSignal) => Promise<Hex>;
+  simulate?: () => Promise<SimulateResult>;
   process?: (onWait: () => Promise<void>) => Promise<{ hash: Hash; status: 'success' | 'reverted' }>;
+  resume?: () => Promise<Resumed>;
 }
 
+const SIMULATED: SimulateResult = { estimate: 100_000n, gas: 120_000n };
+
 function scripted(script: Script): Destination & { calls: Record<string, number>; simulations: unknown[] } {
-  const calls = { deliveredBy: 0, metadata: 0, simulate: 0, process: 0 };
+  const calls: Record<string, number> = { deliveredBy: 0, metadata: 0, simulate: 0, process: 0 };
   /** What each process call was handed as the simulation of its call. */
   const simulations: unknown[] = [];
   return {
@@ -57,18 +56,22 @@ function scripted(script: Script): Destination & { calls: Record<string, number>
       const call = ++calls.deliveredBy;
       return script.deliveredBy?.(id, call) ?? null;
     },
-    async metadata() {
+    async metadata(_message, signal) {
       calls.metadata++;
-      return script.metadata ? script.metadata() : '0x';
+      return script.metadata ? script.metadata(signal) : '0x';
     },
     async simulate() {
       calls.simulate++;
-      return script.simulate?.();
+      return script.simulate ? script.simulate() : SIMULATED;
     },
-    async process(_metadata, _message, onWait, simulated) {
+    async process(_metadata, _message, simulated, opts) {
       calls.process++;
       simulations.push(simulated);
-      return script.process ? script.process(onWait) : { hash: TX, status: 'success' };
+      return script.process ? script.process(opts.onWait) : { hash: TX, status: 'success' };
+    },
+    async resume() {
+      calls.resume = (calls.resume ?? 0) + 1;
+      return script.resume ? script.resume() : { status: 'dropped' };
     },
   };
 }
@@ -104,6 +107,10 @@ function rig(messages = 1): Rig {
     },
     markDelivered: (id, opts) => outbox.markDelivered(id, opts),
     markFailed: (id, opts) => outbox.markFailed(id, opts),
+    recordBroadcast: (b, fence) => outbox.recordBroadcast(b, fence),
+    forgetBroadcast: (hash) => outbox.forgetBroadcast(hash),
+    closeSlot: (slot, outcome) => outbox.closeSlot(slot, outcome),
+    openBroadcasts: (of) => outbox.openBroadcasts(of),
   };
   return { clock, outbox, extends: calls, consumer };
 }
@@ -162,11 +169,8 @@ describe('delivery loop', () => {
 
   test('a simulation that reverts "already delivered" is a delivery (a racing worker landed first): no transaction', async () => {
     const r = rig();
-    const revert = Object.assign(new Error('reverted'), {
-      name: 'TransactionError',
-      kind: 'revert',
-      reason: 'Mailbox: already delivered',
-    });
+    // The sender's own error class (the loop matches classes, not names).
+    const revert = new TransactionError('revert', 'reverted', { reason: 'Mailbox: already delivered' });
     const d = scripted({
       deliveredBy: (_id, call) => (call === 1 ? null : PRIOR),
       simulate: async () => Promise.reject(revert),
@@ -180,10 +184,7 @@ describe('delivery loop', () => {
   test('a failure retries with exponential backoff and jitter (half fixed, half random), named in last_error; final after maxAttempts', async () => {
     const r = rig();
     const d = scripted({
-      simulate: async () =>
-        Promise.reject(
-          Object.assign(new Error('x'), { name: 'TransactionError', kind: 'revert', reason: 'ISM: bad signature' }),
-        ),
+      simulate: async () => Promise.reject(new TransactionError('revert', 'x', { reason: 'ISM: bad signature' })),
     });
     const randoms = [0, 1];
     const w = worker(r, d, { maxAttempts: 3, retryBaseMs: 5_000, random: () => randoms.shift() ?? 0.5 });
@@ -215,7 +216,7 @@ describe('delivery loop', () => {
     const d = scripted({
       metadata: async () => {
         if (mode === 'rpc') throw new Error('fetch failed');
-        throw Object.assign(new Error('gateway 1 of 1 answered HTTP 404'), { name: 'CcipReadError', kind: 'pending' });
+        throw new CcipReadError('pending', 'gateway 1 of 1 answered HTTP 404');
       },
     });
     const w = worker(r, d, { maxAttempts: 2, random: () => 1, pendingDeadlineMs: 3_600_000 });
@@ -346,6 +347,108 @@ describe('delivery loop', () => {
     assert.equal(row(r, idOf(1)).status, 'delivered');
     assert.equal(d.calls.process, 1);
     assert.equal(w.inFlight(), 0);
+  });
+});
+
+describe('delivery loop: leases, stops and the journal (docs/delivery.md#the-delivery-loop)', () => {
+  test('a stop during a gateway request releases the message unchanged: not counted, last_error and attempt state as they were', async () => {
+    const r = rig();
+    // A message that failed once already: its count and text must survive the stop.
+    const [m] = r.outbox.claim(1, 60_000) as ClaimedMessage[];
+    const before = { failures: 1, pendingSince: null, polls: 0 };
+    r.outbox.markFailed(m.id, { lease: m.lease, error: 'rpc: node down (failures 1/5)', retryAt: T0, state: before });
+    const d = scripted({
+      // The CCIP-read client rejects with the signal's reason once it aborts (lib/worker/ccip/read.ts).
+      metadata: (signal) =>
+        new Promise<Hex>((_resolve, reject) => signal?.addEventListener('abort', () => reject(signal.reason))),
+    });
+    const w = worker(r, d);
+    const running = w.run();
+    await r.clock.flush();
+    assert.equal(d.calls.metadata, 1, 'the gateway request is under way');
+    await w.stop();
+    await running;
+    const record = row(r, idOf(1));
+    assert.equal(record.status, 'queued');
+    assert.equal(record.retryAt, T0, 'claimable at once');
+    assert.equal(record.lastError, 'rpc: node down (failures 1/5)', 'last_error unchanged');
+    assert.deepEqual({ failures: record.failures, pendingSince: record.pendingSince, polls: record.polls }, before);
+    assert.equal(d.calls.process, 0);
+  });
+
+  test('a worker whose lease could not be renewed within its time sends nothing: the next holder delivers the message once', async () => {
+    const r = rig();
+    let unblock!: () => void;
+    const first = scripted({ metadata: () => new Promise<Hex>((resolve) => (unblock = () => resolve('0x'))) });
+    // The store fails for the first worker's renewals only (its connection is down).
+    const failing: DeliveryOutbox = {
+      ...r.consumer,
+      extend: async () => {
+        throw new Error('connection terminated');
+      },
+    };
+    const w1 = createDeliveryWorker({
+      outbox: failing,
+      destinations: new Map([[2, first]]),
+      clock: r.clock,
+      leaseMs: 30_000,
+    });
+    const one = w1.runOnce();
+    await r.clock.flush();
+    assert.equal(first.calls.metadata, 1);
+    for (let i = 0; i < 4; i++) await r.clock.advance(10_000);
+    // The lease lapsed: another worker claims the message and delivers it.
+    const second = scripted({});
+    const w2 = createDeliveryWorker({ outbox: r.consumer, destinations: new Map([[2, second]]), clock: r.clock });
+    const [delivered] = await w2.runOnce();
+    assert.equal(delivered.outcome, 'delivered');
+    unblock();
+    const [late] = await one;
+    assert.equal(late.outcome, 'released', 'stopped before sending');
+    assert.equal(first.calls.process, 0, 'the first worker sent nothing');
+    assert.equal(second.calls.process, 1, 'one send for the message');
+    assert.equal(row(r, idOf(1)).status, 'delivered');
+  });
+
+  test('the journal first: a transaction of the message that was mined ends the attempt; one that may still land (another signer) is waited for, not counted; one that cannot land any more lets a new send go', async () => {
+    const r = rig(3);
+    const claimed = r.outbox.claim(3, 60_000) as ClaimedMessage[];
+    for (const [i, m] of claimed.entries())
+      r.outbox.recordBroadcast(
+        {
+          messageId: m.id,
+          chainId: 31337,
+          signer: '0x70997970c51812dc3a010c7d01b50e0d17dc79c8',
+          nonce: i,
+          hash: idOf(500 + i),
+          raw: '0x02f0',
+        },
+        { lease: m.lease, leaseMs: 60_000 },
+      );
+    for (const m of claimed) r.outbox.markFailed(m.id, { lease: m.lease, error: 'released', retryAt: T0 });
+    const resumed: Record<string, Resumed> = {
+      [idOf(1)]: { hash: PRIOR, status: 'success' },
+      [idOf(2)]: { status: 'open', detail: 'transaction 0x… of signer 0x… (nonce 1) may still land' },
+      [idOf(3)]: { status: 'dropped' },
+    };
+    const seen: string[] = [];
+    const d = scripted({});
+    d.resume = async (entries) => {
+      seen.push(entries[0].messageId);
+      return resumed[entries[0].messageId];
+    };
+    const results = await worker(r, d, { maxAttempts: 1 }).runOnce();
+    assert.deepEqual(seen.sort(), [idOf(1), idOf(2), idOf(3)]);
+    assert.deepEqual(
+      results.map((x) => x.outcome),
+      ['delivered', 'pending', 'delivered'],
+    );
+    assert.equal(row(r, idOf(1)).destinationTxHash, PRIOR, 'recorded with the mined transaction, nothing sent');
+    assert.equal(row(r, idOf(2)).status, 'queued');
+    assert.equal(row(r, idOf(2)).failures, 0, 'waiting for a transaction is not a failure (maxAttempts 1)');
+    assert.match(row(r, idOf(2)).lastError ?? '', /^pending: transaction .* may still land/);
+    assert.equal(row(r, idOf(3)).destinationTxHash, TX, 'sent anew');
+    assert.equal(d.calls.process, 1, 'only the message none of whose transactions can land is sent');
   });
 });
 

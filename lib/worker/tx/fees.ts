@@ -5,11 +5,9 @@
  */
 import type { Abi, Chain, PublicClient } from 'viem';
 import { classify, transactionError } from './node-errors.ts';
+import type { Fees } from './types.ts';
 
-export interface Fees {
-  maxFeePerGas: bigint;
-  maxPriorityFeePerGas: bigint;
-}
+export type { Fees } from './types.ts';
 
 /** A percentage in basis points (12.5 → 1250n). */
 export function basisPoints(percent: number): bigint {

@@ -1,64 +1,82 @@
 /**
  * What a node said when a call or a send failed, as a TransactionError (docs/delivery.md,
- * Transactions). viem's messages carry the URL and the request; only the node's own words (viem's
- * `details`) and the revert data are kept.
+ * Transactions). viem's errors are walked with its own `BaseError.walk()` and matched by class;
+ * the node's words (viem's `details`) are read only where no class exists for what they say
+ * ("already known": the node has the transaction). viem's messages carry the URL and the request:
+ * only the node's words and the revert data are kept.
  */
-import { decodeErrorResult, type Abi, type Hash, type Hex } from 'viem';
+import {
+  BaseError as ViemError,
+  decodeErrorResult,
+  ExecutionRevertedError,
+  FeeCapTooLowError,
+  InsufficientFundsError,
+  IntrinsicGasTooLowError,
+  NonceMaxValueError,
+  NonceTooHighError,
+  NonceTooLowError,
+  RpcRequestError,
+  TipAboveFeeCapError,
+  type Abi,
+  type Hash,
+  type Hex,
+} from 'viem';
 import { TransactionError, type TransactionErrorKind } from '../errors.ts';
 
 /**
- * A failure sorted by what the sender does next: `nonce-low` (the nonce is used: re-read it, or a
- * replacement's predecessor was mined) and `underpriced` (bump the fees again) are handled there;
- * the rest become the TransactionError of their kind.
+ * A failure sorted by what the sender does next: `known` (the node already has this very
+ * transaction: it is sent), `nonce-low` (the nonce is used: by one of ours that was mined, or by
+ * another), `underpriced` (a transaction holds the nonce in the pool at higher fees, or the fees
+ * are below what the node takes) are handled there; the rest become the TransactionError of their
+ * kind.
  */
 export interface Classified {
-  kind: TransactionErrorKind | 'nonce-low' | 'underpriced';
+  kind: TransactionErrorKind | 'known' | 'nonce-low' | 'underpriced';
   /** The node's words (viem's `details`), for reasons; never the URL. */
   said: string;
+  /** The node answered (a JSON-RPC error): what it refused, it did not take. Else the request may or may not have reached it. */
+  answered: boolean;
   revertData?: Hex;
 }
 
-function chainOf(err: unknown): unknown[] {
-  const out: unknown[] = [];
-  let e: unknown = err;
-  for (let i = 0; e && i < 12; i++) {
-    out.push(e);
-    e = (e as { cause?: unknown }).cause;
-  }
-  return out;
+const HEX = /^0x(?:[0-9a-fA-F]{2})*$/;
+
+/** The revert data somewhere in the error: a `data` string, or `data.data` on some nodes. */
+function revertDataOf(err: ViemError): Hex | undefined {
+  let found: Hex | undefined;
+  err.walk((e) => {
+    const data = (e as { data?: unknown }).data;
+    if (typeof data === 'string' && HEX.test(data) && data.length >= 10) found = data as Hex;
+    else if (data && typeof data === 'object') {
+      const inner = (data as { data?: unknown }).data;
+      if (typeof inner === 'string' && HEX.test(inner) && inner.length >= 10) found = inner as Hex;
+    }
+    return found !== undefined;
+  });
+  return found;
 }
 
 export function classify(err: unknown): Classified {
-  const chain = chainOf(err);
-  const names = chain.map((e) => String((e as { name?: unknown }).name ?? ''));
-  const details = chain
-    .map((e) => (e as { details?: unknown }).details)
-    .filter((d): d is string => typeof d === 'string');
-  const said = details.find((d) => d.length > 0) ?? '';
-  const text = `${names.join(' ')} ${details.join(' ')}`.toLowerCase();
-  let revertData: Hex | undefined;
-  for (const e of chain) {
-    const data = (e as { data?: unknown }).data;
-    if (typeof data === 'string' && /^0x[0-9a-fA-F]*$/.test(data) && data.length >= 10) {
-      revertData = data as Hex;
-      break;
-    }
-    // ExecutionRevertedError and friends keep it one level down in `data.data` on some nodes.
-    if (data && typeof data === 'object' && typeof (data as { data?: unknown }).data === 'string') {
-      revertData = (data as { data: Hex }).data;
-      break;
-    }
-  }
-  if (/nonce too low|already known|transaction already imported|noncetoolowerror/.test(text))
-    return { kind: 'nonce-low', said };
-  if (/nonce too high|noncetoohigherror|nonce has max value/.test(text)) return { kind: 'nonce', said };
-  if (/underpriced|fee too low|max fee per gas less than block base fee/.test(text))
-    return { kind: 'underpriced', said };
-  if (/insufficient funds|insufficientfundserror/.test(text)) return { kind: 'insufficient-funds', said };
-  if (/gas required exceeds allowance|out of gas|intrinsic gas too low|intrinsicgastoolowerror/.test(text))
-    return { kind: 'out-of-gas', said };
-  if (revertData !== undefined || /revert/.test(text)) return { kind: 'revert', said, revertData };
-  return { kind: 'rpc', said };
+  if (!(err instanceof ViemError)) return { kind: 'rpc', said: '', answered: false };
+  const request = err.walk((e) => e instanceof RpcRequestError) as RpcRequestError | null;
+  const said = request?.details ?? '';
+  const answered = request !== null;
+  const is = (type: abstract new (...args: never[]) => Error) => err.walk((e) => e instanceof type) !== null;
+  const words = said.toLowerCase();
+  const revertData = revertDataOf(err);
+  // viem files these under "nonce too low"; they say the node has this very transaction.
+  if (/already known|already imported|known transaction|already in (?:the )?(?:tx)?pool/.test(words))
+    return { kind: 'known', said, answered };
+  if (is(ExecutionRevertedError) || revertData !== undefined) return { kind: 'revert', said, answered, revertData };
+  if (is(NonceTooLowError) || /nonce too low/.test(words)) return { kind: 'nonce-low', said, answered };
+  if (is(NonceTooHighError) || is(NonceMaxValueError)) return { kind: 'nonce', said, answered };
+  if (is(InsufficientFundsError)) return { kind: 'insufficient-funds', said, answered };
+  if (is(IntrinsicGasTooLowError) || /gas required exceeds allowance|out of gas/.test(words))
+    return { kind: 'out-of-gas', said, answered };
+  if (is(FeeCapTooLowError) || is(TipAboveFeeCapError) || /underpriced|fee too low/.test(words))
+    return { kind: 'underpriced', said, answered };
+  if (/revert/.test(words)) return { kind: 'revert', said, answered };
+  return { kind: 'rpc', said, answered };
 }
 
 /** The contract's reason: Error(string), Panic(uint256), a custom error from `abi`, or the node's words. */

@@ -2,18 +2,25 @@
  * Receipts for the transaction sender (docs/delivery.md, Transactions): whether one of a send's
  * transactions is mined, failed or confirmed, and why a mined one reverted.
  */
-import type { Abi, Account, Address, Hash, PublicClient, TransactionReceipt } from 'viem';
+import {
+  TransactionReceiptNotFoundError,
+  type Abi,
+  type Account,
+  type Address,
+  type Hash,
+  type PublicClient,
+  type TransactionReceipt,
+} from 'viem';
 import { TransactionError } from '../errors.ts';
 import { classify, revertReason } from './node-errors.ts';
-import type { TransactionRequest } from './sender.ts';
+import type { TransactionRequest } from './types.ts';
 
 /** The receipt of `hash`, or undefined while it is not mined. */
 export async function receiptOf(publicClient: PublicClient, hash: Hash): Promise<TransactionReceipt | undefined> {
   try {
     return await publicClient.getTransactionReceipt({ hash });
   } catch (err) {
-    const name = (err as { name?: string }).name;
-    if (name === 'TransactionReceiptNotFoundError') return undefined;
+    if (err instanceof TransactionReceiptNotFoundError) return undefined;
     throw err;
   }
 }

@@ -1,42 +1,53 @@
 /**
- * Landing a transaction on a destination chain (docs/delivery.md, Transactions): simulate it
- * first (`eth_estimateGas`: a call that would revert is never signed), sign with a gas limit of
- * the estimate plus a margin and EIP-1559 fees from the node (lib/worker/tx/fees.ts), take nonces
- * from one sequence per signer and chain shared by every concurrent send (lib/worker/tx/nonces.ts),
- * re-send with the same nonce and bumped fees when the transaction is not mined in time, and wait
- * for N confirmations of whichever of the replacements was mined (lib/worker/tx/receipts.ts),
- * calling `onWait` while waiting (the delivery loop extends its lease).
+ * Landing a transaction on a destination chain (docs/delivery.md#transactions): simulate it first
+ * (`eth_estimateGas`: a call that would revert is never signed), sign it here with a gas limit of
+ * the estimate plus a margin and EIP-1559 fees from the node (lib/worker/tx/fees.ts) under a nonce
+ * of the signer's book (lib/worker/tx/nonces.ts), record it in the journal before it goes out
+ * (lib/worker/tx/journal.ts), broadcast it and decide from what the node holds whether it went
+ * out (lib/worker/tx/broadcast.ts), replace it at the same nonce with bumped fees while it is not
+ * mined, and wait for N confirmations of whichever of its transactions was mined
+ * (lib/worker/tx/receipts.ts), calling `onWait` meanwhile (the delivery loop extends its lease).
  *
  * Errors are TransactionError with a `kind` (lib/worker/errors.ts); their messages never quote the
- * node's URL, the request body or the key (viem's own messages do, so they are not passed on:
- * lib/worker/tx/node-errors.ts).
+ * node's URL, the request body or the key (lib/worker/tx/node-errors.ts).
  */
-import type { Abi, Account, Address, Chain, Hash, Hex, PublicClient, TransactionReceipt, WalletClient } from 'viem';
-import { sleep, systemClock, type Clock } from '../../clock.ts';
+import {
+  parseTransaction,
+  type Abi,
+  type Address,
+  type Chain,
+  type Hash,
+  type Hex,
+  type LocalAccount,
+  type PublicClient,
+} from 'viem';
+import { systemClock, type Clock } from '../../clock.ts';
 import { OutOfRangeError } from '../../errors.ts';
-import { TransactionError } from '../errors.ts';
-import { basisPoints, bump, nodeFees, replacementFees, type Fees } from './fees.ts';
+import { DeliveryError, TransactionError } from '../errors.ts';
+import { broadcast, isKnown } from './broadcast.ts';
+import { basisPoints, bump, nodeFees } from './fees.ts';
+import { trackSlot, type FollowSettings } from './follow.ts';
+import { createProcessJournal, type BroadcastFence, type JournalEntry, type TransactionJournal } from './journal.ts';
 import { classify, transactionError } from './node-errors.ts';
-import { nonceSequence } from './nonces.ts';
-import { confirmedReceipt, firstMined, minedFailure } from './receipts.ts';
+import { firstMined } from './receipts.ts';
+import { signerContext, type Signed } from './signer.ts';
+import type { Fees, SendResult, SimulateResult, TransactionRequest } from './types.ts';
 
 export { TransactionError, type TransactionErrorKind } from '../errors.ts';
-
-export interface TransactionRequest {
-  to: Address;
-  data: Hex;
-  value?: bigint;
-}
+export type { SendResult, SimulateResult, TransactionRequest } from './types.ts';
 
 export interface TransactionSenderOptions {
   publicClient: PublicClient;
-  walletClient: WalletClient;
-  /** A local account (signs here) or an address the node signs for. */
-  account: Account | Address;
+  /** The key that signs, here (a local account: the hash is known before the broadcast, for the journal). */
+  account: LocalAccount;
+  /** The chain (its id signs every transaction); default the client's, else asked from the node once. */
+  chain?: Chain;
+  /** Where broadcasts are recorded before they go out (the outbox); default in this process only. */
+  journal?: TransactionJournal;
   clock?: Clock;
   /** Gas limit = estimate * (100 + margin) / 100. Default 20. */
   gasMarginPercent?: number;
-  /** A transaction not mined this long after it was sent is re-sent with bumped fees. Default 60 000. */
+  /** A transaction not mined this long after it was sent is replaced with bumped fees. Default 60 000. */
   replaceAfterMs?: number;
   /** Each replacement raises both fees by this much (nodes require at least 10). Default 12.5. */
   feeBumpPercent?: number;
@@ -48,50 +59,62 @@ export interface TransactionSenderOptions {
   timeoutMs?: number;
   /** Custom errors to decode revert reasons with (e.g. the ISM's and recipient's ABIs). */
   errorAbi?: Abi;
+  /** Told what happened to a transaction the sender follows on its own (one found in the journal). */
+  onRecovered?: (nonce: number, outcome: 'mined' | 'dropped' | 'failed', detail: string) => void;
 }
 
 export interface SendOptions {
   /** Called on every poll while waiting; an error it throws ends the wait (the transaction may still land). */
   onWait?: () => Promise<void>;
-  /**
-   * The simulation of this same request the caller has just run (`simulate`): its gas limit is
-   * used instead of estimating again.
-   */
+  /** The simulation of this same request the caller has just run (`simulate`): its gas limit is signed. */
   simulated?: SimulateResult;
+  /**
+   * The message the transaction delivers and the lease its first broadcast is recorded under
+   * (the record renews it; refused, nothing is sent: DeliveryError `stopped`).
+   */
+  owner?: { messageId: string; fence: BroadcastFence };
 }
 
-export interface SimulateResult {
-  /** The node's estimate. */
-  estimate: bigint;
-  /** The gas limit a send uses: the estimate plus the margin. */
-  gas: bigint;
-}
-
-export interface SendResult {
-  hash: Hash;
-  receipt: TransactionReceipt;
-}
+/** Where a journaled slot of another signer stands (`inspect`). */
+export type SlotState =
+  | { state: 'mined'; hash: Hash; status: 'success' | 'reverted' }
+  | { state: 'dropped' }
+  | { state: 'open'; nonce: number; hash: Hash };
 
 export interface TransactionSender {
+  /** The signer's address, lower-case. */
+  readonly signer: Address;
   simulate(req: TransactionRequest): Promise<SimulateResult>;
   send(req: TransactionRequest, opts?: SendOptions): Promise<SendResult>;
+  /**
+   * Follows one journaled slot of this signer (its broadcasts, oldest first) to its end, as `send`
+   * follows its own: mined → the result; still pending or dropped → replaced at the same nonce.
+   * Throws TransactionError `nonce` when the nonce was used by another transaction (none of its own
+   * can land any more: the slot is settled `dropped`).
+   */
+  follow(entries: readonly JournalEntry[], opts?: Pick<SendOptions, 'onWait'>): Promise<SendResult>;
+  /** Where a journaled slot of another signer stands: read from the node, nothing sent. */
+  inspect(entries: readonly JournalEntry[]): Promise<SlotState>;
+  /** Follows every open slot of this signer the journal holds, in the background; resolves with how many. */
+  recover(): Promise<number>;
 }
 
 export function createTransactionSender(opts: TransactionSenderOptions): TransactionSender {
-  const { publicClient, walletClient, account, errorAbi } = opts;
+  const { publicClient, account, errorAbi } = opts;
   const clock = opts.clock ?? systemClock;
+  const journal = opts.journal ?? createProcessJournal(() => clock.now());
   const margin = basisPoints(opts.gasMarginPercent ?? 20);
   const bumpPercent = opts.feeBumpPercent ?? 12.5;
   if (!(bumpPercent >= 10))
     throw new OutOfRangeError('feeBumpPercent must be at least 10 (nodes refuse smaller replacements)');
-  const bumpBp = basisPoints(bumpPercent);
-  const replaceAfterMs = opts.replaceAfterMs ?? 60_000;
-  const confirmations = BigInt(Math.max(1, opts.confirmations ?? 1));
-  const pollMs = opts.pollMs ?? 1_000;
-  const timeoutMs = opts.timeoutMs ?? 600_000;
-  const address: Address = typeof account === 'string' ? account : account.address;
-  const chain: Chain | undefined = walletClient.chain ?? publicClient.chain;
-  const nonces = nonceSequence(publicClient, address, chain?.id, errorAbi);
+  const settings: FollowSettings = {
+    bumpBasisPoints: basisPoints(bumpPercent),
+    replaceAfterMs: opts.replaceAfterMs ?? 60_000,
+    confirmations: BigInt(Math.max(1, opts.confirmations ?? 1)),
+    pollMs: opts.pollMs ?? 1_000,
+    timeoutMs: opts.timeoutMs ?? 600_000,
+  };
+  const c = signerContext({ publicClient, account, chain: opts.chain ?? publicClient.chain, journal, clock, errorAbi });
 
   async function simulate(req: TransactionRequest): Promise<SimulateResult> {
     let estimate: bigint;
@@ -103,105 +126,125 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
     return { estimate, gas: bump(estimate, margin) };
   }
 
-  function broadcast(req: TransactionRequest, gas: bigint, nonce: number, fees: Fees): Promise<Hash> {
-    return walletClient.sendTransaction({
-      account,
-      chain,
-      // Named, with the nonce, gas and fees: viem then has nothing left to fill and signs at once,
-      // instead of asking the node to fill the transaction (eth_fillTransaction) for the chain id.
-      chainId: chain?.id,
-      to: req.to,
-      data: req.data,
-      value: req.value,
-      gas,
-      nonce,
-      type: 'eip1559',
-      maxFeePerGas: fees.maxFeePerGas,
-      maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
-    } as Parameters<WalletClient['sendTransaction']>[0]);
-  }
-
-  /** The first broadcast: a stale nonce is re-read from the node and tried again (bounded). */
-  async function firstBroadcast(
+  /**
+   * The first broadcast of a send: a nonce from the book, recorded (under the owner's lease), then
+   * sent. A nonce the node says is used (by a transaction the journal does not know) is left and
+   * the next one tried, a few times; a broadcast that certainly failed frees its nonce.
+   */
+  async function first(
     req: TransactionRequest,
     gas: bigint,
     fees: Fees,
-  ): Promise<{ hash: Hash; nonce: number }> {
+    owner: SendOptions['owner'],
+  ): Promise<{ t: Signed; hash: Hash }> {
+    const nonces = await c.book();
     for (let attempt = 0; ; attempt++) {
-      const nonce = await nonces.reserve();
+      const t: Signed = { nonce: nonces.take(), req, gas, fees };
+      const signed = await c.sign(t);
+      let recorded: boolean;
       try {
-        return { hash: await broadcast(req, gas, nonce, fees), nonce };
+        recorded = await journal.recordBroadcast(
+          await c.entry(t, owner?.messageId ?? signed.hash, signed),
+          owner?.fence,
+        );
       } catch (err) {
-        const c = classify(err);
-        // Not sent: whatever this nonce was, the node's count is the truth again.
-        nonces.resync();
-        if (c.kind === 'nonce-low' && attempt < 3) continue;
-        throw transactionError(c, 'sending', errorAbi, err);
+        nonces.free(t.nonce);
+        throw new DeliveryError('stopped', 'the journal could not record the transaction: nothing sent', {
+          cause: err,
+        });
       }
+      if (!recorded) {
+        nonces.free(t.nonce);
+        throw new DeliveryError('stopped', 'lease lost before the broadcast: nothing sent');
+      }
+      const outcome = await broadcast(publicClient, signed.raw, signed.hash);
+      if (outcome === 'sent' || outcome === 'unknown') return { t, hash: signed.hash };
+      await journal.forgetBroadcast(signed.hash);
+      if (outcome.kind === 'nonce-low' && attempt < 3) {
+        // Used behind our back: what the node has mined is the truth; the book moves past it.
+        nonces.consumed(t.nonce);
+        nonces.observe(await c.count('latest'));
+        continue;
+      }
+      nonces.free(t.nonce);
+      throw transactionError(outcome, 'sending', errorAbi, outcome.cause, signed.hash);
     }
   }
 
   async function send(req: TransactionRequest, sendOpts: SendOptions = {}): Promise<SendResult> {
     const { gas } = sendOpts.simulated ?? (await simulate(req));
-    let fees = await nodeFees(publicClient, chain, errorAbi);
-    const first = await firstBroadcast(req, gas, fees);
-    const nonce = first.nonce;
-    const hashes: Hash[] = [first.hash];
-    const startedAt = clock.now();
-    let sentAt = startedAt;
-    let last: Hash = first.hash;
-    let rpcFailures = 0;
-    let seenMined = false;
-
-    for (;;) {
-      let mined: TransactionReceipt | undefined;
-      try {
-        mined = await firstMined(publicClient, hashes);
-        if (mined) {
-          seenMined = true;
-          if (mined.status !== 'success') throw await minedFailure(publicClient, account, req, mined, gas, errorAbi);
-          const receipt = await confirmedReceipt(publicClient, mined, confirmations);
-          if (receipt) return { hash: mined.transactionHash, receipt };
-        }
-      } catch (err) {
-        if (err instanceof TransactionError) throw err;
-        const c = classify(err);
-        // The transaction is out there: a node that fails for a while (restart, rate limit) is
-        // waited out until `timeoutMs`, not taken for a failed send.
-        if (c.kind !== 'rpc') throw transactionError(c, 'waiting for the receipt', errorAbi, err, last);
-        rpcFailures += 1;
-      }
-      if (sendOpts.onWait) await sendOpts.onWait();
-      const now = clock.now();
-      if (now - startedAt >= timeoutMs) {
-        const node = rpcFailures > 0 ? `; the node failed ${rpcFailures} poll${rpcFailures === 1 ? '' : 's'}` : '';
-        throw new TransactionError(
-          'timeout',
-          `not ${seenMined ? 'confirmed' : 'mined'} within ${timeoutMs} ms (nonce ${nonce})${node}`,
-          { hash: last },
-        );
-      }
-      if (!mined && now - sentAt >= replaceAfterMs) {
-        // Same nonce, both fees up by the bump (and at least what the node asks now).
-        const current = await nodeFees(publicClient, chain, errorAbi).catch(() => fees);
-        const bumped = replacementFees(fees, current, bumpBp);
-        try {
-          const hash = await broadcast(req, gas, nonce, bumped);
-          hashes.unshift(hash);
-          last = hash;
-        } catch (err) {
-          const c = classify(err);
-          // Nonce used: one of ours was mined meanwhile (the next poll finds it). Underpriced:
-          // bump again from the higher fees next time. Anything else ends the send.
-          if (c.kind !== 'nonce-low' && c.kind !== 'underpriced')
-            throw transactionError(c, 'replacing', errorAbi, err, last);
-        }
-        fees = bumped;
-        sentAt = now;
-      }
-      await sleep(clock, pollMs);
-    }
+    const fees = await nodeFees(publicClient, c.chain, errorAbi);
+    const { t, hash } = await first(req, gas, fees, sendOpts.owner);
+    const messageId = sendOpts.owner?.messageId ?? hash;
+    return c.followOnce(t.nonce, () =>
+      trackSlot(c, settings, { t, hashes: [hash], messageId, sentAt: clock.now() }, sendOpts.onWait),
+    );
   }
 
-  return { simulate, send };
+  async function follow(entries: readonly JournalEntry[], followOpts: Pick<SendOptions, 'onWait'> = {}) {
+    if (entries.length === 0) throw new TransactionError('rpc', 'no journaled transaction to follow');
+    const newest = entries[entries.length - 1];
+    const t = signedOf(newest);
+    (await c.book()).hold(t.nonce);
+    const slot = {
+      t,
+      hashes: entries.map((e) => e.hash as Hash).reverse(),
+      messageId: newest.messageId,
+      sentAt: Math.min(clock.now(), newest.sentAt),
+    };
+    return c.followOnce(t.nonce, () => trackSlot(c, settings, slot, followOpts.onWait));
+  }
+
+  async function inspect(entries: readonly JournalEntry[]): Promise<SlotState> {
+    const hashes = entries.map((e) => e.hash as Hash).reverse();
+    const newest = entries[entries.length - 1];
+    const slot = { chainId: newest.chainId, signer: newest.signer, nonce: newest.nonce };
+    const mined = await firstMined(publicClient, hashes);
+    if (mined) {
+      await journal.closeSlot(slot, { outcome: 'mined', hash: mined.transactionHash.toLowerCase() });
+      return { state: 'mined', hash: mined.transactionHash, status: mined.status };
+    }
+    const used = await publicClient.getTransactionCount({ address: slot.signer as Address, blockTag: 'latest' });
+    if (used > slot.nonce && !(await firstMined(publicClient, hashes))) {
+      await journal.closeSlot(slot, { outcome: 'dropped' });
+      return { state: 'dropped' };
+    }
+    // It may still land: its newest is given to the node again (a dropped one comes back).
+    if ((await isKnown(publicClient, newest.hash as Hash)) === false)
+      await broadcast(publicClient, newest.raw as Hex, newest.hash as Hash);
+    return { state: 'open', nonce: slot.nonce, hash: newest.hash as Hash };
+  }
+
+  async function recover(): Promise<number> {
+    const open = await journal.openBroadcasts({ chainId: await c.chainId(), signer: c.address });
+    const slots = new Map<number, JournalEntry[]>();
+    for (const e of open) slots.set(e.nonce, [...(slots.get(e.nonce) ?? []), e]);
+    for (const [nonce, entries] of slots) {
+      follow(entries).then(
+        (r) => opts.onRecovered?.(nonce, 'mined', r.hash),
+        (err: unknown) =>
+          opts.onRecovered?.(
+            nonce,
+            err instanceof TransactionError && err.kind === 'nonce' ? 'dropped' : 'failed',
+            err instanceof Error ? err.message : String(err),
+          ),
+      );
+    }
+    return slots.size;
+  }
+
+  return { signer: c.address, simulate, send, follow, inspect, recover };
+}
+
+/** The call and fees of a journaled transaction (its signed bytes), to sign a replacement of it. */
+function signedOf(entry: JournalEntry): Signed {
+  const tx = parseTransaction(entry.raw as Hex);
+  if (tx.to == null || tx.gas === undefined || tx.maxFeePerGas === undefined || tx.maxPriorityFeePerGas === undefined)
+    throw new TransactionError('rpc', `the journal's transaction ${entry.hash} is not an EIP-1559 call`);
+  return {
+    nonce: entry.nonce,
+    req: { to: tx.to, data: tx.data ?? '0x', value: tx.value },
+    gas: tx.gas,
+    fees: { maxFeePerGas: tx.maxFeePerGas, maxPriorityFeePerGas: tx.maxPriorityFeePerGas },
+  };
 }

@@ -3,14 +3,15 @@
  * domain 1 and the stand-ins (relay scenarios), or two anvils with a Mailbox each and Hyperlane's
  * CCTP V2 bridge between them (delivery).
  */
-import { ANVIL_CHAIN_ID, startAnvil, type Anvil } from './anvil.ts';
+import { privateKeyToAccount } from 'viem/accounts';
+import { ANVIL_CHAIN_ID, ANVIL_DEV_KEYS, startAnvil, type Anvil } from './anvil.ts';
 import { deployCctpV2Route, type CctpV2Route } from './cctp-bridge.ts';
 import { startCcipGateway, type CcipGateway } from './ccip-gateway.ts';
 import type { Address } from 'viem';
-import type { Destination } from '../../../lib/worker/delivery.ts';
+import type { Destination } from '../../../lib/worker/types.ts';
 import { createMailboxDestination } from '../../../lib/worker/destination.ts';
 import { createTransactionSender } from '../../../lib/worker/tx/sender.ts';
-import { connectChain, DEV_ACCOUNT, type Chain } from './clients.ts';
+import { connectChain, type Chain } from './clients.ts';
 import { deployHyperlane, type HyperlaneDeployment } from './hyperlane.ts';
 import { deployStandIns, type StandIns } from './stand-ins.ts';
 
@@ -125,12 +126,11 @@ export function twoChainRelayerConfig(two: TwoChains, db: string) {
   };
 }
 
-/** The delivery worker's view of a node (lib/worker/destination.ts), the node signing as the dev account. */
+/** The delivery worker's view of a node (lib/worker/destination.ts), signing here as the dev account. */
 export function deliveryDestination(node: ChainNode, name = DESTINATION_CHAIN_NAME): Destination {
   const sender = createTransactionSender({
     publicClient: node.chain.publicClient,
-    walletClient: node.chain.wallet,
-    account: DEV_ACCOUNT,
+    account: privateKeyToAccount(ANVIL_DEV_KEYS[0]),
     pollMs: 25,
   });
   return createMailboxDestination({

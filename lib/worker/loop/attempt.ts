@@ -1,0 +1,96 @@
+/**
+ * One delivery attempt of a claimed message (docs/delivery.md#the-delivery-loop), returning what
+ * it ended with as a value (lib/worker/loop/outcome.ts); it records nothing itself:
+ * 1. the journal first: a transaction of the message that may still land is followed (this
+ *    signer's) or waited for (another's); one that was mined ends the attempt;
+ * 2. already delivered on chain → delivered with the transaction that did it;
+ * 3. the ISM's metadata; 4. `process` simulated; 5. sent (recorded in the journal under the lease
+ *    first) and followed to its confirmations.
+ * A revert of a mined transaction is checked against `delivered(id)` (two senders raced).
+ */
+import type { Hex } from 'viem';
+import { bytesToHex } from '../../hex.ts';
+import type { ClaimedMessage, JournalEntry } from '../../outbox/index.ts';
+import { DeliveryError, toDeliveryError } from '../errors.ts';
+import type { Destination, DeliveryOutbox } from '../types.ts';
+import type { Hold } from './lease.ts';
+import type { Outcome } from './outcome.ts';
+
+export interface AttemptContext {
+  outbox: Pick<DeliveryOutbox, 'openBroadcasts'>;
+  destination: Destination | undefined;
+  leaseMs: number;
+}
+
+const delivered = (hash: string, already: boolean): Outcome => ({ kind: 'delivered', hash, already });
+
+/** The same message delivered by someone else, or the revert as a counted failure. */
+async function afterRevert(destination: Destination, id: Hex, hash: string): Promise<Outcome> {
+  const by = await destination.deliveredBy(id);
+  if (by) return delivered(by, true);
+  return { kind: 'retry', failure: new DeliveryError('revert', `process reverted in ${hash}`) };
+}
+
+/** The message's open journal entries, one slot (nonce of a signer) at a time, oldest first. */
+function slots(entries: readonly JournalEntry[]): JournalEntry[][] {
+  const bySlot = new Map<string, JournalEntry[]>();
+  for (const e of entries) {
+    const key = `${e.chainId}:${e.signer}:${e.nonce}`;
+    bySlot.set(key, [...(bySlot.get(key) ?? []), e]);
+  }
+  return [...bySlot.values()];
+}
+
+export async function attempt(c: AttemptContext, m: ClaimedMessage, hold: Hold): Promise<Outcome> {
+  const { destination } = c;
+  const id = m.id as Hex;
+  const message = bytesToHex(m.raw) as Hex;
+  try {
+    if (!destination) throw new DeliveryError('config', `no chain configured for destination domain ${m.destination}`);
+
+    for (const slot of slots(await c.outbox.openBroadcasts({ messageId: m.id }))) {
+      // A transaction of this message may be out: a stop waits for it rather than releasing.
+      hold.sent = true;
+      const resumed = await destination.resume(slot, { onWait: hold.keepAlive });
+      if (resumed.status === 'success') return delivered(resumed.hash, false);
+      if (resumed.status === 'reverted') return afterRevert(destination, id, resumed.hash);
+      if (resumed.status === 'open') return { kind: 'pending', failure: new DeliveryError('pending', resumed.detail) };
+      hold.sent = false;
+    }
+
+    const prior = await destination.deliveredBy(id);
+    if (prior) return delivered(prior, true);
+    hold.check();
+    const metadata = await destination.metadata(message, hold.signal);
+    hold.check();
+    let simulated: Awaited<ReturnType<Destination['simulate']>>;
+    try {
+      simulated = await destination.simulate(metadata, message);
+    } catch (error) {
+      const failure = toDeliveryError(error);
+      if (failure.kind === 'revert' && /already delivered/i.test(failure.message)) {
+        const by = await destination.deliveredBy(id);
+        if (by) return delivered(by, true);
+      }
+      throw failure;
+    }
+    // A broadcast needs a lease renewed within its time: a worker that could not renew stops here.
+    hold.check();
+    hold.sent = true;
+    const sent = await destination.process(metadata, message, simulated, {
+      messageId: m.id,
+      fence: { lease: m.lease, leaseMs: c.leaseMs },
+      onWait: hold.keepAlive,
+    });
+    if (sent.status === 'reverted') return afterRevert(destination, id, sent.hash);
+    return delivered(sent.hash, false);
+  } catch (error) {
+    const failure = toDeliveryError(error);
+    // Stopped before anything went out (a gateway request aborted by the stop included): the
+    // message goes back unchanged.
+    if (failure.kind === 'stopped' || (!hold.sent && hold.signal.aborted))
+      return { kind: 'released', reason: failure.kind === 'stopped' ? failure.message : 'the worker is stopping' };
+    if (failure.kind === 'pending') return { kind: 'pending', failure };
+    return failure.final ? { kind: 'final', failure } : { kind: 'retry', failure };
+  }
+}

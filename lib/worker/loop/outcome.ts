@@ -1,0 +1,17 @@
+/**
+ * What one delivery attempt ends with (lib/worker/loop/attempt.ts), as a value the loop records
+ * once (lib/worker/loop/record.ts), the way graphile-worker runs a task and records its outcome.
+ */
+import type { DeliveryError } from '../errors.ts';
+
+export type Outcome =
+  /** Recorded delivered with `hash`; `already`: the transaction is not this attempt's. */
+  | { kind: 'delivered'; hash: string; already: boolean }
+  /** A failure counted toward maxAttempts, retried with backoff (final once they are used up). */
+  | { kind: 'retry'; failure: DeliveryError }
+  /** Not ready (a proof, a transaction that may still land): polled again, not counted. */
+  | { kind: 'pending'; failure: DeliveryError }
+  /** No retry can cure it. */
+  | { kind: 'final'; failure: DeliveryError }
+  /** Given back unchanged before anything was sent: the worker stops, or its lease is gone. */
+  | { kind: 'released'; reason: string };

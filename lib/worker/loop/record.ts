@@ -1,0 +1,167 @@
+/**
+ * The one place an attempt's outcome is written to the outbox (docs/delivery.md#retries-pending-proofs-dead-letters):
+ * delivered; retried with exponential backoff and jitter, final after maxAttempts; pending polled
+ * again (not counted) until the pending deadline; released unchanged.
+ *
+ * The outbox counts claims in `attempts`, pending polls included, so the worker's own count lives
+ * in the outbox's attempt-state columns (failures, pending_since, polls), read with the claimed
+ * message and written with its outcome: it survives a restart and moves between workers with the
+ * message. `last_error` says it again for people:
+ * `<kind>: <detail> (failures F/M[; pending since <ISO time>, poll P][, final])`; nothing reads it back.
+ */
+import type { Clock } from '../../clock.ts';
+import type { Logger } from '../../log.ts';
+import type { AttemptState, ClaimedMessage } from '../../outbox/index.ts';
+import { describe } from '../errors.ts';
+import type { DeliveryEvents, DeliveryOutbox, DeliveryResult, WorkerSettings } from '../types.ts';
+import type { Outcome } from './outcome.ts';
+
+export type { AttemptState };
+
+/** last_error for people: the failure and the count it brings the message to. */
+export function formatAttemptState(
+  kind: string,
+  detail: string,
+  state: AttemptState,
+  maxAttempts: number,
+  final = false,
+): string {
+  const pending =
+    state.pendingSince === null
+      ? ''
+      : `; pending since ${new Date(state.pendingSince).toISOString()}, poll ${state.polls}`;
+  return `${kind}: ${detail} (failures ${state.failures}/${maxAttempts}${pending}${final ? ', final' : ''})`;
+}
+
+export interface RecorderOptions {
+  outbox: Pick<DeliveryOutbox, 'markDelivered' | 'markFailed'>;
+  settings: WorkerSettings;
+  clock: Clock;
+  /** [0, 1): the jitter of backoff delays. */
+  random: () => number;
+  logger: Logger;
+  events: Partial<DeliveryEvents>;
+  /** Told when the store refused to record an outcome (the loop reports it unreachable). */
+  storeFailed: () => void;
+}
+
+/** Records `outcome` of `m` (bound for `destination`) once; `log` names the message in log lines. */
+export type Recorder = (
+  m: ClaimedMessage,
+  destination: string,
+  outcome: Outcome,
+  log: Record<string, unknown>,
+) => Promise<DeliveryResult>;
+
+export function createRecorder(r: RecorderOptions): Recorder {
+  const { outbox, settings: o, clock, logger, events } = r;
+
+  /** Exponential with "equal jitter": half the delay fixed, half random. */
+  function backoff(base: number, max: number, n: number): number {
+    const delay = Math.min(max, base * 2 ** Math.max(0, n - 1));
+    return Math.round(delay / 2 + r.random() * (delay / 2));
+  }
+
+  /** A store call whose failure leaves the lease to lapse (the next claim retries the message). */
+  async function safely(call: () => boolean | Promise<boolean>): Promise<boolean> {
+    try {
+      return await call();
+    } catch (error) {
+      r.storeFailed();
+      logger.warn('recording the outcome failed; the lease will lapse', { error: describe(error) });
+      return false;
+    }
+  }
+
+  async function final(
+    m: ClaimedMessage,
+    name: string,
+    kind: string,
+    error: string,
+    state: AttemptState,
+    log: Record<string, unknown>,
+  ): Promise<DeliveryResult> {
+    const recorded = await safely(() => outbox.markFailed(m.id, { lease: m.lease, error, final: true, state }));
+    events.failed?.(name, kind);
+    logger.error('failed', { ...log, error, recorded });
+    return { id: m.id, outcome: 'failed', error, recorded };
+  }
+
+  return async (m, name, outcome, log) => {
+    const now = clock.now();
+    const state: AttemptState = { failures: m.failures, pendingSince: m.pendingSince, polls: m.polls };
+    switch (outcome.kind) {
+      case 'delivered': {
+        // false: the lease was lost and the new holder records it (it finds the message delivered).
+        const recorded = await safely(() =>
+          outbox.markDelivered(m.id, { lease: m.lease, destinationTxHash: outcome.hash }),
+        );
+        const seconds = Math.max(0, (now - m.enqueuedAt) / 1000);
+        if (recorded) events.delivered?.(name, outcome.already, seconds);
+        logger.info(outcome.already ? 'already delivered' : 'delivered', {
+          ...log,
+          tx_hash: outcome.hash,
+          recorded,
+          seconds: Math.round(seconds * 1000) / 1000,
+        });
+        return { id: m.id, outcome: 'delivered', txHash: outcome.hash, already: outcome.already, recorded };
+      }
+      case 'released': {
+        // Queued again at once with its last_error and its attempt state as they were.
+        const recorded = await safely(() =>
+          outbox.markFailed(m.id, {
+            lease: m.lease,
+            error: m.lastError ?? 'released: a worker stopped before delivering it',
+            retryAt: now,
+          }),
+        );
+        logger.info('released', { ...log, reason: outcome.reason, recorded });
+        return { id: m.id, outcome: 'released', recorded };
+      }
+      case 'pending': {
+        const { failure } = outcome;
+        const since = state.pendingSince ?? now;
+        const next = { ...state, pendingSince: since, polls: state.polls + 1 };
+        if (now - since >= o.pendingDeadlineMs) {
+          const error = formatAttemptState(
+            'pending',
+            `deadline passed, proof still not ready: ${failure.message}`,
+            next,
+            o.maxAttempts,
+            true,
+          );
+          return final(m, name, 'pending', error, next, log);
+        }
+        const retryAt = now + backoff(o.pendingBaseMs, o.pendingMaxMs, next.polls);
+        const error = formatAttemptState('pending', failure.message, next, o.maxAttempts);
+        const recorded = await safely(() => outbox.markFailed(m.id, { lease: m.lease, error, retryAt, state: next }));
+        events.retried?.(name, 'pending');
+        logger.info('pending', { ...log, retry_at: new Date(retryAt).toISOString(), error, recorded });
+        return { id: m.id, outcome: 'pending', error, retryAt, recorded };
+      }
+      case 'final': {
+        const next = { ...state, failures: state.failures + 1 };
+        return final(m, name, outcome.failure.kind, outcome.failure.message, next, log);
+      }
+      case 'retry': {
+        const { failure } = outcome;
+        const next = { ...state, failures: state.failures + 1 };
+        if (next.failures >= o.maxAttempts)
+          return final(
+            m,
+            name,
+            failure.kind,
+            formatAttemptState(failure.kind, failure.message, next, o.maxAttempts, true),
+            next,
+            log,
+          );
+        const retryAt = now + backoff(o.retryBaseMs, o.retryMaxMs, next.failures);
+        const error = formatAttemptState(failure.kind, failure.message, next, o.maxAttempts);
+        const recorded = await safely(() => outbox.markFailed(m.id, { lease: m.lease, error, retryAt, state: next }));
+        events.retried?.(name, failure.kind);
+        logger.warn('retry', { ...log, retry_at: new Date(retryAt).toISOString(), error, recorded });
+        return { id: m.id, outcome: 'retry', error, retryAt, recorded };
+      }
+    }
+  };
+}

@@ -1,0 +1,187 @@
+/**
+ * The delivery loop (docs/delivery.md#the-delivery-loop): claims messages from the outbox under a
+ * lease, runs one attempt per message (lib/worker/loop/attempt.ts), which returns its outcome as
+ * a value, and records that outcome once (lib/worker/loop/record.ts).
+ *
+ * The loop holds up to `concurrency` messages at once; each destination's transaction sender
+ * gives concurrent sends to one chain consecutive nonces of one book (lib/worker/tx/nonces.ts), so
+ * several sends to a chain are in flight together.
+ *
+ * Stop: no new claims; a message not yet sent is released (queued again at once, unchanged); one
+ * whose transaction is out is followed to its receipt (bounded by stopGraceMs, after which its
+ * lease lapses and the next holder finds the transaction in the journal).
+ */
+import { sleep, systemClock, type Clock } from '../../clock.ts';
+import { silentLogger, type Logger } from '../../log.ts';
+import type { ClaimedMessage } from '../../outbox/index.ts';
+import { describe } from '../errors.ts';
+import {
+  WORKER_DEFAULTS,
+  type DeliveryEvents,
+  type DeliveryOutbox,
+  type DeliveryResult,
+  type Destination,
+} from '../types.ts';
+import { attempt } from './attempt.ts';
+import { holdLease, type Hold } from './lease.ts';
+import { createRecorder } from './record.ts';
+
+export interface DeliveryWorkerOptions {
+  outbox: DeliveryOutbox;
+  /** By Hyperlane domain. */
+  destinations: ReadonlyMap<number, Destination>;
+  clock?: Clock;
+  /** [0, 1): the jitter of backoff delays. */
+  random?: () => number;
+  logger?: Logger;
+  events?: Partial<DeliveryEvents>;
+  /** How long a claim holds a message before another worker may take it (default 60 s). */
+  leaseMs?: number;
+  /** Messages per claim (default 10). */
+  batch?: number;
+  /** Messages delivered at once (default 4). */
+  concurrency?: number;
+  /** Failures (pending polls not counted) before a message is final (default 5). */
+  maxAttempts?: number;
+  /** Claims whose lease expired (the worker died) before the outbox gives a message up (default 5). */
+  maxLeaseExpiries?: number;
+  /** First retry delay, doubling per failure up to retryMaxMs (defaults 5 s, 10 min). */
+  retryBaseMs?: number;
+  retryMaxMs?: number;
+  /** First poll of a pending proof, doubling up to pendingMaxMs (defaults 5 s, 60 s). */
+  pendingBaseMs?: number;
+  pendingMaxMs?: number;
+  /** How long a proof may stay pending before the message is final (default 48 h). */
+  pendingDeadlineMs?: number;
+  /** Wait after a claim that found nothing (default 1 s). */
+  pollMs?: number;
+  /** How long stop() waits for transactions already sent (default 30 s). */
+  stopGraceMs?: number;
+}
+
+export interface DeliveryWorker {
+  /** Claims and delivers until stop(); resolves once stopped. */
+  run(): Promise<void>;
+  /** One claim (up to `batch`, bounded by concurrency) and its deliveries; for tests and embedders. */
+  runOnce(): Promise<DeliveryResult[]>;
+  /** Stops claiming, releases what is not sent, waits for what is (stopGraceMs). Idempotent. */
+  stop(): Promise<void>;
+  /** Messages held right now. */
+  inFlight(): number;
+  /** True once a claim answered (the store is reachable); false after a claim failed. */
+  storeReachable(): boolean;
+}
+
+export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWorker {
+  const o = { ...WORKER_DEFAULTS, ...definedOnly(options) };
+  const { outbox, destinations } = options;
+  const clock = options.clock ?? systemClock;
+  const logger = options.logger ?? silentLogger;
+  const events = options.events ?? {};
+  const stopping = new AbortController();
+  const held = new Map<string, { hold: Hold; promise: Promise<DeliveryResult> }>();
+  let reachable = false;
+  let running: Promise<void> | undefined;
+  let stopped: Promise<void> | undefined;
+  const record = createRecorder({
+    outbox,
+    settings: o,
+    clock,
+    random: options.random ?? Math.random,
+    logger,
+    events,
+    storeFailed: () => {
+      reachable = false;
+    },
+  });
+
+  async function claim(limit: number): Promise<ClaimedMessage[]> {
+    const claimed = await outbox.claim(limit, o.leaseMs, { maxAttempts: o.maxLeaseExpiries });
+    reachable = true;
+    const now = clock.now();
+    const oldest = claimed.reduce((min, m) => Math.min(min, m.enqueuedAt), Infinity);
+    events.claimed?.(claimed.length, claimed.length === 0 ? 0 : Math.max(0, (now - oldest) / 1000));
+    return claimed;
+  }
+
+  async function deliver(m: ClaimedMessage, hold: Hold): Promise<DeliveryResult> {
+    const destination = destinations.get(m.destination);
+    const name = destination?.name ?? String(m.destination);
+    const log = { message_id: m.id, destination: name, attempt: m.attempts };
+    logger.debug('claimed', log);
+    try {
+      const outcome = await attempt({ outbox, destination, leaseMs: o.leaseMs }, m, hold);
+      return await record(m, name, outcome, log);
+    } finally {
+      hold.close();
+    }
+  }
+
+  function start(m: ClaimedMessage): Promise<DeliveryResult> {
+    const hold = holdLease({ outbox, message: m, clock, leaseMs: o.leaseMs, logger, log: { message_id: m.id } });
+    if (stopping.signal.aborted) hold.stop();
+    const promise = deliver(m, hold).finally(() => held.delete(m.id));
+    held.set(m.id, { hold, promise });
+    return promise;
+  }
+
+  const stopRequested = new Promise<void>((resolve) =>
+    stopping.signal.addEventListener('abort', () => resolve(), { once: true }),
+  );
+
+  async function loop(): Promise<void> {
+    // Transactions of this worker's signers the journal holds (a restart): followed in the background.
+    for (const d of destinations.values())
+      d.recover?.().catch((error) => logger.warn('recovery failed', { destination: d.name, error: describe(error) }));
+    while (!stopping.signal.aborted) {
+      const room = o.concurrency - held.size;
+      if (room <= 0) {
+        await Promise.race([stopRequested, ...[...held.values()].map((h) => h.promise)]);
+        continue;
+      }
+      let claimed: ClaimedMessage[];
+      try {
+        claimed = await claim(Math.min(o.batch, room));
+      } catch (error) {
+        reachable = false;
+        logger.warn('claim failed', { error: describe(error) });
+        claimed = [];
+      }
+      for (const m of claimed) void start(m);
+      if (claimed.length === 0) await sleep(clock, o.pollMs, stopping.signal).catch(() => {});
+    }
+  }
+
+  return {
+    run() {
+      running ??= loop();
+      return running;
+    },
+    async runOnce() {
+      const room = Math.max(0, o.concurrency - held.size);
+      const claimed = await claim(Math.min(o.batch, room));
+      return Promise.all(claimed.map((m) => start(m)));
+    },
+    stop() {
+      stopped ??= (async () => {
+        stopping.abort();
+        for (const h of held.values()) h.hold.stop();
+        await running;
+        const all = Promise.all([...held.values()].map((h) => h.promise));
+        let timer: unknown;
+        const grace = new Promise<void>((resolve) => (timer = clock.setTimeout(resolve, o.stopGraceMs)));
+        await Promise.race([all, grace]);
+        clock.clearTimeout(timer);
+        if (held.size > 0)
+          logger.warn('stopped with transactions still unconfirmed; their leases will lapse', { in_flight: held.size });
+      })();
+      return stopped;
+    },
+    inFlight: () => held.size,
+    storeReachable: () => reachable,
+  };
+}
+
+function definedOnly<T extends object>(options: T): Partial<T> {
+  return Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

@@ -1,0 +1,37 @@
+/**
+ * Where the transaction sender records a broadcast before making it (docs/delivery.md#the-transaction-journal):
+ * the outbox's journal, the same methods on every engine (lib/outbox.ts). A sender built without
+ * one (a test, an embedder sending its own transactions) keeps an in-process journal: nothing
+ * survives its process, and no lease fences its first broadcasts.
+ */
+import type { Broadcast, BroadcastFence, JournalEntry, Slot, SlotOutcome } from '../../outbox/index.ts';
+
+export type { Broadcast, BroadcastFence, JournalEntry, Slot, SlotOutcome };
+
+/** What the sender needs of the outbox's journal. */
+export interface TransactionJournal {
+  recordBroadcast(b: Broadcast, fence?: BroadcastFence): boolean | Promise<boolean>;
+  forgetBroadcast(hash: string): boolean | Promise<boolean>;
+  closeSlot(slot: Slot, outcome: SlotOutcome): number | Promise<number>;
+  openBroadcasts(of: { chainId: number; signer: string }): JournalEntry[] | Promise<JournalEntry[]>;
+}
+
+/** The in-process journal: every broadcast recorded, fenced or not. */
+export function createProcessJournal(now: () => number): TransactionJournal {
+  const open = new Map<string, JournalEntry>();
+  const sameSlot = (a: Slot, b: Slot) => a.chainId === b.chainId && a.signer === b.signer && a.nonce === b.nonce;
+  return {
+    recordBroadcast(b) {
+      if (!open.has(b.hash)) open.set(b.hash, { ...b, sentAt: now() });
+      return true;
+    },
+    forgetBroadcast: (hash) => open.delete(hash),
+    closeSlot(slot) {
+      let closed = 0;
+      for (const [hash, e] of open) if (sameSlot(e, slot) && open.delete(hash)) closed++;
+      return closed;
+    },
+    openBroadcasts: ({ chainId, signer }) =>
+      [...open.values()].filter((e) => e.chainId === chainId && e.signer === signer),
+  };
+}

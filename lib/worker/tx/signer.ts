@@ -1,0 +1,155 @@
+/**
+ * One signer on one chain, as the transaction sender uses it (docs/delivery.md#nonces): its nonce
+ * book (read once from the node's counts and the journal, then shared by every sender built on the
+ * same client in this process), its signing, its journal records, and the slots being followed
+ * (a second follower of a nonce joins the first).
+ */
+import {
+  keccak256,
+  type Abi,
+  type Address,
+  type Chain,
+  type Hash,
+  type Hex,
+  type LocalAccount,
+  type PublicClient,
+} from 'viem';
+import type { Clock } from '../../clock.ts';
+import type { Broadcast, TransactionJournal } from './journal.ts';
+import { classify, transactionError } from './node-errors.ts';
+import { createNonceBook, type NonceBook } from './nonces.ts';
+import type { Fees, SendResult, TransactionRequest } from './types.ts';
+
+/** A transaction of a slot as its signer knows it: enough to sign it again with other fees. */
+export interface Signed {
+  nonce: number;
+  req: TransactionRequest;
+  gas: bigint;
+  fees: Fees;
+}
+
+interface Shared {
+  book: Promise<NonceBook> | undefined;
+  following: Map<number, Promise<SendResult>>;
+}
+const registry = new WeakMap<object, Map<string, Shared>>();
+
+function sharedState(client: object, key: string): Shared {
+  let byKey = registry.get(client);
+  if (!byKey) {
+    byKey = new Map();
+    registry.set(client, byKey);
+  }
+  let s = byKey.get(key);
+  if (!s) {
+    s = { book: undefined, following: new Map() };
+    byKey.set(key, s);
+  }
+  return s;
+}
+
+export interface SignerContext {
+  publicClient: PublicClient;
+  account: LocalAccount;
+  /** Lower-case. */
+  address: Address;
+  chain: Chain | undefined;
+  journal: TransactionJournal;
+  clock: Clock;
+  errorAbi: Abi | undefined;
+  chainId(): Promise<number>;
+  /** The node's count of the signer's transactions (`latest`: mined). */
+  count(blockTag: 'latest' | 'pending'): Promise<number>;
+  book(): Promise<NonceBook>;
+  sign(t: Signed): Promise<{ raw: Hex; hash: Hash }>;
+  /** The journal entry of `signed` (`t` signed) for `messageId`. */
+  entry(t: Signed, messageId: string, signed: { raw: Hex; hash: Hash }): Promise<Broadcast>;
+  /** Joins the follower of `nonce` in this process, or starts it with `start`. */
+  followOnce(nonce: number, start: () => Promise<SendResult>): Promise<SendResult>;
+}
+
+export function signerContext(o: {
+  publicClient: PublicClient;
+  account: LocalAccount;
+  chain: Chain | undefined;
+  journal: TransactionJournal;
+  clock: Clock;
+  errorAbi: Abi | undefined;
+}): SignerContext {
+  const { publicClient, account, journal, errorAbi } = o;
+  const address = account.address.toLowerCase() as Address;
+  let id: Promise<number> | undefined;
+  const chainId = () => {
+    id ??= o.chain ? Promise.resolve(o.chain.id) : publicClient.getChainId();
+    return id;
+  };
+  let state: Shared | undefined;
+  const shared = async () => {
+    state ??= sharedState(publicClient, `${address}:${await chainId()}`);
+    return state;
+  };
+
+  async function count(blockTag: 'latest' | 'pending'): Promise<number> {
+    try {
+      return await publicClient.getTransactionCount({ address, blockTag });
+    } catch (err) {
+      throw transactionError(classify(err), 'reading the nonce', errorAbi, err);
+    }
+  }
+
+  async function book(): Promise<NonceBook> {
+    const s = await shared();
+    s.book ??= (async () => {
+      const [mined, pending, open] = await Promise.all([
+        count('latest'),
+        count('pending'),
+        journal.openBroadcasts({ chainId: await chainId(), signer: address }),
+      ]);
+      return createNonceBook({ mined, pending, held: open.map((e) => e.nonce) });
+    })().catch((err) => {
+      s.book = undefined;
+      throw err;
+    });
+    return s.book;
+  }
+
+  async function sign(t: Signed): Promise<{ raw: Hex; hash: Hash }> {
+    const raw = await account.signTransaction({
+      chainId: await chainId(),
+      type: 'eip1559',
+      to: t.req.to,
+      data: t.req.data,
+      value: t.req.value,
+      gas: t.gas,
+      nonce: t.nonce,
+      maxFeePerGas: t.fees.maxFeePerGas,
+      maxPriorityFeePerGas: t.fees.maxPriorityFeePerGas,
+    });
+    return { raw, hash: keccak256(raw) };
+  }
+
+  return {
+    ...o,
+    address,
+    chainId,
+    count,
+    book,
+    sign,
+    entry: async (t, messageId, signed) => ({
+      messageId,
+      chainId: await chainId(),
+      signer: address,
+      nonce: t.nonce,
+      hash: signed.hash,
+      raw: signed.raw.toLowerCase(),
+    }),
+    async followOnce(nonce, start) {
+      const s = await shared();
+      const running = s.following.get(nonce);
+      if (running) return running;
+      const promise = start().finally(() => s.following.delete(nonce));
+      s.following.set(nonce, promise);
+      return promise;
+    },
+  };
+}

@@ -1,0 +1,33 @@
+/**
+ * What flows through the transaction sender (docs/delivery.md#transactions), typed from the
+ * simulation to the receipt: the request, its simulation (the gas limit a send signs), the fees,
+ * and what a send ends with.
+ */
+import type { Address, Hash, Hex, TransactionReceipt } from 'viem';
+
+export interface TransactionRequest {
+  to: Address;
+  data: Hex;
+  value?: bigint;
+}
+
+/** A request simulated (`eth_estimateGas`): handed to `send`, which signs its gas limit. */
+export interface SimulateResult {
+  /** The node's estimate. */
+  estimate: bigint;
+  /** The gas limit a send uses: the estimate plus the margin. */
+  gas: bigint;
+}
+
+export interface Fees {
+  maxFeePerGas: bigint;
+  maxPriorityFeePerGas: bigint;
+}
+
+/** A send's end: the transaction that was mined (one of its replacements, maybe) and its receipt. */
+export interface SendResult {
+  hash: Hash;
+  receipt: TransactionReceipt;
+  /** The nonce it was sent under. */
+  nonce: number;
+}

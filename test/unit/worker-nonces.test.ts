@@ -1,0 +1,173 @@
+/**
+ * The nonce book of one signer on one chain (lib/worker/tx/nonces.ts, docs/delivery.md#nonces),
+ * checked against a model of a node and the journal over random interleavings of sends (accepted,
+ * refused, outcome unknown), replacements, drops from the pool, mined blocks and restarts: no nonce
+ * is handed out while a transaction that may still land holds it, and none is skipped (every nonce
+ * between the mined count and the top is held or waiting to be handed out first, and once
+ * everything is mined the chain's count reaches the top).
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import fc from 'fast-check';
+import { createNonceBook, type NonceBook } from '../../lib/worker/tx/nonces.ts';
+import { RUNS } from '../helpers/properties.ts';
+
+/** The node and the journal: what is mined, what the pool holds, what may still land. */
+interface World {
+  /** The node's mined count. */
+  mined: number;
+  /** Nonces in the node's pool. */
+  pool: Set<number>;
+  /** Nonces of transactions that may still land (journaled, not settled). */
+  live: Set<number>;
+}
+
+type Step =
+  | { kind: 'send'; outcome: 'accepted' | 'refused' | 'unknown-in' | 'unknown-out' }
+  | { kind: 'replace'; pick: number }
+  | { kind: 'drop'; pick: number }
+  | { kind: 'rebroadcast'; pick: number }
+  | { kind: 'mine' }
+  | { kind: 'restart' };
+
+const step: fc.Arbitrary<Step> = fc.oneof(
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      kind: fc.constant('send' as const),
+      outcome: fc.constantFrom('accepted', 'accepted', 'refused', 'unknown-in', 'unknown-out'),
+    }),
+  },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('replace' as const), pick: fc.nat() }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('drop' as const), pick: fc.nat() }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('rebroadcast' as const), pick: fc.nat() }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('mine' as const) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('restart' as const) }) },
+);
+
+/** The node's pending count: mined plus the pool's run without a gap. */
+function pending(w: World): number {
+  let n = w.mined;
+  while (w.pool.has(n)) n++;
+  return n;
+}
+
+/** A new process: the book built from the node's counts and the journal. */
+function restart(w: World): NonceBook {
+  return createNonceBook({ mined: w.mined, pending: pending(w), held: [...w.live] });
+}
+
+/** Mines the pool's run from the mined count (a node mines nonces in order, a gap stops it). */
+function mine(w: World, book: NonceBook): void {
+  while (w.pool.has(w.mined)) {
+    w.pool.delete(w.mined);
+    w.live.delete(w.mined);
+    book.consumed(w.mined);
+    w.mined++;
+  }
+}
+
+const pick = <T>(set: Set<T>, n: number): T | undefined => [...set][n % Math.max(1, set.size)];
+
+/** No skip: every nonce from the mined count to the book's top is held by a live transaction or free to take. */
+function checkNoSkip(w: World, book: NonceBook): void {
+  const s = book.state();
+  for (let n = w.mined; n < s.next; n++) {
+    assert.ok(
+      w.live.has(n) || s.freed.includes(n),
+      `nonce ${n} is neither live nor free: skipped (${JSON.stringify(s)})`,
+    );
+  }
+  for (const n of s.freed) assert.ok(!w.live.has(n), `nonce ${n} is free while a live transaction holds it`);
+}
+
+function run(steps: Step[]): void {
+  const w: World = { mined: 3, pool: new Set(), live: new Set() };
+  let book = restart(w);
+  const take = () => {
+    const nonce = book.take();
+    assert.ok(!w.live.has(nonce), `nonce ${nonce} handed out while a live transaction holds it`);
+    assert.ok(nonce >= w.mined, `nonce ${nonce} is below the mined count ${w.mined}`);
+    return nonce;
+  };
+  for (const s of steps) {
+    switch (s.kind) {
+      case 'send': {
+        const nonce = take();
+        if (s.outcome === 'refused') book.free(nonce);
+        else {
+          w.live.add(nonce);
+          if (s.outcome !== 'unknown-out') w.pool.add(nonce);
+        }
+        break;
+      }
+      case 'replace': {
+        // Same nonce, higher fees: the pool holds the replacement (the book is not asked).
+        const nonce = pick(w.live, s.pick);
+        if (nonce !== undefined) w.pool.add(nonce);
+        break;
+      }
+      case 'drop': {
+        const nonce = pick(w.pool, s.pick);
+        if (nonce !== undefined) w.pool.delete(nonce);
+        break;
+      }
+      case 'rebroadcast': {
+        const nonce = pick(w.live, s.pick);
+        if (nonce !== undefined) w.pool.add(nonce);
+        break;
+      }
+      case 'mine':
+        mine(w, book);
+        book.observe(w.mined);
+        break;
+      case 'restart':
+        book = restart(w);
+        break;
+    }
+    checkNoSkip(w, book);
+  }
+  // The end: every live transaction is re-broadcast and mined, and the freed nonces are taken
+  // first by new sends: the chain's count then reaches the top, with nothing left in the pool.
+  for (const nonce of w.live) w.pool.add(nonce);
+  mine(w, book);
+  while (book.state().freed.length > 0) {
+    const nonce = take();
+    w.live.add(nonce);
+    w.pool.add(nonce);
+    mine(w, book);
+  }
+  assert.equal(w.live.size, 0);
+  assert.equal(w.pool.size, 0);
+  assert.equal(w.mined, book.state().next, 'no nonce skipped: the mined count is the top');
+}
+
+describe('nonce book (docs/delivery.md#nonces)', () => {
+  test('over interleavings of send / fail / replace / drop / restart, no nonce is held by two live transactions and none is skipped', () => {
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 60 }), (steps) => run(steps)),
+      RUNS,
+    );
+  });
+
+  test('the pending count stops at a gap below live transactions: the book does not hand out a nonce they hold', () => {
+    // Nonces 5, 6, 7 sent; 5 and 7 still in the pool, 6 dropped (it may come back). The node's
+    // pending count says 6 (0..4 mined, 5 pending): a sequence re-read from it would send at 6.
+    const book = createNonceBook({ mined: 5, pending: 6, held: [5, 6, 7] });
+    assert.equal(book.take(), 8);
+    book.free(8);
+    assert.equal(book.take(), 8, 'a nonce freed (its broadcast certainly failed) is used first');
+    book.observe(6);
+    assert.equal(book.take(), 9);
+  });
+
+  test('a gap nobody holds is filled first: a nonce whose broadcast failed, or found between journaled ones after a restart', () => {
+    const book = createNonceBook({ mined: 2, pending: 2, held: [3, 5] });
+    assert.deepEqual(book.state(), { mined: 2, next: 6, held: [3, 5], freed: [2, 4] });
+    assert.deepEqual([book.take(), book.take(), book.take()], [2, 4, 6]);
+    book.free(4);
+    book.consumed(2);
+    book.consumed(3);
+    assert.equal(book.take(), 4);
+  });
+});
