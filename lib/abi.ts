@@ -1,5 +1,6 @@
 /**
- * Strict decoding of the two EVM logs the relay reads: Hyperlane `Dispatch` and CCTP `MessageSent`.
+ * Strict decoding of the EVM logs the relay reads: Hyperlane `Dispatch` and CCTP `MessageSent`,
+ * and the InterchainGasPaymaster's `GasPayment` (docs/delivery.md#gas-payment-enforcement).
  *
  * Strict means every byte is accounted for: exact topic count, clean high bytes in indexed words,
  * the single ABI offset equal to 32, a length that fits, zero padding to a word boundary and
@@ -17,6 +18,11 @@ export interface Log {
   /** 32-byte words, lower-case hex. */
   topics: string[];
   data: Uint8Array;
+  /**
+   * The log's index in its block, when the node gave a valid one (receipts and eth_getLogs
+   * carry it): with the transaction hash it identifies the log.
+   */
+  logIndex?: number;
 }
 
 function eventTopic(signature: string): string {
@@ -25,6 +31,7 @@ function eventTopic(signature: string): string {
 
 export const DISPATCH_TOPIC: string = eventTopic('Dispatch(address,uint32,bytes32,bytes)');
 export const MESSAGE_SENT_TOPIC: string = eventTopic('MessageSent(bytes)');
+export const GAS_PAYMENT_TOPIC: string = eventTopic('GasPayment(bytes32,uint32,uint256,uint256)');
 
 /** Mailbox.Dispatch(address indexed sender, uint32 indexed destination, bytes32 indexed recipient, bytes message). */
 export interface DispatchEvent {
@@ -112,4 +119,40 @@ export function decodeDispatchLog(log: Log): DispatchEvent {
 export function decodeMessageSentLog(log: Log): Uint8Array {
   readTopics(log, 1, MESSAGE_SENT_TOPIC);
   return decodeBytesData(log.data);
+}
+
+/**
+ * IInterchainGasPaymaster.GasPayment(bytes32 indexed messageId, uint32 indexed destinationDomain,
+ * uint256 gasAmount, uint256 payment): the gas a sender paid for on the origin chain.
+ */
+export interface GasPaymentEvent {
+  /** 32-byte word, lower-case 0x hex. */
+  messageId: string;
+  destination: number;
+  /** Destination gas paid for. */
+  gasAmount: bigint;
+  /** Paid on the origin chain, in its native token's smallest unit (wei). */
+  payment: bigint;
+}
+
+function uint256At(data: Uint8Array, at: number): bigint {
+  let value = 0n;
+  for (let i = at; i < at + WORD; i++) value = (value << 8n) | BigInt(data[i]);
+  return value;
+}
+
+export function decodeGasPaymentLog(log: Log): GasPaymentEvent {
+  const [, messageId, destinationWord] = readTopics(log, 3, GAS_PAYMENT_TOPIC);
+  if (!destinationWord.startsWith(ZERO_UINT32_PAD))
+    throw new DecodeError('topic', 'destination topic has dirty high bytes');
+  const { data } = log;
+  if (!(data instanceof Uint8Array)) throw new DecodeError('data', 'log data is not bytes');
+  if (data.length < 2 * WORD) throw new DecodeError('short', `log data has ${data.length} bytes, need 64`);
+  if (data.length > 2 * WORD) throw new DecodeError('trailing', `${data.length - 2 * WORD} bytes after the two words`);
+  return {
+    messageId,
+    destination: Number.parseInt(destinationWord.slice(ZERO_UINT32_PAD.length), 16),
+    gasAmount: uint256At(data, 0),
+    payment: uint256At(data, WORD),
+  };
 }

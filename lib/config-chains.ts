@@ -18,10 +18,11 @@ import {
   required,
   string,
   typeName,
+  uint256,
   type Obj,
 } from './fields.ts';
 import { UINT32_MAX } from './hex.ts';
-import type { ChainConfig } from './types.ts';
+import type { ChainConfig, TransactionOverrides } from './types.ts';
 
 const CHAIN_NAME = /^[a-z][a-z0-9]*$/;
 
@@ -38,7 +39,23 @@ function httpUrl(value: unknown, key: string): string {
   return s;
 }
 
-const CHAIN_KEYS = ['domainId', 'chainId', 'mailbox', 'cctpMessageTransmitter', 'rpcUrls'] as const;
+const CHAIN_KEYS = [
+  'domainId',
+  'chainId',
+  'mailbox',
+  'cctpMessageTransmitter',
+  'rpcUrls',
+  'interchainGasPaymaster',
+  'transactionOverrides',
+] as const;
+
+/** `transactionOverrides`: of Hyperlane's keys, the fee ceiling (the others are refused by name). */
+function parseTransactionOverrides(value: unknown, key: string): TransactionOverrides {
+  const obj = object(value, key, ['gasPriceCap']);
+  const overrides: TransactionOverrides = {};
+  if (obj.gasPriceCap !== undefined) overrides.gasPriceCap = uint256(obj.gasPriceCap, join(key, 'gasPriceCap'), 1n);
+  return overrides;
+}
 /** Hyperlane chain-metadata keys accepted for copy-paste convenience, checked, then dropped. */
 const TOLERATED_CHAIN_KEYS = ['name', 'protocol', 'displayName', 'isTestnet'] as const;
 
@@ -85,6 +102,10 @@ function parseChain(name: string, value: unknown, key: string): ChainConfig {
     rpcUrls: parseRpcUrls(required(obj, 'rpcUrls', key), join(key, 'rpcUrls')),
   };
   if (obj.chainId !== undefined) chain.chainId = integer(obj.chainId, join(key, 'chainId'), 1, Number.MAX_SAFE_INTEGER);
+  if (obj.interchainGasPaymaster !== undefined)
+    chain.interchainGasPaymaster = address20(obj.interchainGasPaymaster, join(key, 'interchainGasPaymaster'));
+  if (obj.transactionOverrides !== undefined)
+    chain.transactionOverrides = parseTransactionOverrides(obj.transactionOverrides, join(key, 'transactionOverrides'));
   return chain;
 }
 

@@ -8,7 +8,8 @@
  */
 import { builtinChains, parseChains, parseRelayChains } from './config-chains.ts';
 import { ConfigError } from './errors.ts';
-import { array, integer, join, nonEmptyString, object, string, type Obj } from './fields.ts';
+import { array, integer, join, nonEmptyString, object, string, uint256, type Obj } from './fields.ts';
+import { parseGasPaymentEnforcement } from './gas-policy.ts';
 import { parseAddressList, parseMatchingList } from './policy.ts';
 import type { RelayApiConfig, RelayerConfig, ServerConfig, WorkerConfig } from './types.ts';
 
@@ -51,6 +52,9 @@ export const DEFAULTS: {
     gasMarginPercent: 20,
     replaceAfterSeconds: 60,
     ccipReadTimeoutSeconds: 10,
+    ccipReadBudgetSeconds: 30,
+    ccipReadAllowOrigins: Object.freeze([]) as unknown as string[],
+    gasPaymentDeadlineHours: 168,
     stopGraceSeconds: 30,
   }),
   db: './relayer.db',
@@ -106,12 +110,16 @@ function parseAdminToken(value: unknown, key: string): string | null {
   return token;
 }
 
-function parseOrigin(value: unknown, key: string): string {
+/** scheme://host[:port] and at most a trailing slash, as its URL origin; `"*"` too when `star`. */
+function parseOrigin(value: unknown, key: string, star = true): string {
   const s = nonEmptyString(value, key);
-  if (s === '*') return s;
-  // scheme://host[:port] and at most a trailing slash: no credentials, path, query or fragment.
+  if (s === '*' && star) return s;
+  // No credentials, path, query or fragment.
   const bad = () =>
-    new ConfigError(key, `expected "*" or an origin like "https://app.example.org", got ${JSON.stringify(s)}`);
+    new ConfigError(
+      key,
+      `expected ${star ? '"*" or ' : ''}an origin like "https://app.example.org", got ${JSON.stringify(s)}`,
+    );
   if (!/^https?:\/\/[^/?#@\\]+\/?$/i.test(s)) throw bad();
   try {
     return new URL(s).origin;
@@ -141,7 +149,7 @@ function parseServer(value: unknown, key: string): ServerConfig {
   };
 }
 
-const WORKER_LIMITS: Record<Exclude<keyof WorkerConfig, 'host'>, [number, number]> = {
+const WORKER_LIMITS: Record<Exclude<keyof WorkerConfig, 'host' | 'ccipReadAllowOrigins'>, [number, number]> = {
   port: [0, 65_535],
   batch: [1, 1_000],
   concurrency: [1, 1_000],
@@ -158,14 +166,24 @@ const WORKER_LIMITS: Record<Exclude<keyof WorkerConfig, 'host'>, [number, number
   gasMarginPercent: [0, 1_000],
   replaceAfterSeconds: [1, MAX_TIMER_SECONDS],
   ccipReadTimeoutSeconds: [1, 3_600],
+  ccipReadBudgetSeconds: [1, 3_600],
+  gasPaymentDeadlineHours: [1, 24 * 365],
   stopGraceSeconds: [0, 3_600],
 };
 
 function parseWorker(value: unknown, key: string): WorkerConfig {
   const d = DEFAULTS.worker;
   const names = Object.keys(WORKER_LIMITS) as Array<keyof typeof WORKER_LIMITS>;
-  const obj = value === undefined ? {} : object(value, key, ['host', ...names]);
-  const worker = { ...d, host: obj.host === undefined ? d.host : nonEmptyString(obj.host, join(key, 'host')) };
+  const obj = value === undefined ? {} : object(value, key, ['host', 'ccipReadAllowOrigins', ...names]);
+  const originsKey = join(key, 'ccipReadAllowOrigins');
+  const worker = {
+    ...d,
+    host: obj.host === undefined ? d.host : nonEmptyString(obj.host, join(key, 'host')),
+    ccipReadAllowOrigins:
+      obj.ccipReadAllowOrigins === undefined
+        ? []
+        : array(obj.ccipReadAllowOrigins, originsKey).map((o, i) => parseOrigin(o, `${originsKey}[${i}]`, false)),
+  };
   for (const name of names) worker[name] = optionalInt(obj, name, key, d[name], ...WORKER_LIMITS[name]);
   if (worker.retryMaxSeconds < worker.retryBaseSeconds)
     throw new ConfigError(join(key, 'retryMaxSeconds'), 'must be at least retryBaseSeconds');
@@ -183,6 +201,8 @@ const TOP_KEYS = [
   'relayApi',
   'server',
   'worker',
+  'gasPaymentEnforcement',
+  'transactionGasLimit',
   'db',
 ] as const;
 
@@ -201,6 +221,14 @@ export function parseConfig(input: unknown): RelayerConfig {
     relayApi: parseRelayApi(root.relayApi, 'relayApi'),
     server: parseServer(root.server, 'server'),
     worker: parseWorker(root.worker, 'worker'),
+    gasPaymentEnforcement:
+      root.gasPaymentEnforcement === undefined
+        ? []
+        : parseGasPaymentEnforcement(root.gasPaymentEnforcement, 'gasPaymentEnforcement'),
+    transactionGasLimit:
+      root.transactionGasLimit === undefined || root.transactionGasLimit === null
+        ? null
+        : uint256(root.transactionGasLimit, 'transactionGasLimit', 1n),
     db: root.db === undefined ? DEFAULTS.db : nonEmptyString(root.db, 'db'),
   };
 }

@@ -79,7 +79,7 @@ export type UsageCode = 'invalid_argument' | 'out_of_range';
 export type TransactionFailureCode = 'revert' | 'out-of-gas' | 'insufficient-funds' | 'nonce' | 'rpc' | 'timeout';
 
 /** Why a CCIP-read gateway gave no metadata (lib/worker/errors.ts, CcipReadError): its `kind`, also its code. */
-export type CcipReadFailureCode = 'pending' | 'unavailable' | 'refused' | 'malformed';
+export type CcipReadFailureCode = 'pending' | 'unavailable' | 'refused' | 'malformed' | 'forbidden';
 
 /**
  * Why one delivery attempt of relayer-api/worker did not deliver (lib/worker/errors.ts,
@@ -91,6 +91,7 @@ export type DeliveryFailureCode =
   | 'unsupported'
   | 'config'
   | 'gateway'
+  | 'forbidden'
   | 'metadata'
   | 'stopped';
 

@@ -75,3 +75,26 @@ export function word32(value: unknown, key: string, what: string): string {
     throw new ConfigError(key, `expected ${what} (0x + 64 hex), got ${JSON.stringify(s)}`);
   return s.toLowerCase();
 }
+
+const UINT256_MAX = 2n ** 256n - 1n;
+
+/**
+ * A uint256 amount (wei, gas): a JSON integer, or a decimal string for values past 2^53 (no sign,
+ * no leading zeros, no exponent), at least `min`. Hyperlane's agent config takes both forms.
+ */
+export function uint256(value: unknown, key: string, min = 0n): bigint {
+  let amount: bigint;
+  if (typeof value === 'number') {
+    if (!Number.isSafeInteger(value)) {
+      throw new ConfigError(key, `expected an integer (a decimal string beyond 2^53), got ${value}`);
+    }
+    amount = BigInt(value);
+  } else if (typeof value === 'string' && /^(0|[1-9][0-9]{0,77})$/.test(value)) {
+    amount = BigInt(value);
+  } else {
+    const got = typeof value === 'string' ? JSON.stringify(value) : typeName(value);
+    throw new ConfigError(key, `expected an integer or a decimal string, got ${got}`);
+  }
+  if (amount < min || amount > UINT256_MAX) throw new ConfigError(key, `must be between ${min} and 2^256 - 1`);
+  return amount;
+}

@@ -18,10 +18,13 @@ export {
 export { systemClock, type Clock } from './clock.ts';
 export {
   DISPATCH_TOPIC,
+  GAS_PAYMENT_TOPIC,
   MESSAGE_SENT_TOPIC,
   decodeDispatchLog,
+  decodeGasPaymentLog,
   decodeMessageSentLog,
   type DispatchEvent,
+  type GasPaymentEvent,
   type Log,
 } from './abi.ts';
 export { parseHyperlaneMessage, type HyperlaneMessage } from './message.ts';
@@ -33,6 +36,26 @@ export {
   type CctpV2Message,
 } from './cctp.ts';
 export { compileMatchingList, createPolicy, matchesList, parseMatchingList, type MatchingRule } from './policy.ts';
+export {
+  checkGasPayment,
+  checkGasPaymentForEstimate,
+  createGasPolicySelector,
+  parseGasPaymentEnforcement,
+  processGasLimit,
+  requiredGas,
+  type GasPaid,
+  type GasPaymentCheck,
+  type GasPaymentShortfall,
+  type GasPolicySelector,
+} from './gas-policy.ts';
+export {
+  gasPaymentLogFilter,
+  gasPaymentsIn,
+  sumGasPayments,
+  type GasPayment,
+  type PayableMessage,
+} from './gas-payment.ts';
+export { addressRange, isPublicAddress, parseIpAddress, type AddressRange, type IpAddress } from './ip-address.ts';
 export { createMemoryDedupStore, createDedupCache, type DedupStore, type Reservation } from './dedup.ts';
 export { createTokenBucket, type RateLimiter, type TakeResult } from './rate-limit.ts';
 export {

@@ -72,11 +72,21 @@ function parseLog(value: unknown): Log {
   for (const t of topics) if (!isHexOfLength(t, 32)) fail('malformed_receipt', 'malformed receipt log topics');
   const bytes = typeof data === 'string' ? hexToBytes(data) : undefined;
   if (!bytes) fail('malformed_receipt', 'malformed receipt log data');
-  return {
+  const log: Log = {
     address: address.toLowerCase(),
     topics: (topics as string[]).map((t) => t.toLowerCase()),
     data: bytes,
   };
+  // Only the gas payment logs need it (lib/gas-payment.ts); a log without a valid one is kept.
+  const logIndex = quantity(value.logIndex);
+  if (logIndex !== undefined) log.logIndex = logIndex;
+  return log;
+}
+
+/** A JSON-RPC quantity (0x hex, no leading zeros) as a safe integer, else undefined. */
+function quantity(value: unknown): number | undefined {
+  if (typeof value !== 'string' || !/^0x(0|[1-9a-f][0-9a-f]{0,12})$/i.test(value)) return undefined;
+  return Number.parseInt(value.slice(2), 16);
 }
 
 /**

@@ -33,6 +33,19 @@ export interface ChainConfig {
   /** CCTP V2 MessageTransmitter address(es), 20 bytes, lower-case. */
   cctpMessageTransmitters: string[];
   rpcUrls: string[];
+  /**
+   * The InterchainGasPaymaster whose `GasPayment` logs pay for messages from this chain (gas payment
+   * enforcement), 20 bytes, lower-case.
+   */
+  interchainGasPaymaster?: string;
+  /** Limits on the transactions the worker signs on this chain. */
+  transactionOverrides?: TransactionOverrides;
+}
+
+/** `chains.NAME.transactionOverrides` (Hyperlane's key names). */
+export interface TransactionOverrides {
+  /** No transaction is signed with `maxFeePerGas` (or `gasPrice`) above this many wei. */
+  gasPriceCap?: bigint;
 }
 
 export interface RateLimitConfig {
@@ -86,6 +99,15 @@ export interface WorkerConfig {
   replaceAfterSeconds: number;
   /** Per CCIP-read gateway URL. */
   ccipReadTimeoutSeconds: number;
+  /** Per message and attempt: all of its CCIP-read gateway requests together. */
+  ccipReadBudgetSeconds: number;
+  /**
+   * Origins (`http://host:port`, normalised) of CCIP-read gateways asked although their address is
+   * not public: gateways in your own network. Default none.
+   */
+  ccipReadAllowOrigins: string[];
+  /** How long a message may wait for its gas payment before it is failed. */
+  gasPaymentDeadlineHours: number;
   /** On SIGTERM, how long transactions already sent are followed before the worker exits. */
   stopGraceSeconds: number;
 }
@@ -102,8 +124,32 @@ export interface RelayerConfig {
   relayApi: RelayApiConfig;
   server: ServerConfig;
   worker: WorkerConfig;
+  /**
+   * Who pays for delivery gas (docs/delivery.md#gas-payment-enforcement): the first entry whose
+   * matching list matches decides. Absent or empty: no payment needed.
+   */
+  gasPaymentEnforcement?: GasPaymentEnforcement[];
+  /** No `process` transaction above this much gas; null or absent: no limit. */
+  transactionGasLimit?: bigint | null;
   /** SQLite file path or ":memory:". */
   db: string;
+}
+
+export type GasPolicyType = 'none' | 'minimum' | 'onChainFeeQuoting';
+
+/**
+ * One entry of `gasPaymentEnforcement`, normalised (lib/gas-policy.ts reads and applies them).
+ * `matchingList` empty = every message.
+ */
+export type GasPaymentEnforcement =
+  | { type: 'none'; matchingList: MatchingRule[] }
+  | { type: 'minimum'; payment: bigint; matchingList: MatchingRule[] }
+  | { type: 'onChainFeeQuoting'; gasFraction: GasFraction; matchingList: MatchingRule[] };
+
+/** `gasFraction: "n/d"`. */
+export interface GasFraction {
+  numerator: bigint;
+  denominator: bigint;
 }
 
 /** A merkle tree insertion record (docs/api.md#post-merkle_tree_insertions). */

@@ -87,7 +87,9 @@ async function main(): Promise<number> {
 
     step('Starting bin/relayer-server.ts with a SQLite file the delivery worker will share');
     const db = join(dir, 'relayer.db');
-    const config = { ...twoChainRelayerConfig(two, db), worker: { port: 0, pollMs: 200 } };
+    const base = twoChainRelayerConfig(two, db);
+    // worker.ccipReadAllowOrigins: the local gateway is on loopback, which is asked only when allowed.
+    const config = { ...base, worker: { ...base.worker, port: 0, pollMs: 200 } };
     const configFile = join(dir, 'relayer.json');
     writeFileSync(configFile, JSON.stringify(config, null, 2));
     server = await launchRelayerServer(['--config', configFile, '--host', '127.0.0.1', '--db', db]);

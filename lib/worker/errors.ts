@@ -19,8 +19,8 @@ import { hideUrls } from '../redact.ts';
  *   Polled again without counting toward maxAttempts, until the pending deadline.
  * - `unsupported`, `config`: no retry can cure it (an ISM type the worker cannot satisfy, a
  *   destination it has no chain for): final at once.
- * - everything else (`rpc`, `revert`, `gateway`, `out-of-gas`, `insufficient-funds`, `nonce`,
- *   `timeout`, `metadata`):
+ * - everything else (`rpc`, `revert`, `gateway`, `forbidden`, `out-of-gas`, `insufficient-funds`,
+ *   `nonce`, `timeout`, `metadata`):
  *   retried with backoff, final after maxAttempts.
  */
 export type DeliveryErrorKind = DeliveryFailureCode;
@@ -86,6 +86,9 @@ export type CcipReadErrorKind = CcipReadFailureCode;
  *   `sender`, too large, a redirect) and none said pending.
  * - `refused`: a gateway answered a 4xx other than 404 (EIP-3668: stop there), or the lookup
  *   itself cannot be followed (its sender is not the contract asked, no http(s) URL).
+ * - `forbidden`: a gateway URL's host is, or resolves to, an address that is not public (loopback,
+ *   private, link-local, …) and its origin is not allowed: no gateway was asked
+ *   (docs/delivery.md#hostile-recipients). Its own delivery failure kind, so a metric shows it.
  */
 export class CcipReadError extends BaseError<CcipReadErrorKind> {
   override name = 'CcipReadError';
@@ -122,6 +125,7 @@ export function toDeliveryError(error: unknown): DeliveryError {
   if (error instanceof DeliveryError) return error;
   if (error instanceof CcipReadError) {
     if (error.kind === 'pending') return new DeliveryError('pending', describe(error), { cause: error });
+    if (error.kind === 'forbidden') return new DeliveryError('forbidden', describe(error), { cause: error });
     return new DeliveryError('gateway', `${error.kind}: ${describe(error)}`, { cause: error });
   }
   if (error instanceof TransactionError) {

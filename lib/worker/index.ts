@@ -25,7 +25,7 @@ import type { Clock } from '../clock.ts';
 import { ConfigError, InvalidArgumentError } from '../errors.ts';
 import { silentLogger, type Logger } from '../log.ts';
 import type { RelayerConfig } from '../types.ts';
-import { ccipRead, decodeOffchainLookup } from './ccip/read.ts';
+import { ccipRead, decodeOffchainLookup, type Resolver } from './ccip/read.ts';
 import { createMailboxDestination } from './destination.ts';
 import { DeliveryError, describe } from './errors.ts';
 import { createDeliveryWorker, type DeliveryWorker } from './loop/worker.ts';
@@ -54,7 +54,10 @@ export {
   CcipReadError,
   decodeOffchainLookup,
   type CcipReadOptions,
+  type CcipReadRefusal,
   type OffchainLookup,
+  type ResolvedAddress,
+  type Resolver,
 } from './ccip/read.ts';
 export {
   createTransactionSender,
@@ -89,8 +92,13 @@ export interface RelayerWorkerOptions {
   logger?: Logger;
   clock?: Clock;
   random?: () => number;
-  /** For the CCIP-read gateways (tests inject one); default globalThis.fetch. */
+  /**
+   * Replaces the connection to CCIP-read gateways (an embedder's fetch); default node:http(s) to
+   * the address checked. Either way a gateway at a non-public address is refused first.
+   */
   fetch?: typeof fetch;
+  /** Resolves CCIP-read gateway host names (tests inject one); default the system resolver. */
+  resolve?: Resolver;
 }
 
 export interface RelayerWorker {
@@ -158,11 +166,24 @@ export async function createRelayerWorker(options: RelayerWorkerOptions): Promis
     return ccipRead(lookup, {
       contract: ism,
       fetch: options.fetch,
+      resolve: options.resolve,
       clock: options.clock,
       timeoutMs: w.ccipReadTimeoutSeconds * 1000,
+      budgetMs: w.ccipReadBudgetSeconds * 1000,
+      allowOrigins: w.ccipReadAllowOrigins,
       signal,
       onAttempt: ({ index, url, outcome }) =>
         logger.info('ccip-read', { ism, gateway: index + 1, of: lookup.urls.length, url: urlForLog(url), outcome }),
+      // For the operator only: which URL, which address. last_error (public) says none of it.
+      onRefused: ({ index, url, address, range }) =>
+        logger.warn('ccip-read refused', {
+          ism,
+          gateway: index + 1,
+          of: lookup.urls.length,
+          url: urlForLog(url),
+          address,
+          range,
+        }),
     });
   };
   const destinations = new Map<number, Destination>();

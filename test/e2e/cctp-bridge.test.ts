@@ -335,20 +335,25 @@ describe('e2e: Hyperlane TokenBridgeCctpV2 between two anvil nodes', { timeout: 
     assert.equal(lookup.callbackFunction, toFunctionSelector('verify(bytes,bytes)'));
     assert.equal(lookup.extraData, message);
 
+    // The gateway is on loopback: asked only as an allowed origin (worker.ccipReadAllowOrigins).
+    const allowOrigins = [new URL(two.gateway.url).origin];
     const asked = two.gateway.requests();
     two.gateway.respond('pending-500', 1);
     await assert.rejects(
-      ccipRead(lookup, { contract: router }),
+      ccipRead(lookup, { contract: router, allowOrigins }),
       (e) => e instanceof CcipReadError && e.kind === 'pending',
     );
     two.gateway.respond('pending-404', 1);
     await assert.rejects(
-      ccipRead(lookup, { contract: router }),
+      ccipRead(lookup, { contract: router, allowOrigins }),
       (e) => e instanceof CcipReadError && e.kind === 'pending',
     );
-    const metadata = await ccipRead(lookup, { contract: router });
+    const metadata = await ccipRead(lookup, { contract: router, allowOrigins });
     // The GET form of the same service answers the same bytes.
-    assert.equal(await ccipRead({ ...lookup, urls: [two.gateway.getUrl] }, { contract: router }), metadata);
+    assert.equal(
+      await ccipRead({ ...lookup, urls: [two.gateway.getUrl] }, { contract: router, allowOrigins }),
+      metadata,
+    );
     assert.equal(two.gateway.requests() - asked, 4);
 
     const mailboxA = hyperlaneArtifact('Mailbox');

@@ -53,10 +53,8 @@ let amount = 1_000_000n;
 
 function writeConfig(worker: Record<string, unknown>): string {
   const path = join(dir, `relayer-${Object.keys(worker).join('-') || 'default'}.json`);
-  writeFileSync(
-    path,
-    JSON.stringify({ ...twoChainRelayerConfig(two, db), worker: { port: 0, pollMs: 50, ...worker } }),
-  );
+  const base = twoChainRelayerConfig(two, db);
+  writeFileSync(path, JSON.stringify({ ...base, worker: { ...base.worker, port: 0, pollMs: 50, ...worker } }));
   return path;
 }
 

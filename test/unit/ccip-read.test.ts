@@ -138,6 +138,12 @@ interface Gateway {
 
 type Handler = (req: IncomingMessage, res: ServerResponse, body: string) => void;
 
+/**
+ * The origins of the gateways these tests start: loopback is not a public address, so each is
+ * asked only as an allowed origin (`allowOrigins`, read when ccipRead is called).
+ */
+const loopbackGateways: string[] = [];
+
 async function startGateway(t: TestContext, handler: Handler): Promise<Gateway> {
   const requests: Gateway['requests'] = [];
   const waiters: { n: number; resolve: () => void }[] = [];
@@ -157,6 +163,7 @@ async function startGateway(t: TestContext, handler: Handler): Promise<Gateway> 
     return new Promise<void>((resolve) => server.close(() => resolve()));
   });
   const { port } = server.address() as AddressInfo;
+  loopbackGateways.push(`http://127.0.0.1:${port}`);
   return {
     url: `http://127.0.0.1:${port}`,
     requests,
@@ -195,7 +202,7 @@ describe('ccipRead: requests (EIP-3668)', () => {
     const g = await startGateway(t, answer);
     const got = await ccipRead(
       lookup([`${g.url}/secret-key/{sender}/{data}.json`], { sender: ISM_CHECKSUMMED, callData: '0xDEADBEEF' }),
-      { contract: ISM },
+      { contract: ISM, allowOrigins: loopbackGateways },
     );
     assert.equal(got, METADATA);
     assert.deepEqual(
@@ -206,7 +213,10 @@ describe('ccipRead: requests (EIP-3668)', () => {
 
   test('a template without {data} is a POST of {sender, data} as JSON', async (t) => {
     const g = await startGateway(t, (_req, res) => json(res, 200, { data: '0xABCDEF' }));
-    const got = await ccipRead(lookup([`${g.url}/cctp/getCctpAttestation`]), { contract: ISM_CHECKSUMMED });
+    const got = await ccipRead(lookup([`${g.url}/cctp/getCctpAttestation`]), {
+      contract: ISM_CHECKSUMMED,
+      allowOrigins: loopbackGateways,
+    });
     assert.equal(got, '0xabcdef');
     assert.equal(g.requests.length, 1);
     assert.equal(g.requests[0].method, 'POST');
@@ -217,7 +227,7 @@ describe('ccipRead: requests (EIP-3668)', () => {
 
   test('empty metadata ("0x") is an answer', async (t) => {
     const g = await startGateway(t, (_req, res) => json(res, 200, { data: '0x' }));
-    assert.equal(await ccipRead(lookup([`${g.url}/{data}`]), { contract: ISM }), '0x');
+    assert.equal(await ccipRead(lookup([`${g.url}/{data}`]), { contract: ISM, allowOrigins: loopbackGateways }), '0x');
   });
 
   test('a lookup whose sender is not the contract asked is refused before any request', async (t) => {
@@ -227,7 +237,7 @@ describe('ccipRead: requests (EIP-3668)', () => {
       'refused',
       /another sender/,
     );
-    await rejectsWith(ccipRead(lookup([]), { contract: ISM }), 'refused', /no gateway/);
+    await rejectsWith(ccipRead(lookup([]), { contract: ISM, allowOrigins: loopbackGateways }), 'refused', /no gateway/);
     assert.equal(g.requests.length, 0);
   });
 });
@@ -245,7 +255,7 @@ describe('ccipRead: not ready is pending', () => {
     test(name, async (t) => {
       const g = await startGateway(t, handler);
       await rejectsWith(
-        ccipRead(lookup([`${g.url}/{data}`]), { contract: ISM }),
+        ccipRead(lookup([`${g.url}/{data}`]), { contract: ISM, allowOrigins: loopbackGateways }),
         'pending',
         /gateway 1 of 1 .*not ready/,
       );
@@ -257,7 +267,14 @@ describe('ccipRead: not ready is pending', () => {
     const two = await startGateway(t, answer);
     const attempts: unknown[] = [];
     const urls = [`${one.url}/{data}`, `${two.url}/{data}`];
-    assert.equal(await ccipRead(lookup(urls), { contract: ISM, onAttempt: (a) => attempts.push(a) }), METADATA);
+    assert.equal(
+      await ccipRead(lookup(urls), {
+        contract: ISM,
+        allowOrigins: loopbackGateways,
+        onAttempt: (a) => attempts.push(a),
+      }),
+      METADATA,
+    );
     assert.equal(one.requests.length, 1);
     assert.equal(two.requests.length, 1);
     assert.deepEqual(attempts, [
@@ -270,7 +287,7 @@ describe('ccipRead: not ready is pending', () => {
     const one = await startGateway(t, (_req, res) => json(res, 503, {}));
     const two = await startGateway(t, (_req, res) => json(res, 500, { error: 'CCTP attestation is pending' }));
     await rejectsWith(
-      ccipRead(lookup([`${one.url}/x`, `${two.url}/x`]), { contract: ISM }),
+      ccipRead(lookup([`${one.url}/x`, `${two.url}/x`]), { contract: ISM, allowOrigins: loopbackGateways }),
       'pending',
       /gateway 1 of 2 answered HTTP 503; gateway 2 of 2 answered HTTP 500 attestation pending/,
     );
@@ -279,7 +296,7 @@ describe('ccipRead: not ready is pending', () => {
   test('a 500 with any other text is not pending', async (t) => {
     const g = await startGateway(t, (_req, res) => json(res, 500, { error: 'RPC failed' }));
     await rejectsWith(
-      ccipRead(lookup([`${g.url}/x`]), { contract: ISM }),
+      ccipRead(lookup([`${g.url}/x`]), { contract: ISM, allowOrigins: loopbackGateways }),
       'unavailable',
       /gateway 1 of 1 answered HTTP 500$/,
     );
@@ -292,11 +309,14 @@ describe('ccipRead: hostile gateways', () => {
     const two = await startGateway(t, (_req, res) => json(res, 502, {}));
     const three = await startGateway(t, answer);
     assert.equal(
-      await ccipRead(lookup([`${one.url}/x`, `${two.url}/x`, `${three.url}/x`]), { contract: ISM }),
+      await ccipRead(lookup([`${one.url}/x`, `${two.url}/x`, `${three.url}/x`]), {
+        contract: ISM,
+        allowOrigins: loopbackGateways,
+      }),
       METADATA,
     );
     await rejectsWith(
-      ccipRead(lookup([`${one.url}/x`, `${two.url}/x`]), { contract: ISM }),
+      ccipRead(lookup([`${one.url}/x`, `${two.url}/x`]), { contract: ISM, allowOrigins: loopbackGateways }),
       'unavailable',
       /gateway 1 of 2 answered HTTP 503; gateway 2 of 2 answered HTTP 502/,
     );
@@ -307,7 +327,7 @@ describe('ccipRead: hostile gateways', () => {
       const one = await startGateway(t, (_req, res) => json(res, status, { error: 'no' }));
       const two = await startGateway(t, answer);
       await rejectsWith(
-        ccipRead(lookup([`${one.url}/x`, `${two.url}/x`]), { contract: ISM }),
+        ccipRead(lookup([`${one.url}/x`, `${two.url}/x`]), { contract: ISM, allowOrigins: loopbackGateways }),
         'refused',
         new RegExp(`gateway 1 of 2 answered HTTP ${status}`),
       );
@@ -321,11 +341,18 @@ describe('ccipRead: hostile gateways', () => {
       res.writeHead(302, { location: `${target.url}/x` });
       res.end();
     });
-    await rejectsWith(ccipRead(lookup([`${redirect.url}/x`]), { contract: ISM }), 'malformed', /redirect \(HTTP 302\)/);
+    await rejectsWith(
+      ccipRead(lookup([`${redirect.url}/x`]), { contract: ISM, allowOrigins: loopbackGateways }),
+      'malformed',
+      /redirect \(HTTP 302\)/,
+    );
     assert.equal(target.requests.length, 0);
     // ... and counts as a failed gateway: the next one is asked.
     const next = await startGateway(t, answer);
-    assert.equal(await ccipRead(lookup([`${redirect.url}/x`, `${next.url}/x`]), { contract: ISM }), METADATA);
+    assert.equal(
+      await ccipRead(lookup([`${redirect.url}/x`, `${next.url}/x`]), { contract: ISM, allowOrigins: loopbackGateways }),
+      METADATA,
+    );
     assert.equal(target.requests.length, 0);
   });
 
@@ -341,22 +368,22 @@ describe('ccipRead: hostile gateways', () => {
       res.end();
     });
     await rejectsWith(
-      ccipRead(lookup([`${declared.url}/x`]), { contract: ISM }),
+      ccipRead(lookup([`${declared.url}/x`]), { contract: ISM, allowOrigins: loopbackGateways }),
       'malformed',
       /more than 1048576 bytes/,
     );
     await rejectsWith(
-      ccipRead(lookup([`${chunked.url}/x`]), { contract: ISM }),
+      ccipRead(lookup([`${chunked.url}/x`]), { contract: ISM, allowOrigins: loopbackGateways }),
       'malformed',
       /more than 1048576 bytes/,
     );
     // Just under the limit is an answer.
     const fits = `0x${'00'.repeat(500 * 1024)}`;
     const ok = await startGateway(t, (_req, res) => json(res, 200, { data: fits }));
-    assert.equal(await ccipRead(lookup([`${ok.url}/x`]), { contract: ISM }), fits);
+    assert.equal(await ccipRead(lookup([`${ok.url}/x`]), { contract: ISM, allowOrigins: loopbackGateways }), fits);
     // A smaller configured limit applies.
     await rejectsWith(
-      ccipRead(lookup([`${ok.url}/x`]), { contract: ISM, maxBytes: 1000 }),
+      ccipRead(lookup([`${ok.url}/x`]), { contract: ISM, allowOrigins: loopbackGateways, maxBytes: 1000 }),
       'malformed',
       /more than 1000 bytes/,
     );
@@ -387,12 +414,20 @@ describe('ccipRead: hostile gateways', () => {
     const good = await startGateway(t, answer);
     for (const [name, handler] of bad) {
       const g = await startGateway(t, handler);
-      await rejectsWith(ccipRead(lookup([`${g.url}/x`]), { contract: ISM }), 'malformed', undefined);
-      assert.equal(await ccipRead(lookup([`${g.url}/x`, `${good.url}/x`]), { contract: ISM }), METADATA, name);
+      await rejectsWith(
+        ccipRead(lookup([`${g.url}/x`]), { contract: ISM, allowOrigins: loopbackGateways }),
+        'malformed',
+        undefined,
+      );
+      assert.equal(
+        await ccipRead(lookup([`${g.url}/x`, `${good.url}/x`]), { contract: ISM, allowOrigins: loopbackGateways }),
+        METADATA,
+        name,
+      );
     }
     // An answer naming the right sender (any case) is fine.
     const named = await startGateway(t, (_req, res) => json(res, 200, { data: '0x01', sender: ISM_CHECKSUMMED }));
-    assert.equal(await ccipRead(lookup([`${named.url}/x`]), { contract: ISM }), '0x01');
+    assert.equal(await ccipRead(lookup([`${named.url}/x`]), { contract: ISM, allowOrigins: loopbackGateways }), '0x01');
   });
 
   test('a gateway that never answers times out after 10 s (injected clock), then the next is asked', async (t) => {
@@ -400,11 +435,13 @@ describe('ccipRead: hostile gateways', () => {
     const hang = await startGateway(t, () => {});
     const good = await startGateway(t, answer);
     let settled = false;
-    const result = ccipRead(lookup([`${hang.url}/secret-key`, `${good.url}/x`]), { contract: ISM, clock }).finally(
-      () => {
-        settled = true;
-      },
-    );
+    const result = ccipRead(lookup([`${hang.url}/secret-key`, `${good.url}/x`]), {
+      contract: ISM,
+      allowOrigins: loopbackGateways,
+      clock,
+    }).finally(() => {
+      settled = true;
+    });
     await hang.arrived(1);
     await clock.advance(9_999);
     assert.equal(settled, false);
@@ -421,7 +458,7 @@ describe('ccipRead: hostile gateways', () => {
       res.write('{"data":"0x');
     });
     const result = rejectsWith(
-      ccipRead(lookup([`${stall.url}/x`]), { contract: ISM, clock, timeoutMs: 2_000 }),
+      ccipRead(lookup([`${stall.url}/x`]), { contract: ISM, allowOrigins: loopbackGateways, clock, timeoutMs: 2_000 }),
       'unavailable',
       /gateway 1 of 1 timed out after 2000 ms/,
     );
@@ -437,12 +474,19 @@ describe('ccipRead: hostile gateways', () => {
     await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
     const { port } = probe.address() as AddressInfo;
     await new Promise<void>((resolve) => probe.close(() => resolve()));
+    loopbackGateways.push(`http://127.0.0.1:${port}`);
     await rejectsWith(
-      ccipRead(lookup([`http://127.0.0.1:${port}/secret-key`]), { contract: ISM }),
+      ccipRead(lookup([`http://127.0.0.1:${port}/secret-key`]), { contract: ISM, allowOrigins: loopbackGateways }),
       'unavailable',
       /gateway 1 of 1 transport error/,
     );
-    assert.equal(await ccipRead(lookup([`http://127.0.0.1:${port}/x`, `${g.url}/x`]), { contract: ISM }), METADATA);
+    assert.equal(
+      await ccipRead(lookup([`http://127.0.0.1:${port}/x`, `${g.url}/x`]), {
+        contract: ISM,
+        allowOrigins: loopbackGateways,
+      }),
+      METADATA,
+    );
   });
 
   test('only http(s) URLs are followed', async (t) => {
@@ -453,10 +497,13 @@ describe('ccipRead: hostile gateways', () => {
       'ftp://127.0.0.1/x',
       'not a url',
     ]) {
-      await rejectsWith(ccipRead(lookup([url]), { contract: ISM }), 'malformed');
+      await rejectsWith(ccipRead(lookup([url]), { contract: ISM, allowOrigins: loopbackGateways }), 'malformed');
     }
     assert.equal(
-      await ccipRead(lookup(['data:application/json,{"data":"0x01"}', `${g.url}/x`]), { contract: ISM }),
+      await ccipRead(lookup(['data:application/json,{"data":"0x01"}', `${g.url}/x`]), {
+        contract: ISM,
+        allowOrigins: loopbackGateways,
+      }),
       METADATA,
     );
   });
@@ -464,7 +511,10 @@ describe('ccipRead: hostile gateways', () => {
   test('at most 10 gateways are asked', async (t) => {
     const g = await startGateway(t, (_req, res) => json(res, 503, {}));
     const error = await rejectsWith(
-      ccipRead(lookup(Array.from({ length: 12 }, (_, i) => `${g.url}/${i}`)), { contract: ISM }),
+      ccipRead(lookup(Array.from({ length: 12 }, (_, i) => `${g.url}/${i}`)), {
+        contract: ISM,
+        allowOrigins: loopbackGateways,
+      }),
       'unavailable',
     );
     assert.equal(g.requests.length, 10);
@@ -474,7 +524,11 @@ describe('ccipRead: hostile gateways', () => {
   test("an abort ends the wait with the signal's reason", async (t) => {
     const hang = await startGateway(t, () => {});
     const controller = new AbortController();
-    const result = ccipRead(lookup([`${hang.url}/x`]), { contract: ISM, signal: controller.signal });
+    const result = ccipRead(lookup([`${hang.url}/x`]), {
+      contract: ISM,
+      allowOrigins: loopbackGateways,
+      signal: controller.signal,
+    });
     await hang.arrived(1);
     const reason = new Error('stopping');
     controller.abort(reason);
@@ -485,7 +539,7 @@ describe('ccipRead: hostile gateways', () => {
 describe('createOffchainReader: a revert to metadata', () => {
   test('an OffchainLookup revert is followed with the ISM as the contract asked; anything else is malformed', async (t) => {
     const g = await startGateway(t, answer);
-    const read = createOffchainReader();
+    const read = createOffchainReader({ allowOrigins: loopbackGateways });
     const revert = encode({ sender: ISM_CHECKSUMMED, urls: [`${g.url}/{sender}/{data}`], callData: '0xc0ffee' });
     assert.equal(await read(revert, ISM), METADATA);
     assert.equal(g.requests[0].path, `/${ISM}/0xc0ffee`);

@@ -272,6 +272,117 @@ const BAD: [string, unknown, string][] = [
   // db
   ['db empty', withValue('db', ''), 'db'],
   ['db a number', withValue('db', 5), 'db'],
+  // docs/configuration.md#gas-payment-enforcement
+  ['gasPaymentEnforcement not an array', withValue('gasPaymentEnforcement', { type: 'none' }), 'gasPaymentEnforcement'],
+  [
+    'gasPaymentEnforcement entry not an object',
+    withValue('gasPaymentEnforcement', ['none']),
+    'gasPaymentEnforcement[0]',
+  ],
+  [
+    'gasPaymentEnforcement unknown type',
+    withValue('gasPaymentEnforcement', [{ type: 'onchainFeeQuoting' }]),
+    'gasPaymentEnforcement[0].type',
+  ],
+  [
+    'gasPaymentEnforcement minimum without payment',
+    withValue('gasPaymentEnforcement', [{ type: 'minimum' }]),
+    'gasPaymentEnforcement[0].payment',
+  ],
+  ...([-1, 1.5, '1e18', '0x10', '01', '', ' 5', 2 ** 53, '1'.repeat(79), `${2n ** 256n}`] as unknown[]).map(
+    (payment): [string, unknown, string] => [
+      `gasPaymentEnforcement minimum payment ${JSON.stringify(payment)}`,
+      withValue('gasPaymentEnforcement', [{ type: 'minimum', payment }]),
+      'gasPaymentEnforcement[0].payment',
+    ],
+  ),
+  ...(['1/0', '1', '/2', 'a/b', '-1/2', '1.5/2', '1/2/3', 1, '18446744073709551616/1'] as unknown[]).map(
+    (gasFraction): [string, unknown, string] => [
+      `gasPaymentEnforcement gasFraction ${JSON.stringify(gasFraction)}`,
+      withValue('gasPaymentEnforcement', [{ type: 'none' }, { type: 'onChainFeeQuoting', gasFraction }]),
+      'gasPaymentEnforcement[1].gasFraction',
+    ],
+  ),
+  [
+    'a key of another policy type (none has no payment)',
+    withValue('gasPaymentEnforcement', [{ type: 'none', payment: '1' }]),
+    'gasPaymentEnforcement[0].payment',
+  ],
+  [
+    'onChainFeeQuoting has no payment',
+    withValue('gasPaymentEnforcement', [{ type: 'onChainFeeQuoting', payment: '1' }]),
+    'gasPaymentEnforcement[0].payment',
+  ],
+  [
+    'feeToken (ERC-20 gas payments) is not supported',
+    withValue('gasPaymentEnforcement', [{ type: 'minimum', payment: 1, feeToken: ETH_MAILBOX }]),
+    'gasPaymentEnforcement[0].feeToken',
+  ],
+  [
+    'a bad matching rule in a gas policy',
+    withValue('gasPaymentEnforcement', [{ type: 'none', matchingList: [{ originChain: 'ethereum' }] }]),
+    'gasPaymentEnforcement[0].matchingList[0].originChain',
+  ],
+  ['transactionGasLimit zero', withValue('transactionGasLimit', 0), 'transactionGasLimit'],
+  ['transactionGasLimit negative', withValue('transactionGasLimit', -21_000), 'transactionGasLimit'],
+  ['transactionGasLimit fractional', withValue('transactionGasLimit', 1.5), 'transactionGasLimit'],
+  ['transactionGasLimit hex', withValue('transactionGasLimit', '0x1e8480'), 'transactionGasLimit'],
+  [
+    'interchainGasPaymaster not an address',
+    withValue('chains.ethereum.interchainGasPaymaster', '0x1234'),
+    'chains.ethereum.interchainGasPaymaster',
+  ],
+  [
+    'interchainGasPaymaster with a bad checksum',
+    withValue(
+      'chains.ethereum.interchainGasPaymaster',
+      flipFirstLetter(getAddress('0x9e6b1022be9bbf5afd152483dad9b88911bc8611')),
+    ),
+    'chains.ethereum.interchainGasPaymaster',
+  ],
+  [
+    'transactionOverrides not an object',
+    withValue('chains.ethereum.transactionOverrides', 5),
+    'chains.ethereum.transactionOverrides',
+  ],
+  [
+    'a transactionOverrides key not supported (gasPrice)',
+    withValue('chains.ethereum.transactionOverrides.gasPrice', '1000000000'),
+    'chains.ethereum.transactionOverrides.gasPrice',
+  ],
+  [
+    'gasPriceCap zero',
+    withValue('chains.ethereum.transactionOverrides.gasPriceCap', 0),
+    'chains.ethereum.transactionOverrides.gasPriceCap',
+  ],
+  [
+    'gasPriceCap in gwei text',
+    withValue('chains.ethereum.transactionOverrides.gasPriceCap', '50 gwei'),
+    'chains.ethereum.transactionOverrides.gasPriceCap',
+  ],
+  [
+    'ccipReadAllowOrigins not an array',
+    withValue('worker.ccipReadAllowOrigins', 'http://10.0.0.5:8080'),
+    'worker.ccipReadAllowOrigins',
+  ],
+  ['ccipReadAllowOrigins "*"', withValue('worker.ccipReadAllowOrigins', ['*']), 'worker.ccipReadAllowOrigins[0]'],
+  [
+    'ccipReadAllowOrigins with a path',
+    withValue('worker.ccipReadAllowOrigins', ['http://10.0.0.5:8080/cctp']),
+    'worker.ccipReadAllowOrigins[0]',
+  ],
+  [
+    'ccipReadAllowOrigins with credentials',
+    withValue('worker.ccipReadAllowOrigins', ['http://user:key@10.0.0.5']),
+    'worker.ccipReadAllowOrigins[0]',
+  ],
+  [
+    'ccipReadAllowOrigins not http',
+    withValue('worker.ccipReadAllowOrigins', ['ftp://10.0.0.5']),
+    'worker.ccipReadAllowOrigins[0]',
+  ],
+  ['ccipReadBudgetSeconds zero', withValue('worker.ccipReadBudgetSeconds', 0), 'worker.ccipReadBudgetSeconds'],
+  ['gasPaymentDeadlineHours zero', withValue('worker.gasPaymentDeadlineHours', 0), 'worker.gasPaymentDeadlineHours'],
 ];
 
 describe('docs/design.md#configuration: invalid configurations are refused, naming the key', () => {
@@ -557,7 +668,18 @@ describe('docs/design.md#configuration: the built-in default configuration', () 
       assert.equal(Number(yamlField(chain.name, 'metadata.yaml', 'domainId')), chain.domainId, chain.name);
       assert.equal(Number(yamlField(chain.name, 'metadata.yaml', 'chainId')), chain.chainId, chain.name);
       assert.equal(yamlField(chain.name, 'addresses.yaml', 'mailbox')?.toLowerCase(), chain.mailbox, chain.name);
+      const igp = yamlField(chain.name, 'addresses.yaml', 'interchainGasPaymaster')?.toLowerCase();
+      assert.equal(
+        chain.interchainGasPaymaster,
+        igp === undefined || /^0x0{40}$/.test(igp) ? undefined : igp,
+        chain.name,
+      );
     }
+    // Gas payment enforcement reads the registry's paymaster on the chains that list one.
+    assert.equal(
+      BUILTIN_CHAINS.find((c) => c.name === 'ethereum')?.interchainGasPaymaster,
+      '0x9e6b1022be9bbf5afd152483dad9b88911bc8611',
+    );
     for (const name of ['arbitrum', 'base', 'optimism', 'polygon', 'bsc', 'avalanche']) {
       assert.ok(
         BUILTIN_CHAINS.some((c) => c.name === name),
@@ -586,6 +708,7 @@ describe('docs/design.md#configuration: the built-in default configuration', () 
             domainId: c.domainId,
             chainId: c.chainId,
             mailbox: getAddress(c.mailbox),
+            ...(c.interchainGasPaymaster ? { interchainGasPaymaster: getAddress(c.interchainGasPaymaster) } : {}),
             rpcUrls: c.rpcUrls.map((http) => ({ http })),
           },
         ]),
@@ -610,6 +733,58 @@ describe('docs/design.md#configuration: the built-in default configuration', () 
     assert.deepEqual(
       { relayApi: config.relayApi, server: config.server, worker: config.worker, db: config.db },
       { ...DEFAULTS },
+    );
+  });
+
+  test('docs/configuration.md#gas-payment-enforcement: the hostile-recipient keys, normalised', () => {
+    const config = parseConfig({
+      ...goodConfig(),
+      gasPaymentEnforcement: [
+        { type: 'minimum', payment: '1000000000000000', matchingList: [{ originDomain: 1 }] },
+        { type: 'onChainFeeQuoting', gasFraction: ' 3 / 4 ', matchingList: [] },
+        { type: 'onChainFeeQuoting' },
+        { payment: 7 },
+        {},
+      ],
+      transactionGasLimit: '3000000',
+      worker: { ccipReadAllowOrigins: ['HTTP://10.0.0.5:80/', 'https://[::1]:8443'], ccipReadBudgetSeconds: 12 },
+    });
+    assert.deepEqual(config.gasPaymentEnforcement, [
+      { type: 'minimum', payment: 10n ** 15n, matchingList: [{ originDomain: 1 }] },
+      { type: 'onChainFeeQuoting', gasFraction: { numerator: 3n, denominator: 4n }, matchingList: [] },
+      { type: 'onChainFeeQuoting', gasFraction: { numerator: 1n, denominator: 2n }, matchingList: [] },
+      { type: 'minimum', payment: 7n, matchingList: [] },
+      { type: 'none', matchingList: [] },
+    ]);
+    assert.equal(config.transactionGasLimit, 3_000_000n);
+    assert.deepEqual(config.worker.ccipReadAllowOrigins, ['http://10.0.0.5', 'https://[::1]:8443']);
+    assert.equal(config.worker.ccipReadBudgetSeconds, 12);
+    assert.equal(config.worker.gasPaymentDeadlineHours, 168);
+    const chains = parseConfig(
+      withValue(
+        'chains.ethereum.transactionOverrides',
+        { gasPriceCap: `${2n ** 256n - 1n}` },
+        withValue('chains.ethereum.interchainGasPaymaster', '0x9e6B1022bE9BBF5aFd152483DAD9b88911bC8611'),
+      ),
+    ).chains;
+    assert.equal(chains.ethereum.interchainGasPaymaster, '0x9e6b1022be9bbf5afd152483dad9b88911bc8611');
+    assert.deepEqual(chains.ethereum.transactionOverrides, { gasPriceCap: 2n ** 256n - 1n });
+    assert.equal(chains.base.interchainGasPaymaster, undefined);
+    // Absent: nothing enforced, no limit.
+    const plain = parseConfig(goodConfig());
+    assert.deepEqual(plain.gasPaymentEnforcement, []);
+    assert.equal(plain.transactionGasLimit, null);
+    assert.equal(parseConfig({ ...goodConfig(), transactionGasLimit: null }).transactionGasLimit, null);
+  });
+
+  test('docs/configuration.md#gas-payment-enforcement: its example is a valid config', () => {
+    const text = readFileSync(new URL('../../docs/configuration.md', import.meta.url), 'utf8');
+    const block = /### Gas payment enforcement\n[\s\S]*?```json\n([\s\S]*?)```/.exec(text);
+    assert.ok(block, 'the example is there');
+    const config = parseConfig({ ...goodConfig(), ...JSON.parse(block[1]) });
+    assert.deepEqual(
+      config.gasPaymentEnforcement?.map((e) => e.type),
+      ['minimum', 'onChainFeeQuoting'],
     );
   });
 

@@ -128,13 +128,22 @@ describe('receipt fetch: JSON-RPC request and receipt parsing (docs/design.md#re
     assert.ok(call.body.id !== undefined && call.body.id !== null);
   });
 
-  it('docs/design.md#receipt: reads status and logs only; blockTimestamp as a JSON number is ignored', async () => {
+  it('docs/design.md#receipt: reads status and logs only (with their log index, which identifies a gas payment); blockTimestamp as a JSON number is ignored', async () => {
     const h = harness({ [URL_A]: rpcResult(receipt()) });
     const r = await h.fetcher(chain([URL_A]), TX);
     assert.equal(r.success, true);
     assert.equal(r.logs.length, 1);
     assert.deepEqual(Object.keys(r).sort(), ['logs', 'success']);
-    assert.deepEqual(Object.keys(r.logs[0]).sort(), ['address', 'data', 'topics']);
+    assert.deepEqual(Object.keys(r.logs[0]).sort(), ['address', 'data', 'logIndex', 'topics']);
+    assert.equal(r.logs[0].logIndex, 0);
+    // A log index that is not a JSON-RPC quantity is left out; the receipt is still good.
+    for (const logIndex of [undefined, 5, '0x', '0x01', 'ff', '0x1'.padEnd(20, '0'), null]) {
+      const odd = receipt();
+      (odd.logs as Record<string, unknown>[])[0].logIndex = logIndex;
+      const read = await harness({ [URL_A]: rpcResult(odd) }).fetcher(chain([URL_A]), TX);
+      assert.equal(read.logs[0].logIndex, undefined, String(logIndex));
+      assert.equal(read.logs.length, 1);
+    }
     assert.deepEqual(r.logs[0].data, new Uint8Array([0x00, 0x01, 0x02, 0x03, 0xff]));
   });
 

@@ -2,13 +2,14 @@
  * One CCIP-read gateway asked for the metadata (docs/delivery.md, CCIP-read). The gateway is named
  * by the recipient's ISM, so its answer is treated as hostile: one timeout, no redirects followed,
  * a bounded read, `data` must be 0x-hex. Failures say what happened, never the URL (it may carry
- * an API key).
+ * an API key). Where the request may go is lib/worker/ccip/target.ts's decision, made before.
  */
 import type { Clock } from '../../clock.ts';
 import { isPlainObject, joinBytes } from '../../hex.ts';
-import type { FetchLike } from '../../rpc.ts';
 import { CcipReadError } from '../errors.ts';
 import type { Hex } from './offchain-lookup.ts';
+import type { GatewayTarget } from './target.ts';
+import type { GatewayResponse, GatewayTransport } from './transport.ts';
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -30,7 +31,7 @@ export class GatewayFailure extends CcipReadError {
 }
 
 /** Reads at most `maxBytes`; undefined when the body is larger (the stream is cancelled). */
-async function readAtMost(response: Response, maxBytes: number): Promise<Uint8Array | undefined> {
+async function readAtMost(response: GatewayResponse, maxBytes: number): Promise<Uint8Array | undefined> {
   const declared = Number(response.headers.get('content-length'));
   if (declared > maxBytes) {
     await response.body?.cancel().catch(() => {});
@@ -74,18 +75,16 @@ function parseAnswer(body: Uint8Array, sender: string): Hex {
   return json.data.toLowerCase() as Hex;
 }
 
-export interface Ask {
-  sender: string;
-  data: string;
-  fetchFn: FetchLike;
-  clock: Clock;
-  timeoutMs: number;
-  maxBytes: number;
-  signal?: AbortSignal;
+/** A gateway URL with EIP-3668's `{sender}` and `{data}` filled in, and how to ask it. */
+export interface GatewayUrl {
+  url: URL;
+  /** GET when the template has `{data}`, else POST `{"sender","data"}`. */
+  get: boolean;
 }
 
-export async function askGateway(template: string, a: Ask): Promise<Hex> {
-  const href = template.replaceAll('{sender}', a.sender).replaceAll('{data}', a.data);
+/** The URL a template names for this lookup; a GatewayFailure (`malformed`) when it is not http(s). */
+export function gatewayUrl(template: string, sender: string, data: string): GatewayUrl {
+  const href = template.replaceAll('{sender}', sender).replaceAll('{data}', data);
   let url: URL;
   try {
     url = new URL(href);
@@ -94,8 +93,20 @@ export async function askGateway(template: string, a: Ask): Promise<Hex> {
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:')
     throw new GatewayFailure('malformed', 'is not an http(s) URL');
-  const get = template.includes('{data}');
+  return { url, get: template.includes('{data}') };
+}
 
+export interface Ask {
+  sender: string;
+  data: string;
+  transport: GatewayTransport;
+  clock: Clock;
+  timeoutMs: number;
+  maxBytes: number;
+  signal?: AbortSignal;
+}
+
+export async function askGateway(target: GatewayTarget, get: boolean, a: Ask): Promise<Hex> {
   const local = new AbortController();
   let timedOut = false;
   const timer = a.clock.setTimeout(() => {
@@ -105,13 +116,12 @@ export async function askGateway(template: string, a: Ask): Promise<Hex> {
   const onAbort = () => local.abort(a.signal!.reason);
   a.signal?.addEventListener('abort', onAbort, { once: true });
   try {
-    const response = await a.fetchFn(url.href, {
+    const response = await a.transport(target, {
       method: get ? 'GET' : 'POST',
       headers: get
         ? { accept: 'application/json' }
         : { accept: 'application/json', 'content-type': 'application/json' },
       body: get ? undefined : JSON.stringify({ sender: a.sender, data: a.data }),
-      redirect: 'manual',
       signal: local.signal,
     });
     const status = response.status;

@@ -5,20 +5,26 @@
  * answer `data` is the ISM metadata handed to `Mailbox.process` unchanged.
  *
  * The gateways are named by the recipient's ISM, that is by whoever deployed the recipient, so
- * every answer is treated as hostile (lib/worker/ccip/gateway.ts): one timeout per URL (10 s), no
- * redirects followed, at most 1 MiB read, `data` must be 0x-hex, at most 10 URLs tried. Error
- * messages say which gateway by position ("gateway 1 of 2"), never by URL: a URL may carry an API key.
- *
- * Pure Web APIs (fetch, AbortController); no viem needed here.
+ * they are hostile (docs/delivery.md, Hostile recipients): only public addresses are asked, the
+ * connection goes to the address checked (lib/worker/ccip/target.ts, transport.ts), and a lookup
+ * naming any other is refused before any request, saying nothing per URL. Every answer is
+ * hostile too (lib/worker/ccip/gateway.ts): one timeout per URL (10 s), one time budget for the
+ * whole lookup (30 s), no redirects followed, at most 1 MiB read, `data` must be 0x-hex, at most
+ * 10 URLs tried. Error messages say which gateway by position ("gateway 1 of 2"), never by URL:
+ * a URL may carry an API key.
  */
 import { systemClock, type Clock } from '../../clock.ts';
+import type { AddressRange } from '../../ip-address.ts';
 import type { FetchLike } from '../../rpc.ts';
 import { CcipReadError, type CcipReadErrorKind } from '../errors.ts';
-import { askGateway, GatewayFailure } from './gateway.ts';
+import { askGateway, GatewayFailure, gatewayUrl, type GatewayUrl } from './gateway.ts';
 import { decodeOffchainLookup, type Hex, type OffchainLookup } from './offchain-lookup.ts';
+import { checkGatewayTarget, normalizeOrigins, systemResolver, type Resolver, type TargetCheck } from './target.ts';
+import { fetchTransport, pinnedTransport } from './transport.ts';
 
 export { CcipReadError, type CcipReadErrorKind } from '../errors.ts';
 export { decodeOffchainLookup, OFFCHAIN_LOOKUP_SELECTOR, type Hex, type OffchainLookup } from './offchain-lookup.ts';
+export type { ResolvedAddress, Resolver } from './target.ts';
 
 export interface CcipReadOptions {
   /**
@@ -27,10 +33,25 @@ export interface CcipReadOptions {
    * behalf).
    */
   contract: Hex;
+  /**
+   * Origins (`http://host:port`) asked although their address is not public: gateways you run
+   * yourself. Compared after URL normalisation (`http://127.0.0.1:80` is `http://127.0.0.1`).
+   * Default none.
+   */
+  allowOrigins?: readonly string[];
+  /** Resolves gateway host names; every address it answers must be public. Default: the system's. */
+  resolve?: Resolver;
+  /**
+   * Replaces the connection to the gateways (tests, embedders): the address check still runs
+   * first, but the fetch resolves the name again itself. Default: node:http(s) to the checked
+   * address.
+   */
   fetch?: FetchLike;
   clock?: Clock;
   /** Per gateway: request, headers and body. Default 10 000 ms. */
   timeoutMs?: number;
+  /** The whole lookup: resolving and asking every gateway. Default 30 000 ms. */
+  budgetMs?: number;
   /** Largest answer read. Default 1 MiB. */
   maxBytes?: number;
   /** URLs tried, in order; the rest are ignored. Default 10. */
@@ -41,6 +62,8 @@ export interface CcipReadOptions {
    * The URL is the template as the ISM gave it: it may hold a key, so log it with care.
    */
   onAttempt?: (attempt: CcipReadAttempt) => void;
+  /** Told of each gateway refused for its address (for the operator's log; never shown publicly). */
+  onRefused?: (refusal: CcipReadRefusal) => void;
 }
 
 export interface CcipReadAttempt {
@@ -50,22 +73,57 @@ export interface CcipReadAttempt {
   outcome: 'answer' | 'pending' | 'unavailable' | 'malformed' | 'refused';
 }
 
+export interface CcipReadRefusal {
+  /** 0-based position in the lookup's URLs. */
+  index: number;
+  /** The template as the ISM gave it (may hold a key). */
+  url: string;
+  /** The address refused, or `localhost`. */
+  address: string;
+  range: AddressRange | 'localhost';
+}
+
 const DEFAULT_TIMEOUT_MS = 10_000;
+const DEFAULT_BUDGET_MS = 30_000;
 const DEFAULT_MAX_BYTES = 1024 * 1024;
 const DEFAULT_MAX_URLS = 10;
+
+/** Resolves `work`, or undefined once the budget's `ms` have passed; rejects if `signal` aborts. */
+function withinBudget<T>(work: Promise<T>, clock: Clock, ms: number, signal?: AbortSignal): Promise<T | undefined> {
+  return new Promise<T | undefined>((resolve, reject) => {
+    const onAbort = () => finish(() => reject(signal!.reason));
+    const timer = clock.setTimeout(() => finish(() => resolve(undefined)), Math.max(0, ms));
+    function finish(settle: () => void) {
+      clock.clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      settle();
+    }
+    if (signal?.aborted) return onAbort();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (value) => finish(() => resolve(value)),
+      (error: unknown) => finish(() => reject(error)),
+    );
+  });
+}
 
 /**
  * Asks the lookup's gateways in order and returns the first good answer's `data` (the ISM
  * metadata). URL templates per EIP-3668: `{sender}` and `{data}` replaced by lower-case hex;
- * GET when the template has `{data}`, else POST `{"sender","data"}` as JSON. Next gateway on a
- * 5xx, a transport error, a timeout or a malformed answer; 404 (and a 500 saying the attestation
- * is not there yet) means pending and also moves on; any other 4xx stops (refused).
+ * GET when the template has `{data}`, else POST `{"sender","data"}` as JSON.
+ *
+ * Every URL's host is checked first (names resolved): if any is not a public address (and its
+ * origin not allowed), the lookup is refused (`forbidden`) and no gateway is asked. Then: next
+ * gateway on a 5xx, a transport error, a timeout or a malformed answer; 404 (and a 500 saying
+ * the attestation is not there yet) means pending and also moves on; any other 4xx stops
+ * (refused). When the time budget runs out the gateways left are not asked; the lookup is then
+ * pending if a gateway said so, else a failure.
  * Throws CcipReadError, or the signal's reason once it aborts.
  */
 export async function ccipRead(lookup: OffchainLookup, opts: CcipReadOptions): Promise<Hex> {
-  const fetchFn: FetchLike = opts.fetch ?? ((input, init) => fetch(input, init));
   const clock = opts.clock ?? systemClock;
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const budgetMs = opts.budgetMs ?? DEFAULT_BUDGET_MS;
   const maxBytes = opts.maxBytes ?? DEFAULT_MAX_BYTES;
   const sender = lookup.sender.toLowerCase();
   const data = lookup.callData.toLowerCase();
@@ -74,20 +132,72 @@ export async function ccipRead(lookup: OffchainLookup, opts: CcipReadOptions): P
   }
   const urls = lookup.urls.slice(0, opts.maxUrls ?? DEFAULT_MAX_URLS);
   if (urls.length === 0) throw new CcipReadError('refused', 'the OffchainLookup names no gateway');
+  const deadline = clock.now() + budgetMs;
+  const budgetText = `the ${budgetMs / 1000} s time budget ran out`;
+  opts.signal?.throwIfAborted();
 
+  // Every URL's target, checked before any gateway is asked.
+  const allowOrigins = normalizeOrigins(opts.allowOrigins ?? []);
+  const resolve = opts.resolve ?? systemResolver;
+  const prepared: (GatewayUrl | GatewayFailure)[] = urls.map((template) => {
+    try {
+      return gatewayUrl(template, sender, data);
+    } catch (error) {
+      if (error instanceof GatewayFailure) return error;
+      throw error;
+    }
+  });
+  const checks = await withinBudget(
+    Promise.all(
+      prepared.map(
+        (p): Promise<TargetCheck | GatewayFailure> =>
+          p instanceof GatewayFailure ? Promise.resolve(p) : checkGatewayTarget(p.url, { resolve, allowOrigins }),
+      ),
+    ),
+    clock,
+    budgetMs,
+    opts.signal,
+  );
+  if (checks === undefined)
+    throw new CcipReadError('unavailable', `CCIP-read unavailable: ${budgetText} resolving the gateways`);
+  let refused = false;
+  checks.forEach((check, index) => {
+    if (check instanceof GatewayFailure || check.ok || !('refusal' in check)) return;
+    refused = true;
+    opts.onRefused?.({ index, url: urls[index], ...check.refusal });
+  });
+  // Nothing per URL: which host resolves where is the operator's to know, not a stranger's.
+  if (refused) {
+    throw new CcipReadError(
+      'forbidden',
+      'CCIP-read refused: the lookup names a gateway at a non-public address; no gateway was asked',
+    );
+  }
+
+  const transport = opts.fetch ? fetchTransport(opts.fetch) : pinnedTransport;
   const outcomes: string[] = [];
   let pending = false;
   let malformed = false;
+  let outOfTime = false;
   for (let i = 0; i < urls.length; i++) {
     opts.signal?.throwIfAborted();
     const which = `gateway ${i + 1} of ${urls.length}`;
+    const left = deadline - clock.now();
+    if (left <= 0) {
+      outOfTime = true;
+      outcomes.push(`${urls.length - i} not asked`);
+      break;
+    }
+    const check = checks[i];
     try {
-      const answer = await askGateway(urls[i], {
+      if (check instanceof GatewayFailure) throw check;
+      if (!check.ok) throw new GatewayFailure('unavailable', 'unresolved' in check ? check.unresolved : 'refused');
+      const answer = await askGateway(check.target, (prepared[i] as GatewayUrl).get, {
         sender,
         data,
-        fetchFn,
+        transport,
         clock,
-        timeoutMs,
+        timeoutMs: Math.min(timeoutMs, left),
         maxBytes,
         signal: opts.signal,
       });
@@ -95,17 +205,18 @@ export async function ccipRead(lookup: OffchainLookup, opts: CcipReadOptions): P
       return answer;
     } catch (err) {
       if (opts.signal?.aborted) throw opts.signal.reason;
-      const kind: CcipReadErrorKind = err instanceof GatewayFailure ? err.kind : 'unavailable';
-      opts.onAttempt?.({ index: i, url: urls[i], outcome: kind });
+      const kind = err instanceof GatewayFailure ? err.kind : 'unavailable';
+      opts.onAttempt?.({ index: i, url: urls[i], outcome: kind === 'forbidden' ? 'refused' : kind });
       outcomes.push(`${which} ${err instanceof GatewayFailure ? err.message : 'failed'}`);
       if (kind === 'refused') throw new CcipReadError('refused', `CCIP-read refused: ${outcomes.join('; ')}`);
       if (kind === 'pending') pending = true;
       if (kind === 'malformed') malformed = true;
     }
   }
-  const kind = pending ? 'pending' : malformed ? 'malformed' : 'unavailable';
+  if (!outOfTime && deadline - clock.now() <= 0 && outcomes.length > 0) outOfTime = true;
+  const kind: CcipReadErrorKind = pending ? 'pending' : malformed ? 'malformed' : 'unavailable';
   const lead = kind === 'pending' ? 'CCIP-read pending (proof not ready)' : `CCIP-read ${kind}`;
-  throw new CcipReadError(kind, `${lead}: ${outcomes.join('; ')}`);
+  throw new CcipReadError(kind, `${lead}${outOfTime ? ` (${budgetText})` : ''}: ${outcomes.join('; ')}`);
 }
 
 /**

@@ -122,6 +122,8 @@ export function twoChainRelayerConfig(two: TwoChains, db: string) {
       },
     },
     relayChains: [DESTINATION_CHAIN_NAME],
+    // The gateway listens on loopback, which a CCIP-read URL may name only as an allowed origin.
+    worker: { ccipReadAllowOrigins: [new URL(two.gateway.url).origin] },
     db,
   };
 }

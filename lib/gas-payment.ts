@@ -1,0 +1,90 @@
+/**
+ * Gas payments (docs/delivery.md#gas-payment-enforcement): the InterchainGasPaymaster's `GasPayment`
+ * logs for a message, as the server finds them in a `POST /relay` receipt and the worker finds
+ * later ones (top-ups) with `eth_getLogs`, and what they add up to. As in Hyperlane's relayer a
+ * payment counts for its (message id, destination) only, so a payment for another destination does
+ * not count; each log counts once, by (transaction hash, log index); amounts are summed.
+ */
+import { decodeGasPaymentLog, GAS_PAYMENT_TOPIC, type Log } from './abi.ts';
+import { DecodeError } from './errors.ts';
+import type { GasPaid } from './gas-policy.ts';
+
+/** One `GasPayment` log, as stored with its message. */
+export interface GasPayment {
+  /** lower-case 0x + 64 hex */
+  messageId: string;
+  destination: number;
+  /** Destination gas paid for. */
+  gasAmount: bigint;
+  /** Wei paid on the origin chain. */
+  payment: bigint;
+  /** The origin transaction that logged it, lower-case 0x + 64 hex. */
+  txHash: string;
+  logIndex: number;
+}
+
+/** A message a payment may be for: its id and destination. */
+export interface PayableMessage {
+  id: string;
+  destination: number;
+}
+
+/**
+ * The payments in `logs` (one transaction's, `txHash`) emitted by `paymaster` for one of
+ * `messages` and its own destination, in log order, each log once. Throws DecodeError for a
+ * malformed `GasPayment` log or one without a log index: a real paymaster cannot emit it, so the
+ * node is lying or broken (the caller decides what that means).
+ */
+export function gasPaymentsIn(
+  logs: readonly Log[],
+  txHash: string,
+  paymaster: string,
+  messages: readonly PayableMessage[],
+): GasPayment[] {
+  const wanted = new Map(messages.map((m) => [m.id.toLowerCase(), m.destination]));
+  const address = paymaster.toLowerCase();
+  const seen = new Set<number>();
+  const found: GasPayment[] = [];
+  for (const log of logs) {
+    if (log.address !== address || log.topics[0] !== GAS_PAYMENT_TOPIC) continue;
+    const event = decodeGasPaymentLog(log);
+    if (log.logIndex === undefined) throw new DecodeError('data', 'GasPayment log without a log index');
+    if (wanted.get(event.messageId) !== event.destination || seen.has(log.logIndex)) continue;
+    seen.add(log.logIndex);
+    found.push({ ...event, txHash: txHash.toLowerCase(), logIndex: log.logIndex });
+  }
+  return found;
+}
+
+/** What `payments` add up to for `message`: its own destination only, each (tx hash, log index) once. */
+export function sumGasPayments(payments: readonly GasPayment[], message: PayableMessage): GasPaid {
+  const id = message.id.toLowerCase();
+  const seen = new Set<string>();
+  const paid: GasPaid = { payments: 0, gasAmount: 0n, payment: 0n };
+  for (const p of payments) {
+    const key = `${p.txHash.toLowerCase()}:${p.logIndex}`;
+    if (p.messageId.toLowerCase() !== id || p.destination !== message.destination || seen.has(key)) continue;
+    seen.add(key);
+    paid.payments++;
+    paid.gasAmount += p.gasAmount;
+    paid.payment += p.payment;
+  }
+  return paid;
+}
+
+/**
+ * The `eth_getLogs` filter for a message's payments on `paymaster` (topic1 = the message id,
+ * topic2 = its destination), from `fromBlock` on: how the worker finds top-ups made after intake.
+ */
+export function gasPaymentLogFilter(
+  paymaster: string,
+  message: PayableMessage,
+  fromBlock: bigint | 'earliest' = 'earliest',
+): { address: string; topics: string[]; fromBlock: string; toBlock: 'latest' } {
+  return {
+    address: paymaster.toLowerCase(),
+    topics: [GAS_PAYMENT_TOPIC, message.id.toLowerCase(), `0x${message.destination.toString(16).padStart(64, '0')}`],
+    fromBlock: typeof fromBlock === 'bigint' ? `0x${fromBlock.toString(16)}` : fromBlock,
+    toBlock: 'latest',
+  };
+}

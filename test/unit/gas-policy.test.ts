@@ -1,0 +1,216 @@
+/**
+ * Gas payment enforcement's policy (docs/delivery.md#gas-payment-enforcement,
+ * docs/configuration.md#gas-payment-enforcement): which entry applies to a message, and whether
+ * what was paid meets it. The vectors are those of Hyperlane's relayer tests
+ * (rust/main/agents/relayer/src/msg/gas_payment/mod.rs and policies/*.rs), named after them.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { hexToBytes } from 'viem/utils';
+import { parseConfig } from '../../lib/config.ts';
+import {
+  checkGasPayment,
+  checkGasPaymentForEstimate,
+  createGasPolicySelector,
+  needsPaymaster,
+  processGasLimit,
+  requiredGas,
+  type GasPaid,
+  type GasPaymentEnforcement,
+} from '../../lib/gas-policy.ts';
+import { parseHyperlaneMessage } from '../../lib/message.ts';
+import { hyperlaneMessage } from '../helpers/builders.ts';
+
+const SENDER = '0x5b61381fc9e58e70efc13a4a97516997019198ee';
+const message = (f: Parameters<typeof hyperlaneMessage>[0] = {}) =>
+  parseHyperlaneMessage(hexToBytes(hyperlaneMessage(f)));
+const paid = (payments: number, gasAmount: bigint | number, payment: bigint | number): GasPaid => ({
+  payments,
+  gasAmount: BigInt(gasAmount),
+  payment: BigInt(payment),
+});
+const NONE: GasPaid = paid(0, 0, 0);
+
+/** The entries as an operator writes them, read by the config loader. */
+function entries(list: unknown[]): GasPaymentEnforcement[] {
+  return parseConfig({ gasPaymentEnforcement: list }).gasPaymentEnforcement ?? [];
+}
+
+describe('which entry applies: the first whose matching list matches', () => {
+  test('no list, or an empty one: none for every message', () => {
+    for (const list of [[], undefined]) {
+      const select = createGasPolicySelector(list === undefined ? [] : entries(list));
+      assert.equal(select(message())?.type, 'none');
+    }
+  });
+
+  test('an entry without matchingList, or with [], matches all (test_empty_whitelist)', () => {
+    for (const matchingList of [undefined, []]) {
+      const select = createGasPolicySelector(entries([{ type: 'minimum', payment: 1, matchingList }]));
+      assert.equal(select(message())?.type, 'minimum');
+    }
+  });
+
+  test('the first matching entry decides, in order (test_non_empty_matching_list)', () => {
+    const select = createGasPolicySelector(
+      entries([
+        { type: 'none', matchingList: [{ senderAddress: SENDER }] },
+        { type: 'minimum', payment: 10, matchingList: [{ destinationDomain: [10, 8453] }] },
+        { type: 'onChainFeeQuoting' },
+      ]),
+    );
+    assert.equal(select(message({ sender: SENDER, destination: 8453 }))?.type, 'none');
+    assert.equal(select(message({ destination: 8453 }))?.type, 'minimum');
+    assert.equal(select(message({ destination: 1 }))?.type, 'onChainFeeQuoting');
+  });
+
+  test('a list no entry matches relays nothing for that message (test_no_match)', () => {
+    const select = createGasPolicySelector(entries([{ type: 'none', matchingList: [{ originDomain: 2 }] }]));
+    assert.equal(select(message({ origin: 1 })), null);
+    const check = checkGasPayment(null, paid(1, 10 ** 6, 10 ** 18));
+    assert.deepEqual(check, {
+      ok: false,
+      reason: 'no_policy',
+      message: 'no gasPaymentEnforcement entry matches this message',
+    });
+  });
+});
+
+describe('checkGasPayment: before anything is spent on the message', () => {
+  const [none, minimum1000, minimum0, quote] = entries([
+    { type: 'none' },
+    { type: 'minimum', payment: 1000 },
+    { type: 'minimum', payment: '0' },
+    { type: 'onChainFeeQuoting' },
+  ]);
+  const cases: [string, GasPaymentEnforcement, GasPaid, string][] = [
+    ['none, no payment (test_no_payment_found_none_policy)', none, NONE, 'ok'],
+    ['none, a payment (test_payment_found_none_policy)', none, paid(1, 1, 1), 'ok'],
+    ['minimum, no payment (test_no_payment_found_minimum_policy)', minimum1000, NONE, 'no_payment'],
+    ['minimum 1000, paid 999 (test_gas_payment_policy_minimum)', minimum1000, paid(1, 0, 999), 'underpaid'],
+    ['minimum 1000, paid 1000', minimum1000, paid(1, 0, 1000), 'ok'],
+    ['minimum 1000, paid 500 + 500 (test_half_and_half_payment)', minimum1000, paid(2, 2, 1000), 'ok'],
+    ['minimum 0, no payment: a payment must exist', minimum0, NONE, 'no_payment'],
+    ['minimum 0, a payment of 0 (test_zero_payment_found_minimum_policy)', minimum0, paid(1, 0, 0), 'ok'],
+    ['onChainFeeQuoting, no payment (test_no_payment_found_quote_policy)', quote, NONE, 'no_payment'],
+    ['onChainFeeQuoting, a payment: the amount waits for the estimate', quote, paid(1, 1, 0), 'ok'],
+  ];
+  for (const [what, policy, payments, expected] of cases) {
+    test(what, () => {
+      const check = checkGasPayment(policy, payments);
+      assert.equal(check.ok ? 'ok' : check.reason, expected);
+    });
+  }
+
+  test('the reasons say what was paid and what is required, for last_error', () => {
+    assert.deepEqual(checkGasPayment(minimum1000, paid(1, 0, 999)), {
+      ok: false,
+      reason: 'underpaid',
+      message: 'paid 999 wei, the minimum is 1000 wei',
+    });
+    assert.deepEqual(checkGasPayment(minimum1000, NONE), {
+      ok: false,
+      reason: 'no_payment',
+      message: "no payment for this message's destination on the origin's InterchainGasPaymaster",
+    });
+  });
+});
+
+describe('checkGasPaymentForEstimate: onChainFeeQuoting against the estimate (policies/on_chain_fee_quoting.rs)', () => {
+  const [quote, minimum] = entries([{ type: 'onChainFeeQuoting' }, { type: 'minimum', payment: 1 }]);
+  const MIN = 1000n;
+  const ESTIMATE = 2000n; // MIN * 2
+  const cases: [string, GasPaid, bigint, bigint | null][] = [
+    ['test_payment_less_than_min: paid MIN - 1', paid(1, MIN - 1n, 0), 0n, null],
+    ['test_payment_at_least_min: paid MIN, the estimate is the limit', paid(1, MIN, 0), 0n, ESTIMATE],
+    ['test_uses_full_paid_amount: paid MIN * 2 + 300', paid(1, MIN * 2n + 300n, 0), 0n, MIN * 2n + 300n],
+    ['test_accounts_for_expenditure: paid MIN + 300, 301 spent', paid(1, MIN + 300n, 0), 301n, null],
+    [
+      'test_accounts_for_expenditure_when_giving_full_amount: 50 spent',
+      paid(1, MIN * 2n + 300n, 0),
+      50n,
+      MIN * 2n + 250n,
+    ],
+    ['spent more than paid: nothing left', paid(1, MIN, 0), MIN * 5n, null],
+  ];
+  for (const [what, payments, spent, limit] of cases) {
+    test(what, () => {
+      const check = checkGasPaymentForEstimate(quote, payments, ESTIMATE, spent);
+      assert.deepEqual(check.ok ? check.gasLimit : null, limit);
+      assert.equal(check.requiredGas, MIN);
+    });
+  }
+
+  test('test_payment_found_quote_policy (1/2 of an estimate of 100, 50 paid): the estimate is the limit', () => {
+    assert.deepEqual(checkGasPaymentForEstimate(quote, paid(1, 50, 1), 100n), {
+      ok: true,
+      gasLimit: 100n,
+      requiredGas: 50n,
+    });
+  });
+
+  test('the fraction rounds down, and any fraction applies (3/4, 0/1)', () => {
+    const [threeQuarters, zero] = entries([
+      { type: 'onChainFeeQuoting', gasFraction: '3/4' },
+      { type: 'onChainFeeQuoting', gasFraction: '0/1' },
+    ]);
+    assert.equal(requiredGas({ numerator: 3n, denominator: 4n }, 1001n), 750n);
+    assert.equal(checkGasPaymentForEstimate(threeQuarters, paid(1, 749, 0), 1000n).ok, false);
+    assert.equal(checkGasPaymentForEstimate(threeQuarters, paid(1, 750, 0), 1000n).ok, true);
+    assert.equal(checkGasPaymentForEstimate(zero, paid(1, 0, 0), 10n ** 9n).ok, true);
+    assert.equal(checkGasPaymentForEstimate(zero, NONE, 1n).ok, false, 'a payment must still exist');
+  });
+
+  test('an underpayment says how much gas is paid for and required', () => {
+    const check = checkGasPaymentForEstimate(quote, paid(1, MIN + 300n, 0), ESTIMATE, 301n);
+    assert.deepEqual(check, {
+      ok: false,
+      reason: 'underpaid',
+      message: 'paid for 999 gas (after 301 spent), 1000 required (estimate 2000 × 1/2)',
+      requiredGas: 1000n,
+    });
+  });
+
+  test('none and minimum take the estimate as it is', () => {
+    assert.deepEqual(checkGasPaymentForEstimate(minimum, paid(1, 0, 1), ESTIMATE), { ok: true, gasLimit: ESTIMATE });
+    assert.deepEqual(checkGasPaymentForEstimate(null, paid(1, 0, 1), ESTIMATE).ok, false);
+  });
+});
+
+describe('processGasLimit: the transaction gas limit within transactionGasLimit', () => {
+  test('the estimate plus the margin, or the gas paid for when larger, capped; an estimate above the limit is refused', () => {
+    const limit = (estimate: bigint, policyGasLimit: bigint, transactionGasLimit: bigint | null) =>
+      processGasLimit({ estimate, policyGasLimit, marginPercent: 20, transactionGasLimit });
+    assert.deepEqual(limit(100_000n, 100_000n, null), { ok: true, gasLimit: 120_000n });
+    assert.deepEqual(limit(100_000n, 500_000n, null), { ok: true, gasLimit: 500_000n });
+    assert.deepEqual(limit(100_000n, 500_000n, 300_000n), { ok: true, gasLimit: 300_000n });
+    assert.deepEqual(limit(290_000n, 290_000n, 300_000n), { ok: true, gasLimit: 300_000n });
+    assert.deepEqual(limit(300_000n, 300_000n, 300_000n), { ok: true, gasLimit: 300_000n });
+    assert.deepEqual(limit(20_000_000n, 20_000_000n, 3_000_000n), {
+      ok: false,
+      message: 'estimate 20000000 exceeds transactionGasLimit 3000000',
+    });
+  });
+});
+
+describe('needsPaymaster: the origins a payment is asked from', () => {
+  test('an entry asking for payment covers an origin unless its matching list names other origins only', () => {
+    const list = entries([
+      { type: 'none', matchingList: [{ originDomain: 5 }] },
+      {
+        type: 'minimum',
+        payment: 1,
+        matchingList: [{ originDomain: [1, 2] }, { originDomain: 3, senderAddress: SENDER }],
+      },
+      { type: 'onChainFeeQuoting', matchingList: [{ destinationDomain: 9 }] },
+    ]);
+    assert.equal(needsPaymaster(list, 1), 1);
+    assert.equal(needsPaymaster(list, 3), 1);
+    assert.equal(needsPaymaster(list, 5), 2, 'the catch-all of destination 9 covers every origin');
+    assert.equal(needsPaymaster(entries([{ type: 'none' }]), 1), undefined);
+    assert.equal(
+      needsPaymaster(entries([{ type: 'minimum', payment: 1, matchingList: [{ originDomain: 2 }] }]), 1),
+      undefined,
+    );
+  });
+});
