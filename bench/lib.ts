@@ -3,6 +3,8 @@
  * operations per second of each, so that a slow phase of the machine (turbo, GC, cache pressure
  * from a neighbour) hits every contender alike instead of whichever happened to run then.
  */
+import { execFileSync } from 'node:child_process';
+import { cpus, loadavg } from 'node:os';
 
 /** One row of the summary table of `npm run bench` (bench/run.ts). */
 export interface BenchRow {
@@ -15,6 +17,31 @@ export interface BenchRow {
   target: string;
   /** Whether the target is met; absent for 'info' rows. */
   met?: boolean;
+  /**
+   * A regression guard: `npm run bench` ends with exit code 1, and says so, when this row's target
+   * is not met (the bench re-measures before it reports a miss, see bench/merkle.ts).
+   */
+  guard?: boolean;
+}
+
+/** The commit the working tree is at (with `+changes` when it differs from it), for the figures' provenance. */
+export function commitOfTree(): string {
+  const git = (args: string[]) =>
+    execFileSync('git', args, { cwd: new URL('..', import.meta.url), encoding: 'utf8' }).trim();
+  try {
+    const commit = git(['rev-parse', '--short', 'HEAD']);
+    return git(['status', '--porcelain', '--untracked-files=no']) === '' ? commit : `${commit}+changes`;
+  } catch {
+    return 'unknown commit';
+  }
+}
+
+/** One line saying what produced the figures below it: commit, date, machine, load. */
+export function provenance(command: string): string {
+  const load = loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ');
+  return `${command} at ${commitOfTree()}, ${new Date().toISOString()}, node ${process.version}, ${cpus().length} x ${cpus()[0]?.model ?? 'unknown cpu'}, load average ${load}`;
 }
 
 export interface Contender {

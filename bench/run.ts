@@ -3,15 +3,12 @@
  * run (the machine is shared, so absolute figures drift and only ratios carry over). Prints each
  * bench's detail as it goes, then one table of ratios against the targets.
  */
-import { cpus, totalmem } from 'node:os';
-import { printTable, type BenchRow } from './lib.ts';
+import { cpus, loadavg, totalmem } from 'node:os';
+import { printTable, provenance, type BenchRow } from './lib.ts';
 
 async function main(): Promise<void> {
   const started = performance.now();
-  console.log(`relayer-api benchmarks, ${new Date().toISOString()}`);
-  console.log(
-    `node ${process.version}, ${cpus().length} x ${cpus()[0]?.model ?? 'unknown cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB`,
-  );
+  console.log(`relayer-api benchmarks: ${provenance('npm run bench')}, ${Math.round(totalmem() / 2 ** 30)} GiB`);
   const rows: BenchRow[] = [];
   // One bench at a time, each imported only when its turn comes, so none warms up another's code.
   const benches = [
@@ -39,6 +36,21 @@ async function main(): Promise<void> {
       r.met === undefined ? '-' : r.met ? 'yes' : 'NO',
     ]),
   );
+  console.log(`load average at the end: ${loadavg()[0].toFixed(1)}`);
+  const regressions = rows.filter((r) => r.guard && !r.met);
+  if (regressions.length > 0) {
+    console.error(`\n${'!'.repeat(72)}`);
+    for (const r of regressions) {
+      console.error(
+        `REGRESSION: ${r.what}: ${r.ratio?.toFixed(2)}x, target ${r.target} (ours ${r.ours}; peer ${r.peer})`,
+      );
+    }
+    console.error(
+      `${'!'.repeat(72)}\nnpm run bench fails: a guarded ratio is below its target (BENCHMARKS.md, "Regression guards"), ` +
+        `load average ${loadavg()[0].toFixed(1)} on ${cpus().length} cores.`,
+    );
+    process.exitCode = 1;
+  }
 }
 
 await main();
