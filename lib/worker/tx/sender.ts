@@ -140,34 +140,41 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
     const nonces = await c.book();
     for (let attempt = 0; ; attempt++) {
       const t: Signed = { nonce: nonces.take(), req, gas, fees };
-      const signed = await c.sign(t);
-      let recorded: boolean;
+      let outcome: Awaited<ReturnType<typeof broadcast>>;
+      let hash: Hash;
       try {
-        recorded = await journal.recordBroadcast(
-          await c.entry(t, owner?.messageId ?? signed.hash, signed),
-          owner?.fence,
-        );
+        const signed = await c.sign(t);
+        hash = signed.hash;
+        let recorded: boolean;
+        try {
+          recorded = await journal.recordBroadcast(await c.entry(t, owner?.messageId ?? hash, signed), owner?.fence);
+        } catch (err) {
+          throw new DeliveryError('stopped', 'the journal could not record the transaction: nothing sent', {
+            cause: err,
+          });
+        }
+        if (!recorded) throw new DeliveryError('stopped', 'lease lost before the broadcast: nothing sent');
+        outcome = await broadcast(publicClient, signed.raw, hash);
+        if (outcome === 'sent' || outcome === 'unknown') return { t, hash };
+        await journal.forgetBroadcast(hash);
       } catch (err) {
+        // Nothing went out under this nonce: the next send takes it.
         nonces.free(t.nonce);
-        throw new DeliveryError('stopped', 'the journal could not record the transaction: nothing sent', {
-          cause: err,
-        });
+        throw err;
       }
-      if (!recorded) {
-        nonces.free(t.nonce);
-        throw new DeliveryError('stopped', 'lease lost before the broadcast: nothing sent');
-      }
-      const outcome = await broadcast(publicClient, signed.raw, signed.hash);
-      if (outcome === 'sent' || outcome === 'unknown') return { t, hash: signed.hash };
-      await journal.forgetBroadcast(signed.hash);
-      if (outcome.kind === 'nonce-low' && attempt < 3) {
-        // Used behind our back: what the node has mined is the truth; the book moves past it.
-        nonces.consumed(t.nonce);
-        nonces.observe(await c.count('latest'));
-        continue;
+      if (outcome.kind === 'nonce-low') {
+        // The node says the nonce is used: only what it has mined is believed. A nonce below its
+        // mined count was used behind our back (the book moves past it); otherwise the reply was
+        // wrong (a stale node) and the nonce is free again.
+        const mined = await c.count('latest').catch(() => t.nonce);
+        if (mined > t.nonce && attempt < 3) {
+          nonces.consumed(t.nonce);
+          nonces.observe(mined);
+          continue;
+        }
       }
       nonces.free(t.nonce);
-      throw transactionError(outcome, 'sending', errorAbi, outcome.cause, signed.hash);
+      throw transactionError(outcome, 'sending', errorAbi, outcome.cause, hash);
     }
   }
 

@@ -1,0 +1,275 @@
+/**
+ * The delivery worker against a node whose replies lie or get lost, and against a worker killed
+ * with a transaction pending (docs/delivery.md#the-transaction-journal, #transactions, #nonces),
+ * judged by the chain: each message delivered once and sent under one nonce (every signed
+ * transaction that reached the node is decoded back to its message), no reverted transaction,
+ * the signer's nonces used without a gap, its pool empty and the journal settled at the end.
+ *
+ * The destination chain is reached through a lying JSON-RPC proxy
+ * (test/helpers/chain/lying-rpc.ts): "already known" after forwarding, the connection cut after
+ * forwarding, a refusal; anvil itself drops a transaction (anvil_dropTransaction).
+ */
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import {
+  decodeFunctionData,
+  keccak256,
+  parseTransaction,
+  recoverTransactionAddress,
+  type Address,
+  type Hash,
+  type Hex,
+  type TransactionSerialized,
+} from 'viem';
+import { privateKeyToAddress } from 'viem/accounts';
+import type { OutboxMessage } from '../../lib/outbox/index.ts';
+import { openSqliteStore, type SqliteStore } from '../../lib/sqlite/index.ts';
+import { MAILBOX_ABI } from '../../lib/worker/metadata.ts';
+import { startLyingRpc, type LyingRpc } from '../helpers/chain/lying-rpc.ts';
+import {
+  DESTINATION,
+  devKey,
+  killWorkers,
+  ORIGIN,
+  startInProcessWorker,
+  startWorker,
+  startWorkerBench,
+  until,
+  type WorkerBench,
+} from '../helpers/chain/worker-chain.ts';
+
+let bench: WorkerBench;
+let proxy: LyingRpc;
+
+before(async () => {
+  bench = await startWorkerBench();
+  proxy = await startLyingRpc(bench.anvil.rpcUrl);
+});
+after(async () => {
+  await killWorkers();
+  await proxy?.close();
+  await bench?.stop();
+});
+
+/** A config whose destination chain is reached through the lying proxy. */
+function config(db: string, worker: Record<string, unknown>): string {
+  const chain = (c: { domain: number }, mailbox: Address, url: string) => ({
+    domainId: c.domain,
+    chainId: bench.anvil.chainId,
+    mailbox,
+    rpcUrls: [{ http: url }],
+  });
+  return bench.writeConfig(
+    db,
+    { retryBaseSeconds: 1, retryMaxSeconds: 2, ...worker },
+    {
+      chains: {
+        [ORIGIN.name]: chain(ORIGIN, bench.origin.mailbox, bench.anvil.rpcUrl),
+        [DESTINATION.name]: chain(DESTINATION, bench.destination.mailbox, proxy.url),
+      },
+    },
+  );
+}
+
+/** Each signed transaction of `signer` that reached the node: the message it delivers, its nonce and hash. */
+async function sends(signer: Address): Promise<{ id: string; nonce: number; hash: Hash }[]> {
+  const out: { id: string; nonce: number; hash: Hash }[] = [];
+  for (const raw of proxy.forwarded()) {
+    const from = await recoverTransactionAddress({ serializedTransaction: raw as TransactionSerialized });
+    if (from.toLowerCase() !== signer.toLowerCase()) continue;
+    const tx = parseTransaction(raw);
+    const { args } = decodeFunctionData({ abi: MAILBOX_ABI, data: tx.data as Hex });
+    out.push({ id: keccak256(args?.[1] as Hex), nonce: tx.nonce ?? -1, hash: keccak256(raw) });
+  }
+  return out;
+}
+
+async function poolOf(address: Address): Promise<Record<string, { hash: string; maxFeePerGas: string }>> {
+  const content = (await bench.chain.rpc('txpool_content')) as {
+    pending: Record<string, Record<string, { hash: string; maxFeePerGas: string }>>;
+    queued: Record<string, Record<string, { hash: string; maxFeePerGas: string }>>;
+  };
+  const of = (group: typeof content.pending) =>
+    Object.entries(group).find(([from]) => from.toLowerCase() === address.toLowerCase())?.[1] ?? {};
+  return { ...of(content.queued), ...of(content.pending) };
+}
+
+async function deliveries(id: string): Promise<Hash[]> {
+  const logs = await bench.chain.publicClient.getContractEvents({
+    address: bench.destination.mailbox,
+    abi: MAILBOX_ABI,
+    eventName: 'ProcessId',
+    args: { messageId: id as Hex },
+    fromBlock: 0n,
+  });
+  return logs.map((l) => l.transactionHash);
+}
+
+/**
+ * The chain's judgement: every message delivered once and recorded with that transaction; every
+ * transaction of the signer that reached the node carries one of these messages, each message
+ * under one nonce; none of them reverted; the signer used exactly one nonce per message, with
+ * nothing left in its pool and no open slot in the journal.
+ */
+async function judge(store: SqliteStore, messages: readonly OutboxMessage[], signer: Address): Promise<void> {
+  const sent = await sends(signer);
+  const byId = new Map<string, Set<number>>();
+  for (const s of sent) byId.set(s.id, (byId.get(s.id) ?? new Set()).add(s.nonce));
+  for (const m of messages) {
+    const record = await store.outbox.get(m.id);
+    const onChain = await deliveries(m.id);
+    assert.equal(onChain.length, 1, `${m.id} delivered once on chain`);
+    assert.equal(record?.status, 'delivered');
+    assert.equal(record?.destinationTxHash, onChain[0], 'recorded with the transaction that delivered it');
+    assert.deepEqual(
+      [...(byId.get(m.id) ?? [])].length,
+      1,
+      `${m.id} sent under one nonce: ${[...(byId.get(m.id) ?? [])]}`,
+    );
+  }
+  for (const s of sent) {
+    const receipt = await bench.chain.publicClient.getTransactionReceipt({ hash: s.hash }).catch(() => undefined);
+    if (receipt) assert.equal(receipt.status, 'success', `no reverted transaction (${s.hash})`);
+  }
+  assert.equal(
+    await bench.chain.publicClient.getTransactionCount({ address: signer }),
+    messages.length,
+    'one nonce per message, none skipped',
+  );
+  assert.deepEqual(await poolOf(signer), {}, 'the pool is empty');
+  assert.deepEqual(
+    await store.outbox.openBroadcasts({ chainId: bench.anvil.chainId, signer: signer.toLowerCase() }),
+    [],
+    'the journal is settled',
+  );
+}
+
+describe('e2e: the worker against a lying node and a killed worker (the chain is the judge)', {
+  timeout: 240_000,
+}, () => {
+  test('"already known" after forwarding, a connection cut after forwarding, a refusal: each message sent under one nonce, delivered once, no gap', async () => {
+    const db = join(bench.dir, 'lies.db');
+    const store = await openSqliteStore(db);
+    const signer = privateKeyToAddress(devKey(2));
+    try {
+      const messages = await bench.dispatch(6);
+      await store.outbox.enqueue(messages);
+      proxy.fault('already-known', 'cut', 'refuse');
+      const worker = await startInProcessWorker(config(db, { concurrency: 1, batch: 1 }), store.outbox, {
+        keyIndex: 2,
+      });
+      try {
+        await until(
+          async () => {
+            for (const m of messages) if ((await store.outbox.get(m.id))?.status !== 'delivered') return false;
+            return true;
+          },
+          'six deliveries',
+          60_000,
+        );
+      } finally {
+        assert.equal(await worker.stop(), 0);
+      }
+      assert.equal(proxy.pendingFaults(), 0, 'every fault was served');
+      await judge(store, messages, signer);
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('a transaction dropped from the pool while later ones wait, then a send answered "nonce too low": the dropped nonce is sent again, not handed to another message', async () => {
+    const db = join(bench.dir, 'dropped.db');
+    const store = await openSqliteStore(db);
+    const signer = privateKeyToAddress(devKey(3));
+    const messages = await bench.dispatch(4);
+    await bench.chain.setAutomine(false);
+    try {
+      await store.outbox.enqueue(messages.slice(0, 3));
+      const worker = await startInProcessWorker(config(db, { concurrency: 4, replaceAfterSeconds: 1 }), store.outbox, {
+        keyIndex: 3,
+      });
+      try {
+        await until(async () => Object.keys(await poolOf(signer)).length === 3, 'three transactions in the pool');
+        const pool = await poolOf(signer);
+        await bench.chain.rpc('anvil_dropTransaction', [pool['0'].hash]);
+        // The next send is answered "nonce too low" (not forwarded): a worker that re-reads the
+        // pending count (it stops at the gap at nonce 0) hands nonce 0 to the fourth message.
+        proxy.fault('nonce-too-low');
+        await store.outbox.enqueue(messages.slice(3));
+        await until(async () => proxy.pendingFaults() === 0, 'the refusal served');
+        await until(async () => (await poolOf(signer))['0'] !== undefined, 'nonce 0 sent again');
+        await bench.chain.setAutomine(true);
+        await bench.chain.mineBlock();
+        await until(
+          async () => {
+            for (const m of messages) if ((await store.outbox.get(m.id))?.status !== 'delivered') return false;
+            return true;
+          },
+          'four deliveries',
+          60_000,
+        );
+      } finally {
+        await bench.chain.setAutomine(true);
+        assert.equal(await worker.stop(), 0);
+      }
+      await judge(store, messages, signer);
+    } finally {
+      await bench.chain.setAutomine(true);
+      await store.close();
+    }
+  });
+
+  test('a worker SIGKILLed with its transaction pending at a fee too low to mine: restarted with the same key, it replaces that transaction at the same nonce instead of queueing new ones behind it', async () => {
+    const db = join(bench.dir, 'killed.db');
+    const store = await openSqliteStore(db);
+    const signer = privateKeyToAddress(devKey(4));
+    const messages = await bench.dispatch(2);
+    await bench.chain.setAutomine(false);
+    try {
+      await store.outbox.enqueue(messages.slice(0, 1));
+      const first = await startWorker(config(db, { leaseSeconds: 1 }), { keyIndex: 4 });
+      let stuck: { hash: string; maxFeePerGas: string } | undefined;
+      try {
+        await until(async () => (stuck = (await poolOf(signer))['0']) !== undefined, 'the first transaction pending');
+      } finally {
+        await first.stop('SIGKILL');
+      }
+      // The next block's base fee is just above what the transaction offers: it cannot be mined.
+      await bench.chain.rpc('anvil_setNextBlockBaseFeePerGas', [
+        `0x${(BigInt(stuck!.maxFeePerGas) + 1n).toString(16)}`,
+      ]);
+      await store.outbox.enqueue(messages.slice(1));
+      const second = await startInProcessWorker(config(db, { leaseSeconds: 1, replaceAfterSeconds: 1 }), store.outbox, {
+        keyIndex: 4,
+      });
+      try {
+        await until(async () => {
+          const now = (await poolOf(signer))['0'];
+          return now !== undefined && now.hash !== stuck!.hash;
+        }, 'the stuck transaction replaced at nonce 0');
+        await bench.chain.setAutomine(true);
+        await bench.chain.mineBlock();
+        await until(
+          async () => {
+            for (const m of messages) if ((await store.outbox.get(m.id))?.status !== 'delivered') return false;
+            return true;
+          },
+          'both deliveries',
+          60_000,
+        );
+      } finally {
+        await bench.chain.setAutomine(true);
+        assert.equal(await second.stop(), 0);
+      }
+      const [delivered] = await deliveries(messages[0].id);
+      const tx = await bench.chain.publicClient.getTransaction({ hash: delivered });
+      assert.equal(tx.nonce, 0, 'the first message landed at the nonce it was first sent under');
+      assert.ok(tx.maxFeePerGas! > BigInt(stuck!.maxFeePerGas), 'by a replacement with higher fees');
+      await judge(store, messages, signer);
+    } finally {
+      await bench.chain.setAutomine(true);
+      await store.close();
+    }
+  });
+});

@@ -1,0 +1,120 @@
+/**
+ * A JSON-RPC proxy in front of anvil that lies about sends (docs/delivery.md#transactions: what
+ * happened is decided from what the node holds, not from the reply). Each `eth_sendRawTransaction`
+ * takes the next fault queued with `fault()`, if any:
+ * - `already-known`: forwarded, then answered with the error a node gives for a transaction it
+ *   already has ("already known"), whatever anvil said;
+ * - `cut`: forwarded, then the connection is destroyed before any answer;
+ * - `refuse`: not forwarded; answered with a JSON-RPC error (the node refused it);
+ * - `nonce-too-low`: not forwarded; answered "nonce too low" (a stale or wrong node).
+ * Every signed transaction that reached anvil is kept (`forwarded()`), to judge the worker by.
+ *
+ * The pending count (`eth_getTransactionCount` at `pending`) is answered as geth does: the mined
+ * count plus the pool's transactions without a gap from it (anvil counts every pooled
+ * transaction of the account, gaps or not).
+ */
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Hex } from 'viem';
+
+export type SendFault = 'already-known' | 'cut' | 'refuse' | 'nonce-too-low';
+
+export interface LyingRpc {
+  url: string;
+  /** Queues faults for the next sends, in order. */
+  fault(...faults: SendFault[]): void;
+  /** Faults queued and not yet applied. */
+  pendingFaults(): number;
+  /** The signed transactions forwarded to anvil, in order. */
+  forwarded(): Hex[];
+  close(): Promise<void>;
+}
+
+interface Call {
+  id?: unknown;
+  method?: string;
+  params?: unknown[];
+}
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+export async function startLyingRpc(target: string): Promise<LyingRpc> {
+  const faults: SendFault[] = [];
+  const forwarded: Hex[] = [];
+  const forward = async (body: string) => {
+    const upstream = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    return { status: upstream.status, text: await upstream.text() };
+  };
+  const ask = async (method: string, params: unknown[]) => {
+    const { text } = await forward(JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }));
+    return (JSON.parse(text) as { result: unknown }).result;
+  };
+  /** geth's pending count: mined, then pooled nonces while they follow without a gap. */
+  const stopAtGap = async (address: string) => {
+    let n = Number(await ask('eth_getTransactionCount', [address, 'latest']));
+    const content = (await ask('txpool_content', [])) as Record<string, Record<string, Record<string, unknown>>>;
+    const pooled = new Set<number>();
+    for (const group of [content.pending, content.queued])
+      for (const [from, txs] of Object.entries(group ?? {}))
+        if (from.toLowerCase() === address) for (const nonce of Object.keys(txs)) pooled.add(Number(nonce));
+    while (pooled.has(n)) n++;
+    return n;
+  };
+  const server = createServer(async (req, res) => {
+    try {
+      const body = await readBody(req);
+      let call: Call | undefined;
+      try {
+        const parsed = JSON.parse(body) as Call | Call[];
+        if (!Array.isArray(parsed)) call = parsed;
+      } catch {
+        // Not JSON: passed through.
+      }
+      if (call?.method === 'eth_getTransactionCount' && call.params?.[1] === 'pending') {
+        const address = String(call.params[0]).toLowerCase();
+        const result = await stopAtGap(address);
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ jsonrpc: '2.0', id: call.id, result: `0x${result.toString(16)}` }));
+        return;
+      }
+      if (call?.method !== 'eth_sendRawTransaction') {
+        const { status, text } = await forward(body);
+        res.writeHead(status, { 'content-type': 'application/json' }).end(text);
+        return;
+      }
+      const raw = call.params?.[0] as Hex;
+      const fault = faults.shift();
+      const error = (message: string, code = -32000) =>
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ jsonrpc: '2.0', id: call.id, error: { code, message } }));
+      if (fault === 'refuse') return error('request refused: the node is over capacity', -32005);
+      if (fault === 'nonce-too-low') return error('nonce too low');
+      const { status, text } = await forward(body);
+      if (!text.includes('"error"')) forwarded.push(raw);
+      if (fault === 'already-known') return error('already known');
+      if (fault === 'cut') return void req.socket.destroy();
+      res.writeHead(status, { 'content-type': 'application/json' }).end(text);
+    } catch {
+      res.writeHead(502).end();
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    fault: (...more) => void faults.push(...more),
+    pendingFaults: () => faults.length,
+    forwarded: () => [...forwarded],
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
