@@ -9,7 +9,7 @@
  *   gateway's answer is the metadata (the injected `offchain` reader does the HTTP part);
  * - anything else: final failure `unsupported ISM type N`.
  */
-import { encodeFunctionData, parseAbi, type Address, type Hex, type PublicClient } from 'viem';
+import { BaseError as ViemError, encodeFunctionData, parseAbi, type Address, type Hex, type PublicClient } from 'viem';
 import { DeliveryError, describe } from './errors.ts';
 
 export const ISM_TYPE = {
@@ -107,15 +107,15 @@ export async function offchainLookupRevert(publicClient: PublicClient, ism: Addr
   throw new DeliveryError('metadata', 'the CCIP-read ISM did not revert with OffchainLookup');
 }
 
-/** The revert data inside a viem error chain (the JSON-RPC error's `data`), if any. */
+/** The revert data inside a viem error (the JSON-RPC error's `data`), found with viem's own `walk()`, if any. */
 export function revertData(error: unknown): Hex | null {
-  for (let e: unknown = error, depth = 0; e && depth < 10; e = (e as { cause?: unknown }).cause, depth++) {
+  if (!(error instanceof ViemError)) return null;
+  let found: Hex | null = null;
+  error.walk((e) => {
     const data = (e as { data?: unknown }).data;
-    if (typeof data === 'string' && /^0x(?:[0-9a-fA-F]{2})+$/.test(data)) return data as Hex;
-    if (data && typeof data === 'object' && typeof (data as { data?: unknown }).data === 'string') {
-      const inner = (data as { data: string }).data;
-      if (/^0x(?:[0-9a-fA-F]{2})+$/.test(inner)) return inner as Hex;
-    }
-  }
-  return null;
+    const inner = data && typeof data === 'object' ? (data as { data?: unknown }).data : data;
+    if (typeof inner === 'string' && /^0x(?:[0-9a-fA-F]{2})+$/.test(inner)) found = inner as Hex;
+    return found !== null;
+  });
+  return found;
 }

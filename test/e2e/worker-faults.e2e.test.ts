@@ -220,6 +220,47 @@ describe('e2e: the worker against a lying node and a killed worker (the chain is
     }
   });
 
+  test('replacements that fail (refused, the connection cut) do not end the send: the message stays under its one nonce and lands', async () => {
+    const db = join(bench.dir, 'replacements.db');
+    const store = await openSqliteStore(db);
+    const signer = privateKeyToAddress(devKey(5));
+    const messages = await bench.dispatch(2);
+    await bench.chain.setAutomine(false);
+    try {
+      await store.outbox.enqueue(messages.slice(0, 1));
+      const worker = await startInProcessWorker(config(db, { replaceAfterSeconds: 1 }), store.outbox, {
+        keyIndex: 5,
+      });
+      try {
+        await until(async () => (await poolOf(signer))['0'] !== undefined, 'the first transaction pending');
+        // Its first two replacements fail: one refused, one whose connection is cut after it was sent.
+        proxy.fault('refuse', 'cut');
+        await until(async () => proxy.pendingFaults() === 0, 'both failed replacements');
+        const seen = (await sends(signer)).length;
+        await until(async () => (await sends(signer)).length > seen, 'a later replacement');
+        await store.outbox.enqueue(messages.slice(1));
+        await until(async () => (await poolOf(signer))['1'] !== undefined, 'the second message sent');
+        await bench.chain.setAutomine(true);
+        await bench.chain.mineBlock();
+        await until(
+          async () => {
+            for (const m of messages) if ((await store.outbox.get(m.id))?.status !== 'delivered') return false;
+            return true;
+          },
+          'both deliveries',
+          60_000,
+        );
+      } finally {
+        await bench.chain.setAutomine(true);
+        assert.equal(await worker.stop(), 0);
+      }
+      await judge(store, messages, signer);
+    } finally {
+      await bench.chain.setAutomine(true);
+      await store.close();
+    }
+  });
+
   test('a worker SIGKILLed with its transaction pending at a fee too low to mine: restarted with the same key, it replaces that transaction at the same nonce instead of queueing new ones behind it', async () => {
     const db = join(bench.dir, 'killed.db');
     const store = await openSqliteStore(db);
