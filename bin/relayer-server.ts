@@ -107,9 +107,6 @@ async function main(): Promise<void> {
     relay_chains: config.relayChains.length,
     db: redactDatabaseUrl(config.db),
   });
-  sink.write(`relayer-server listening on ${address.url}\n`);
-  sink.flush();
-
   // A store that stopped on its own fails every request from then on: rather than answer 503
   // forever while GET /relay says up, answer what is in flight (503, the calls fail at once) and
   // exit 1 so that a supervisor restarts the server.
@@ -123,6 +120,9 @@ async function main(): Promise<void> {
     },
     beforeExit: () => relay.close(10_000),
   });
+  // Last: whoever waits for this line may signal at once, and the handlers must be there to catch it.
+  sink.write(`relayer-server listening on ${address.url}\n`);
+  sink.flush();
 }
 
 await runCommand(PROGRAM, main);

@@ -152,9 +152,6 @@ async function main(): Promise<void> {
     db: redactDatabaseUrl(config.db),
     concurrency: config.worker.concurrency,
   });
-  sink.write(`relayer-worker ops on ${address.url} (signer ${relayer.address})\n`);
-  sink.flush();
-
   const running = worker.run();
   // A store that stopped on its own (the SQLite worker thread died) fails every claim from then
   // on: exit 1 so that a supervisor restarts the worker. Messages it held go back to others when
@@ -169,6 +166,9 @@ async function main(): Promise<void> {
       await store.close();
     },
   });
+  // Last: whoever waits for this line may signal at once, and the handlers must be there to catch it.
+  sink.write(`relayer-worker ops on ${address.url} (signer ${relayer.address})\n`);
+  sink.flush();
 }
 
 await runCommand(PROGRAM, main);

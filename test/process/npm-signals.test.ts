@@ -1,0 +1,119 @@
+/**
+ * docs/operations.md#running-under-a-supervisor: a supervisor (Docker, systemd) that runs
+ * `npm start` or `npm run worker` signals npm's pid, not the server's. SIGTERM or SIGINT to the
+ * real npm process must stop the server or the worker cleanly: npm exits 0, the port is closed and
+ * no process of the run is left. Before, npm forwarded the signal to the `sh -c` it started, the
+ * shell died and the server kept listening under PID 1.
+ */
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { openSqliteStore } from '../../lib/sqlite/index.ts';
+import { REPO_ROOT, spawnTracked, waitForLine } from '../helpers/processes.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'relayer-npm-signals-'));
+const KEY = `0x${'7e'.repeat(32)}`;
+const CHAIN_ID = 31337;
+
+/** The pids of the processes whose command line names `marker` (every process of one run does). */
+function processesNaming(marker: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(marker)) pids.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
+/** A JSON-RPC endpoint that answers eth_chainId (the worker's start-up check) and little else. */
+const rpc = createServer((req, res) => {
+  let body = '';
+  req.on('data', (chunk) => (body += chunk));
+  req.on('end', () => {
+    const call = JSON.parse(body) as { id: unknown; method: string };
+    const result =
+      call.method === 'eth_chainId'
+        ? `0x${CHAIN_ID.toString(16)}`
+        : call.method === 'eth_getBalance'
+          ? '0xde0b6b3a7640000'
+          : call.method === 'eth_blockNumber'
+            ? '0x1'
+            : null;
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ jsonrpc: '2.0', id: call.id, result }));
+  });
+});
+
+let config: string;
+let db: string;
+before(async () => {
+  rpc.listen(0, '127.0.0.1');
+  await once(rpc, 'listening');
+  const { port } = rpc.address() as AddressInfo;
+  db = join(dir, 'relayer.db');
+  const store = await openSqliteStore(db);
+  await store.close();
+  config = join(dir, 'relayer.json');
+  writeFileSync(
+    config,
+    JSON.stringify({
+      chains: {
+        local: {
+          domainId: 1,
+          chainId: CHAIN_ID,
+          mailbox: '0x00000000000000000000000000000000000000a1',
+          rpcUrls: [{ http: `http://127.0.0.1:${port}` }],
+        },
+      },
+    }),
+  );
+});
+after(() => {
+  rpc.close();
+  // A test that failed may have left the server behind npm: end it, then the directory.
+  for (const pid of processesNaming(dir)) process.kill(pid, 'SIGKILL');
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const runs = [
+  { script: 'start', ready: /listening on (http:\/\/\S+)/, env: {} },
+  { script: 'worker', ready: /relayer-worker ops on (http:\/\/\S+)/, env: { RELAYER_SIGNER_KEY: KEY } },
+] as const;
+
+describe('docs/operations.md#running-under-a-supervisor: a signal to npm stops what it runs', {
+  timeout: 60_000,
+}, () => {
+  for (const { script, ready, env } of runs) {
+    for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+      test(`npm ${script === 'start' ? 'start' : 'run worker'}: ${signal} to npm's pid: exit 0, the port closed, no process left`, async () => {
+        const clean = { ...process.env };
+        delete clean.RELAYER_SIGNER_KEY;
+        delete clean.RELAYER_DB;
+        const npm = spawnTracked(
+          'npm',
+          ['run', '-s', script, '--', '--config', config, '--db', db, '--port', '0', '--log-level', 'warn'],
+          { cwd: REPO_ROOT, env: { ...clean, ...env } },
+        );
+        const [, url] = await waitForLine(npm, ready, 30_000);
+        const running = processesNaming(dir);
+        assert.ok(running.length >= 1, 'the command runs');
+        const exited = once(npm.child, 'exit') as Promise<[number | null, string | null]>;
+        process.kill(npm.child.pid as number, signal);
+        const [code, killedBy] = await exited;
+        assert.equal(killedBy, null, npm.output());
+        assert.equal(code, 0, npm.output());
+        await assert.rejects(fetch(`${url}/ready`), 'nothing listens on the port any more');
+        assert.deepEqual(processesNaming(dir), [], 'no process of the run is left');
+      });
+    }
+  }
+});
