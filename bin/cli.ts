@@ -65,6 +65,8 @@ export interface CommonFlags {
   db?: string;
   'log-level'?: string;
   help?: boolean;
+  /** A command's own string flags (CommandLineSpec.flags). */
+  [flag: string]: string | boolean | undefined;
 }
 
 /**
@@ -75,6 +77,7 @@ function parseCommonFlags(
   args: string[],
   help: string,
   allowPositionals: boolean,
+  extra: readonly string[] = [],
 ): { flags: CommonFlags; positionals: string[] } {
   try {
     const { values, positionals } = parseArgs({
@@ -86,6 +89,7 @@ function parseCommonFlags(
         db: { type: 'string' },
         'log-level': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
+        ...Object.fromEntries(extra.map((name) => [name, { type: 'string' as const }])),
       },
       strict: true,
       allowPositionals,
@@ -147,6 +151,8 @@ export interface CommandLineSpec {
   positionals?: (positionals: string[]) => void;
   /** Where --host and --port go: config.server for the API, config.worker for the worker. */
   listen: (config: RelayerConfig) => { host: string; port: number };
+  /** String flags of the command's own, beside the common ones (relayer-worker list's --status…). */
+  flags?: readonly string[];
 }
 
 /** A command line that was read: the flags, the commands, the config with the flags over it. */
@@ -175,7 +181,7 @@ export function parseCommandLine(
   args: string[],
   env: NodeJS.ProcessEnv,
 ): ParsedCommandLine | 'help' {
-  const { flags, positionals } = parseCommonFlags(args, spec.help, spec.positionals !== undefined);
+  const { flags, positionals } = parseCommonFlags(args, spec.help, spec.positionals !== undefined, spec.flags);
   if (flags.help) return 'help';
   spec.positionals?.(positionals);
   const level = logLevelOf(flags, env);

@@ -6,7 +6,9 @@
  * /ready on its own port, and stops cleanly on SIGINT/SIGTERM (exit 0). Several workers may share
  * one database: claims are leases, no message is held by two.
  *
- * `relayer-worker requeue <message_id>` puts a failed message (a dead letter) back in the queue.
+ * `relayer-worker requeue <message_id>` puts a failed message (a dead letter) back in the queue,
+ * `requeue --status failed` every failed one; `relayer-worker list` shows what is stuck
+ * (docs/design.md#listing-and-bulk-requeue).
  */
 // First: on a Node too old for the rest, this prints what is needed and exits (see the file).
 import './node-version.ts';
@@ -17,7 +19,9 @@ import type { RelayerConfig } from '../lib/types.ts';
 import { CommandLineError, cliFail, openRelayerStore, readCommandLine, runCommand, shutDownOnce } from './cli.ts';
 
 const HELP = `Usage: relayer-worker [options]
+       relayer-worker list [--status STATUS] [--destination NAME] [--limit N] [--config FILE] [--db FILE|URL]
        relayer-worker requeue <message_id> [--config FILE] [--db FILE|URL]
+       relayer-worker requeue --status failed [--destination NAME] [--config FILE] [--db FILE|URL]
 
 Delivers the messages relayer-server accepted: claims them from the relayer's database, builds
 the ISM metadata (empty for NULL ISMs, routing ISMs followed, CCIP-read per EIP-3668 for the CCTP
@@ -26,8 +30,14 @@ Several workers may run on one database (SQLite file or PostgreSQL).
 
 Commands:
   (none)                  run the worker until SIGINT/SIGTERM
+  list                    what is stuck: one line per message, oldest first: id, status,
+                          attempts, age, destination, last_error. --status queued|delivering|
+                          delivered|failed (default: every one not delivered), --destination NAME
+                          (a configured chain), --limit N (1..1000, default 100)
   requeue <message_id>    put a failed message back in the queue (attempts kept); exit 0 if it
                           was requeued, 1 if it is unknown or not failed
+  requeue --status failed put every failed message (of --destination NAME) back in the queue;
+                          prints each id and the count, exit 0
 
 Options:
   --config FILE       the relayer-server's JSON configuration: chains (RPC URLs, Mailboxes),
@@ -69,10 +79,92 @@ async function loadWorkerModule(): Promise<typeof import('../lib/worker/index.ts
   }
 }
 
-async function requeue(config: RelayerConfig, positionals: string[], logger: Logger): Promise<number> {
+/** The domain of --destination NAME (a configured chain), or undefined without the flag; exit 2 for another name. */
+function destinationOf(config: RelayerConfig, name: string | undefined): number | undefined {
+  if (name === undefined) return undefined;
+  const chain = config.chains[name];
+  if (chain === undefined)
+    return fail(
+      2,
+      `--destination ${JSON.stringify(name.slice(0, 64))} is not a configured chain (${Object.keys(config.chains).slice(0, 10).join(', ')}${Object.keys(config.chains).length > 10 ? ', …' : ''})`,
+    );
+  return chain.domainId;
+}
+
+const STATUSES = ['queued', 'delivering', 'delivered', 'failed'] as const;
+
+/** How long ago, in the largest two units: 45s, 3m12s, 2h5m, 3d4h. */
+function age(ms: number): string {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${s % 60}s`;
+  if (s < 86_400) return `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60)}m`;
+  return `${Math.floor(s / 86_400)}d${Math.floor((s % 86_400) / 3600)}h`;
+}
+
+async function list(config: RelayerConfig, flags: Record<string, unknown>, logger: Logger): Promise<number> {
+  const status = flags.status as string | undefined;
+  if (status !== undefined && !(STATUSES as readonly string[]).includes(status))
+    return fail(2, `--status must be one of ${STATUSES.join(', ')}`);
+  const destination = destinationOf(config, flags.destination as string | undefined);
+  const limitText = flags.limit as string | undefined;
+  const limit = limitText === undefined ? 100 : Number(limitText);
+  if (!/^\d{1,4}$/.test(limitText ?? '100') || limit < 1 || limit > 1000)
+    return fail(2, '--limit must be an integer from 1 to 1000');
+  const names = new Map(Object.values(config.chains).map((c) => [c.domainId, c.name]));
+  const store = await openRelayerStore(config, logger);
+  try {
+    const records = await store.outbox.list({
+      status: status as (typeof STATUSES)[number] | undefined,
+      destination,
+      limit,
+    });
+    const now = Date.now();
+    let text = '';
+    for (const r of records) {
+      const error = r.lastError === null ? '-' : JSON.stringify(redactUrls(r.lastError));
+      text += `${r.id}  ${r.status}  attempts=${r.attempts}  age=${age(now - r.enqueuedAt)}  to=${names.get(r.destination) ?? r.destination}  last_error=${error}\n`;
+    }
+    process.stdout.write(text);
+    process.stderr.write(
+      `${records.length} message${records.length === 1 ? '' : 's'}${records.length === limit ? ` (the first ${limit}: --limit for more)` : ''}\n`,
+    );
+    return 0;
+  } finally {
+    await store.close();
+  }
+}
+
+async function requeueFailed(config: RelayerConfig, flags: Record<string, unknown>, logger: Logger): Promise<number> {
+  if (flags.status !== 'failed')
+    return fail(2, 'requeue --status: only failed messages are requeued (--status failed)');
+  const destination = destinationOf(config, flags.destination as string | undefined);
+  const store = await openRelayerStore(config, logger);
+  try {
+    let count = 0;
+    for (;;) {
+      const ids = await store.outbox.requeueFailed({ destination, limit: 1000 });
+      if (ids.length > 0) process.stdout.write(ids.map((id) => `requeued ${id}\n`).join(''));
+      count += ids.length;
+      if (ids.length < 1000) break;
+    }
+    process.stderr.write(`requeued ${count} failed message${count === 1 ? '' : 's'}\n`);
+    return 0;
+  } finally {
+    await store.close();
+  }
+}
+
+async function requeue(
+  config: RelayerConfig,
+  positionals: string[],
+  flags: Record<string, unknown>,
+  logger: Logger,
+): Promise<number> {
+  if (positionals.length === 1 && flags.status !== undefined) return requeueFailed(config, flags, logger);
   const id = positionals[1];
-  if (positionals.length !== 2 || !isHexOfLength(id, 32))
-    return fail(2, 'usage: relayer-worker requeue <message_id> (0x + 64 hex)');
+  if (positionals.length !== 2 || !isHexOfLength(id, 32) || flags.status !== undefined)
+    return fail(2, 'usage: relayer-worker requeue <message_id> (0x + 64 hex), or requeue --status failed');
   const store = await openRelayerStore(config, logger);
   try {
     const { outbox } = store;
@@ -95,18 +187,30 @@ async function main(): Promise<void> {
     help: HELP,
     positionals: ([command]) => {
       // A stray database URL (a forgotten --db) must not be echoed with its password.
-      if (command !== undefined && command !== 'requeue')
+      if (command !== undefined && command !== 'requeue' && command !== 'list')
         throw new CommandLineError(2, `unknown command ${JSON.stringify(redactUrls(command).slice(0, 64))}\n\n${HELP}`);
     },
     listen: (config) => config.worker,
+    flags: ['status', 'destination', 'limit'],
   });
   if (cli === undefined) return;
-  const { positionals, config, logger, sink } = cli;
+  const { positionals, flags, config, logger, sink } = cli;
   const command = positionals[0];
+  // --status, --destination and --limit belong to list and requeue.
+  const own = ['status', 'destination', 'limit'].filter((name) => flags[name] !== undefined);
+  if ((command === undefined || (command === 'requeue' && own.includes('limit'))) && own.length > 0)
+    fail(2, `--${own[0]} is a flag of ${command === undefined ? 'list and requeue' : 'list'}\n\n${HELP}`);
 
+  if (command === 'list') {
+    sink.flush();
+    if (positionals.length !== 1)
+      return fail(2, 'usage: relayer-worker list [--status S] [--destination NAME] [--limit N]');
+    process.exitCode = await list(config, flags, logger);
+    return;
+  }
   if (command === 'requeue') {
     sink.flush();
-    process.exitCode = await requeue(config, positionals, logger);
+    process.exitCode = await requeue(config, positionals, flags, logger);
     return;
   }
 

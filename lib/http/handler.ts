@@ -27,6 +27,7 @@ import { merkleRoutes } from './merkle.ts';
 import { createMetricsRegistry, type MetricsRegistry } from '../node/metrics.ts';
 import { createRelayMetrics } from './relay-metrics.ts';
 import { opsRoutes } from './ops.ts';
+import { listingRoutes } from './listing.ts';
 import { relayRoutes } from './relay.ts';
 import { compileRoutes, findRoute, routeErrorHeaders, routeHandler } from './router.ts';
 import { statusEndpoints } from './status.ts';
@@ -44,9 +45,9 @@ export interface RelayApiOptions {
   store?: RelayerStore;
   /**
    * Where accepted relay messages go. Defaults to the store's outbox, else an in-memory outbox.
-   * Without `get` / `byTx` (a bare queue) the status lookups answer 404.
+   * Without `get` / `byTx` (a bare queue) the status lookups answer 404, without `list` GET /messages.
    */
-  outbox?: RelayQueue & Partial<Pick<Outbox, 'depth' | 'get' | 'byTx'>>;
+  outbox?: RelayQueue & Partial<Pick<Outbox, 'depth' | 'get' | 'byTx' | 'list'>>;
   /** Backs the merkle endpoints (defaults to the store's); without one they answer 404. */
   merkle?: MerkleStore;
   /** Replaces the pipeline built from config, outbox, clock and fetch. */
@@ -111,6 +112,11 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
       maxBodyBytes: config.server.maxMerkleBodyBytes,
       requireAdmin: createAdminCheck(config.server.adminToken),
       rowsWritten: relayMetrics.merkleRows,
+    }),
+    ...listingRoutes({
+      outbox,
+      chains: new Map(Object.entries(config.chains)),
+      adminToken: config.server.adminToken,
     }),
     ...opsRoutes({ config, store, clock, metrics, relayMetrics, openapi: options.openapi }),
   ]);

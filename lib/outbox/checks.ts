@@ -14,6 +14,9 @@ import type {
   OutboxMessage,
   Slot,
   SlotOutcome,
+  ListOptions,
+  MessageStatus,
+  RequeueFailedOptions,
 } from './types.ts';
 
 /** last_error is shown by GET /relay/{id}: a worker's multi-kilobyte RPC error is cut here. */
@@ -36,6 +39,44 @@ export function checkClaim(limit: number, leaseMs: number, opts?: ClaimOptions):
     throw new OutOfRangeError(`claim(maxAttempts): expected a positive integer, got ${max}`);
   }
   return max;
+}
+
+/** list() answers at most this many messages by default, requeueFailed() this many at most. */
+export const DEFAULT_LIST_LIMIT = 100;
+export const MAX_LIST_LIMIT = 1000;
+const STATUSES: readonly MessageStatus[] = ['queued', 'delivering', 'delivered', 'failed'];
+
+/** Checks list()'s options (shared by every engine); null for what is not filtered on. */
+export function checkList(opts?: ListOptions): {
+  status: MessageStatus | null;
+  destination: number | null;
+  limit: number;
+} {
+  const { destination, limit } = checkSelection('list', opts, DEFAULT_LIST_LIMIT);
+  const status = opts?.status;
+  if (status !== undefined && !STATUSES.includes(status))
+    throw new InvalidArgumentError(`list(status): expected one of ${STATUSES.join(', ')}, got ${String(status)}`);
+  return { status: status ?? null, destination, limit };
+}
+
+/** Checks requeueFailed()'s options (shared by every engine). */
+export function checkRequeueFailed(opts?: RequeueFailedOptions): { destination: number | null; limit: number } {
+  return checkSelection('requeueFailed', opts, MAX_LIST_LIMIT);
+}
+
+function checkSelection(
+  method: string,
+  opts: { destination?: number; limit?: number } | undefined,
+  defaultLimit: number,
+): { destination: number | null; limit: number } {
+  if (opts !== undefined && (typeof opts !== 'object' || opts === null))
+    throw new InvalidArgumentError(`${method}(opts): expected an object`);
+  const { destination, limit = defaultLimit } = opts ?? {};
+  if (destination !== undefined && !isUint(destination, 0xffff_ffff))
+    throw new OutOfRangeError(`${method}(destination): expected a uint32 domain, got ${destination}`);
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT)
+    throw new OutOfRangeError(`${method}(limit): expected an integer from 1 to ${MAX_LIST_LIMIT}, got ${limit}`);
+  return { destination: destination ?? null, limit };
 }
 
 /** Checks extend()'s arguments (shared by every engine). */

@@ -13,6 +13,8 @@ import {
   checkMarkFailed,
   checkSlot,
   checkSlotOutcome,
+  checkList,
+  checkRequeueFailed,
   deadLetterError,
   newLease,
   validateOutboxBatch,
@@ -190,10 +192,7 @@ export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
     requeue(id) {
       const row = rows.get(id.toLowerCase());
       if (row?.status !== 'failed') return false;
-      row.status = 'queued';
-      row.retryAt = null;
-      row.leaseExpiries = 0;
-      open.set(row.id, row);
+      redrive(row);
       return true;
     },
 
@@ -242,5 +241,37 @@ export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
         )
         .map(entry);
     },
+    list(opts) {
+      const { status, destination, limit } = checkList(opts);
+      return select(
+        (row) => (status === null ? row.status !== 'delivered' : row.status === status),
+        destination,
+        limit,
+      ).map(toRecord);
+    },
+
+    requeueFailed(opts) {
+      const { destination, limit } = checkRequeueFailed(opts);
+      return select((row) => row.status === 'failed', destination, limit).map((row) => {
+        redrive(row);
+        return row.id;
+      });
+    },
   };
+
+  /** Rows passing `keep` (and to `destination`), oldest first, at most `limit`. */
+  function select(keep: (row: MemoryRow) => boolean, destination: number | null, limit: number): MemoryRow[] {
+    const found: MemoryRow[] = [];
+    for (const row of rows.values())
+      if (keep(row) && (destination === null || row.destination === destination)) found.push(row);
+    return found.sort((a, b) => a.enqueuedAt - b.enqueuedAt || a.seq - b.seq).slice(0, limit);
+  }
+
+  /** failed -> queued, claimable at once, attempts and lastError kept, expired leases reset. */
+  function redrive(row: MemoryRow): void {
+    row.status = 'queued';
+    row.retryAt = null;
+    row.leaseExpiries = 0;
+    open.set(row.id, row);
+  }
 }

@@ -183,6 +183,24 @@ export interface ClaimOptions {
   maxAttempts?: number;
 }
 
+/** What list() selects (docs/design.md#listing-and-bulk-requeue). */
+export interface ListOptions {
+  /** One status; omitted: every message not delivered (queued, delivering, failed). */
+  status?: MessageStatus;
+  /** Only messages to this destination domain. */
+  destination?: number;
+  /** At most this many (1..MAX_LIST_LIMIT, default DEFAULT_LIST_LIMIT). */
+  limit?: number;
+}
+
+/** Which failed messages requeueFailed() puts back (docs/design.md#listing-and-bulk-requeue). */
+export interface RequeueFailedOptions {
+  /** Only messages to this destination domain. */
+  destination?: number;
+  /** At most this many (1..MAX_LIST_LIMIT, default MAX_LIST_LIMIT): call again for the rest. */
+  limit?: number;
+}
+
 /**
  * Where accepted messages go. `enqueue` stores the whole batch atomically (all or nothing) and
  * is idempotent by message id: a message already present is not stored twice.
@@ -264,6 +282,16 @@ export interface Outbox extends RelayQueue {
   openBroadcasts(
     of: { messageId: string } | { chainId: number; signer: string },
   ): JournalEntry[] | Promise<JournalEntry[]>;
+  /**
+   * What is stuck, for an operator: the messages of one status (or every one not delivered), of
+   * one destination or all, oldest enqueuedAt first (ties in enqueue order), at most `limit`.
+   */
+  list(opts?: ListOptions): OutboxRecord[] | Promise<OutboxRecord[]>;
+  /**
+   * requeue() for many at once: every failed message (of one destination), oldest first, at most
+   * `limit`, each as requeue() leaves it. Returns the ids requeued, in that order.
+   */
+  requeueFailed(opts?: RequeueFailedOptions): string[] | Promise<string[]>;
 }
 
 /** `T`'s methods answering synchronously (node:sqlite, the in-memory engine). */

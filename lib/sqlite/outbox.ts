@@ -24,6 +24,8 @@ import {
   checkMarkFailed,
   checkSlot,
   checkSlotOutcome,
+  checkList,
+  checkRequeueFailed,
   newLease,
   recordFromRow,
   validateOutboxBatch,
@@ -139,6 +141,15 @@ export function createSqliteOutbox(db: DatabaseSync, transaction: Transaction, c
   });
   const redrive = db.prepare(
     "UPDATE outbox SET status = 'queued', retry_at = NULL, lease_expiries = 0 WHERE id = ? AND status = 'failed'",
+  );
+  // An operator's listing: no index serves `failed` (it scans the table, off the event loop).
+  const selectListed = db.prepare(
+    `SELECT ${COLUMNS} FROM outbox WHERE (CASE WHEN :status IS NULL THEN status <> 'delivered' ELSE status = :status END) ` +
+      'AND (:destination IS NULL OR destination = :destination) ORDER BY enqueued_at, rowid LIMIT :limit',
+  );
+  const selectFailed = db.prepare(
+    "SELECT id FROM outbox WHERE status = 'failed' AND (:destination IS NULL OR destination = :destination) " +
+      'ORDER BY enqueued_at, rowid LIMIT :limit',
   );
 
   return {
@@ -273,6 +284,18 @@ export function createSqliteOutbox(db: DatabaseSync, transaction: Transaction, c
           ? journalOfMessage.all(filter.messageId)
           : journalOfSigner.all(filter.chainId, filter.signer);
       return (rows as unknown as JournalEntry[]).map(journalEntry);
+    },
+    list(opts) {
+      const { status, destination, limit } = checkList(opts);
+      return (selectListed.all({ status, destination, limit }) as unknown as Row[]).map(toRecord);
+    },
+    requeueFailed(opts) {
+      const { destination, limit } = checkRequeueFailed(opts);
+      return transaction(() => {
+        const picked = selectFailed.all({ destination, limit }) as unknown as { id: string }[];
+        for (const { id } of picked) redrive.run(id);
+        return picked.map(({ id }) => id);
+      });
     },
   };
 }

@@ -26,6 +26,8 @@ export const ACCESS = {
     forgetBroadcast: 'write',
     closeSlot: 'write',
     openBroadcasts: 'read',
+    list: 'read',
+    requeueFailed: 'write',
   },
   merkle: { insert: 'write', insertPacked: 'write', list: 'read', count: 'read' },
   health: { ping: 'read' },

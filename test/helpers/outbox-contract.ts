@@ -404,6 +404,98 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       );
     });
 
+    test('docs/design.md#listing-and-bulk-requeue: list filters by status and destination, oldest first, at most limit; without a status every message not delivered', async () => {
+      await h.outbox.enqueue([
+        outboxMessage(6, T0 + 60, { destination: 10 }),
+        outboxMessage(5, T0 + 50, { destination: 10 }),
+        ...[1, 2, 3, 4].map((n) => outboxMessage(n)),
+      ]);
+      // 1 delivered, 2 and 5 failed, 3 delivering; 4 and 6 stay queued (claimed one at a time).
+      const take = async (n: number) => {
+        const [m] = await h.outbox.claim(1, LEASE);
+        assert.equal(m.id, id(n));
+        return m;
+      };
+      const one = await take(1);
+      await h.outbox.markDelivered(one.id, { destinationTxHash: DEST_TX, lease: one.lease });
+      const two = await take(2);
+      await h.outbox.markFailed(two.id, { error: 'gave up on 2', final: true, lease: two.lease });
+      await take(3);
+      const four = await take(4);
+      await h.outbox.markFailed(four.id, { error: 'try later', retryAt: clock.now() + 60_000, lease: four.lease });
+      const five = await take(5);
+      await h.outbox.markFailed(five.id, { error: 'gave up on 5', final: true, lease: five.lease });
+
+      assert.deepEqual(ids(await h.outbox.list()), [id(2), id(3), id(4), id(5), id(6)], 'not delivered, oldest first');
+      assert.deepEqual(ids(await h.outbox.list({ status: 'failed' })), [id(2), id(5)]);
+      assert.deepEqual(ids(await h.outbox.list({ status: 'queued' })), [id(4), id(6)]);
+      assert.deepEqual(ids(await h.outbox.list({ status: 'delivering' })), [id(3)]);
+      assert.deepEqual(ids(await h.outbox.list({ status: 'delivered' })), [id(1)]);
+      assert.deepEqual(ids(await h.outbox.list({ destination: 10 })), [id(5), id(6)]);
+      assert.deepEqual(ids(await h.outbox.list({ status: 'failed', destination: 10 })), [id(5)]);
+      assert.deepEqual(ids(await h.outbox.list({ destination: 11 })), []);
+      assert.deepEqual(ids(await h.outbox.list({ limit: 2 })), [id(2), id(3)]);
+      // The records are get()'s.
+      assert.deepEqual((await h.outbox.list({ status: 'failed', limit: 1 }))[0], await h.outbox.get(id(2)));
+      const [queued] = await h.outbox.list({ status: 'queued' });
+      assert.equal(queued.lastError, 'try later');
+      assert.equal(queued.attempts, 1);
+      assert.equal(queued.retryAt, clock.now() + 60_000);
+    });
+
+    test('docs/design.md#listing-and-bulk-requeue: requeueFailed puts back every failed message (of one destination), oldest first, at most limit, as requeue does', async () => {
+      await h.outbox.enqueue(
+        [1, 2, 3, 4].map((n) => outboxMessage(n, T0 + n, { destination: n % 2 === 0 ? 10 : 8453 })),
+      );
+      for (const n of [1, 2, 3, 4]) {
+        const [m] = await h.outbox.claim(1, LEASE);
+        assert.equal(m.id, id(n));
+        if (n === 4) continue; // stays delivering
+        await h.outbox.markFailed(m.id, { error: `gave up on ${n}`, final: true, lease: m.lease });
+      }
+      assert.deepEqual(await h.outbox.requeueFailed({ destination: 10 }), [id(2)]);
+      assert.deepEqual(await h.outbox.get(id(2)), {
+        ...queuedRecord(outboxMessage(2, T0 + 2, { destination: 10 })),
+        attempts: 1,
+        lastError: 'gave up on 2',
+      });
+      assert.deepEqual(await h.outbox.requeueFailed({ destination: 10 }), [], 'nothing failed left there');
+      assert.deepEqual(await h.outbox.requeueFailed({ limit: 1 }), [id(1)]);
+      assert.deepEqual(await h.outbox.requeueFailed(), [id(3)]);
+      assert.deepEqual(await h.outbox.requeueFailed(), []);
+      assert.equal((await h.outbox.get(id(4)))?.status, 'delivering', 'only failed messages');
+      assert.deepEqual(ids(await h.outbox.claim(10, LEASE)), [id(1), id(2), id(3)], 'claimable at once');
+    });
+
+    test('docs/design.md#listing-and-bulk-requeue: list and requeueFailed refuse bad options and change nothing', async () => {
+      await h.outbox.enqueue([outboxMessage(1)]);
+      const [m] = await h.outbox.claim(1, LEASE);
+      await h.outbox.markFailed(m.id, { error: 'x', final: true, lease: m.lease });
+      const bad: unknown[] = [
+        { limit: 0 },
+        { limit: 1001 },
+        { limit: 1.5 },
+        { destination: -1 },
+        { destination: 2 ** 32 },
+        { status: 'stuck' },
+        null,
+      ];
+      for (const opts of bad) {
+        await assert.rejects(
+          async () => h.outbox.list(opts as never),
+          (e) => e instanceof TypeError || e instanceof RangeError,
+          JSON.stringify(opts),
+        );
+        if (!(opts !== null && typeof opts === 'object' && 'status' in opts))
+          await assert.rejects(
+            async () => h.outbox.requeueFailed(opts as never),
+            (e) => e instanceof TypeError || e instanceof RangeError,
+            JSON.stringify(opts),
+          );
+      }
+      assert.equal((await h.outbox.get(id(1)))?.status, 'failed');
+    });
+
     test('docs/design.md#leases: an expired lease is claimed in age order among queued messages', async () => {
       await h.outbox.enqueue([outboxMessage(1), outboxMessage(2), outboxMessage(3)]);
       await h.outbox.claim(2, 1_000); // 1 and 2

@@ -184,7 +184,7 @@ describe('the document covers every status, reason and header (docs/design.md#er
     }
   });
 
-  test('docs/design.md#merkle-tree-insertions: the merkle operations may need the bearer token; the others never do', () => {
+  test('docs/design.md#merkle-tree-insertions: the merkle operations may need the bearer token, GET /messages always does; the others never do', () => {
     assert.deepEqual(openapi.components.securitySchemes.adminToken, {
       ...openapi.components.securitySchemes.adminToken,
       type: 'http',
@@ -195,6 +195,9 @@ describe('the document covers every status, reason and header (docs/design.md#er
         const security = item[method].security ?? openapi.security ?? [];
         if (path === '/merkle_tree_insertions' && method !== 'options') {
           assert.deepEqual(security, [{ adminToken: [] }, {}], `${method} ${path}`);
+          assert.ok(item[method].responses['401'], `${method} ${path} documents 401`);
+        } else if (path === '/messages' && method !== 'options') {
+          assert.deepEqual(security, [{ adminToken: [] }], `${method} ${path}: never open`);
           assert.ok(item[method].responses['401'], `${method} ${path} documents 401`);
         } else {
           assert.ok(security.length === 0, `${method} ${path} needs no token`);

@@ -128,6 +128,136 @@ test('requeue on the database named by RELAYER_DB: a failed message back to queu
   }
 });
 
+test('docs/design.md#listing-and-bulk-requeue: list shows what is stuck (filters, one line each), requeue --status failed puts back every failed message of a destination', async () => {
+  const db = join(dir, 'list.db');
+  const config = join(dir, 'list.json');
+  writeFileSync(
+    config,
+    JSON.stringify({
+      chains: {
+        ethereum: {
+          domainId: 1,
+          chainId: 1,
+          mailbox: `0x${'00'.repeat(19)}01`,
+          rpcUrls: [{ http: 'http://127.0.0.1:1' }],
+        },
+        base: {
+          domainId: 8453,
+          chainId: 8453,
+          mailbox: `0x${'00'.repeat(19)}02`,
+          rpcUrls: [{ http: 'http://127.0.0.1:1' }],
+        },
+      },
+    }),
+  );
+  const store = await openSqliteStore(db);
+  const message = (n: number, destination: number) => {
+    const raw = new Uint8Array(81);
+    raw[0] = 3;
+    return {
+      id: `0x${n.toString(16).padStart(2, '0').repeat(32)}`,
+      originChain: 'ethereum',
+      txHash: `0x${'22'.repeat(31)}${n.toString(16).padStart(2, '0')}`,
+      origin: 1,
+      destination,
+      nonce: n,
+      raw,
+      // 1 is the oldest: an hour and a bit.
+      enqueuedAt: Date.now() - 3_900_000 + n * 1000,
+    };
+  };
+  const [one, two, three, four] = [message(1, 8453), message(2, 1), message(3, 8453), message(4, 8453)];
+  try {
+    await store.outbox.enqueue([one, two, three, four]);
+    for (const m of [one, two, three]) {
+      const [claimed] = await store.outbox.claim(1, 60_000);
+      assert.equal(claimed.id, m.id);
+      await store.outbox.markFailed(m.id, {
+        lease: claimed.lease,
+        error: `gas: estimate failed at https://rpc.example/v2/SECRET for ${m.nonce}`,
+        final: true,
+      });
+    }
+  } finally {
+    await store.close();
+  }
+  const listed = await run(['list', '--config', config, '--db', db]);
+  assert.equal(listed.code, 0, listed.output);
+  const lines = listed.output.split('\n').filter((line) => line.startsWith('0x'));
+  assert.deepEqual(
+    lines.map((line) => line.split('  ').slice(0, 3)),
+    [
+      [one.id, 'failed', 'attempts=1'],
+      [two.id, 'failed', 'attempts=1'],
+      [three.id, 'failed', 'attempts=1'],
+      [four.id, 'queued', 'attempts=0'],
+    ],
+  );
+  assert.match(
+    lines[0],
+    / {2}age=1h\d+m {2}to=base {2}last_error="gas: estimate failed at https:\/\/rpc\.example for 1"$/,
+  );
+  assert.ok(!listed.output.includes('SECRET'), 'URLs cut to their origin');
+  assert.match(listed.output, /^4 messages$/m);
+  const filtered = await run([
+    'list',
+    '--status',
+    'failed',
+    '--destination',
+    'base',
+    '--limit',
+    '1',
+    '--config',
+    config,
+    '--db',
+    db,
+  ]);
+  assert.equal(filtered.code, 0, filtered.output);
+  assert.deepEqual(
+    filtered.output
+      .split('\n')
+      .filter((line) => line.startsWith('0x'))
+      .map((line) => line.split('  ')[0]),
+    [one.id],
+  );
+  assert.match(filtered.output, /1 message \(the first 1: --limit for more\)/);
+  for (const [args, problem] of [
+    [['list', '--status', 'stuck'], /--status must be one of queued, delivering, delivered, failed/],
+    [['list', '--destination', 'etherium'], /--destination "etherium" is not a configured chain \(ethereum, base\)/],
+    [['list', '--limit', '0'], /--limit must be an integer from 1 to 1000/],
+    [['requeue', '--status', 'queued'], /only failed messages are requeued/],
+    [['--status', 'failed'], /--status is a flag of list and requeue/],
+  ] as const) {
+    const refused = await run([...args, '--config', config, '--db', db], { RELAYER_SIGNER_KEY: KEY });
+    assert.equal(refused.code, 2, `${args.join(' ')}: ${refused.output}`);
+    assert.match(refused.output, problem);
+  }
+
+  const requeued = await run([
+    'requeue',
+    '--status',
+    'failed',
+    '--destination',
+    'base',
+    '--config',
+    config,
+    '--db',
+    db,
+  ]);
+  assert.equal(requeued.code, 0, requeued.output);
+  assert.match(requeued.output, new RegExp(`requeued ${one.id}\nrequeued ${three.id}\n`));
+  assert.match(requeued.output, /requeued 2 failed messages/);
+  const after = await run(['list', '--status', 'failed', '--config', config, '--db', db]);
+  assert.deepEqual(
+    after.output
+      .split('\n')
+      .filter((line) => line.startsWith('0x'))
+      .map((line) => line.split('  ')[0]),
+    [two.id],
+    'the failed message to ethereum stays',
+  );
+});
+
 test('docs/operations.md#the-sqlite-store-worker-thread-group-commit-locks: a worker whose SQLite thread dies logs one error line and exits 1 for its supervisor', async () => {
   const config = join(dir, 'dies.json');
   writeFileSync(

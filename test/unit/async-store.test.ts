@@ -79,6 +79,8 @@ function asyncStore(
     forgetBroadcast: (hash) => later(undefined, () => memory.forgetBroadcast(hash)),
     closeSlot: (slot, outcome) => later(undefined, () => memory.closeSlot(slot, outcome)),
     openBroadcasts: (of) => later(undefined, () => memory.openBroadcasts(of)),
+    list: (opts) => later(undefined, () => memory.list(opts)),
+    requeueFailed: (opts) => later(undefined, () => memory.requeueFailed(opts)),
   };
   const merkle: MerkleStore = {
     insertMerkle: (records) => later(faults.insertMerkle, () => (rows.push(...records), records.length)),
