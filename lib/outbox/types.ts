@@ -183,22 +183,19 @@ export interface ClaimOptions {
   maxAttempts?: number;
 }
 
-/** What list() selects (docs/design.md#listing-and-bulk-requeue). */
-export interface ListOptions {
-  /** One status; omitted: every message not delivered (queued, delivering, failed). */
-  status?: MessageStatus;
-  /** Only messages to this destination domain. */
+/**
+ * Which messages list() and requeueFailed() take (docs/design.md#listing-and-bulk-requeue): to one
+ * destination domain or all, at most `limit` (1..MAX_LIST_LIMIT; list's default DEFAULT_LIST_LIMIT,
+ * requeueFailed's MAX_LIST_LIMIT: call again for the rest).
+ */
+export interface RequeueFailedOptions {
   destination?: number;
-  /** At most this many (1..MAX_LIST_LIMIT, default DEFAULT_LIST_LIMIT). */
   limit?: number;
 }
 
-/** Which failed messages requeueFailed() puts back (docs/design.md#listing-and-bulk-requeue). */
-export interface RequeueFailedOptions {
-  /** Only messages to this destination domain. */
-  destination?: number;
-  /** At most this many (1..MAX_LIST_LIMIT, default MAX_LIST_LIMIT): call again for the rest. */
-  limit?: number;
+/** list() also takes one status; without it every message not delivered. */
+export interface ListOptions extends RequeueFailedOptions {
+  status?: MessageStatus;
 }
 
 /**
@@ -282,15 +279,9 @@ export interface Outbox extends RelayQueue {
   openBroadcasts(
     of: { messageId: string } | { chainId: number; signer: string },
   ): JournalEntry[] | Promise<JournalEntry[]>;
-  /**
-   * What is stuck, for an operator: the messages of one status (or every one not delivered), of
-   * one destination or all, oldest enqueuedAt first (ties in enqueue order), at most `limit`.
-   */
+  /** What is stuck, for an operator: the records selected, oldest enqueuedAt first (ties in enqueue order). */
   list(opts?: ListOptions): OutboxRecord[] | Promise<OutboxRecord[]>;
-  /**
-   * requeue() for many at once: every failed message (of one destination), oldest first, at most
-   * `limit`, each as requeue() leaves it. Returns the ids requeued, in that order.
-   */
+  /** requeue() for every failed message selected, oldest first; the ids requeued, in that order. */
   requeueFailed(opts?: RequeueFailedOptions): string[] | Promise<string[]>;
 }
 

@@ -26,8 +26,6 @@ import {
   checkMarkFailed,
   checkSlot,
   checkSlotOutcome,
-  checkList,
-  checkRequeueFailed,
   recordFromRow,
   validateOutboxBatch,
   type Outbox,
@@ -37,7 +35,11 @@ import {
   type OutboxRecord,
   type OutboxRow,
 } from '../outbox/index.ts';
+import { createPostgresListing } from './outbox-listing.ts';
 import { run, type PgPool } from './pool.ts';
+
+/** What requeue() (and requeueFailed()) set on a failed row: queued, claimable at once. */
+const REDRIVE_SET = "status = 'queued', retry_at = NULL, lease_expiries = 0";
 
 /** The Outbox with its asynchronous return types. */
 export type PostgresOutbox = Asynchronous<Outbox>;
@@ -181,23 +183,7 @@ export function createPostgresOutbox(pool: PgPool, s: string, clock?: Clock): Po
     UPDATE ${s}.outbox_journal SET closed_at = ${nowSql(1)},
       outcome = CASE WHEN $5::text IS NULL THEN 'dropped' WHEN hash = $5 THEN 'mined' ELSE 'replaced' END
     WHERE chain_id = $2 AND signer = $3 AND nonce = $4 AND closed_at IS NULL`;
-  const requeueSql = `UPDATE ${s}.outbox SET status = 'queued', retry_at = NULL, lease_expiries = 0 WHERE id = $1 AND status = 'failed'`;
-  // An operator's listing: no index serves `failed` (it scans the table).
-  const listSql = `
-    SELECT ${columns('o')} FROM ${s}.outbox o
-    WHERE (CASE WHEN $1::text IS NULL THEN o.status <> 'delivered' ELSE o.status = $1::text END)
-      AND ($2::bigint IS NULL OR o.destination = $2::bigint)
-    ORDER BY o.enqueued_at, o.seq LIMIT $3`;
-  const requeueFailedSql = `
-    WITH picked AS (
-      SELECT id FROM ${s}.outbox
-      WHERE status = 'failed' AND ($1::bigint IS NULL OR destination = $1::bigint)
-      ORDER BY enqueued_at, seq LIMIT $2
-      FOR UPDATE SKIP LOCKED
-    )
-    UPDATE ${s}.outbox o SET status = 'queued', retry_at = NULL, lease_expiries = 0
-    FROM picked WHERE o.id = picked.id AND o.status = 'failed'
-    RETURNING o.id, o.enqueued_at, o.seq::float8 AS seq`;
+  const requeueSql = `UPDATE ${s}.outbox SET ${REDRIVE_SET} WHERE id = $1 AND status = 'failed'`;
 
   return {
     async enqueue(batch) {
@@ -307,20 +293,6 @@ export function createPostgresOutbox(pool: PgPool, s: string, clock?: Clock): Po
       );
       return rows;
     },
-    async list(opts) {
-      const { status, destination, limit } = checkList(opts);
-      const { rows } = await run<Row>(pool, listSql, [status, destination, limit]);
-      return rows.map(toRecord);
-    },
-    async requeueFailed(opts) {
-      const { destination, limit } = checkRequeueFailed(opts);
-      const { rows } = await run<{ id: string; enqueued_at: number; seq: number }>(pool, requeueFailedSql, [
-        destination,
-        limit,
-      ]);
-      // RETURNING has no order: oldest first, like the other engines.
-      rows.sort((a, b) => a.enqueued_at - b.enqueued_at || a.seq - b.seq);
-      return rows.map((row) => row.id);
-    },
+    ...createPostgresListing({ pool, schema: s, columns: columns('o'), toRecord, redriveSet: REDRIVE_SET }),
   };
 }

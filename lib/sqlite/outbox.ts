@@ -24,8 +24,6 @@ import {
   checkMarkFailed,
   checkSlot,
   checkSlotOutcome,
-  checkList,
-  checkRequeueFailed,
   newLease,
   recordFromRow,
   validateOutboxBatch,
@@ -35,6 +33,7 @@ import {
   type OutboxRecord,
   type OutboxRow,
 } from '../outbox/index.ts';
+import { createSqliteListing } from './outbox-listing.ts';
 import type { Transaction } from './transaction.ts';
 
 interface Row extends OutboxRow {
@@ -141,15 +140,6 @@ export function createSqliteOutbox(db: DatabaseSync, transaction: Transaction, c
   });
   const redrive = db.prepare(
     "UPDATE outbox SET status = 'queued', retry_at = NULL, lease_expiries = 0 WHERE id = ? AND status = 'failed'",
-  );
-  // An operator's listing: no index serves `failed` (it scans the table, off the event loop).
-  const selectListed = db.prepare(
-    `SELECT ${COLUMNS} FROM outbox WHERE (CASE WHEN :status IS NULL THEN status <> 'delivered' ELSE status = :status END) ` +
-      'AND (:destination IS NULL OR destination = :destination) ORDER BY enqueued_at, rowid LIMIT :limit',
-  );
-  const selectFailed = db.prepare(
-    "SELECT id FROM outbox WHERE status = 'failed' AND (:destination IS NULL OR destination = :destination) " +
-      'ORDER BY enqueued_at, rowid LIMIT :limit',
   );
 
   return {
@@ -285,17 +275,6 @@ export function createSqliteOutbox(db: DatabaseSync, transaction: Transaction, c
           : journalOfSigner.all(filter.chainId, filter.signer);
       return (rows as unknown as JournalEntry[]).map(journalEntry);
     },
-    list(opts) {
-      const { status, destination, limit } = checkList(opts);
-      return (selectListed.all({ status, destination, limit }) as unknown as Row[]).map(toRecord);
-    },
-    requeueFailed(opts) {
-      const { destination, limit } = checkRequeueFailed(opts);
-      return transaction(() => {
-        const picked = selectFailed.all({ destination, limit }) as unknown as { id: string }[];
-        for (const { id } of picked) redrive.run(id);
-        return picked.map(({ id }) => id);
-      });
-    },
+    ...createSqliteListing({ db, transaction, columns: COLUMNS, toRecord, redrive }),
   };
 }

@@ -1,0 +1,45 @@
+/**
+ * The operator's side of the SQLite outbox (docs/design.md#listing-and-bulk-requeue): list() and
+ * requeueFailed(), beside the consumer API of lib/sqlite/outbox.ts, which hands in how it reads a
+ * row and requeue()'s own statement, so both requeue the same way.
+ */
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
+import { checkList, checkRequeueFailed, type OutboxRecord } from '../outbox/index.ts';
+import type { Transaction } from './transaction.ts';
+
+export interface SqliteListingParts<Row> {
+  db: DatabaseSync;
+  transaction: Transaction;
+  /** The select list of a row, and its record. */
+  columns: string;
+  toRecord: (row: Row) => OutboxRecord;
+  /** requeue()'s statement: one parameter, the id. */
+  redrive: StatementSync;
+}
+
+export function createSqliteListing<Row>(parts: SqliteListingParts<Row>) {
+  const { db, transaction, columns, toRecord, redrive } = parts;
+  // No index serves `failed` (it is rare and read by people): it scans the table, in the store's thread.
+  const selectListed = db.prepare(
+    `SELECT ${columns} FROM outbox WHERE (CASE WHEN :status IS NULL THEN status <> 'delivered' ELSE status = :status END) ` +
+      'AND (:destination IS NULL OR destination = :destination) ORDER BY enqueued_at, rowid LIMIT :limit',
+  );
+  const selectFailed = db.prepare(
+    "SELECT id FROM outbox WHERE status = 'failed' AND (:destination IS NULL OR destination = :destination) " +
+      'ORDER BY enqueued_at, rowid LIMIT :limit',
+  );
+  return {
+    list(opts?: Parameters<typeof checkList>[0]): OutboxRecord[] {
+      const { status, destination, limit } = checkList(opts);
+      return (selectListed.all({ status, destination, limit }) as unknown as Row[]).map(toRecord);
+    },
+    requeueFailed(opts?: Parameters<typeof checkRequeueFailed>[0]): string[] {
+      const { destination, limit } = checkRequeueFailed(opts);
+      return transaction(() => {
+        const picked = selectFailed.all({ destination, limit }) as unknown as { id: string }[];
+        for (const { id } of picked) redrive.run(id);
+        return picked.map(({ id }) => id);
+      });
+    },
+  };
+}
