@@ -147,10 +147,16 @@ export function postgresPoolConfigs(db: string): PostgresPoolConfigs {
  * Opens the pool and the store, after running the migrations on a connection of their own (see
  * postgresPoolConfigs for the URL's parameters).
  */
+/** The database has no relayer schema, and the caller wanted an existing one (relayer-worker). */
+export class NoRelayerSchemaError extends Error {
+  override name = 'NoRelayerSchemaError';
+}
+
 export async function openPostgresFromUrl(
   db: string,
   relayApi: RelayApiConfig,
   logger: Logger,
+  opts: { existing?: boolean } = {},
 ): Promise<OpenedPostgres> {
   const configs = postgresPoolConfigs(db);
   const pg = await loadPg();
@@ -158,6 +164,15 @@ export async function openPostgresFromUrl(
   const migrationPool = new pg.Pool(configs.migration);
   migrationPool.on?.('error', () => {}); // its connection is ended below; a drop before is the migration's error
   try {
+    // relayer-worker: the server's schema must be there already (a wrong database name is not
+    // turned into an empty relayer database).
+    if (opts.existing) {
+      const { rows } = await migrationPool.query("SELECT to_regclass('relayer.outbox') IS NOT NULL AS found");
+      if (!rows[0]?.found)
+        throw new NoRelayerSchemaError(
+          `database ${redactDatabaseUrl(db)} has no relayer schema: not relayer-server's database (start relayer-server on it once to create it)`,
+        );
+    }
     await migrate(migrationPool, 'relayer');
   } finally {
     await migrationPool.end().catch(() => {});

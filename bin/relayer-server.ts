@@ -22,6 +22,9 @@ Routes (every error is JSON {"reason","message"}; docs/api.md has the details):
   GET  /relay/{message_id}             one accepted message and its delivery status
   GET  /relay?origin_chain=&tx_hash=   the messages accepted from one transaction
   GET  /chains                         the configured chains: name, domain_id, chain_id
+  GET  /messages?status=&destination=&limit=
+                                       admin: messages of one status, what is stuck (needs
+                                       the admin token; without one configured it is off)
   POST /merkle_tree_insertions         store merkle tree insertions (admin token if configured)
   GET  /merkle_tree_insertions?domain_id=&leaf_index_start=&leaf_index_end=
                                        list stored insertions (admin token if configured)
@@ -39,6 +42,12 @@ Options:
                       the config's db, then ./relayer.db
   --log-level LEVEL   ${LOG_LEVELS.join(' | ')} (default info; env RELAYER_LOG_LEVEL)
   -h, --help          show this help
+
+Environment:
+  RELAYER_DB           the database, when --db is not given (keeps a password out of ps)
+  RELAYER_ADMIN_TOKEN  the admin bearer token (16 to 1024 visible ASCII characters), over the
+                       config's server.adminToken: GET /messages needs it, the merkle
+                       endpoints too once one is set. Never printed or logged
 
 Exit codes: 0 after a clean shutdown (SIGINT/SIGTERM), 2 for bad flags or an invalid config,
 1 when the server cannot start (e.g. the port is taken) or its SQLite store stops while it runs.
@@ -66,6 +75,14 @@ async function main(): Promise<void> {
   const cli = readCommandLine({ help: HELP, listen: (config) => config.server });
   if (cli === undefined) return;
   const { config, logger, sink } = cli;
+  // Read once and removed from the environment, like the worker's key: nothing started inherits it.
+  const adminToken = process.env.RELAYER_ADMIN_TOKEN;
+  delete process.env.RELAYER_ADMIN_TOKEN;
+  if (adminToken !== undefined && adminToken !== '') {
+    if (adminToken.length < 16 || adminToken.length > 1024 || !/^[\x21-\x7e]+$/.test(adminToken))
+      return fail(2, 'RELAYER_ADMIN_TOKEN must be 16 to 1024 visible ASCII characters');
+    config.server.adminToken = adminToken;
+  }
 
   // Loaded once the command line and the config are accepted: --help and a refused flag or
   // config answer without loading the HTTP server and the RPC transport (node:http among them).

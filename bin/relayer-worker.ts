@@ -112,7 +112,7 @@ async function list(config: RelayerConfig, flags: Record<string, unknown>, logge
   if (!/^\d{1,4}$/.test(limitText ?? '100') || limit < 1 || limit > 1000)
     return fail(2, '--limit must be an integer from 1 to 1000');
   const names = new Map(Object.values(config.chains).map((c) => [c.domainId, c.name]));
-  const store = await openRelayerStore(config, logger);
+  const store = await openRelayerStore(config, logger, { existing: true });
   try {
     const records = await store.outbox.list({
       status: status as (typeof STATUSES)[number] | undefined,
@@ -139,7 +139,7 @@ async function requeueFailed(config: RelayerConfig, flags: Record<string, unknow
   if (flags.status !== 'failed')
     return fail(2, 'requeue --status: only failed messages are requeued (--status failed)');
   const destination = destinationOf(config, flags.destination as string | undefined);
-  const store = await openRelayerStore(config, logger);
+  const store = await openRelayerStore(config, logger, { existing: true });
   try {
     let count = 0;
     for (;;) {
@@ -165,7 +165,7 @@ async function requeue(
   const id = positionals[1];
   if (positionals.length !== 2 || !isHexOfLength(id, 32) || flags.status !== undefined)
     return fail(2, 'usage: relayer-worker requeue <message_id> (0x + 64 hex), or requeue --status failed');
-  const store = await openRelayerStore(config, logger);
+  const store = await openRelayerStore(config, logger, { existing: true });
   try {
     const { outbox } = store;
     const before = await outbox.get(id);
@@ -222,19 +222,34 @@ async function main(): Promise<void> {
   if (!isHexOfLength(signerKey, 32)) fail(2, 'RELAYER_SIGNER_KEY must be 0x followed by 64 hex digits');
   const mod = await loadWorkerModule();
 
-  const store = await openRelayerStore(config, logger);
+  const store = await openRelayerStore(config, logger, { existing: true });
   const outbox = store.outbox;
   let relayer: Awaited<ReturnType<typeof mod.createRelayerWorker>>;
   try {
-    relayer = await mod.createRelayerWorker({ config, outbox, signerKey: signerKey as `0x${string}`, logger });
+    relayer = await mod.createRelayerWorker({
+      config,
+      outbox,
+      signerKey: signerKey as `0x${string}`,
+      logger,
+      depth: async () => outbox.depth(),
+    });
   } catch (error) {
     await store.close();
     return fail(1, (error as Error).message);
+  }
+  // Every destination's nodes must be of the configured chain, and one at least must answer:
+  // a worker that cannot deliver anywhere it should says so now instead of idling.
+  const refusals = relayer.watch.refusals(await relayer.watch.check());
+  if (refusals.length > 0) {
+    await store.close();
+    return fail(2, refusals.join('\n'));
   }
   const { worker } = relayer;
   const ops = mod.createOpsServer({
     metrics: relayer.metrics,
     ready: async () => {
+      // 503 while a destination's node answers another chain id (checked with every heartbeat).
+      if (!relayer.watch.ready()) return 'wrong_chain';
       await store.ping();
       return true;
     },
@@ -257,6 +272,7 @@ async function main(): Promise<void> {
     concurrency: config.worker.concurrency,
   });
   const running = worker.run();
+  relayer.watch.start();
   // A store that stopped on its own (the SQLite worker thread died) fails every claim from then
   // on: exit 1 so that a supervisor restarts the worker. Messages it held go back to others when
   // their leases end.
@@ -264,6 +280,7 @@ async function main(): Promise<void> {
     stopping: 'stopping',
     inFlight: () => worker.inFlight(),
     stop: async () => {
+      relayer.watch.stop();
       await worker.stop();
       await running;
       await ops.close();

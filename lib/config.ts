@@ -56,6 +56,8 @@ export const DEFAULTS: {
     ccipReadAllowOrigins: Object.freeze([]) as unknown as string[],
     gasPaymentDeadlineHours: 168,
     stopGraceSeconds: 30,
+    heartbeatSeconds: 60,
+    minSignerBalanceGwei: 10_000_000,
   }),
   db: './relayer.db',
 });
@@ -169,6 +171,8 @@ const WORKER_LIMITS: Record<Exclude<keyof WorkerConfig, 'host' | 'ccipReadAllowO
   ccipReadBudgetSeconds: [1, 3_600],
   gasPaymentDeadlineHours: [1, 24 * 365],
   stopGraceSeconds: [0, 3_600],
+  heartbeatSeconds: [1, 86_400],
+  minSignerBalanceGwei: [0, Number.MAX_SAFE_INTEGER],
 };
 
 function parseWorker(value: unknown, key: string): WorkerConfig {

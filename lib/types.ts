@@ -110,6 +110,10 @@ export interface WorkerConfig {
   gasPaymentDeadlineHours: number;
   /** On SIGTERM, how long transactions already sent are followed before the worker exits. */
   stopGraceSeconds: number;
+  /** Between heartbeat log lines, each with a check of the destinations' chain ids and balances. */
+  heartbeatSeconds: number;
+  /** Below this balance (gwei) on a destination, the signer's balance is logged at warn. */
+  minSignerBalanceGwei: number;
 }
 
 /** The whole configuration after validation and defaults (docs/design.md#configuration). */

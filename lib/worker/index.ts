@@ -20,8 +20,8 @@ import {
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { isHexOfLength } from '../hex.ts';
-import { urlForLog } from '../redact.ts';
-import type { Clock } from '../clock.ts';
+import { redactUrls, urlForLog } from '../redact.ts';
+import { systemClock, type Clock } from '../clock.ts';
 import { ConfigError, InvalidArgumentError } from '../errors.ts';
 import { silentLogger, type Logger } from '../log.ts';
 import type { RelayerConfig } from '../types.ts';
@@ -30,6 +30,7 @@ import { createMailboxDestination } from './destination.ts';
 import { DeliveryError, describe } from './errors.ts';
 import { createDeliveryWorker, type DeliveryWorker } from './loop/worker.ts';
 import type { OffchainReader } from './metadata.ts';
+import { createWorkerWatch, type WatchedChain, type WorkerWatch } from './watch.ts';
 import { createWorkerMetrics, type WorkerMetrics } from './ops.ts';
 import { createTransactionSender } from './tx/sender.ts';
 import type { DeliveryOutbox, Destination } from './types.ts';
@@ -71,6 +72,13 @@ export {
   type TransactionSenderOptions,
 } from './tx/sender.ts';
 export { DeliveryError, type DeliveryErrorKind } from './errors.ts';
+export {
+  createWorkerWatch,
+  type ChainState,
+  type WatchedChain,
+  type WorkerWatch,
+  type WorkerWatchOptions,
+} from './watch.ts';
 export { buildMetadata, ISM_TYPE, MAILBOX_ABI, type MetadataOptions, type OffchainReader } from './metadata.ts';
 export {
   createOpsServer,
@@ -99,6 +107,8 @@ export interface RelayerWorkerOptions {
   fetch?: typeof fetch;
   /** Resolves CCIP-read gateway host names (tests inject one); default the system resolver. */
   resolve?: Resolver;
+  /** Queued + delivering, for the heartbeat (the outbox's depth()). */
+  depth?: () => Promise<number>;
 }
 
 export interface RelayerWorker {
@@ -107,6 +117,8 @@ export interface RelayerWorker {
   destinations: ReadonlyMap<number, Destination>;
   /** The signer's address (safe to show). */
   address: Hex;
+  /** Chain ids and balances of the destinations, and the heartbeat (lib/worker/watch.ts). */
+  watch: WorkerWatch;
 }
 
 /**
@@ -187,9 +199,21 @@ export async function createRelayerWorker(options: RelayerWorkerOptions): Promis
     });
   };
   const destinations = new Map<number, Destination>();
+  const watched: WatchedChain[] = [];
   for (const name of config.relayChains) {
     const chain = config.chains[name];
     const { publicClient, viemChain } = await chainClient(chain);
+    // Each URL asked on its own: a fallback transport would hide a second node of another chain.
+    watched.push({
+      name,
+      chainId: viemChain.id,
+      urls: chain.rpcUrls.map((url) => ({
+        origin: redactUrls(url),
+        chainId: () =>
+          createPublicClient({ transport: http(url, { retryCount: 0, timeout: RPC_TIMEOUT_MS }) }).getChainId(),
+      })),
+      balance: () => publicClient.getBalance({ address: account.address }),
+    });
     // One sender per chain on one client: its nonce book is shared by every concurrent send, and
     // every broadcast is recorded in the outbox's journal first.
     const sender = createTransactionSender({
@@ -238,5 +262,19 @@ export async function createRelayerWorker(options: RelayerWorkerOptions): Promis
     pollMs: w.pollMs,
     stopGraceMs: w.stopGraceSeconds * 1000,
   });
-  return { worker, metrics, destinations, address: account.address };
+  const watch = createWorkerWatch({
+    chains: watched,
+    clock: options.clock ?? systemClock,
+    logger,
+    minBalanceWei: BigInt(w.minSignerBalanceGwei) * 1_000_000_000n,
+    intervalMs: w.heartbeatSeconds * 1000,
+    depth: options.depth,
+    inFlight: () => worker?.inFlight() ?? 0,
+  });
+  metrics.registry.gauge(
+    'relayer_worker_signer_balance_wei',
+    "The signer's balance on each destination at the last check (start, then every heartbeat), in wei.",
+    () => watch.balances(),
+  );
+  return { worker, metrics, destinations, address: account.address, watch };
 }

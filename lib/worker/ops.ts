@@ -76,8 +76,8 @@ export function createWorkerMetrics(
 
 export interface OpsServerOptions {
   metrics: WorkerMetrics;
-  /** Resolves true when the worker can work (its store answers). */
-  ready(): Promise<boolean>;
+  /** Resolves true when the worker can work (its store answers); false or why not (the 503's body) otherwise. */
+  ready(): Promise<boolean | string>;
   /** Messages queued or delivering in the outbox, read at scrape time. */
   depth?: () => Promise<number>;
 }
@@ -110,7 +110,10 @@ export function createOpsServer(options: OpsServerOptions): OpsServer {
             .end(options.metrics.registry.render());
         } else if (path === '/ready') {
           const ok = await options.ready().catch(() => false);
-          res.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' }).end(ok ? 'ready\n' : 'store_unavailable\n');
+          const reason = typeof ok === 'string' ? ok : 'store_unavailable';
+          res
+            .writeHead(ok === true ? 200 : 503, { 'content-type': 'text/plain' })
+            .end(ok === true ? 'ready\n' : `${reason}\n`);
         } else {
           res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
         }

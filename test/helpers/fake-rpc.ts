@@ -7,7 +7,13 @@ import type { AddressInfo } from 'node:net';
 
 export type ReceiptTable = Map<string, Record<string, unknown> | null>;
 
-function answer(table: ReceiptTable, body: string): { status: number; text: string } {
+/** What a fake node says about its chain: eth_chainId, and eth_getBalance for any address. */
+export interface FakeChain {
+  chainId: number;
+  balanceWei?: bigint;
+}
+
+function answer(table: ReceiptTable, body: string, chain?: FakeChain): { status: number; text: string } {
   let request: { id?: unknown; method?: unknown; params?: unknown[] };
   try {
     request = JSON.parse(body);
@@ -16,6 +22,10 @@ function answer(table: ReceiptTable, body: string): { status: number; text: stri
       status: 400,
       text: JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'parse error' } }),
     };
+  }
+  if (chain !== undefined && (request.method === 'eth_chainId' || request.method === 'eth_getBalance')) {
+    const value = request.method === 'eth_chainId' ? BigInt(chain.chainId) : (chain.balanceWei ?? 10n ** 18n);
+    return { status: 200, text: JSON.stringify({ jsonrpc: '2.0', id: request.id, result: `0x${value.toString(16)}` }) };
   }
   if (request.method !== 'eth_getTransactionReceipt') {
     return {
@@ -45,14 +55,15 @@ export interface FakeRpcServer {
   close(): Promise<void>;
 }
 
-export async function startFakeRpcServer(table: ReceiptTable = new Map()): Promise<FakeRpcServer> {
+/** A real HTTP JSON-RPC server on 127.0.0.1 over `table`; with `chain`, it also answers as a node of that chain. */
+export async function startFakeRpcServer(table: ReceiptTable = new Map(), chain?: FakeChain): Promise<FakeRpcServer> {
   let count = 0;
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       count++;
-      const { status, text } = answer(table, Buffer.concat(chunks).toString('utf8'));
+      const { status, text } = answer(table, Buffer.concat(chunks).toString('utf8'), chain);
       res.writeHead(status, { 'content-type': 'application/json' }).end(text);
     });
   });

@@ -137,6 +137,26 @@ describe('bin/relayer-server serving (docs/design.md#the-server-binary, #storage
     }
   });
 
+  test('docs/api.md#get-messages: RELAYER_ADMIN_TOKEN turns GET /messages on (over the config), is never printed, and a malformed one exits 2', async (t) => {
+    const token = 'from-the-environment-0123456789';
+    const server = await startRelayerServer(t, ['--db', ':memory:'], {
+      env: { ...process.env, RELAYER_ADMIN_TOKEN: token },
+    });
+    assert.equal((await httpRequest(server.url, { path: '/messages' })).status, 401);
+    const listed = await httpRequest(server.url, { path: '/messages', headers: { authorization: `Bearer ${token}` } });
+    assert.equal(listed.status, 200, listed.text);
+    assert.deepEqual(listed.json(), { messages: [] });
+    assert.ok(!server.output().includes(token), 'the token is not printed');
+    const off = await startRelayerServer(t, ['--db', ':memory:']);
+    assert.equal((await httpRequest(off.url, { path: '/messages' })).status, 404, 'never open without a token');
+    const bad = await runRelayerServer(['--db', ':memory:', '--port', '0'], {
+      env: { ...process.env, RELAYER_ADMIN_TOKEN: 'short' },
+    });
+    assert.equal(bad.code, 2);
+    assert.match(bad.output, /RELAYER_ADMIN_TOKEN must be 16 to 1024 visible ASCII characters/);
+    assert.ok(!bad.output.includes('short'));
+  });
+
   test('flags override the config file (--db, --host)', async (t) => {
     const fromConfig = join(dir, 'ignored.db');
     const config = writeConfig('override.json', goodConfig(fromConfig));

@@ -8,12 +8,11 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { openSqliteStore } from '../../lib/sqlite/index.ts';
+import { startFakeRpcServer, type FakeRpcServer } from '../helpers/fake-rpc.ts';
 import { REPO_ROOT, spawnTracked, waitForLine } from '../helpers/processes.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'relayer-npm-signals-'));
@@ -34,31 +33,11 @@ function processesNaming(marker: string): number[] {
   return pids;
 }
 
-/** A JSON-RPC endpoint that answers eth_chainId (the worker's start-up check) and little else. */
-const rpc = createServer((req, res) => {
-  let body = '';
-  req.on('data', (chunk) => (body += chunk));
-  req.on('end', () => {
-    const call = JSON.parse(body) as { id: unknown; method: string };
-    const result =
-      call.method === 'eth_chainId'
-        ? `0x${CHAIN_ID.toString(16)}`
-        : call.method === 'eth_getBalance'
-          ? '0xde0b6b3a7640000'
-          : call.method === 'eth_blockNumber'
-            ? '0x1'
-            : null;
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ jsonrpc: '2.0', id: call.id, result }));
-  });
-});
-
+let rpc: FakeRpcServer;
 let config: string;
 let db: string;
 before(async () => {
-  rpc.listen(0, '127.0.0.1');
-  await once(rpc, 'listening');
-  const { port } = rpc.address() as AddressInfo;
+  rpc = await startFakeRpcServer(new Map(), { chainId: CHAIN_ID });
   db = join(dir, 'relayer.db');
   const store = await openSqliteStore(db);
   await store.close();
@@ -71,14 +50,14 @@ before(async () => {
           domainId: 1,
           chainId: CHAIN_ID,
           mailbox: '0x00000000000000000000000000000000000000a1',
-          rpcUrls: [{ http: `http://127.0.0.1:${port}` }],
+          rpcUrls: [{ http: rpc.url }],
         },
       },
     }),
   );
 });
-after(() => {
-  rpc.close();
+after(async () => {
+  await rpc.close();
   // A test that failed may have left the server behind npm: end it, then the directory.
   for (const pid of processesNaming(dir)) process.kill(pid, 'SIGKILL');
   rmSync(dir, { recursive: true, force: true });

@@ -28,6 +28,18 @@ const root = new URL('../..', import.meta.url).pathname;
 
 /** Commands the suite runs in other ways (or that would run the suite inside itself). */
 const NOT_RUN_HERE = new Map<string, string>([
+  [
+    'npm run worker -- list --config relayer.json                      # every message not delivered, oldest first',
+    'test/process/worker-bin.test.ts runs list and requeue --status failed on a real SQLite file',
+  ],
+  [
+    'npm run worker -- list --status failed --destination base --limit 20 --config relayer.json',
+    'test/process/worker-bin.test.ts runs list with each filter',
+  ],
+  [
+    'npm run worker -- requeue --status failed --destination base --config relayer.json',
+    'test/process/worker-bin.test.ts runs requeue --status failed --destination',
+  ],
   ['npm install', 'the shared node_modules of this checkout stands for it'],
   ['npm test', 'this is npm test'],
   [

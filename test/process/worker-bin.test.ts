@@ -5,19 +5,49 @@
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { DatabaseSync } from 'node:sqlite';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, test } from 'node:test';
+import { after, before, test } from 'node:test';
 import { openSqliteStore } from '../../lib/sqlite/index.ts';
 import { setTimeout as delay } from 'node:timers/promises';
+import { startFakeRpcServer, type FakeRpcServer } from '../helpers/fake-rpc.ts';
 import { spawnTracked, waitForLine } from '../helpers/processes.ts';
 import { REPO_ROOT } from '../helpers/server.ts';
 
 const BIN = join(REPO_ROOT, 'bin', 'relayer-worker.ts');
 const dir = mkdtempSync(join(tmpdir(), 'relayer-worker-bin-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
 const KEY = `0x${'7e'.repeat(32)}`;
+/** A node of chain 31337 whose signer holds 0.005 ether (below the default floor of 0.01). */
+let rpc: FakeRpcServer;
+before(async () => {
+  rpc = await startFakeRpcServer(new Map(), { chainId: 31337, balanceWei: 5_000_000_000_000_000n });
+});
+after(async () => {
+  await rpc.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** A config with one destination, `local` (chain id 31337), over `rpcUrls`. */
+function localConfig(name: string, rpcUrls: string[], chainId = 31337): string {
+  const path = join(dir, name);
+  writeFileSync(
+    path,
+    JSON.stringify({
+      chains: {
+        local: {
+          domainId: 31337,
+          chainId,
+          mailbox: `0x${'00'.repeat(19)}01`,
+          rpcUrls: rpcUrls.map((http) => ({ http })),
+        },
+      },
+      worker: { port: 0 },
+    }),
+  );
+  return path;
+}
 
 async function run(
   args: string[],
@@ -258,6 +288,79 @@ test('docs/design.md#listing-and-bulk-requeue: list shows what is stuck (filters
   );
 });
 
+test("docs/delivery.md#start-up-checks-and-heartbeat: a database that does not exist, or is not the server's, is refused (exit 2, the path named, nothing created)", async () => {
+  const config = localConfig('exists.json', [rpc.url]);
+  const missing = join(dir, 'nope', 'x.db');
+  const typo = await run(['--config', config, '--db', missing], { RELAYER_SIGNER_KEY: KEY });
+  assert.equal(typo.code, 2, typo.output);
+  assert.match(typo.output, /database \S+nope\/x\.db does not exist: .*give relayer-server's database/);
+  assert.equal(existsSync(join(dir, 'nope')), false, 'no directory created');
+  for (const command of [['list'], ['requeue', '--status', 'failed']]) {
+    const refused = await run([...command, '--config', config, '--db', missing]);
+    assert.equal(refused.code, 2, `${command[0]}: ${refused.output}`);
+    assert.equal(existsSync(join(dir, 'nope')), false);
+  }
+  const memory = await run(['--config', config, '--db', ':memory:'], { RELAYER_SIGNER_KEY: KEY });
+  assert.equal(memory.code, 2);
+  assert.match(memory.output, /:memory: is an empty database/);
+  const other = join(dir, 'other.db');
+  const db = new DatabaseSync(other);
+  db.exec('CREATE TABLE notes (text TEXT)');
+  db.close();
+  const foreign = await run(['--config', config, '--db', other], { RELAYER_SIGNER_KEY: KEY });
+  assert.equal(foreign.code, 2, foreign.output);
+  assert.match(foreign.output, /other\.db \(\/\S+\) has no relayer schema: not relayer-server's database/);
+});
+
+test('docs/delivery.md#start-up-checks-and-heartbeat: a destination whose node answers another chain id, or whose nodes all stay silent, stops the start (exit 2 naming the chain)', async () => {
+  const db = join(dir, 'chains.db');
+  await (await openSqliteStore(db)).close();
+  const wrong = await run(['--config', localConfig('wrong.json', [rpc.url], 8453), '--db', db], {
+    RELAYER_SIGNER_KEY: KEY,
+  });
+  assert.equal(wrong.code, 2, wrong.output);
+  assert.match(
+    wrong.output,
+    /chains\.local: the RPC node http:\/\/127\.0\.0\.1:\d+ answers chain id 31337, the config says 8453/,
+  );
+  const silent = await run(['--config', localConfig('silent.json', ['http://127.0.0.1:1/v2/SECRET']), '--db', db], {
+    RELAYER_SIGNER_KEY: KEY,
+  });
+  assert.equal(silent.code, 2, silent.output);
+  assert.match(silent.output, /chains\.local: no RPC node answered eth_chainId \(http:\/\/127\.0\.0\.1:1: /);
+  assert.doesNotMatch(silent.output, /SECRET/, 'URLs cut to their origin');
+  // One node answering is enough; a silent second one is only a warning later.
+  const started = spawnTracked(
+    process.execPath,
+    [BIN, '--config', localConfig('one.json', [rpc.url, 'http://127.0.0.1:1']), '--db', db],
+    {
+      cwd: REPO_ROOT,
+      env: { ...process.env, RELAYER_DB: '', RELAYER_SIGNER_KEY: KEY },
+    },
+  );
+  const [, url] = await waitForLine(started, /relayer-worker ops on (http:\/\/\S+)/, 20_000);
+  const metrics = await (await fetch(`${url}/metrics`)).text();
+  assert.match(metrics, /^relayer_worker_signer_balance_wei\{destination="local"\} 5000000000000000$/m);
+  assert.equal((await fetch(`${url}/ready`)).status, 200);
+  const warned = started
+    .output()
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line))
+    .find((line) => line.msg === 'signer balance low');
+  assert.deepEqual(
+    {
+      level: warned?.level,
+      destination: warned?.destination,
+      balance_wei: warned?.balance_wei,
+      floor_wei: warned?.floor_wei,
+    },
+    { level: 'warn', destination: 'local', balance_wei: '5000000000000000', floor_wei: '10000000000000000' },
+  );
+  started.child.kill('SIGTERM');
+  assert.deepEqual(await once(started.child, 'exit'), [0, null]);
+});
+
 test('docs/operations.md#the-sqlite-store-worker-thread-group-commit-locks: a worker whose SQLite thread dies logs one error line and exits 1 for its supervisor', async () => {
   const config = join(dir, 'dies.json');
   writeFileSync(
@@ -268,13 +371,14 @@ test('docs/operations.md#the-sqlite-store-worker-thread-group-commit-locks: a wo
           domainId: 31337,
           chainId: 31337,
           mailbox: `0x${'00'.repeat(19)}01`,
-          // Nothing listens there: the worker never needs it while the outbox is empty.
-          rpcUrls: [{ http: 'http://127.0.0.1:1' }],
+          // A node of the chain for the start-up check; the worker needs nothing else while the outbox is empty.
+          rpcUrls: [{ http: rpc.url }],
         },
       },
       worker: { port: 0, pollMs: 50 },
     }),
   );
+  await (await openSqliteStore(join(dir, 'dies.db'))).close();
   const clean = { ...process.env };
   delete clean.RELAYER_DB;
   const child = spawnTracked(
