@@ -14,9 +14,9 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Address, Hex } from 'viem';
+import type { Address } from 'viem';
 import { MAILBOX_ABI } from '../lib/worker/metadata.ts';
-import { sendBridgeTransfer } from '../test/helpers/chain/cctp-bridge.ts';
+import { sendBridgeTransferMessage } from '../test/helpers/chain/cctp-bridge.ts';
 import {
   DESTINATION_DOMAIN,
   ORIGIN_CHAIN_NAME,
@@ -25,7 +25,6 @@ import {
   twoChainRelayerConfig,
   type TwoChains,
 } from '../test/helpers/chain/local-chains.ts';
-import { mailboxLogs } from '../test/helpers/chain/hyperlane.ts';
 import { onExitCleanup } from '../test/helpers/processes.ts';
 import { startWorker, until, type WorkerProcess } from '../test/helpers/chain/worker-chain.ts';
 import { launchRelayerServer, type RelayerProcess } from '../test/helpers/server-process.ts';
@@ -70,20 +69,16 @@ async function main(): Promise<number> {
     step(
       `Sending 1 USDC from domain ${ORIGIN_DOMAIN} to domain ${DESTINATION_DOMAIN}: TokenBridgeCctpV2.transferRemote`,
     );
-    const hash = await sendBridgeTransfer(origin.chain, route, {
+    const { hash, id, receipt } = await sendBridgeTransferMessage(origin.chain, route, origin.hyperlane.mailbox, {
       destination: DESTINATION_DOMAIN,
       recipient: RECIPIENT,
       amount: AMOUNT,
     });
-    const receipt = await origin.chain.receipt(hash);
-    const { ids } = mailboxLogs(receipt, origin.hyperlane.mailbox);
     const messageSent = receipt.logs.filter((l) => l.address.toLowerCase() === route.origin.transmitter).length;
     detail('tx hash', hash);
     detail('block', `${receipt.blockNumber} (status ${receipt.status}, ${receipt.logs.length} logs)`);
     detail('CCTP MessageSent', `${messageSent} (depositForBurn)`);
-    detail('Mailbox DispatchId', ids.join(', '));
-    if (ids.length !== 1) throw new Error(`expected one dispatched message, got ${ids.length}`);
-    const id = ids[0].toLowerCase() as Hex;
+    detail('Mailbox DispatchId', id);
 
     step('Starting bin/relayer-server.ts with a SQLite file the delivery worker will share');
     const db = join(dir, 'relayer.db');

@@ -49,11 +49,14 @@ let handlersInstalled = false;
  * registered, or before that by a caller that wants them in place (scripts/test-shared.ts, before
  * the first file it runs).
  */
-export function installExitCleanup(): void {
+export function installExitCleanup(options: { signals?: boolean } = {}): void {
   if (handlersInstalled) return;
   handlersInstalled = true;
   // 'exit' runs synchronously at any normal or error exit; kill() is synchronous, so it works here.
   process.on('exit', killAll);
+  // A long-running script that stops its children itself on a signal (npm run devnet: exit 0)
+  // installs this first with `signals: false`; the 'exit' handler still kills what is left.
+  if (options.signals === false) return;
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
     process.once(signal, () => {
       killAll();

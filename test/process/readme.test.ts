@@ -28,6 +28,23 @@ const root = new URL('../..', import.meta.url).pathname;
 
 /** Commands the suite runs in other ways (or that would run the suite inside itself). */
 const NOT_RUN_HERE = new Map<string, string>([
+  ['npm run devnet', 'runs until Ctrl-C; test/e2e/devnet.e2e.test.ts runs it through npm'],
+  [
+    'npm run devnet:send                   # one transfer: relayed, then delivered',
+    'test/e2e/devnet.e2e.test.ts runs it against a devnet',
+  ],
+  [
+    'npm run devnet:send -- --revert       # one to the recipient that always reverts: failed',
+    'test/e2e/devnet.e2e.test.ts runs it against a devnet',
+  ],
+  [
+    'npm run worker -- list --config .devnet/relayer.json',
+    'test/e2e/devnet.e2e.test.ts runs list on a devnet; test/process/worker-bin.test.ts each flag',
+  ],
+  [
+    'npm run worker -- requeue --status failed --config .devnet/relayer.json',
+    'test/process/worker-bin.test.ts runs requeue --status failed on a real SQLite file',
+  ],
   [
     'npm run worker -- list --config relayer.json                      # every message not delivered, oldest first',
     'test/process/worker-bin.test.ts runs list and requeue --status failed on a real SQLite file',
@@ -342,3 +359,11 @@ async function runInOneSession(toRun: Command[], cwd: string, port: string): Pro
     }
   }
 }
+
+test("README.md#try-it: what the README and npm run devnet have you create in the package (relayer.json, data/, .devnet/) is ignored by git, and so by biome: npm test passes after following them", () => {
+  const paths = ['relayer.json', 'data/relayer.db', '.devnet/relayer.json', '.devnet/worker.log'];
+  const ignored = spawnSync('git', ['check-ignore', '--no-index', ...paths], { cwd: root, encoding: 'utf8' });
+  assert.deepEqual(ignored.stdout.trim().split('\n'), paths, ignored.stderr);
+  const biome = JSON.parse(readFileSync(join(root, 'biome.json'), 'utf8'));
+  assert.deepEqual(biome.vcs, { enabled: true, clientKind: 'git', useIgnoreFile: true }, 'biome skips what git ignores');
+});

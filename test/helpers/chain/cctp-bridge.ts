@@ -13,7 +13,7 @@
  */
 import { encodeFunctionData, pad, type Address, type Hash } from 'viem';
 import { DEV_ACCOUNT, type Chain } from './clients.ts';
-import { hyperlaneArtifact, type HyperlaneDeployment } from './hyperlane.ts';
+import { hyperlaneArtifact, mailboxLogs, type HyperlaneDeployment } from './hyperlane.ts';
 import { compiledContract } from './solidity.ts';
 
 /** Circle's domains (0 Ethereum, 6 Base). The package's mock transmitter always sends from 0. */
@@ -170,4 +170,45 @@ export async function sendBridgeTransfer(
     pad(t.recipient),
     t.amount,
   ]);
+}
+
+/**
+ * A transfer as a user makes it, mined, and the one Hyperlane message it dispatched: the
+ * transaction to relay and the message id POST /relay should answer (npm run demo, devnet:send).
+ */
+export async function sendBridgeTransferMessage(
+  chain: Chain,
+  route: Pick<CctpV2Route, 'origin'>,
+  mailbox: Address,
+  t: { destination: number; recipient: Address; amount: bigint },
+): Promise<{ hash: Hash; id: Hash; receipt: Awaited<ReturnType<Chain['receipt']>> }> {
+  const hash = await sendBridgeTransfer(chain, route as CctpV2Route, t);
+  const receipt = await chain.receipt(hash);
+  const { ids } = mailboxLogs(receipt, mailbox);
+  if (receipt.status !== 'success' || ids.length !== 1)
+    throw new Error(`the transfer ${hash} dispatched ${ids.length} messages (status ${receipt.status})`);
+  return { hash, id: ids[0].toLowerCase() as Hash, receipt };
+}
+
+/**
+ * Runtime code that reverts on every call (PUSH1 0 PUSH1 0 REVERT), deployed by its init code: a
+ * Hyperlane recipient whose `handle` always reverts (its ISM is the Mailbox's default, since the
+ * `interchainSecurityModule()` call reverts too). npm run devnet deploys one on the destination.
+ */
+export const ALWAYS_REVERTS_INIT_CODE = '0x6460006000fd6000526005601bf3' as const;
+
+/**
+ * Points the origin router's remote router for `domain` at `recipient` (owner only: the dev
+ * account), so the next transfer's message goes there; returns a function that points it back.
+ */
+export async function redirectRemoteRouter(
+  chain: Chain,
+  originRouter: Address,
+  domain: number,
+  recipient: Address,
+  restore: Address,
+): Promise<() => Promise<void>> {
+  const abi = bridgeArtifacts.router().abi;
+  await send(chain, originRouter, abi, 'enrollRemoteRouter', [domain, pad(recipient)]);
+  return () => send(chain, originRouter, abi, 'enrollRemoteRouter', [domain, pad(restore)]);
 }
