@@ -199,7 +199,7 @@ export function checkJournalFilter(
 }
 
 /**
- * The lease is required (README.md, "Delivery workers"): a call without one is a programming
+ * The lease is required (docs/embedding.md#delivery-workers-the-outbox-lifecycle): a call without one is a programming
  * error, thrown, never a silent `false` that a worker might read as "someone else has it".
  */
 function checkLease(lease: unknown, method: string): string {

@@ -1,5 +1,5 @@
 /**
- * README.md#embedding-the-library: a script that embeds the library must stay alive while a relay
+ * docs/embedding.md#embedding-the-library: a script that embeds the library must stay alive while a relay
  * is in flight. The receipt fetcher waits between polls on timers; if those do not hold the
  * process, a script using top-level await exits 13 ("unsettled top-level await") and an `async
  * main()` exits 0 with no output. Each child script below imports the built package (what an
@@ -55,7 +55,7 @@ function script(rpcUrl: string, form: 'top-level await' | 'async main'): string 
 }
 
 for (const form of ['top-level await', 'async main'] as const) {
-  test(`README.md#embedding-the-library: an embedding script (${form}) stays alive through receipt polls, prints the result and exits 0`, async (t) => {
+  test(`docs/embedding.md#embedding-the-library: an embedding script (${form}) stays alive through receipt polls, prints the result and exits 0`, async (t) => {
     const rpc = await startRpc(2);
     t.after(() => rpc.close());
     const child = spawnTracked(process.execPath, ['--input-type=module', '--eval', script(rpc.url, form)]);

@@ -261,10 +261,19 @@ test('docs/design.md#package: the package publishes LICENSE and every document i
   }
 });
 
-test('README.md#map-of-the-package: the README opens with a map of every entry point of package.json, each row naming code that exists', () => {
+test('README.md#map-of-the-package: the README opens with the quick start, its table of contents and a map of every entry point of package.json, each row naming code that exists', () => {
   const readme = readFileSync(join(root, 'README.md'), 'utf8');
-  const first = readme.split('\n## ')[1];
-  assert.ok(first.startsWith('Map of the package\n'), 'the first section of the README is the map');
+  const sections = readme.split('\n## ').slice(1);
+  assert.deepEqual(
+    sections.map((s) => s.split('\n')[0]),
+    ['Quick start', 'Documentation', 'Map of the package'],
+    'the quick start first, on one screen; the rest in docs/',
+  );
+  assert.ok(
+    readme.split('\n## Documentation')[0].split('\n').length <= 50,
+    'the intro and the quick start fit one screen',
+  );
+  const first = sections[2];
   const rows = first.split('\n').filter((line) => line.startsWith('| `'));
   const entry = (row: string) => /^\| `([^`]+)`/.exec(row)![1];
   const exportsMap = Object.entries(pkg.exports as Record<string, { default: string } | string>).filter(

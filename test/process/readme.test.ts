@@ -1,5 +1,5 @@
 /**
- * README.md#try-it: the README runs as written. Every fenced shell block of the README and of the
+ * docs/getting-started.md#try-it: the README runs as written. Every fenced shell block of the README and of the
  * published docs is either run here or listed below as a command the suite itself covers; a
  * command in neither fails the test, so a new example cannot slip in unrun.
  *
@@ -28,6 +28,18 @@ const root = new URL('../..', import.meta.url).pathname;
 
 /** Commands the suite runs in other ways (or that would run the suite inside itself). */
 const NOT_RUN_HERE = new Map<string, string>([
+  [
+    'npm install          # also Node 24, pinned as a devDependency: every npm script runs on it',
+    'the shared node_modules of this checkout stands for it',
+  ],
+  [
+    'npm start            # the API on http://127.0.0.1:9090: built-in mainnet chains, ./relayer.db',
+    "the walkthrough's npm start (docs/getting-started.md) starts the server the quick start's curl lines run against; test/process/bin.test.ts starts it on the built-in default",
+  ],
+  [
+    'npm run devnet:send              # one transfer: relayed, delivered; --revert: failed',
+    'test/e2e/devnet.e2e.test.ts runs it against a devnet',
+  ],
   ['npm run devnet', 'runs until Ctrl-C; test/e2e/devnet.e2e.test.ts runs it through npm'],
   [
     'npm run devnet:send                   # one transfer: relayed, then delivered',
@@ -102,12 +114,20 @@ const NOT_RUN_HERE = new Map<string, string>([
     'test/process/replicas.test.ts starts replicas with RELAYER_DB on a real PostgreSQL',
   ],
   [
-    'npm start -- --port 9091 --db postgres://relayer:relayer@127.0.0.1:54329/postgres',
+    'npm start -- --port 9092 --db postgres://relayer:relayer@127.0.0.1:54329/postgres',
     'test/process/replicas.test.ts starts relayer-server with --db postgres://… on a real PostgreSQL',
   ],
   [
-    'RELAYER_DB=postgres://relayer:relayer@127.0.0.1:54329/postgres npm run worker -- --config relayer.json --port 9091',
-    'test/process/worker-bin.test.ts runs relayer-worker without RELAYER_SIGNER_KEY (exit 2, the message)',
+    'npm run pg                                                                                     # PostgreSQL on 127.0.0.1:54329',
+    'runs until Ctrl-C; test/helpers/postgres.ts starts the same server (scripts/embedded-postgres.ts) for the suite',
+  ],
+  [
+    'RELAYER_DB=postgres://relayer:relayer@127.0.0.1:54329/postgres npm start -- --config relayer.json   # the server, port 9090',
+    'test/process/replicas.test.ts starts relayer-server with RELAYER_DB on a real PostgreSQL',
+  ],
+  [
+    'npm run worker -- list --status failed --config relayer.json --db postgres://relayer:relayer@127.0.0.1:54329/postgres',
+    'test/process/worker-bin.test.ts runs list with each filter; test/e2e/devnet.e2e.test.ts on a devnet',
   ],
   [
     'RELAYER_DB=postgres://relayer:relayer@127.0.0.1:54329/postgres RELAYER_SIGNER_KEY=0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d npm run worker -- --config relayer.json --port 9091',
@@ -187,13 +207,13 @@ function publishedMarkdown(): string[] {
   return packedFiles().filter((p) => p.endsWith('.md'));
 }
 
-/** The README's configuration for the walkthrough: the ```json block that has "chains" and an admin token. */
+/** The walkthrough's configuration (docs/getting-started.md#try-it): the ```json block that has "chains" and an admin token. */
 function readmeConfig(): Record<string, any> {
-  const blocks = [...readFileSync(join(root, 'README.md'), 'utf8').matchAll(/```json\n([\s\S]*?)```/g)].map(
-    (m) => m[1],
-  );
+  const blocks = [
+    ...readFileSync(join(root, 'docs', 'getting-started.md'), 'utf8').matchAll(/```json\n([\s\S]*?)```/g),
+  ].map((m) => m[1]);
   const config = blocks.map((b) => JSON.parse(b)).find((c) => c.chains && c.server?.adminToken);
-  assert.ok(config, 'the README has a relayer.json with chains and an admin token');
+  assert.ok(config, 'docs/getting-started.md has a relayer.json with chains and an admin token');
   return config;
 }
 
@@ -216,7 +236,7 @@ rmSync(clone, { recursive: true, force: true });
 mkdirSync(clone);
 after(() => rmSync(clone, { recursive: true, force: true }));
 
-test('README.md#try-it: every shell example of the README and the docs runs as written against the real server', async (t) => {
+test('docs/getting-started.md#try-it: every shell example of the README and the docs runs as written against the real server', async (t) => {
   const commands = publishedMarkdown().flatMap(shellCommands);
   assert.ok(commands.length >= 15, `found ${commands.length} shell commands`);
   const starts = commands.filter((c) => /^npm start\b/.test(c.text) && !NOT_RUN_HERE.has(c.text));
@@ -360,10 +380,14 @@ async function runInOneSession(toRun: Command[], cwd: string, port: string): Pro
   }
 }
 
-test("README.md#try-it: what the README and npm run devnet have you create in the package (relayer.json, data/, .devnet/) is ignored by git, and so by biome: npm test passes after following them", () => {
+test('docs/getting-started.md#try-it: what the README and npm run devnet have you create in the package (relayer.json, data/, .devnet/) is ignored by git, and so by biome: npm test passes after following them', () => {
   const paths = ['relayer.json', 'data/relayer.db', '.devnet/relayer.json', '.devnet/worker.log'];
   const ignored = spawnSync('git', ['check-ignore', '--no-index', ...paths], { cwd: root, encoding: 'utf8' });
   assert.deepEqual(ignored.stdout.trim().split('\n'), paths, ignored.stderr);
   const biome = JSON.parse(readFileSync(join(root, 'biome.json'), 'utf8'));
-  assert.deepEqual(biome.vcs, { enabled: true, clientKind: 'git', useIgnoreFile: true }, 'biome skips what git ignores');
+  assert.deepEqual(
+    biome.vcs,
+    { enabled: true, clientKind: 'git', useIgnoreFile: true },
+    'biome skips what git ignores',
+  );
 });

@@ -204,7 +204,7 @@ describe('expiry without per-entry timers', () => {
     assert.equal(
       clock.keepingAlive(),
       0,
-      'README.md#embedding-the-library: the sweep is a background timer: it never keeps a process alive',
+      'docs/embedding.md#embedding-the-library: the sweep is a background timer: it never keeps a process alive',
     );
     await clock.advance(WINDOW + 1_000);
     assert.equal(cache.size(), 0);

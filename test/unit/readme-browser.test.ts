@@ -1,6 +1,6 @@
 /**
- * The README's browser example ("For bridge UIs") runs as written: the block after the
- * `browser-example` marker is taken from README.md, its three constants are pointed at a real
+ * docs/browser.md's example ("For bridge UIs") runs as written: the block after the
+ * `browser-example` marker is taken from docs/browser.md, its three constants are pointed at a real
  * server on loopback, and it runs with the global fetch. Only `setTimeout` and `console` are
  * handed in: each of its waits moves the server's fake clock by the same time and lets a
  * stand-in delivery worker take one step, so the example sees queued → delivering → delivered.
@@ -18,9 +18,9 @@ import { startApi } from '../helpers/server.ts';
 const DEST_TX = '0x' + 'de'.repeat(32);
 
 function browserExample(): string {
-  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-  const match = /<!-- browser-example[^>]*-->\n```js\n([\s\S]*?)```/.exec(readme);
-  assert.ok(match, 'the README has the browser example block');
+  const page = readFileSync(new URL('../../docs/browser.md', import.meta.url), 'utf8');
+  const match = /<!-- browser-example[^>]*-->\n```js\n([\s\S]*?)```/.exec(page);
+  assert.ok(match, 'docs/browser.md has the browser example block');
   return match[1];
 }
 
@@ -38,7 +38,7 @@ const AsyncFunction = Object.getPrototypeOf(async () => {}).constructor as new (
   ...args: string[]
 ) => (...values: unknown[]) => Promise<void>;
 
-test('README: the browser example relays a transaction and follows its messages to delivered, also when rate limited and when resubmitted', async (t) => {
+test('docs/browser.md: the browser example relays a transaction and follows its messages to delivered, also when rate limited and when resubmitted', async (t) => {
   const clock = createFakeClock();
   const outbox = createMemoryOutbox(clock);
   const table: ReceiptTable = new Map();

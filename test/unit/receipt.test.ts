@@ -378,7 +378,7 @@ describe('receipt fetch: polling and the 10 s deadline (docs/design.md#receipt)'
     assert.equal(result.settled, false);
     await h.clock.advance(499);
     assert.deepEqual(h.calls.urls(), [URL_A]);
-    // README.md#embedding-the-library: between polls the wait (and the deadline) keep a real
+    // docs/embedding.md#embedding-the-library: between polls the wait (and the deadline) keep a real
     // process alive.
     assert.ok(h.clock.keepingAlive() >= 1, 'the poll wait is not a background timer');
     await h.clock.advance(1);
