@@ -12,7 +12,9 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { openSqliteStore } from '../../lib/sqlite/index.ts';
 import { setTimeout as delay } from 'node:timers/promises';
+import pg from 'pg';
 import { startFakeRpcServer, type FakeRpcServer } from '../helpers/fake-rpc.ts';
+import { sharedPostgresUrl } from '../helpers/postgres.ts';
 import { spawnTracked, waitForLine } from '../helpers/processes.ts';
 import { REPO_ROOT } from '../helpers/server.ts';
 
@@ -310,6 +312,40 @@ test("docs/delivery.md#start-up-checks-and-heartbeat: a database that does not e
   const foreign = await run(['--config', config, '--db', other], { RELAYER_SIGNER_KEY: KEY });
   assert.equal(foreign.code, 2, foreign.output);
   assert.match(foreign.output, /other\.db \(\/\S+\) has no relayer schema: not relayer-server's database/);
+});
+
+test('docs/delivery.md#start-up-checks-and-heartbeat: a PostgreSQL database without the relayer schema is refused (exit 2, the URL without its password), and none is created', async () => {
+  const url = new URL(await sharedPostgresUrl());
+  const name = `fresh_${Date.now().toString(36)}_${process.pid}`;
+  const admin = new pg.Client({ connectionString: url.href });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+    const fresh = new URL(url.href);
+    fresh.pathname = `/${name}`;
+    for (const command of [['list'], []]) {
+      const refused = await run([...command, '--config', localConfig('pg.json', [rpc.url]), '--db', fresh.href], {
+        RELAYER_SIGNER_KEY: KEY,
+      });
+      assert.equal(refused.code, 2, refused.output);
+      assert.match(
+        refused.output,
+        new RegExp(`database postgres://[^:]+:\\*\\*\\*@\\S+/${name} has no relayer schema`),
+      );
+      if (url.password) assert.ok(!refused.output.includes(url.password), 'no password');
+    }
+    const probe = new pg.Client({ connectionString: fresh.href });
+    await probe.connect();
+    try {
+      const { rows } = await probe.query("SELECT to_regnamespace('relayer') IS NULL AS none");
+      assert.equal(rows[0].none, true, 'no schema was created');
+    } finally {
+      await probe.end();
+    }
+  } finally {
+    await admin.query(`DROP DATABASE IF EXISTS ${name}`).catch(() => {});
+    await admin.end();
+  }
 });
 
 test('docs/delivery.md#start-up-checks-and-heartbeat: a destination whose node answers another chain id, or whose nodes all stay silent, stops the start (exit 2 naming the chain)', async () => {
