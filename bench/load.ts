@@ -65,10 +65,13 @@ const SERVER_BIN = fileURLToPath(new URL('../bin/relayer-server.ts', import.meta
 /**
  * bin/relayer-server.ts as `npm start -- <args>` runs it (its config file, its store, its RPC
  * transport, its request log at the default level: its stdout is read and dropped), ready once it
- * printed "listening on http://HOST:PORT". stop() sends SIGTERM and waits for the exit.
+ * printed "listening on http://HOST:PORT"; `checkout`: another tree's bin/relayer-server.ts instead.
+ * stop() sends SIGTERM and waits for the exit.
  */
-export function startRelayerServer(args: readonly string[]): Promise<Omit<ServerHandle, 'memory'>> {
-  const child = spawn(process.execPath, [SERVER_BIN, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+export function startRelayerServer(args: readonly string[], checkout?: string): Promise<Omit<ServerHandle, 'memory'>> {
+  // Another checkout's server (bench/postgres-served.ts compares two commits) runs from its own tree.
+  const bin = checkout === undefined ? SERVER_BIN : `${checkout}/bin/relayer-server.ts`;
+  const child = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   return new Promise((resolve, reject) => {
     let seen = '';
