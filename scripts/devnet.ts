@@ -58,6 +58,12 @@ function options(): { dir: string; port: number } {
   }
 }
 
+/** Commands with their comments in one column. */
+function aligned(rows: Array<[string, string]>): string[] {
+  const width = Math.max(...rows.map(([command]) => command.length)) + 2;
+  return rows.map(([command, comment]) => `  ${command.padEnd(width)}# ${comment}`);
+}
+
 /** A path as the user would type it from the package directory (npm runs scripts there). */
 const shown = (path: string) => (relative(process.cwd(), path).startsWith('..') ? path : relative(process.cwd(), path));
 
@@ -146,8 +152,10 @@ async function main(): Promise<number> {
         `  destination  ${DESTINATION_CHAIN_NAME}: domain ${destination.hyperlane.domain}, chain id ${destination.anvil.chainId}, ${destination.anvil.rpcUrl}`,
         '',
         'In another terminal:',
-        `  npm run devnet:send${dirArg ? ` --${dirArg}` : ''}                 # one transfer: relayed, delivered`,
-        `  npm run devnet:send -- --revert${dirArg}      # to a recipient that always reverts: failed`,
+        ...aligned([
+          [`npm run devnet:send${dirArg ? ` --${dirArg}` : ''}`, 'one transfer: relayed, delivered'],
+          [`npm run devnet:send -- --revert${dirArg}`, 'to a recipient that always reverts: failed'],
+        ]),
         `  npm run worker -- list --config ${cfg}`,
         `  npm run worker -- requeue --status failed --config ${cfg}`,
         `  curl -s '${server.url}/messages?status=failed' -H 'authorization: Bearer ${adminToken}'`,

@@ -15,7 +15,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import pg from 'pg';
 import { startFakeRpcServer, type FakeRpcServer } from '../helpers/fake-rpc.ts';
 import { sharedPostgresUrl } from '../helpers/postgres.ts';
-import { spawnTracked, waitForLine } from '../helpers/processes.ts';
+import { spawnTracked, stopProcess, waitForLine } from '../helpers/processes.ts';
 import { REPO_ROOT } from '../helpers/server.ts';
 
 const BIN = join(REPO_ROOT, 'bin', 'relayer-worker.ts');
@@ -395,6 +395,50 @@ test('docs/delivery.md#start-up-checks-and-heartbeat: a destination whose node a
   );
   started.child.kill('SIGTERM');
   assert.deepEqual(await once(started.child, 'exit'), [0, null]);
+});
+
+test('docs/delivery.md#start-up-checks-and-heartbeat: a node that turns to another chain while the worker runs makes /ready 503 wrong_chain until it is back; the heartbeat names the queue depth', async () => {
+  const chain = { chainId: 31337 };
+  const node = await startFakeRpcServer(new Map(), chain);
+  const db = join(dir, 'turns.db');
+  await (await openSqliteStore(db)).close();
+  const config = join(dir, 'turns.json');
+  writeFileSync(
+    config,
+    JSON.stringify({
+      chains: {
+        local: { domainId: 31337, chainId: 31337, mailbox: `0x${'00'.repeat(19)}01`, rpcUrls: [{ http: node.url }] },
+      },
+      // The one real timer here: a heartbeat a second, instead of a minute.
+      worker: { port: 0, heartbeatSeconds: 1 },
+    }),
+  );
+  const worker = spawnTracked(process.execPath, [BIN, '--config', config, '--db', db], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, RELAYER_DB: '', RELAYER_SIGNER_KEY: KEY },
+  });
+  try {
+    const [, url] = await waitForLine(worker, /relayer-worker ops on (http:\/\/\S+)/, 20_000);
+    const readyIs = async (status: number, body: string) => {
+      for (let i = 0; i < 100; i++) {
+        const res = await fetch(`${url}/ready`);
+        if (res.status === status && (await res.text()) === body) return;
+        await delay(100);
+      }
+      assert.fail(`/ready never answered ${status} ${body.trim()}: ${worker.output()}`);
+    };
+    await readyIs(200, 'ready\n');
+    chain.chainId = 1;
+    await readyIs(503, 'wrong_chain\n');
+    await waitForLine(worker, /"msg":"rpc node of another chain: not ready until it is fixed"/, 5_000);
+    chain.chainId = 31337;
+    await readyIs(200, 'ready\n');
+    const [heartbeat] = await waitForLine(worker, /"msg":"heartbeat".*/, 5_000);
+    assert.match(heartbeat, /"queue_depth":0,"in_flight":0,"destinations":\["local"\]/);
+  } finally {
+    await stopProcess(worker.child);
+    await node.close();
+  }
 });
 
 test('docs/operations.md#the-sqlite-store-worker-thread-group-commit-locks: a worker whose SQLite thread dies logs one error line and exits 1 for its supervisor', async () => {
