@@ -187,6 +187,11 @@ export async function openPostgresFromUrl(
         logger.warn('database connection lost', {
           error: redactDatabaseSecrets(`${error.name}: ${error.message.split('\n')[0]}`, db),
         }),
+      // The change feed connects again by itself and has its followers read again.
+      onListenLost: (error) =>
+        logger.warn('database listening connection lost; listening again', {
+          error: redactDatabaseSecrets(`${error.name}: ${error.message.split('\n')[0]}`, db),
+        }),
     });
     return {
       store,

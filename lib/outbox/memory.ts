@@ -3,6 +3,7 @@
  * SQLite store is checked against (the same contract suite runs on every engine). Like the SQL
  * engines it copies what it stores and what it returns, so callers cannot alias its rows.
  */
+import { createChangeHub, txKey, type ChangeHub } from '../change-feed.ts';
 import { systemClock, type Clock } from '../clock.ts';
 import {
   checkBroadcast,
@@ -19,7 +20,15 @@ import {
   newLease,
   validateOutboxBatch,
 } from './checks.ts';
-import type { JournalEntry, Outbox, OutboxRecord, Slot, Synchronous } from './types.ts';
+import type {
+  JournalEntry,
+  Outbox,
+  OutboxRecord,
+  Slot,
+  Synchronous,
+  VersionedReads,
+  VersionedRecord,
+} from './types.ts';
 
 interface JournalRow extends JournalEntry {
   /** Set once its slot is settled. */
@@ -33,20 +42,52 @@ interface MemoryRow extends OutboxRecord {
   lease: string | null;
   /** Arrival order: breaks ties between equal enqueuedAt, like a SQL rowid. */
   seq: number;
+  /** The change version (VersionedRecord): one counter for the whole outbox. */
+  version: number;
+  /** What the version was given for: status, attempts, last_error, destination_tx_hash. */
+  shown: string;
 }
 
 function toRecord(row: MemoryRow): OutboxRecord {
-  const { lease: _lease, seq: _seq, ...record } = row;
+  const { lease: _lease, seq: _seq, version: _version, shown: _shown, ...record } = row;
   return { ...record, raw: row.raw.slice() };
 }
 
-/** The in-memory outbox answers synchronously. */
-export type MemoryOutbox = Synchronous<Outbox>;
+function toVersioned(row: MemoryRow): VersionedRecord {
+  return { ...toRecord(row), version: row.version };
+}
+
+const shown = (row: MemoryRow) => JSON.stringify([row.status, row.attempts, row.lastError, row.destinationTxHash]);
+
+/**
+ * The in-memory outbox answers synchronously. Its change feed publishes each write as it returns
+ * (docs/design.md#change-feed).
+ */
+export type MemoryOutbox = Synchronous<Outbox> & Synchronous<VersionedReads> & { readonly changes: ChangeHub };
 
 export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
   // `open` holds the queued and delivering rows, so claim() does not walk the delivered history.
   const rows = new Map<string, MemoryRow>();
   const open = new Map<string, MemoryRow>();
+  const changes = createChangeHub();
+  let version = 0;
+
+  /**
+   * Gives the rows whose status, attempts, last_error or destination_tx_hash changed (or that are
+   * new) the next versions, and tells the feed.
+   */
+  function changed(touched: readonly MemoryRow[], inserted = false): void {
+    const moved = touched.filter((row) => row.shown !== shown(row));
+    if (moved.length === 0) return;
+    for (const row of moved) {
+      row.version = ++version;
+      row.shown = shown(row);
+    }
+    changes.publish({
+      ids: moved.map((row) => row.id),
+      txs: inserted ? [...new Set(moved.map((row) => txKey(row.originChain, row.txHash)))] : [],
+    });
+  }
   // The journal in recording order (a Map keeps insertion order): by hash.
   const journal = new Map<string, JournalRow>();
   const openEntries = (): JournalRow[] => [...journal.values()].filter((e) => e.closedAt === null);
@@ -66,10 +107,17 @@ export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
     return row !== undefined && row.status === 'delivering' && row.lease === lease ? row : undefined;
   }
 
+  function ofTx(originChain: string, txHash: string): MemoryRow[] {
+    const hash = txHash.toLowerCase();
+    const found: MemoryRow[] = [];
+    for (const row of rows.values()) if (row.originChain === originChain && row.txHash === hash) found.push(row);
+    return found;
+  }
+
   return {
     enqueue(batch) {
       validateOutboxBatch(batch);
-      let stored = 0;
+      const stored: MemoryRow[] = [];
       for (const m of batch) {
         if (rows.has(m.id)) continue; // idempotent by id, also within one batch
         const row: MemoryRow = {
@@ -94,12 +142,15 @@ export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
           polls: 0,
           lease: null,
           seq: rows.size,
+          version: 0,
+          shown: '',
         };
         rows.set(m.id, row);
         open.set(m.id, row);
-        stored++;
+        stored.push(row);
       }
-      return stored;
+      changed(stored, true);
+      return stored.length;
     },
 
     get(id) {
@@ -107,13 +158,16 @@ export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
       return row && toRecord(row);
     },
 
-    byTx(originChain, txHash) {
-      const hash = txHash.toLowerCase();
-      const found: OutboxRecord[] = [];
-      for (const row of rows.values())
-        if (row.originChain === originChain && row.txHash === hash) found.push(toRecord(row));
-      return found;
+    byTx: (originChain, txHash) => ofTx(originChain, txHash).map(toRecord),
+
+    getVersioned(id) {
+      const row = rows.get(id.toLowerCase());
+      return row && toVersioned(row);
     },
+
+    byTxVersioned: (originChain, txHash) => ofTx(originChain, txHash).map(toVersioned),
+
+    changes,
 
     depth: () => open.size,
 
@@ -122,6 +176,7 @@ export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
       if (limit === 0) return [];
       const now = clock.now();
       const claimable: MemoryRow[] = [];
+      const dead: MemoryRow[] = [];
       for (const row of open.values()) {
         if (row.status === 'queued') {
           if (row.retryAt === null || row.retryAt <= now) claimable.push(row);
@@ -134,11 +189,13 @@ export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
             row.claimedUntil = null;
             row.lease = null;
             open.delete(row.id);
+            dead.push(row);
           } else claimable.push(row);
         }
       }
       claimable.sort((a, b) => a.enqueuedAt - b.enqueuedAt || a.seq - b.seq);
-      return claimable.slice(0, limit).map((row) => {
+      const taken = claimable.slice(0, limit);
+      const claimed = taken.map((row) => {
         if (row.status === 'delivering') row.leaseExpiries++;
         row.status = 'delivering';
         row.claimedUntil = now + leaseMs;
@@ -147,6 +204,8 @@ export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
         row.lease = newLease();
         return { ...toRecord(row), lease: row.lease };
       });
+      changed([...dead, ...taken]);
+      return claimed;
     },
 
     extend(id, lease, leaseMs) {
@@ -168,6 +227,7 @@ export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
       row.retryAt = null;
       row.lease = null;
       open.delete(row.id);
+      changed([row]);
       return true;
     },
 
@@ -186,6 +246,7 @@ export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
         row.status = 'queued';
         row.retryAt = retryAt;
       }
+      changed([row]);
       return true;
     },
 
@@ -273,5 +334,6 @@ export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
     row.retryAt = null;
     row.leaseExpiries = 0;
     open.set(row.id, row);
+    changed([row]);
   }
 }

@@ -10,6 +10,7 @@
 import type { Clock } from '../clock.ts';
 import type { RelayAdmission, RelayerStore } from '../store.ts';
 import type { RelayApiConfig } from '../types.ts';
+import { createPostgresChangeFeed, type PostgresChangeFeed } from './changes.ts';
 import { createPostgresDedupStore, type PostgresDedupStore } from './dedup.ts';
 import { createPostgresMerkleStore, type PostgresMerkleStore } from './merkle.ts';
 import { createPostgresOutbox, type PostgresOutbox } from './outbox.ts';
@@ -28,7 +29,7 @@ export {
   type PgQueryable,
   type PgQueryResult,
 } from './pool.ts';
-export type { PostgresDedupStore, PostgresMerkleStore, PostgresOutbox, PostgresRateLimiter };
+export type { PostgresChangeFeed, PostgresDedupStore, PostgresMerkleStore, PostgresOutbox, PostgresRateLimiter };
 
 /** A pending reservation outlives the receipt wait by this much before another replica may take it. */
 export const PENDING_MARGIN_MS = 5_000;
@@ -48,10 +49,16 @@ export interface PostgresStoreOptions {
   migrate?: boolean;
   /** Called when an idle pooled connection dies (e.g. the database restarted); the pool replaces it. */
   onPoolError?: (error: Error) => void;
+  /** Called when the change feed's listening connection is lost (it connects again; lib/postgres/changes.ts). */
+  onListenLost?: (error: Error) => void;
 }
 
 export interface PostgresStore extends RelayerStore {
-  outbox: PostgresOutbox;
+  /**
+   * The outbox and its change feed (lib/change-feed.ts), which holds one connection of the pool
+   * for LISTEN from its first ready() until close().
+   */
+  outbox: PostgresOutbox & { readonly changes: PostgresChangeFeed };
   admission: RelayAdmission;
   merkle: PostgresMerkleStore;
   dedup: PostgresDedupStore;
@@ -76,8 +83,9 @@ export async function openPostgresStore(pool: PgPool, options: PostgresStoreOpti
     pendingMs: relayApi.receiptTimeoutSeconds * 1000 + PENDING_MARGIN_MS,
     capacity: relayApi.dedupCapacity,
   };
+  const changes = createPostgresChangeFeed(pool, s, { clock, onLost: options.onListenLost });
   return {
-    outbox: createPostgresOutbox(pool, s, clock),
+    outbox: Object.assign(createPostgresOutbox(pool, s, clock), { changes }),
     merkle: createPostgresMerkleStore(pool, s),
     dedup: createPostgresDedupStore(pool, s, { ...dedup, clock }),
     rateLimiter: createPostgresTokenBucket(pool, s, { ...relayApi.rateLimit, clock }),
@@ -87,7 +95,8 @@ export async function openPostgresStore(pool: PgPool, options: PostgresStoreOpti
       await run(pool, 'SELECT 1');
     },
     async close() {
-      // Nothing of ours to stop: no timers, no held connections.
+      // The listening connection, if any, goes back to the pool; nothing else is held.
+      await changes.close();
     },
   };
 }

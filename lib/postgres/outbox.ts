@@ -34,6 +34,7 @@ import {
   type OutboxMessage,
   type OutboxRecord,
   type OutboxRow,
+  type VersionedReads,
 } from '../outbox/index.ts';
 import { createPostgresListing } from './outbox-listing.ts';
 import { run, type PgPool } from './pool.ts';
@@ -41,8 +42,8 @@ import { run, type PgPool } from './pool.ts';
 /** What requeue() (and requeueFailed()) set on a failed row: queued, claimable at once. */
 const REDRIVE_SET = "status = 'queued', retry_at = NULL, lease_expiries = 0";
 
-/** The Outbox with its asynchronous return types. */
-export type PostgresOutbox = Asynchronous<Outbox>;
+/** The Outbox and its versioned reads with their asynchronous return types. */
+export type PostgresOutbox = Asynchronous<Outbox> & Asynchronous<VersionedReads>;
 
 /** origin, destination, nonce and seq arrive as float8 (see columns()); raw as hex text. */
 interface Row extends OutboxRow {
@@ -205,6 +206,22 @@ export function createPostgresOutbox(pool: PgPool, s: string, clock?: Clock): Po
         [originChain, String(txHash).toLowerCase()],
       );
       return rows.map(toRecord);
+    },
+    async getVersioned(id) {
+      const { rows } = await run<Row & { version: number }>(
+        pool,
+        `SELECT ${columns('o')}, o.version::float8 AS version FROM ${s}.outbox o WHERE id = $1`,
+        [String(id).toLowerCase()],
+      );
+      return rows.length === 0 ? undefined : { ...toRecord(rows[0]), version: rows[0].version };
+    },
+    async byTxVersioned(originChain, txHash) {
+      const { rows } = await run<Row & { version: number }>(
+        pool,
+        `SELECT ${columns('o')}, o.version::float8 AS version FROM ${s}.outbox o WHERE origin_chain = $1 AND tx_hash = $2 ORDER BY seq`,
+        [originChain, String(txHash).toLowerCase()],
+      );
+      return rows.map((row) => ({ ...toRecord(row), version: row.version }));
     },
     async depth() {
       const { rows } = await run<{ n: number }>(

@@ -42,6 +42,11 @@ export interface WorkerClient {
   proxy<T>(target: string): Proxied<T>;
   /** `transfer`: buffers among the arguments that move to the worker instead of being copied. */
   call(target: string, method: string, args: unknown[], transfer?: ArrayBuffer[]): Promise<unknown>;
+  /**
+   * Starts the thread's outbox watcher (lib/sqlite/changes.ts), looking every `intervalMs`;
+   * `onChanges` gets what changed. Resolves once it watches. Once per client.
+   */
+  watch(intervalMs: number, onChanges: (ids: string[], txs: string[]) => void): Promise<void>;
   /** Lets the queued calls finish, closes the database and ends the thread. Idempotent. */
   close(): Promise<void>;
   /**
@@ -81,6 +86,8 @@ export function startWorker(options: WorkerClientOptions): Promise<WorkerClient>
   let sweep: ReturnType<typeof setInterval> | undefined;
   let closing: Promise<void> | undefined;
   let methods: Record<string, string[]> = {};
+  let onChanges: ((ids: string[], txs: string[]) => void) | undefined;
+  let watching: (() => void) | undefined;
 
   function settle(id: number): Pending | undefined {
     const call = pending.get(id);
@@ -134,6 +141,12 @@ export function startWorker(options: WorkerClientOptions): Promise<WorkerClient>
       case 'failed':
         stopped = deserializeError(message.error as SerializedError);
         onFailed(stopped);
+        return;
+      case 'watching':
+        watching?.();
+        return;
+      case 'changes':
+        onChanges?.(message.ids, message.txs);
         return;
       case 'closed':
         return;
@@ -207,6 +220,14 @@ export function startWorker(options: WorkerClientOptions): Promise<WorkerClient>
   const client: WorkerClient = {
     call,
     closed,
+    watch(intervalMs, listener) {
+      if (stopped !== undefined) return Promise.reject(stopped);
+      onChanges = listener;
+      return new Promise<void>((resolve) => {
+        watching = resolve;
+        worker.postMessage({ type: 'watch', intervalMs } satisfies ToWorker);
+      });
+    },
     proxy<T>(target: string): Proxied<T> {
       const object: Record<string, (...args: unknown[]) => Promise<unknown>> = {};
       for (const method of methods[target] ?? []) object[method] = (...args) => call(target, method, args);

@@ -7,6 +7,7 @@
  * fsync for all the writes waiting), each acknowledged only after the fsync that covers it, with
  * WAL and synchronous=FULL (lib/sqlite/database.ts). This module never loads node:sqlite itself.
  */
+import { createChangeHub, type ChangeHub } from '../change-feed.ts';
 import { systemClock, type Clock } from '../clock.ts';
 import { SchemaVersionError } from '../errors.ts';
 import type { RelayerStore } from '../store.ts';
@@ -20,8 +21,11 @@ export { SCHEMA_VERSION, SchemaVersionError, type SqliteOutbox, type Proxied };
 
 /** The SQLite store: a RelayerStore, plus what tests and tools read directly. */
 export interface SqliteStore extends RelayerStore {
-  /** The outbox, every method of lib/sqlite/outbox.ts answered by the worker. */
-  outbox: Proxied<SqliteOutbox>;
+  /**
+   * The outbox, every method of lib/sqlite/outbox.ts answered by the worker, and its change feed
+   * (lib/change-feed.ts): what the worker thread sees change in the file, whoever wrote it.
+   */
+  outbox: Proxied<SqliteOutbox> & { readonly changes: ChangeHub };
   merkle: MerkleStore;
   merkleRowCount(): Promise<number>;
   /**
@@ -49,7 +53,14 @@ export interface OpenSqliteStoreOptions {
   busyTimeoutMs?: number;
   /** Milliseconds any store call may take in all before it is given up. Default busyTimeoutMs + 5 s. */
   callTimeoutMs?: number;
+  /**
+   * How often the change feed looks for other connections' commits (PRAGMA data_version), once
+   * something follows it. Default 100 ms. The store's own writes are seen as they commit.
+   */
+  changeCheckMs?: number;
 }
+
+export const DEFAULT_CHANGE_CHECK_MS = 100;
 
 export const DEFAULT_BUSY_TIMEOUT_MS = 2_000;
 
@@ -66,8 +77,11 @@ export async function openSqliteStore(path: string, options: OpenSqliteStoreOpti
     callTimeoutMs: options.callTimeoutMs ?? lockTimeoutMs + 5_000,
   });
   const table = worker.proxy<MerkleTable>('merkle');
+  const changes: ChangeHub = createChangeHub(() =>
+    worker.watch(options.changeCheckMs ?? DEFAULT_CHANGE_CHECK_MS, (ids, txs) => changes.publish({ ids, txs })),
+  );
   return {
-    outbox: worker.proxy<SqliteOutbox>('outbox'),
+    outbox: Object.assign(worker.proxy<SqliteOutbox>('outbox'), { changes }),
     merkle: {
       insertMerkle(records) {
         const packed = packMerkle(records);

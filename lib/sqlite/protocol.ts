@@ -16,6 +16,8 @@ export const ACCESS = {
     enqueue: 'write',
     get: 'read',
     byTx: 'read',
+    getVersioned: 'read',
+    byTxVersioned: 'read',
     depth: 'read',
     claim: 'write',
     extend: 'write',
@@ -63,7 +65,13 @@ export interface CloseMessage {
   type: 'close';
 }
 
-export type ToWorker = CallMessage | CloseMessage;
+/** Start watching the file for outbox changes (lib/sqlite/changes.ts), every `intervalMs`. */
+export interface WatchMessage {
+  type: 'watch';
+  intervalMs: number;
+}
+
+export type ToWorker = CallMessage | CloseMessage | WatchMessage;
 
 export interface SerializedError {
   /** The class's name (`name` of the error). */
@@ -81,6 +89,8 @@ export type FromWorker =
   | { type: 'failed'; error: SerializedError }
   | { type: 'result'; id: number; value: unknown }
   | { type: 'error'; id: number; error: SerializedError }
+  | { type: 'watching' }
+  | { type: 'changes'; ids: string[]; txs: string[] }
   | { type: 'closed' };
 
 type ErrorClass = abstract new (...args: never[]) => Error;

@@ -132,6 +132,24 @@ export const MIGRATIONS: readonly string[] = [
    ) STRICT;
    CREATE INDEX outbox_journal_message ON outbox_journal (message_id) WHERE closed_at IS NULL;
    CREATE INDEX outbox_journal_slot ON outbox_journal (chain_id, signer, nonce) WHERE closed_at IS NULL;`,
+
+  // 7: the change version of status push (lib/outbox.ts VersionedRecord, docs/design.md#change-feed).
+  // One counter for the whole file: every insert, and every update that changes what a status
+  // shows, gives the row the next number. SQLite has one writer at a time, so the numbers follow
+  // the commit order and the store's watcher finds everything committed since its last look as
+  // `version > cursor` (lib/sqlite/changes.ts), whichever connection or process wrote it. Triggers,
+  // so no statement that writes the outbox, now or later, can forget it. Existing rows start at 0.
+  `ALTER TABLE outbox ADD COLUMN version INTEGER NOT NULL DEFAULT 0 CHECK (version >= 0);
+   CREATE INDEX outbox_version ON outbox (version);
+   CREATE TRIGGER outbox_inserted AFTER INSERT ON outbox BEGIN
+     UPDATE outbox SET version = (SELECT max(version) FROM outbox) + 1 WHERE rowid = NEW.rowid;
+   END;
+   CREATE TRIGGER outbox_changed AFTER UPDATE OF status, attempts, last_error, destination_tx_hash ON outbox
+     WHEN OLD.status IS NOT NEW.status OR OLD.attempts IS NOT NEW.attempts
+       OR OLD.last_error IS NOT NEW.last_error OR OLD.destination_tx_hash IS NOT NEW.destination_tx_hash
+   BEGIN
+     UPDATE outbox SET version = (SELECT max(version) FROM outbox) + 1 WHERE rowid = NEW.rowid;
+   END;`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

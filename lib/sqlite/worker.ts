@@ -16,6 +16,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { DatabaseSync } from 'node:sqlite';
 import { systemClock, type Clock } from '../clock.ts';
+import { createChangeWatcher, type ChangeWatcher } from './changes.ts';
 import { openDatabase, type Tables } from './database.ts';
 import { readSharedTime, wallNow } from './shared-time.ts';
 import type { Transaction } from './transaction.ts';
@@ -93,6 +94,36 @@ function serve(db: DatabaseSync, tables: Tables, transaction: Transaction): void
   let scheduled = false;
   let retryTimer: ReturnType<typeof setTimeout> | undefined;
   let closing = false;
+  // Outbox changes (lib/sqlite/changes.ts), once the main thread asked for them.
+  let watcher: ChangeWatcher | undefined;
+  let watchTimer: ReturnType<typeof setInterval> | undefined;
+
+  function postChanges(): void {
+    if (watcher === undefined) return;
+    try {
+      const { ids, txs } = watcher.scan();
+      if (ids.length > 0) post({ type: 'changes', ids, txs });
+    } catch {
+      // A read refused while another connection recovers the WAL: the cursor did not move, the
+      // next look finds the same rows.
+    }
+  }
+
+  function watch(intervalMs: number): void {
+    if (watcher === undefined) {
+      watcher = createChangeWatcher(db);
+      watchTimer = setInterval(() => {
+        let moved = false;
+        try {
+          moved = watcher!.othersCommitted();
+        } catch {
+          // Refused while another connection recovers the WAL: the next tick looks again.
+        }
+        if (moved) postChanges();
+      }, intervalMs);
+    }
+    post({ type: 'watching' });
+  }
 
   function busyError(call: CallMessage): Error {
     return Object.assign(
@@ -169,6 +200,9 @@ function serve(db: DatabaseSync, tables: Tables, transaction: Transaction): void
       } else if (result.ok) post({ type: 'result', id: call.id, value: result.value });
       else post({ type: 'error', id: call.id, error: serializeError(result.error) });
     });
+    // This connection's own commits do not move data_version: look now. After the answers, so a
+    // writer hears of its write's success before the feed tells of it.
+    if (failure === undefined) postChanges();
   }
 
   function drain(): void {
@@ -185,6 +219,7 @@ function serve(db: DatabaseSync, tables: Tables, transaction: Transaction): void
       // Only a lock held by another connection leaves work behind: try again shortly.
       retryTimer ??= setTimeout(drain, RETRY_MS);
     } else if (closing) {
+      if (watchTimer !== undefined) clearInterval(watchTimer);
       db.close();
       post({ type: 'closed' });
       port.close();
@@ -204,6 +239,7 @@ function serve(db: DatabaseSync, tables: Tables, transaction: Transaction): void
       schedule();
       return;
     }
+    if (message.type === 'watch') return watch(message.intervalMs);
     (isWrite(message.target, message.method) ? writes : reads).push(message);
     schedule();
   });
