@@ -4,6 +4,7 @@
  * in-memory engine (lib/outbox/memory.ts). The parts import each other directly, never this index.
  */
 export * from './types.ts';
+export type * from './versioned.ts';
 export {
   MAX_ERROR_LENGTH,
   MAX_DESTINATION_TX_HASH_LENGTH,

@@ -3,7 +3,7 @@
  * SQLite store is checked against (the same contract suite runs on every engine). Like the SQL
  * engines it copies what it stores and what it returns, so callers cannot alias its rows.
  */
-import { createChangeHub, txKey, type ChangeHub } from '../change-feed.ts';
+import type { ChangeHub } from '../change-feed.ts';
 import { systemClock, type Clock } from '../clock.ts';
 import {
   checkBroadcast,
@@ -20,15 +20,9 @@ import {
   newLease,
   validateOutboxBatch,
 } from './checks.ts';
-import type {
-  JournalEntry,
-  Outbox,
-  OutboxRecord,
-  Slot,
-  Synchronous,
-  VersionedReads,
-  VersionedRecord,
-} from './types.ts';
+import type { JournalEntry, Outbox, OutboxRecord, Slot, Synchronous } from './types.ts';
+import type { VersionedReads, VersionedRecord } from './versioned.ts';
+import { createVersioning } from './versioning.ts';
 
 interface JournalRow extends JournalEntry {
   /** Set once its slot is settled. */
@@ -57,8 +51,6 @@ function toVersioned(row: MemoryRow): VersionedRecord {
   return { ...toRecord(row), version: row.version };
 }
 
-const shown = (row: MemoryRow) => JSON.stringify([row.status, row.attempts, row.lastError, row.destinationTxHash]);
-
 /**
  * The in-memory outbox answers synchronously. Its change feed publishes each write as it returns
  * (docs/design.md#change-feed).
@@ -69,25 +61,7 @@ export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
   // `open` holds the queued and delivering rows, so claim() does not walk the delivered history.
   const rows = new Map<string, MemoryRow>();
   const open = new Map<string, MemoryRow>();
-  const changes = createChangeHub();
-  let version = 0;
-
-  /**
-   * Gives the rows whose status, attempts, last_error or destination_tx_hash changed (or that are
-   * new) the next versions, and tells the feed.
-   */
-  function changed(touched: readonly MemoryRow[], inserted = false): void {
-    const moved = touched.filter((row) => row.shown !== shown(row));
-    if (moved.length === 0) return;
-    for (const row of moved) {
-      row.version = ++version;
-      row.shown = shown(row);
-    }
-    changes.publish({
-      ids: moved.map((row) => row.id),
-      txs: inserted ? [...new Set(moved.map((row) => txKey(row.originChain, row.txHash)))] : [],
-    });
-  }
+  const { changes, changed } = createVersioning();
   // The journal in recording order (a Map keeps insertion order): by hash.
   const journal = new Map<string, JournalRow>();
   const openEntries = (): JournalRow[] => [...journal.values()].filter((e) => e.closedAt === null);

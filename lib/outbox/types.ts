@@ -2,8 +2,6 @@
  * The relay outbox's types (docs/design.md#enqueue, #storage, #message-lifecycle): a message, its
  * record and lifecycle, and the Outbox interface every engine implements.
  */
-import type { ChangeFeed } from '../change-feed.ts';
-
 /** A message as it is stored in the relay outbox. */
 export interface OutboxMessage {
   id: string;
@@ -285,28 +283,6 @@ export interface Outbox extends RelayQueue {
   list(opts?: ListOptions): OutboxRecord[] | Promise<OutboxRecord[]>;
   /** requeue() for every failed message selected, oldest first; the ids requeued, in that order. */
   requeueFailed(opts?: RequeueFailedOptions): string[] | Promise<string[]>;
-}
-
-/**
- * A record with its change version, for status push (docs/design.md#change-feed): the version
- * grows with every change of the message's status, attempts, last_error or destination_tx_hash
- * (an engine may count per message or share one counter among all), and with nothing else.
- */
-export interface VersionedRecord extends OutboxRecord {
-  version: number;
-}
-
-/** What status push reads: the versioned lookups. */
-export interface VersionedReads {
-  /** get() with the version. */
-  getVersioned(id: string): VersionedRecord | undefined | Promise<VersionedRecord | undefined>;
-  /** byTx() with the versions. */
-  byTxVersioned(originChain: string, txHash: string): VersionedRecord[] | Promise<VersionedRecord[]>;
-}
-
-/** An outbox that can be followed: its change feed (lib/change-feed.ts) and versioned lookups. */
-export interface OutboxWatch extends VersionedReads {
-  readonly changes: ChangeFeed;
 }
 
 /** `T`'s methods answering synchronously (node:sqlite, the in-memory engine). */

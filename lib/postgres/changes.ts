@@ -12,7 +12,7 @@
  */
 import { createChangeHub, type ChangeHub } from '../change-feed.ts';
 import { systemClock, type Clock } from '../clock.ts';
-import { StoreUnavailableError } from '../errors.ts';
+import { InvalidArgumentError, StoreUnavailableError } from '../errors.ts';
 import type { PgPool, PgPoolClient } from './pool.ts';
 import { outboxChannel } from './schema.ts';
 
@@ -122,7 +122,9 @@ export function createPostgresChangeFeed(
     const connected = await pool.connect();
     if (!isListenClient(connected)) {
       connected.release();
-      throw new TypeError('the pool\'s connections cannot LISTEN (expected pg\'s Client, with on("notification"))');
+      throw new InvalidArgumentError(
+        'the pool\'s connections cannot LISTEN (expected pg\'s Client, with on("notification"))',
+      );
     }
     const lost = (error: Error) => drop(connected, error);
     connected.on('error', lost);

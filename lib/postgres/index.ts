@@ -18,6 +18,7 @@ import { run, type PgPool } from './pool.ts';
 import { createPostgresTokenBucket, type PostgresRateLimiter } from './rate-limit.ts';
 import { createPostgresAdmission } from './relay.ts';
 import { migrate, quoteSchema } from './schema.ts';
+import { createPostgresVersions, type PostgresVersions } from './versions.ts';
 
 export { SchemaVersionError } from '../errors.ts';
 export { migrate, MIGRATIONS, SCHEMA_VERSION } from './schema.ts';
@@ -58,7 +59,7 @@ export interface PostgresStore extends RelayerStore {
    * The outbox and its change feed (lib/change-feed.ts), which holds one connection of the pool
    * for LISTEN from its first ready() until close().
    */
-  outbox: PostgresOutbox & { readonly changes: PostgresChangeFeed };
+  outbox: PostgresOutbox & PostgresVersions & { readonly changes: PostgresChangeFeed };
   admission: RelayAdmission;
   merkle: PostgresMerkleStore;
   dedup: PostgresDedupStore;
@@ -85,7 +86,7 @@ export async function openPostgresStore(pool: PgPool, options: PostgresStoreOpti
   };
   const changes = createPostgresChangeFeed(pool, s, { clock, onLost: options.onListenLost });
   return {
-    outbox: Object.assign(createPostgresOutbox(pool, s, clock), { changes }),
+    outbox: Object.assign(createPostgresOutbox(pool, s, clock), createPostgresVersions(pool, s), { changes }),
     merkle: createPostgresMerkleStore(pool, s),
     dedup: createPostgresDedupStore(pool, s, { ...dedup, clock }),
     rateLimiter: createPostgresTokenBucket(pool, s, { ...relayApi.rateLimit, clock }),

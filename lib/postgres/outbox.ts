@@ -34,7 +34,6 @@ import {
   type OutboxMessage,
   type OutboxRecord,
   type OutboxRow,
-  type VersionedReads,
 } from '../outbox/index.ts';
 import { createPostgresListing } from './outbox-listing.ts';
 import { run, type PgPool } from './pool.ts';
@@ -42,18 +41,18 @@ import { run, type PgPool } from './pool.ts';
 /** What requeue() (and requeueFailed()) set on a failed row: queued, claimable at once. */
 const REDRIVE_SET = "status = 'queued', retry_at = NULL, lease_expiries = 0";
 
-/** The Outbox and its versioned reads with their asynchronous return types. */
-export type PostgresOutbox = Asynchronous<Outbox> & Asynchronous<VersionedReads>;
+/** The Outbox with its asynchronous return types. */
+export type PostgresOutbox = Asynchronous<Outbox>;
 
 /** origin, destination, nonce and seq arrive as float8 (see columns()); raw as hex text. */
-interface Row extends OutboxRow {
+export interface Row extends OutboxRow {
   raw: string;
   lease: string | null;
   seq: number;
 }
 
 /** The columns of Row from table alias `t`: numbers as float8 (drivers return bigint as a string), raw as hex. */
-function columns(t: string): string {
+export function columns(t: string): string {
   return `${t}.id, ${t}.origin_chain, ${t}.tx_hash, ${t}.origin::float8 AS origin, ${t}.destination::float8 AS destination,
     ${t}.nonce::float8 AS nonce, encode(${t}.raw, 'hex') AS raw, ${t}.enqueued_at, ${t}.status, ${t}.attempts, ${t}.lease_expiries, ${t}.last_error,
     ${t}.delivered_at, ${t}.destination_tx_hash, ${t}.claimed_until, ${t}.retry_at, ${t}.lease, ${t}.seq::float8 AS seq,
@@ -69,7 +68,7 @@ function nowSql(n: number): string {
   return `coalesce($${n}::double precision, extract(epoch from clock_timestamp()) * 1000)`;
 }
 
-function toRecord(row: Row): OutboxRecord {
+export function toRecord(row: Row): OutboxRecord {
   return recordFromRow(row, hexToBytes(`0x${row.raw}`)!);
 }
 
@@ -206,22 +205,6 @@ export function createPostgresOutbox(pool: PgPool, s: string, clock?: Clock): Po
         [originChain, String(txHash).toLowerCase()],
       );
       return rows.map(toRecord);
-    },
-    async getVersioned(id) {
-      const { rows } = await run<Row & { version: number }>(
-        pool,
-        `SELECT ${columns('o')}, o.version::float8 AS version FROM ${s}.outbox o WHERE id = $1`,
-        [String(id).toLowerCase()],
-      );
-      return rows.length === 0 ? undefined : { ...toRecord(rows[0]), version: rows[0].version };
-    },
-    async byTxVersioned(originChain, txHash) {
-      const { rows } = await run<Row & { version: number }>(
-        pool,
-        `SELECT ${columns('o')}, o.version::float8 AS version FROM ${s}.outbox o WHERE origin_chain = $1 AND tx_hash = $2 ORDER BY seq`,
-        [originChain, String(txHash).toLowerCase()],
-      );
-      return rows.map((row) => ({ ...toRecord(row), version: row.version }));
     },
     async depth() {
       const { rows } = await run<{ n: number }>(

@@ -14,12 +14,15 @@ import type { Clock } from '../clock.ts';
 import { SchemaVersionError } from '../errors.ts';
 import { createSqliteMerkleTable, type MerkleTable } from './merkle.ts';
 import { createSqliteOutbox, type SqliteOutbox } from './outbox.ts';
+import { createSqliteVersions, type SqliteVersions } from './versions.ts';
 import { migrate, readSchemaVersion, SCHEMA_VERSION } from './schema.ts';
 import { createTransaction, type Transaction } from './transaction.ts';
 
 /** The objects whose methods the worker serves, by name (the proxy's `target`). */
 export interface Tables {
   outbox: SqliteOutbox;
+  /** The outbox's versioned reads (status push). */
+  versions: SqliteVersions;
   merkle: MerkleTable;
   /** GET /ready: a query answered means the thread and the database answer. */
   health: { ping(): true };
@@ -64,6 +67,7 @@ export function openDatabase(path: string, clock: Clock, openTimeoutMs: number):
     transaction,
     tables: {
       outbox: createSqliteOutbox(db, transaction, clock),
+      versions: createSqliteVersions(db),
       merkle: createSqliteMerkleTable(db, transaction),
       health: {
         ping() {

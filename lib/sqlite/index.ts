@@ -16,6 +16,7 @@ import { startWorker, type Proxied } from './client.ts';
 import { packMerkle, type MerkleTable } from './merkle.ts';
 import type { SqliteOutbox } from './outbox.ts';
 import { SCHEMA_VERSION } from './schema.ts';
+import type { SqliteVersions } from './versions.ts';
 
 export { SCHEMA_VERSION, SchemaVersionError, type SqliteOutbox, type Proxied };
 
@@ -25,7 +26,7 @@ export interface SqliteStore extends RelayerStore {
    * The outbox, every method of lib/sqlite/outbox.ts answered by the worker, and its change feed
    * (lib/change-feed.ts): what the worker thread sees change in the file, whoever wrote it.
    */
-  outbox: Proxied<SqliteOutbox> & { readonly changes: ChangeHub };
+  outbox: Proxied<SqliteOutbox> & Proxied<SqliteVersions> & { readonly changes: ChangeHub };
   merkle: MerkleStore;
   merkleRowCount(): Promise<number>;
   /**
@@ -81,7 +82,7 @@ export async function openSqliteStore(path: string, options: OpenSqliteStoreOpti
     worker.watch(options.changeCheckMs ?? DEFAULT_CHANGE_CHECK_MS, (ids, txs) => changes.publish({ ids, txs })),
   );
   return {
-    outbox: Object.assign(worker.proxy<SqliteOutbox>('outbox'), { changes }),
+    outbox: Object.assign(worker.proxy<SqliteOutbox>('outbox'), worker.proxy<SqliteVersions>('versions'), { changes }),
     merkle: {
       insertMerkle(records) {
         const packed = packMerkle(records);

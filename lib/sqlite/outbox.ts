@@ -32,21 +32,15 @@ import {
   type Synchronous,
   type OutboxRecord,
   type OutboxRow,
-  type VersionedReads,
-  type VersionedRecord,
 } from '../outbox/index.ts';
 import { createSqliteListing } from './outbox-listing.ts';
 import type { Transaction } from './transaction.ts';
 
-interface Row extends OutboxRow {
+export interface Row extends OutboxRow {
   raw: Uint8Array;
 }
 
-interface VersionedRow extends Row {
-  version: number;
-}
-
-const COLUMNS =
+export const COLUMNS =
   'id, origin_chain, tx_hash, origin, destination, nonce, raw, enqueued_at, status, attempts, lease_expiries, last_error, ' +
   'delivered_at, destination_tx_hash, claimed_until, retry_at, failures, pending_since, polls';
 const JOURNAL_COLUMNS = 'message_id AS messageId, chain_id AS chainId, signer, nonce, hash, raw, sent_at AS sentAt';
@@ -67,12 +61,8 @@ function toRecord(row: Row): OutboxRecord {
   return recordFromRow(row, row.raw);
 }
 
-function toVersioned(row: VersionedRow): VersionedRecord {
-  return { ...recordFromRow(row, row.raw), version: row.version };
-}
-
-/** The Outbox and its versioned reads with their synchronous return types (node:sqlite is synchronous). */
-export type SqliteOutbox = Synchronous<Outbox> & Synchronous<VersionedReads>;
+/** The Outbox with its synchronous return types (node:sqlite is synchronous). */
+export type SqliteOutbox = Synchronous<Outbox>;
 
 export function createSqliteOutbox(db: DatabaseSync, transaction: Transaction, clock: Clock): SqliteOutbox {
   // ON CONFLICT (id) DO NOTHING, not INSERT OR IGNORE: OR IGNORE also skips rows that fail a
@@ -84,10 +74,6 @@ export function createSqliteOutbox(db: DatabaseSync, transaction: Transaction, c
   const countOpen = db.prepare("SELECT count(*) AS n FROM outbox WHERE status IN ('queued', 'delivering')");
   const selectOne = db.prepare(`SELECT ${COLUMNS} FROM outbox WHERE id = ?`);
   const selectTx = db.prepare(`SELECT ${COLUMNS} FROM outbox WHERE origin_chain = ? AND tx_hash = ? ORDER BY rowid`);
-  const selectOneVersioned = db.prepare(`SELECT ${COLUMNS}, version FROM outbox WHERE id = ?`);
-  const selectTxVersioned = db.prepare(
-    `SELECT ${COLUMNS}, version FROM outbox WHERE origin_chain = ? AND tx_hash = ? ORDER BY rowid`,
-  );
   const selectClaimable = db.prepare(
     `SELECT ${COLUMNS} FROM outbox WHERE ${CLAIMABLE} ORDER BY enqueued_at, rowid LIMIT :limit`,
   );
@@ -184,15 +170,6 @@ export function createSqliteOutbox(db: DatabaseSync, transaction: Transaction, c
     },
     byTx(originChain, txHash) {
       return (selectTx.all(originChain, txHash.toLowerCase()) as unknown as Row[]).map(toRecord);
-    },
-    getVersioned(id) {
-      const row = selectOneVersioned.get(String(id).toLowerCase()) as VersionedRow | undefined;
-      return row === undefined ? undefined : toVersioned(row);
-    },
-    byTxVersioned(originChain, txHash) {
-      return (selectTxVersioned.all(originChain, String(txHash).toLowerCase()) as unknown as VersionedRow[]).map(
-        toVersioned,
-      );
     },
     depth() {
       return Number((countOpen.get() as { n: number }).n);

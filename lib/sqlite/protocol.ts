@@ -16,8 +16,6 @@ export const ACCESS = {
     enqueue: 'write',
     get: 'read',
     byTx: 'read',
-    getVersioned: 'read',
-    byTxVersioned: 'read',
     depth: 'read',
     claim: 'write',
     extend: 'write',
@@ -32,6 +30,7 @@ export const ACCESS = {
     requeueFailed: 'write',
   },
   merkle: { insert: 'write', insertPacked: 'write', list: 'read', count: 'read' },
+  versions: { getVersioned: 'read', byTxVersioned: 'read' },
   health: { ping: 'read' },
 } as const satisfies { [T in keyof Tables]: Record<keyof Tables[T], Access> };
 

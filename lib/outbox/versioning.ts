@@ -1,0 +1,38 @@
+/**
+ * The in-memory outbox's change versions and feed (docs/design.md#change-feed): one counter for
+ * the whole outbox, as the SQLite store keeps, advanced only for what a status shows.
+ */
+import { createChangeHub, txKey, type ChangeHub } from '../change-feed.ts';
+import type { OutboxRecord } from './types.ts';
+
+/** A row as the versioning sees it: its record, its version and what that version was given for. */
+export interface VersionedRow extends OutboxRecord {
+  version: number;
+  shown: string;
+}
+
+const shown = (row: VersionedRow) => JSON.stringify([row.status, row.attempts, row.lastError, row.destinationTxHash]);
+
+export function createVersioning(): {
+  changes: ChangeHub;
+  /** Gives the rows whose status, attempts, last_error or destination_tx_hash changed (or new ones) the next versions, and tells the feed. */
+  changed(touched: readonly VersionedRow[], inserted?: boolean): void;
+} {
+  const changes = createChangeHub();
+  let version = 0;
+  return {
+    changes,
+    changed(touched, inserted = false) {
+      const moved = touched.filter((row) => row.shown !== shown(row));
+      if (moved.length === 0) return;
+      for (const row of moved) {
+        row.version = ++version;
+        row.shown = shown(row);
+      }
+      changes.publish({
+        ids: moved.map((row) => row.id),
+        txs: inserted ? [...new Set(moved.map((row) => txKey(row.originChain, row.txHash)))] : [],
+      });
+    },
+  };
+}
