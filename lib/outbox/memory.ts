@@ -21,8 +21,8 @@ import {
   validateOutboxBatch,
 } from './checks.ts';
 import type { JournalEntry, Outbox, OutboxRecord, Slot, Synchronous } from './types.ts';
-import type { VersionedReads, VersionedRecord } from './versioned.ts';
-import { createVersioning } from './versioning.ts';
+import type { VersionedReads } from './versioned.ts';
+import { createVersioning, versionedReads } from './versioning.ts';
 
 interface JournalRow extends JournalEntry {
   /** Set once its slot is settled. */
@@ -47,10 +47,6 @@ function toRecord(row: MemoryRow): OutboxRecord {
   return { ...record, raw: row.raw.slice() };
 }
 
-function toVersioned(row: MemoryRow): VersionedRecord {
-  return { ...toRecord(row), version: row.version };
-}
-
 /**
  * The in-memory outbox answers synchronously. Its change feed publishes each write as it returns
  * (docs/design.md#change-feed).
@@ -62,6 +58,7 @@ export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
   const rows = new Map<string, MemoryRow>();
   const open = new Map<string, MemoryRow>();
   const { changes, changed } = createVersioning();
+  const versioned = versionedReads(rows, toRecord);
   // The journal in recording order (a Map keeps insertion order): by hash.
   const journal = new Map<string, JournalRow>();
   const openEntries = (): JournalRow[] => [...journal.values()].filter((e) => e.closedAt === null);
@@ -79,13 +76,6 @@ export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
   function held(id: string, lease: string): MemoryRow | undefined {
     const row = open.get(id.toLowerCase());
     return row !== undefined && row.status === 'delivering' && row.lease === lease ? row : undefined;
-  }
-
-  function ofTx(originChain: string, txHash: string): MemoryRow[] {
-    const hash = txHash.toLowerCase();
-    const found: MemoryRow[] = [];
-    for (const row of rows.values()) if (row.originChain === originChain && row.txHash === hash) found.push(row);
-    return found;
   }
 
   return {
@@ -132,14 +122,10 @@ export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
       return row && toRecord(row);
     },
 
-    byTx: (originChain, txHash) => ofTx(originChain, txHash).map(toRecord),
+    byTx: (originChain, txHash) => versioned.ofTx(originChain, txHash).map(toRecord),
 
-    getVersioned(id) {
-      const row = rows.get(id.toLowerCase());
-      return row && toVersioned(row);
-    },
-
-    byTxVersioned: (originChain, txHash) => ofTx(originChain, txHash).map(toVersioned),
+    getVersioned: versioned.getVersioned,
+    byTxVersioned: versioned.byTxVersioned,
 
     changes,
 

@@ -3,7 +3,8 @@
  * the whole outbox, as the SQLite store keeps, advanced only for what a status shows.
  */
 import { createChangeHub, txKey, type ChangeHub } from '../change-feed.ts';
-import type { OutboxRecord } from './types.ts';
+import type { OutboxRecord, Synchronous } from './types.ts';
+import type { VersionedReads } from './versioned.ts';
 
 /** A row as the versioning sees it: its record, its version and what that version was given for. */
 export interface VersionedRow extends OutboxRecord {
@@ -34,5 +35,27 @@ export function createVersioning(): {
         txs: inserted ? [...new Set(moved.map((row) => txKey(row.originChain, row.txHash)))] : [],
       });
     },
+  };
+}
+
+/** The versioned reads over the memory outbox's rows, and the rows of one transaction. */
+export function versionedReads<R extends VersionedRow>(
+  rows: ReadonlyMap<string, R>,
+  toRecord: (row: R) => OutboxRecord,
+): Synchronous<VersionedReads> & { ofTx(originChain: string, txHash: string): R[] } {
+  const toVersioned = (row: R) => ({ ...toRecord(row), version: row.version });
+  function ofTx(originChain: string, txHash: string): R[] {
+    const hash = txHash.toLowerCase();
+    const found: R[] = [];
+    for (const row of rows.values()) if (row.originChain === originChain && row.txHash === hash) found.push(row);
+    return found;
+  }
+  return {
+    ofTx,
+    getVersioned(id) {
+      const row = rows.get(id.toLowerCase());
+      return row && toVersioned(row);
+    },
+    byTxVersioned: (originChain, txHash) => ofTx(originChain, txHash).map(toVersioned),
   };
 }
