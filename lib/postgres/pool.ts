@@ -72,8 +72,8 @@ const statementNames = new Map<string, string>();
 
 /**
  * `text` as a named statement, for the statements of every relay: parsing and planning them was
- * about half of their database CPU (BENCHMARKS.md, "Two statements per relay"). The name is one
- * per distinct text in this process, so stores on other schemas sharing the pool never collide; a
+ * about half of their database CPU (BENCHMARKS.md, "How the PostgreSQL hot path got here"). The
+ * name is one per distinct text in this process, so stores on other schemas sharing the pool never collide; a
  * connection keeps at most one prepared statement per such text.
  */
 export function prepared(text: string): (values: unknown[]) => PgQueryConfig {

@@ -43,7 +43,8 @@ export interface PostgresAdmissionOptions {
 
 /**
  * How completes are carried together (coalesce.ts): two statements in flight before they wait,
- * then up to 64 relays or 640 rows in one. BENCHMARKS.md, "Coalesced completes", has the figures.
+ * then up to 64 relays or 640 rows in one. The figures:
+ * BENCHMARKS.md, "How the PostgreSQL hot path got here".
  */
 const COMPLETE_BATCHES = { inFlight: 2, maxCalls: 64, maxWeight: 640 };
 /** The same for admits: up to 64 keys, one per key. */
