@@ -20,7 +20,8 @@ after(() => {
   // A failed test may leave the devnet's children behind npm: end them, then the directory.
   for (const pid of descendants) {
     try {
-      process.kill(pid, 'SIGKILL');
+      // Only what is still ours (a pid is not reused by then, but be sure): anvil or the commands.
+      if (/anvil|relayer|devnet/.test(readFileSync(`/proc/${pid}/cmdline`, 'utf8'))) process.kill(pid, 'SIGKILL');
     } catch {
       // gone
     }
