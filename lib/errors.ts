@@ -1,130 +1,34 @@
 /**
- * Every error the library throws on purpose, from one family with a stable machine-readable
- * `code` (tests and callers tell errors apart by class and code, never by message or name): the
- * subclasses of BaseError, and InvalidArgumentError / OutOfRangeError, which extend TypeError /
- * RangeError and are `instanceof BaseError` too.
+ * Every error the library throws on purpose, from one family: each class extends BaseError and
+ * carries one stable, machine-readable `code` (lib/error-codes.ts). Callers and tests tell errors
+ * apart by class (`instanceof`) and code, never by message or name.
  * RelayError is what the API answers with: its code is the `reason` of docs/api.md#errors,
  * docs/design.md#errors, and the HTTP status comes from one table so that no call site can pair a
- * reason with the wrong status.
+ * reason with the wrong status. The delivery worker's errors (DeliveryError, TransactionError,
+ * CcipReadError) are members too; lib/worker/errors.ts turns anything thrown while delivering into
+ * a DeliveryError.
  */
+import {
+  type CcipReadFailureCode,
+  type ClientFailureCode,
+  type DecodeCode,
+  type DeliveryFailureCode,
+  type ErrorCode,
+  REASON_STATUS,
+  type Reason,
+  type RpcFailureCode,
+  type TransactionFailureCode,
+} from './error-codes.ts';
 
-export const REASON_STATUS = {
-  invalid_request: 400,
-  message_not_whitelisted: 400,
-  message_blacklisted: 400,
-  unsupported_destination: 400,
-  too_many_messages: 400,
-  unauthorized: 401,
-  not_found: 404,
-  method_not_allowed: 405,
-  timeout: 408,
-  payload_too_large: 413,
-  unsupported_media_type: 415,
-  rate_limited: 429,
-  duplicate_tx: 429,
-  internal_error: 500,
-  cache_full: 503,
-  store_unavailable: 503,
-} as const;
-
-export type Reason = keyof typeof REASON_STATUS;
-
-/** Why a log or message does not decode (lib/abi.ts, lib/message.ts, lib/cctp.ts). */
-export type DecodeCode =
-  | 'data'
-  | 'short'
-  | 'offset'
-  | 'length'
-  | 'padding'
-  | 'trailing'
-  | 'topic_count'
-  | 'topic0'
-  | 'topic'
-  | 'version'
-  | 'origin'
-  | 'mismatch';
-
-/** Why one JSON-RPC attempt failed (lib/rpc.ts): the fetcher then fails over to the next URL. */
-export type RpcFailureCode =
-  | 'transport'
-  | 'attempt_timeout'
-  | 'deadline'
-  | 'http_status'
-  | 'too_large'
-  | 'invalid_json'
-  | 'not_json_rpc'
-  | 'wrong_id'
-  | 'rpc_error'
-  | 'malformed_receipt'
-  | 'wrong_transaction';
+export * from './error-codes.ts';
 
 /**
- * What relayer-api/client reports when there is no API answer to quote: the request never got one
- * (network_error), the answer was not the API's (bad_response: a proxy's HTML page, a non-JSON
- * body), or the caller's time budget ran out while a request was in flight (deadline_exceeded).
+ * The one base of every error the package throws: `code` names what went wrong, stable across
+ * releases; match on the class (`instanceof`) or on `code`, never on `name` or the message.
  */
-export type ClientFailureCode = 'network_error' | 'bad_response' | 'deadline_exceeded';
-
-/**
- * A caller's mistake in using the library (not the API's caller: the embedder's code): an argument
- * of the wrong type or shape (`invalid_argument`, a TypeError) or out of its range
- * (`out_of_range`, a RangeError).
- */
-export type UsageCode = 'invalid_argument' | 'out_of_range';
-
-/**
- * How one send of relayer-api/worker's transaction sender failed (lib/worker/errors.ts,
- * TransactionError; docs/delivery.md#transactions): its `kind`, which is also its code.
- */
-export type TransactionFailureCode = 'revert' | 'out-of-gas' | 'insufficient-funds' | 'nonce' | 'rpc' | 'timeout';
-
-/** Why a CCIP-read gateway gave no metadata (lib/worker/errors.ts, CcipReadError): its `kind`, also its code. */
-export type CcipReadFailureCode = 'pending' | 'unavailable' | 'refused' | 'malformed' | 'forbidden';
-
-/**
- * Why one delivery attempt of relayer-api/worker did not deliver (lib/worker/errors.ts,
- * DeliveryError): its `kind`, also its code; it heads the message's last_error and labels metrics.
- */
-export type DeliveryFailureCode =
-  | TransactionFailureCode
-  | 'pending'
-  | 'unsupported'
-  | 'config'
-  | 'gateway'
-  | 'forbidden'
-  | 'metadata'
-  | 'stopped';
-
-export type ErrorCode =
-  | Reason
-  | DecodeCode
-  | RpcFailureCode
-  | ClientFailureCode
-  | UsageCode
-  | TransactionFailureCode
-  | CcipReadFailureCode
-  | DeliveryFailureCode
-  | 'invalid_config'
-  | 'schema_version';
-
-/** Marks the family's members that cannot extend BaseError (they extend TypeError or RangeError). */
-const FAMILY: unique symbol = Symbol.for('relayer-api.error-family');
-
 export class BaseError<Code extends ErrorCode = ErrorCode> extends Error {
   override name = 'BaseError';
   readonly code: Code;
-
-  /**
-   * `x instanceof BaseError` is true for every error of the family, InvalidArgumentError and
-   * OutOfRangeError included (they extend TypeError and RangeError, which callers catch).
-   * Subclasses keep the ordinary prototype check.
-   */
-  static override [Symbol.hasInstance](value: unknown): boolean {
-    // biome-ignore lint/complexity/noThisInStatic: `this` is the class being tested (a subclass too)
-    if (Function.prototype[Symbol.hasInstance].call(this, value)) return true;
-    // biome-ignore lint/complexity/noThisInStatic: only BaseError itself takes the family check
-    return this === BaseError && typeof value === 'object' && value !== null && FAMILY in value;
-  }
 
   constructor(code: Code, message: string, options?: ErrorOptions) {
     super(message, options);
@@ -140,21 +44,23 @@ export interface RelayErrorOptions {
 
 export class RelayError extends BaseError<Reason> {
   override name = 'RelayError';
-  /** The same as `code`, under the name the spec gives it. */
-  readonly reason: Reason;
   readonly status: number;
   readonly retryAfterSeconds: number | undefined;
 
   constructor(reason: Reason, message: string, options: RelayErrorOptions = {}) {
     super(reason, message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.reason = reason;
     this.status = REASON_STATUS[reason];
     this.retryAfterSeconds = options.retryAfterSeconds;
   }
 
+  /** @deprecated The same as `code` (the name the JSON body gives it); read `code`. */
+  get reason(): Reason {
+    return this.code;
+  }
+
   /** The JSON error body of docs/design.md#errors. Never includes the cause or a stack. */
   toJSON(): { reason: Reason; message: string } {
-    return { reason: this.reason, message: this.message };
+    return { reason: this.code, message: this.message };
   }
 }
 
@@ -235,41 +141,45 @@ export interface RelayApiErrorOptions {
  */
 export class RelayApiError extends BaseError<Reason | ClientFailureCode> {
   override name = 'RelayApiError';
-  /** The same as `code`: the API's reason (a newer server may send one this version does not list). */
-  readonly reason: Reason | ClientFailureCode;
   readonly status: number;
   readonly retryAfterSeconds: number | undefined;
   readonly requestId: string | undefined;
 
   constructor(reason: Reason | ClientFailureCode, message: string, options: RelayApiErrorOptions) {
     super(reason, message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.reason = reason;
     this.status = options.status;
     this.retryAfterSeconds = options.retryAfterSeconds;
     this.requestId = options.requestId;
+  }
+
+  /**
+   * @deprecated The same as `code`: the API's reason (a newer server may send one this version
+   * does not list); read `code`.
+   */
+  get reason(): Reason | ClientFailureCode {
+    return this.code;
   }
 }
 
 /**
  * An argument of the wrong type or shape (a missing lease, a batch that is not an array, a metric
- * label that is not a label name): a TypeError, and `instanceof BaseError` with code
- * `invalid_argument`.
+ * label that is not a label name): a programming error, code `invalid_argument`.
  */
-export class InvalidArgumentError extends TypeError {
+export class InvalidArgumentError extends BaseError<'invalid_argument'> {
   override name = 'InvalidArgumentError';
-  readonly code = 'invalid_argument' as const;
-  declare readonly [FAMILY]: true;
+
+  constructor(message: string, options?: ErrorOptions) {
+    super('invalid_argument', message, options);
+  }
 }
 
-/** A number out of its range (a negative claim limit, a zero window): a RangeError, and `instanceof BaseError` with code `out_of_range`. */
-export class OutOfRangeError extends RangeError {
+/** A number out of its range (a negative claim limit, a zero window), code `out_of_range`. */
+export class OutOfRangeError extends BaseError<'out_of_range'> {
   override name = 'OutOfRangeError';
-  readonly code = 'out_of_range' as const;
-  declare readonly [FAMILY]: true;
-}
 
-for (const type of [InvalidArgumentError, OutOfRangeError]) {
-  Object.defineProperty(type.prototype, FAMILY, { value: true });
+  constructor(message: string, options?: ErrorOptions) {
+    super('out_of_range', message, options);
+  }
 }
 
 /**
@@ -282,5 +192,93 @@ export class StoreUnavailableError extends BaseError<'store_unavailable'> {
 
   constructor(message: string, options?: ErrorOptions) {
     super('store_unavailable', message, options);
+  }
+}
+
+/**
+ * Why one delivery attempt did not deliver (docs/design.md#failures-and-retries; lib/worker/errors.ts turns anything thrown while delivering into one). The kind is named
+ * at the start of the message's `last_error`.
+ *
+ * - `pending`: the proof is not there yet (a CCIP-read gateway says the attestation is not ready).
+ *   Polled again without counting toward maxAttempts, until the pending deadline.
+ * - `unsupported`, `config`: no retry can cure it (an ISM type the worker cannot satisfy, a
+ *   destination it has no chain for): final at once.
+ * - everything else (`rpc`, `revert`, `gateway`, `forbidden`, `out-of-gas`, `insufficient-funds`,
+ *   `nonce`, `timeout`, `metadata`):
+ *   retried with backoff, final after maxAttempts.
+ */
+export type DeliveryErrorKind = DeliveryFailureCode;
+
+export class DeliveryError extends BaseError<DeliveryErrorKind> {
+  override name = 'DeliveryError';
+  /** @deprecated The same as `code`; read `code`. */
+  get kind(): DeliveryErrorKind {
+    return this.code;
+  }
+  /** No retry can cure it. */
+  get final(): boolean {
+    return this.code === 'unsupported' || this.code === 'config';
+  }
+}
+
+/**
+ * How a send failed (lib/worker/tx/sender.ts; docs/delivery.md#transactions):
+ * - `revert`: the call reverts (simulation, or the mined transaction); `reason` says why when the
+ *   contract said (Error(string), Panic, or a custom error decoded with `errorAbi`).
+ * - `out-of-gas`: the node cannot find a gas limit that works, or the mined transaction used all
+ *   of its gas.
+ * - `insufficient-funds`: the signer cannot pay for gas.
+ * - `nonce`: the nonce sequence could not be put right (nonce too high, or still too low after
+ *   re-reading it from the node).
+ * - `rpc`: the node is unreachable or answered something unexpected.
+ * - `timeout`: the transaction was sent but not mined (with its confirmations) within `timeoutMs`;
+ *   `hash` is the last one sent, which may still be mined.
+ */
+export type TransactionErrorKind = TransactionFailureCode;
+
+export class TransactionError extends BaseError<TransactionErrorKind> {
+  override name = 'TransactionError';
+  /** For `revert`: the contract's reason when it gave one. */
+  readonly reason?: string;
+  /** The transaction concerned, once one was sent. */
+  readonly hash?: `0x${string}`;
+
+  constructor(
+    kind: TransactionErrorKind,
+    message: string,
+    extra: { reason?: string; hash?: `0x${string}`; cause?: unknown } = {},
+  ) {
+    super(kind, message, extra.cause === undefined ? undefined : { cause: extra.cause });
+    if (extra.reason !== undefined) this.reason = extra.reason;
+    if (extra.hash !== undefined) this.hash = extra.hash;
+  }
+
+  /** @deprecated The same as `code`; read `code`. */
+  get kind(): TransactionErrorKind {
+    return this.code;
+  }
+}
+
+export type CcipReadErrorKind = CcipReadFailureCode;
+
+/**
+ * Why no metadata came back from CCIP-read (lib/worker/ccip/read.ts; docs/delivery.md#ccip-read):
+ * - `pending`: a gateway said the proof is not there yet (HTTP 404, or HTTP 500 whose body says
+ *   the attestation is not found / pending) and none answered: ask again later.
+ * - `unavailable`: every gateway failed (5xx, transport error, timeout).
+ * - `malformed`: a gateway answered something unusable (bad JSON, non-hex `data`, another
+ *   `sender`, too large, a redirect) and none said pending.
+ * - `refused`: a gateway answered a 4xx other than 404 (EIP-3668: stop there), or the lookup
+ *   itself cannot be followed (its sender is not the contract asked, no http(s) URL).
+ * - `forbidden`: a gateway URL's host is, or resolves to, an address that is not public (loopback,
+ *   private, link-local, …) and its origin is not allowed: no gateway was asked
+ *   (docs/delivery.md#hostile-recipients). Its own delivery failure kind, so a metric shows it.
+ */
+export class CcipReadError extends BaseError<CcipReadErrorKind> {
+  override name = 'CcipReadError';
+
+  /** @deprecated The same as `code`; read `code`. */
+  get kind(): CcipReadErrorKind {
+    return this.code;
   }
 }

@@ -220,7 +220,7 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
       try {
         return await exchange<T>(method, path, body, signal, deadline);
       } catch (error) {
-        if (!(error instanceof RelayApiError) || !RETRYABLE.has(error.reason) || attempt >= maxAttempts) throw error;
+        if (!(error instanceof RelayApiError) || !RETRYABLE.has(error.code) || attempt >= maxAttempts) throw error;
         const wait =
           error.retryAfterSeconds !== undefined ? error.retryAfterSeconds * 1_000 : backoffMs * 2 ** (attempt - 1);
         if (clock.now() + wait >= deadline) throw error;
@@ -249,7 +249,7 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
         const { messages } = await call<RelayResponse>('POST', '/relay', body, options.signal);
         return { messages, alreadySubmitted: false };
       } catch (error) {
-        if (!lookupDuplicates || !(error instanceof RelayApiError) || error.reason !== 'duplicate_tx') throw error;
+        if (!lookupDuplicates || !(error instanceof RelayApiError) || error.code !== 'duplicate_tx') throw error;
         let found: MessageStatusJson[];
         try {
           found = await messagesOfTx(request.origin_chain, request.tx_hash, options);

@@ -28,5 +28,5 @@ export function createAdminCheck(token: string | null): AdminCheck {
 
 /** The headers an error answer adds: the challenge with a 401. */
 export function authErrorHeaders(error: RelayError, headers: Record<string, string>): void {
-  if (error.reason === 'unauthorized') headers['WWW-Authenticate'] = 'Bearer';
+  if (error.code === 'unauthorized') headers['WWW-Authenticate'] = 'Bearer';
 }

@@ -116,13 +116,13 @@ export function createExchangeRecorder(deps: {
       ex.res.once('close', () => end(ex, started));
     },
     failed(ex, error) {
-      ex.reason = error.reason;
-      if (error.reason === 'rate_limited') metrics.rateLimited.inc();
-      if (error.reason === 'internal_error' || error.reason === 'store_unavailable') {
+      ex.reason = error.code;
+      if (error.code === 'rate_limited') metrics.rateLimited.inc();
+      if (error.code === 'internal_error' || error.code === 'store_unavailable') {
         // The cause is for the operator's log only, reduced to its name and first line.
         const cause =
           error.cause instanceof Error ? `${error.cause.name}: ${error.cause.message.split('\n')[0]}` : undefined;
-        logger.error(error.reason === 'internal_error' ? 'internal error' : 'store unavailable', {
+        logger.error(error.code === 'internal_error' ? 'internal error' : 'store unavailable', {
           request_id: ex.id,
           route: ex.route,
           error: error.message,

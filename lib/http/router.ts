@@ -94,5 +94,5 @@ export function routeHandler(route: CompiledRoute, method: string | undefined): 
 
 /** The headers an error answer adds on this route: `Allow` with a 405. */
 export function routeErrorHeaders(ex: Exchange, error: RelayError, headers: Record<string, string>): void {
-  if (error.reason === 'method_not_allowed' && ex.matched) headers.Allow = ex.matched.allow;
+  if (error.code === 'method_not_allowed' && ex.matched) headers.Allow = ex.matched.allow;
 }

@@ -55,7 +55,7 @@ interface Waiting<T, R> {
  */
 function othersMayHaveCaused(failure: RelayError): boolean {
   const code = (failure.cause as { code?: unknown } | undefined)?.code;
-  return failure.reason !== 'store_unavailable' || code === '40P01' || code === '40001';
+  return failure.code !== 'store_unavailable' || code === '40P01' || code === '40001';
 }
 
 /** A function that runs `item` through the coalesced statements and resolves with its own result. */

@@ -132,7 +132,7 @@ export function createPostgresDedupStore(pool: PgPool, s: string, opts: Postgres
       let token = await insert();
       if (token === null) {
         const why = await refusal(key);
-        if (why.reason !== 'cache_full') throw why;
+        if (why.code !== 'cache_full') throw why;
         // The row count holds expired rows until a sweep deletes them: sweep, and try once more.
         await run(pool, sweepSql([now()]));
         token = await insert();

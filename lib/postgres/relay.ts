@@ -159,7 +159,7 @@ export function createPostgresAdmission(pool: PgPool, s: string, opts: PostgresA
         return refusal(key);
       };
       let token = await decide(await admitQueued({ at, key }));
-      if (token instanceof RelayError && token.reason === 'cache_full') {
+      if (token instanceof RelayError && token.code === 'cache_full') {
         // The row count holds expired rows until a sweep deletes them: sweep now and ask once
         // more (a second token; a full table is rare, and refuses anyway).
         await run(pool, sweepSql([at]));

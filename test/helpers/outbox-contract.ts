@@ -18,6 +18,7 @@ import {
 } from '../../lib/outbox/index.ts';
 import { createFakeClock, type FakeClock } from './fake-clock.ts';
 import { hyperlaneMessage, messageId, txHash } from './builders.ts';
+import { InvalidArgumentError, OutOfRangeError } from '../../lib/errors.ts';
 
 export interface OutboxHarness {
   /** An engine whose time is the `clock` given to `make`. */
@@ -565,7 +566,7 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.equal((await h.outbox.get(id(1)))?.deliveredAt, clock.now());
     });
 
-    test("docs/design.md#leases: the lease is required: a call without it throws TypeError and leaves another worker's live claim alone", async () => {
+    test("docs/design.md#leases: the lease is required: a call without it throws InvalidArgumentError and leaves another worker's live claim alone", async () => {
       await h.outbox.enqueue([outboxMessage(1)]);
       const [held] = await h.outbox.claim(1, LEASE);
       const before = await h.outbox.get(id(1));
@@ -578,7 +579,7 @@ export function outboxContract(name: string, make: MakeOutbox): void {
         () => h.outbox.markFailed(id(1), { error: 'x', final: true, lease: null } as never),
         () => h.outbox.extend(id(1), undefined as never, LEASE),
       ];
-      for (const call of leaseless) await assert.rejects(async () => call(), TypeError);
+      for (const call of leaseless) await assert.rejects(async () => call(), InvalidArgumentError);
       // Still the holder's: not failed under it, not handed to a third worker (delivered twice).
       assert.deepEqual(await h.outbox.get(id(1)), before);
       assert.deepEqual(await h.outbox.claim(10, LEASE), []);
@@ -705,19 +706,23 @@ export function outboxContract(name: string, make: MakeOutbox): void {
         [1, -5],
         [1, Number.POSITIVE_INFINITY],
       ]) {
-        await assert.rejects(async () => h.outbox.claim(limit, leaseMs), RangeError, `claim(${limit}, ${leaseMs})`);
+        await assert.rejects(
+          async () => h.outbox.claim(limit, leaseMs),
+          OutOfRangeError,
+          `claim(${limit}, ${leaseMs})`,
+        );
       }
       for (const maxAttempts of [0, -1, 1.5, Number.NaN, 2 ** 31]) {
         await assert.rejects(
           async () => h.outbox.claim(1, LEASE, { maxAttempts }),
-          RangeError,
+          OutOfRangeError,
           `maxAttempts ${maxAttempts}`,
         );
       }
       for (const leaseMs of [0, -1, 1.5, Number.NaN]) {
         await assert.rejects(
           async () => h.outbox.extend(id(1), 'a-lease', leaseMs),
-          RangeError,
+          OutOfRangeError,
           `extend(leaseMs ${leaseMs})`,
         );
       }
@@ -734,7 +739,7 @@ export function outboxContract(name: string, make: MakeOutbox): void {
         () => h.outbox.extend(id(1), 7 as never, LEASE),
         () => h.outbox.claim(1, LEASE, 'often' as never),
       ];
-      for (const call of bad) await assert.rejects(async () => call(), TypeError);
+      for (const call of bad) await assert.rejects(async () => call(), InvalidArgumentError);
       assert.deepEqual(await h.outbox.get(id(1)), queuedRecord(outboxMessage(1)));
     });
 

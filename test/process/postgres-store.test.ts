@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
-import { RelayError, SchemaVersionError } from '../../lib/errors.ts';
+import { InvalidArgumentError, RelayError, SchemaVersionError } from '../../lib/errors.ts';
 import { migrate, openPostgresStore, SCHEMA_VERSION, type PostgresStoreOptions } from '../../lib/postgres/index.ts';
 import { MIGRATIONS } from '../../lib/postgres/schema.ts';
 import { MAX_DESTINATION_TX_HASH_LENGTH, MAX_ERROR_LENGTH } from '../../lib/outbox/index.ts';
@@ -168,7 +168,7 @@ describe('PostgreSQL schema and migrations', () => {
     const t = await testSchema();
     try {
       for (const schema of ['Relayer', 'a-b', 'x"; DROP TABLE y; --', '', '1abc']) {
-        await assert.rejects(openPostgresStore(t.pool, { relayApi, schema }), TypeError, schema);
+        await assert.rejects(openPostgresStore(t.pool, { relayApi, schema }), InvalidArgumentError, schema);
       }
     } finally {
       await t.close();

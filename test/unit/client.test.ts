@@ -16,6 +16,7 @@ import { createFakeClock, type FakeClock } from '../helpers/fake-clock.ts';
 import { outboxEngines, type OutboxEngine } from '../helpers/outbox-engines.ts';
 import { fakeRpcFetch, type ReceiptTable } from '../helpers/fake-rpc.ts';
 import { hyperlaneMessage, messageId, messageSentLog, rpcReceipt, transferLogs, txHash } from '../helpers/builders.ts';
+import { InvalidArgumentError, OutOfRangeError } from '../../lib/errors.ts';
 
 const DEST_TX = '0x' + 'de'.repeat(32);
 
@@ -563,8 +564,8 @@ describe('relayer-api/client without the API behind it', { timeout: 60_000 }, ()
   });
 
   test('option checks: a missing baseUrl or a non-positive limit is refused at creation', () => {
-    assert.throws(() => createRelayClient({} as RelayClientOptions), TypeError);
-    assert.throws(() => createRelayClient({ baseUrl: '', maxAttempts: 0 }), RangeError);
-    assert.throws(() => createRelayClient({ baseUrl: '', maxTotalMs: Number.NaN }), RangeError);
+    assert.throws(() => createRelayClient({} as RelayClientOptions), InvalidArgumentError);
+    assert.throws(() => createRelayClient({ baseUrl: '', maxAttempts: 0 }), OutOfRangeError);
+    assert.throws(() => createRelayClient({ baseUrl: '', maxTotalMs: Number.NaN }), OutOfRangeError);
   });
 });

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { createMemoryDedupStore, type DedupStore, type Reservation } from '../../lib/dedup.ts';
-import { RelayError } from '../../lib/errors.ts';
+import { OutOfRangeError, RelayError } from '../../lib/errors.ts';
 import { createFakeClock } from '../helpers/fake-clock.ts';
 
 // A real gc() for the memory measurement, without requiring --expose-gc on the command line.
@@ -190,9 +190,9 @@ describe('capacity (docs/design.md#deduplication: full of live entries → 503 c
 
   it('rejects a nonsensical configuration', () => {
     const clock = createFakeClock();
-    assert.throws(() => createMemoryDedupStore({ clock, windowMs: 0, capacity: 1 }), RangeError);
-    assert.throws(() => createMemoryDedupStore({ clock, windowMs: 1, capacity: 0 }), RangeError);
-    assert.throws(() => createMemoryDedupStore({ clock, windowMs: 1, capacity: 1.5 }), RangeError);
+    assert.throws(() => createMemoryDedupStore({ clock, windowMs: 0, capacity: 1 }), OutOfRangeError);
+    assert.throws(() => createMemoryDedupStore({ clock, windowMs: 1, capacity: 0 }), OutOfRangeError);
+    assert.throws(() => createMemoryDedupStore({ clock, windowMs: 1, capacity: 1.5 }), OutOfRangeError);
   });
 });
 

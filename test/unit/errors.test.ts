@@ -15,6 +15,7 @@ import {
   toRelayError,
   type Reason,
 } from '../../lib/errors.ts';
+import * as errorsModule from '../../lib/errors.ts';
 import { CcipReadError, DeliveryError, TransactionError } from '../../lib/worker/errors.ts';
 
 test('every error the library throws on purpose is a BaseError told apart by class and code', () => {
@@ -81,20 +82,40 @@ test("the worker's errors are of the family, their kind is their code, their cla
   assert.equal(new DeliveryError('rpc', 'x', { cause }).cause, cause);
 });
 
-test('argument errors are of the family and still a TypeError / RangeError (callers catch them as such)', () => {
+test('docs/design.md#errors: argument errors are BaseErrors with one code each, told apart by class, not by name', () => {
   const type = new InvalidArgumentError('batch must be an array');
   const range = new OutOfRangeError('windowMs must be positive');
-  assert.ok(type instanceof TypeError && type instanceof BaseError && type instanceof InvalidArgumentError);
-  assert.ok(range instanceof RangeError && range instanceof BaseError && range instanceof OutOfRangeError);
+  assert.ok(type instanceof BaseError && type instanceof InvalidArgumentError);
+  assert.ok(range instanceof BaseError && range instanceof OutOfRangeError);
   assert.equal(type.code, 'invalid_argument');
   assert.equal(range.code, 'out_of_range');
   assert.equal(type.name, 'InvalidArgumentError');
-  // The family check is BaseError's only: subclasses and the built-ins keep the prototype check.
+  // No instanceof override: a built-in TypeError is not of the family, and the classes are apart.
   assert.ok(!(new TypeError('plain') instanceof BaseError));
+  assert.ok(!(type instanceof TypeError) && !(range instanceof RangeError));
   assert.ok(!(type instanceof RelayError));
   assert.ok(!(new RelayError('not_found', 'x') instanceof InvalidArgumentError));
-  assert.ok(!(range instanceof TypeError));
-  assert.ok(!((null as unknown) instanceof BaseError));
+  assert.ok(!(range instanceof InvalidArgumentError));
+  assert.equal(Object.hasOwn(BaseError, Symbol.hasInstance), false);
+});
+
+test('docs/design.md#errors: kind and reason are deprecated getters that read code, not fields of their own', () => {
+  const delivery = new DeliveryError('pending', 'later');
+  const tx = new TransactionError('nonce', 'refused');
+  const relay = new RelayError('rate_limited', 'slow down');
+  assert.equal(delivery.kind, delivery.code);
+  assert.equal(tx.kind, tx.code);
+  assert.equal(relay.reason, relay.code);
+  // TransactionError's `reason` is the contract's revert reason, another thing than its code.
+  for (const e of [delivery, tx]) assert.ok(!Object.hasOwn(e, 'kind'), `${e.name} has no own kind`);
+  assert.ok(!Object.hasOwn(relay, 'reason'), 'RelayError has no own reason');
+  assert.deepEqual(relay.toJSON(), { reason: 'rate_limited', message: 'slow down' });
+});
+
+test("docs/design.md#errors: the worker's error classes live in lib/errors.ts with the rest of the family", () => {
+  assert.equal(CcipReadError, errorsModule.CcipReadError);
+  assert.equal(DeliveryError, errorsModule.DeliveryError);
+  assert.equal(TransactionError, errorsModule.TransactionError);
 });
 
 test('every throw in lib/ comes from the error family (no new Error/TypeError/RangeError, no class extending Error outside lib/errors.ts)', () => {

@@ -11,6 +11,7 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { keccak_256 } from '@noble/hashes/sha3.js';
 import { keccak256 } from '../../lib/keccak.ts';
+import { InvalidArgumentError } from '../../lib/errors.ts';
 
 const RATE = 136; // Keccak-256 absorbs 136-byte blocks; most bugs sit at multiples of it
 
@@ -123,9 +124,9 @@ test('docs/design.md#package, keccak256: each call returns a fresh 32-byte array
 });
 
 test('docs/design.md#package, keccak256: input that is not a Uint8Array is rejected, not hashed as garbage', () => {
-  assert.throws(() => keccak256('abc' as unknown as Uint8Array), TypeError);
-  assert.throws(() => keccak256([1, 2, 3] as unknown as Uint8Array), TypeError);
-  assert.throws(() => keccak256(new Uint32Array(4) as unknown as Uint8Array), TypeError);
+  assert.throws(() => keccak256('abc' as unknown as Uint8Array), InvalidArgumentError);
+  assert.throws(() => keccak256([1, 2, 3] as unknown as Uint8Array), InvalidArgumentError);
+  assert.throws(() => keccak256(new Uint32Array(4) as unknown as Uint8Array), InvalidArgumentError);
 });
 
 test('docs/design.md#package, keccak256: lib/keccak-f.generated.ts is exactly what scripts/gen-keccak.ts derives from the reference definitions', () => {

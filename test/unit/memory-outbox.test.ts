@@ -4,6 +4,7 @@ import { createMemoryOutbox } from '../../lib/outbox/index.ts';
 import type { ClaimedMessage, OutboxMessage } from '../../lib/outbox/index.ts';
 import { createFakeClock } from '../helpers/fake-clock.ts';
 import { queuedRecord } from '../helpers/outbox-contract.ts';
+import { InvalidArgumentError } from '../../lib/errors.ts';
 
 const T0 = 1_700_000_000_000;
 const DEST = '0x' + 'de'.repeat(32);
@@ -66,7 +67,7 @@ describe('memory outbox (docs/design.md#enqueue, #storage)', () => {
       const outbox = createMemoryOutbox(createFakeClock());
       assert.throws(
         () => outbox.enqueue([msg(1), msg(2, overrides)]),
-        (e) => e instanceof TypeError && /^batch\[1\]/.test(e.message),
+        (e) => e instanceof InvalidArgumentError && /^batch\[1\]/.test(e.message),
       );
       assert.equal(outbox.depth(), 0);
       assert.equal(outbox.get(msg(1).id), undefined);

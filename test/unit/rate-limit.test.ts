@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createTokenBucket, type TokenBucket } from '../../lib/rate-limit.ts';
 import { createFakeClock } from '../helpers/fake-clock.ts';
+import { OutOfRangeError } from '../../lib/errors.ts';
 
 function takeN(limiter: TokenBucket, n: number): number {
   let ok = 0;
@@ -91,9 +92,9 @@ describe('global rate limit: token bucket (docs/design.md#rate-limit)', () => {
 
   it('rejects a nonsensical configuration', () => {
     const clock = createFakeClock();
-    assert.throws(() => createTokenBucket({ clock, burst: 0, perMinute: 1 }), RangeError);
-    assert.throws(() => createTokenBucket({ clock, burst: 1, perMinute: 0 }), RangeError);
-    assert.throws(() => createTokenBucket({ clock, burst: Number.NaN, perMinute: 1 }), RangeError);
+    assert.throws(() => createTokenBucket({ clock, burst: 0, perMinute: 1 }), OutOfRangeError);
+    assert.throws(() => createTokenBucket({ clock, burst: 1, perMinute: 0 }), OutOfRangeError);
+    assert.throws(() => createTokenBucket({ clock, burst: Number.NaN, perMinute: 1 }), OutOfRangeError);
   });
 
   it('uses no timers', () => {

@@ -38,6 +38,13 @@ const samples: Record<string, () => Error> = {
   InvalidArgumentError: () => new errors.InvalidArgumentError('batch must be an array'),
   StoreUnavailableError: () => new errors.StoreUnavailableError('the SQLite store is closed'),
   OutOfRangeError: () => new errors.OutOfRangeError('claim(limit): expected a non-negative integer, got -1'),
+  DeliveryError: () => new errors.DeliveryError('pending', 'the gateway says the attestation is pending'),
+  TransactionError: () =>
+    new errors.TransactionError('revert', 'simulation reverted: nope', {
+      reason: 'nope',
+      hash: `0x${'ab'.repeat(32)}`,
+    }),
+  CcipReadError: () => new errors.CcipReadError('refused', 'gateway 1 of 1 answered HTTP 401'),
 };
 
 /** Through a real message port: the structured clone the worker's answers go through. */
@@ -102,7 +109,7 @@ test('built-in errors keep their class; any other keeps its name and data (node:
 test('an error thrown by a table in the worker reaches the caller with its class and code', async () => {
   const store = await openSqliteStore(join(dir, 'errors.db'), { clock: createFakeClock() });
   try {
-    await assert.rejects(store.outbox.claim(-1, 1000), (e: unknown) => e instanceof RangeError);
+    await assert.rejects(store.outbox.claim(-1, 1000), (e: unknown) => e instanceof errors.OutOfRangeError);
     await assert.rejects(
       store.outbox.claim(-1, 1000),
       (e: unknown) => e instanceof errors.OutOfRangeError && e.code === 'out_of_range' && e instanceof errors.BaseError,
@@ -110,7 +117,7 @@ test('an error thrown by a table in the worker reaches the caller with its class
     await assert.rejects(
       // @ts-expect-error: the lease is required
       store.outbox.markDelivered('0x' + '11'.repeat(32), { destinationTxHash: '0x1' }),
-      (e: unknown) => e instanceof TypeError,
+      (e: unknown) => e instanceof errors.InvalidArgumentError,
     );
     await assert.rejects(
       // @ts-expect-error: the lease is required

@@ -205,7 +205,7 @@ export async function ccipRead(lookup: OffchainLookup, opts: CcipReadOptions): P
       return answer;
     } catch (err) {
       if (opts.signal?.aborted) throw opts.signal.reason;
-      const kind = err instanceof GatewayFailure ? err.kind : 'unavailable';
+      const kind = err instanceof GatewayFailure ? err.code : 'unavailable';
       opts.onAttempt?.({ index: i, url: urls[i], outcome: kind === 'forbidden' ? 'refused' : kind });
       outcomes.push(`${which} ${err instanceof GatewayFailure ? err.message : 'failed'}`);
       if (kind === 'refused') throw new CcipReadError('refused', `CCIP-read refused: ${outcomes.join('; ')}`);

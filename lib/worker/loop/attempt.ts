@@ -68,7 +68,7 @@ export async function attempt(c: AttemptContext, m: ClaimedMessage, hold: Hold):
       simulated = await destination.simulate(metadata, message);
     } catch (error) {
       const failure = toDeliveryError(error);
-      if (failure.kind === 'revert' && /already delivered/i.test(failure.message)) {
+      if (failure.code === 'revert' && /already delivered/i.test(failure.message)) {
         const by = await destination.deliveredBy(id);
         if (by) return delivered(by, true);
       }
@@ -88,9 +88,9 @@ export async function attempt(c: AttemptContext, m: ClaimedMessage, hold: Hold):
     const failure = toDeliveryError(error);
     // Stopped before anything went out (a gateway request aborted by the stop included): the
     // message goes back unchanged.
-    if (failure.kind === 'stopped' || (!hold.sent && hold.signal.aborted))
-      return { kind: 'released', reason: failure.kind === 'stopped' ? failure.message : 'the worker is stopping' };
-    if (failure.kind === 'pending') return { kind: 'pending', failure };
+    if (failure.code === 'stopped' || (!hold.sent && hold.signal.aborted))
+      return { kind: 'released', reason: failure.code === 'stopped' ? failure.message : 'the worker is stopping' };
+    if (failure.code === 'pending') return { kind: 'pending', failure };
     return failure.final ? { kind: 'final', failure } : { kind: 'retry', failure };
   }
 }

@@ -141,7 +141,7 @@ export function createRecorder(r: RecorderOptions): Recorder {
       }
       case 'final': {
         const next = { ...state, failures: state.failures + 1 };
-        return final(m, name, outcome.failure.kind, outcome.failure.message, next, log);
+        return final(m, name, outcome.failure.code, outcome.failure.message, next, log);
       }
       case 'retry': {
         const { failure } = outcome;
@@ -150,15 +150,15 @@ export function createRecorder(r: RecorderOptions): Recorder {
           return final(
             m,
             name,
-            failure.kind,
-            formatAttemptState(failure.kind, failure.message, next, o.maxAttempts, true),
+            failure.code,
+            formatAttemptState(failure.code, failure.message, next, o.maxAttempts, true),
             next,
             log,
           );
         const retryAt = now + backoff(o.retryBaseMs, o.retryMaxMs, next.failures);
-        const error = formatAttemptState(failure.kind, failure.message, next, o.maxAttempts);
+        const error = formatAttemptState(failure.code, failure.message, next, o.maxAttempts);
         const recorded = await safely(() => outbox.markFailed(m.id, { lease: m.lease, error, retryAt, state: next }));
-        events.retried?.(name, failure.kind);
+        events.retried?.(name, failure.code);
         logger.warn('retry', { ...log, retry_at: new Date(retryAt).toISOString(), error, recorded });
         return { id: m.id, outcome: 'retry', error, retryAt, recorded };
       }

@@ -232,7 +232,7 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
         (err: unknown) =>
           opts.onRecovered?.(
             nonce,
-            err instanceof TransactionError && err.kind === 'nonce' ? 'dropped' : 'failed',
+            err instanceof TransactionError && err.code === 'nonce' ? 'dropped' : 'failed',
             err instanceof Error ? err.message : String(err),
           ),
       );
