@@ -484,13 +484,13 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       for (const opts of bad) {
         await assert.rejects(
           async () => h.outbox.list(opts as never),
-          (e) => e instanceof TypeError || e instanceof RangeError,
+          (e) => e instanceof InvalidArgumentError || e instanceof OutOfRangeError,
           JSON.stringify(opts),
         );
         if (!(opts !== null && typeof opts === 'object' && 'status' in opts))
           await assert.rejects(
             async () => h.outbox.requeueFailed(opts as never),
-            (e) => e instanceof TypeError || e instanceof RangeError,
+            (e) => e instanceof InvalidArgumentError || e instanceof OutOfRangeError,
             JSON.stringify(opts),
           );
       }
