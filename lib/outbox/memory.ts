@@ -20,7 +20,7 @@ import {
   newLease,
   validateOutboxBatch,
 } from './checks.ts';
-import type { JournalEntry, Outbox, OutboxRecord, Slot, Synchronous } from './types.ts';
+import type { JournalEntry, Outbox, OutboxRecord, Slot, SlotOutcome, Synchronous } from './types.ts';
 import type { VersionedReads } from './versioned.ts';
 import { createVersioning, versionedReads } from './versioning.ts';
 
@@ -62,6 +62,18 @@ export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
   // The journal in recording order (a Map keeps insertion order): by hash.
   const journal = new Map<string, JournalRow>();
   const openEntries = (): JournalRow[] => [...journal.values()].filter((e) => e.closedAt === null);
+  /** Settles every open broadcast of `slot`; how many. */
+  const settle = (slot: Slot, outcome: SlotOutcome): number => {
+    const now = clock.now();
+    let closed = 0;
+    for (const e of openEntries()) {
+      if (!sameSlot(e, slot)) continue;
+      e.outcome = outcome.outcome === 'dropped' ? 'dropped' : e.hash === outcome.hash ? 'mined' : 'replaced';
+      e.closedAt = now;
+      closed++;
+    }
+    return closed;
+  };
   const entry = (e: JournalRow): JournalEntry => ({
     messageId: e.messageId,
     chainId: e.chainId,
@@ -188,6 +200,10 @@ export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
       row.lease = null;
       open.delete(row.id);
       changed([row]);
+      // The journal's slot of the delivering transaction is settled with it.
+      const sent = journal.get(destinationTxHash.toLowerCase());
+      if (sent && sent.messageId === row.id && sent.closedAt === null)
+        settle(sent, { outcome: 'mined', hash: sent.hash });
       return true;
     },
 
@@ -239,17 +255,7 @@ export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
     },
 
     closeSlot(s, o) {
-      const slot = checkSlot(s, 'closeSlot');
-      const outcome = checkSlotOutcome(o);
-      const now = clock.now();
-      let closed = 0;
-      for (const e of openEntries()) {
-        if (!sameSlot(e, slot)) continue;
-        e.outcome = outcome.outcome === 'dropped' ? 'dropped' : e.hash === outcome.hash ? 'mined' : 'replaced';
-        e.closedAt = now;
-        closed++;
-      }
-      return closed;
+      return settle(checkSlot(s, 'closeSlot'), checkSlotOutcome(o));
     },
 
     openBroadcasts(of) {

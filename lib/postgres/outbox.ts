@@ -142,10 +142,25 @@ export function createPostgresOutbox(pool: PgPool, s: string, clock?: Clock): Po
   const extendSql = `
     UPDATE ${s}.outbox SET claimed_until = ${nowSql(1)} + $3
     WHERE id = $2 AND status = 'delivering' AND lease = $4`;
+  // The journal's slot holding the delivering transaction is settled in the same statement.
   const deliverSql = `
-    UPDATE ${s}.outbox SET status = 'delivered', delivered_at = ${nowSql(1)}, destination_tx_hash = $3,
-      claimed_until = NULL, retry_at = NULL, lease = NULL
-    WHERE id = $2 AND status = 'delivering' AND lease = $4`;
+    WITH d AS (
+      UPDATE ${s}.outbox SET status = 'delivered', delivered_at = ${nowSql(1)}, destination_tx_hash = $3,
+        claimed_until = NULL, retry_at = NULL, lease = NULL
+      WHERE id = $2 AND status = 'delivering' AND lease = $4
+      RETURNING id
+    ),
+    slot AS (
+      SELECT j.chain_id, j.signer, j.nonce FROM ${s}.outbox_journal j, d
+      WHERE j.hash = lower($3) AND j.message_id = d.id AND j.closed_at IS NULL
+    ),
+    settled AS (
+      UPDATE ${s}.outbox_journal j SET closed_at = ${nowSql(1)},
+        outcome = CASE WHEN j.hash = lower($3) THEN 'mined' ELSE 'replaced' END
+      FROM slot WHERE j.chain_id = slot.chain_id AND j.signer = slot.signer AND j.nonce = slot.nonce AND j.closed_at IS NULL
+      RETURNING 1
+    )
+    SELECT count(*)::integer AS n FROM d`;
   // $5 true: the attempt-state columns stay as they are (a release).
   const failSql = `
     UPDATE ${s}.outbox SET status = CASE WHEN $4::float8 IS NULL THEN 'failed' ELSE 'queued' END,
@@ -228,8 +243,13 @@ export function createPostgresOutbox(pool: PgPool, s: string, clock?: Clock): Po
     },
     async markDelivered(id, opts) {
       const { destinationTxHash, lease } = checkMarkDelivered(opts);
-      const { rowCount } = await run(pool, deliverSql, [now(), String(id).toLowerCase(), destinationTxHash, lease]);
-      return rowCount === 1;
+      const { rows } = await run<{ n: number }>(pool, deliverSql, [
+        now(),
+        String(id).toLowerCase(),
+        destinationTxHash,
+        lease,
+      ]);
+      return rows[0].n === 1;
     },
     async markFailed(id, opts) {
       const { error, retryAt, lease, state } = checkMarkFailed(opts);

@@ -123,6 +123,12 @@ export function createSqliteOutbox(db: DatabaseSync, transaction: Transaction, c
       "WHEN hash = :hash THEN 'mined' ELSE 'replaced' END " +
       'WHERE chain_id = :chainId AND signer = :signer AND nonce = :nonce AND closed_at IS NULL',
   );
+  // The slot holding the delivering transaction, settled with the delivery (markDelivered).
+  const settleDelivered = db.prepare(
+    "UPDATE outbox_journal SET closed_at = :now, outcome = CASE WHEN hash = :hash THEN 'mined' ELSE 'replaced' END " +
+      'WHERE closed_at IS NULL AND (chain_id, signer, nonce) = ' +
+      '(SELECT chain_id, signer, nonce FROM outbox_journal WHERE hash = :hash AND message_id = :id AND closed_at IS NULL)',
+  );
   const journalOfMessage = db.prepare(
     `SELECT ${JOURNAL_COLUMNS} FROM outbox_journal WHERE message_id = ? AND closed_at IS NULL ORDER BY rowid`,
   );
@@ -206,13 +212,14 @@ export function createSqliteOutbox(db: DatabaseSync, transaction: Transaction, c
     },
     markDelivered(id, opts) {
       const { destinationTxHash, lease: held } = checkMarkDelivered(opts);
-      const { changes } = deliver.run({
-        id: String(id).toLowerCase(),
-        now: clock.now(),
-        hash: destinationTxHash,
-        lease: held,
+      const message = String(id).toLowerCase();
+      return transaction(() => {
+        const now = clock.now();
+        const { changes } = deliver.run({ id: message, now, hash: destinationTxHash, lease: held });
+        if (Number(changes) !== 1) return false;
+        settleDelivered.run({ id: message, now, hash: destinationTxHash.toLowerCase() });
+        return true;
       });
-      return Number(changes) === 1;
     },
     markFailed(id, opts) {
       const { error, retryAt, lease: held, state } = checkMarkFailed(opts);

@@ -72,13 +72,15 @@ export function createMailboxDestination(options: MailboxDestinationOptions): De
         simulated,
         onWait: opts.onWait,
         owner: { messageId: opts.messageId, fence: opts.fence },
+        // The loop records the delivery with markDelivered, which settles the journal's slot.
+        settledByRecord: true,
       });
       return { hash, status: receipt.status };
     },
 
     async resume(entries, opts) {
       if (entries[0].signer === sender.signer) {
-        const { hash, receipt } = await sender.follow(entries, opts);
+        const { hash, receipt } = await sender.follow(entries, { ...opts, settledByRecord: true });
         return { hash, status: receipt.status };
       }
       const where = await sender.inspect(entries);

@@ -1069,6 +1069,29 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       );
     });
 
+    test('docs/delivery.md#the-transaction-journal: markDelivered settles the slot holding the delivering transaction in the same write, and only that slot', async () => {
+      await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
+      const [m1, m2] = await h.outbox.claim(2, LEASE);
+      assert.equal(await h.outbox.recordBroadcast(broadcast(1, 0), { lease: m1.lease, leaseMs: LEASE }), true);
+      await clock.advance(1);
+      assert.equal(await h.outbox.recordBroadcast(broadcast(1, 0, 1)), true);
+      assert.equal(await h.outbox.recordBroadcast(broadcast(2, 1), { lease: m2.lease, leaseMs: LEASE }), true);
+      // A wrong lease settles nothing.
+      assert.equal(
+        await h.outbox.markDelivered(id(1), { destinationTxHash: broadcast(1, 0, 1).hash, lease: m2.lease }),
+        false,
+      );
+      assert.equal((await h.outbox.openBroadcasts({ messageId: id(1) })).length, 2);
+      assert.equal(
+        await h.outbox.markDelivered(id(1), { destinationTxHash: broadcast(1, 0, 1).hash, lease: m1.lease }),
+        true,
+      );
+      assert.deepEqual(await h.outbox.openBroadcasts({ messageId: id(1) }), [], 'both broadcasts of the slot settled');
+      // Delivered by a transaction the journal does not hold (another relayer): its slot stays open.
+      assert.equal(await h.outbox.markDelivered(id(2), { destinationTxHash: DEST_TX, lease: m2.lease }), true);
+      assert.deepEqual(hashes(await h.outbox.openBroadcasts({ messageId: id(2) })), [broadcast(2, 1).hash]);
+    });
+
     test('docs/delivery.md#the-transaction-journal: invalid journal arguments throw and record nothing', async () => {
       await h.outbox.enqueue([outboxMessage(1)]);
       const [m] = await h.outbox.claim(1, LEASE);

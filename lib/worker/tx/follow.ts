@@ -30,6 +30,11 @@ export interface Slot {
   messageId: string;
   /** When the newest was sent (the replacement clock starts there). */
   sentAt: number;
+  /**
+   * The caller records a successful one with the outbox's markDelivered, which settles the slot
+   * in the same write: no separate closeSlot then (one write fewer per delivery).
+   */
+  settledByRecord?: boolean;
 }
 
 export async function trackSlot(
@@ -52,7 +57,8 @@ export async function trackSlot(
       if (mined) {
         if (!seenMined) {
           seenMined = true;
-          await c.journal.closeSlot(where, { outcome: 'mined', hash: mined.transactionHash.toLowerCase() });
+          if (!slot.settledByRecord || mined.status !== 'success')
+            await c.journal.closeSlot(where, { outcome: 'mined', hash: mined.transactionHash.toLowerCase() });
           nonces.consumed(t.nonce);
         }
         if (mined.status !== 'success')

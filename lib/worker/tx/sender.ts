@@ -73,6 +73,11 @@ export interface SendOptions {
    * (the record renews it; refused, nothing is sent: DeliveryError `stopped`).
    */
   owner?: { messageId: string; fence: BroadcastFence };
+  /**
+   * The caller records a mined transaction with the outbox's markDelivered, which settles its
+   * journal slot in the same write; the sender then does not settle it separately.
+   */
+  settledByRecord?: boolean;
 }
 
 /** Where a journaled slot of another signer stands (`inspect`). */
@@ -92,7 +97,7 @@ export interface TransactionSender {
    * Throws TransactionError `nonce` when the nonce was used by another transaction (none of its own
    * can land any more: the slot is settled `dropped`).
    */
-  follow(entries: readonly JournalEntry[], opts?: Pick<SendOptions, 'onWait'>): Promise<SendResult>;
+  follow(entries: readonly JournalEntry[], opts?: Pick<SendOptions, 'onWait' | 'settledByRecord'>): Promise<SendResult>;
   /** Where a journaled slot of another signer stands: read from the node, nothing sent. */
   inspect(entries: readonly JournalEntry[]): Promise<SlotState>;
   /** Follows every open slot of this signer the journal holds, in the background; resolves with how many. */
@@ -184,11 +189,19 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
     const { t, hash } = await first(req, gas, fees, sendOpts.owner);
     const messageId = sendOpts.owner?.messageId ?? hash;
     return c.followOnce(t.nonce, () =>
-      trackSlot(c, settings, { t, hashes: [hash], messageId, sentAt: clock.now() }, sendOpts.onWait),
+      trackSlot(
+        c,
+        settings,
+        { t, hashes: [hash], messageId, sentAt: clock.now(), settledByRecord: sendOpts.settledByRecord },
+        sendOpts.onWait,
+      ),
     );
   }
 
-  async function follow(entries: readonly JournalEntry[], followOpts: Pick<SendOptions, 'onWait'> = {}) {
+  async function follow(
+    entries: readonly JournalEntry[],
+    followOpts: Pick<SendOptions, 'onWait' | 'settledByRecord'> = {},
+  ) {
     if (entries.length === 0) throw new TransactionError('rpc', 'no journaled transaction to follow');
     const newest = entries[entries.length - 1];
     const t = signedOf(newest);
@@ -198,6 +211,7 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
       hashes: entries.map((e) => e.hash as Hash).reverse(),
       messageId: newest.messageId,
       sentAt: Math.min(clock.now(), newest.sentAt),
+      settledByRecord: followOpts.settledByRecord,
     };
     return c.followOnce(t.nonce, () => trackSlot(c, settings, slot, followOpts.onWait));
   }
