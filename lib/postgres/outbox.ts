@@ -18,23 +18,19 @@
 import type { Clock } from '../clock.ts';
 import { bytesToHex, hexToBytes } from '../hex.ts';
 import {
-  checkBroadcast,
   checkClaim,
   checkExtend,
-  checkJournalFilter,
   checkMarkDelivered,
   checkMarkFailed,
-  checkSlot,
-  checkSlotOutcome,
   recordFromRow,
   validateOutboxBatch,
   type Outbox,
   type Asynchronous,
-  type JournalEntry,
   type OutboxMessage,
   type OutboxRecord,
   type OutboxRow,
 } from '../outbox/index.ts';
+import { createPostgresJournal } from './journal.ts';
 import { createPostgresListing } from './outbox-listing.ts';
 import { run, type PgPool } from './pool.ts';
 
@@ -169,35 +165,6 @@ export function createPostgresOutbox(pool: PgPool, s: string, clock?: Clock): Po
       pending_since = CASE WHEN $5 THEN pending_since ELSE $7::float8 END,
       polls = CASE WHEN $5 THEN polls ELSE $8::integer END
     WHERE id = $1 AND status = 'delivering' AND lease = $2`;
-  const journalColumns = `message_id AS "messageId", chain_id::float8 AS "chainId", signer, nonce::float8 AS nonce, hash, raw, sent_at AS "sentAt"`;
-  // One statement: the fence (the message delivering under the lease, renewed) or, without a
-  // lease ($8 null), an open broadcast of the same slot for the same message; then the insert.
-  // A hash already present answers true and changes nothing.
-  const recordSql = `
-    WITH known AS (SELECT 1 FROM ${s}.outbox_journal WHERE hash = $1),
-    fence AS (
-      UPDATE ${s}.outbox SET claimed_until = ${nowSql(7)} + $9
-      WHERE $8::text IS NOT NULL AND NOT EXISTS (SELECT 1 FROM known)
-        AND id = $2 AND status = 'delivering' AND lease = $8
-      RETURNING 1
-    ),
-    slot AS (
-      SELECT 1 FROM ${s}.outbox_journal
-      WHERE $8::text IS NULL AND chain_id = $3 AND signer = $4 AND nonce = $5 AND message_id = $2 AND closed_at IS NULL
-      LIMIT 1
-    ),
-    inserted AS (
-      INSERT INTO ${s}.outbox_journal (hash, message_id, chain_id, signer, nonce, raw, sent_at)
-      SELECT $1, $2, $3, $4, $5, $6, ${nowSql(7)}
-      WHERE NOT EXISTS (SELECT 1 FROM known) AND (EXISTS (SELECT 1 FROM fence) OR EXISTS (SELECT 1 FROM slot))
-      ON CONFLICT (hash) DO NOTHING
-      RETURNING 1
-    )
-    SELECT EXISTS (SELECT 1 FROM known) OR EXISTS (SELECT 1 FROM inserted) AS recorded`;
-  const closeSql = `
-    UPDATE ${s}.outbox_journal SET closed_at = ${nowSql(1)},
-      outcome = CASE WHEN $5::text IS NULL THEN 'dropped' WHEN hash = $5 THEN 'mined' ELSE 'replaced' END
-    WHERE chain_id = $2 AND signer = $3 AND nonce = $4 AND closed_at IS NULL`;
   const requeueSql = `UPDATE ${s}.outbox SET ${REDRIVE_SET} WHERE id = $1 AND status = 'failed'`;
 
   return {
@@ -269,50 +236,7 @@ export function createPostgresOutbox(pool: PgPool, s: string, clock?: Clock): Po
       const { rowCount } = await run(pool, requeueSql, [String(id).toLowerCase()]);
       return rowCount === 1;
     },
-    async recordBroadcast(b, f) {
-      const { broadcast: x, fence } = checkBroadcast(b, f);
-      const { rows } = await run<{ recorded: boolean }>(pool, recordSql, [
-        x.hash,
-        x.messageId,
-        x.chainId,
-        x.signer,
-        x.nonce,
-        x.raw,
-        now(),
-        fence?.lease ?? null,
-        fence?.leaseMs ?? null,
-      ]);
-      return rows[0].recorded;
-    },
-    async forgetBroadcast(hash) {
-      const { rowCount } = await run(pool, `DELETE FROM ${s}.outbox_journal WHERE hash = $1 AND closed_at IS NULL`, [
-        String(hash).toLowerCase(),
-      ]);
-      return rowCount === 1;
-    },
-    async closeSlot(slot, o) {
-      const { chainId, signer, nonce } = checkSlot(slot, 'closeSlot');
-      const outcome = checkSlotOutcome(o);
-      const { rowCount } = await run(pool, closeSql, [
-        now(),
-        chainId,
-        signer,
-        nonce,
-        outcome.outcome === 'mined' ? outcome.hash : null,
-      ]);
-      return rowCount ?? 0;
-    },
-    async openBroadcasts(of) {
-      const filter = checkJournalFilter(of);
-      const { rows } = await run<JournalEntry>(
-        pool,
-        'messageId' in filter
-          ? `SELECT ${journalColumns} FROM ${s}.outbox_journal WHERE message_id = $1 AND closed_at IS NULL ORDER BY seq`
-          : `SELECT ${journalColumns} FROM ${s}.outbox_journal WHERE chain_id = $1 AND signer = $2 AND closed_at IS NULL ORDER BY seq`,
-        'messageId' in filter ? [filter.messageId] : [filter.chainId, filter.signer],
-      );
-      return rows;
-    },
+    ...createPostgresJournal({ pool, schema: s, now }),
     ...createPostgresListing({ pool, schema: s, columns: columns('o'), toRecord, redriveSet: REDRIVE_SET }),
   };
 }
