@@ -145,134 +145,122 @@ async function judge(store: SqliteStore, messages: readonly OutboxMessage[], sig
   );
 }
 
+interface Scenario {
+  store: SqliteStore;
+  signer: Address;
+  messages: OutboxMessage[];
+}
+
+/**
+ * One scenario: a SQLite file, `count` messages dispatched, the worker signing with dev account
+ * `keyIndex`; `run` drives it (mining held when `holdMining`: automine off until `run` turns it
+ * on); then the chain judges.
+ */
+async function scenario(
+  file: string,
+  keyIndex: number,
+  count: number,
+  holdMining: boolean,
+  run: (s: Scenario) => Promise<void>,
+): Promise<void> {
+  const store = await openSqliteStore(join(bench.dir, file));
+  const s: Scenario = { store, signer: privateKeyToAddress(devKey(keyIndex)), messages: await bench.dispatch(count) };
+  if (holdMining) await bench.chain.setAutomine(false);
+  try {
+    await run(s);
+    await judge(store, s.messages, s.signer);
+  } finally {
+    await bench.chain.setAutomine(true);
+    await store.close();
+  }
+}
+
+/** Waits until every one of `messages` is recorded delivered. */
+function allDelivered(s: Scenario, what: string): Promise<void> {
+  return until(
+    async () => {
+      for (const m of s.messages) if ((await s.store.outbox.get(m.id))?.status !== 'delivered') return false;
+      return true;
+    },
+    what,
+    60_000,
+  );
+}
+
+/** Mining back on, one block mined, then every message delivered. */
+async function mineAndDeliver(s: Scenario): Promise<void> {
+  await bench.chain.setAutomine(true);
+  await bench.chain.mineBlock();
+  await allDelivered(s, `${s.messages.length} deliveries`);
+}
+
+const inProcess = (s: Scenario, keyIndex: number, worker: Record<string, unknown>) =>
+  startInProcessWorker(config(join(bench.dir, 'unused.db'), worker), s.store.outbox, { keyIndex });
+
 describe('e2e: the worker against a lying node and a killed worker (the chain is the judge)', {
   timeout: 240_000,
 }, () => {
   test('"already known" after forwarding, a connection cut after forwarding, a refusal: each message sent under one nonce, delivered once, no gap', async () => {
-    const db = join(bench.dir, 'lies.db');
-    const store = await openSqliteStore(db);
-    const signer = privateKeyToAddress(devKey(2));
-    try {
-      const messages = await bench.dispatch(6);
-      await store.outbox.enqueue(messages);
+    await scenario('lies.db', 2, 6, false, async (s) => {
+      await s.store.outbox.enqueue(s.messages);
       proxy.fault('already-known', 'cut', 'refuse');
-      const worker = await startInProcessWorker(config(db, { concurrency: 1, batch: 1 }), store.outbox, {
-        keyIndex: 2,
-      });
+      const worker = await inProcess(s, 2, { concurrency: 1, batch: 1 });
       try {
-        await until(
-          async () => {
-            for (const m of messages) if ((await store.outbox.get(m.id))?.status !== 'delivered') return false;
-            return true;
-          },
-          'six deliveries',
-          60_000,
-        );
+        await allDelivered(s, 'six deliveries');
       } finally {
         assert.equal(await worker.stop(), 0);
       }
       assert.equal(proxy.pendingFaults(), 0, 'every fault was served');
-      await judge(store, messages, signer);
-    } finally {
-      await store.close();
-    }
+    });
   });
 
   test('a transaction dropped from the pool while later ones wait, then a send answered "nonce too low": the dropped nonce is sent again, not handed to another message', async () => {
-    const db = join(bench.dir, 'dropped.db');
-    const store = await openSqliteStore(db);
-    const signer = privateKeyToAddress(devKey(3));
-    const messages = await bench.dispatch(4);
-    await bench.chain.setAutomine(false);
-    try {
-      await store.outbox.enqueue(messages.slice(0, 3));
-      const worker = await startInProcessWorker(config(db, { concurrency: 4, replaceAfterSeconds: 1 }), store.outbox, {
-        keyIndex: 3,
-      });
+    await scenario('dropped.db', 3, 4, true, async (s) => {
+      await s.store.outbox.enqueue(s.messages.slice(0, 3));
+      const worker = await inProcess(s, 3, { concurrency: 4, replaceAfterSeconds: 1 });
       try {
-        await until(async () => Object.keys(await poolOf(signer)).length === 3, 'three transactions in the pool');
-        const pool = await poolOf(signer);
-        await bench.chain.rpc('anvil_dropTransaction', [pool['0'].hash]);
+        await until(async () => Object.keys(await poolOf(s.signer)).length === 3, 'three transactions in the pool');
+        await bench.chain.rpc('anvil_dropTransaction', [(await poolOf(s.signer))['0'].hash]);
         // The next send is answered "nonce too low" (not forwarded): a worker that re-reads the
         // pending count (it stops at the gap at nonce 0) hands nonce 0 to the fourth message.
         proxy.fault('nonce-too-low');
-        await store.outbox.enqueue(messages.slice(3));
+        await s.store.outbox.enqueue(s.messages.slice(3));
         await until(async () => proxy.pendingFaults() === 0, 'the refusal served');
-        await until(async () => (await poolOf(signer))['0'] !== undefined, 'nonce 0 sent again');
-        await bench.chain.setAutomine(true);
-        await bench.chain.mineBlock();
-        await until(
-          async () => {
-            for (const m of messages) if ((await store.outbox.get(m.id))?.status !== 'delivered') return false;
-            return true;
-          },
-          'four deliveries',
-          60_000,
-        );
+        await until(async () => (await poolOf(s.signer))['0'] !== undefined, 'nonce 0 sent again');
+        await mineAndDeliver(s);
       } finally {
-        await bench.chain.setAutomine(true);
         assert.equal(await worker.stop(), 0);
       }
-      await judge(store, messages, signer);
-    } finally {
-      await bench.chain.setAutomine(true);
-      await store.close();
-    }
+    });
   });
 
   test('replacements that fail (refused, the connection cut) do not end the send: the message stays under its one nonce and lands', async () => {
-    const db = join(bench.dir, 'replacements.db');
-    const store = await openSqliteStore(db);
-    const signer = privateKeyToAddress(devKey(5));
-    const messages = await bench.dispatch(2);
-    await bench.chain.setAutomine(false);
-    try {
-      await store.outbox.enqueue(messages.slice(0, 1));
-      const worker = await startInProcessWorker(config(db, { replaceAfterSeconds: 1 }), store.outbox, {
-        keyIndex: 5,
-      });
+    await scenario('replacements.db', 5, 2, true, async (s) => {
+      await s.store.outbox.enqueue(s.messages.slice(0, 1));
+      const worker = await inProcess(s, 5, { replaceAfterSeconds: 1 });
       try {
-        await until(async () => (await poolOf(signer))['0'] !== undefined, 'the first transaction pending');
+        await until(async () => (await poolOf(s.signer))['0'] !== undefined, 'the first transaction pending');
         // Its first two replacements fail: one refused, one whose connection is cut after it was sent.
         proxy.fault('refuse', 'cut');
         await until(async () => proxy.pendingFaults() === 0, 'both failed replacements');
-        const seen = (await sends(signer)).length;
-        await until(async () => (await sends(signer)).length > seen, 'a later replacement');
-        await store.outbox.enqueue(messages.slice(1));
-        await until(async () => (await poolOf(signer))['1'] !== undefined, 'the second message sent');
-        await bench.chain.setAutomine(true);
-        await bench.chain.mineBlock();
-        await until(
-          async () => {
-            for (const m of messages) if ((await store.outbox.get(m.id))?.status !== 'delivered') return false;
-            return true;
-          },
-          'both deliveries',
-          60_000,
-        );
+        const seen = (await sends(s.signer)).length;
+        await until(async () => (await sends(s.signer)).length > seen, 'a later replacement');
+        await s.store.outbox.enqueue(s.messages.slice(1));
+        await until(async () => (await poolOf(s.signer))['1'] !== undefined, 'the second message sent');
+        await mineAndDeliver(s);
       } finally {
-        await bench.chain.setAutomine(true);
         assert.equal(await worker.stop(), 0);
       }
-      await judge(store, messages, signer);
-    } finally {
-      await bench.chain.setAutomine(true);
-      await store.close();
-    }
+    });
   });
 
   test('a worker SIGKILLed with its transaction pending at a fee too low to mine: restarted with the same key, it replaces that transaction at the same nonce instead of queueing new ones behind it', async () => {
-    const db = join(bench.dir, 'killed.db');
-    const store = await openSqliteStore(db);
-    const signer = privateKeyToAddress(devKey(4));
-    const messages = await bench.dispatch(2);
-    await bench.chain.setAutomine(false);
-    try {
-      await store.outbox.enqueue(messages.slice(0, 1));
-      const first = await startWorker(config(db, { leaseSeconds: 1 }), { keyIndex: 4 });
-      let stuck: { hash: string; maxFeePerGas: string } | undefined;
+    let stuck: { hash: string; maxFeePerGas: string } | undefined;
+    await scenario('killed.db', 4, 2, true, async (s) => {
+      await s.store.outbox.enqueue(s.messages.slice(0, 1));
+      const first = await startWorker(config(join(bench.dir, 'killed.db'), { leaseSeconds: 1 }), { keyIndex: 4 });
       try {
-        await until(async () => (stuck = (await poolOf(signer))['0']) !== undefined, 'the first transaction pending');
+        await until(async () => (stuck = (await poolOf(s.signer))['0']) !== undefined, 'the first transaction pending');
       } finally {
         await first.stop('SIGKILL');
       }
@@ -280,37 +268,21 @@ describe('e2e: the worker against a lying node and a killed worker (the chain is
       await bench.chain.rpc('anvil_setNextBlockBaseFeePerGas', [
         `0x${(BigInt(stuck!.maxFeePerGas) + 1n).toString(16)}`,
       ]);
-      await store.outbox.enqueue(messages.slice(1));
-      const second = await startInProcessWorker(config(db, { leaseSeconds: 1, replaceAfterSeconds: 1 }), store.outbox, {
-        keyIndex: 4,
-      });
+      await s.store.outbox.enqueue(s.messages.slice(1));
+      const second = await inProcess(s, 4, { leaseSeconds: 1, replaceAfterSeconds: 1 });
       try {
         await until(async () => {
-          const now = (await poolOf(signer))['0'];
+          const now = (await poolOf(s.signer))['0'];
           return now !== undefined && now.hash !== stuck!.hash;
         }, 'the stuck transaction replaced at nonce 0');
-        await bench.chain.setAutomine(true);
-        await bench.chain.mineBlock();
-        await until(
-          async () => {
-            for (const m of messages) if ((await store.outbox.get(m.id))?.status !== 'delivered') return false;
-            return true;
-          },
-          'both deliveries',
-          60_000,
-        );
+        await mineAndDeliver(s);
       } finally {
-        await bench.chain.setAutomine(true);
         assert.equal(await second.stop(), 0);
       }
-      const [delivered] = await deliveries(messages[0].id);
+      const [delivered] = await deliveries(s.messages[0].id);
       const tx = await bench.chain.publicClient.getTransaction({ hash: delivered });
       assert.equal(tx.nonce, 0, 'the first message landed at the nonce it was first sent under');
       assert.ok(tx.maxFeePerGas! > BigInt(stuck!.maxFeePerGas), 'by a replacement with higher fees');
-      await judge(store, messages, signer);
-    } finally {
-      await bench.chain.setAutomine(true);
-      await store.close();
-    }
+    });
   });
 });

@@ -13,9 +13,10 @@
  * count plus the pool's transactions without a gap from it (anvil counts every pooled
  * transaction of the account, gaps or not).
  */
-import { createServer, type IncomingMessage } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Hex } from 'viem';
+import { readBody, type RpcCall as Call } from './rpc-proxy.ts';
 
 export type SendFault = 'already-known' | 'cut' | 'refuse' | 'nonce-too-low';
 
@@ -28,18 +29,6 @@ export interface LyingRpc {
   /** The signed transactions forwarded to anvil, in order. */
   forwarded(): Hex[];
   close(): Promise<void>;
-}
-
-interface Call {
-  id?: unknown;
-  method?: string;
-  params?: unknown[];
-}
-
-async function readBody(req: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 export async function startLyingRpc(target: string): Promise<LyingRpc> {

@@ -21,13 +21,13 @@ export interface RpcProxy {
   close(): Promise<void>;
 }
 
-interface RpcCall {
+export interface RpcCall {
   id?: unknown;
   method?: string;
   params?: unknown[];
 }
 
-async function readBody(req: IncomingMessage): Promise<string> {
+export async function readBody(req: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks).toString('utf8');
