@@ -25,6 +25,7 @@ import {
   TransactionError,
   type TransactionSenderOptions,
 } from '../../lib/worker/tx/sender.ts';
+import { createProcessJournal } from '../../lib/worker/tx/journal.ts';
 import { createFakeClock, type FakeClock } from '../helpers/fake-clock.ts';
 import { hyperlaneMessage } from '../helpers/builders.ts';
 import { startAnvil, type Anvil } from '../helpers/chain/anvil.ts';
@@ -231,6 +232,68 @@ describe('e2e: transaction sender on anvil (lib/worker/tx/sender.ts)', { timeout
         /could not be found/,
         'the first was replaced, never mined',
       );
+    } finally {
+      await chain.setAutomine(true);
+    }
+  });
+
+  test('a send that timed out leaves its transaction in the journal: the signer restarted on the same journal replaces it at the same nonce and sends the next one after it', async () => {
+    const clock = createFakeClock();
+    const journal = createProcessJournal(() => clock.now());
+    const { client, sent } = observedNode(connectChain(anvil.rpcUrl).publicClient);
+    const before = sent.length;
+    await chain.setAutomine(false);
+    try {
+      const s = sender(client, { clock, journal, pollMs: 1_000, timeoutMs: 3_000, replaceAfterMs: 60_000 });
+      let done = false;
+      const timedOut = assert
+        .rejects(
+          s.send({ to: PAYEE, data: '0x', value: 30n }),
+          (e) => e instanceof TransactionError && e.kind === 'timeout',
+        )
+        .finally(() => (done = true));
+      await untilWaiting(clock);
+      for (let i = 0; i < 4 && !done; i++) {
+        await clock.advance(1_000);
+        await untilWaitingOr(clock, () => done);
+      }
+      await timedOut;
+      const [stuck] = sent.slice(before);
+      const open = journal.openBroadcasts({ chainId: anvil.chainId, signer: signer.address.toLowerCase() });
+      assert.deepEqual(
+        (await open).map((e) => [e.nonce, e.hash]),
+        [[stuck.nonce, stuck.hash]],
+        'still open in the journal: it may land',
+      );
+
+      // The same key in a new process (a new client: a book of its own), on the same journal.
+      const later = createFakeClock(clock.now() + 5_000);
+      const { client: node, sent: resent } = observedNode(connectChain(anvil.rpcUrl).publicClient);
+      const restarted = sender(node, { clock: later, journal, pollMs: 1_000, replaceAfterMs: 2_000 });
+      assert.equal(await restarted.recover(), 1, 'one transaction to follow');
+      const replacements = () => resent.filter((b) => b.nonce === stuck.nonce && b.hash !== stuck.hash);
+      // Its last broadcast is older than replaceAfterMs: the follower replaces it at once (real I/O).
+      const deadline = Date.now() + 10_000;
+      while (replacements().length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      const replaced = replacements();
+      assert.ok(replaced.length >= 1, 'replaced at the same nonce');
+      const next = restarted.send({ to: PAYEE, data: '0x', value: 31n });
+      while (!resent.some((b) => b.nonce === stuck.nonce! + 1) && Date.now() < deadline + 10_000)
+        await new Promise((r) => setTimeout(r, 10));
+      assert.ok(replaced[0].maxFeePerGas! > stuck.maxFeePerGas!, 'with higher fees');
+      await chain.mineBlock();
+      let settled = false;
+      void next.finally(() => (settled = true)).catch(() => {});
+      for (let i = 0; i < 10 && !settled; i++) {
+        await later.advance(1_000);
+        await untilWaitingOr(later, () => settled);
+      }
+      const { receipt } = await next;
+      assert.equal(receipt.status, 'success');
+      const mined = await chain.publicClient.getTransaction({ hash: receipt.transactionHash });
+      assert.equal(mined.nonce, stuck.nonce! + 1, 'the next send went after it, not around it');
+      const first = await chain.publicClient.getTransactionCount({ address: signer.address });
+      assert.equal(first, stuck.nonce! + 2, 'both mined, no gap');
     } finally {
       await chain.setAutomine(true);
     }
