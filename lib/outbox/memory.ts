@@ -6,31 +6,20 @@
 import type { ChangeHub } from '../change-feed.ts';
 import { systemClock, type Clock } from '../clock.ts';
 import {
-  checkBroadcast,
   checkClaim,
   checkExtend,
-  checkJournalFilter,
   checkMarkDelivered,
   checkMarkFailed,
-  checkSlot,
-  checkSlotOutcome,
   checkList,
   checkRequeueFailed,
   deadLetterError,
   newLease,
   validateOutboxBatch,
 } from './checks.ts';
-import type { JournalEntry, Outbox, OutboxRecord, Slot, SlotOutcome, Synchronous } from './types.ts';
+import type { Outbox, OutboxRecord, Synchronous } from './types.ts';
 import type { VersionedReads } from './versioned.ts';
 import { createVersioning, versionedReads } from './versioning.ts';
-
-interface JournalRow extends JournalEntry {
-  /** Set once its slot is settled. */
-  outcome: 'mined' | 'replaced' | 'dropped' | null;
-  closedAt: number | null;
-}
-
-const sameSlot = (a: Slot, b: Slot) => a.chainId === b.chainId && a.signer === b.signer && a.nonce === b.nonce;
+import { createMemoryJournal } from './memory-journal.ts';
 
 interface MemoryRow extends OutboxRecord {
   lease: string | null;
@@ -59,30 +48,7 @@ export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
   const open = new Map<string, MemoryRow>();
   const { changes, changed } = createVersioning();
   const versioned = versionedReads(rows, toRecord);
-  // The journal in recording order (a Map keeps insertion order): by hash.
-  const journal = new Map<string, JournalRow>();
-  const openEntries = (): JournalRow[] => [...journal.values()].filter((e) => e.closedAt === null);
-  /** Settles every open broadcast of `slot`; how many. */
-  const settle = (slot: Slot, outcome: SlotOutcome): number => {
-    const now = clock.now();
-    let closed = 0;
-    for (const e of openEntries()) {
-      if (!sameSlot(e, slot)) continue;
-      e.outcome = outcome.outcome === 'dropped' ? 'dropped' : e.hash === outcome.hash ? 'mined' : 'replaced';
-      e.closedAt = now;
-      closed++;
-    }
-    return closed;
-  };
-  const entry = (e: JournalRow): JournalEntry => ({
-    messageId: e.messageId,
-    chainId: e.chainId,
-    signer: e.signer,
-    nonce: e.nonce,
-    hash: e.hash,
-    raw: e.raw,
-    sentAt: e.sentAt,
-  });
+  const { settleDelivered, ...journal } = createMemoryJournal(clock, (id, lease) => held(id, lease));
 
   /** The holder of `lease`: still delivering under it (expired or not, as long as nobody took it over). */
   function held(id: string, lease: string): MemoryRow | undefined {
@@ -201,9 +167,7 @@ export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
       open.delete(row.id);
       changed([row]);
       // The journal's slot of the delivering transaction is settled with it.
-      const sent = journal.get(destinationTxHash.toLowerCase());
-      if (sent && sent.messageId === row.id && sent.closedAt === null)
-        settle(sent, { outcome: 'mined', hash: sent.hash });
+      settleDelivered(row.id, destinationTxHash);
       return true;
     },
 
@@ -233,41 +197,7 @@ export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
       return true;
     },
 
-    recordBroadcast(b, f) {
-      const { broadcast, fence } = checkBroadcast(b, f);
-      if (journal.has(broadcast.hash)) return true;
-      if (fence) {
-        const row = held(broadcast.messageId, fence.lease);
-        if (!row) return false;
-        row.claimedUntil = clock.now() + fence.leaseMs;
-      } else if (!openEntries().some((e) => sameSlot(e, broadcast) && e.messageId === broadcast.messageId)) {
-        return false;
-      }
-      journal.set(broadcast.hash, { ...broadcast, sentAt: clock.now(), outcome: null, closedAt: null });
-      return true;
-    },
-
-    forgetBroadcast(hash) {
-      const e = journal.get(String(hash).toLowerCase());
-      if (!e || e.closedAt !== null) return false;
-      journal.delete(e.hash);
-      return true;
-    },
-
-    closeSlot(s, o) {
-      return settle(checkSlot(s, 'closeSlot'), checkSlotOutcome(o));
-    },
-
-    openBroadcasts(of) {
-      const filter = checkJournalFilter(of);
-      return openEntries()
-        .filter((e) =>
-          'messageId' in filter
-            ? e.messageId === filter.messageId
-            : e.chainId === filter.chainId && e.signer === filter.signer,
-        )
-        .map(entry);
-    },
+    ...journal,
     list(opts) {
       const { status, destination, limit } = checkList(opts);
       return select(
