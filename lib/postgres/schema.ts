@@ -199,6 +199,18 @@ export const MIGRATIONS: readonly ((s: string) => string)[] = [
   CREATE TRIGGER outbox_changed AFTER UPDATE ON ${s}.outbox
     REFERENCING OLD TABLE AS before_update NEW TABLE AS after_update
     FOR EACH STATEMENT EXECUTE FUNCTION ${s}.outbox_changed();`,
+
+  // 7: TRUNCATE fires no delete trigger: without this one, an operator emptying the dedup table
+  // by hand would leave its row count (migration 5) at the old number, and every reservation
+  // would be refused cache_full.
+  (s) => `
+  CREATE FUNCTION ${s}.dedup_rows_truncated() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      UPDATE ${s}.dedup_rows SET n = 0;
+      RETURN NULL;
+    END $$;
+  CREATE TRIGGER dedup_rows_truncate AFTER TRUNCATE ON ${s}.dedup
+    FOR EACH STATEMENT EXECUTE FUNCTION ${s}.dedup_rows_truncated();`,
 ];
 
 /**
