@@ -150,9 +150,9 @@ function receiptPeer(rpcUrl: string, how: 'fetch' | 'agent'): (req: IncomingMess
   };
 }
 
-/** The pool and store relayer-server opens for a postgres:// URL (bin/postgres.ts). */
+/** The pool and store relayer-server opens for a postgres:// URL (bin/lib/postgres.ts). */
 async function openPostgres(url: string, config: RelayerConfig) {
-  const { openPostgresFromUrl } = await import('../bin/postgres.ts');
+  const { openPostgresFromUrl } = await import('../bin/lib/postgres.ts');
   return openPostgresFromUrl(url, config.relayApi, silentLogger);
 }
 

@@ -4,11 +4,13 @@
  * everything it wires is in lib/.
  */
 // First: on a Node too old for the rest, this prints what is needed and exits (see the file).
-import './node-version.ts';
+import './lib/node-version.ts';
 import { existsSync, readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { LOG_LEVELS } from '../lib/log.ts';
-import { cliFail, openRelayerStore, readCommandLine, runCommand, shutDownOnce } from './cli.ts';
+import { readCommandLine } from './lib/command-line.ts';
+import { cliFail, runCommand, shutDownOnce } from './lib/lifecycle.ts';
+import { openRelayerStore } from './lib/store.ts';
 import { redactDatabaseUrl } from '../lib/redact.ts';
 
 const HELP = `Usage: relayer-server [options]

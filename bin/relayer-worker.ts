@@ -11,12 +11,14 @@
  * (docs/design.md#listing-and-bulk-requeue).
  */
 // First: on a Node too old for the rest, this prints what is needed and exits (see the file).
-import './node-version.ts';
+import './lib/node-version.ts';
 import { isHexOfLength } from '../lib/hex.ts';
 import { LOG_LEVELS, type Logger } from '../lib/log.ts';
 import { redactDatabaseUrl, redactUrls } from '../lib/redact.ts';
 import type { RelayerConfig } from '../lib/types.ts';
-import { CommandLineError, cliFail, openRelayerStore, readCommandLine, runCommand, shutDownOnce } from './cli.ts';
+import { CommandLineError, readCommandLine } from './lib/command-line.ts';
+import { cliFail, runCommand, shutDownOnce } from './lib/lifecycle.ts';
+import { openRelayerStore } from './lib/store.ts';
 
 const HELP = `Usage: relayer-worker [options]
        relayer-worker list [--status STATUS] [--destination NAME] [--limit N] [--config FILE] [--db FILE|URL]

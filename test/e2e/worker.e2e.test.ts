@@ -19,7 +19,7 @@ import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { privateKeyToAddress } from 'viem/accounts';
 import type { Hash, Hex } from 'viem';
-import { openPostgresFromUrl } from '../../bin/postgres.ts';
+import { openPostgresFromUrl } from '../../bin/lib/postgres.ts';
 import { silentLogger } from '../../lib/log.ts';
 import type { Outbox, OutboxMessage } from '../../lib/outbox/index.ts';
 import { openSqliteStore, type SqliteStore } from '../../lib/sqlite/index.ts';

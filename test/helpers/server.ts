@@ -63,7 +63,7 @@ export async function startApi<C extends Clock = FakeClock>(
 
 /**
  * What relayer-server refuses to start with, found in this process: the function its start runs
- * first on its arguments and environment (bin/cli.ts parseCommandLine, with relayer-server's
+ * first on its arguments and environment (bin/lib/command-line.ts parseCommandLine, with relayer-server's
  * --host/--port going to config.server), and, with `openStore`, the store it opens next
  * (openRelayerStore). `output` is the line the process would print on stderr, `code` its exit code;
  * both null when the start is accepted (a store opened is closed at once). The bin turns the
@@ -74,7 +74,10 @@ export async function relayerServerRefusal(
   args: string[],
   options: { env?: NodeJS.ProcessEnv; openStore?: boolean } = {},
 ): Promise<{ code: number | null; output: string | null }> {
-  const { CommandLineError, openRelayerStore, parseCommandLine } = await import('../../bin/cli.ts');
+  const [{ CommandLineError, parseCommandLine }, { openRelayerStore }] = await Promise.all([
+    import('../../bin/lib/command-line.ts'),
+    import('../../bin/lib/store.ts'),
+  ]);
   const { silentLogger } = await import('../../lib/log.ts');
   try {
     const parsed = parseCommandLine(

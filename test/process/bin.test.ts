@@ -11,7 +11,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { REQUIRED_NODE } from '../../bin/node-version.ts';
+import { REQUIRED_NODE } from '../../bin/lib/node-version.ts';
 import { openSqliteStore } from '../../lib/sqlite/index.ts';
 import { spawnTracked } from '../helpers/processes.ts';
 import { startFakeRpcServer, type FakeRpcServer } from '../helpers/fake-rpc.ts';
@@ -286,7 +286,7 @@ describe('docs/configuration.md#the-configuration-file: start-up errors that say
   test('the built dist/bin/relayer-server.js and relayer-worker.js on a Node older than 22.13: one line naming the command and the required version', async () => {
     assert.ok(existsSync(DIST_BIN), 'dist is built (npm test builds it before the tests)');
     const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
-    assert.equal(pkg.engines.node, `>=${REQUIRED_NODE}`, 'bin/node-version.ts agrees with package.json engines');
+    assert.equal(pkg.engines.node, `>=${REQUIRED_NODE}`, 'bin/lib/node-version.ts agrees with package.json engines');
     const check = (result: { code: number | null; output: string }, what: string, program = 'relayer-server') => {
       assert.equal(result.code, 1, `${what}: ${result.output}`);
       assert.equal(result.output.trim().split('\n').length, 1, `${what}: one line: ${result.output}`);

@@ -12,7 +12,7 @@ import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { unsupportedDatabaseScheme } from '../../bin/postgres.ts';
+import { unsupportedDatabaseScheme } from '../../lib/postgres/url.ts';
 import { redactDatabaseSecrets, redactDatabaseUrl } from '../../lib/redact.ts';
 import { spawnTracked } from '../helpers/processes.ts';
 import { fileChains } from '../helpers/config.ts';
@@ -49,7 +49,7 @@ function env(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   return { ...rest, ...extra };
 }
 
-describe('redactDatabaseUrl and redactDatabaseSecrets (bin/postgres.ts)', () => {
+describe('redactDatabaseUrl and redactDatabaseSecrets (lib/redact.ts)', () => {
   const cases: Array<[string, string]> = [
     ['postgres://relayer:hunter2@db:5432/relayer', 'postgres://relayer:***@db:5432/relayer'],
     [

@@ -173,7 +173,7 @@ test('docs/design.md#delivery: the worker (lib/worker) imports the core, its ada
     ...sources('lib/postgres'),
     ...sources('lib/client'),
     'bin/relayer-server.ts',
-    'bin/cli.ts',
+    ...sources('bin/lib'),
   ]) {
     for (const spec of importsOf(file)) assert.ok(!/(^|\/)worker\/|^viem/.test(spec), `${file} imports ${spec}`);
   }

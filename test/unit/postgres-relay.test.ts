@@ -12,7 +12,7 @@ import { testConfig } from '../helpers/config.ts';
 import { fakeRpcFetch } from '../helpers/fake-rpc.ts';
 import { MAILBOX, rpcReceipt, transferLogs, txHash } from '../helpers/builders.ts';
 import pg from 'pg';
-import { openRelayerStore } from '../../bin/cli.ts';
+import { openRelayerStore } from '../../bin/lib/store.ts';
 import { silentLogger } from '../../lib/log.ts';
 import { sharedPostgresUrl, testSchema, uniqueSchemaName } from '../helpers/postgres.ts';
 import { startApi, type Cleanup } from '../helpers/server.ts';

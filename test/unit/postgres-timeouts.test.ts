@@ -5,7 +5,7 @@
  * without them. Also the dedup reservation's commit, which must stay releasable when it fails.
  *
  * On the real PostgreSQL of the test run, with the pool configuration relayer-server builds
- * (bin/postgres.ts postgresPoolConfigs) and limits of a few hundred milliseconds given in the URL,
+ * (bin/lib/postgres.ts postgresPoolConfigs) and limits of a few hundred milliseconds given in the URL,
  * as an operator would: the server's timers are real time, so the waits here are that short.
  */
 import assert from 'node:assert/strict';
@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
-import { postgresPoolConfigs } from '../../bin/postgres.ts';
+import { postgresPoolConfigs } from '../../bin/lib/postgres.ts';
 import type { RelayError } from '../../lib/errors.ts';
 import { openPostgresStore, type PostgresStore } from '../../lib/postgres/index.ts';
 import { testConfig } from '../helpers/config.ts';

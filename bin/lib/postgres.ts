@@ -1,5 +1,5 @@
 /**
- * relayer-server's PostgreSQL wiring (docs/design.md#the-server-binary, #postgresql, #replicas):
+ * The commands' PostgreSQL wiring (docs/design.md#the-server-binary, #postgresql, #replicas):
  * a `postgres://` database URL opens a `pg` pool and the shared store on it. `pg` is an optional
  * peer dependency, loaded only here and only for such a URL, so a SQLite-only install never needs
  * it.
@@ -9,11 +9,11 @@
  */
 // Only the constants here: the store itself (lib/postgres) is loaded by openPostgresFromUrl, so
 // --help, a refused flag or config, and a SQLite database never load it.
-import { DEFAULT_LOCK_TIMEOUT_MS, DEFAULT_STATEMENT_TIMEOUT_MS } from '../lib/postgres/pool.ts';
-import type { PostgresStore } from '../lib/postgres/index.ts';
-import type { Logger } from '../lib/log.ts';
-import { redactDatabaseSecrets, redactDatabaseUrl, redactUrls } from '../lib/redact.ts';
-import type { RelayApiConfig } from '../lib/types.ts';
+import { DEFAULT_LOCK_TIMEOUT_MS, DEFAULT_STATEMENT_TIMEOUT_MS } from '../../lib/postgres/pool.ts';
+import type { PostgresStore } from '../../lib/postgres/index.ts';
+import type { Logger } from '../../lib/log.ts';
+import { redactDatabaseSecrets, redactDatabaseUrl } from '../../lib/redact.ts';
+import type { RelayApiConfig } from '../../lib/types.ts';
 
 export const DEFAULT_POOL_SIZE = 10;
 /** A connection attempt that takes longer fails: the request answers 503 instead of hanging. */
@@ -25,47 +25,14 @@ const CONNECT_TIMEOUT_MS = 5_000;
  */
 const QUERY_TIMEOUT_MARGIN_MS = 1_000;
 
-export function isPostgresUrl(db: string): boolean {
-  return /^postgres(?:ql)?:\/\//i.test(db);
-}
-
-/** `scheme://…`: a URL, not a file path (a SQLite path never has a scheme; `file:` URIs aside). */
-const URL_LIKE = /^([a-z][a-z0-9+.-]*):\/\//i;
-
-/**
- * The scheme of a database string that is a URL no store here opens (`postgress://…`, `mysql://…`),
- * else undefined. Such a string is refused rather than opened as a SQLite file of that name: it
- * is a typo, and as a "path" it would be printed whole, password and all (docs/configuration.md).
- */
-export function unsupportedDatabaseScheme(db: string): string | undefined {
-  const scheme = URL_LIKE.exec(db)?.[1];
-  if (scheme === undefined || isPostgresUrl(db) || scheme.toLowerCase() === 'file') return undefined;
-  return scheme;
-}
-
-/** The refusal of an unsupported database URL, redacted. */
-export function unsupportedDatabaseMessage(db: string, scheme: string): string {
-  return `the database ${redactDatabaseUrl(db)} is a URL of scheme "${scheme}:", which no store here opens: a PostgreSQL URL starts with postgres:// or postgresql://, a SQLite database is a file path or :memory:`;
-}
-
-/**
- * JSON.parse's message without the text it quotes around the error (`Unexpected token 'p',
- * "…": postgres://user:pas"... is not valid JSON`): a config file's text may hold the `db` URL's
- * password. The messages that give a position instead quote nothing and are kept.
- */
-export function describeJsonError(message: string): string {
-  const quoted = /^(.*?), (?:\.\.\.)?".*"(?:\.\.\.)? is not valid JSON$/s.exec(message);
-  return quoted === null
-    ? redactUrls(message)
-    : `${quoted[1]} (the text around it is not repeated: it may hold a password)`;
-}
-
 export class PostgresSetupError extends Error {
   override name = 'PostgresSetupError';
 }
 
 interface PgModule {
-  Pool: new (config: Record<string, unknown>) => import('../lib/postgres/index.ts').PgPool & { end(): Promise<void> };
+  Pool: new (
+    config: Record<string, unknown>,
+  ) => import('../../lib/postgres/index.ts').PgPool & { end(): Promise<void> };
 }
 
 async function loadPg(): Promise<PgModule> {
@@ -160,7 +127,7 @@ export async function openPostgresFromUrl(
 ): Promise<OpenedPostgres> {
   const configs = postgresPoolConfigs(db);
   const pg = await loadPg();
-  const { migrate, openPostgresStore } = await import('../lib/postgres/index.ts');
+  const { migrate, openPostgresStore } = await import('../../lib/postgres/index.ts');
   const migrationPool = new pg.Pool(configs.migration);
   migrationPool.on?.('error', () => {}); // its connection is ended below; a drop before is the migration's error
   try {
