@@ -410,6 +410,31 @@ describe('delivery loop: leases, stops and the journal (docs/delivery.md#the-del
     assert.equal(row(r, idOf(1)).status, 'delivered');
   });
 
+  test('the journal is read from the second attempt on: a first claim cannot find a transaction of its own message', async () => {
+    const r = rig(1);
+    let reads = 0;
+    const consumer: DeliveryOutbox = {
+      ...r.consumer,
+      openBroadcasts: (of) => {
+        reads++;
+        return r.consumer.openBroadcasts(of);
+      },
+    };
+    const d = scripted({ simulate: async () => Promise.reject(new TransactionError('rpc', 'node down')) });
+    const w = createDeliveryWorker({
+      outbox: consumer,
+      destinations: new Map([[2, d]]),
+      clock: r.clock,
+      random: () => 0,
+    });
+    const [first] = await w.runOnce();
+    assert.equal(first.outcome, 'retry');
+    assert.equal(reads, 0, 'first claim: no read');
+    await r.clock.advanceTo(row(r, idOf(1)).retryAt!);
+    await w.runOnce();
+    assert.equal(reads, 1, 'a retry reads the journal first');
+  });
+
   test('the journal first: a transaction of the message that was mined ends the attempt; one that may still land (another signer) is waited for, not counted; one that cannot land any more lets a new send go', async () => {
     const r = rig(3);
     const claimed = r.outbox.claim(3, 60_000) as ClaimedMessage[];

@@ -48,7 +48,9 @@ export async function attempt(c: AttemptContext, m: ClaimedMessage, hold: Hold):
   try {
     if (!destination) throw new DeliveryError('config', `no chain configured for destination domain ${m.destination}`);
 
-    for (const slot of slots(await c.outbox.openBroadcasts({ messageId: m.id }))) {
+    // Only an earlier attempt can have journaled a transaction: a first claim has nothing to read.
+    const journaled = m.attempts > 1 ? await c.outbox.openBroadcasts({ messageId: m.id }) : [];
+    for (const slot of slots(journaled)) {
       // A transaction of this message may be out: a stop waits for it rather than releasing.
       hold.sent = true;
       const resumed = await destination.resume(slot, { onWait: hold.keepAlive });
