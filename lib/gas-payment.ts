@@ -23,6 +23,17 @@ export interface GasPayment {
   logIndex: number;
 }
 
+/** Where gas payments are kept: every outbox engine, beside its messages (lib/outbox/types.ts). */
+export interface GasPaymentStore {
+  /**
+   * Payments found after intake (top-ups read with eth_getLogs): stored unless their (txHash,
+   * logIndex) is there already. Returns how many were new.
+   */
+  addGasPayments(payments: readonly GasPayment[]): number | Promise<number>;
+  /** The stored gas payments of these messages (ids in any case), in no particular order. */
+  gasPayments(ids: readonly string[]): GasPayment[] | Promise<GasPayment[]>;
+}
+
 /** A message a payment may be for: its id and destination. */
 export interface PayableMessage {
   id: string;

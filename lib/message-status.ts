@@ -4,9 +4,13 @@
  * as ISO 8601 UTC strings with milliseconds (what a browser's `new Date()` parses, and
  * unambiguous in a log), no raw bytes and no lease (a worker's token is not public).
  */
+import { sumGasPayments, type GasPayment } from './gas-payment.ts';
+import type { GasPolicySelector } from './gas-policy.ts';
+import { parseHyperlaneMessage } from './message.ts';
 import type { MessageStatus, OutboxRecord } from './outbox/index.ts';
 import { redactUrls } from './redact.ts';
-import type { MessageSummary } from './types.ts';
+import { callStore } from './store.ts';
+import type { GasPolicyType, MessageSummary } from './types.ts';
 
 export interface MessageStatusJson extends MessageSummary {
   origin_chain: string;
@@ -19,6 +23,26 @@ export interface MessageStatusJson extends MessageSummary {
   /** Delivery attempts begun (claims by a delivery worker). */
   attempts: number;
   last_error: string | null;
+  /** What was paid for the message's gas and what is required (docs/api.md), when the store keeps payments. */
+  gas_payment?: GasPaymentJson;
+}
+
+/**
+ * `gas_payment` (docs/delivery.md#gas-payment-enforcement): amounts as decimal strings (they are
+ * uint256). `policy` null: no `gasPaymentEnforcement` entry matches the message.
+ */
+export interface GasPaymentJson {
+  policy: GasPolicyType | null;
+  /** Payment logs counted (for the message's destination, each once). */
+  payments: number;
+  /** Destination gas paid for. */
+  gas_amount: string;
+  /** Wei paid on the origin chain. */
+  payment: string;
+  /** `minimum`: the wei required; else null. */
+  required_payment: string | null;
+  /** `onChainFeeQuoting`: the gas required once the worker has estimated it; else null. */
+  required_gas_amount: string | null;
 }
 
 export interface MessagesOfTxJson {
@@ -43,4 +67,40 @@ export function messageStatusJson(record: OutboxRecord): MessageStatusJson {
     // A worker's error often quotes the RPC URL it called, and RPC URLs carry API keys.
     last_error: record.lastError === null ? null : redactUrls(record.lastError),
   };
+}
+
+/** `gas_payment` of a record, from its stored payments and the config's policy. */
+export function gasPaymentJson(
+  record: OutboxRecord,
+  payments: readonly GasPayment[],
+  selectPolicy: GasPolicySelector,
+): GasPaymentJson {
+  const policy = selectPolicy(parseHyperlaneMessage(record.raw));
+  const paid = sumGasPayments(payments, record);
+  return {
+    policy: policy?.type ?? null,
+    payments: paid.payments,
+    gas_amount: String(paid.gasAmount),
+    payment: String(paid.payment),
+    required_payment: policy?.type === 'minimum' ? String(policy.payment) : null,
+    required_gas_amount: null,
+  };
+}
+
+/**
+ * The records as GET /relay/{id} shows them (GET /relay?…, GET /messages too): with `gas_payment`
+ * when the store keeps payments (`readPayments`: one more read for all of them).
+ */
+export async function statusObjects(
+  records: readonly OutboxRecord[],
+  readPayments: ((ids: string[]) => GasPayment[] | Promise<GasPayment[]>) | undefined,
+  selectPolicy: GasPolicySelector,
+): Promise<MessageStatusJson[]> {
+  const json = records.map(messageStatusJson);
+  if (readPayments === undefined || records.length === 0) return json;
+  const payments = await callStore(() => readPayments(records.map((r) => r.id)));
+  records.forEach((record, i) => {
+    json[i].gas_payment = gasPaymentJson(record, payments, selectPolicy);
+  });
+  return json;
 }

@@ -11,6 +11,7 @@
 import { extractMessages } from './cctp.ts';
 import { systemClock, type Clock } from './clock.ts';
 import { createMemoryDedupStore, type DedupStore } from './dedup.ts';
+import { gasPaymentsIn, type GasPayment } from './gas-payment.ts';
 import { DecodeError, RelayError, toRelayError } from './errors.ts';
 import { callStore, isPromiseLike, toStoreError, type RelayAdmission } from './store.ts';
 import { createPolicy } from './policy.ts';
@@ -173,6 +174,7 @@ export function createRelayPipeline(options: RelayPipelineOptions): RelayPipelin
     const receipt = await fetchReceipt(chain, txHash, signal);
     const messages = extract(receipt, chain);
     for (const message of messages) checkPolicy(message);
+    const payments = gasPayments(receipt, chain, txHash, messages);
     return {
       messages: messages.map((m) => ({
         message_id: m.id,
@@ -180,8 +182,31 @@ export function createRelayPipeline(options: RelayPipelineOptions): RelayPipelin
         destination: m.destination,
         nonce: m.nonce,
       })),
-      batch: messages.map((m) => toOutbox(m, chain, txHash, clock)),
+      batch: messages.map((m) => toOutbox(m, chain, txHash, clock, payments)),
     };
+  }
+
+  /**
+   * The receipt's GasPayment logs of the chain's InterchainGasPaymaster that pay for the accepted
+   * messages (docs/delivery.md#gas-payment-enforcement), stored with them.
+   */
+  function gasPayments(receipt: Receipt, chain: ChainConfig, txHash: string, messages: HyperlaneMessage[]) {
+    if (chain.interchainGasPaymaster === undefined || messages.length === 0) return [];
+    try {
+      return gasPaymentsIn(receipt.logs, txHash, chain.interchainGasPaymaster, messages);
+    } catch (error) {
+      // A real paymaster cannot emit a malformed event either: the RPC is lying or broken.
+      if (error instanceof DecodeError) {
+        throw new RelayError(
+          'internal_error',
+          'the origin chain RPC returned a receipt with a malformed gas payment log',
+          {
+            cause: error,
+          },
+        );
+      }
+      throw error;
+    }
   }
 
   function extract(receipt: Receipt, chain: ChainConfig): HyperlaneMessage[] {
@@ -207,8 +232,14 @@ export function createRelayPipeline(options: RelayPipelineOptions): RelayPipelin
   };
 }
 
-function toOutbox(message: HyperlaneMessage, chain: ChainConfig, txHash: string, clock: Clock): OutboxMessage {
-  return {
+function toOutbox(
+  message: HyperlaneMessage,
+  chain: ChainConfig,
+  txHash: string,
+  clock: Clock,
+  payments: readonly GasPayment[],
+): OutboxMessage {
+  const row: OutboxMessage = {
     id: message.id,
     originChain: chain.name,
     txHash,
@@ -218,4 +249,7 @@ function toOutbox(message: HyperlaneMessage, chain: ChainConfig, txHash: string,
     raw: message.raw,
     enqueuedAt: Math.floor(clock.now()),
   };
+  const own = payments.filter((p) => p.messageId === message.id);
+  if (own.length > 0) row.gasPayments = own;
+  return row;
 }

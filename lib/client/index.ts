@@ -22,12 +22,13 @@ import {
   InvalidArgumentError,
   OutOfRangeError,
 } from '../errors.ts';
-import type { MessageStatusJson, MessagesOfTxJson } from '../message-status.ts';
+import type { GasPaymentJson, MessageStatusJson, MessagesOfTxJson } from '../message-status.ts';
 import type { FetchLike, MessageSummary, RelayRequest, RelayResponse } from '../types.ts';
 
 export {
   RelayApiError,
   type ClientFailureCode,
+  type GasPaymentJson,
   type MessageStatusJson,
   type MessageSummary,
   type Reason,

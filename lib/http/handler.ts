@@ -47,7 +47,7 @@ export interface RelayApiOptions {
    * Where accepted relay messages go. Defaults to the store's outbox, else an in-memory outbox.
    * Without `get` / `byTx` (a bare queue) the status lookups answer 404, without `list` GET /messages.
    */
-  outbox?: RelayQueue & Partial<Pick<Outbox, 'depth' | 'get' | 'byTx' | 'list'>>;
+  outbox?: RelayQueue & Partial<Pick<Outbox, 'depth' | 'get' | 'byTx' | 'list' | 'gasPayments'>>;
   /** Backs the merkle endpoints (defaults to the store's); without one they answer 404. */
   merkle?: MerkleStore;
   /** Replaces the pipeline built from config, outbox, clock and fetch. */
@@ -104,7 +104,7 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
       maxBodyBytes: config.server.maxRelayBodyBytes,
       messagesEnqueued: relayMetrics.messagesEnqueued,
       // The status endpoints exist only when the outbox can be read back.
-      status: statusEndpoints(outbox, new Map(Object.entries(config.chains))),
+      status: statusEndpoints(outbox, new Map(Object.entries(config.chains)), config.gasPaymentEnforcement),
     }),
     ...merkleRoutes({
       merkle: options.merkle ?? store?.merkle,
@@ -117,6 +117,7 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
       outbox,
       chains: new Map(Object.entries(config.chains)),
       adminToken: config.server.adminToken,
+      gasPaymentEnforcement: config.gasPaymentEnforcement,
     }),
     ...opsRoutes({ config, store, clock, metrics, relayMetrics, openapi: options.openapi }),
   ]);

@@ -6,10 +6,11 @@
  */
 import { RelayError } from '../errors.ts';
 import { decimal } from '../hex.ts';
-import { messageStatusJson } from '../message-status.ts';
+import { createGasPolicySelector } from '../gas-policy.ts';
+import { statusObjects } from '../message-status.ts';
 import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, type MessageStatus, type Outbox } from '../outbox/index.ts';
 import { callStore } from '../store.ts';
-import type { ChainConfig } from '../types.ts';
+import type { ChainConfig, GasPaymentEnforcement } from '../types.ts';
 import { sendJson } from './answers.ts';
 import { createAdminCheck } from './auth.ts';
 import { query, type Exchange } from './exchange.ts';
@@ -18,9 +19,11 @@ import type { Route } from './router.ts';
 const STATUSES: readonly MessageStatus[] = ['queued', 'delivering', 'delivered', 'failed'];
 
 export interface ListingOptions {
-  outbox: Partial<Pick<Outbox, 'list'>>;
+  outbox: Partial<Pick<Outbox, 'list' | 'gasPayments'>>;
   chains: ReadonlyMap<string, ChainConfig>;
   adminToken: string | null;
+  /** For each message's `gas_payment`, as GET /relay/{id} shows it. */
+  gasPaymentEnforcement?: readonly GasPaymentEnforcement[];
 }
 
 export function listingRoutes(options: ListingOptions): Route[] {
@@ -28,6 +31,8 @@ export function listingRoutes(options: ListingOptions): Route[] {
   if (source === undefined) return [];
   const list = source;
   const { chains, adminToken } = options;
+  const readPayments = options.outbox.gasPayments?.bind(options.outbox);
+  const selectPolicy = createGasPolicySelector(options.gasPaymentEnforcement ?? []);
   const requireAdmin = createAdminCheck(adminToken);
 
   /** The one value of `name`, or undefined; a repeated parameter is refused. */
@@ -62,7 +67,7 @@ export function listingRoutes(options: ListingOptions): Route[] {
     const records = await callStore(() =>
       list({ status: status as MessageStatus | undefined, destination: chain?.domainId, limit }),
     );
-    sendJson(ex, 200, { messages: records.map(messageStatusJson) });
+    sendJson(ex, 200, { messages: await statusObjects(records, readPayments, selectPolicy) });
   }
 
   return [{ path: '/messages', GET: getMessages }];

@@ -4,16 +4,17 @@
  */
 import { RelayError } from '../errors.ts';
 import { isHexOfLength } from '../hex.ts';
-import { messageStatusJson } from '../message-status.ts';
-import type { Outbox } from '../outbox/index.ts';
+import { createGasPolicySelector } from '../gas-policy.ts';
+import { statusObjects } from '../message-status.ts';
+import type { Outbox, OutboxRecord } from '../outbox/index.ts';
 import { callStore } from '../store.ts';
-import type { ChainConfig } from '../types.ts';
+import type { ChainConfig, GasPaymentEnforcement } from '../types.ts';
 import { validateRelayRequest } from '../validate.ts';
 import { sendJson } from './answers.ts';
 import type { Exchange } from './exchange.ts';
 import type { Route } from './router.ts';
 
-export type StatusSource = Partial<Pick<Outbox, 'get' | 'byTx'>>;
+export type StatusSource = Partial<Pick<Outbox, 'get' | 'byTx' | 'gasPayments'>>;
 
 export interface StatusEndpoints {
   /** GET /relay/{message_id}, when the outbox has `get`. */
@@ -22,9 +23,17 @@ export interface StatusEndpoints {
   messagesOfTx(ex: Exchange, params: URLSearchParams): Promise<void>;
 }
 
-export function statusEndpoints(outbox: StatusSource, chains: ReadonlyMap<string, ChainConfig>): StatusEndpoints {
+export function statusEndpoints(
+  outbox: StatusSource,
+  chains: ReadonlyMap<string, ChainConfig>,
+  gasPaymentEnforcement: readonly GasPaymentEnforcement[] = [],
+): StatusEndpoints {
   const readMessage = outbox.get?.bind(outbox);
   const readTx = outbox.byTx?.bind(outbox);
+  const readPayments = outbox.gasPayments?.bind(outbox);
+  const selectPolicy = createGasPolicySelector(gasPaymentEnforcement);
+
+  const withPayments = (records: OutboxRecord[]) => statusObjects(records, readPayments, selectPolicy);
 
   async function getMessage(ex: Exchange, read: NonNullable<typeof readMessage>): Promise<void> {
     const id = ex.params.message_id;
@@ -32,7 +41,7 @@ export function statusEndpoints(outbox: StatusSource, chains: ReadonlyMap<string
       throw new RelayError('invalid_request', 'message_id must be 0x followed by 64 hex digits');
     const record = await callStore(() => read(id));
     if (record === undefined) throw new RelayError('not_found', 'no message with this id was accepted by this relayer');
-    sendJson(ex, 200, messageStatusJson(record));
+    sendJson(ex, 200, (await withPayments([record]))[0]);
   }
 
   async function messagesOfTx(ex: Exchange, params: URLSearchParams): Promise<void> {
@@ -53,7 +62,7 @@ export function statusEndpoints(outbox: StatusSource, chains: ReadonlyMap<string
     ex.originChain = chain.name;
     ex.txHash = txHash;
     const records = await callStore(() => readTx(chain.name, txHash));
-    sendJson(ex, 200, { messages: records.map(messageStatusJson) });
+    sendJson(ex, 200, { messages: await withPayments(records) });
   }
 
   const routes: Route[] =

@@ -19,6 +19,7 @@ export {
   checkMarkDelivered,
   checkMarkFailed,
   checkBroadcast,
+  checkGasPayments,
   checkJournalFilter,
   checkSlot,
   checkSlotOutcome,

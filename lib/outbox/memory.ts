@@ -20,6 +20,7 @@ import type { Outbox, OutboxRecord, Synchronous } from './types.ts';
 import type { VersionedReads } from './versioned.ts';
 import { createVersioning, versionedReads } from './versioning.ts';
 import { createMemoryJournal } from './memory-journal.ts';
+import { createMemoryGasPayments } from './memory-gas-payments.ts';
 
 interface MemoryRow extends OutboxRecord {
   lease: string | null;
@@ -49,6 +50,7 @@ export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
   const { changes, changed } = createVersioning();
   const versioned = versionedReads(rows, toRecord);
   const { settleDelivered, ...journal } = createMemoryJournal(clock, (id, lease) => held(id, lease));
+  const payments = createMemoryGasPayments();
 
   /** The holder of `lease`: still delivering under it (expired or not, as long as nobody took it over). */
   function held(id: string, lease: string): MemoryRow | undefined {
@@ -60,6 +62,7 @@ export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
     enqueue(batch) {
       validateOutboxBatch(batch);
       const stored: MemoryRow[] = [];
+      for (const m of batch) payments.add(m.gasPayments ?? []);
       for (const m of batch) {
         if (rows.has(m.id)) continue; // idempotent by id, also within one batch
         const row: MemoryRow = {
@@ -189,6 +192,9 @@ export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
       changed([row]);
       return true;
     },
+
+    addGasPayments: payments.addGasPayments,
+    gasPayments: payments.gasPayments,
 
     requeue(id) {
       const row = rows.get(id.toLowerCase());

@@ -2,6 +2,7 @@
  * The relay outbox's types (docs/design.md#enqueue, #storage, #message-lifecycle): a message, its
  * record and lifecycle, and the Outbox interface every engine implements.
  */
+import type { GasPayment, GasPaymentStore } from '../gas-payment.ts';
 /** A message as it is stored in the relay outbox. */
 export interface OutboxMessage {
   id: string;
@@ -15,6 +16,7 @@ export interface OutboxMessage {
   raw: Uint8Array;
   /** Milliseconds since the epoch when it was enqueued. */
   enqueuedAt: number;
+  gasPayments?: readonly GasPayment[]; // in the same receipt, stored with it (lib/gas-payment.ts)
 }
 
 /** Where a message is in its life (docs/design.md#message-lifecycle). */
@@ -211,7 +213,7 @@ export interface RelayQueue {
  * The outbox (docs/design.md#leases): the queue, its readers (the status endpoints) and its
  * consumers (delivery workers). Time comes from the engine's injected Clock.
  */
-export interface Outbox extends RelayQueue {
+export interface Outbox extends RelayQueue, GasPaymentStore {
   /** The message with this id (any case), or undefined. */
   get(id: string): OutboxRecord | undefined | Promise<OutboxRecord | undefined>;
   /** The messages accepted from one transaction (tx hash in any case), in enqueue order. */

@@ -30,6 +30,7 @@ import {
   type OutboxRecord,
   type OutboxRow,
 } from '../outbox/index.ts';
+import { batchPaymentColumns, createPostgresGasPayments, gasPaymentInsertSql } from './gas-payments.ts';
 import { createPostgresJournal } from './journal.ts';
 import { createPostgresListing } from './outbox-listing.ts';
 import { run, type PgPool } from './pool.ts';
@@ -105,7 +106,7 @@ export function outboxInsertSql(s: string, first: number): string {
 export function createPostgresOutbox(pool: PgPool, s: string, clock?: Clock): PostgresOutbox {
   const now = () => clock?.now() ?? null;
 
-  const insertSql = outboxInsertSql(s, 1);
+  const insertSql = `WITH gas AS (${gasPaymentInsertSql(s, 9)}) ${outboxInsertSql(s, 1)}`;
   // One reading of the time for the whole claim (the CTE t is evaluated once). Picking with
   // SKIP LOCKED never waits for a lock, so it is read once the statement runs. `dead` fails the
   // expired rows that reached maxAttempts ($4, null: none); `picked` leaves them out, since both
@@ -168,10 +169,11 @@ export function createPostgresOutbox(pool: PgPool, s: string, clock?: Clock): Po
   const requeueSql = `UPDATE ${s}.outbox SET ${REDRIVE_SET} WHERE id = $1 AND status = 'failed'`;
 
   return {
+    ...createPostgresGasPayments(pool, s),
     async enqueue(batch) {
       validateOutboxBatch(batch);
       if (batch.length === 0) return 0;
-      const { rowCount } = await run(pool, insertSql, outboxColumns(batch));
+      const { rowCount } = await run(pool, insertSql, [...outboxColumns(batch), ...batchPaymentColumns(batch)]);
       return rowCount ?? 0;
     },
     async get(id) {

@@ -3,6 +3,8 @@
  * the same work as relay.ts's admit and complete, each relay answered from its own row.
  */
 import { UNIT } from '../rate-limit.ts';
+import { gasPaymentInsertSql } from './gas-payments.ts';
+import { outboxInsertSql } from './outbox.ts';
 import { prepared, nowSql, timeOrDatabaseNow, type PgQueryConfig } from './pool.ts';
 import { bucketRefill, num } from './rate-limit.ts';
 
@@ -55,13 +57,21 @@ export function admitManySql(
 /**
  * The rows and committed reservations of several relays, one durable commit: $1 keys, $2 tokens,
  * $3 each one's time (or null), $4 the window, then the outbox columns of all their messages in
- * order (`insertRows`, outbox.ts's insert from $5).
+ * order (`writeRows`, outbox.ts's CTEs from $5: the messages and their gas payments).
  */
-export function completeManySql(s: string, insertRows: string): (values: unknown[]) => PgQueryConfig {
+export function completeManySql(s: string, writeRows: string): (values: unknown[]) => PgQueryConfig {
   return prepared(`
-    WITH ins AS (${insertRows})
+    WITH ${writeRows}
     UPDATE ${s}.dedup AS d SET committed = true,
       expires_at = ${timeOrDatabaseNow('c.at')} + $4
     FROM unnest($1::text[], $2::uuid[], $3::float8[]) AS c(key, token, at)
     WHERE d.key = c.key AND d.token = c.token`);
+}
+
+/**
+ * The CTEs that write a batch given as outboxColumns() from `$first`: `ins` (the messages) and
+ * `gas` (their gas payments), for the completing statements above and in relay.ts.
+ */
+export function outboxWriteCtes(s: string, first: number): string {
+  return `ins AS (${outboxInsertSql(s, first)}), gas AS (${gasPaymentInsertSql(s, first + 8)})`;
 }

@@ -28,9 +28,10 @@ import { coalesce, DEFAULT_QUEUE_TIMEOUT_MS } from './coalesce.ts';
 import { rateLimitedError, refused, UNIT } from '../rate-limit.ts';
 import type { AdmittedRelay, RelayAdmission } from '../store.ts';
 import { nowSql, prepared, run, type PgPool, type PgQueryConfig } from './pool.ts';
-import { admitManySql, completeManySql } from './relay-many.ts';
+import { admitManySql, completeManySql, outboxWriteCtes } from './relay-many.ts';
 import { dedupRefusal, dedupReleaseSql, dedupSweepSql, pacedDedupSweep } from './dedup.ts';
-import { outboxColumns, outboxInsertSql } from './outbox.ts';
+import { batchPaymentColumns } from './gas-payments.ts';
+import { outboxColumns } from './outbox.ts';
 import { duplicateTx } from '../dedup.ts';
 import { bucketUpdate, createBucketSql, num } from './rate-limit.ts';
 import { OutOfRangeError } from '../errors.ts';
@@ -92,20 +93,25 @@ export function createPostgresAdmission(pool: PgPool, s: string, opts: PostgresA
         ${t} AS now
       FROM b LEFT JOIN r ON true`);
   // $1 now, $2 key, $3 token, $4 window; then the outbox columns as in outbox.ts's insert.
-  const insertRows = outboxInsertSql(s, 5);
+  const writeRows = outboxWriteCtes(s, 5);
   const completeSql = prepared(`
-    WITH ins AS (${insertRows})
+    WITH ${writeRows}
     UPDATE ${s}.dedup SET committed = true, expires_at = ${nowSql(1)} + $4 WHERE key = $2 AND token = $3`);
-  const completeMany = completeManySql(s, insertRows);
+  const completeMany = completeManySql(s, writeRows);
   const complete = coalesce<Completing, unknown>({
     ...COMPLETE_BATCHES,
     weight: (c) => c.batch.length,
     clock: clock ?? systemClock,
     queueTimeoutMs: DEFAULT_QUEUE_TIMEOUT_MS,
-    one: (c) => run(pool, completeSql([c.at, c.key, c.token, dedup.windowMs, ...outboxColumns(c.batch)])),
+    one: (c) =>
+      run(
+        pool,
+        completeSql([c.at, c.key, c.token, dedup.windowMs, ...outboxColumns(c.batch), ...batchPaymentColumns(c.batch)]),
+      ),
     many: async (cs) => {
       const columns = [cs.map((c) => c.key), cs.map((c) => c.token), cs.map((c) => c.at), dedup.windowMs];
-      await run(pool, completeMany([...columns, ...outboxColumns(cs.flatMap((c) => c.batch))]));
+      const batch = cs.flatMap((c) => c.batch);
+      await run(pool, completeMany([...columns, ...outboxColumns(batch), ...batchPaymentColumns(batch)]));
       return [];
     },
   });

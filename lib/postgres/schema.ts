@@ -12,6 +12,7 @@
  */
 import { SchemaVersionError, InvalidArgumentError } from '../errors.ts';
 import { MAX_DESTINATION_TX_HASH_LENGTH, MAX_ERROR_LENGTH, MAX_RAW_TRANSACTION_LENGTH } from '../outbox/index.ts';
+import { gasPaymentsMigration } from './gas-payments.ts';
 import type { PgPool } from './pool.ts';
 
 const HEX_ID = (column: string) => `${column} ~ '^0x[0-9a-f]{64}$'`;
@@ -211,6 +212,9 @@ export const MIGRATIONS: readonly ((s: string) => string)[] = [
     END $$;
   CREATE TRIGGER dedup_rows_truncate AFTER TRUNCATE ON ${s}.dedup
     FOR EACH STATEMENT EXECUTE FUNCTION ${s}.dedup_rows_truncated();`,
+
+  // 8: gas payments (docs/delivery.md#gas-payment-enforcement), beside the outbox: lib/postgres/gas-payments.ts.
+  gasPaymentsMigration,
 ];
 
 /**

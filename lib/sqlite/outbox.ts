@@ -33,6 +33,7 @@ import {
   type OutboxRecord,
   type OutboxRow,
 } from '../outbox/index.ts';
+import { createSqliteGasPayments } from './gas-payments.ts';
 import { createSqliteListing } from './outbox-listing.ts';
 import type { Transaction } from './transaction.ts';
 
@@ -71,6 +72,7 @@ export function createSqliteOutbox(db: DatabaseSync, transaction: Transaction, c
     'INSERT INTO outbox (id, origin_chain, tx_hash, origin, destination, nonce, raw, enqueued_at) ' +
       'VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING',
   );
+  const payments = createSqliteGasPayments(db, transaction);
   const countOpen = db.prepare("SELECT count(*) AS n FROM outbox WHERE status IN ('queued', 'delivering')");
   const selectOne = db.prepare(`SELECT ${COLUMNS} FROM outbox WHERE id = ?`);
   const selectTx = db.prepare(`SELECT ${COLUMNS} FROM outbox WHERE origin_chain = ? AND tx_hash = ? ORDER BY rowid`);
@@ -154,6 +156,7 @@ export function createSqliteOutbox(db: DatabaseSync, transaction: Transaction, c
       if (batch.length === 0) return 0;
       return transaction(() => {
         let stored = 0;
+        for (const m of batch) payments.add(m.gasPayments ?? []);
         for (const m of batch) {
           const { changes } = insert.run(
             m.id,
@@ -238,6 +241,8 @@ export function createSqliteOutbox(db: DatabaseSync, transaction: Transaction, c
     requeue(id) {
       return Number(redrive.run(String(id).toLowerCase()).changes) === 1;
     },
+    addGasPayments: payments.addGasPayments,
+    gasPayments: payments.gasPayments,
     recordBroadcast(b, f) {
       const { broadcast, fence } = checkBroadcast(b, f);
       return transaction(() => {

@@ -22,6 +22,8 @@ export const ACCESS = {
     markDelivered: 'write',
     markFailed: 'write',
     requeue: 'write',
+    addGasPayments: 'write',
+    gasPayments: 'read',
     recordBroadcast: 'write',
     forgetBroadcast: 'write',
     closeSlot: 'write',

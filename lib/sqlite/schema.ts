@@ -16,6 +16,9 @@ import { createTransaction, type Transaction } from './transaction.ts';
 const HEX_ID = (column: string) =>
   `length(${column}) = 66 AND substr(${column}, 1, 2) = '0x' AND unhex(substr(${column}, 3)) IS NOT NULL AND lower(${column}) = ${column}`;
 const UINT32 = (column: string) => `${column} BETWEEN 0 AND 4294967295`;
+/** A uint256 as decimal text: 1 to 78 digits, no sign, no leading zero. */
+const DECIMAL = (column: string) =>
+  `length(${column}) BETWEEN 1 AND 78 AND ${column} NOT GLOB '*[^0-9]*' AND (${column} = '0' OR ${column} NOT GLOB '0*')`;
 
 export const MIGRATIONS: readonly string[] = [
   // 1: merkle tree insertions (docs/design.md#merkle-tree-insertions). Key (chain, leaf_index): a
@@ -150,6 +153,21 @@ export const MIGRATIONS: readonly string[] = [
    BEGIN
      UPDATE outbox SET version = (SELECT max(version) FROM outbox) + 1 WHERE rowid = NEW.rowid;
    END;`,
+
+  // 8: gas payments (docs/delivery.md#gas-payment-enforcement): the InterchainGasPaymaster's
+  // GasPayment logs for a message, one row per log (transaction hash, log index), beside the
+  // outbox rather than in it. Amounts are uint256, so decimal text. The same columns and CHECKs
+  // as PostgreSQL's migration 8.
+  `CREATE TABLE gas_payments (
+     tx_hash TEXT NOT NULL CHECK (${HEX_ID('tx_hash')}),
+     log_index INTEGER NOT NULL CHECK (log_index BETWEEN 0 AND 9007199254740991),
+     message_id TEXT NOT NULL CHECK (${HEX_ID('message_id')}),
+     destination INTEGER NOT NULL CHECK (${UINT32('destination')}),
+     gas_amount TEXT NOT NULL CHECK (${DECIMAL('gas_amount')}),
+     payment TEXT NOT NULL CHECK (${DECIMAL('payment')}),
+     PRIMARY KEY (tx_hash, log_index)
+   ) STRICT, WITHOUT ROWID;
+   CREATE INDEX gas_payments_message ON gas_payments (message_id);`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

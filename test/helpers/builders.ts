@@ -9,6 +9,8 @@ import type { Log } from '../../lib/abi.ts';
 
 export const DISPATCH_TOPIC: Hex = '0x769f711d20c679153d382254f59892613b58a97cc876b249134ac25c80f9c814';
 export const MESSAGE_SENT_TOPIC: Hex = '0x8c5261668696ce22758910d05bab8f186d6eb247ceac2af2e82c7dc17669b036';
+/** keccak256("GasPayment(bytes32,uint32,uint256,uint256)"), checked against viem in test/unit/gas-payment.test.ts. */
+export const GAS_PAYMENT_TOPIC: Hex = '0x65695c3748edae85a24cc2c60b299b31f463050bc259150d2e5802ec8d11720a';
 export const CCTP_V2_TRANSMITTER: Hex = '0x81d40f21f12a8f0e3252bccb954d722d4c464b64';
 export const MAILBOX: Hex = '0xc005dc82818d67af737725bd4bf75435d065d239';
 
@@ -151,6 +153,24 @@ export function messageSentLog(transmitter: string = CCTP_V2_TRANSMITTER, messag
     address: transmitter,
     topics: [MESSAGE_SENT_TOPIC],
     data: encodeAbiParameters([{ type: 'bytes' }], [message]),
+  };
+}
+
+/**
+ * IInterchainGasPaymaster `GasPayment(bytes32 indexed messageId, uint32 indexed destinationDomain,
+ * uint256 gasAmount, uint256 payment)`.
+ */
+export function gasPaymentLog(
+  paymaster: string,
+  f: { messageId: Hex; destination?: number; gasAmount?: bigint; payment?: bigint },
+): RpcLog {
+  return {
+    address: paymaster,
+    topics: [GAS_PAYMENT_TOPIC, f.messageId, pad(toHex(f.destination ?? 8453))],
+    data: encodeAbiParameters(
+      [{ type: 'uint256' }, { type: 'uint256' }],
+      [f.gasAmount ?? 50_000n, f.payment ?? 10n ** 15n],
+    ),
   };
 }
 

@@ -16,6 +16,7 @@ import {
   type OutboxMessage,
   type OutboxRecord,
 } from '../../lib/outbox/index.ts';
+import type { GasPayment } from '../../lib/gas-payment.ts';
 import { createFakeClock, type FakeClock } from './fake-clock.ts';
 import { hyperlaneMessage, messageId, txHash } from './builders.ts';
 import { InvalidArgumentError, OutOfRangeError } from '../../lib/errors.ts';
@@ -163,6 +164,86 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       await assert.rejects(async () => h.outbox.enqueue([outboxMessage(1), exploding, outboxMessage(3)]), /boom/);
       assert.equal(await h.outbox.depth(), 0);
       assert.equal(await h.outbox.get(id(1)), undefined);
+    });
+
+    // docs/delivery.md#gas-payment-enforcement: the payments stored with their messages.
+    const payment = (n: number, logIndex: number, over: Partial<GasPayment> = {}): GasPayment => ({
+      messageId: id(n),
+      destination: 8453,
+      gasAmount: 50_000n + BigInt(logIndex),
+      payment: 10n ** 15n,
+      txHash: txHash(n),
+      logIndex,
+      ...over,
+    });
+    const sorted = (list: GasPayment[]) =>
+      [...list].sort((a, b) => a.txHash.localeCompare(b.txHash) || a.logIndex - b.logIndex);
+
+    test("docs/delivery.md#gas-payment-enforcement: enqueue stores a message's gas payments with it; gasPayments reads them back by message ids (any case)", async () => {
+      const big = payment(1, 3, { gasAmount: 2n ** 256n - 1n, payment: 2n ** 255n + 7n, destination: 4_294_967_295 });
+      assert.equal(
+        await h.outbox.enqueue([
+          { ...outboxMessage(1), gasPayments: [payment(1, 1), big] },
+          outboxMessage(2),
+          { ...outboxMessage(3), gasPayments: [payment(3, 0)] },
+        ]),
+        3,
+      );
+      assert.deepEqual(sorted(await h.outbox.gasPayments([id(1).toUpperCase().replace('0X', '0x')])), [
+        payment(1, 1),
+        big,
+      ]);
+      assert.deepEqual(await h.outbox.gasPayments([id(2)]), []);
+      assert.deepEqual(
+        sorted(await h.outbox.gasPayments([id(1), id(3), id(9)])),
+        sorted([payment(1, 1), big, payment(3, 0)]),
+      );
+      assert.deepEqual(await h.outbox.gasPayments([]), []);
+      // The record itself is unchanged by its payments.
+      assert.deepEqual(await h.outbox.get(id(1)), queuedRecord(outboxMessage(1)));
+    });
+
+    test('docs/delivery.md#gas-payment-enforcement: each (tx hash, log index) is stored once: a resubmission, the same log twice in a batch, a top-up seen twice', async () => {
+      await h.outbox.enqueue([{ ...outboxMessage(1), gasPayments: [payment(1, 1), payment(1, 1)] }]);
+      assert.equal(await h.outbox.enqueue([{ ...outboxMessage(1), gasPayments: [payment(1, 1)] }]), 0);
+      assert.deepEqual(await h.outbox.gasPayments([id(1)]), [payment(1, 1)]);
+      // Top-ups found later (eth_getLogs): new logs are added, known ones are not.
+      const topUp = payment(1, 7, { txHash: txHash(77) });
+      assert.equal(await h.outbox.addGasPayments([topUp, payment(1, 1)]), 1);
+      assert.equal(await h.outbox.addGasPayments([topUp]), 0);
+      assert.equal(await h.outbox.addGasPayments([]), 0);
+      assert.deepEqual(sorted(await h.outbox.gasPayments([id(1)])), sorted([payment(1, 1), topUp]));
+    });
+
+    test('docs/delivery.md#gas-payment-enforcement: a batch with a bad payment stores nothing, messages included; addGasPayments refuses bad payments whole', async () => {
+      const bad: [string, Partial<GasPayment>][] = [
+        ['messageId', { messageId: '0x1234' }],
+        ['messageId', { messageId: id(1).toUpperCase().replace('0X', '0x') }],
+        ['destination', { destination: -1 }],
+        ['gasAmount', { gasAmount: -1n }],
+        ['gasAmount', { gasAmount: 2n ** 256n }],
+        ['payment', { payment: 5 as unknown as bigint }],
+        ['txHash', { txHash: 'nope' }],
+        ['logIndex', { logIndex: 1.5 }],
+      ];
+      for (const [field, over] of bad) {
+        await assert.rejects(
+          async () =>
+            h.outbox.enqueue([
+              outboxMessage(2),
+              { ...outboxMessage(1), gasPayments: [payment(1, 0), payment(1, 1, over)] },
+            ]),
+          (e: Error) => e.name === 'InvalidArgumentError' && e.message.includes(field),
+          field,
+        );
+        await assert.rejects(
+          async () => h.outbox.addGasPayments([payment(1, 0), payment(1, 1, over)]),
+          /invalid/,
+          field,
+        );
+      }
+      assert.equal(await h.outbox.depth(), 0);
+      assert.deepEqual(await h.outbox.gasPayments([id(1), id(2)]), []);
     });
 
     test('docs/design.md#leases: claim takes queued messages oldest first, a batch in its own order', async () => {

@@ -81,6 +81,8 @@ function asyncStore(
     openBroadcasts: (of) => later(undefined, () => memory.openBroadcasts(of)),
     list: (opts) => later(undefined, () => memory.list(opts)),
     requeueFailed: (opts) => later(undefined, () => memory.requeueFailed(opts)),
+    addGasPayments: (payments) => later(undefined, () => memory.addGasPayments(payments)),
+    gasPayments: (ids) => later(undefined, () => memory.gasPayments(ids)),
   };
   const merkle: MerkleStore = {
     insertMerkle: (records) => later(faults.insertMerkle, () => (rows.push(...records), records.length)),

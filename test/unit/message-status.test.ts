@@ -11,7 +11,9 @@ import { createMemoryOutbox, type Outbox, type RelayQueue } from '../../lib/outb
 import { createFakeClock, type FakeClock } from '../helpers/fake-clock.ts';
 import { outboxEngines, type OutboxEngine } from '../helpers/outbox-engines.ts';
 import { fakeRpcFetch, type ReceiptTable } from '../helpers/fake-rpc.ts';
-import { hyperlaneMessage, messageId, rpcReceipt, transferLogs, txHash } from '../helpers/builders.ts';
+import { gasPaymentLog, hyperlaneMessage, messageId, rpcReceipt, transferLogs, txHash } from '../helpers/builders.ts';
+import { testConfig } from '../helpers/config.ts';
+import type { RelayerConfig } from '../../lib/types.ts';
 import { httpRequest, postJson, type RawResponse } from '../helpers/http.ts';
 import { parseExposition } from '../helpers/prometheus.ts';
 import { startApi } from '../helpers/server.ts';
@@ -32,12 +34,17 @@ interface Harness {
   relayTransfers(n: number, count: number, nonce: number): Promise<{ hash: string; ids: string[] }>;
 }
 
-async function start(t: TestContext, engine: OutboxEngine, queue?: RelayQueue): Promise<Harness> {
+async function start(
+  t: TestContext,
+  engine: OutboxEngine,
+  queue?: RelayQueue,
+  config?: RelayerConfig,
+): Promise<Harness> {
   const clock = createFakeClock();
   const table: ReceiptTable = new Map();
   const { outbox, close } = await engine.open(clock);
   const { fetch } = fakeRpcFetch(table);
-  const { url, get } = await startApi(t, { outbox: queue ?? outbox, clock, fetch });
+  const { url, get } = await startApi(t, { outbox: queue ?? outbox, clock, fetch, config });
   t.after(close);
   return {
     url,
@@ -77,6 +84,15 @@ function queuedJson(hash: string, nonce: number) {
     destination_tx_hash: null,
     attempts: 0,
     last_error: null,
+    // No gasPaymentEnforcement in the test config: nothing required, nothing paid.
+    gas_payment: {
+      policy: 'none',
+      payments: 0,
+      gas_amount: '0',
+      payment: '0',
+      required_payment: null,
+      required_gas_amount: null,
+    },
   };
 }
 
@@ -133,6 +149,78 @@ for (const engine of ENGINES) {
         destination_tx_hash: DEST_TX,
         last_error: failed.json().last_error,
       });
+    });
+
+    test("docs/delivery.md#gas-payment-enforcement: POST /relay stores the receipt's gas payments with its messages; GET shows paid and required, for each message its own", async (t) => {
+      const IGP = '0x6cb503b2b1e3e4e5e0e4e1bca6e7f1a3f1d2c0b9';
+      const base = testConfig();
+      const config: RelayerConfig = {
+        ...base,
+        chains: { ...base.chains, ethereum: { ...base.chains.ethereum, interchainGasPaymaster: IGP } },
+        gasPaymentEnforcement: [
+          { type: 'minimum', payment: 10n ** 15n, matchingList: [{ destinationDomain: 8453, senderAddress: '*' }] },
+        ],
+      };
+      const h = await start(t, engine, undefined, config);
+      const hash = txHash(30);
+      const ids = [60, 61, 62].map((nonce) => messageId(hyperlaneMessage({ nonce, origin: 1, destination: 8453 })));
+      const logs = [
+        ...transferLogs(3, { nonce: 60 }),
+        gasPaymentLog(IGP, { messageId: ids[0], gasAmount: 100_000n, payment: 6n * 10n ** 14n }),
+        gasPaymentLog(IGP, { messageId: ids[0], gasAmount: 2n ** 255n, payment: 4n * 10n ** 14n }),
+        gasPaymentLog(IGP, { messageId: ids[1], destination: 10, payment: 10n ** 18n }), // another destination
+        gasPaymentLog('0x000000000000000000000000000000000000dead', { messageId: ids[2] }), // another contract
+      ];
+      h.table.set(hash, rpcReceipt(hash, logs));
+      for (let i = 0; i < 2; i++) {
+        // The same receipt twice (a resubmission after the dedup window): its logs count once.
+        const res = await postJson(h.url, '/relay', { origin_chain: 'ethereum', tx_hash: hash });
+        assert.equal(res.status, 200, res.text);
+        await h.clock.advance(301_000);
+      }
+      const shown = async (id: string) => (await h.get(`/relay/${id}`)).json().gas_payment;
+      assert.deepEqual(await shown(ids[0]), {
+        policy: 'minimum',
+        payments: 2,
+        gas_amount: String(100_000n + 2n ** 255n),
+        payment: String(10n ** 15n),
+        required_payment: String(10n ** 15n),
+        required_gas_amount: null,
+      });
+      const unpaid = {
+        policy: 'minimum',
+        payments: 0,
+        gas_amount: '0',
+        payment: '0',
+        required_payment: String(10n ** 15n),
+        required_gas_amount: null,
+      };
+      assert.deepEqual(await shown(ids[1]), unpaid);
+      assert.deepEqual(await shown(ids[2]), unpaid);
+      const listed = (await h.get(`/relay?origin_chain=ethereum&tx_hash=${hash}`)).json();
+      assert.deepEqual(
+        listed.messages.map((m: { gas_payment: { payments: number } }) => m.gas_payment.payments),
+        [2, 0, 0],
+      );
+      assert.deepEqual((await h.outbox.gasPayments([ids[0], ids[1], ids[2]])).length, 2, 'only what counts is stored');
+    });
+
+    test('docs/delivery.md#gas-payment-enforcement: a malformed GasPayment log of the paymaster is 500 and stores nothing', async (t) => {
+      const IGP = '0x6cb503b2b1e3e4e5e0e4e1bca6e7f1a3f1d2c0b9';
+      const base = testConfig();
+      const config: RelayerConfig = {
+        ...base,
+        chains: { ...base.chains, ethereum: { ...base.chains.ethereum, interchainGasPaymaster: IGP } },
+      };
+      const h = await start(t, engine, undefined, config);
+      const hash = txHash(31);
+      const id = messageId(hyperlaneMessage({ nonce: 70, origin: 1, destination: 8453 }));
+      const bad = gasPaymentLog(IGP, { messageId: id });
+      h.table.set(hash, rpcReceipt(hash, [...transferLogs(1, { nonce: 70 }), { ...bad, data: `${bad.data}00` }]));
+      const res = await postJson(h.url, '/relay', { origin_chain: 'ethereum', tx_hash: hash });
+      assertError(res, 500, 'internal_error');
+      assert.equal((await h.get(`/relay/${id}`)).status, 404);
+      assert.deepEqual(await h.outbox.gasPayments([id]), []);
     });
 
     test('docs/design.md#message-lifecycle: a message the worker gave up on answers failed', async (t) => {

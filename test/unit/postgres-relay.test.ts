@@ -481,6 +481,41 @@ describe('completes coalesced into shared statements (docs/design.md#coalesced-s
     assert.equal(await h.reservation(13), true);
   });
 
+  test('docs/delivery.md#gas-payment-enforcement: the gas payments of the messages commit with them, alone and in a shared statement', async (t) => {
+    const h = await coalescing(t);
+    const admitted = await h.admit(4);
+    const from = h.recorded.texts.length;
+    const paid = (n: number) =>
+      h.messages(n).map((m, i) => ({
+        ...m,
+        gasPayments: [
+          {
+            messageId: m.id,
+            destination: m.destination,
+            gasAmount: 2n ** 255n + BigInt(n),
+            payment: BigInt(n * 1000 + i),
+            txHash: m.txHash,
+            logIndex: i,
+          },
+        ],
+      }));
+    const results = await Promise.allSettled(admitted.map((a, i) => a.complete(paid(i + 1))));
+    assert.deepEqual(
+      results.map((r) => r.status),
+      Array(4).fill('fulfilled'),
+    );
+    const sent = h.completes(from);
+    assert.ok(sent.some((text) => ALONE.test(text)) && sent.some((text) => TOGETHER.test(text)), sent.join('\n---\n'));
+    for (let n = 1; n <= 4; n++) {
+      const stored = await h.store.outbox.gasPayments(h.messages(n).map((m) => m.id));
+      assert.deepEqual(
+        stored.sort((a, b) => a.logIndex - b.logIndex),
+        paid(n).flatMap((m) => m.gasPayments),
+        `relay ${n}`,
+      );
+    }
+  });
+
   test("a shared statement one member's rows make fail: nothing of it is written, each member is sent again alone and answers for itself", async (t) => {
     const h = await coalescing(t);
     // The database refuses relay 5's second row (a real constraint, checked by the server only).

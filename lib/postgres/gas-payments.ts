@@ -1,0 +1,96 @@
+/**
+ * Gas payments on PostgreSQL (docs/delivery.md#gas-payment-enforcement): the `gas_payments` table
+ * beside the outbox, one row per GasPayment log (tx hash, log index). A batch's payments are
+ * written by a data-modifying CTE of the statement that inserts its messages (lib/postgres/outbox.ts),
+ * so both commit together; top-ups and reads go through the two methods below.
+ */
+import type { GasPayment } from '../gas-payment.ts';
+import { checkGasPayments, type Asynchronous, type Outbox, type OutboxMessage } from '../outbox/index.ts';
+import { run, type PgPool } from './pool.ts';
+
+/** Gas payments as the six array parameters of gasPaymentInsertSql (amounts as decimal text). */
+function gasPaymentColumns(payments: readonly GasPayment[]): unknown[][] {
+  return [
+    payments.map((p) => p.txHash),
+    payments.map((p) => p.logIndex),
+    payments.map((p) => p.messageId),
+    payments.map((p) => p.destination),
+    payments.map((p) => String(p.gasAmount)),
+    payments.map((p) => String(p.payment)),
+  ];
+}
+
+/** The payments of a batch's messages, as gasPaymentColumns: the parameters after outboxColumns(batch). */
+export function batchPaymentColumns(batch: readonly OutboxMessage[]): unknown[][] {
+  return gasPaymentColumns(batch.flatMap((m) => m.gasPayments ?? []));
+}
+
+/**
+ * The insert of gas payments given as six arrays from `$first` (batchPaymentColumns, after a batch's
+ * eight outboxColumns()): each (tx hash, log index) once. A data-modifying CTE
+ * of the statement that inserts the messages, so both commit together.
+ */
+export function gasPaymentInsertSql(s: string, first: number): string {
+  const [tx, index, id, destination, gas, payment] = Array.from({ length: 6 }, (_, i) => `$${first + i}`);
+  return `
+    INSERT INTO ${s}.gas_payments (tx_hash, log_index, message_id, destination, gas_amount, payment)
+    SELECT * FROM unnest(${tx}::text[], ${index}::bigint[], ${id}::text[], ${destination}::bigint[], ${gas}::numeric[], ${payment}::numeric[])
+    ON CONFLICT (tx_hash, log_index) DO NOTHING`;
+}
+
+/** Outbox.addGasPayments and Outbox.gasPayments on schema `s`. */
+export function createPostgresGasPayments(
+  pool: PgPool,
+  s: string,
+): Pick<Asynchronous<Outbox>, 'addGasPayments' | 'gasPayments'> {
+  const insertSql = gasPaymentInsertSql(s, 1);
+  const selectSql = `
+    SELECT tx_hash, log_index::float8 AS log_index, message_id, destination::float8 AS destination,
+      gas_amount::text AS gas_amount, payment::text AS payment
+    FROM ${s}.gas_payments WHERE message_id = ANY($1::text[])`;
+  return {
+    async addGasPayments(payments) {
+      checkGasPayments(payments);
+      if (payments.length === 0) return 0;
+      const { rowCount } = await run(pool, insertSql, gasPaymentColumns(payments));
+      return rowCount ?? 0;
+    },
+    async gasPayments(ids) {
+      const { rows } = await run<{
+        tx_hash: string;
+        log_index: number;
+        message_id: string;
+        destination: number;
+        gas_amount: string;
+        payment: string;
+      }>(pool, selectSql, [ids.map((id) => String(id).toLowerCase())]);
+      return rows.map((r) => ({
+        messageId: r.message_id,
+        destination: r.destination,
+        gasAmount: BigInt(r.gas_amount),
+        payment: BigInt(r.payment),
+        txHash: r.tx_hash,
+        logIndex: r.log_index,
+      }));
+    },
+  };
+}
+
+/**
+ * The migration that creates the table (lib/postgres/schema.ts, migration 8): one row per
+ * GasPayment log (transaction hash, log index). The same columns and CHECKs as the SQLite table's
+ * migration 8.
+ */
+export function gasPaymentsMigration(s: string): string {
+  return `
+  CREATE TABLE ${s}.gas_payments (
+    tx_hash text NOT NULL CHECK (tx_hash ~ '^0x[0-9a-f]{64}$'),
+    log_index bigint NOT NULL CHECK (log_index BETWEEN 0 AND 9007199254740991),
+    message_id text NOT NULL CHECK (message_id ~ '^0x[0-9a-f]{64}$'),
+    destination bigint NOT NULL CHECK (destination BETWEEN 0 AND 4294967295),
+    gas_amount numeric(78, 0) NOT NULL CHECK (gas_amount BETWEEN 0 AND ${2n ** 256n - 1n}),
+    payment numeric(78, 0) NOT NULL CHECK (payment BETWEEN 0 AND ${2n ** 256n - 1n}),
+    PRIMARY KEY (tx_hash, log_index)
+  );
+  CREATE INDEX gas_payments_message ON ${s}.gas_payments (message_id);`;
+}
