@@ -230,11 +230,14 @@ export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
     return found.sort((a, b) => a.enqueuedAt - b.enqueuedAt || a.seq - b.seq).slice(0, limit);
   }
 
-  /** failed -> queued, claimable at once, attempts and lastError kept, expired leases reset. */
+  /** failed -> queued, claimable at once, attempts and lastError kept, the attempt count reset. */
   function redrive(row: MemoryRow): void {
     row.status = 'queued';
     row.retryAt = null;
     row.leaseExpiries = 0;
+    row.failures = 0;
+    row.pendingSince = null;
+    row.polls = 0;
     open.set(row.id, row);
     changed([row]);
   }

@@ -253,9 +253,9 @@ export interface Outbox extends RelayQueue, GasPaymentStore {
    */
   markFailed(id: string, opts: MarkFailedOptions): boolean | Promise<boolean>;
   /**
-   * An operator re-drives a dead letter: failed -> queued, claimable at once (retryAt null),
-   * attempts and lastError kept, leaseExpiries back to 0 (so the next claim with maxAttempts does
-   * not dead-letter it again at once). false for any other status or an unknown id.
+   * An operator re-drives a dead letter: failed -> queued, claimable at once, attempts and
+   * lastError kept, a fresh count (leaseExpiries, failures, pendingSince, polls back to 0: it gets
+   * maxAttempts again). false for any other status or an unknown id.
    */
   requeue(id: string): boolean | Promise<boolean>;
 

@@ -35,8 +35,12 @@ import { createPostgresJournal } from './journal.ts';
 import { createPostgresListing } from './outbox-listing.ts';
 import { run, type PgPool } from './pool.ts';
 
-/** What requeue() (and requeueFailed()) set on a failed row: queued, claimable at once. */
-const REDRIVE_SET = "status = 'queued', retry_at = NULL, lease_expiries = 0";
+/**
+ * What requeue() (and requeueFailed()) set on a failed row: queued, claimable at once, with a fresh
+ * attempt count (failures, pending polls, expired leases back to 0).
+ */
+const REDRIVE_SET =
+  "status = 'queued', retry_at = NULL, lease_expiries = 0, failures = 0, pending_since = NULL, polls = 0";
 
 /** The Outbox with its asynchronous return types. */
 export type PostgresOutbox = Asynchronous<Outbox>;

@@ -147,7 +147,8 @@ export function createSqliteOutbox(db: DatabaseSync, transaction: Transaction, c
     sentAt: row.sentAt,
   });
   const redrive = db.prepare(
-    "UPDATE outbox SET status = 'queued', retry_at = NULL, lease_expiries = 0 WHERE id = ? AND status = 'failed'",
+    "UPDATE outbox SET status = 'queued', retry_at = NULL, lease_expiries = 0, failures = 0, pending_since = NULL, polls = 0 " +
+      "WHERE id = ? AND status = 'failed'",
   );
 
   return {

@@ -980,7 +980,7 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       }
     });
 
-    test('docs/delivery.md#retries-pending-proofs-dead-letters: the attempt state lives in columns: markFailed with state writes them, without state (a release) keeps them, requeue keeps them', async () => {
+    test('docs/delivery.md#retries-pending-proofs-dead-letters: the attempt state lives in columns: markFailed with state writes them, without state (a release) keeps them, requeue resets them', async () => {
       await h.outbox.enqueue([outboxMessage(1)]);
       let [m] = await h.outbox.claim(1, LEASE);
       const state = { failures: 2, pendingSince: T0 + 123.5, polls: 7 };
@@ -1010,8 +1010,8 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       record = await h.outbox.get(id(1));
       assert.deepEqual(
         [record?.failures, record?.pendingSince, record?.polls],
-        [5, null, 0],
-        'requeue keeps the count',
+        [0, null, 0],
+        'requeue resets the count: the worker gives a re-driven message maxAttempts again',
       );
       for (const bad of [
         { failures: -1, pendingSince: null, polls: 0 },
