@@ -1,0 +1,193 @@
+/**
+ * Gas payments at intake, end to end (docs/delivery.md#gas-payment-enforcement): Hyperlane's real
+ * InterchainGasPaymaster and StorageGasOracle on anvil, transfers that pay it in the same
+ * transaction (paid, unpaid, underpaid, paid for another destination) and a top-up sent later,
+ * relayed by the real bin/relayer-server.ts; GET /relay/{id} shows what the paymaster logged.
+ * Expected amounts come from the paymaster's own quote and the GasPayment logs decoded by viem,
+ * never from lib/.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { decodeEventLog, hexToBytes, type Address, type Hash, type Hex } from 'viem';
+import { gasPaymentLogFilter, gasPaymentsIn, sumGasPayments } from '../../lib/gas-payment.ts';
+import { mailboxLogs } from '../helpers/chain/hyperlane.ts';
+import { deployGasPayment, igpArtifacts, type GasPaymentFixture } from '../helpers/chain/igp.ts';
+import { ORIGIN_DOMAIN, startLocalChain, type LocalChain } from '../helpers/chain/local-chains.ts';
+import { launchRelayerServer, type RelayerProcess } from '../helpers/server-process.ts';
+
+const ORIGIN_CHAIN = 'anvil1';
+const DESTINATION_DOMAIN = 2;
+const OTHER_DOMAIN = 3;
+const RECIPIENT: Address = '0x00000000000000000000000000000000000000b0';
+/** What senders must pay: the quote for 100 000 gas to the destination (set in `before`). */
+let minimum: bigint;
+
+let local: LocalChain;
+let fixture: GasPaymentFixture;
+let server: RelayerProcess;
+let amount = 1_000_000n;
+
+async function relay(txHash: string): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${server.url}/relay`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ origin_chain: ORIGIN_CHAIN, tx_hash: txHash }),
+  });
+  return { status: res.status, body: await res.json() };
+}
+
+async function gasPaymentOf(id: string): Promise<Record<string, unknown>> {
+  const res = await fetch(`${server.url}/relay/${id}`);
+  assert.equal(res.status, 200);
+  return ((await res.json()) as { gas_payment: Record<string, unknown> }).gas_payment;
+}
+
+/** The paymaster's GasPayment logs in a receipt, decoded by viem. */
+async function paymentsLogged(hash: Hash) {
+  const receipt = await local.chain.receipt(hash);
+  const { abi } = igpArtifacts.paymaster();
+  return receipt.logs
+    .filter((log) => log.address.toLowerCase() === fixture.igp.toLowerCase())
+    .map((log) => decodeEventLog({ abi, topics: log.topics as [Hex], data: log.data, strict: true }))
+    .filter((e) => e.eventName === 'GasPayment')
+    .map((e) => e.args as unknown as { messageId: Hex; destinationDomain: number; gasAmount: bigint; payment: bigint });
+}
+
+/** A transfer paying for `gas` (for `payDestination`), relayed: its message id (from the Mailbox's DispatchId). */
+async function paidTransfer(gas: bigint, payDestination = DESTINATION_DOMAIN): Promise<{ id: string; hash: Hash }> {
+  const hash = await fixture.sendPaid({
+    destination: DESTINATION_DOMAIN,
+    recipient: RECIPIENT,
+    amount: amount++,
+    gas,
+    payDestination,
+  });
+  const { ids } = mailboxLogs(await local.chain.receipt(hash), local.hyperlane.mailbox);
+  assert.equal(ids.length, 1);
+  const reply = await relay(hash);
+  assert.equal(reply.status, 200, JSON.stringify(reply.body));
+  assert.deepEqual(
+    reply.body.messages.map((m: { message_id: string }) => m.message_id),
+    [ids[0].toLowerCase()],
+  );
+  return { id: ids[0].toLowerCase(), hash };
+}
+
+describe('gas payments at intake: the real InterchainGasPaymaster on anvil, bin/relayer-server.ts', {
+  timeout: 90_000,
+}, () => {
+  before(async () => {
+    local = await startLocalChain();
+    fixture = await deployGasPayment(local.chain, local.hyperlane.mailbox, [DESTINATION_DOMAIN, OTHER_DOMAIN]);
+    minimum = await fixture.quote(DESTINATION_DOMAIN, 100_000n);
+    const config = {
+      chains: {
+        [ORIGIN_CHAIN]: {
+          domainId: ORIGIN_DOMAIN,
+          chainId: 31337,
+          mailbox: local.hyperlane.mailbox,
+          cctpMessageTransmitter: [local.standIns.transmitter, fixture.payer],
+          interchainGasPaymaster: fixture.igp,
+          rpcUrls: [{ http: local.anvil.rpcUrl }],
+        },
+        dest2: {
+          domainId: DESTINATION_DOMAIN,
+          chainId: 2,
+          mailbox: '0x0000000000000000000000000000000000000002',
+          rpcUrls: [{ http: 'http://127.0.0.1:1' }],
+        },
+      },
+      relayChains: ['dest2'],
+      gasPaymentEnforcement: [{ type: 'minimum', payment: String(minimum) }],
+      db: ':memory:',
+    };
+    server = await launchRelayerServer(['--host', '127.0.0.1', '--db', ':memory:'], { config });
+  });
+
+  after(async () => {
+    await server?.stop();
+    await local?.anvil.stop();
+  });
+
+  test('paid: the payment in the transfer is stored and shown, as the paymaster logged it', async () => {
+    const { id, hash } = await paidTransfer(200_000n);
+    const [logged] = await paymentsLogged(hash);
+    assert.equal(logged.messageId.toLowerCase(), id);
+    assert.equal(logged.gasAmount, 200_000n);
+    assert.equal(logged.payment, await fixture.quote(DESTINATION_DOMAIN, 200_000n));
+    assert.deepEqual(await gasPaymentOf(id), {
+      policy: 'minimum',
+      payments: 1,
+      gas_amount: '200000',
+      payment: String(logged.payment),
+      required_payment: String(minimum),
+      required_gas_amount: null,
+    });
+    assert.ok(logged.payment >= minimum, 'paid at least the minimum');
+  });
+
+  test('unpaid: nothing stored, nothing shown paid', async () => {
+    const { id, hash } = await paidTransfer(0n);
+    assert.deepEqual(await paymentsLogged(hash), []);
+    assert.deepEqual(await gasPaymentOf(id), {
+      policy: 'minimum',
+      payments: 0,
+      gas_amount: '0',
+      payment: '0',
+      required_payment: String(minimum),
+      required_gas_amount: null,
+    });
+  });
+
+  test('underpaid: shown with what it paid, below what is required', async () => {
+    const { id, hash } = await paidTransfer(1_000n);
+    const [logged] = await paymentsLogged(hash);
+    assert.ok(logged.payment < minimum);
+    const shown = await gasPaymentOf(id);
+    assert.equal(shown.payments, 1);
+    assert.equal(shown.gas_amount, '1000');
+    assert.equal(shown.payment, String(logged.payment));
+  });
+
+  test('paid for another destination: the paymaster logged it, it does not count', async () => {
+    const { id, hash } = await paidTransfer(500_000n, OTHER_DOMAIN);
+    const [logged] = await paymentsLogged(hash);
+    assert.equal(logged.messageId.toLowerCase(), id);
+    assert.equal(logged.destinationDomain, OTHER_DOMAIN);
+    assert.equal((await gasPaymentOf(id)).payments, 0);
+  });
+
+  test('topped up later: the top-up transaction relays no message; eth_getLogs with the worker’s filter finds it, counted once', async () => {
+    const { id } = await paidTransfer(1_000n);
+    const topUp = await fixture.topUp(id as Hex, DESTINATION_DOMAIN, 150_000n);
+    // A payForGas transaction has no Dispatch: nothing to accept.
+    assert.deepEqual((await relay(topUp)).body, { messages: [] });
+    assert.equal((await gasPaymentOf(id)).payments, 1, 'the intake saw only the payment in the transfer');
+    // What the worker will do for top-ups: the filter, on the real node.
+    const message = { id, destination: DESTINATION_DOMAIN };
+    const filter = gasPaymentLogFilter(fixture.igp, message);
+    const found = (await local.chain.rpc('eth_getLogs', [filter])) as {
+      address: string;
+      topics: string[];
+      data: Hex;
+      logIndex: Hex;
+      transactionHash: string;
+    }[];
+    assert.equal(found.length, 2, 'the payment in the transfer and the top-up');
+    const payments = found.flatMap((log) =>
+      gasPaymentsIn(
+        [{ address: log.address, topics: log.topics, data: hexToBytes(log.data), logIndex: Number(log.logIndex) }],
+        log.transactionHash,
+        fixture.igp,
+        [message],
+      ),
+    );
+    const paid = sumGasPayments([...payments, ...payments], message);
+    assert.equal(paid.payments, 2);
+    assert.equal(paid.gasAmount, 151_000n);
+    assert.equal(
+      paid.payment,
+      (await fixture.quote(DESTINATION_DOMAIN, 1_000n)) + (await fixture.quote(DESTINATION_DOMAIN, 150_000n)),
+    );
+  });
+});
