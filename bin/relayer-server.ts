@@ -23,6 +23,9 @@ Routes (every error is JSON {"reason","message"}; docs/api.md has the details):
   POST /relay                          relay a transaction: {"origin_chain","tx_hash"}
   GET  /relay/{message_id}             one accepted message and its delivery status
   GET  /relay?origin_chain=&tx_hash=   the messages accepted from one transaction
+  GET  /relay/{message_id}/events      the message's status as it changes (Server-Sent Events)
+  GET  /relay/events?origin_chain=&tx_hash=
+                                       the transaction's messages as they change (Server-Sent Events)
   GET  /chains                         the configured chains: name, domain_id, chain_id
   GET  /messages?status=&destination=&limit=
                                        admin: messages of one status, what is stuck (needs

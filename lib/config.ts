@@ -6,6 +6,7 @@
  * `addressBlacklist` lib/policy.ts's. Unknown keys are refused at every level (a typo must not be
  * ignored).
  */
+import { parseAddressBlock } from './cidr.ts';
 import { builtinChains, parseChains, parseRelayChains } from './config-chains.ts';
 import { ConfigError } from './errors.ts';
 import { array, integer, join, nonEmptyString, object, string, uint256, type Obj } from './fields.ts';
@@ -21,6 +22,7 @@ export const DEFAULTS: {
 } = Object.freeze({
   relayApi: Object.freeze({
     rateLimit: Object.freeze({ burst: 100, perMinute: 100 }),
+    clientRateLimit: null,
     dedupWindowSeconds: 300,
     dedupCapacity: 10_000,
     receiptTimeoutSeconds: 10,
@@ -33,6 +35,10 @@ export const DEFAULTS: {
     corsOrigins: Object.freeze([]) as unknown as string[],
     maxRelayBodyBytes: 65_536,
     maxMerkleBodyBytes: 16_777_216,
+    trustedProxies: Object.freeze([]) as unknown as string[],
+    readRateLimit: null,
+    maxSubscribers: 10_000,
+    maxSubscribersPerClient: 20,
   }),
   worker: Object.freeze({
     host: '127.0.0.1',
@@ -76,6 +82,7 @@ function parseRelayApi(value: unknown, key: string): RelayApiConfig {
       ? {}
       : object(value, key, [
           'rateLimit',
+          'clientRateLimit',
           'dedupWindowSeconds',
           'dedupCapacity',
           'receiptTimeoutSeconds',
@@ -89,6 +96,7 @@ function parseRelayApi(value: unknown, key: string): RelayApiConfig {
       burst: optionalInt(rl, 'burst', rlKey, d.rateLimit.burst, 1, max),
       perMinute: optionalInt(rl, 'perMinute', rlKey, d.rateLimit.perMinute, 1, max),
     },
+    clientRateLimit: optionalBucket(obj.clientRateLimit, join(key, 'clientRateLimit')),
     dedupWindowSeconds: optionalInt(obj, 'dedupWindowSeconds', key, d.dedupWindowSeconds, 1, MAX_TIMER_SECONDS),
     dedupCapacity: optionalInt(obj, 'dedupCapacity', key, d.dedupCapacity, 1, max),
     receiptTimeoutSeconds: optionalInt(
@@ -101,6 +109,30 @@ function parseRelayApi(value: unknown, key: string): RelayApiConfig {
     ),
     maxMessagesPerTx: optionalInt(obj, 'maxMessagesPerTx', key, d.maxMessagesPerTx, 1, max),
   };
+}
+
+/** An optional bucket: absent or null is none; otherwise both numbers are required. */
+function optionalBucket(value: unknown, key: string): { burst: number; perMinute: number } | null {
+  if (value === undefined || value === null) return null;
+  const obj = object(value, key, ['burst', 'perMinute']);
+  const max = Number.MAX_SAFE_INTEGER;
+  if (obj.burst === undefined) throw new ConfigError(join(key, 'burst'), 'is required');
+  if (obj.perMinute === undefined) throw new ConfigError(join(key, 'perMinute'), 'is required');
+  return {
+    burst: integer(obj.burst, join(key, 'burst'), 1, max),
+    perMinute: integer(obj.perMinute, join(key, 'perMinute'), 1, max),
+  };
+}
+
+/** An address or CIDR block (lib/cidr.ts). */
+function parseProxy(value: unknown, key: string): string {
+  const text = nonEmptyString(value, key);
+  if (parseAddressBlock(text) === undefined)
+    throw new ConfigError(
+      key,
+      `expected an IP address or a CIDR block like "10.0.0.0/8", got ${JSON.stringify(text.slice(0, 64))}`,
+    );
+  return text;
 }
 
 function parseAdminToken(value: unknown, key: string): string | null {
@@ -135,7 +167,18 @@ function parseServer(value: unknown, key: string): ServerConfig {
   const obj =
     value === undefined
       ? {}
-      : object(value, key, ['host', 'port', 'adminToken', 'corsOrigins', 'maxRelayBodyBytes', 'maxMerkleBodyBytes']);
+      : object(value, key, [
+          'host',
+          'port',
+          'adminToken',
+          'corsOrigins',
+          'maxRelayBodyBytes',
+          'maxMerkleBodyBytes',
+          'trustedProxies',
+          'readRateLimit',
+          'maxSubscribers',
+          'maxSubscribersPerClient',
+        ]);
   const max = Number.MAX_SAFE_INTEGER;
   const corsKey = join(key, 'corsOrigins');
   return {
@@ -148,6 +191,15 @@ function parseServer(value: unknown, key: string): ServerConfig {
         : array(obj.corsOrigins, corsKey).map((o, i) => parseOrigin(o, `${corsKey}[${i}]`)),
     maxRelayBodyBytes: optionalInt(obj, 'maxRelayBodyBytes', key, d.maxRelayBodyBytes, 1, max),
     maxMerkleBodyBytes: optionalInt(obj, 'maxMerkleBodyBytes', key, d.maxMerkleBodyBytes, 1, max),
+    trustedProxies:
+      obj.trustedProxies === undefined
+        ? []
+        : array(obj.trustedProxies, join(key, 'trustedProxies')).map((p, i) =>
+            parseProxy(p, `${join(key, 'trustedProxies')}[${i}]`),
+          ),
+    readRateLimit: optionalBucket(obj.readRateLimit, join(key, 'readRateLimit')),
+    maxSubscribers: optionalInt(obj, 'maxSubscribers', key, d.maxSubscribers, 0, 1_000_000),
+    maxSubscribersPerClient: optionalInt(obj, 'maxSubscribersPerClient', key, d.maxSubscribersPerClient, 0, 1_000_000),
   };
 }
 

@@ -18,8 +18,10 @@ export const REASON_STATUS = {
   unsupported_media_type: 415,
   rate_limited: 429,
   duplicate_tx: 429,
+  too_many_subscribers: 429,
   internal_error: 500,
   cache_full: 503,
+  subscribers_full: 503,
   store_unavailable: 503,
 } as const;
 

@@ -17,6 +17,7 @@ import { RelayError, StoreUnavailableError } from './errors.ts';
 
 export { StoreUnavailableError };
 import type { Outbox, OutboxMessage } from './outbox/index.ts';
+import type { ClientRateLimiter } from './client-rate-limit.ts';
 import type { RateLimiter } from './rate-limit.ts';
 import type { MerkleStore } from './types.ts';
 
@@ -26,6 +27,11 @@ export interface RelayerStore {
   /** Shared engines (PostgreSQL) provide these; otherwise the process keeps its own. */
   dedup?: DedupStore;
   rateLimiter?: RateLimiter;
+  /**
+   * Shared per-client buckets (docs/api.md#per-client-limits), one budget per `name`; engines
+   * without (one process) keep them in memory.
+   */
+  clientRateLimiter?(name: string, bucket: { burst: number; perMinute: number }): ClientRateLimiter;
   /**
    * The engine's shorter form of POST /relay's store work, when it has one (PostgreSQL): the
    * pipeline then takes the token and the reservation in one call and stores the rows with the

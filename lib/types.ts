@@ -55,6 +55,8 @@ export interface RateLimitConfig {
 
 export interface RelayApiConfig {
   rateLimit: RateLimitConfig;
+  /** Each client's own bucket in front of the global one (docs/api.md#per-client-limits); null: none. */
+  clientRateLimit: RateLimitConfig | null;
   dedupWindowSeconds: number;
   dedupCapacity: number;
   receiptTimeoutSeconds: number;
@@ -68,6 +70,13 @@ export interface ServerConfig {
   corsOrigins: string[];
   maxRelayBodyBytes: number;
   maxMerkleBodyBytes: number;
+  /** Proxies whose X-Forwarded-For names the client (addresses or CIDR blocks). */
+  trustedProxies: string[];
+  /** Each client's budget of status reads and stream openings; null: none. */
+  readRateLimit: RateLimitConfig | null;
+  /** Status event streams open at once, in all and per client. */
+  maxSubscribers: number;
+  maxSubscribersPerClient: number;
 }
 
 /** relayer-worker's section (docs/configuration.md, worker). Durations in the unit their name says. */

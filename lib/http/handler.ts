@@ -21,7 +21,11 @@ import type { MerkleStore, RelayerConfig } from '../types.ts';
 import { sendError } from './answers.ts';
 import { authErrorHeaders, createAdminCheck } from './auth.ts';
 import { lingerAfterAnswer } from './body.ts';
+import { createClientOf } from './client-address.ts';
 import { createCors } from './cors.ts';
+import { createEventStreams } from './events.ts';
+import { createFairness } from './fairness.ts';
+import type { EventOutbox } from './events.ts';
 import { createExchange, createExchangeRecorder, type Exchange } from './exchange.ts';
 import { merkleRoutes } from './merkle.ts';
 import { createMetricsRegistry, type MetricsRegistry } from '../node/metrics.ts';
@@ -47,7 +51,7 @@ export interface RelayApiOptions {
    * Where accepted relay messages go. Defaults to the store's outbox, else an in-memory outbox.
    * Without `get` / `byTx` (a bare queue) the status lookups answer 404, without `list` GET /messages.
    */
-  outbox?: RelayQueue & Partial<Pick<Outbox, 'depth' | 'get' | 'byTx' | 'list' | 'gasPayments'>>;
+  outbox?: RelayQueue & Partial<Pick<Outbox, 'depth' | 'get' | 'byTx' | 'list' | 'gasPayments'>> & EventOutbox;
   /** Backs the merkle endpoints (defaults to the store's); without one they answer 404. */
   merkle?: MerkleStore;
   /** Replaces the pipeline built from config, outbox, clock and fetch. */
@@ -65,8 +69,12 @@ export interface RelayApi {
   handle(req: IncomingMessage, res: ServerResponse): void;
   readonly pipeline: RelayPipeline;
   readonly metrics: MetricsRegistry;
-  /** Requests being handled right now. */
+  /** Requests being handled right now (open status streams included). */
   inFlight(): number;
+  /** Status event streams open now. */
+  streams(): number;
+  /** Ends every status event stream and refuses new ones (shutdown; RelayServer.close does it). */
+  closeStreams(): void;
 }
 
 export function createRelayApi(options: RelayApiOptions): RelayApi {
@@ -89,7 +97,7 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
       dedup: store?.dedup,
       rateLimiter: store?.rateLimiter,
       // The store's two-step POST /relay, when the queue is the store's own outbox.
-      admission: outbox === store?.outbox ? store.admission : undefined,
+      admission: store !== undefined && outbox === store.outbox ? store.admission : undefined,
     });
   relayMetrics.gauges({
     dedupSize: () => pipeline.dedup.size(),
@@ -98,13 +106,34 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
   });
 
   const cors = createCors(config.server.corsOrigins);
+  const chains = new Map(Object.entries(config.chains));
+  const clientOf = createClientOf(config.server.trustedProxies);
+  const fairness = createFairness({
+    relay: config.relayApi.clientRateLimit,
+    read: config.server.readRateLimit,
+    clock,
+    store,
+    clientOf,
+  });
+  // Status events exist only when the outbox can be followed (a change feed and versioned reads).
+  const events = createEventStreams({
+    outbox: outbox as EventOutbox,
+    chains,
+    clock,
+    maxSubscribers: config.server.maxSubscribers,
+    maxSubscribersPerClient: config.server.maxSubscribersPerClient,
+    clientOf,
+    admit: fairness.read,
+  });
   const routes = compileRoutes([
+    ...events.routes,
     ...relayRoutes({
       pipeline,
       maxBodyBytes: config.server.maxRelayBodyBytes,
       messagesEnqueued: relayMetrics.messagesEnqueued,
       // The status endpoints exist only when the outbox can be read back.
-      status: statusEndpoints(outbox, new Map(Object.entries(config.chains)), config.gasPaymentEnforcement),
+      status: statusEndpoints(outbox, chains, config.gasPaymentEnforcement, fairness.read),
+      clientToken: fairness.relay,
     }),
     ...merkleRoutes({
       merkle: options.merkle ?? store?.merkle,
@@ -149,5 +178,12 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
     });
   }
 
-  return { handle, pipeline, metrics, inFlight: recorder.inFlight };
+  return {
+    handle,
+    pipeline,
+    metrics,
+    inFlight: recorder.inFlight,
+    streams: events.open,
+    closeStreams: events.close,
+  };
 }

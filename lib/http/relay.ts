@@ -16,13 +16,16 @@ export interface RelayEndpointOptions {
   maxBodyBytes: number;
   messagesEnqueued: Counter;
   status: StatusEndpoints;
+  /** The client's own token (lib/http/fairness.ts), taken before the pipeline's global one. */
+  clientToken?(ex: Exchange): Promise<void>;
 }
 
 export function relayRoutes(options: RelayEndpointOptions): Route[] {
-  const { pipeline, maxBodyBytes, messagesEnqueued, status } = options;
+  const { pipeline, maxBodyBytes, messagesEnqueued, status, clientToken } = options;
 
   async function postRelay(ex: Exchange): Promise<void> {
     const text = await readJsonBody(ex.req, maxBodyBytes);
+    if (clientToken) await clientToken(ex);
     // The chain and hash are known as soon as they are valid, so even a request whose client
     // leaves early is logged with them.
     const result = await pipeline.relayText(text, {

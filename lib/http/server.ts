@@ -64,6 +64,8 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
     },
     close(graceMs = 10_000) {
       closing ??= new Promise<void>((resolve) => {
+        // Status streams never end by themselves: end them, or the grace period would be spent waiting.
+        api.closeStreams();
         if (!server.listening) return resolve();
         server.close(() => resolve());
         server.closeIdleConnections();

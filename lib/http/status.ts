@@ -23,10 +23,35 @@ export interface StatusEndpoints {
   messagesOfTx(ex: Exchange, params: URLSearchParams): Promise<void>;
 }
 
+/**
+ * The transaction a query names (`origin_chain`, `tx_hash`, each exactly once), by the rules of
+ * POST /relay's body, so a pair POST accepted is a pair a lookup finds. `missing` ends the message
+ * of a missing parameter.
+ */
+export function txQuery(
+  params: URLSearchParams,
+  chains: ReadonlyMap<string, ChainConfig>,
+  missing = '',
+): ReturnType<typeof validateRelayRequest> {
+  const query: Record<string, string> = {};
+  for (const name of ['origin_chain', 'tx_hash']) {
+    const values = params.getAll(name);
+    if (values.length === 0) throw new RelayError('invalid_request', `${name} is required${missing}`);
+    if (values.length > 1) throw new RelayError('invalid_request', `${name} is given more than once`);
+    query[name] = values[0];
+  }
+  return validateRelayRequest(query, chains);
+}
+
+/**
+ * `admit` runs before each lookup is read (the read budget, lib/http/fairness.ts) and throws the
+ * RelayError that refuses it.
+ */
 export function statusEndpoints(
   outbox: StatusSource,
   chains: ReadonlyMap<string, ChainConfig>,
   gasPaymentEnforcement: readonly GasPaymentEnforcement[] = [],
+  admit?: (ex: Exchange) => void | Promise<void>,
 ): StatusEndpoints {
   const readMessage = outbox.get?.bind(outbox);
   const readTx = outbox.byTx?.bind(outbox);
@@ -36,6 +61,7 @@ export function statusEndpoints(
   const withPayments = (records: OutboxRecord[]) => statusObjects(records, readPayments, selectPolicy);
 
   async function getMessage(ex: Exchange, read: NonNullable<typeof readMessage>): Promise<void> {
+    await admit?.(ex);
     const id = ex.params.message_id;
     if (!isHexOfLength(id, 32))
       throw new RelayError('invalid_request', 'message_id must be 0x followed by 64 hex digits');
@@ -46,19 +72,12 @@ export function statusEndpoints(
 
   async function messagesOfTx(ex: Exchange, params: URLSearchParams): Promise<void> {
     if (readTx === undefined) throw new RelayError('not_found', 'this relayer does not keep message statuses');
-    const query: Record<string, string> = {};
-    for (const name of ['origin_chain', 'tx_hash']) {
-      const values = params.getAll(name);
-      if (values.length === 0)
-        throw new RelayError(
-          'invalid_request',
-          `${name} is required (GET /relay without origin_chain and tx_hash is the liveness probe)`,
-        );
-      if (values.length > 1) throw new RelayError('invalid_request', `${name} is given more than once`);
-      query[name] = values[0];
-    }
-    // The rules of POST /relay's body, so a pair POST accepted is a pair GET finds.
-    const { chain, txHash } = validateRelayRequest(query, chains);
+    await admit?.(ex);
+    const { chain, txHash } = txQuery(
+      params,
+      chains,
+      ' (GET /relay without origin_chain and tx_hash is the liveness probe)',
+    );
     ex.originChain = chain.name;
     ex.txHash = txHash;
     const records = await callStore(() => readTx(chain.name, txHash));

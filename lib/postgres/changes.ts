@@ -14,7 +14,7 @@ import { createChangeHub, type ChangeHub } from '../change-feed.ts';
 import { systemClock, type Clock } from '../clock.ts';
 import { InvalidArgumentError, StoreUnavailableError } from '../errors.ts';
 import type { PgPool, PgPoolClient } from './pool.ts';
-import { outboxChannel } from './schema.ts';
+import { outboxChannel } from './schema-push.ts';
 
 /** A pooled connection that can LISTEN: `pg`'s Client. */
 export interface PgListenClient extends PgPoolClient {

@@ -11,6 +11,7 @@ import type { Clock } from '../clock.ts';
 import type { RelayAdmission, RelayerStore } from '../store.ts';
 import type { RelayApiConfig } from '../types.ts';
 import { createPostgresChangeFeed, type PostgresChangeFeed } from './changes.ts';
+import { createPostgresClientBuckets } from './client-rate-limit.ts';
 import { createPostgresDedupStore, type PostgresDedupStore } from './dedup.ts';
 import { createPostgresMerkleStore, type PostgresMerkleStore } from './merkle.ts';
 import { createPostgresOutbox, type PostgresOutbox } from './outbox.ts';
@@ -90,6 +91,7 @@ export async function openPostgresStore(pool: PgPool, options: PostgresStoreOpti
     merkle: createPostgresMerkleStore(pool, s),
     dedup: createPostgresDedupStore(pool, s, { ...dedup, clock }),
     rateLimiter: createPostgresTokenBucket(pool, s, { ...relayApi.rateLimit, clock }),
+    clientRateLimiter: (budget, bucket) => createPostgresClientBuckets(pool, s, { name: budget, ...bucket, clock }),
     // POST /relay in two round trips instead of four (relay.ts), on the same tables.
     admission: createPostgresAdmission(pool, s, { bucket: relayApi.rateLimit, dedup, clock }),
     async ping() {

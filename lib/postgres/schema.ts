@@ -14,6 +14,7 @@ import { SchemaVersionError, InvalidArgumentError } from '../errors.ts';
 import { MAX_DESTINATION_TX_HASH_LENGTH, MAX_ERROR_LENGTH, MAX_RAW_TRANSACTION_LENGTH } from '../outbox/index.ts';
 import { gasPaymentsMigration } from './gas-payments.ts';
 import type { PgPool } from './pool.ts';
+import { clientBucketsMigration, statusPushMigration } from './schema-push.ts';
 
 const HEX_ID = (column: string) => `${column} ~ '^0x[0-9a-f]{64}$'`;
 const UINT32 = (column: string) => `${column} BETWEEN 0 AND 4294967295`;
@@ -158,48 +159,8 @@ export const MIGRATIONS: readonly ((s: string) => string)[] = [
   CREATE TRIGGER dedup_rows_delete AFTER DELETE ON ${s}.dedup REFERENCING OLD TABLE AS deleted
     FOR EACH STATEMENT EXECUTE FUNCTION ${s}.dedup_rows_deleted();`,
 
-  // 6: status push (docs/design.md#change-feed). `version` counts the
-  // changes of what a status shows (status, attempts, last_error, destination_tx_hash), per
-  // message: the row lock orders them. After each statement that inserted rows, or changed a
-  // version, the outbox NOTIFYs its channel (outboxChannel) with the message ids, and for inserts
-  // their transactions, as JSON of at most 7 000 bytes ({"ids":[…],"txs":[…]}; a large statement
-  // sends several). NOTIFY is delivered at commit and only then, to every replica that LISTENs
-  // (lib/postgres/changes.ts), whoever wrote: a relayer-worker's claim as a server's enqueue.
-  // Triggers, so no statement that writes the outbox, now or later, can forget it.
-  (s) => `
-  ALTER TABLE ${s}.outbox ADD COLUMN version bigint NOT NULL DEFAULT 0;
-  CREATE FUNCTION ${s}.outbox_version() RETURNS trigger LANGUAGE plpgsql AS $$
-  BEGIN
-    IF (NEW.status, NEW.attempts, NEW.last_error, NEW.destination_tx_hash)
-       IS DISTINCT FROM (OLD.status, OLD.attempts, OLD.last_error, OLD.destination_tx_hash) THEN
-      NEW.version := OLD.version + 1;
-    END IF;
-    RETURN NEW;
-  END $$;
-  CREATE TRIGGER outbox_version BEFORE UPDATE ON ${s}.outbox FOR EACH ROW EXECUTE FUNCTION ${s}.outbox_version();
-  CREATE FUNCTION ${s}.outbox_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
-  BEGIN
-    PERFORM pg_notify(${quoteLiteral(outboxChannel(s))},
-      json_build_object('ids', json_agg(id), 'txs', json_agg(DISTINCT origin_chain || chr(10) || tx_hash))::text)
-    FROM (SELECT id, origin_chain, tx_hash, (row_number() OVER () - 1) / 20 AS chunk FROM inserted) c
-    GROUP BY chunk;
-    RETURN NULL;
-  END $$;
-  CREATE TRIGGER outbox_inserted AFTER INSERT ON ${s}.outbox REFERENCING NEW TABLE AS inserted
-    FOR EACH STATEMENT EXECUTE FUNCTION ${s}.outbox_inserted();
-  CREATE FUNCTION ${s}.outbox_changed() RETURNS trigger LANGUAGE plpgsql AS $$
-  BEGIN
-    PERFORM pg_notify(${quoteLiteral(outboxChannel(s))}, json_build_object('ids', json_agg(id), 'txs', json_build_array())::text)
-    FROM (
-      SELECT n.id, (row_number() OVER () - 1) / 90 AS chunk
-      FROM after_update n JOIN before_update o ON o.id = n.id WHERE n.version <> o.version
-    ) c
-    GROUP BY chunk;
-    RETURN NULL;
-  END $$;
-  CREATE TRIGGER outbox_changed AFTER UPDATE ON ${s}.outbox
-    REFERENCING OLD TABLE AS before_update NEW TABLE AS after_update
-    FOR EACH STATEMENT EXECUTE FUNCTION ${s}.outbox_changed();`,
+  // 6: status push (lib/postgres/schema-push.ts).
+  statusPushMigration,
 
   // 7: TRUNCATE fires no delete trigger: without this one, an operator emptying the dedup table
   // by hand would leave its row count (migration 5) at the old number, and every reservation
@@ -215,24 +176,10 @@ export const MIGRATIONS: readonly ((s: string) => string)[] = [
 
   // 8: gas payments (docs/delivery.md#gas-payment-enforcement), beside the outbox: lib/postgres/gas-payments.ts.
   gasPaymentsMigration,
+
+  // 9: per-client token buckets (lib/postgres/schema-push.ts).
+  clientBucketsMigration,
 ];
-
-/**
- * The NOTIFY channel of the outbox of schema `s` (quoted): "<schema>.outbox", or for a schema
- * name too long for a channel (63 bytes), its first 40 characters and a hash of the whole.
- */
-export function outboxChannel(s: string): string {
-  const name = s.slice(1, -1);
-  if (name.length <= 56) return `${name}.outbox`;
-  let hash = 0;
-  for (const c of name) hash = (Math.imul(hash, 31) + c.charCodeAt(0)) >>> 0;
-  return `${name.slice(0, 40)}.${hash.toString(16)}.outbox`;
-}
-
-/** A string as an SQL literal (the channel names above: lower-case letters, digits, _ and .). */
-function quoteLiteral(value: string): string {
-  return `'${value.replaceAll("'", "''")}'`;
-}
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
 

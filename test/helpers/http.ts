@@ -21,6 +21,8 @@ export function httpRequest(
     headers?: Record<string, string | number>;
     body?: string | Buffer;
     openapi?: boolean;
+    /** The client's address (another loopback address is another client). */
+    localAddress?: string;
   } = {},
 ): Promise<RawResponse> {
   const target = new URL(options.path ?? '/', url);
@@ -32,6 +34,7 @@ export function httpRequest(
         path: target.pathname + target.search,
         method: options.method ?? 'GET',
         headers: options.headers,
+        localAddress: options.localAddress,
         agent: false,
       },
       (res) => {

@@ -1,0 +1,250 @@
+/**
+ * Status events (docs/api.md#status-events): Server-Sent Events of one message's status
+ * (GET /relay/{message_id}/events) or of one transaction's messages (GET /relay/events?
+ * origin_chain=&tx_hash=). The current state at once, then every change of it, the stream ending
+ * after a final status; a comment every 15 s keeps proxies from closing an idle stream.
+ *
+ * Streams follow the outbox's change feed (lib/change-feed.ts): a change that names a followed
+ * message or transaction makes that stream read its state again (one read at a time per stream,
+ * changes meanwhile folded into the next), and an event is sent only when the version grew. No
+ * stream reads the outbox on a timer.
+ *
+ * Event ids are change versions (lib/outbox/types.ts VersionedRecord): a message stream's id is
+ * its message's version, a transaction stream's the versions of its messages in enqueue order,
+ * joined by '.'. A client that reconnects with Last-Event-ID gets the current state at once if
+ * anything changed since, nothing if not, and 204 (EventSource stops reconnecting) when the state
+ * it saw was already final. Events carry whole states, not differences, so the last event a client
+ * received always holds every change up to its id: a reconnection loses nothing, though states
+ * that came and went while it was away are not replayed.
+ *
+ * Bounds: streams per client and in all (429 too_many_subscribers, 503 subscribers_full, with
+ * Retry-After); a client that does not read is dropped once 64 KiB wait unsent, not buffered
+ * without limit; close() ends every stream (SIGTERM), so the server's shutdown never waits on them.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { ChangeFeed } from '../change-feed.ts';
+import { txKey } from '../change-feed.ts';
+import type { Clock } from '../clock.ts';
+import { RelayError } from '../errors.ts';
+import { isHexOfLength } from '../hex.ts';
+import { messageStatusJson } from '../message-status.ts';
+import type { MessageStatus, VersionedReads, VersionedRecord } from '../outbox/index.ts';
+import { callStore } from '../store.ts';
+import type { ChainConfig } from '../types.ts';
+import type { Exchange } from './exchange.ts';
+import { query } from './exchange.ts';
+import type { Route } from './router.ts';
+import { createStreamRegistry, type Stream } from './stream-registry.ts';
+import { txQuery } from './status.ts';
+
+/** What the streams read and follow. */
+export type EventOutbox = Partial<VersionedReads> & { readonly changes?: ChangeFeed };
+
+export interface EventStreamOptions {
+  outbox: EventOutbox;
+  chains: ReadonlyMap<string, ChainConfig>;
+  clock: Clock;
+  /** Streams open at once, in all and per client. */
+  maxSubscribers: number;
+  maxSubscribersPerClient: number;
+  /** The client a request counts for (lib/http/client-address.ts). */
+  clientOf(req: IncomingMessage): string;
+  /** Runs before a stream's request is read (the read budget); throws the RelayError that refuses it. */
+  admit?(ex: Exchange): void | Promise<void>;
+}
+
+export interface EventStreams {
+  /** The two routes, when the outbox can be followed (none otherwise). */
+  routes: Route[];
+  /** Streams open now. */
+  open(): number;
+  /** Ends every stream (shutdown); streams asked for afterwards are refused with 503. */
+  close(): void;
+}
+
+const FINAL: ReadonlySet<MessageStatus> = new Set(['delivered', 'failed']);
+
+/** Last-Event-ID as version numbers ('.'-separated), or undefined when absent or malformed. */
+export function parseEventId(value: string | string[] | undefined): number[] | undefined {
+  if (typeof value !== 'string' || value.length === 0 || value.length > 4096) return undefined;
+  const parts = value.split('.');
+  if (!parts.every((part) => /^\d{1,15}$/.test(part))) return undefined;
+  return parts.map(Number);
+}
+
+export function createEventStreams(options: EventStreamOptions): EventStreams {
+  const { outbox, chains, clock, clientOf } = options;
+  const changes = outbox.changes;
+  const getVersioned = outbox.getVersioned?.bind(outbox);
+  const byTxVersioned = outbox.byTxVersioned?.bind(outbox);
+  const registry = createStreamRegistry({
+    changes,
+    clock,
+    maxSubscribers: options.maxSubscribers,
+    maxSubscribersPerClient: options.maxSubscribersPerClient,
+  });
+  const { follow, write } = registry;
+
+  /**
+   * Opens a stream for `ex`: `read` reads the state, `render` turns it into the event (its name,
+   * id and data, or undefined when nothing is to be sent for it), `done` says whether it is final.
+   */
+  async function serve<S>(
+    ex: Exchange,
+    keys: string[],
+    read: () => Promise<S>,
+    step: (state: S, stream: Stream) => { event?: string; done: boolean },
+    resumeDone: (state: S) => boolean,
+  ): Promise<void> {
+    if (changes === undefined) throw new RelayError('not_found', 'this relayer does not keep message statuses');
+    const release = registry.reserve(clientOf(ex.req));
+    let reading = false;
+    let again = false;
+    let started = false;
+    const stream: Stream = {
+      ex,
+      keys: new Set(),
+      changed() {
+        // Before the first event, or during a read: read once more after it.
+        if (!started || reading) again = true;
+        else void refresh();
+      },
+    };
+    const end = () => void (ex.res.writableEnded || ex.res.end());
+    const remove = () => {
+      registry.remove(stream);
+      release();
+    };
+
+    async function refresh(): Promise<void> {
+      reading = true;
+      try {
+        do {
+          again = false;
+          const state = await callStore(read);
+          if (!registry.has(stream)) return;
+          const { event, done } = step(state, stream);
+          if (event !== undefined) write(stream, event);
+          if (done) return end();
+        } while (again);
+      } catch {
+        // The store failed: end the stream; EventSource reconnects with Last-Event-ID and resumes.
+        end();
+      } finally {
+        reading = false;
+      }
+    }
+
+    registry.add(stream);
+    ex.res.once('close', remove);
+    for (const key of keys) follow(stream, key);
+    try {
+      // Following before reading: a change committed after the read is heard.
+      await callStore(() => changes.ready());
+      const state = await callStore(read);
+      if (resumeDone(state)) {
+        // The client saw the final state already: 204 tells EventSource to stop reconnecting.
+        remove();
+        ex.res.writeHead(204, {
+          'Cache-Control': 'no-store',
+          'X-Request-Id': ex.id,
+          Allow: ex.matched?.allow ?? 'GET',
+        });
+        ex.res.end();
+        return;
+      }
+      ex.res.writeHead(200, {
+        'Content-Type': 'text/event-stream; charset=utf-8',
+        'Cache-Control': 'no-store',
+        'X-Accel-Buffering': 'no',
+        'X-Content-Type-Options': 'nosniff',
+        'X-Request-Id': ex.id,
+      });
+      if (ex.req.method === 'HEAD') return void ex.res.end();
+      ex.res.flushHeaders();
+      registry.beating();
+      started = true;
+      const { event, done } = step(state, stream);
+      if (event !== undefined) write(stream, event);
+      if (done) return end();
+      if (again) void refresh();
+    } catch (error) {
+      remove();
+      throw error;
+    }
+  }
+
+  async function messageEvents(ex: Exchange): Promise<void> {
+    await options.admit?.(ex);
+    const id = ex.params.message_id;
+    if (!isHexOfLength(id, 32))
+      throw new RelayError('invalid_request', 'message_id must be 0x followed by 64 hex digits');
+    if (getVersioned === undefined) throw new RelayError('not_found', 'this relayer does not keep message statuses');
+    const resume = parseEventId(ex.req.headers['last-event-id']);
+    let sent = resume?.length === 1 ? resume[0] : -1;
+    const read = async () => {
+      const record = await getVersioned(id);
+      if (record === undefined)
+        throw new RelayError('not_found', 'no message with this id was accepted by this relayer');
+      return record;
+    };
+    await serve<VersionedRecord>(
+      ex,
+      [id.toLowerCase()],
+      read,
+      (record) => {
+        if (record.version <= sent) return { done: FINAL.has(record.status) };
+        sent = record.version;
+        return {
+          event: `event: status\nid: ${record.version}\ndata: ${JSON.stringify(messageStatusJson(record))}\n\n`,
+          done: FINAL.has(record.status),
+        };
+      },
+      (record) => record.version <= sent && FINAL.has(record.status),
+    );
+  }
+
+  async function txEvents(ex: Exchange): Promise<void> {
+    if (byTxVersioned === undefined) throw new RelayError('not_found', 'this relayer does not keep message statuses');
+    await options.admit?.(ex);
+    const { chain, txHash } = txQuery(query(ex), chains);
+    ex.originChain = chain.name;
+    ex.txHash = txHash;
+    const resumed = parseEventId(ex.req.headers['last-event-id']);
+    let sent = resumed ?? [];
+    // Without Last-Event-ID the first state is sent whatever it is (an empty list too).
+    let first = resumed === undefined;
+    const key = txKey(chain.name, txHash);
+    const allFinal = (records: VersionedRecord[]) => records.length > 0 && records.every((r) => FINAL.has(r.status));
+    const newer = (records: VersionedRecord[]) =>
+      records.length !== sent.length || records.some((r, i) => r.version > sent[i]);
+    await serve<VersionedRecord[]>(
+      ex,
+      [key],
+      () => Promise.resolve(byTxVersioned(chain.name, txHash)),
+      (records, stream) => {
+        for (const r of records) follow(stream, r.id);
+        if (!first && !newer(records)) return { done: allFinal(records) };
+        first = false;
+        sent = records.map((r) => r.version);
+        const data = JSON.stringify({ messages: records.map(messageStatusJson) });
+        return { event: `event: messages\nid: ${sent.join('.')}\ndata: ${data}\n\n`, done: allFinal(records) };
+      },
+      (records) => !newer(records) && allFinal(records),
+    );
+  }
+
+  const routes: Route[] =
+    changes === undefined
+      ? []
+      : [
+          { path: '/relay/events', GET: txEvents },
+          { path: '/relay/{message_id}/events', GET: messageEvents },
+        ];
+
+  return {
+    routes,
+    open: registry.size,
+    close: registry.close,
+  };
+}
