@@ -15,15 +15,12 @@
  * wait are cancelled). Time comes from an injectable Clock, so tests drive the waits.
  */
 import { sleep, systemClock, type Clock } from '../clock.ts';
-import {
-  RelayApiError,
-  type ClientFailureCode,
-  type Reason,
-  InvalidArgumentError,
-  OutOfRangeError,
-} from '../errors.ts';
+import { RelayApiError, type ClientFailureCode, type Reason, InvalidArgumentError } from '../errors.ts';
 import type { GasPaymentJson, MessageStatusJson, MessagesOfTxJson } from '../message-status.ts';
 import type { FetchLike, MessageSummary, RelayRequest, RelayResponse } from '../types.ts';
+import { createWatchers, positive, type WatchMethods } from './watch.ts';
+
+export type { EventSourceConstructor, EventSourceLike, WatchMethods, WatchOptions } from './watch.ts';
 
 export {
   RelayApiError,
@@ -80,7 +77,7 @@ export interface WaitOptions extends CallOptions {
   onUpdate?: (message: MessageStatusJson) => void;
 }
 
-export interface RelayClient {
+export interface RelayClient extends WatchMethods {
   /** POST /relay: submits a transaction; resolves with the messages the relayer accepted. */
   relay(request: RelayRequest, options?: CallOptions): Promise<RelayResult>;
   /** GET /relay/{message_id}: one message's status (throws not_found for an unknown id). */
@@ -102,12 +99,6 @@ const RETRYABLE: ReadonlySet<string> = new Set<Reason | ClientFailureCode>([
   'network_error',
 ]);
 const FINAL_STATUSES: ReadonlySet<string> = new Set(['delivered', 'failed']);
-
-function positive(value: number | undefined, fallback: number, name: string): number {
-  if (value === undefined) return fallback;
-  if (!(value > 0) || !Number.isFinite(value)) throw new OutOfRangeError(`${name} must be a positive number`);
-  return value;
-}
 
 /** Seconds of a Retry-After header in its delta-seconds form (the one this API sends). */
 function retryAfter(response: Response): number | undefined {
@@ -244,6 +235,7 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
   }
 
   return {
+    ...createWatchers({ base, clock, message, messagesOfTx }),
     async relay(request, options = {}) {
       const body = JSON.stringify({ origin_chain: request.origin_chain, tx_hash: request.tx_hash });
       try {

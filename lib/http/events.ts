@@ -223,7 +223,11 @@ export function createEventStreams(options: EventStreamOptions): EventStreams {
       [key],
       () => Promise.resolve(byTxVersioned(chain.name, txHash)),
       (records, stream) => {
-        for (const r of records) follow(stream, r.id);
+        // Messages followed from now on; a change of theirs made since the read was not heard:
+        // read once more.
+        const unseen = records.filter((r) => !stream.keys.has(r.id));
+        for (const r of unseen) follow(stream, r.id);
+        if (unseen.length > 0) stream.changed();
         if (!first && !newer(records)) return { done: allFinal(records) };
         first = false;
         sent = records.map((r) => r.version);

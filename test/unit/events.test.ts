@@ -155,6 +155,20 @@ describe('GET /relay/events?origin_chain=&tx_hash=', () => {
     assert.equal(resumed.status, 204);
   });
 
+  test('changes made right after the enqueue, before the stream read its new messages, are not lost', async (t) => {
+    const { outbox, api } = await setup(t);
+    const hash = txHash(8);
+    const stream = await openEvents(api.url, `/relay/events?origin_chain=ethereum&tx_hash=${hash}`);
+    t.after(() => stream.close());
+    await stream.next('the empty list');
+    outbox.enqueue([outboxMessage(12, undefined, { txHash: hash })]);
+    // In the same turn: the stream heard of the new message but follows its id only once it read it.
+    const [c] = outbox.claim(1, 60_000);
+    outbox.markDelivered(c.id, { lease: c.lease, destinationTxHash: DEST_TX });
+    await stream.ended;
+    assert.equal(stream.events.at(-1)!.json().messages[0].status, 'delivered');
+  });
+
   test('the query is checked as GET /relay?… checks it', async (t) => {
     const { api } = await setup(t);
     const missing = await httpRequest(api.url, { path: '/relay/events?origin_chain=ethereum' });
