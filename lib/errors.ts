@@ -196,7 +196,7 @@ export class StoreUnavailableError extends BaseError<'store_unavailable'> {
 }
 
 /**
- * Why one delivery attempt did not deliver (docs/design.md#failures-and-retries; lib/worker/errors.ts turns anything thrown while delivering into one). The kind is named
+ * Why one delivery attempt did not deliver (docs/delivery.md#retries-pending-proofs-dead-letters; lib/worker/errors.ts turns anything thrown while delivering into one). The kind is named
  * at the start of the message's `last_error`.
  *
  * - `pending`: the proof is not there yet (a CCIP-read gateway says the attestation is not ready).

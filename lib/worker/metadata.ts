@@ -1,5 +1,5 @@
 /**
- * The metadata a message's ISM wants (docs/design.md#ism-types), by the ISM's
+ * The metadata a message's ISM wants (docs/delivery.md#the-delivery-loop), by the ISM's
  * `moduleType()` (Hyperlane's IInterchainSecurityModule.Types):
  * - NULL (6): empty metadata (NoopIsm, TestIsm, TrustedRelayerIsm-like modules that check nothing
  *   in the metadata);
