@@ -179,7 +179,8 @@ export function outboxContract(name: string, make: MakeOutbox): void {
     const sorted = (list: GasPayment[]) =>
       [...list].sort((a, b) => a.txHash.localeCompare(b.txHash) || a.logIndex - b.logIndex);
 
-    test("docs/delivery.md#gas-payment-enforcement: enqueue stores a message's gas payments with it; gasPayments reads them back by message ids (any case)", async () => {
+    test("docs/delivery.md#gas-payment-enforcement: enqueue stores a message's gas payments; gasPayments reads them back by id", async () => {
+      // gasPayments finds them by message id in any case.
       const big = payment(1, 3, { gasAmount: 2n ** 256n - 1n, payment: 2n ** 255n + 7n, destination: 4_294_967_295 });
       assert.equal(
         await h.outbox.enqueue([
@@ -203,7 +204,8 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.deepEqual(await h.outbox.get(id(1)), queuedRecord(outboxMessage(1)));
     });
 
-    test('docs/delivery.md#gas-payment-enforcement: each (tx hash, log index) is stored once: a resubmission, the same log twice in a batch, a top-up seen twice', async () => {
+    test('docs/delivery.md#gas-payment-enforcement: each (tx hash, log index) is stored once', async () => {
+      // Once: on a resubmission, for the same log twice in a batch, and for a top-up seen twice.
       await h.outbox.enqueue([{ ...outboxMessage(1), gasPayments: [payment(1, 1), payment(1, 1)] }]);
       assert.equal(await h.outbox.enqueue([{ ...outboxMessage(1), gasPayments: [payment(1, 1)] }]), 0);
       assert.deepEqual(await h.outbox.gasPayments([id(1)]), [payment(1, 1)]);
@@ -215,7 +217,8 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.deepEqual(sorted(await h.outbox.gasPayments([id(1)])), sorted([payment(1, 1), topUp]));
     });
 
-    test('docs/delivery.md#gas-payment-enforcement: a batch with a bad payment stores nothing, messages included; addGasPayments refuses bad payments whole', async () => {
+    test('docs/delivery.md#gas-payment-enforcement: a batch with a bad payment stores nothing, messages included', async () => {
+      // addGasPayments refuses a batch with a bad payment whole too.
       const bad: [string, Partial<GasPayment>][] = [
         ['messageId', { messageId: '0x1234' }],
         ['messageId', { messageId: id(1).toUpperCase().replace('0X', '0x') }],
@@ -266,7 +269,8 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.deepEqual(await h.outbox.claim(100, LEASE), [], 'all four are held');
     });
 
-    test('docs/design.md#leases: claim leases: delivering, claimedUntil = now + leaseMs, attempts + 1, a lease token; get shows it without the token', async () => {
+    test('docs/design.md#leases: claim leases a message to the caller with a lease token; get shows it without the token', async () => {
+      // The claimed record: delivering, claimedUntil = now + leaseMs, attempts + 1, a lease token.
       const m = outboxMessage(1);
       await h.outbox.enqueue([m]);
       const now = clock.now();
@@ -370,7 +374,8 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.equal(await h.outbox.extend(id(1), second.lease, 60_000), true, 'the new holder may');
     });
 
-    test('docs/design.md#leases: claim with maxAttempts dead-letters a message whose lease expired that many times: failed, saying so, never handed out again', async () => {
+    test('docs/design.md#leases: claim with maxAttempts dead-letters a message whose lease expired that many times', async () => {
+      // The message is failed, saying so, and never handed out again.
       await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
       const leases: string[] = [];
       for (let round = 1; round <= 3; round++) {
@@ -403,7 +408,8 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.equal((await h.outbox.get(id(1)))?.status, 'failed');
     });
 
-    test('docs/design.md#leases: maxAttempts counts expired leases only: retries recorded by markFailed and live leases never dead-letter', async () => {
+    test('docs/design.md#leases: maxAttempts counts expired leases only', async () => {
+      // Retries recorded by markFailed and live leases never dead-letter.
       await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
       for (let round = 1; round <= 4; round++) {
         const [m] = await h.outbox.claim(1, 1_000, { maxAttempts: 1 });
@@ -424,7 +430,8 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       for (const m of held) assert.equal((await h.outbox.get(m.id))?.status, 'delivering');
     });
 
-    test('docs/design.md#leases: without maxAttempts expired leases are counted but never dead-letter; the count goes up only on a takeover', async () => {
+    test('docs/design.md#leases: without maxAttempts expired leases are counted but never dead-letter', async () => {
+      // The count goes up only on a takeover.
       await h.outbox.enqueue([outboxMessage(1)]);
       for (let round = 0; round < 5; round++) {
         const [m] = await h.outbox.claim(1, 1_000);
@@ -439,7 +446,8 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.equal((await h.outbox.get(id(1)))?.lastError, deadLetterError(5, 5));
     });
 
-    test('docs/design.md#leases: requeue puts a failed message back to queued: attempts and lastError kept, expired leases reset, claimable at once', async () => {
+    test('docs/design.md#leases: requeue puts a failed message back to queued, claimable at once', async () => {
+      // attempts and lastError are kept, the expired-lease count is reset.
       await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
       await h.outbox.claim(1, 1_000, { maxAttempts: 2 });
       await clock.advance(1_000);
@@ -486,7 +494,8 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       );
     });
 
-    test('docs/design.md#listing-and-bulk-requeue: list filters by status and destination, oldest first, at most limit; without a status every message not delivered', async () => {
+    test('docs/design.md#listing-and-bulk-requeue: list filters by status and destination, oldest first, at most limit', async () => {
+      // Without a status, list gives every message not delivered.
       await h.outbox.enqueue([
         outboxMessage(6, T0 + 60, { destination: 10 }),
         outboxMessage(5, T0 + 50, { destination: 10 }),
@@ -525,7 +534,8 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.equal(queued.retryAt, clock.now() + 60_000);
     });
 
-    test('docs/design.md#listing-and-bulk-requeue: requeueFailed puts back every failed message (of one destination), oldest first, at most limit, as requeue does', async () => {
+    test('docs/design.md#listing-and-bulk-requeue: requeueFailed puts back every failed message, as requeue does', async () => {
+      // Of one destination when given, oldest first, at most limit.
       await h.outbox.enqueue(
         [1, 2, 3, 4].map((n) => outboxMessage(n, T0 + n, { destination: n % 2 === 0 ? 10 : 8453 })),
       );
@@ -585,7 +595,8 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.deepEqual(ids(await claimAll(h.outbox)), [id(1), id(2), id(3)]);
     });
 
-    test('docs/design.md#leases: markDelivered: delivering -> delivered at the clock time with the destination tx hash; depth drops', async () => {
+    test('docs/design.md#leases: markDelivered: delivering -> delivered with the destination tx hash; depth drops', async () => {
+      // delivered at the clock's time.
       await h.outbox.enqueue([1, 2, 3].map((n) => outboxMessage(n)));
       const claimed = await claimAll(h.outbox);
       await clock.advance(5_000);
@@ -606,7 +617,8 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.deepEqual(ids(await claimAll(h.outbox)), [id(1), id(3)]);
     });
 
-    test('docs/design.md#leases: markDelivered counts only changes: unknown ids are ignored, a second mark keeps the first time and hash', async () => {
+    test('docs/design.md#leases: markDelivered counts only changes', async () => {
+      // Unknown ids are ignored; a second mark keeps the first time and hash.
       await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
       const [first1, first2] = await claimAll(h.outbox);
       assert.equal(await h.outbox.markDelivered(id(99), { destinationTxHash: DEST_TX, lease: first1.lease }), false);
@@ -625,7 +637,8 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.deepEqual(await claimAll(h.outbox), []);
     });
 
-    test('docs/design.md#leases: markDelivered needs the claim: a queued message is not delivered by any lease, a wrong lease changes nothing', async () => {
+    test('docs/design.md#leases: markDelivered needs the claim', async () => {
+      // A queued message is not delivered by any lease; a wrong lease changes nothing.
       await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
       assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: 'not-a-lease' }), false);
       assert.equal((await h.outbox.get(id(1)))?.status, 'queued');
@@ -647,7 +660,8 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.equal((await h.outbox.get(id(1)))?.deliveredAt, clock.now());
     });
 
-    test("docs/design.md#leases: the lease is required: a call without it throws InvalidArgumentError and leaves another worker's live claim alone", async () => {
+    test('docs/design.md#leases: the lease is required: a call without it throws InvalidArgumentError', async () => {
+      // It also leaves another worker's live claim alone.
       await h.outbox.enqueue([outboxMessage(1)]);
       const [held] = await h.outbox.claim(1, LEASE);
       const before = await h.outbox.get(id(1));
@@ -667,7 +681,8 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: held.lease }), true);
     });
 
-    test('docs/design.md#leases: markFailed with retryAt: delivering -> queued with lastError, not claimable before retryAt, attempts keep counting', async () => {
+    test('docs/design.md#leases: markFailed with retryAt: delivering -> queued with lastError, not claimable before retryAt', async () => {
+      // attempts keep counting.
       await h.outbox.enqueue([outboxMessage(1)]);
       const [claimed] = await h.outbox.claim(1, LEASE);
       const retryAt = clock.now() + 10_000;
@@ -903,7 +918,8 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.deepEqual((await h.outbox.get(m.id))?.raw, original);
     });
 
-    test('docs/design.md#leases: concurrent claimers: many claim() calls racing never hand out a message twice, and all are claimed', async () => {
+    test('docs/design.md#leases: concurrent claimers never hand out a message twice, and all are claimed', async () => {
+      // Many claim() calls race on the same queue.
       const N = 60;
       await h.outbox.enqueue(Array.from({ length: N }, (_, i) => outboxMessage(i + 1)));
       const handles = [h.outbox];
@@ -937,7 +953,8 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       }
     });
 
-    test('docs/design.md#leases: claimers with and without maxAttempts racing on expired messages: each is dead-lettered once or claimed once, never both', async () => {
+    test('docs/design.md#leases: racing claimers dead-letter or claim each expired message once, never both', async () => {
+      // Claimers with and without maxAttempts race on expired messages.
       const N = 30;
       await h.outbox.enqueue(Array.from({ length: N }, (_, i) => outboxMessage(i + 1)));
       await h.outbox.claim(N, 1_000);
@@ -980,7 +997,8 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       }
     });
 
-    test('docs/delivery.md#retries-pending-proofs-dead-letters: the attempt state lives in columns: markFailed with state writes them, without state (a release) keeps them, requeue resets them', async () => {
+    test('docs/delivery.md#retries-pending-proofs-dead-letters: the attempt state lives in columns', async () => {
+      // markFailed with state writes them, without state (a release) keeps them, requeue resets them.
       await h.outbox.enqueue([outboxMessage(1)]);
       let [m] = await h.outbox.claim(1, LEASE);
       const state = { failures: 2, pendingSince: T0 + 123.5, polls: 7 };
@@ -1043,7 +1061,8 @@ export function outboxContract(name: string, make: MakeOutbox): void {
     });
     const hashes = (entries: readonly { hash: string }[]) => entries.map((e) => e.hash);
 
-    test('docs/delivery.md#the-transaction-journal: a first broadcast is recorded under the live lease, which the record renews; without it nothing is recorded', async () => {
+    test('docs/delivery.md#the-transaction-journal: a first broadcast is recorded under the live lease, which it renews', async () => {
+      // Without the live lease nothing is recorded.
       await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
       const [m] = await h.outbox.claim(1, 5_000);
       await clock.advance(4_000);
@@ -1081,7 +1100,8 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       );
     });
 
-    test('docs/delivery.md#the-transaction-journal: a replacement (no lease) is recorded only beside an open broadcast of the same slot and message', async () => {
+    test('docs/delivery.md#the-transaction-journal: a replacement is recorded only beside an open broadcast', async () => {
+      // A replacement (no lease) needs an open broadcast of the same slot and message.
       await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
       const [m] = await h.outbox.claim(1, LEASE);
       assert.equal(await h.outbox.recordBroadcast(broadcast(1, 4, 1)), false, 'no open slot yet');
@@ -1100,7 +1120,9 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.equal(await h.outbox.recordBroadcast(broadcast(1, 4, 3)), true);
     });
 
-    test('docs/delivery.md#the-transaction-journal: forgetBroadcast drops a refused broadcast; closeSlot settles a slot; openBroadcasts lists what may still land, by message or by signer, oldest first', async () => {
+    test('docs/delivery.md#the-transaction-journal: forgetBroadcast, closeSlot and openBroadcasts', async () => {
+      // forgetBroadcast drops a refused broadcast; closeSlot settles a slot; openBroadcasts lists what may
+      // still land, by message or by signer, oldest first.
       await h.outbox.enqueue([outboxMessage(1), outboxMessage(2), outboxMessage(3)]);
       const claimed = await h.outbox.claim(3, LEASE);
       const fence = (n: number) => ({ lease: claimed[n - 1].lease, leaseMs: LEASE });
@@ -1150,7 +1172,8 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       );
     });
 
-    test('docs/delivery.md#the-transaction-journal: markDelivered settles the slot holding the delivering transaction in the same write, and only that slot', async () => {
+    test("docs/delivery.md#the-transaction-journal: markDelivered settles the delivering transaction's slot, only that one", async () => {
+      // In the same write as the delivery.
       await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
       const [m1, m2] = await h.outbox.claim(2, LEASE);
       assert.equal(await h.outbox.recordBroadcast(broadcast(1, 0), { lease: m1.lease, leaseMs: LEASE }), true);
