@@ -1,0 +1,222 @@
+/**
+ * `npm run bench:delivery`: delivery throughput on a real chain (BENCHMARKS.md, "Delivery").
+ *
+ * One anvil node with the real Mailbox (domains 1 and 2, NoopIsm: NULL ISM metadata) and a
+ * TestRecipient. Every message is dispatched on domain 1 first (automine), then anvil switches to
+ * one block a second (evm_setIntervalMining 1, as `--block-time 1`). Each contender gets its own
+ * fresh messages, offered at a fixed rate (default 20/s, 200 messages):
+ * - `floor`: the chain's own floor, a minimal viem script: each message as it is offered is sent as
+ *   `Mailbox.process('0x', message)` signed locally with the next nonce of one key (sequential
+ *   nonces, a fixed gas limit, fees read once), never waiting for a receipt before the next send;
+ *   delivered = the block holding it was seen (eth_blockNumber polled every 50 ms).
+ * - `N worker(s)`: N real `relayer-worker` processes (bin/relayer-worker.ts, each its own key)
+ *   with the DEFAULT configuration (the config file sets only the chains, the database and an
+ *   ops port of 0), on one SQLite outbox into which the bench enqueues each message as it is
+ *   offered (as relayer-server would); delivered = the outbox's delivered_at (what GET /relay tells).
+ *
+ * Prints, per contender: messages/s delivered (count / (last delivered - first offered)), the
+ * ratio to the floor, enqueue->delivered p50/p99. Bounded: each contender stops after
+ * BENCH_DELIVERY_TIMEOUT_S (default 120 s); what was not delivered by then is counted.
+ *
+ * Environment: BENCH_DELIVERY_COUNT (200), BENCH_DELIVERY_RATE (20 per second),
+ * BENCH_DELIVERY_WORKERS (1,2), BENCH_DELIVERY_TIMEOUT_S (120), BENCH_DELIVERY_WORKER_CONFIG
+ * (JSON merged into the worker section, to try a setting; the default run sets none).
+ */
+import { join } from 'node:path';
+import { createPublicClient, encodeFunctionData, http, type Hash, type Hex } from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
+import type { OutboxMessage } from '../lib/outbox/index.ts';
+import { openSqliteStore } from '../lib/sqlite/index.ts';
+import { MAILBOX_ABI } from '../lib/worker/metadata.ts';
+import { bytesToHex } from '../lib/hex.ts';
+import { installExitCleanup } from '../test/helpers/processes.ts';
+import { devKey, startWorker, startWorkerBench, type WorkerBench } from '../test/helpers/chain/worker-chain.ts';
+import { printTable, provenance } from './lib.ts';
+
+const COUNT = Number(process.env.BENCH_DELIVERY_COUNT ?? 200);
+const RATE = Number(process.env.BENCH_DELIVERY_RATE ?? 20);
+const WORKERS = (process.env.BENCH_DELIVERY_WORKERS ?? '1,2').split(',').map(Number);
+const TIMEOUT_MS = Number(process.env.BENCH_DELIVERY_TIMEOUT_S ?? 120) * 1000;
+const WORKER_CONFIG = JSON.parse(process.env.BENCH_DELIVERY_WORKER_CONFIG ?? '{}') as Record<string, unknown>;
+
+interface Result {
+  name: string;
+  offered: number;
+  delivered: number;
+  /** Messages per second: delivered / (last delivered - first offered). */
+  rate: number;
+  seconds: number;
+  p50: number;
+  p99: number;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
+
+function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+function result(name: string, offered: number, spans: { offeredAt: number; deliveredAt: number }[]): Result {
+  const latencies = spans.map((s) => s.deliveredAt - s.offeredAt).sort((a, b) => a - b);
+  const first = Math.min(...spans.map((s) => s.offeredAt));
+  const last = Math.max(...spans.map((s) => s.deliveredAt));
+  const seconds = spans.length === 0 ? Number.NaN : (last - first) / 1000;
+  return {
+    name,
+    offered,
+    delivered: spans.length,
+    rate: spans.length / seconds,
+    seconds,
+    p50: percentile(latencies, 50) / 1000,
+    p99: percentile(latencies, 99) / 1000,
+  };
+}
+
+/** Calls `offer(i)` for each message at its slot of the fixed rate (no drift: slot i at start + i/RATE). */
+async function offerAtRate(count: number, offer: (i: number) => void): Promise<void> {
+  const start = performance.now();
+  for (let i = 0; i < count; i++) {
+    await sleep(start + (i * 1000) / RATE - performance.now());
+    offer(i);
+  }
+}
+
+/** The minimal sender: one key, sequential nonces, a fixed gas limit, blocks watched for its hashes. */
+async function floor(bench: WorkerBench, messages: OutboxMessage[]): Promise<Result> {
+  const client = createPublicClient({ transport: http(bench.anvil.rpcUrl) });
+  const account = privateKeyToAccount(devKey(9));
+  const chainId = bench.anvil.chainId;
+  const calls = messages.map((m) =>
+    encodeFunctionData({ abi: MAILBOX_ABI, functionName: 'process', args: ['0x', bytesToHex(m.raw) as Hex] }),
+  );
+  const estimate = await client.estimateGas({ account, to: bench.destination.mailbox, data: calls[0] });
+  const gas = (estimate * 3n) / 2n;
+  const fees = await client.estimateFeesPerGas();
+  let nonce = await client.getTransactionCount({ address: account.address, blockTag: 'pending' });
+  const open = new Map<string, number>();
+  const spans: { offeredAt: number; deliveredAt: number }[] = [];
+  let seen = await client.getBlockNumber({ cacheTime: 0 });
+  const deadline = Date.now() + TIMEOUT_MS;
+  let offering = true;
+  const watcher = (async () => {
+    while ((offering || open.size > 0) && Date.now() < deadline) {
+      const head = await client.getBlockNumber({ cacheTime: 0 });
+      for (let b = seen + 1n; b <= head; b++) {
+        const block = await client.getBlock({ blockNumber: b });
+        const now = Date.now();
+        for (const hash of block.transactions) {
+          const offeredAt = open.get(hash);
+          if (offeredAt === undefined) continue;
+          open.delete(hash);
+          spans.push({ offeredAt, deliveredAt: now });
+        }
+      }
+      seen = head;
+      await sleep(50);
+    }
+  })();
+  const sends: Promise<unknown>[] = [];
+  await offerAtRate(messages.length, (i) => {
+    const offeredAt = Date.now();
+    const tx = {
+      chainId,
+      type: 'eip1559' as const,
+      to: bench.destination.mailbox,
+      data: calls[i],
+      gas,
+      nonce: nonce++,
+    };
+    sends.push(
+      account
+        .signTransaction({
+          ...tx,
+          maxFeePerGas: fees.maxFeePerGas * 2n,
+          maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+        })
+        .then(async (raw) => {
+          const hash: Hash = await client.sendRawTransaction({ serializedTransaction: raw });
+          open.set(hash, offeredAt);
+        }),
+    );
+  });
+  await Promise.all(sends);
+  offering = false;
+  await watcher;
+  return result('floor: minimal viem sender', messages.length, spans);
+}
+
+async function workers(bench: WorkerBench, n: number, messages: OutboxMessage[], round: number): Promise<Result> {
+  const db = join(bench.dir, `delivery-${n}-${round}.db`);
+  const store = await openSqliteStore(db);
+  const config = bench.writeConfig(db, { pollMs: undefined, ...WORKER_CONFIG });
+  // Keys 1..8 (9 is the floor's): a fresh pair of signers for each contender.
+  const procs = await Promise.all(
+    Array.from({ length: n }, (_, k) => startWorker(config, { keyIndex: 1 + ((round * 2 + k) % 8) })),
+  );
+  try {
+    const enqueues: Promise<unknown>[] = [];
+    await offerAtRate(messages.length, (i) => {
+      enqueues.push(Promise.resolve(store.outbox.enqueue([{ ...messages[i], enqueuedAt: Date.now() }])));
+    });
+    await Promise.all(enqueues);
+    const deadline = Date.now() + TIMEOUT_MS;
+    while (Date.now() < deadline && (await store.outbox.depth()) > 0) await sleep(200);
+    const spans: { offeredAt: number; deliveredAt: number }[] = [];
+    for (const m of messages) {
+      const r = await store.outbox.get(m.id);
+      if (r?.status === 'delivered' && r.deliveredAt !== null)
+        spans.push({ offeredAt: r.enqueuedAt, deliveredAt: r.deliveredAt });
+    }
+    return result(`${n} relayer-worker${n === 1 ? '' : 's'}, defaults`, messages.length, spans);
+  } finally {
+    await Promise.all(procs.map((p) => p.stop()));
+    await store.close();
+  }
+}
+
+async function main(): Promise<void> {
+  installExitCleanup();
+  console.log(`delivery benchmark: ${provenance('npm run bench:delivery')}`);
+  console.log(
+    `${COUNT} messages per contender offered at ${RATE}/s; anvil, 1 s blocks, real Mailbox, NULL ISM` +
+      (Object.keys(WORKER_CONFIG).length > 0 ? `; worker config ${JSON.stringify(WORKER_CONFIG)}` : ''),
+  );
+  const bench = await startWorkerBench();
+  try {
+    const rounds = [{ kind: 'floor' as const }, ...WORKERS.map((n) => ({ kind: 'workers' as const, n }))];
+    const sets: OutboxMessage[][] = [];
+    for (const _ of rounds) sets.push(await bench.dispatch(COUNT));
+    // From now on one block a second, as anvil --block-time 1 (dispatching 600 messages at one
+    // block a second would take minutes).
+    await bench.chain.rpc('evm_setAutomine', [false]);
+    await bench.chain.rpc('evm_setIntervalMining', [1]);
+    const results: Result[] = [];
+    for (const [i, r] of rounds.entries()) {
+      const res = r.kind === 'floor' ? await floor(bench, sets[i]) : await workers(bench, r.n, sets[i], i);
+      console.log(
+        `${res.name}: ${res.delivered}/${res.offered} delivered in ${res.seconds.toFixed(1)} s, ` +
+          `${res.rate.toFixed(2)} msg/s, p50 ${res.p50.toFixed(2)} s, p99 ${res.p99.toFixed(2)} s`,
+      );
+      results.push(res);
+    }
+    const floorRate = results[0].rate;
+    console.log('');
+    printTable(
+      ['contender', 'delivered', 'msg/s', 'ratio to floor', 'p50 s', 'p99 s'],
+      results.map((r) => [
+        r.name,
+        `${r.delivered}/${r.offered}`,
+        r.rate.toFixed(2),
+        `${(r.rate / floorRate).toFixed(2)}x`,
+        r.p50.toFixed(2),
+        r.p99.toFixed(2),
+      ]),
+    );
+  } finally {
+    await bench.stop();
+  }
+  console.log(`load average at the end: ${provenance('npm run bench:delivery').split('load average ')[1]}`);
+}
+
+await main();
