@@ -93,6 +93,10 @@ const NOT_RUN_HERE = new Map<string, string>([
     'minutes of load; bench/ is its own check',
   ],
   [
+    'npm run bench:delivery  # delivery throughput on anvil (1 s blocks): relayer-worker vs a minimal sender',
+    'minutes on a chain with 1 s blocks; bench/ is its own check',
+  ],
+  [
     'npm run lint        # biome only (npm test runs it first); npm run format fixes formatting',
     'npm test runs it first',
   ],
