@@ -168,7 +168,8 @@ async function workers(bench: WorkerBench, n: number, messages: OutboxMessage[],
       if (r?.status === 'delivered' && r.deliveredAt !== null)
         spans.push({ offeredAt: r.enqueuedAt, deliveredAt: r.deliveredAt });
     }
-    return result(`${n} relayer-worker${n === 1 ? '' : 's'}, defaults`, messages.length, spans);
+    const settings = Object.keys(WORKER_CONFIG).length === 0 ? 'defaults' : JSON.stringify(WORKER_CONFIG);
+    return result(`${n} relayer-worker${n === 1 ? '' : 's'}, ${settings}`, messages.length, spans);
   } finally {
     await Promise.all(procs.map((p) => p.stop()));
     await store.close();

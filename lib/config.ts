@@ -44,7 +44,7 @@ export const DEFAULTS: {
     host: '127.0.0.1',
     port: 9091,
     batch: 10,
-    concurrency: 4,
+    concurrency: 32,
     leaseSeconds: 60,
     maxAttempts: 5,
     maxLeaseExpiries: 5,

@@ -4,6 +4,7 @@
  * destination chain, what one delivery ends with, the events the metrics count.
  */
 import type { Hash, Hex } from 'viem';
+import type { ChangeFeed } from '../change-feed.ts';
 import type {
   BroadcastFence,
   ClaimedMessage,
@@ -27,6 +28,8 @@ export interface DeliveryOutbox extends TransactionJournal {
   openBroadcasts(
     of: { messageId: string } | { chainId: number; signer: string },
   ): JournalEntry[] | Promise<JournalEntry[]>;
+  /** The outbox's change feed (every engine has one): the loop wakes on it instead of waiting pollMs. */
+  readonly changes?: ChangeFeed;
 }
 
 /** A transaction of `process` that was mined. */
@@ -94,7 +97,7 @@ export interface DeliveryEvents {
 export const WORKER_DEFAULTS = Object.freeze({
   leaseMs: 60_000,
   batch: 10,
-  concurrency: 4,
+  concurrency: 32,
   maxAttempts: 5,
   maxLeaseExpiries: 5,
   retryBaseMs: 5_000,

@@ -14,6 +14,7 @@ import type { DeliveryOutbox, Destination, Resumed } from '../../lib/worker/type
 import { CcipReadError, DeliveryError, TransactionError } from '../../lib/worker/errors.ts';
 import type { SimulateResult } from '../../lib/worker/tx/sender.ts';
 import { createFakeClock, type FakeClock } from '../helpers/fake-clock.ts';
+import type { ChangeFeed, ChangeHub } from '../../lib/change-feed.ts';
 
 const T0 = Date.UTC(2026, 10, 25, 12, 0, 0);
 const TX = `0x${'ab'.repeat(32)}` as Hash;
@@ -347,6 +348,90 @@ describe('delivery loop', () => {
     assert.equal(row(r, idOf(1)).status, 'delivered');
     assert.equal(d.calls.process, 1);
     assert.equal(w.inFlight(), 0);
+  });
+});
+
+describe('delivery loop: waking on new work (docs/delivery.md#the-delivery-loop)', () => {
+  function enqueueOne(r: Rig, n: number): void {
+    r.outbox.enqueue([
+      {
+        id: idOf(n),
+        originChain: 'anvil1',
+        txHash: idOf(2000 + n),
+        origin: 1,
+        destination: 2,
+        nonce: n,
+        raw: rawMessage(n),
+        enqueuedAt: r.clock.now(),
+      },
+    ]);
+  }
+
+  test('a message enqueued while the loop idles is claimed at once through the change feed, not after pollMs', async () => {
+    const r = rig(0);
+    const d = scripted({});
+    // The memory outbox's feed publishes its own writes; pollMs is long so that only the feed can wake it.
+    const w = worker(r, d, { pollMs: 60_000, changes: (r.outbox as unknown as { changes: ChangeFeed }).changes });
+    const running = w.run();
+    await r.clock.flush();
+    assert.equal(r.clock.pending(), 1, 'idle: one timer (the poll)');
+    enqueueOne(r, 7);
+    await r.clock.flush();
+    assert.equal(row(r, idOf(7)).status, 'delivered', 'delivered with the clock not moved');
+    enqueueOne(r, 8);
+    await r.clock.flush();
+    assert.equal(row(r, idOf(8)).status, 'delivered', 'and again');
+    await w.stop();
+    await running;
+  });
+
+  test('by default 32 messages are in flight at once (their sends overlap under one nonce sequence), not 4', async () => {
+    const r = rig(40);
+    const confirms: (() => void)[] = [];
+    const d = scripted({
+      process: () => new Promise((resolve) => confirms.push(() => resolve({ hash: TX, status: 'success' as const }))),
+    });
+    const w = createDeliveryWorker({ outbox: r.consumer, destinations: new Map([[2, d]]), clock: r.clock });
+    const running = w.run();
+    await r.clock.flush();
+    assert.equal(w.inFlight(), 32);
+    assert.equal(d.calls.process, 32, 'all 32 sent, none waiting for another to be mined');
+    for (const confirm of confirms.splice(0)) confirm();
+    await r.clock.flush();
+    assert.equal(d.calls.process, 40, 'the other 8 taken as room was made');
+    for (const confirm of confirms.splice(0)) confirm();
+    await w.stop();
+    await running;
+  });
+
+  test('without a feed (changes: null) the loop waits pollMs after a claim that found nothing', async () => {
+    const r = rig(0);
+    const d = scripted({});
+    const w = worker(r, d, { pollMs: 60_000, changes: null });
+    const running = w.run();
+    await r.clock.flush();
+    enqueueOne(r, 7);
+    await r.clock.flush();
+    assert.equal(row(r, idOf(7)).status, 'queued');
+    await r.clock.advance(60_000);
+    assert.equal(row(r, idOf(7)).status, 'delivered');
+    await w.stop();
+    await running;
+  });
+
+  test("the worker takes the outbox's own feed by default and lets go of it when stopped", async () => {
+    const r = rig(0);
+    const hub = (r.outbox as unknown as { changes: ChangeHub }).changes;
+    const w = worker(r, scripted({}), { pollMs: 60_000, outbox: { ...r.consumer, changes: hub } });
+    const running = w.run();
+    await r.clock.flush();
+    assert.equal(hub.listeners(), 1);
+    enqueueOne(r, 7);
+    await r.clock.flush();
+    assert.equal(row(r, idOf(7)).status, 'delivered');
+    await w.stop();
+    await running;
+    assert.equal(hub.listeners(), 0);
   });
 });
 

@@ -11,7 +11,8 @@
  * whose transaction is out is followed to its receipt (bounded by stopGraceMs, after which its
  * lease lapses and the next holder finds the transaction in the journal).
  */
-import { sleep, systemClock, type Clock } from '../../clock.ts';
+import type { ChangeFeed } from '../../change-feed.ts';
+import { systemClock, type Clock } from '../../clock.ts';
 import { silentLogger, type Logger } from '../../log.ts';
 import type { ClaimedMessage } from '../../outbox/index.ts';
 import { describe } from '../errors.ts';
@@ -39,7 +40,7 @@ export interface DeliveryWorkerOptions {
   leaseMs?: number;
   /** Messages per claim (default 10). */
   batch?: number;
-  /** Messages delivered at once (default 4). */
+  /** Messages delivered at once (default 32). */
   concurrency?: number;
   /** Failures (pending polls not counted) before a message is final (default 5). */
   maxAttempts?: number;
@@ -53,8 +54,13 @@ export interface DeliveryWorkerOptions {
   pendingMaxMs?: number;
   /** How long a proof may stay pending before the message is final (default 48 h). */
   pendingDeadlineMs?: number;
-  /** Wait after a claim that found nothing (default 1 s). */
+  /**
+   * Wait after a claim that found nothing (default 1 s), cut short by the change feed: a change
+   * (a message enqueued or changed) wakes the loop at once.
+   */
   pollMs?: number;
+  /** The outbox's change feed (default `outbox.changes`, which every engine has); null: poll only. */
+  changes?: ChangeFeed | null;
   /** How long stop() waits for transactions already sent (default 30 s). */
   stopGraceMs?: number;
 }
@@ -129,10 +135,46 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     stopping.signal.addEventListener('abort', () => resolve(), { once: true }),
   );
 
+  // New work wakes the loop (docs/delivery.md#the-delivery-loop): a change seen while a claim was
+  // running makes the next claim follow at once; one seen while idle ends the wait.
+  const feed = options.changes === undefined ? outbox.changes : options.changes;
+  let changed = false;
+  let wake: (() => void) | undefined;
+
+  /** Waits pollMs, or less: until a change or stop(). */
+  function idle(): Promise<void> {
+    if (changed || stopping.signal.aborted) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clock.clearTimeout(timer);
+        stopping.signal.removeEventListener('abort', done);
+        wake = undefined;
+        resolve();
+      };
+      const timer = clock.setTimeout(done, o.pollMs);
+      stopping.signal.addEventListener('abort', done, { once: true });
+      wake = done;
+    });
+  }
+
   async function loop(): Promise<void> {
     // Transactions of this worker's signers the journal holds (a restart): followed in the background.
     for (const d of destinations.values())
       d.recover?.().catch((error) => logger.warn('recovery failed', { destination: d.name, error: describe(error) }));
+    const unsubscribe = feed?.subscribe(() => {
+      changed = true;
+      wake?.();
+    });
+    // Until the feed is up (or if it cannot start) the loop polls every pollMs.
+    feed?.ready().catch((error) => logger.warn('change feed not started; polling', { error: describe(error) }));
+    try {
+      await claimUntilStopped();
+    } finally {
+      unsubscribe?.();
+    }
+  }
+
+  async function claimUntilStopped(): Promise<void> {
     while (!stopping.signal.aborted) {
       const room = o.concurrency - held.size;
       if (room <= 0) {
@@ -140,6 +182,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
         continue;
       }
       let claimed: ClaimedMessage[];
+      changed = false;
       try {
         claimed = await claim(Math.min(o.batch, room));
       } catch (error) {
@@ -148,7 +191,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
         claimed = [];
       }
       for (const m of claimed) void start(m);
-      if (claimed.length === 0) await sleep(clock, o.pollMs, stopping.signal).catch(() => {});
+      if (claimed.length === 0) await idle();
     }
   }
 
