@@ -6,10 +6,10 @@
  * `onWait` throwing) the slot stays open in the journal: the next holder follows it.
  */
 import type { Hash, TransactionReceipt } from 'viem';
-import { sleep } from '../../clock.ts';
 import { TransactionError } from '../errors.ts';
 import { broadcast } from './broadcast.ts';
 import { nodeFees, replacementFees } from './fees.ts';
+import { headsOf } from './heads.ts';
 import { classify, transactionError } from './node-errors.ts';
 import { confirmedReceipt, firstMined, minedFailure } from './receipts.ts';
 import type { Signed, SignerContext } from './signer.ts';
@@ -19,7 +19,10 @@ export interface FollowSettings {
   replaceAfterMs: number;
   bumpBasisPoints: bigint;
   confirmations: bigint;
+  /** The longest wait between two looks at the slot's receipts (the next block usually ends it sooner). */
   pollMs: number;
+  /** Between two reads of the chain's head while sends wait for a block (lib/worker/tx/heads.ts). */
+  headPollMs: number;
   timeoutMs: number;
 }
 
@@ -50,7 +53,10 @@ export async function trackSlot(
   let sentAt = slot.sentAt;
   let rpcFailures = 0;
   let seenMined = false;
+  const heads = headsOf(c.publicClient, c.clock, s.headPollMs);
   for (;;) {
+    // The head before the receipts are read: the wait below ends at the first block after it.
+    const seen = heads.latest();
     let mined: TransactionReceipt | undefined;
     try {
       mined = await firstMined(c.publicClient, hashes);
@@ -105,7 +111,7 @@ export async function trackSlot(
         t.fees = replaced.fees;
       }
     }
-    await sleep(c.clock, s.pollMs);
+    await heads.after(seen, s.pollMs);
   }
 }
 

@@ -27,6 +27,7 @@ import { DeliveryError, TransactionError } from '../errors.ts';
 import { broadcast, isKnown } from './broadcast.ts';
 import { basisPoints, bump, nodeFees } from './fees.ts';
 import { trackSlot, type FollowSettings } from './follow.ts';
+import { HEAD_POLL_MS } from './heads.ts';
 import { createProcessJournal, type BroadcastFence, type JournalEntry, type TransactionJournal } from './journal.ts';
 import { classify, transactionError } from './node-errors.ts';
 import { firstMined } from './receipts.ts';
@@ -53,8 +54,13 @@ export interface TransactionSenderOptions {
   feeBumpPercent?: number;
   /** Blocks including the transaction's own. Default 1 (mined). */
   confirmations?: number;
-  /** Interval between receipt and block polls. Default 1 000. */
+  /**
+   * The longest wait between two looks at a send's receipts. Default 1 000; a new block ends the
+   * wait sooner (the head is read every headPollMs while sends wait: lib/worker/tx/heads.ts).
+   */
   pollMs?: number;
+  /** Between two reads of the chain's head (one per node client, however many sends wait). Default 250. */
+  headPollMs?: number;
   /** Overall wait for one send, from the first broadcast. Default 600 000. */
   timeoutMs?: number;
   /** Custom errors to decode revert reasons with (e.g. the ISM's and recipient's ABIs). */
@@ -117,6 +123,7 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
     replaceAfterMs: opts.replaceAfterMs ?? 60_000,
     confirmations: BigInt(Math.max(1, opts.confirmations ?? 1)),
     pollMs: opts.pollMs ?? 1_000,
+    headPollMs: opts.headPollMs ?? HEAD_POLL_MS,
     timeoutMs: opts.timeoutMs ?? 600_000,
   };
   const c = signerContext({ publicClient, account, chain: opts.chain ?? publicClient.chain, journal, clock, errorAbi });
