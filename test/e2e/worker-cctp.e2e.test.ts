@@ -14,13 +14,15 @@
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Address, Hash, Hex } from 'viem';
 import { openSqliteStore } from '../../lib/sqlite/index.ts';
 import { MAILBOX_ABI } from '../../lib/worker/metadata.ts';
 import { launchRelayerServer, REPO_ROOT, type RelayerProcess } from '../helpers/server-process.ts';
-import { sendBridgeTransfer } from '../helpers/chain/cctp-bridge.ts';
+import { sendBridgeTransfer, setCcipReadUrls } from '../helpers/chain/cctp-bridge.ts';
 import {
   DESTINATION_DOMAIN,
   ORIGIN_CHAIN_NAME,
@@ -194,6 +196,67 @@ describe('e2e: relayer-worker on the CCTP V2 route, through CCIP-read', { timeou
     } finally {
       assert.equal(await worker.stop(), 0, 'nothing held after stop');
       await store.close();
+    }
+  });
+
+  test('docs/delivery.md#ccip-read-to-public-addresses-only: a router whose CCIP-read URLs name a loopback canary, in every spelling: refused without a request (forbidden, counted, final after maxAttempts), the canary hears nothing; allowed origins reach it', async (t) => {
+    // The canary answers "not ready" to whatever reaches it, and counts.
+    let heard = 0;
+    const canary = createServer((_req, res) => {
+      heard++;
+      res.writeHead(404).end();
+    });
+    await new Promise<void>((resolve) => canary.listen(0, '127.0.0.1', resolve));
+    t.after(() => new Promise<void>((resolve) => canary.close(() => resolve())));
+    const { port } = canary.address() as AddressInfo;
+    const urls = ['127.0.0.1', '2130706433', '0x7f.1', '127.1', '[::ffff:127.0.0.1]', 'localhost'].map(
+      (host) => `http://${host}:${port}/cctp/{sender}/{data}.json`,
+    );
+    const { chain } = two.destination;
+    const router = two.route.destination.router;
+    for (const url of urls) {
+      await setCcipReadUrls(chain, router, [url]);
+      const id = await transferAndRelay();
+      const config = writeConfig({ maxAttempts: 2, retryBaseSeconds: 1, retryMaxSeconds: 1 });
+      const store = await openSqliteStore(db);
+      const worker = await startInProcessWorker(config, store.outbox, { keyIndex: 3 });
+      try {
+        await until(async () => (await status(id)).status === 'failed', `${url} refused`, 60_000);
+        const failed = await status(id);
+        assert.equal(
+          failed.last_error,
+          'forbidden: CCIP-read refused: the lookup names a gateway at a non-public address; no gateway was asked (failures 2/2, final)',
+          url,
+        );
+        assert.doesNotMatch(String(failed.last_error), new RegExp(`${port}|127|localhost`));
+        assert.deepEqual(await deliveries(id), [], 'nothing sent');
+        assert.match(worker.metrics(), /^relayer_worker_failed_total\{destination="anvil2",kind="forbidden"\} 1$/m);
+        assert.match(worker.metrics(), /^relayer_worker_retries_total\{destination="anvil2",kind="forbidden"\} 1$/m);
+      } finally {
+        assert.equal(await worker.stop(), 0);
+        await store.close();
+      }
+    }
+    assert.equal(heard, 0, 'no request reached the canary');
+
+    // The same lookups from origins the operator allows do reach it: the refusal above was the guard.
+    await setCcipReadUrls(chain, router, urls);
+    try {
+      const id = await transferAndRelay();
+      const origins = ['http://127.0.0.1', 'http://[::ffff:127.0.0.1]', 'http://localhost'].map((o) => `${o}:${port}`);
+      const store = await openSqliteStore(db);
+      const worker = await startInProcessWorker(writeConfig({ ccipReadAllowOrigins: origins }), store.outbox, {
+        keyIndex: 3,
+      });
+      try {
+        await until(async () => heard >= urls.length, 'the allowed canary asked', 60_000);
+        assert.match(String((await status(id)).last_error), /^pending: /);
+      } finally {
+        assert.equal(await worker.stop(), 0);
+        await store.close();
+      }
+    } finally {
+      await setCcipReadUrls(chain, router, [two.gateway.url]);
     }
   });
 });
