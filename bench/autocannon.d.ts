@@ -12,6 +12,8 @@ declare module 'autocannon' {
     url: string;
     connections?: number;
     duration?: number;
+    /** Requests per second over all connections. */
+    overallRate?: number;
     amount?: number;
     pipelining?: number;
     timeout?: number;
@@ -40,6 +42,7 @@ declare module 'autocannon' {
     errors: number;
     timeouts: number;
     non2xx: number;
+    '2xx': number;
     statusCodeStats: Record<string, { count: number }>;
   }
 

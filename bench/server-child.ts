@@ -42,6 +42,8 @@ export interface RelayChildOptions {
   /** A different message (nonce) per transaction, so a durable outbox really writes each. */
   distinctMessages?: boolean;
   relayApi?: Partial<RelayerConfig['relayApi']>;
+  /** Server settings over the test config's (stream bounds, trusted proxies; bench/status-push.ts). */
+  server?: Partial<RelayerConfig['server']>;
   /** Run on the shared PostgreSQL store at this URL (outbox, merkle, dedup, rate limiter), as a replica. */
   postgres?: string;
   /** The SQLite file to use instead of a fresh one (bench/store.ts locks it from another connection). */
@@ -278,12 +280,13 @@ async function main(): Promise<void> {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     port = (server.address() as AddressInfo).port;
   } else if (kind === 'relay') {
-    const base = testConfig({ relayApi: options.relayApi });
+    const base = testConfig({ relayApi: options.relayApi, server: options.server });
     const config =
       options.rpc === undefined
         ? base
         : testConfig({
             relayApi: options.relayApi,
+            server: options.server,
             chains: { ...base.chains, ethereum: { ...base.chains.ethereum, rpcUrls: [options.rpc] } },
           });
     let store: SqliteStore | undefined;
