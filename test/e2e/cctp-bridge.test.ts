@@ -305,7 +305,9 @@ describe('e2e: Hyperlane TokenBridgeCctpV2 between two anvil nodes', { timeout: 
     assert.equal(lastData, '0x68656c6c6f');
   });
 
-  test('CCIP-read through the real router: its OffchainLookup names the gateway, which answers pending, then the metadata process accepts (lib/worker/ccip/read.ts)', async () => {
+  test('CCIP-read through the real router: the gateway named by its OffchainLookup answers pending, then the metadata passes', async () => {
+    // The gateway answers pending first, then the metadata it gives makes process() accept
+    // (lib/worker/ccip/read.ts).
     const { message, id } = await transfer(3_000_000n);
     const router = two.route.destination.router;
     const routerAbi = bridgeArtifacts.router().abi;

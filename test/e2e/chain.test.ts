@@ -65,7 +65,8 @@ describe('e2e harness: real Mailbox and CCTP V2 stand-in on anvil', { timeout: 6
     assert.deepEqual(new Set(selectors), new Set([DISPATCH_TOPIC, MESSAGE_SENT_TOPIC]));
   });
 
-  test('Mailbox (docs/design.md#tests-on-real-chains): each dispatch emits Dispatch then DispatchId, id = keccak256(message), version 3, origin 1', async () => {
+  test('Mailbox (docs/design.md#tests-on-real-chains): each dispatch emits Dispatch then DispatchId, id = keccak256(message)', async () => {
+    // The message has version 3 and origin 1.
     const firstNonce = await mailboxNonce();
     const receipt = await local.chain.receipt(
       await sendTransfer(local.chain, local.standIns, {

@@ -9,9 +9,10 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { REPO_ROOT, spawnTracked } from '../helpers/processes.ts';
 
-test('npm run demo: POST /relay, then relayer-worker delivers through the CCIP-read gateway; GET /relay/{id} goes queued → delivered, Mailbox.delivered(id) false → true', {
+test('npm run demo: POST /relay, then relayer-worker delivers through the CCIP-read gateway', {
   timeout: 180_000,
 }, async () => {
+  // GET /relay/{id} goes queued → delivered, and Mailbox.delivered(id) goes false → true.
   const demo = spawnTracked(process.execPath, [join(REPO_ROOT, 'scripts', 'demo.ts')], { cwd: REPO_ROOT });
   const [code] = (await once(demo.child, 'exit')) as [number | null];
   const output = demo.output();

@@ -236,7 +236,8 @@ describe('POST /relay end to end: anvil, the real Mailbox, bin/relayer-server.ts
         assertMessages(await relay(alone), []);
       });
 
-      test('docs/design.md#deduplication: a destination that is not configured is 400 unsupported_destination; a retry is not duplicate_tx', async () => {
+      test('docs/design.md#deduplication: a destination that is not configured is 400 unsupported_destination', async () => {
+        // A retry is not duplicate_tx.
         // 999 is no chain at all; 1 is a known chain (the origin) that is not in relayChains.
         for (const destination of [999, ORIGIN_DOMAIN]) {
           const hash = await mined(transfer({ destination }));

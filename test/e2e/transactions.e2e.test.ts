@@ -154,7 +154,9 @@ describe('e2e: transaction sender on anvil (lib/worker/tx/sender.ts)', { timeout
     });
   });
 
-  test('a send asks the node for each thing once: given the simulation it does not estimate again, nothing is filled by the node before signing, one receipt read at one confirmation', async (t) => {
+  test('a send asks the node for each thing once', async (t) => {
+    // Given the simulation it does not estimate again, nothing is filled by the node before signing, and the
+    // receipt is read once at one confirmation.
     // The first receipt read of each transaction finds none, as it does on anvil now and then
     // (it answers a send before its block is written): the count below holds either way.
     const proxy = await startRpcProxy(anvil.rpcUrl, { firstReceiptNull: true });
@@ -217,7 +219,8 @@ describe('e2e: transaction sender on anvil (lib/worker/tx/sender.ts)', { timeout
     }
   });
 
-  test("a transaction not mined in time is re-sent with the same nonce and bumped fees; the mined replacement's receipt is returned", async () => {
+  test('a transaction not mined in time is re-sent with the same nonce and bumped fees', async () => {
+    // The mined replacement's receipt is returned.
     const clock = createFakeClock();
     const { client, sent } = observedNode();
     const s = sender(client, { clock, pollMs: 1_000, replaceAfterMs: 5_000 });
@@ -262,7 +265,8 @@ describe('e2e: transaction sender on anvil (lib/worker/tx/sender.ts)', { timeout
     }
   });
 
-  test('a send that timed out leaves its transaction in the journal: the signer restarted on the same journal replaces it at the same nonce and sends the next one after it', async () => {
+  test('a send that timed out stays in the journal: a restarted signer replaces it at the same nonce', async () => {
+    // The signer restarted on the same journal then sends the next transaction after it.
     const clock = createFakeClock();
     const journal = createProcessJournal(() => clock.now());
     const { client, sent } = observedNode(connectChain(anvil.rpcUrl).publicClient);

@@ -119,7 +119,8 @@ describe('e2e: relayer-worker on the CCTP V2 route, through CCIP-read', { timeou
     removeDir?.();
   });
 
-  test("transferRemote → POST /relay → the worker follows the router's OffchainLookup to the gateway (pending twice, not counted), then process() delivers the tokens", async () => {
+  test("transferRemote → POST /relay → the worker follows the router's OffchainLookup, then process() delivers the tokens", async () => {
+    // The gateway answers pending twice first, which is not counted as a failure.
     const id = await transferAndRelay();
     assert.equal((await status(id)).status, 'queued');
     const asked = two.gateway.requests();
@@ -166,7 +167,9 @@ describe('e2e: relayer-worker on the CCTP V2 route, through CCIP-read', { timeou
     assert.ok(!worker.output().includes(devKey(1).slice(2)), 'the key is never printed');
   });
 
-  test('a gateway that answers garbage, then 500, then nothing: each a failure, retried with backoff, then failed (maxAttempts 3); relayer-worker requeue, and it is delivered', async () => {
+  test('a gateway that answers garbage, then 500, then nothing fails the message; requeued, it is delivered', async () => {
+    // Each answer is a failure, retried with backoff, then the message is failed (maxAttempts 3);
+    // relayer-worker requeue puts it back.
     const id = await transferAndRelay();
     two.gateway.respondInOrder([
       ['garbage', 1],

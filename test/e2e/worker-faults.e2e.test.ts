@@ -200,7 +200,8 @@ const inProcess = (s: Scenario, keyIndex: number, worker: Record<string, unknown
 describe('e2e: the worker against a lying node and a killed worker (the chain is the judge)', {
   timeout: 240_000,
 }, () => {
-  test('"already known" after forwarding, a connection cut after forwarding, a refusal: each message sent under one nonce, delivered once, no gap', async () => {
+  test('forwarded-then-failed sends and refusals: each message is sent under one nonce, delivered once, no gap', async () => {
+    // The faults: "already known" after forwarding, a connection cut after forwarding, a refusal.
     await scenario('lies.db', 2, 6, false, async (s) => {
       await s.store.outbox.enqueue(s.messages);
       proxy.fault('already-known', 'cut', 'refuse');
@@ -214,7 +215,8 @@ describe('e2e: the worker against a lying node and a killed worker (the chain is
     });
   });
 
-  test('a transaction dropped from the pool while later ones wait, then a send answered "nonce too low": the dropped nonce is sent again, not handed to another message', async () => {
+  test('a nonce dropped from the pool is sent again, not handed to another message', async () => {
+    // A transaction is dropped while later ones wait, then a send is answered "nonce too low".
     await scenario('dropped.db', 3, 4, true, async (s) => {
       await s.store.outbox.enqueue(s.messages.slice(0, 3));
       const worker = await inProcess(s, 3, { concurrency: 4, replaceAfterSeconds: 1 });
@@ -234,7 +236,8 @@ describe('e2e: the worker against a lying node and a killed worker (the chain is
     });
   });
 
-  test('replacements that fail (refused, the connection cut) do not end the send: the message stays under its one nonce and lands', async () => {
+  test('replacements that fail do not end the send: the message stays under its one nonce and lands', async () => {
+    // The replacements are refused, or their connection is cut.
     await scenario('replacements.db', 5, 2, true, async (s) => {
       await s.store.outbox.enqueue(s.messages.slice(0, 1));
       const worker = await inProcess(s, 5, { replaceAfterSeconds: 1 });
@@ -254,7 +257,9 @@ describe('e2e: the worker against a lying node and a killed worker (the chain is
     });
   });
 
-  test('a worker SIGKILLed with its transaction pending at a fee too low to mine: restarted with the same key, it replaces that transaction at the same nonce instead of queueing new ones behind it', async () => {
+  test('a worker SIGKILLed with a transaction stuck pending replaces it at the same nonce once restarted', async () => {
+    // The transaction's fee is too low to mine; restarted with the same key, the worker replaces it instead of
+    // queueing new ones behind it.
     let stuck: { hash: string; maxFeePerGas: string } | undefined;
     await scenario('killed.db', 4, 2, true, async (s) => {
       await s.store.outbox.enqueue(s.messages.slice(0, 1));

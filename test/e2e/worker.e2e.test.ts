@@ -128,7 +128,8 @@ async function deliveriesById(): Promise<Map<string, Hash[]>> {
 }
 
 describe('e2e: relayer-worker', { timeout: 600_000 }, () => {
-  test('a NULL-ISM recipient: queued → delivered on chain, recorded with the ProcessId transaction; /metrics, /ready; SIGTERM exits 0; the key is never printed', async () => {
+  test('a NULL-ISM recipient: queued → delivered on chain, recorded with the ProcessId transaction', async () => {
+    // Also /metrics and /ready answer, SIGTERM exits 0, and the key is never printed.
     const db = join(bench.dir, 'null-ism.db');
     const store: SqliteStore = await openSqliteStore(db);
     try {
@@ -178,7 +179,8 @@ describe('e2e: relayer-worker', { timeout: 600_000 }, () => {
     }
   });
 
-  test('a ROUTING ISM in front of a NoopIsm: route(message) is followed and the message delivered; an unsupported ISM type is failed at once and relayer-worker requeue puts it back', async () => {
+  test('a ROUTING ISM in front of a NoopIsm is followed and delivered; an unsupported ISM type is failed at once', async () => {
+    // route(message) is followed; relayer-worker requeue puts the failed message back.
     const db = join(bench.dir, 'routing.db');
     const store = await openSqliteStore(db);
     const noop = await deployNoopIsm(bench.chain);

@@ -78,7 +78,8 @@ export function dedupContract(name: string, settings: DedupContractSettings, mak
       await h.dedup.reserve(KEY);
     });
 
-    test('docs/design.md#replicas: a pending key is duplicate_tx, and expires pendingMs after the reservation (a dead request cannot hold it)', async () => {
+    test('docs/design.md#replicas: a pending key is duplicate_tx, and expires pendingMs after the reservation', async () => {
+      // So a dead request cannot hold it.
       await h.dedup.reserve(KEY); // never settled, like a replica killed mid-request
       await h.clock.advance(pendingMs - 1);
       assert.equal((await refusal(h.dedup, KEY)).reason, 'duplicate_tx');
@@ -141,7 +142,8 @@ export function dedupContract(name: string, settings: DedupContractSettings, mak
       }
     });
 
-    test('docs/design.md#deduplication: full of live entries, a new key is cache_full (503) with Retry-After until the oldest expires', async () => {
+    test('docs/design.md#deduplication: full of live entries, a new key is cache_full (503) with Retry-After', async () => {
+      // The Retry-After holds until the oldest entry expires.
       for (let i = 0; i < capacity; i++) {
         await (await h.dedup.reserve(key(i))).commit();
         if (i === 0) await h.clock.advance(10_000);

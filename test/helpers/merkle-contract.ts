@@ -53,7 +53,8 @@ export function merkleContract(name: string, make: () => Promise<MerkleHarness>)
       assert.deepEqual(await list(8453, 7, 7), [record(8453, 7, 100, id(2))], 'same leaf on another chain untouched');
     });
 
-    test('docs/design.md#merkle-tree-insertions: within one batch the last record for a key wins, and each record counts as written', async () => {
+    test('docs/design.md#merkle-tree-insertions: within one batch the last record for a key wins', async () => {
+      // Each record counts as written.
       assert.equal(await insert([record(1, 3, 10, id(10)), record(1, 4), record(1, 3, 11, id(11))]), 3);
       assert.deepEqual(await list(1, 3, 3), [record(1, 3, 11, id(11))]);
       assert.equal(await h.count(), 2);
@@ -92,7 +93,8 @@ export function merkleContract(name: string, make: () => Promise<MerkleHarness>)
       assert.deepEqual(await list(99, 0, 100), [], 'an unknown domain lists nothing');
     });
 
-    test('docs/design.md#merkle-tree-insertions: listed records are plain objects with exactly the API fields, message_id lower-case', async () => {
+    test('docs/design.md#merkle-tree-insertions: listed records are plain objects with exactly the API fields', async () => {
+      // message_id is lower-case.
       await insert([record(1, 0, 12, '0x' + 'AB'.repeat(32))]);
       const [row] = await list(1, 0, 0);
       assert.deepEqual(Object.keys(row), ['chain', 'insertion_block_number', 'leaf_index', 'message_id']);
@@ -119,7 +121,8 @@ export function merkleContract(name: string, make: () => Promise<MerkleHarness>)
       assert.deepEqual(listed[9_999], record(5, 9_999));
     });
 
-    test('docs/design.md#storage: concurrent batches are each all or nothing: a failing one among good ones writes nothing of itself', async () => {
+    test('docs/design.md#storage: concurrent batches are each all or nothing', async () => {
+      // A failing batch among good ones writes nothing of itself.
       const good = Array.from({ length: 20 }, (_, k) => Array.from({ length: 50 }, (_, i) => record(2, k * 50 + i)));
       const bad = [record(3, 0), record(3, 1), { ...record(3, 2), leaf_index: -1 }];
       const results = await Promise.allSettled([...good.slice(0, 10), bad, ...good.slice(10)].map((b) => insert(b)));
