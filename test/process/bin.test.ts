@@ -137,7 +137,8 @@ describe('bin/relayer-server serving (docs/design.md#the-server-binary, #storage
     }
   });
 
-  test('docs/api.md#get-messages: RELAYER_ADMIN_TOKEN turns GET /messages on (over the config), is never printed, and a malformed one exits 2', async (t) => {
+  test('docs/api.md#get-messages: RELAYER_ADMIN_TOKEN turns GET /messages on, is never printed; a malformed one exits 2', async (t) => {
+    // The variable wins over the config.
     const token = 'from-the-environment-0123456789';
     const server = await startRelayerServer(t, ['--db', ':memory:'], {
       env: { ...process.env, RELAYER_ADMIN_TOKEN: token },
@@ -283,7 +284,8 @@ describe('docs/configuration.md#the-configuration-file: start-up errors that say
     }
   });
 
-  test('the built dist/bin/relayer-server.js and relayer-worker.js on a Node older than 22.13: one line naming the command and the required version', async () => {
+  test('the built bins on a Node older than 22.13 print one line naming the command and the required version', async () => {
+    // dist/bin/relayer-server.js and dist/bin/relayer-worker.js.
     assert.ok(existsSync(DIST_BIN), 'dist is built (npm test builds it before the tests)');
     const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
     assert.equal(pkg.engines.node, `>=${REQUIRED_NODE}`, 'bin/lib/node-version.ts agrees with package.json engines');

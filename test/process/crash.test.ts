@@ -154,7 +154,9 @@ function merkleRange(file: DatabaseSync, m: MerkleRequest): { n: number; lo: num
   return { n: row.n, lo: row.lo, hi: row.hi };
 }
 
-test('docs/design.md#sqlite: SIGKILL during large merkle writes and relays, 8 times spread over the life of the requests: the database opens, merkle requests are all-or-nothing, every 200 relay is in the outbox', async (t) => {
+test('docs/design.md#sqlite: SIGKILL during large merkle writes and relays loses nothing acknowledged', async (t) => {
+  // 8 kills spread over the life of the requests: the database opens, merkle requests are all-or-nothing, every
+  // 200 relay is in the outbox.
   const random = seeded(0xc0ffee);
   const stats = {
     merkleAcked: 0,

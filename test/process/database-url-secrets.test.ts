@@ -215,7 +215,9 @@ describe('relayer-worker prints no database password', () => {
     return { code, output: tracked.output() };
   }
 
-  test('a mistyped scheme (exit 2), a failing connection with ?password= (exit 1), a stray URL as the command (exit 2), a config file that is not JSON (exit 2)', async () => {
+  test('a refused or failed command names the database without its password', async () => {
+    // A mistyped scheme (exit 2), a failing connection with ?password= (exit 1), a stray URL as the command
+    // (exit 2), a config file that is not JSON (exit 2).
     const typo = await runWorkerBin(['requeue', ID, '--db', 'postgress://u:S3cret-b1@127.0.0.1/x']);
     assert.equal(typo.code, 2, typo.output);
     assert.match(typo.output, /postgress:\/\/u:\*\*\*@127\.0\.0\.1\/x is a URL of scheme "postgress:"/);

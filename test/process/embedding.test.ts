@@ -55,7 +55,8 @@ function script(rpcUrl: string, form: 'top-level await' | 'async main'): string 
 }
 
 for (const form of ['top-level await', 'async main'] as const) {
-  test(`docs/embedding.md#embedding-the-library: an embedding script (${form}) stays alive through receipt polls, prints the result and exits 0`, async (t) => {
+  test(`docs/embedding.md#embedding-the-library: an embedding script (${form}) stays alive until it prints the result`, async (t) => {
+    // It stays alive through the receipt polls, prints the result and exits 0.
     const rpc = await startRpc(2);
     t.after(() => rpc.close());
     const child = spawnTracked(process.execPath, ['--input-type=module', '--eval', script(rpc.url, form)]);

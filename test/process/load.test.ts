@@ -27,7 +27,9 @@ const MAX_LIVE_HEAP_BYTES = 64 * 1024 * 1024;
 /** RSS ceiling, generous: V8 keeps a large young generation on a machine with plenty of memory. */
 const MAX_RSS_BYTES = 512 * 1024 * 1024;
 
-test('RELIABILITY.md#4-load: 3 s of mixed requests at 100 connections: only documented outcomes (429s are rate_limited or duplicate_tx), no stuck reservation, outbox complete, memory bounded', async (t) => {
+test('RELIABILITY.md#4-load: mixed requests at 100 connections give only documented outcomes and lose nothing', async (t) => {
+  // 3 s of requests: 429s are rate_limited or duplicate_tx, no stuck reservation, the outbox complete, memory
+  // bounded.
   const dir = mkdtempSync(join(tmpdir(), 'relayer-load-'));
   // The server forces a full collection every 600 ms and reports the heap left (memory-probe.ts):
   // at least 3 probes within the 3 s.

@@ -84,7 +84,8 @@ function rawExchange(port: number, text: string): Promise<string> {
 }
 
 describe('one JSON line per request (docs/operations.md#logs)', () => {
-  test('docs/operations.md#logs: each request logs exactly one line with time, request id, route, status, reason, duration, origin chain, tx hash', async (t) => {
+  test('docs/operations.md#logs: each request logs exactly one line with its fields', async (t) => {
+    // Time, request id, route, status, reason, duration, origin chain, tx hash.
     const h = await start(t);
     const hash = txHash(1);
     h.table.set(hash, rpcReceipt(hash, transferLogs(2)));

@@ -130,7 +130,7 @@ describe('the document covers every status, reason and header (docs/design.md#er
     assert.deepEqual([...openapi.components.schemas.Reason.enum].sort(), Object.keys(REASON_STATUS).sort());
   });
 
-  test('docs/design.md#errors: every reason is documented under its own status, and no response allows a reason of another status', () => {
+  test('docs/design.md#errors: every reason is documented under its own status, and no other status allows it', () => {
     const seen = new Set<string>();
     for (const { where, status, response } of allResponses()) {
       const reasons = reasonsOf(response);
@@ -172,7 +172,9 @@ describe('the document covers every status, reason and header (docs/design.md#er
     }
   });
 
-  test('docs/design.md#errors: every 408/429/503 requires Retry-After; every response requires X-Request-Id; 401 has WWW-Authenticate; 405 has Allow', () => {
+  test('docs/design.md#errors: the headers the responses require', () => {
+    // Every 408/429/503 requires Retry-After; every response requires X-Request-Id; 401 has WWW-Authenticate;
+    // 405 has Allow.
     for (const { where, status, response } of allResponses()) {
       const headers = response.headers ?? {};
       const required = (name: string) =>
@@ -184,7 +186,8 @@ describe('the document covers every status, reason and header (docs/design.md#er
     }
   });
 
-  test('docs/design.md#merkle-tree-insertions: the merkle operations may need the bearer token, GET /messages always does; the others never do', () => {
+  test('docs/design.md#merkle-tree-insertions: which operations need the bearer token', () => {
+    // The merkle operations may need it, GET /messages always does, the others never do.
     assert.deepEqual(openapi.components.securitySchemes.adminToken, {
       ...openapi.components.securitySchemes.adminToken,
       type: 'http',
@@ -206,7 +209,8 @@ describe('the document covers every status, reason and header (docs/design.md#er
     }
   });
 
-  test('docs/api.md#post-relay, #post-merkle_tree_insertions: the request schemas agree with lib/validate.ts on valid and invalid bodies', () => {
+  test('docs/api.md#post-relay, #post-merkle_tree_insertions: the request schemas agree with lib/validate.ts', () => {
+    // On valid and invalid bodies.
     const ajv = new Ajv2020({ strict: false });
     ajv.addSchema(openapi, 'doc');
     const relaySchema = ajv.compile({ $ref: 'doc#/components/schemas/RelayRequest' });

@@ -268,7 +268,8 @@ describe('outbox migrations for expired-lease counting (docs/design.md#leases)',
 });
 
 describe('lease time is read where the lock is held, not when the call was sent (docs/design.md#leases)', () => {
-  test('SQLite: a claim that waited 300 ms for the write lock gets its whole lease from when it got the lock; so do extend and markDelivered', async () => {
+  test('SQLite: a claim that waited for the write lock gets its whole lease from when it got the lock', async () => {
+    // The claim waits 300 ms; so do extend and markDelivered.
     const file = freshFile();
     const T = 1_700_000_100_000;
     const clock = createFakeClock(T);

@@ -51,7 +51,9 @@ test('docs/design.md#package: adapters import only the core, Node built-ins and 
   }
 });
 
-test('docs/design.md#delivery: the worker (lib/worker) imports the core, Node built-ins, lib/node (the Prometheus registry and the listen helper its ops server shares with the HTTP server) and viem, never the other adapters', () => {
+test('docs/design.md#delivery: the worker imports the core, Node built-ins, lib/node and viem, never the other adapters', () => {
+  // lib/node holds the Prometheus registry and the listen helper the worker's ops server shares with the HTTP
+  // server.
   for (const file of sources('lib/worker')) {
     for (const spec of importsOf(file)) {
       const ok =
@@ -65,7 +67,8 @@ test('docs/design.md#delivery: the worker (lib/worker) imports the core, Node bu
   }
 });
 
-test('docs/design.md#postgresql: the PostgreSQL store imports only the core: no driver (the caller brings a pool), no Node built-in', () => {
+test('docs/design.md#postgresql: the PostgreSQL store imports only the core', () => {
+  // No driver (the caller brings a pool), no Node built-in.
   const files = sources('lib/postgres');
   assert.ok(files.length >= 5, 'postgres store files found');
   for (const file of files) {
@@ -151,7 +154,8 @@ test('docs/design.md#package: the built entry points export the documented API',
   assert.ok(apiError instanceof Error);
 });
 
-test('docs/design.md#delivery: the worker (lib/worker) imports the core, its adapters, Node built-ins and viem only; viem is an optional peer that only the worker and its bin load', () => {
+test('docs/design.md#delivery: the worker imports the core, its adapters, Node built-ins and viem only', () => {
+  // viem is an optional peer that only the worker and its bin load.
   const files = sources('lib/worker');
   assert.ok(files.length >= 4, 'worker files found');
   for (const file of files) {
@@ -202,7 +206,8 @@ function importClosure(entry: string): Map<string, string[]> {
   return seen;
 }
 
-test('docs/design.md#client: relayer-api/client is browser-safe: its built module and all it imports use no node:* module, no package, no Node global', () => {
+test('docs/design.md#client: relayer-api/client is browser-safe: no node:* module, no package, no Node global', () => {
+  // This holds for its built module and for all it imports.
   const entry = pkg.exports['./client'].default.replace(/^\.\//, '');
   const closure = importClosure(entry);
   assert.ok(closure.size >= 2, `files loaded: ${[...closure.keys()].join(', ')}`);
@@ -242,7 +247,8 @@ test('docs/design.md#package: a LICENSE file with the full Apache License 2.0 te
   assert.match(text, /END OF TERMS AND CONDITIONS/);
 });
 
-test('docs/design.md#package: the package publishes LICENSE and every document its Markdown links, and no link leaves the package', () => {
+test('docs/design.md#package: the package publishes LICENSE and every document its Markdown links', () => {
+  // No link leaves the package.
   const files = new Set(packedFiles());
   assert.ok(files.has('LICENSE'), 'LICENSE is published');
   assert.ok(files.has('README.md'), 'README.md is published');
@@ -261,7 +267,8 @@ test('docs/design.md#package: the package publishes LICENSE and every document i
   }
 });
 
-test('README.md#map-of-the-package: the README opens with the quick start, its table of contents and a map of every entry point of package.json, each row naming code that exists', () => {
+test('README.md#map-of-the-package: the README opens with the quick start, a table of contents and a map of the entry points', () => {
+  // The map has a row for every entry point of package.json, each row naming code that exists.
   const readme = readFileSync(join(root, 'README.md'), 'utf8');
   const sections = readme.split('\n## ').slice(1);
   assert.deepEqual(

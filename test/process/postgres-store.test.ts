@@ -61,7 +61,8 @@ describe('PostgreSQL schema and migrations', () => {
     }
   });
 
-  test('docs/delivery.md#retries-pending-proofs-dead-letters: migration 4 reads the attempt state of existing rows out of their last_error into its columns', async () => {
+  test('docs/delivery.md#retries-pending-proofs-dead-letters: migration 4 moves the attempt state into its columns', async () => {
+    // It reads the attempt state of existing rows out of their last_error.
     const t = await testSchema();
     const s = `"${t.schema}"`;
     try {

@@ -384,7 +384,8 @@ async function runInOneSession(toRun: Command[], cwd: string, port: string): Pro
   }
 }
 
-test('docs/getting-started.md#try-it: what the README and npm run devnet have you create in the package (relayer.json, data/, .devnet/) is ignored by git, and so by biome: npm test passes after following them', () => {
+test('docs/getting-started.md#try-it: what the README and npm run devnet create is ignored by git and biome', () => {
+  // relayer.json, data/, .devnet/ in the package: npm test passes after following them.
   const paths = ['relayer.json', 'data/relayer.db', '.devnet/relayer.json', '.devnet/worker.log'];
   const ignored = spawnSync('git', ['check-ignore', '--no-index', ...paths], { cwd: root, encoding: 'utf8' });
   assert.deepEqual(ignored.stdout.trim().split('\n'), paths, ignored.stderr);

@@ -155,7 +155,8 @@ describe('three replicas on one PostgreSQL database (docs/design.md#replicas)', 
     );
   });
 
-  test('a replica SIGKILLed while relaying: every 200 it gave is in the outbox, its pending reservation frees within receiptTimeoutSeconds + 5 s', async () => {
+  test('a replica SIGKILLed while relaying: every 200 it gave is in the outbox, its pending reservation frees', async () => {
+    // The reservation frees within receiptTimeoutSeconds + 5 s.
     const [victim, survivor] = three;
     // Relays the victim answers, then a transaction whose receipt never comes while it runs.
     const given = new Map<string, string[]>();
@@ -234,7 +235,8 @@ describe('three replicas on one PostgreSQL database (docs/design.md#replicas)', 
     three = three.slice(1);
   });
 
-  test('the database stopped: 503 store_unavailable with Retry-After, liveness still up; started again: 200 without restarting the replicas', async () => {
+  test('the database stopped: 503 store_unavailable, liveness up; started again: 200 without restarting the replicas', async () => {
+    // The 503 has Retry-After.
     const [a, b] = three;
     await server.stop();
     try {

@@ -78,13 +78,15 @@ describe('start-up warning for a non-loopback bind (SECURITY.md#secrets-and-inte
       .split('\n')
       .filter((line) => line.includes('"level":"warn"') && /non-loopback/.test(line) && /adminToken/.test(line));
 
-  test('docs/design.md#http-surface, SECURITY.md#secrets-and-internals-in-answers-and-logs: --host 0.0.0.0 without server.adminToken logs one warning naming the host', async (t) => {
+  test('docs/design.md#http-surface, SECURITY.md#secrets-and-internals-in-answers-and-logs: --host 0.0.0.0 without a token warns', async (t) => {
+    // Without server.adminToken the server logs one warning naming the host.
     const lines = warned(await startBin(t, ['--host', '0.0.0.0'], {}));
     assert.equal(lines.length, 1);
     assert.equal(JSON.parse(lines[0]).host, '0.0.0.0');
   });
 
-  test('SECURITY.md#secrets-and-internals-in-answers-and-logs: --host 0.0.0.0 with an admin token, and the loopback default without one, warn nothing', async (t) => {
+  test('SECURITY.md#secrets-and-internals-in-answers-and-logs: a public host with an admin token, or loopback, warns nothing', async (t) => {
+    // --host 0.0.0.0 with an admin token, and the loopback default without one.
     const withToken = await startBin(t, ['--host', '0.0.0.0'], { server: { adminToken: ADMIN_TOKEN } });
     assert.equal(warned(withToken).length, 0);
     assert.doesNotMatch(withToken, /"level":"warn"/);
@@ -94,7 +96,8 @@ describe('start-up warning for a non-loopback bind (SECURITY.md#secrets-and-inte
   });
 });
 
-describe('RPC URLs carry API keys: never in responses, metrics or logs (docs/design.md#receipt, SECURITY.md#secrets-and-internals-in-answers-and-logs)', () => {
+describe('RPC URLs carry API keys: never in responses, metrics or logs (SECURITY.md#secrets-and-internals-in-answers-and-logs)', () => {
+  // See also docs/design.md#receipt.
   const SECRET = /secret/i;
 
   async function run(
@@ -174,7 +177,8 @@ describe('RPC URLs carry API keys: never in responses, metrics or logs (docs/des
 });
 
 describe('no stack, cause or internals in any answer (docs/design.md#errors)', () => {
-  test('an exception in the queue (multi-line message, stack, a non-Error) answers a fixed body (store_unavailable or internal_error); the log has one line, no stack', async (t) => {
+  test('an exception in the queue answers a fixed body; the log has one line, no stack', async (t) => {
+    // The exception: a multi-line message, a stack, a non-Error. The body: store_unavailable or internal_error.
     const UNAVAILABLE =
       '{"reason":"store_unavailable","message":"the store is unavailable; nothing was stored, retry shortly"}';
     const INTERNAL = '{"reason":"internal_error","message":"internal error"}';
@@ -266,7 +270,8 @@ describe('look-alike events from foreign contracts (docs/design.md#extraction-an
     assert.deepEqual(b.json().messages, []);
   });
 
-  test('a log from the Mailbox that the Mailbox cannot have emitted (origin of another chain) is refused as a lying RPC: 500, nothing enqueued', async (t) => {
+  test('a log the Mailbox cannot have emitted is refused as a lying RPC: 500, nothing enqueued', async (t) => {
+    // The log names an origin of another chain.
     const res = await relayLogs(t, [messageSentLog(), dispatchLog(MAILBOX, { origin: 8453 })]);
     assert.equal(res.status, 500);
     assert.equal(res.json().reason, 'internal_error');
@@ -305,7 +310,8 @@ describe('dedup cache exhaustion (docs/design.md#deduplication)', () => {
     return { counts, maxSize };
   }
 
-  test('with the defaults the global rate limit bounds live entries to burst + perMinute x window (600) < capacity (10 000): never cache_full', async () => {
+  test('with the defaults the global rate limit keeps live entries below the capacity: never cache_full', async () => {
+    // burst + perMinute x window (600) < capacity (10 000).
     const { counts, maxSize } = await flood(testConfig());
     assert.equal(counts.cache_full, undefined);
     assert.ok(counts.rate_limited > 0, 'the flood was over the rate limit');

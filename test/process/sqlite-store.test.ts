@@ -115,7 +115,8 @@ describe('durability and schema', () => {
     assert.equal(pragma(file, 'user_version'), SCHEMA_VERSION);
   });
 
-  test('docs/delivery.md#retries-pending-proofs-dead-letters: migration 6 reads the attempt state of existing rows out of their last_error into its columns', async () => {
+  test('docs/delivery.md#retries-pending-proofs-dead-letters: migration 6 moves the attempt state into its columns', async () => {
+    // It reads the attempt state of existing rows out of their last_error.
     const file = freshFile();
     const old = new DatabaseSync(file);
     for (const migration of MIGRATIONS.slice(0, 5)) old.exec(migration);

@@ -70,7 +70,8 @@ function isStoreUnavailable(error: unknown): boolean {
 }
 
 describe("the store's worker thread dies", () => {
-  test('in-flight and later requests answer 503 store_unavailable with Retry-After, GET /ready 503; `closed` rejects and every later store call rejects at once', async (t) => {
+  test('in-flight and later requests answer 503 store_unavailable, GET /ready 503; store calls reject at once', async (t) => {
+    // The 503 has Retry-After; `closed` rejects and every later store call rejects at once.
     const file = freshFile();
     const clock = createFakeClock();
     const store = await openSqliteStore(file, { busyTimeoutMs: LONG_WAIT_MS, callTimeoutMs: LONG_WAIT_MS, clock });

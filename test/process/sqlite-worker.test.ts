@@ -94,8 +94,10 @@ const RECORDS = Array.from({ length: 500 }, (_, i) => ({
   message_id: '0x' + (i + 1).toString(16).padStart(64, '0'),
 }));
 
-describe("a write waits for another connection's lock without stopping the server (BENCHMARKS.md#storage-off-the-event-loop-node-benchstorets-node-benchmerklets)", () => {
-  test('while a relay waits for the lock: GET /relay, GET /ready, a read and a relay that writes nothing answer; the relay is stored and answered 200 once the lock is let go', async (t) => {
+describe("a write waits for another connection's lock without stopping the server", () => {
+  // Measured in BENCHMARKS.md#storage-off-the-event-loop-node-benchstorets-node-benchmerklets.
+  test('while a relay waits for the lock, other requests answer; the relay is answered 200 once the lock is let go', async (t) => {
+    // GET /relay, GET /ready, a read and a relay that writes nothing answer; the relay is stored.
     const h = await start(t);
     const { hash, id } = mined(h, 1);
     await h.store.merkle.insertMerkle(RECORDS.slice(0, 3));
@@ -221,7 +223,8 @@ describe('no synchronous SQLite on the main thread (BENCHMARKS.md#storage-off-th
     assert.ok(loaded.length > 0, "node:sqlite shows in the main thread's module list");
   });
 
-  test('relayer-server serves relays, merkle writes and reads, /ready and /metrics without loading node:sqlite on its main thread', async (t) => {
+  test('relayer-server serves every route without loading node:sqlite on its main thread', async (t) => {
+    // Relays, merkle writes and reads, /ready and /metrics.
     const rpc = await startFakeRpcServer();
     t.after(() => rpc.close());
     const config = {

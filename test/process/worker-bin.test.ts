@@ -160,7 +160,8 @@ test('requeue on the database named by RELAYER_DB: a failed message back to queu
   }
 });
 
-test('docs/design.md#listing-and-bulk-requeue: list shows what is stuck (filters, one line each), requeue --status failed puts back every failed message of a destination', async () => {
+test('docs/design.md#listing-and-bulk-requeue: list shows what is stuck; requeue --status failed puts it back', async () => {
+  // list filters, one line a message; requeue --status failed puts back every failed message of a destination.
   const db = join(dir, 'list.db');
   const config = join(dir, 'list.json');
   writeFileSync(
@@ -290,7 +291,8 @@ test('docs/design.md#listing-and-bulk-requeue: list shows what is stuck (filters
   );
 });
 
-test("docs/delivery.md#start-up-checks-and-heartbeat: a database that does not exist, or is not the server's, is refused (exit 2, the path named, nothing created)", async () => {
+test("docs/delivery.md#start-up-checks-and-heartbeat: a database that does not exist, or is not the server's, is refused", async () => {
+  // Exit 2, the path named, nothing created.
   const config = localConfig('exists.json', [rpc.url]);
   const missing = join(dir, 'nope', 'x.db');
   const typo = await run(['--config', config, '--db', missing], { RELAYER_SIGNER_KEY: KEY });
@@ -314,7 +316,8 @@ test("docs/delivery.md#start-up-checks-and-heartbeat: a database that does not e
   assert.match(foreign.output, /other\.db \(\/\S+\) has no relayer schema: not relayer-server's database/);
 });
 
-test('docs/delivery.md#start-up-checks-and-heartbeat: a PostgreSQL database without the relayer schema is refused (exit 2, the URL without its password), and none is created', async () => {
+test('docs/delivery.md#start-up-checks-and-heartbeat: a PostgreSQL database without the relayer schema is refused', async () => {
+  // Exit 2, the URL named without its password, and no schema is created.
   const url = new URL(await sharedPostgresUrl());
   const name = `fresh_${Date.now().toString(36)}_${process.pid}`;
   const admin = new pg.Client({ connectionString: url.href });
@@ -348,7 +351,8 @@ test('docs/delivery.md#start-up-checks-and-heartbeat: a PostgreSQL database with
   }
 });
 
-test('docs/delivery.md#start-up-checks-and-heartbeat: a destination whose node answers another chain id, or whose nodes all stay silent, stops the start (exit 2 naming the chain)', async () => {
+test('docs/delivery.md#start-up-checks-and-heartbeat: a destination on another chain id, or with silent nodes, stops the start', async () => {
+  // A destination whose node answers another chain id, or whose nodes all stay silent: exit 2 naming the chain.
   const db = join(dir, 'chains.db');
   await (await openSqliteStore(db)).close();
   const wrong = await run(['--config', localConfig('wrong.json', [rpc.url], 8453), '--db', db], {
@@ -397,7 +401,8 @@ test('docs/delivery.md#start-up-checks-and-heartbeat: a destination whose node a
   assert.deepEqual(await once(started.child, 'exit'), [0, null]);
 });
 
-test('docs/delivery.md#start-up-checks-and-heartbeat: a node that turns to another chain while the worker runs makes /ready 503 wrong_chain until it is back; the heartbeat names the queue depth', async () => {
+test('docs/delivery.md#start-up-checks-and-heartbeat: a node that turns to another chain makes /ready 503 wrong_chain', async () => {
+  // It stays so until the node is back, while the worker runs; the heartbeat names the queue depth.
   const chain = { chainId: 31337 };
   const node = await startFakeRpcServer(new Map(), chain);
   const db = join(dir, 'turns.db');
@@ -441,7 +446,8 @@ test('docs/delivery.md#start-up-checks-and-heartbeat: a node that turns to anoth
   }
 });
 
-test('docs/operations.md#the-sqlite-store-worker-thread-group-commit-locks: a worker whose SQLite thread dies logs one error line and exits 1 for its supervisor', async () => {
+test('docs/operations.md#the-sqlite-store-worker-thread-group-commit-locks: a dead SQLite thread makes the worker exit 1', async () => {
+  // A worker whose SQLite thread dies logs one error line and exits 1 for its supervisor.
   const config = join(dir, 'dies.json');
   writeFileSync(
     config,
