@@ -192,7 +192,8 @@ describe('asynchronous stores behind the pipeline and the handler (docs/design.m
 
   for (const failure of ['throw', 'reject'] as const) {
     for (const step of ['take', 'reserve', 'enqueue', 'commit'] as const) {
-      test(`POST /relay: a ${step} that fails (${failure === 'throw' ? 'synchronous throw' : 'rejected promise'}) is 503 store_unavailable, nothing acknowledged, the key free`, async (t) => {
+      test(`POST /relay: a ${step} that fails (${failure}) is 503 store_unavailable, nothing acknowledged, the key free`, async (t) => {
+        // The failure is a synchronous throw or a rejected promise.
         const h = await start(t);
         const { hash, id } = minedTransfer(h, 2);
         h.faults[step] = failure;
@@ -212,7 +213,8 @@ describe('asynchronous stores behind the pipeline and the handler (docs/design.m
     }
   }
 
-  test("docs/design.md#storage 503: an embedder's queue (the outbox option) that throws StoreUnavailableError is store_unavailable without internals, and releases the reservation", async (t) => {
+  test("docs/design.md#storage: an embedder's queue throwing StoreUnavailableError is 503 store_unavailable, key released", async (t) => {
+    // The queue is the outbox option; the answer has no internals, and the reservation is released.
     let fail = true;
     const memory = createMemoryOutbox();
     const flaky: RelayQueue = {
@@ -233,7 +235,8 @@ describe('asynchronous stores behind the pipeline and the handler (docs/design.m
     assert.equal((await relay({ origin_chain: 'ethereum', tx_hash: hash })).status, 200, 'retry is not duplicate_tx');
   });
 
-  test('docs/api.md Errors: a queue that throws anything else (a bug, a refused row) is 500 internal_error: no Retry-After, no internals, logged, the reservation released', async (t) => {
+  test('docs/api.md Errors: a queue that throws anything else is 500 internal_error, the reservation released', async (t) => {
+    // Anything else: a bug, a refused row. No Retry-After, no internals, the error logged.
     const thrown: unknown[] = [
       new Error('disk on fire at /secret/path'),
       new TypeError("Cannot read properties of undefined (reading 'id')"),

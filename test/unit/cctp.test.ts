@@ -81,7 +81,8 @@ function transfer(m: MessageFields = {}): Log[] {
 
 const ok = (logs: Log[]): Receipt => ({ success: true, logs });
 
-test('docs/design.md#extraction-and-eligibility: the default CCTP V2 MessageTransmitter is the documented address (valid EIP-55 checksum)', () => {
+test('docs/design.md#extraction-and-eligibility: the default CCTP V2 MessageTransmitter is the documented address', () => {
+  // With a valid EIP-55 checksum.
   assert.equal(getAddress(DEFAULT_CCTP_V2_TRANSMITTER), '0x81D40F21F12A8F0E3252Bccb954D722d4c464B64');
 });
 
@@ -215,7 +216,8 @@ test('docs/design.md#extraction-and-eligibility: other Mailbox events (DispatchI
   assert.equal(extractMessages(ok(logs), chain, 10).length, 1);
 });
 
-test('docs/design.md#extraction-and-eligibility: addresses compare case-insensitively (checksummed and upper-case logs and config)', () => {
+test('docs/design.md#extraction-and-eligibility: addresses compare case-insensitively', () => {
+  // Checksummed and upper-case addresses, in logs and in the config.
   const upper = (a: string): string => '0x' + a.slice(2).toUpperCase();
   const logs = [
     { ...dispatchLog(), address: getAddress(MAILBOX) },
@@ -243,7 +245,8 @@ test('docs/design.md#extraction-and-eligibility: every configured MessageTransmi
   assert.deepEqual(extractMessages(ok(logs), chain, 10), []);
 });
 
-test('docs/configuration.md#the-configuration-file: with the default config a MessageSent from any of the three Circle V2 transmitters counts (reference parity)', () => {
+test('docs/configuration.md#the-configuration-file: by default a MessageSent of any Circle V2 transmitter counts', () => {
+  // Any of the three Circle V2 transmitters, as in the reference.
   const ethereum = defaultConfig().chains.ethereum;
   // Spelled as the issue gives them (the reference relayer's list), not taken from the code under test.
   for (const transmitter of [
@@ -262,7 +265,8 @@ test('docs/design.md#extraction-and-eligibility: a reverted receipt has no messa
   assert.deepEqual(extractMessages({ success: false, logs: transfer() }, chain, 10), []);
 });
 
-test('docs/design.md#extraction-and-eligibility: a MessageSent that is not a V2 message (V1 version 0, too short) is not counted', () => {
+test('docs/design.md#extraction-and-eligibility: a MessageSent that is not a V2 message is not counted', () => {
+  // Not V2: a V1 message (version 0), a message too short.
   const v1 = messageSentLog(cctpV2Message({ version: 0, body: burnMessageV2({ amount: 1n }) }));
   const short = messageSentLog('0x00000001');
   assert.deepEqual(extractMessages(ok([dispatchLog(), v1]), chain, 10), []);
@@ -296,7 +300,8 @@ test('docs/design.md#extraction-and-eligibility: a Dispatch carrying a version 2
   );
 });
 
-test('docs/design.md#extraction-and-eligibility: a malformed Dispatch or MessageSent from a trusted address is a DecodeError, not ignored', () => {
+test('docs/design.md#extraction-and-eligibility: a malformed log from a trusted address is a DecodeError, not ignored', () => {
+  // A malformed Dispatch or MessageSent.
   const trailing = (log: Log): Log => ({ ...log, data: new Uint8Array([...log.data, 0]) });
   assert.equal(
     decodeCode(() => extractMessages(ok([trailing(dispatchLog()), messageSentLog()]), chain, 10)),

@@ -115,7 +115,8 @@ const engines: Engine[] = [
 
 for (const engine of engines) {
   describe(`change feed: ${engine.name}`, () => {
-    test('enqueue, claim and outcomes are told with their ids, new messages with their transaction; a lease renewal is not; versions grow', async (t) => {
+    test('enqueue, claim and outcomes are told with their ids, new messages with their transaction; versions grow', async (t) => {
+      // A lease renewal is not told.
       const clock = createFakeClock();
       const { outbox, close } = await engine.open(clock);
       t.after(close);
@@ -177,7 +178,8 @@ for (const engine of engines) {
 }
 
 describe('change feed: PostgreSQL listening connection', () => {
-  test('one listening connection whatever the number of followers; cut, it comes back and says `all`, and later changes flow again', async (t) => {
+  test('one listening connection whatever the number of followers; cut, it comes back and says `all`', async (t) => {
+    // Later changes flow again after it comes back.
     const clock = createFakeClock();
     const ts = await testSchema();
     const store = await openPostgresStore(ts.pool, { relayApi: testConfig().relayApi, schema: ts.schema, clock });

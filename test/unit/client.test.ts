@@ -223,7 +223,9 @@ for (const engine of ENGINES) {
       }
     });
 
-    test('docs/design.md#client: retries are bounded: five callers, one token per second, two tries each: the losers get the 429 with retryAfterSeconds and the request id', async () => {
+    test('docs/design.md#client: retries are bounded: the callers that run out get the 429 with retryAfterSeconds', async () => {
+      // Five callers, one token per second, two tries each: the losers get the 429 with retryAfterSeconds and
+      // the request id.
       const h = await start(engine, { relayApi: { rateLimit: { burst: 1, perMinute: 60 } } });
       try {
         const client = h.client({ maxAttempts: 2, maxTotalMs: 600_000 });
@@ -272,7 +274,8 @@ for (const engine of ENGINES) {
       }
     });
 
-    test('docs/design.md#client: a 408 (the RPC does not have the transaction yet) is retried; it succeeds once the transaction is mined', async () => {
+    test('docs/design.md#client: a 408 is retried; it succeeds once the transaction is mined', async () => {
+      // A 408: the RPC does not have the transaction yet.
       const h = await start(engine, { relayApi: { receiptTimeoutSeconds: 2 } });
       try {
         const hash = txHash(5);
@@ -343,7 +346,8 @@ for (const engine of ENGINES) {
       }
     });
 
-    test('docs/design.md#client: duplicate_tx of a transaction with nothing accepted is thrown (the lookup cannot tell "none" from "in flight")', async () => {
+    test('docs/design.md#client: duplicate_tx of a transaction with nothing accepted is thrown', async () => {
+      // The lookup cannot tell "none" from "in flight".
       const h = await start(engine);
       try {
         const hash = txHash(8);
@@ -411,7 +415,8 @@ for (const engine of ENGINES) {
       }
     });
 
-    test('docs/design.md#http-surface, #client: message() and messagesOfTx() read the status endpoints; an unknown id is not_found at once', async () => {
+    test('docs/design.md#http-surface, #client: message() and messagesOfTx() read the status endpoints', async () => {
+      // An unknown id is not_found at once.
       const h = await start(engine);
       try {
         const client = h.client();
@@ -433,7 +438,8 @@ for (const engine of ENGINES) {
       }
     });
 
-    test('docs/design.md#client, #message-lifecycle: waitForDelivery polls until a worker marks the message delivered, reporting each change', async () => {
+    test('docs/design.md#client, #message-lifecycle: waitForDelivery polls until the message is delivered, reporting changes', async () => {
+      // It polls until a worker marks the message delivered, reporting each change.
       const h = await start(engine);
       try {
         const client = h.client();
@@ -464,7 +470,8 @@ for (const engine of ENGINES) {
       }
     });
 
-    test('docs/design.md#client, #message-lifecycle: waitForDelivery resolves with a failed message; gives up with deadline_exceeded; an unknown id throws at once', async () => {
+    test('docs/design.md#client, #message-lifecycle: waitForDelivery resolves with a failed message, or gives up at its deadline', async () => {
+      // It gives up with deadline_exceeded; an unknown id throws at once.
       const h = await start(engine);
       try {
         const client = h.client();

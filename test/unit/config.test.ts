@@ -633,7 +633,8 @@ describe('docs/design.md#configuration: the built-in default configuration', () 
     assert.ok(eth.rpcUrls.length > 0 && eth.rpcUrls.every((u) => u.startsWith('https://')));
   });
 
-  test('docs/configuration.md#the-configuration-file: by default every chain counts the three Circle CCTP V2 transmitters; the config still overrides', () => {
+  test('docs/configuration.md#the-configuration-file: by default every chain counts the three Circle CCTP V2 transmitters', () => {
+    // The config still overrides them.
     const expected = CIRCLE_V2_TRANSMITTERS.map((a) => getAddress(a.toLowerCase()));
     assert.deepEqual(
       DEFAULT_CCTP_V2_TRANSMITTERS.map((a) => getAddress(a)),
@@ -938,7 +939,9 @@ describe('config loader (docs/design.md#configuration)', () => {
     assert.ok(s.maxRelayBodyBytes >= 1 && s.maxMerkleBodyBytes >= 1);
   }
 
-  test('a valid config with 1-3 keys replaced by hostile values: ConfigError naming a key, or a config whose invariants hold and that builds a policy, pipeline and API', () => {
+  test('a valid config with 1-3 keys made hostile: a ConfigError naming a key, or a config that holds and builds', () => {
+    // Either a ConfigError naming a key, or a config whose invariants hold and that builds a policy, pipeline
+    // and API.
     const seen = tally();
     const edit = fc.tuple(fc.constantFrom(...PATHS), hostileValue);
     fc.assert(

@@ -58,7 +58,8 @@ describe('CORS allowlist (docs/operations.md#cors)', () => {
     }
   });
 
-  test('docs/operations.md#cors: responses to an allowed page carry Allow-Origin and expose Retry-After and X-Request-Id, errors included', async (t) => {
+  test('docs/operations.md#cors: responses to an allowed page carry Allow-Origin and expose Retry-After and X-Request-Id', async (t) => {
+    // Errors included.
     const { url } = await start(t, allowed());
     const headers = { origin: APP };
     const answers: Array<[string, RawResponse]> = [

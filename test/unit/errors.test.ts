@@ -118,7 +118,8 @@ test("docs/design.md#errors: the worker's error classes live in lib/errors.ts wi
   assert.equal(TransactionError, errorsModule.TransactionError);
 });
 
-test('every throw in lib/ comes from the error family (no new Error/TypeError/RangeError, no class extending Error outside lib/errors.ts)', () => {
+test('every throw in lib/ comes from the error family', () => {
+  // No new Error/TypeError/RangeError, no class extending Error outside lib/errors.ts.
   // The one exception, on purpose: relayer-server's RPC transport rejects exactly as the global
   // fetch does (a plain TypeError 'fetch failed', the reason as its cause), so the core classes its
   // failures by the same rules whichever fetch it is given (docs/configuration.md#rpc-transport).

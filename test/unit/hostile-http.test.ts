@@ -752,7 +752,7 @@ describe('hostile requests, one connection each: expected status and reason, nev
 });
 
 describe('streams, drips and pipelines', () => {
-  test('docs/design.md#merkle-tree-insertions: an endless chunked body is refused with 413 at the limit and the connection is closed', async () => {
+  test('docs/design.md#merkle-tree-insertions: an endless chunked body is refused with 413 at the limit, connection closed', async () => {
     const chunk = Buffer.from(`4000\r\n${' '.repeat(0x4000)}\r\n`);
     const head = rawRequest('POST', '/relay', { ...JSON_HEADERS, 'Transfer-Encoding': 'chunked' });
     // 64 MiB offered; the server must stop long before.

@@ -101,7 +101,8 @@ describe('POST /relay success', () => {
     );
   });
 
-  test('docs/design.md#extraction-and-eligibility, docs/api.md#post-relay: counts that differ are not eligible: 200 with an empty list, nothing enqueued', async (t) => {
+  test('docs/design.md#extraction-and-eligibility, docs/api.md#post-relay: counts that differ are not eligible', async (t) => {
+    // 200 with an empty list, nothing enqueued.
     const h = await start(t);
     const hash = txHash(3);
     h.table.set(hash, rpcReceipt(hash, [...transferLogs(2), messageSentLog()]));
@@ -244,7 +245,8 @@ describe('POST /relay errors (docs/api.md#errors)', () => {
     assert.equal((await h.relay({ origin_chain: 'ethereum', tx_hash: txHash(3) })).status, 200);
   });
 
-  test('docs/design.md#deduplication duplicate_tx: same pair within 5 minutes is 429 until the window ends; tx_hash case does not matter', async (t) => {
+  test('docs/design.md#deduplication duplicate_tx: the same pair within 5 minutes is 429 until the window ends', async (t) => {
+    // The case of tx_hash does not matter.
     const h = await start(t);
     const hash = withTransfers(h, 1);
     assert.equal((await h.relay({ origin_chain: 'ethereum', tx_hash: hash })).status, 200);
@@ -264,7 +266,8 @@ describe('POST /relay errors (docs/api.md#errors)', () => {
     assert.equal(await h.outbox.depth(), 1, 'docs/design.md#enqueue: and stores nothing twice');
   });
 
-  test('docs/design.md#deduplication: the dedup key is per (origin_chain, tx_hash): same hash on another chain is not a duplicate', async (t) => {
+  test('docs/design.md#deduplication: the dedup key is per (origin_chain, tx_hash)', async (t) => {
+    // The same hash on another chain is not a duplicate.
     const h = await start(t);
     const hash = withTransfers(h, 1);
     assert.equal((await h.relay({ origin_chain: 'ethereum', tx_hash: hash })).status, 200);
@@ -398,7 +401,8 @@ describe('POST /merkle_tree_insertions (docs/design.md#merkle-tree-insertions)',
     message_id: id(leaf),
   });
 
-  test('docs/api.md#post-merkle_tree_insertions: records are stored; count is the number written; listing returns them in leaf order', async (t) => {
+  test('docs/api.md#post-merkle_tree_insertions: records are stored; count is the number written', async (t) => {
+    // Listing returns them in leaf order.
     const h = await start(t);
     const res = await postJson(h.url, '/merkle_tree_insertions', {
       merkle_tree_insertions: [record(2), record(0), record(1)],
@@ -464,7 +468,8 @@ describe('POST /merkle_tree_insertions (docs/design.md#merkle-tree-insertions)',
     assert.equal(await h.store.merkleRowCount(), 0, 'nothing written by any failed request');
   });
 
-  test('docs/design.md#merkle-tree-insertions: listing needs domain_id, leaf_index_start <= leaf_index_end, at most 10 000 leaves', async (t) => {
+  test('docs/design.md#merkle-tree-insertions: listing needs domain_id and a leaf range of at most 10 000 leaves', async (t) => {
+    // leaf_index_start <= leaf_index_end.
     const h = await start(t);
     for (const query of [
       '',

@@ -218,7 +218,8 @@ describe('addressRange agrees with ipaddr.js', () => {
     );
   });
 
-  test('on random IPv6 addresses: what ipaddr.js calls special is never public; ours is stricter only outside 2000::/3 and in 2001::/23, 2002::/16', () => {
+  test('on random IPv6 addresses: what ipaddr.js calls special is never public; ours is stricter only in known ranges', () => {
+    // Stricter only outside 2000::/3 and in 2001::/23, 2002::/16.
     const prefixes = fc.constantFrom(
       [],
       [0x20],

@@ -114,7 +114,8 @@ for (const engine of ENGINES) {
       }
     });
 
-    test('docs/design.md#message-lifecycle: the answer follows the lifecycle: delivering with attempts, back to queued with last_error, delivered with its hash and time', async (t) => {
+    test('docs/design.md#message-lifecycle: the answer follows the lifecycle', async (t) => {
+      // Delivering with attempts, back to queued with last_error, delivered with its hash and time.
       const h = await start(t, engine);
       const { hash, ids } = await h.relayTransfers(2, 1, 7);
       const [id] = ids;
@@ -151,7 +152,8 @@ for (const engine of ENGINES) {
       });
     });
 
-    test("docs/delivery.md#gas-payment-enforcement: POST /relay stores the receipt's gas payments with its messages; GET shows paid and required, for each message its own", async (t) => {
+    test("docs/delivery.md#gas-payment-enforcement: POST /relay stores the receipt's gas payments; GET shows them", async (t) => {
+      // GET shows paid and required, for each message its own.
       const IGP = '0x6cb503b2b1e3e4e5e0e4e1bca6e7f1a3f1d2c0b9';
       const base = testConfig();
       const config: RelayerConfig = {
@@ -271,7 +273,8 @@ for (const engine of ENGINES) {
       assert.equal(post.headers.allow, 'GET, HEAD, OPTIONS');
     });
 
-    test('docs/design.md#http-surface: GET /relay?origin_chain=&tx_hash= lists the messages of one transaction in order, tx hash in any case', async (t) => {
+    test('docs/design.md#http-surface: GET /relay?origin_chain=&tx_hash= lists the messages of one transaction in order', async (t) => {
+      // The tx hash is matched in any case.
       const h = await start(t, engine);
       const { hash, ids } = await h.relayTransfers(6, 3, 20);
       await h.relayTransfers(7, 1, 90); // another transaction
@@ -307,7 +310,8 @@ for (const engine of ENGINES) {
       assert.deepEqual((await h.get(`/relay?origin_chain=base&tx_hash=${hash}`)).json(), { messages: [] });
     });
 
-    test('docs/design.md#http-surface: a lookup with a missing, repeated or malformed parameter is 400 invalid_request; GET /relay without a query stays "up"', async (t) => {
+    test('docs/design.md#http-surface: a lookup with a missing, repeated or malformed parameter is 400 invalid_request', async (t) => {
+      // GET /relay without a query stays "up".
       const h = await start(t, engine);
       const hash = txHash(10);
       const bad: Array<[string, RegExp]> = [

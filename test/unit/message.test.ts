@@ -60,7 +60,8 @@ test('message layout: the older version-0 vector hashes to its published id, yet
   }
 });
 
-test('docs/design.md#extraction-and-eligibility: a message shorter than the 77-byte header is refused; exactly 77 bytes has an empty body', () => {
+test('docs/design.md#extraction-and-eligibility: a message shorter than the 77-byte header is refused', () => {
+  // Exactly 77 bytes has an empty body.
   const raw = fromVector({ ...v3Set.vectors[0], body: [] });
   assert.equal(raw.length, 77);
   assert.equal(parseHyperlaneMessage(raw).body.length, 0);
@@ -108,7 +109,8 @@ test('message fields and id agree with viem packing and keccak on random message
   );
 });
 
-test('docs/design.md#extraction-and-eligibility: the Dispatch topics must agree with the message they index, and origin must be the chain domain', () => {
+test('docs/design.md#extraction-and-eligibility: the Dispatch topics must agree with the message they index', () => {
+  // And origin must be the chain's domain.
   const v = v3Set.vectors[0];
   const message = fromVector(v);
   const event = {

@@ -239,7 +239,9 @@ describe('PostgreSQL hot path of POST /relay (docs/design.md, Storage)', () => {
   });
 
   for (const way of ['admission', 'dedup store'] as const) {
-    test(`docs/design.md#capacity-on-postgresql (${way}): no reservation counts the live rows; the row count kept by every insert and delete says when the table is full, at once across replicas`, async (t) => {
+    test(`docs/design.md#capacity-on-postgresql (${way}): a row count kept by every write says when the table is full`, async (t) => {
+      // No reservation counts the live rows; the row count kept by every insert and delete says when the table
+      // is full, at once across replicas.
       const db = await testSchema();
       t.after(() => db.close());
       const clock = createFakeClock();
@@ -447,7 +449,8 @@ const ALONE = /UPDATE "[^"]+"\.dedup SET committed = true, expires_at = .* WHERE
 const TOGETHER = /FROM unnest\(\$1::text\[\], \$2::uuid\[\], \$3::float8\[\]\)/;
 
 describe('completes coalesced into shared statements (docs/design.md#coalesced-statements)', () => {
-  test('twelve relays completing at once: two statements go out alone, the ten waiting share the third; alone again, the statement of today', async (t) => {
+  test('twelve relays completing at once: two statements go out alone, the ten waiting share the third', async (t) => {
+    // Alone again afterwards, the statement of today.
     const h = await coalescing(t);
     const admitted = await h.admit(12);
     const from = h.recorded.texts.length;
@@ -481,7 +484,8 @@ describe('completes coalesced into shared statements (docs/design.md#coalesced-s
     assert.equal(await h.reservation(13), true);
   });
 
-  test('docs/delivery.md#gas-payment-enforcement: the gas payments of the messages commit with them, alone and in a shared statement', async (t) => {
+  test('docs/delivery.md#gas-payment-enforcement: the gas payments of the messages commit with them', async (t) => {
+    // Alone and in a shared statement.
     const h = await coalescing(t);
     const admitted = await h.admit(4);
     const from = h.recorded.texts.length;
@@ -516,7 +520,8 @@ describe('completes coalesced into shared statements (docs/design.md#coalesced-s
     }
   });
 
-  test("a shared statement one member's rows make fail: nothing of it is written, each member is sent again alone and answers for itself", async (t) => {
+  test("a shared statement one member's rows make fail writes nothing; each member is sent again alone", async (t) => {
+    // Each member then answers for itself.
     const h = await coalescing(t);
     // The database refuses relay 5's second row (a real constraint, checked by the server only).
     await h.db.pool.query(`ALTER TABLE "${h.db.schema}".outbox ADD CONSTRAINT poison CHECK (nonce <> 666)`);
@@ -542,7 +547,8 @@ describe('completes coalesced into shared statements (docs/design.md#coalesced-s
     assert.equal(await h.reservation(5), undefined);
   });
 
-  test('a shared statement that fails for unavailability: each member gets store_unavailable, as alone, and nothing of theirs is written', async (t) => {
+  test('a shared statement that fails for unavailability: each member gets store_unavailable, nothing written', async (t) => {
+    // As it would alone.
     const h = await coalescing(t);
     const admitted = await h.admit(6);
     h.recorded.failOnce.match = TOGETHER;
@@ -557,7 +563,8 @@ describe('completes coalesced into shared statements (docs/design.md#coalesced-s
     for (let n = 3; n <= 6; n++) assert.equal(await h.reservation(n), false);
   });
 
-  test('a complete that waits past the queue timeout fails with store_unavailable and is never written; the statements in flight still commit theirs', async (t) => {
+  test('a complete that waits past the queue timeout fails with store_unavailable and is never written', async (t) => {
+    // The statements in flight still commit theirs.
     const h = await coalescing(t);
     const admitted = await h.admit(3);
     // Another session locks the reservations of relays 1 and 2: their completes wait in the database.
@@ -588,7 +595,8 @@ const ADMIT_TOGETHER = /FROM unnest\(\$2::text\[\]\) WITH ORDINALITY/;
 const reasonOf = (r: AdmittedRelay | RelayError) => (r instanceof Error ? r.reason : 'admitted');
 
 describe('admits coalesced into shared statements (docs/design.md#coalesced-statements)', () => {
-  test('twelve admits at once: two alone, ten in one statement; each its own reservation, tokens in arrival order within the statement', async (t) => {
+  test('twelve admits at once: two alone, ten in one statement, each with its own reservation', async (t) => {
+    // Tokens are in arrival order within the statement.
     // burst 6: the first admit (it counts the live rows, alone) and five more get a token.
     const h = await coalescing(t, 6);
     await h.store.admission.admit(h.key(100));
@@ -618,7 +626,8 @@ describe('admits coalesced into shared statements (docs/design.md#coalesced-stat
     assert.equal(reasonOf((await h.admitAll([13]))[0]), 'rate_limited');
   });
 
-  test('the same key twice among admits waiting: never in one statement; one of the two is admitted, the other is duplicate_tx; a live key in a shared statement is refused alone', async (t) => {
+  test('the same key twice among waiting admits is never in one statement: one admitted, the other duplicate_tx', async (t) => {
+    // A live key in a shared statement is refused alone.
     const h = await coalescing(t);
     await h.store.admission.admit(h.key(9)); // live: relay 9 is in flight
     const from = h.recorded.texts.length;

@@ -87,7 +87,8 @@ describe('server-side limits on every request connection (docs/operations.md)', 
     },
   ];
   for (const { limit, params, cancelled } of cases) {
-    test(`${limit}: a reservation blocked on a row lock past the limit is cancelled by the server: 503, nothing commits later, the retry is not duplicate_tx`, async (t) => {
+    test(`${limit}: a reservation blocked on a row lock past the limit is cancelled by the server: 503`, async (t) => {
+      // Nothing commits later, and the retry is not duplicate_tx.
       const { store, schema } = await openSqliteStore(params);
       const clock = createFakeClock();
       const table: ReceiptTable = new Map();

@@ -38,7 +38,8 @@ const AsyncFunction = Object.getPrototypeOf(async () => {}).constructor as new (
   ...args: string[]
 ) => (...values: unknown[]) => Promise<void>;
 
-test('docs/browser.md: the browser example relays a transaction and follows its messages to delivered, also when rate limited and when resubmitted', async (t) => {
+test('docs/browser.md: the browser example relays a transaction and follows its messages to delivered', async (t) => {
+  // Also when rate limited and when resubmitted.
   const clock = createFakeClock();
   const outbox = createMemoryOutbox(clock);
   const table: ReceiptTable = new Map();

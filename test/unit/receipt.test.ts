@@ -128,7 +128,8 @@ describe('receipt fetch: JSON-RPC request and receipt parsing (docs/design.md#re
     assert.ok(call.body.id !== undefined && call.body.id !== null);
   });
 
-  it('docs/design.md#receipt: reads status and logs only (with their log index, which identifies a gas payment); blockTimestamp as a JSON number is ignored', async () => {
+  it('docs/design.md#receipt: reads status and logs only; blockTimestamp as a JSON number is ignored', async () => {
+    // Logs keep their log index, which identifies a gas payment.
     const h = harness({ [URL_A]: rpcResult(receipt()) });
     const r = await h.fetcher(chain([URL_A]), TX);
     assert.equal(r.success, true);
@@ -591,7 +592,8 @@ describe('receipt parser (docs/design.md#receipt: read only status and logs)', (
   // A receipt that does not parse is a failure of that endpoint (the fetcher fails over).
   const RPC_RECEIPT_CODES: ReadonlySet<RpcFailureCode> = new Set(['malformed_receipt', 'wrong_transaction']);
 
-  it('mutated and arbitrary receipts give a Receipt (lower-case, well-formed logs) or the attempt failure that makes the fetcher fail over', () => {
+  it('mutated and arbitrary receipts give a Receipt or the attempt failure that makes the fetcher fail over', () => {
+    // A Receipt is lower-case with well-formed logs.
     const seen = tally();
     const base = rpcReceipt(TX, [messageSentLog(), dispatchLog(MAILBOX)]);
     const receipt = fc.oneof(

@@ -4,7 +4,8 @@ import { compileRoutes, type RouteHandler } from '../../lib/http/router.ts';
 
 const handler: RouteHandler = () => {};
 
-test('docs/design.md#http-surface: the route table derives Allow from the methods each route lists (HEAD with GET, OPTIONS always)', () => {
+test('docs/design.md#http-surface: the route table derives Allow from the methods each route lists', () => {
+  // HEAD comes with GET, OPTIONS always.
   const table = compileRoutes([
     { path: '/relay', GET: handler, POST: handler },
     { path: '/metrics', GET: handler },

@@ -82,8 +82,10 @@ function assertNoSecret(text: string, where: string): void {
 }
 
 for (const transport of TRANSPORTS) {
-  describe(`${transport.name}: docs/operations.md#logs: every failed RPC attempt is logged at debug with its cause, the request once at warn; the 408 names the last one`, () => {
-    test('HTTP 5xx then connection refused: one debug line per attempt, numbered, classed; one warn line for the request; the 408 says "connection refused"', async (t) => {
+  describe(`${transport.name}: docs/operations.md#logs: each failed RPC attempt is logged at debug, the request once at warn`, () => {
+    // Each attempt with its cause; the 408 names the last one.
+    test('HTTP 5xx then connection refused: one debug line per attempt, one warn line; the 408 says "connection refused"', async (t) => {
+      // The debug lines are numbered and classed; one warn line for the request.
       const { res, warnings, attempts, logText } = await relayAgainst(t, transport, [keyed('http503'), refused()]);
       assert.equal(res.status, 408, res.text);
       assert.equal(res.json().reason, 'timeout');

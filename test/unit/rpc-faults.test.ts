@@ -159,9 +159,11 @@ const CASES: Case[] = [
 ];
 
 for (const transport of TRANSPORTS) {
-  describe(`${transport.name}: RPC faults, endpoint alone: the documented outcome, and the reservation is released (docs/design.md#deduplication)`, () => {
+  describe(`${transport.name}: RPC faults, endpoint alone: the documented outcome, reservation released`, () => {
+    // The reservation is released as docs/design.md#deduplication says.
     for (const c of CASES) {
-      test(`docs/design.md#deduplication: ${c.fault} alone → ${c.alone.status} ${c.alone.reason}; an immediate retry is not duplicate_tx`, async (t) => {
+      test(`docs/design.md#deduplication: ${c.fault} alone → ${c.alone.status} ${c.alone.reason}; a retry is not duplicate_tx`, async (t) => {
+        // The retry is immediate.
         const h = await start(t, transport, [rpc.endpoint(c.fault, '/v3/KEY')], c.aloneTimeoutSeconds);
         const hash = minedTx();
         for (const attempt of [1, 2]) {
@@ -214,7 +216,8 @@ for (const transport of TRANSPORTS) {
   });
 
   describe(`${transport.name}: RPC faults: bounded reads`, () => {
-    test('docs/design.md#receipt: an endless response is cut at the 8 MiB body bound, the connection is closed, the server stays up', async (t) => {
+    test('docs/design.md#receipt: an endless response is cut at the 8 MiB body bound, the connection closed', async (t) => {
+      // The server stays up.
       const h = await start(t, transport, [rpc.endpoint('endless'), rpc.endpoint('ok')]);
       const closedBefore = rpc.endlessClosed();
       const bytesBefore = rpc.endlessBytes();
@@ -229,7 +232,8 @@ for (const transport of TRANSPORTS) {
       assert.ok(rss < 1024 * 1024 * 1024, `memory stays bounded (${rss} bytes RSS)`);
     });
 
-    test('docs/design.md#receipt: one hanging endpoint does not hold other requests: a second relay on another chain answers meanwhile', async (t) => {
+    test('docs/design.md#receipt: one hanging endpoint does not hold other requests', async (t) => {
+      // A second relay on another chain answers meanwhile.
       const clock = createFakeClock();
       const base = testConfig();
       const config = testConfig({

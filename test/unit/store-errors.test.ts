@@ -100,7 +100,8 @@ function assertInternal(res: RawResponse): void {
 
 for (const engine of ENGINES) {
   describe(`${engine.name}: a permanent store error is 500 internal_error, not 503 (docs/api.md, Errors)`, () => {
-    test('a refused merkle row and a refused outbox row: 500 without Retry-After, the cause logged, nothing stored, the reservation released', async (t) => {
+    test('a refused merkle row and a refused outbox row: 500, nothing stored, the reservation released', async (t) => {
+      // 500 without Retry-After, the cause logged.
       const { store, exec } = await engine.open(t);
       const clock = createFakeClock();
       const table: ReceiptTable = new Map();

@@ -103,7 +103,8 @@ describe('request validation (docs/api.md#post-relay, docs/design.md#check-order
       ),
   );
 
-  test('validateRelayRequest accepts exactly what the model accepts, with the same chain and lower-case hash; otherwise invalid_request', () => {
+  test('validateRelayRequest accepts exactly what the model accepts; otherwise invalid_request', () => {
+    // With the same chain and lower-case hash.
     const seen = tally();
     fc.assert(
       fc.property(relayBody, (body) => {
@@ -224,7 +225,8 @@ describe('request validation (docs/api.md#post-relay, docs/design.md#check-order
     }
   });
 
-  test("validateMerkleRequest accepts exactly the model's records (uint32, 0..2^53-1, 0x + 64 hex, -0 refused); otherwise invalid_request", () => {
+  test("validateMerkleRequest accepts exactly the model's records; otherwise invalid_request", () => {
+    // uint32, 0..2^53-1, 0x + 64 hex, -0 refused.
     const seen = tally();
     fc.assert(
       fc.property(merkleBody, (body) => {

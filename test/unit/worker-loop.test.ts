@@ -182,7 +182,8 @@ describe('delivery loop', () => {
     assert.equal(d.calls.process, 0);
   });
 
-  test('a failure retries with exponential backoff and jitter (half fixed, half random), named in last_error; final after maxAttempts', async () => {
+  test('a failure retries with exponential backoff and jitter, named in last_error; final after maxAttempts', async () => {
+    // Jitter: half fixed, half random.
     const r = rig();
     const d = scripted({
       simulate: async () => Promise.reject(new TransactionError('revert', 'x', { reason: 'ISM: bad signature' })),
@@ -211,7 +212,8 @@ describe('delivery loop', () => {
     assert.equal(d.calls.process, 0, 'a message that would revert never costs gas');
   });
 
-  test('pending (proof not ready) is polled 5 s backing off to 60 s without counting toward maxAttempts; a real failure still counts; final at the pending deadline', async () => {
+  test('pending is polled backing off without counting toward maxAttempts; final at the pending deadline', async () => {
+    // Pending (proof not ready) is polled at 5 s backing off to 60 s; a real failure still counts.
     const r = rig();
     let mode: 'pending' | 'rpc' = 'pending';
     const d = scripted({
@@ -309,7 +311,8 @@ describe('delivery loop', () => {
     );
   });
 
-  test('stop(): a message not yet sent is released (queued, claimable now, last_error kept); one already sent is followed to its receipt', async () => {
+  test('stop(): a message not yet sent is released; one already sent is followed to its receipt', async () => {
+    // Released: queued, claimable now, last_error kept.
     const r = rig(2);
     let releaseMetadata!: () => void;
     let confirm!: () => void;
@@ -520,7 +523,9 @@ describe('delivery loop: leases, stops and the journal (docs/delivery.md#the-del
     assert.equal(reads, 1, 'a retry reads the journal first');
   });
 
-  test('the journal first: a transaction of the message that was mined ends the attempt; one that may still land (another signer) is waited for, not counted; one that cannot land any more lets a new send go', async () => {
+  test('the journal first: a mined transaction ends the attempt; one that may land waits; a dead one lets a new send go', async () => {
+    // One that may still land (another signer) is waited for, not counted; one that cannot land any more lets a
+    // new send go.
     const r = rig(3);
     const claimed = r.outbox.claim(3, 60_000) as ClaimedMessage[];
     for (const [i, m] of claimed.entries())

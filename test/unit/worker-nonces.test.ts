@@ -143,7 +143,8 @@ function run(steps: Step[]): void {
 }
 
 describe('nonce book (docs/delivery.md#nonces)', () => {
-  test('over interleavings of send / fail / replace / drop / restart, no nonce is held by two live transactions and none is skipped', () => {
+  test('over interleavings of send / fail / replace / drop / restart, no nonce is held twice and none is skipped', () => {
+    // Held twice: by two live transactions.
     fc.assert(
       fc.property(fc.array(step, { maxLength: 60 }), (steps) => run(steps)),
       RUNS,

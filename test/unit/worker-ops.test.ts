@@ -8,7 +8,8 @@ import { test } from 'node:test';
 import { createOpsServer, createWorkerMetrics } from '../../lib/worker/ops.ts';
 import { parseExposition, sampleValue } from '../helpers/prometheus.ts';
 
-test('/metrics: delivered, failed, retries, in flight, oldest claimed age, outbox depth, enqueue→delivered histogram; /ready follows the store', async (t) => {
+test('/metrics counts the deliveries and the outbox; /ready follows the store', async (t) => {
+  // delivered, failed, retries, in flight, oldest claimed age, outbox depth, enqueue→delivered histogram.
   let inFlight = 3;
   let storeUp = true;
   const metrics = createWorkerMetrics({ inFlight: () => inFlight });

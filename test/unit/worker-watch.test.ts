@@ -54,7 +54,8 @@ function harness() {
   return { clock, lines, node, watch, beat, options, watchedChain: () => chains[0] };
 }
 
-test('at start: a node of another chain is a refusal naming both ids; a silent node beside one that answers is not; all silent is', async () => {
+test('at start: a node of another chain is a refusal naming both ids; a silent node beside one that answers is not', async () => {
+  // All nodes silent is a refusal.
   const { node, watch } = harness();
   node.second = new Error('fetch failed: connect ECONNREFUSED https://two.example/v2/KEY');
   assert.deepEqual(watch.refusals(await watch.check()), []);
