@@ -99,3 +99,24 @@ export function gasPaymentLogFilter(
     toBlock: 'latest',
   };
 }
+
+/** A `gas_payments` row as the SQL engines read it (numbers or their text; amounts as decimal text). */
+export interface GasPaymentRow {
+  tx_hash: string;
+  log_index: number | string;
+  message_id: string;
+  destination: number | string;
+  gas_amount: string;
+  payment: string;
+}
+
+export function gasPaymentFromRow(row: GasPaymentRow): GasPayment {
+  return {
+    messageId: row.message_id,
+    destination: Number(row.destination),
+    gasAmount: BigInt(row.gas_amount),
+    payment: BigInt(row.payment),
+    txHash: row.tx_hash,
+    logIndex: Number(row.log_index),
+  };
+}

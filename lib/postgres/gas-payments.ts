@@ -4,7 +4,7 @@
  * written by a data-modifying CTE of the statement that inserts its messages (lib/postgres/outbox.ts),
  * so both commit together; top-ups and reads go through the two methods below.
  */
-import type { GasPayment } from '../gas-payment.ts';
+import { gasPaymentFromRow, type GasPayment, type GasPaymentRow } from '../gas-payment.ts';
 import { checkGasPayments, type Asynchronous, type Outbox, type OutboxMessage } from '../outbox/index.ts';
 import { run, type PgPool } from './pool.ts';
 
@@ -56,22 +56,8 @@ export function createPostgresGasPayments(
       return rowCount ?? 0;
     },
     async gasPayments(ids) {
-      const { rows } = await run<{
-        tx_hash: string;
-        log_index: number;
-        message_id: string;
-        destination: number;
-        gas_amount: string;
-        payment: string;
-      }>(pool, selectSql, [ids.map((id) => String(id).toLowerCase())]);
-      return rows.map((r) => ({
-        messageId: r.message_id,
-        destination: r.destination,
-        gasAmount: BigInt(r.gas_amount),
-        payment: BigInt(r.payment),
-        txHash: r.tx_hash,
-        logIndex: r.log_index,
-      }));
+      const { rows } = await run<GasPaymentRow>(pool, selectSql, [ids.map((id) => String(id).toLowerCase())]);
+      return rows.map(gasPaymentFromRow);
     },
   };
 }

@@ -5,18 +5,9 @@
  * its messages; top-ups and reads go through the two Outbox methods.
  */
 import type { DatabaseSync } from 'node:sqlite';
-import type { GasPayment } from '../gas-payment.ts';
+import { gasPaymentFromRow, type GasPayment, type GasPaymentRow } from '../gas-payment.ts';
 import { checkGasPayments, type Outbox, type Synchronous } from '../outbox/index.ts';
 import type { Transaction } from './transaction.ts';
-
-interface Row {
-  tx_hash: string;
-  log_index: number;
-  message_id: string;
-  destination: number;
-  gas_amount: string;
-  payment: string;
-}
 
 export function createSqliteGasPayments(
   db: DatabaseSync,
@@ -55,15 +46,8 @@ export function createSqliteGasPayments(
       return payments.length === 0 ? 0 : transaction(() => add(payments));
     },
     gasPayments(ids) {
-      const rows = select.all(JSON.stringify(ids.map((id) => String(id).toLowerCase()))) as unknown as Row[];
-      return rows.map((r) => ({
-        messageId: r.message_id,
-        destination: Number(r.destination),
-        gasAmount: BigInt(r.gas_amount),
-        payment: BigInt(r.payment),
-        txHash: r.tx_hash,
-        logIndex: Number(r.log_index),
-      }));
+      const rows = select.all(JSON.stringify(ids.map((id) => String(id).toLowerCase()))) as unknown as GasPaymentRow[];
+      return rows.map(gasPaymentFromRow);
     },
   };
 }

@@ -96,6 +96,17 @@ function queuedJson(hash: string, nonce: number) {
   };
 }
 
+/** The test config with an InterchainGasPaymaster on ethereum and these gas policies. */
+const IGP = '0x6cb503b2b1e3e4e5e0e4e1bca6e7f1a3f1d2c0b9';
+function withPaymaster(gasPaymentEnforcement: RelayerConfig['gasPaymentEnforcement']): RelayerConfig {
+  const base = testConfig();
+  return {
+    ...base,
+    chains: { ...base.chains, ethereum: { ...base.chains.ethereum, interchainGasPaymaster: IGP } },
+    gasPaymentEnforcement,
+  };
+}
+
 const upper = (hex: string) => '0x' + hex.slice(2).toUpperCase();
 
 for (const engine of ENGINES) {
@@ -154,16 +165,14 @@ for (const engine of ENGINES) {
 
     test("docs/delivery.md#gas-payment-enforcement: POST /relay stores the receipt's gas payments; GET shows them", async (t) => {
       // GET shows paid and required, for each message its own.
-      const IGP = '0x6cb503b2b1e3e4e5e0e4e1bca6e7f1a3f1d2c0b9';
-      const base = testConfig();
-      const config: RelayerConfig = {
-        ...base,
-        chains: { ...base.chains, ethereum: { ...base.chains.ethereum, interchainGasPaymaster: IGP } },
-        gasPaymentEnforcement: [
+      const h = await start(
+        t,
+        engine,
+        undefined,
+        withPaymaster([
           { type: 'minimum', payment: 10n ** 15n, matchingList: [{ destinationDomain: 8453, senderAddress: '*' }] },
-        ],
-      };
-      const h = await start(t, engine, undefined, config);
+        ]),
+      );
       const hash = txHash(30);
       const ids = [60, 61, 62].map((nonce) => messageId(hyperlaneMessage({ nonce, origin: 1, destination: 8453 })));
       const logs = [
@@ -208,13 +217,7 @@ for (const engine of ENGINES) {
     });
 
     test('docs/delivery.md#gas-payment-enforcement: a malformed GasPayment log of the paymaster is 500 and stores nothing', async (t) => {
-      const IGP = '0x6cb503b2b1e3e4e5e0e4e1bca6e7f1a3f1d2c0b9';
-      const base = testConfig();
-      const config: RelayerConfig = {
-        ...base,
-        chains: { ...base.chains, ethereum: { ...base.chains.ethereum, interchainGasPaymaster: IGP } },
-      };
-      const h = await start(t, engine, undefined, config);
+      const h = await start(t, engine, undefined, withPaymaster([]));
       const hash = txHash(31);
       const id = messageId(hyperlaneMessage({ nonce: 70, origin: 1, destination: 8453 }));
       const bad = gasPaymentLog(IGP, { messageId: id });
