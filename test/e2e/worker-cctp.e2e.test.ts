@@ -202,7 +202,10 @@ describe('e2e: relayer-worker on the CCTP V2 route, through CCIP-read', { timeou
     }
   });
 
-  test('docs/delivery.md#ccip-read-to-public-addresses-only: a router whose CCIP-read URLs name a loopback canary, in every spelling: refused without a request (forbidden, counted, final after maxAttempts), the canary hears nothing; allowed origins reach it', async (t) => {
+  test('docs/delivery.md#ccip-read-to-public-addresses-only: CCIP-read URLs naming a loopback address are refused unsent', async (t) => {
+    // The router's URLs name a loopback canary, in every spelling: each is refused without a request
+    // (forbidden, counted, final after maxAttempts) and the canary hears nothing; origins that are allowed
+    // reach it.
     // The canary answers "not ready" to whatever reaches it, and counts.
     let heard = 0;
     const canary = createServer((_req, res) => {

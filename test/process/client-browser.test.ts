@@ -143,7 +143,8 @@ describe('relayer-api/client in a real browser, on another origin', () => {
     assert.deepEqual(await p.evaluate('window.seen'), ['queued', 'delivering', 'delivered']);
   });
 
-  test("a stream the server refuses (the client's streams are all taken) falls back to polling; an unknown id is the API's not_found", async (t) => {
+  test("a stream the server refuses falls back to polling; an unknown id is the API's not_found", async (t) => {
+    // The server refuses because the client's streams are all taken.
     const { url, outbox, lookups } = await api(t, { maxSubscribersPerClient: 0 });
     const m = outboxMessage(5);
     outbox.enqueue([m]);

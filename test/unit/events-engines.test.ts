@@ -67,7 +67,8 @@ describe('status events on SQLite', () => {
 });
 
 describe('status events and client buckets on PostgreSQL, two replicas', () => {
-  test('a transaction stream on one replica sees the relay accepted by the other and every outcome a worker records, each within 1 s', async (t) => {
+  test("a transaction stream on one replica sees the other's relay and every outcome a worker records", async (t) => {
+    // Each within 1 s: the relay accepted by the other replica, then each outcome.
     const clock = createFakeClock();
     const ts = await testSchema();
     const url = ts.pool.options.connectionString;

@@ -33,7 +33,8 @@ async function setup(
 }
 
 describe('GET /relay/{message_id}/events', () => {
-  test('the current status at once, every change after (status, attempts, last_error, destination_tx_hash), then the end after delivered', async (t) => {
+  test('the current status at once, every change after, then the end after delivered', async (t) => {
+    // A change is one of status, attempts, last_error, destination_tx_hash.
     const { outbox, api } = await setup(t);
     const m = outboxMessage(1);
     outbox.enqueue([m]);
@@ -85,7 +86,7 @@ describe('GET /relay/{message_id}/events', () => {
     assert.equal(stream.events.length, 1, 'heartbeats are comments, not events');
   });
 
-  test('Last-Event-ID resumes: nothing again when nothing changed, the current state when it did, 204 when the final state was seen', async (t) => {
+  test('Last-Event-ID resumes: nothing again if nothing changed, the current state if it did, 204 after the final state', async (t) => {
     const { outbox, api } = await setup(t);
     const m = outboxMessage(3);
     outbox.enqueue([m]);
@@ -180,7 +181,9 @@ describe('GET /relay/events?origin_chain=&tx_hash=', () => {
 });
 
 describe('status stream bounds and shutdown', () => {
-  test('beyond maxSubscribersPerClient 429 too_many_subscribers, beyond maxSubscribers 503 subscribers_full, both with Retry-After; a closed stream frees its place', async (t) => {
+  test('beyond the subscriber limits 429 too_many_subscribers or 503 subscribers_full; a closed stream frees its place', async (t) => {
+    // Beyond maxSubscribersPerClient 429 too_many_subscribers, beyond maxSubscribers 503 subscribers_full, both
+    // with Retry-After.
     const { outbox, api } = await setup(t, { maxSubscribers: 3, maxSubscribersPerClient: 2 });
     const m = outboxMessage(20);
     outbox.enqueue([m]);
