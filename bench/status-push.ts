@@ -264,9 +264,12 @@ async function fairness(seconds: number, repeats: number): Promise<void> {
       const f = await flooder;
       const ok = runs.reduce((n, r) => n + r.ok, 0);
       const total = runs.reduce((n, r) => n + r.total, 0);
-      const p99 = Math.max(...runs.map((r) => r.p99));
-      console.log(`  ${name}: nine ${ok}/${total}, p99 ${p99} ms (load ${load1()})`);
-      return { ok, total, p99, flooder: f };
+      // A client's p99 is about its three slowest requests of the run: one stall of the machine
+      // moves it. The nine's p99 is the median of their nine p99s; the worst is shown beside it.
+      const p99 = median(runs.map((r) => r.p99));
+      const worst = Math.max(...runs.map((r) => r.p99));
+      console.log(`  ${name}: nine ${ok}/${total}, p99 ${p99} ms, worst ${worst} ms (load ${load1()})`);
+      return { ok, total, p99, worst, flooder: f };
     };
     await client(withLimit.url, '192.0.2.1', 200, 1); // warm-up
     await client(withoutLimit.url, '192.0.2.1', 200, 1);
@@ -293,13 +296,23 @@ async function fairness(seconds: number, repeats: number): Promise<void> {
         name,
         `${((100 * ok) / total).toFixed(2)} %`,
         `${p99(name)} (${list.map((x) => x.p99).join(', ')})`,
+        `${median(list.map((x) => x.worst))} (${list.map((x) => x.worst).join(', ')})`,
         flood.length === 0 ? '' : `${flood.reduce((n, x) => n + x.ok, 0)} of ${flood.reduce((n, x) => n + x.total, 0)}`,
       ]);
     }
     console.log(
       `\nFairness: nine clients at 40/s, one at 500/s (10x its 50/s); global bucket 500/s; ${repeats} x ${seconds} s each (p99 with the flood / alone: ${(p99(names[1]) / p99(names[0])).toFixed(2)}, goal <= 1.5)`,
     );
-    printTable(['run', "the nine's success", 'their worst p99, median (each run), ms', "the flooder's 200s"], rows);
+    printTable(
+      [
+        'run',
+        "the nine's success",
+        'their p99, median (each run), ms',
+        'the worst p99 of the nine, ms',
+        "the flooder's 200s",
+      ],
+      rows,
+    );
   } finally {
     await withLimit.stop();
     await withoutLimit.stop();
@@ -309,7 +322,7 @@ async function fairness(seconds: number, repeats: number): Promise<void> {
 export async function run(parts: string[] = ['latency', 'streams', 'fairness']): Promise<void> {
   if (parts.includes('latency')) await latency(12);
   if (parts.includes('streams')) await streams(10_000, 6, 2);
-  if (parts.includes('fairness')) await fairness(6, 3);
+  if (parts.includes('fairness')) await fairness(6, 5);
 }
 
 if (import.meta.main) {
