@@ -55,6 +55,7 @@ export {
   type GasPayment,
   type PayableMessage,
 } from './gas-payment.ts';
+export { feesWithinCap, replacementFees, type FeeDecision, type Fees, type FeeWait } from './fee-ceiling.ts';
 export { addressRange, isPublicAddress, parseIpAddress, type AddressRange, type IpAddress } from './ip-address.ts';
 export { createMemoryDedupStore, createDedupCache, type DedupStore, type Reservation } from './dedup.ts';
 export { createTokenBucket, type RateLimiter, type TakeResult } from './rate-limit.ts';
