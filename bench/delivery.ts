@@ -143,6 +143,19 @@ async function floor(bench: WorkerBench, messages: OutboxMessage[]): Promise<Res
   await Promise.all(sends);
   offering = false;
   await watcher;
+  // Counted only if the Mailbox says delivered (a transaction in a block could have reverted).
+  let processed = 0;
+  for (const m of messages) {
+    const at = await client.readContract({
+      address: bench.destination.mailbox,
+      abi: MAILBOX_ABI,
+      functionName: 'processedAt',
+      args: [m.id as Hex],
+    });
+    if (at !== 0) processed++;
+  }
+  if (processed !== spans.length)
+    throw new Error(`the floor's transactions: ${spans.length} mined, ${processed} messages delivered`);
   return result('floor: minimal viem sender', messages.length, spans);
 }
 
