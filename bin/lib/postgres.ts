@@ -12,6 +12,7 @@
 import { DEFAULT_LOCK_TIMEOUT_MS, DEFAULT_STATEMENT_TIMEOUT_MS } from '../../lib/postgres/pool.ts';
 import type { PostgresStore } from '../../lib/postgres/index.ts';
 import type { Logger } from '../../lib/log.ts';
+import { isPostgresUrl } from '../../lib/postgres/url.ts';
 import { redactDatabaseSecrets, redactDatabaseUrl } from '../../lib/redact.ts';
 import type { RelayApiConfig } from '../../lib/types.ts';
 
@@ -108,6 +109,20 @@ export function postgresPoolConfigs(db: string): PostgresPoolConfigs {
     },
     migration: { ...common, max: 1 },
   };
+}
+
+/**
+ * Whether the store of `db` can keep a connection listening for its change feed (the worker wakes
+ * on it: docs/delivery.md#throughput): the feed holds one of the pool's connections for good, so a
+ * PostgreSQL pool of one (`pool_size=1`) would have none left for claims. SQLite and memory: yes.
+ */
+export function listenerFits(db: string): boolean {
+  if (!isPostgresUrl(db)) return true;
+  try {
+    return (postgresPoolConfigs(db).pool.max as number) > 1;
+  } catch {
+    return true;
+  }
 }
 
 /**

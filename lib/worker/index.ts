@@ -19,6 +19,7 @@ import {
   type Transport,
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
+import type { ChangeFeed } from '../change-feed.ts';
 import { isHexOfLength } from '../hex.ts';
 import { redactUrls, urlForLog } from '../redact.ts';
 import { systemClock, type Clock } from '../clock.ts';
@@ -109,6 +110,11 @@ export interface RelayerWorkerOptions {
   resolve?: Resolver;
   /** Queued + delivering, for the heartbeat (the outbox's depth()). */
   depth?: () => Promise<number>;
+  /**
+   * What wakes the loop on new work (docs/delivery.md#throughput): default the outbox's change
+   * feed (`outbox.changes`); null polls every worker.pollMs only.
+   */
+  changes?: ChangeFeed | null;
 }
 
 export interface RelayerWorker {
@@ -261,6 +267,7 @@ export async function createRelayerWorker(options: RelayerWorkerOptions): Promis
     pendingMaxMs: w.pendingRetryMaxSeconds * 1000,
     pollMs: w.pollMs,
     stopGraceMs: w.stopGraceSeconds * 1000,
+    changes: options.changes,
   });
   const watch = createWorkerWatch({
     chains: watched,

@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
-import { postgresPoolConfigs } from '../../bin/lib/postgres.ts';
+import { listenerFits, postgresPoolConfigs } from '../../bin/lib/postgres.ts';
 import type { RelayError } from '../../lib/errors.ts';
 import { openPostgresStore, type PostgresStore } from '../../lib/postgres/index.ts';
 import { testConfig } from '../helpers/config.ts';
@@ -152,6 +152,14 @@ describe('server-side limits on every request connection (docs/operations.md)', 
       assert.equal(retry.status, 200, `the retry is not duplicate_tx: ${retry.text}`);
     });
   }
+
+  test('a worker follows the change feed unless its pool has one connection only (the feed would hold it)', () => {
+    // docs/delivery.md#throughput
+    assert.equal(listenerFits('postgres://u:pw@127.0.0.1:5432/db'), true, 'default pool of 10');
+    assert.equal(listenerFits('postgres://u:pw@127.0.0.1:5432/db?pool_size=2'), true);
+    assert.equal(listenerFits('postgres://u:pw@127.0.0.1:5432/db?pool_size=1'), false);
+    assert.equal(listenerFits('./relayer.db'), true, 'SQLite watches data_version on its own thread');
+  });
 
   test('the URL sets the limits; bad values are refused; defaults 5 s and 2 s, the client waiting 1 s longer than the server', () => {
     const defaults = postgresPoolConfigs('postgres://u:pw@127.0.0.1:5432/db?sslmode=disable');
