@@ -91,7 +91,10 @@ export type DeliveryFailureCode =
   | 'gateway'
   | 'forbidden'
   | 'metadata'
-  | 'stopped';
+  | 'stopped'
+  | 'gas_payment'
+  | 'gas'
+  | 'fee';
 
 export type ErrorCode =
   | Reason

@@ -201,6 +201,10 @@ export class StoreUnavailableError extends BaseError<'store_unavailable'> {
  *
  * - `pending`: the proof is not there yet (a CCIP-read gateway says the attestation is not ready).
  *   Polled again without counting toward maxAttempts, until the pending deadline.
+ * - `gas_payment`: the message's gas payment does not meet its policy yet; `fee`: the base fee is
+ *   above the chain's gasPriceCap. Both wait (checked again with backoff, not counted); an unpaid
+ *   message is final after the gas payment deadline.
+ * - `gas`: the estimate exceeds transactionGasLimit: nothing is sent; a counted failure.
  * - `unsupported`, `config`: no retry can cure it (an ISM type the worker cannot satisfy, a
  *   destination it has no chain for): final at once.
  * - everything else (`rpc`, `revert`, `gateway`, `forbidden`, `out-of-gas`, `insufficient-funds`,

@@ -29,20 +29,25 @@ import type { RelayerConfig } from '../types.ts';
 import { ccipRead, decodeOffchainLookup, type Resolver } from './ccip/read.ts';
 import { createMailboxDestination } from './destination.ts';
 import { DeliveryError, describe } from './errors.ts';
+import { relayerGasGate } from './gas-config.ts';
+import type { RelayerWorkerOutbox } from './gas-config.ts';
 import { createDeliveryWorker, type DeliveryWorker } from './loop/worker.ts';
 import type { OffchainReader } from './metadata.ts';
 import { createWorkerWatch, type WatchedChain, type WorkerWatch } from './watch.ts';
 import { createWorkerMetrics, type WorkerMetrics } from './ops.ts';
 import { createTransactionSender } from './tx/sender.ts';
-import type { DeliveryOutbox, Destination } from './types.ts';
+import type { Destination } from './types.ts';
 
 export { createDeliveryWorker, type DeliveryWorker, type DeliveryWorkerOptions } from './loop/worker.ts';
+export { createGasGate, type GasGateOptions, type OriginLog, type PaymentOrigin } from './gas-gate.ts';
+export type { RelayerWorkerOutbox } from './gas-config.ts';
 export { formatAttemptState, type AttemptState } from './loop/record.ts';
 export { WORKER_DEFAULTS } from './types.ts';
 export type {
   DeliveryEvents,
   DeliveryOutbox,
   DeliveryResult,
+  DeliveryPolicy,
   Destination,
   Processed,
   ProcessOptions,
@@ -95,7 +100,8 @@ const RPC_TIMEOUT_MS = 10_000;
 
 export interface RelayerWorkerOptions {
   config: RelayerConfig;
-  outbox: DeliveryOutbox;
+  /** With gasPayments/addGasPayments (every engine has them) when gasPaymentEnforcement is set. */
+  outbox: RelayerWorkerOutbox;
   /** 0x + 64 hex: the key that signs Mailbox.process on every destination. */
   signerKey: Hex;
   logger?: Logger;
@@ -246,6 +252,7 @@ export async function createRelayerWorker(options: RelayerWorkerOptions): Promis
       }),
     );
   }
+  const policy = relayerGasGate(config, outbox, RPC_TIMEOUT_MS);
   let worker: DeliveryWorker | undefined;
   const metrics = createWorkerMetrics({ inFlight: () => worker?.inFlight() ?? 0 });
   worker = createDeliveryWorker({
@@ -265,6 +272,8 @@ export async function createRelayerWorker(options: RelayerWorkerOptions): Promis
     pendingDeadlineMs: w.pendingDeadlineHours * 3_600_000,
     pendingBaseMs: w.pendingRetrySeconds * 1000,
     pendingMaxMs: w.pendingRetryMaxSeconds * 1000,
+    gasPaymentDeadlineMs: w.gasPaymentDeadlineHours * 3_600_000,
+    policy,
     pollMs: w.pollMs,
     stopGraceMs: w.stopGraceSeconds * 1000,
     changes: options.changes,

@@ -54,6 +54,18 @@ export interface ProcessOptions {
  */
 export type Resumed = Processed | { status: 'dropped' } | { status: 'open'; detail: string };
 
+/**
+ * The operator's limits on what a delivery may cost (docs/delivery.md#hostile-recipients), asked by
+ * the loop before anything is spent on a message and once its `process` is estimated
+ * (lib/worker/gas-gate.ts builds the one from a relayer config).
+ */
+export interface DeliveryPolicy {
+  /** Throws DeliveryError `gas_payment` while the message's payment does not meet its policy. */
+  beforeMetadata(m: ClaimedMessage): Promise<void>;
+  /** `simulated` with the gas limit to sign; throws DeliveryError `gas_payment` (underpaid) or `gas` (too much). */
+  gasLimit(m: ClaimedMessage, simulated: SimulateResult): Promise<SimulateResult>;
+}
+
 /** One destination chain as the loop sees it (lib/worker/destination.ts builds the real one). */
 export interface Destination {
   name: string;
@@ -105,6 +117,8 @@ export const WORKER_DEFAULTS = Object.freeze({
   pendingBaseMs: 5_000,
   pendingMaxMs: 60_000,
   pendingDeadlineMs: 48 * 3_600_000,
+  /** From enqueue: how long a message may wait for its gas payment before it is failed (7 days). */
+  gasPaymentDeadlineMs: 7 * 24 * 3_600_000,
   pollMs: 1_000,
   stopGraceMs: 30_000,
 });

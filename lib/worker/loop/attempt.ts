@@ -4,15 +4,17 @@
  * 1. the journal first: a transaction of the message that may still land is followed (this
  *    signer's) or waited for (another's); one that was mined ends the attempt;
  * 2. already delivered on chain → delivered with the transaction that did it;
- * 3. the ISM's metadata; 4. `process` simulated; 5. sent (recorded in the journal under the lease
- *    first) and followed to its confirmations.
- * A revert of a mined transaction is checked against `delivered(id)` (two senders raced).
+ * 3. the gas payment policy (before anything is spent on the message); 4. the ISM's metadata;
+ * 5. `process` simulated, its gas limit set by the policy and `transactionGasLimit`; 6. sent
+ *    (recorded in the journal under the lease first) and followed to its confirmations.
+ * A revert of a mined transaction is checked against `delivered(id)` (two senders raced): a
+ * message someone else delivered first is delivered with that transaction, never failed.
  */
 import type { Hex } from 'viem';
 import { bytesToHex } from '../../hex.ts';
 import type { ClaimedMessage, JournalEntry } from '../../outbox/index.ts';
 import { DeliveryError, toDeliveryError } from '../errors.ts';
-import type { Destination, DeliveryOutbox } from '../types.ts';
+import type { DeliveryOutbox, DeliveryPolicy, Destination } from '../types.ts';
 import type { Hold } from './lease.ts';
 import type { Outcome } from './outcome.ts';
 
@@ -20,6 +22,8 @@ export interface AttemptContext {
   outbox: Pick<DeliveryOutbox, 'openBroadcasts'>;
   destination: Destination | undefined;
   leaseMs: number;
+  /** Gas payment and gas limit (lib/worker/gas-gate.ts); absent: none, the simulation's gas. */
+  policy?: DeliveryPolicy;
 }
 
 const delivered = (hash: string, already: boolean): Outcome => ({ kind: 'delivered', hash, already });
@@ -62,6 +66,7 @@ export async function attempt(c: AttemptContext, m: ClaimedMessage, hold: Hold):
 
     const prior = await destination.deliveredBy(id);
     if (prior) return delivered(prior, true);
+    await c.policy?.beforeMetadata(m);
     hold.check();
     const metadata = await destination.metadata(message, hold.signal);
     hold.check();
@@ -76,6 +81,7 @@ export async function attempt(c: AttemptContext, m: ClaimedMessage, hold: Hold):
       }
       throw failure;
     }
+    if (c.policy) simulated = await c.policy.gasLimit(m, simulated);
     // A broadcast needs a lease renewed within its time: a worker that could not renew stops here.
     hold.check();
     hold.sent = true;
@@ -93,6 +99,7 @@ export async function attempt(c: AttemptContext, m: ClaimedMessage, hold: Hold):
     if (failure.code === 'stopped' || (!hold.sent && hold.signal.aborted))
       return { kind: 'released', reason: failure.code === 'stopped' ? failure.message : 'the worker is stopping' };
     if (failure.code === 'pending') return { kind: 'pending', failure };
+    if (failure.code === 'gas_payment' || failure.code === 'fee') return { kind: 'wait', failure };
     return failure.final ? { kind: 'final', failure } : { kind: 'retry', failure };
   }
 }

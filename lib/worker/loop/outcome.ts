@@ -11,6 +11,12 @@ export type Outcome =
   | { kind: 'retry'; failure: DeliveryError }
   /** Not ready (a proof, a transaction that may still land): polled again, not counted. */
   | { kind: 'pending'; failure: DeliveryError }
+  /**
+   * Held back by the operator's policy before anything is spent (`gas_payment`: not paid for yet;
+   * `fee`: the base fee is above the cap): checked again with the pending backoff, not counted; an
+   * unpaid message is final after the gas payment deadline.
+   */
+  | { kind: 'wait'; failure: DeliveryError }
   /** No retry can cure it. */
   | { kind: 'final'; failure: DeliveryError }
   /** Given back unchanged before anything was sent: the worker stops, or its lease is gone. */

@@ -1,7 +1,8 @@
 /**
  * The one place an attempt's outcome is written to the outbox (docs/delivery.md#retries-pending-proofs-dead-letters):
  * delivered; retried with exponential backoff and jitter, final after maxAttempts; pending polled
- * again (not counted) until the pending deadline; released unchanged.
+ * again (not counted) until the pending deadline; waiting on policy (gas payment, fee cap) polled
+ * the same way (not counted), an unpaid message until the gas payment deadline; released unchanged.
  *
  * The outbox counts claims in `attempts`, pending polls included, so the worker's own count lives
  * in the outbox's attempt-state columns (failures, pending_since, polls), read with the claimed
@@ -137,6 +138,29 @@ export function createRecorder(r: RecorderOptions): Recorder {
         const recorded = await safely(() => outbox.markFailed(m.id, { lease: m.lease, error, retryAt, state: next }));
         events.retried?.(name, 'pending');
         logger.info('pending', { ...log, retry_at: new Date(retryAt).toISOString(), error, recorded });
+        return { id: m.id, outcome: 'pending', error, retryAt, recorded };
+      }
+      case 'wait': {
+        // Held back by policy: polled with the pending backoff (a top-up is seen within
+        // pendingMaxMs), not counted; an unpaid message is final at its deadline from enqueue.
+        const { failure } = outcome;
+        const next = { ...state, polls: state.polls + 1 };
+        if (failure.code === 'gas_payment' && now - m.enqueuedAt >= o.gasPaymentDeadlineMs) {
+          const hours = Math.round(o.gasPaymentDeadlineMs / 3_600_000);
+          const error = formatAttemptState(
+            failure.code,
+            `deadline passed (${hours} h from enqueue), still not paid for: ${failure.message}`,
+            next,
+            o.maxAttempts,
+            true,
+          );
+          return final(m, name, failure.code, error, next, log);
+        }
+        const retryAt = now + backoff(o.pendingBaseMs, o.pendingMaxMs, next.polls);
+        const error = formatAttemptState(failure.code, failure.message, next, o.maxAttempts);
+        const recorded = await safely(() => outbox.markFailed(m.id, { lease: m.lease, error, retryAt, state: next }));
+        events.retried?.(name, failure.code);
+        logger.info('waiting', { ...log, retry_at: new Date(retryAt).toISOString(), error, recorded });
         return { id: m.id, outcome: 'pending', error, retryAt, recorded };
       }
       case 'final': {

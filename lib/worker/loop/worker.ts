@@ -20,6 +20,7 @@ import {
   WORKER_DEFAULTS,
   type DeliveryEvents,
   type DeliveryOutbox,
+  type DeliveryPolicy,
   type DeliveryResult,
   type Destination,
 } from '../types.ts';
@@ -61,6 +62,10 @@ export interface DeliveryWorkerOptions {
   pollMs?: number;
   /** The outbox's change feed (default `outbox.changes`, which every engine has); null: poll only. */
   changes?: ChangeFeed | null;
+  /** From enqueue, how long a message may wait for its gas payment before it is failed (default 7 days). */
+  gasPaymentDeadlineMs?: number;
+  /** Gas payment enforcement and the gas limit (lib/worker/gas-gate.ts); default none, the simulation's gas. */
+  policy?: DeliveryPolicy;
   /** How long stop() waits for transactions already sent (default 30 s). */
   stopGraceMs?: number;
 }
@@ -116,7 +121,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     const log = { message_id: m.id, destination: name, attempt: m.attempts };
     logger.debug('claimed', log);
     try {
-      const outcome = await attempt({ outbox, destination, leaseMs: o.leaseMs }, m, hold);
+      const outcome = await attempt({ outbox, destination, leaseMs: o.leaseMs, policy: options.policy }, m, hold);
       return await record(m, name, outcome, log);
     } finally {
       hold.close();

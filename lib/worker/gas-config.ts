@@ -1,0 +1,80 @@
+/**
+ * The gas gate of a relayer config (docs/delivery.md#gas-payment-enforcement): its
+ * gasPaymentEnforcement and transactionGasLimit, the outbox's stored payments, and each origin
+ * chain's InterchainGasPaymaster read over that chain's RPC URLs for top-ups.
+ */
+import { createPublicClient, fallback, http, type Hex } from 'viem';
+import { InvalidArgumentError } from '../errors.ts';
+import type { GasPaymentStore } from '../gas-payment.ts';
+import type { RelayerConfig } from '../types.ts';
+import { createGasGate, type OriginLog, type PaymentOrigin } from './gas-gate.ts';
+import type { DeliveryOutbox, DeliveryPolicy } from './types.ts';
+
+/** The outbox a relayer worker is given: the delivery API and, for gas payment enforcement, its payments. */
+export type RelayerWorkerOutbox = DeliveryOutbox & Partial<GasPaymentStore>;
+
+/** A JSON-RPC log as eth_getLogs answers it. */
+interface RpcLog {
+  address: string;
+  topics: string[];
+  data: string;
+  logIndex: string | null;
+  transactionHash: string | null;
+}
+
+/** Each origin chain with an interchainGasPaymaster, read over its RPC URLs (gas payment top-ups). */
+function paymentOrigins(config: RelayerConfig, timeoutMs: number): Map<number, PaymentOrigin> {
+  const origins = new Map<number, PaymentOrigin>();
+  for (const chain of Object.values(config.chains)) {
+    if (!chain.interchainGasPaymaster) continue;
+    const transports = chain.rpcUrls.map((url) => http(url, { retryCount: 0, timeout: timeoutMs }));
+    const client = createPublicClient({
+      transport: transports.length === 1 ? transports[0] : fallback(transports, { retryCount: 0 }),
+    });
+    origins.set(chain.domainId, {
+      paymaster: chain.interchainGasPaymaster,
+      async getLogs(filter) {
+        const logs = (await client.request({ method: 'eth_getLogs', params: [filter as never] })) as RpcLog[];
+        return logs.map(
+          (l): OriginLog => ({
+            address: l.address,
+            topics: l.topics,
+            data: l.data,
+            logIndex: l.logIndex === null ? null : Number(l.logIndex),
+            transactionHash: l.transactionHash,
+          }),
+        );
+      },
+      async blockOf(txHash) {
+        const receipt = await client.getTransactionReceipt({ hash: txHash as Hex });
+        return receipt.blockNumber;
+      },
+    });
+  }
+  return origins;
+}
+
+/** The loop's policy for `config`; undefined when it enforces nothing (no payment policy, no gas limit). */
+export function relayerGasGate(
+  config: RelayerConfig,
+  outbox: RelayerWorkerOutbox,
+  timeoutMs: number,
+): DeliveryPolicy | undefined {
+  const enforcement = config.gasPaymentEnforcement ?? [];
+  const transactionGasLimit = config.transactionGasLimit ?? null;
+  const { gasPayments, addGasPayments } = outbox;
+  if (enforcement.length > 0 && (!gasPayments || !addGasPayments))
+    throw new InvalidArgumentError('gasPaymentEnforcement needs an outbox that stores gas payments');
+  return enforcement.length === 0 && transactionGasLimit === null
+    ? undefined
+    : createGasGate({
+        enforcement,
+        transactionGasLimit,
+        gasMarginPercent: config.worker.gasMarginPercent,
+        store: {
+          gasPayments: (ids) => gasPayments?.call(outbox, ids) ?? [],
+          addGasPayments: (payments) => addGasPayments?.call(outbox, payments) ?? 0,
+        },
+        origins: enforcement.length === 0 ? new Map() : paymentOrigins(config, timeoutMs),
+      });
+}

@@ -1,0 +1,232 @@
+/**
+ * Gas payment enforcement and the gas limit in the delivery loop (lib/worker/gas-gate.ts with
+ * lib/worker/loop/), on the in-memory outbox with a fake clock, against a scripted destination and
+ * a scripted origin paymaster: an unpaid message waits before anything is spent on it, without
+ * counting, is picked up once a top-up shows in eth_getLogs, and is failed at the deadline; the
+ * gas limit signed follows the policy and transactionGasLimit. Hyperlane's real paymaster on anvil:
+ * test/e2e/gas-payment.e2e.test.ts.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { encodeAbiParameters, pad, toHex, type Hash, type Hex } from 'viem';
+import { GAS_PAYMENT_TOPIC } from '../../lib/abi.ts';
+import type { GasPaymentEnforcement } from '../../lib/gas-policy.ts';
+import { createMemoryOutbox, type Outbox, type OutboxRecord } from '../../lib/outbox/index.ts';
+import { createGasGate, type OriginLog } from '../../lib/worker/gas-gate.ts';
+import { createDeliveryWorker } from '../../lib/worker/loop/worker.ts';
+import type { SimulateResult } from '../../lib/worker/tx/sender.ts';
+import type { Destination } from '../../lib/worker/types.ts';
+import { createFakeClock } from '../helpers/fake-clock.ts';
+
+const T0 = Date.UTC(2026, 10, 26, 12, 0, 0);
+const ID = `0x${'11'.repeat(32)}`;
+const IGP = `0x${'19'.repeat(20)}`;
+const TX = `0x${'ab'.repeat(32)}` as Hash;
+const HOUR = 3_600_000;
+
+/** A version 3 Hyperlane message from domain 1 to domain 2. */
+function raw(): Uint8Array {
+  const bytes = new Uint8Array(81);
+  bytes[0] = 3;
+  new DataView(bytes.buffer).setUint32(5, 1);
+  new DataView(bytes.buffer).setUint32(41, 2);
+  return bytes;
+}
+
+/** A GasPayment log of the paymaster, as eth_getLogs gives it. */
+function paymentLog(gasAmount: bigint, payment: bigint, tx: number, destination = 2): OriginLog {
+  return {
+    address: IGP,
+    topics: [GAS_PAYMENT_TOPIC, ID, pad(toHex(destination))],
+    data: encodeAbiParameters([{ type: 'uint256' }, { type: 'uint256' }], [gasAmount, payment]),
+    logIndex: 0,
+    transactionHash: pad(toHex(tx)),
+  };
+}
+
+function setUp(
+  o: {
+    enforcement?: GasPaymentEnforcement[];
+    transactionGasLimit?: bigint | null;
+    estimate?: bigint;
+    atIntake?: Array<{ gasAmount: bigint; payment: bigint }>;
+  } = {},
+) {
+  const clock = createFakeClock(T0);
+  const outbox: Outbox = createMemoryOutbox(clock);
+  outbox.enqueue([
+    {
+      id: ID,
+      originChain: 'anvil1',
+      txHash: `0x${'01'.repeat(32)}`,
+      origin: 1,
+      destination: 2,
+      nonce: 0,
+      raw: raw(),
+      enqueuedAt: T0,
+      gasPayments: (o.atIntake ?? []).map((p, i) => ({
+        messageId: ID,
+        destination: 2,
+        ...p,
+        txHash: `0x${'01'.repeat(32)}`,
+        logIndex: i,
+      })),
+    },
+  ]);
+  const chainLogs: OriginLog[] = [];
+  const filters: unknown[] = [];
+  const calls = { metadata: 0, simulate: 0, process: 0 };
+  const signed: bigint[] = [];
+  const estimate = o.estimate ?? 100_000n;
+  const destination: Destination = {
+    name: 'anvil2',
+    domain: 2,
+    deliveredBy: async () => null,
+    metadata: async () => {
+      calls.metadata++;
+      return '0x' as Hex;
+    },
+    simulate: async (): Promise<SimulateResult> => {
+      calls.simulate++;
+      return { estimate, gas: (estimate * 120n) / 100n };
+    },
+    process: async (_md, _msg, simulated) => {
+      calls.process++;
+      signed.push(simulated.gas);
+      return { hash: TX, status: 'success' };
+    },
+    resume: async () => ({ status: 'dropped' }),
+  };
+  const policy = createGasGate({
+    enforcement: o.enforcement ?? [],
+    transactionGasLimit: o.transactionGasLimit ?? null,
+    gasMarginPercent: 20,
+    store: outbox,
+    origins: new Map([
+      [
+        1,
+        {
+          paymaster: IGP,
+          getLogs: async (filter) => {
+            filters.push(filter);
+            return chainLogs.filter((l) => l.topics[1] === filter.topics[1] && l.topics[2] === filter.topics[2]);
+          },
+        },
+      ],
+    ]),
+  });
+  const retried: string[] = [];
+  const worker = createDeliveryWorker({
+    outbox,
+    destinations: new Map([[2, destination]]),
+    clock,
+    random: () => 1,
+    policy,
+    maxAttempts: 3,
+    gasPaymentDeadlineMs: 2 * HOUR,
+    events: { retried: (_d, kind) => retried.push(kind) },
+  });
+  const row = () => outbox.get(ID) as OutboxRecord;
+  return { clock, outbox, chainLogs, filters, calls, signed, worker, row, retried };
+}
+
+describe('gas payment in the delivery loop (docs/delivery.md#gas-payment-enforcement)', () => {
+  test('unpaid: waits before metadata or estimate, not counted; a top-up found with eth_getLogs is stored, then delivered', async () => {
+    const s = setUp({ enforcement: [{ type: 'minimum', payment: 1000n, matchingList: [] }] });
+    const delays: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      const before = s.clock.now();
+      const [result] = await s.worker.runOnce();
+      assert.equal(result.outcome, 'pending');
+      const r = s.row();
+      assert.equal(r.status, 'queued');
+      assert.match(
+        r.lastError!,
+        /^gas_payment: no payment for this message's destination on the origin's InterchainGasPaymaster \(failures 0\/3\)$/,
+      );
+      assert.equal(r.failures, 0, 'waiting for a payment is not a failed attempt');
+      delays.push(r.retryAt! - before);
+      await s.clock.advanceTo(r.retryAt!);
+    }
+    assert.deepEqual(delays, [5_000, 10_000, 20_000, 40_000, 60_000, 60_000], 'a top-up is seen within a minute');
+    assert.deepEqual(s.calls, { metadata: 0, simulate: 0, process: 0 }, 'an unpaid message costs nothing');
+    assert.deepEqual(s.retried, Array(6).fill('gas_payment'), 'the metric label names the reason');
+    assert.deepEqual((s.filters[0] as { topics: string[] }).topics.slice(0, 2), [GAS_PAYMENT_TOPIC, ID]);
+
+    // Underpaid: 400 of 1000 wei.
+    s.chainLogs.push(paymentLog(50_000n, 400n, 7));
+    await s.worker.runOnce();
+    assert.match(s.row().lastError!, /^gas_payment: paid 400 wei, the minimum is 1000 wei/);
+    await s.clock.advanceTo(s.row().retryAt!);
+    // A top-up in another transaction, and a payment for another destination that does not count.
+    s.chainLogs.push(paymentLog(50_000n, 600n, 8), paymentLog(1n, 10n ** 18n, 9, 3));
+    const [result] = await s.worker.runOnce();
+    assert.equal(result.outcome, 'delivered');
+    assert.equal(s.calls.process, 1);
+    const stored = await s.outbox.gasPayments([ID]);
+    assert.deepEqual(stored.map((p) => p.payment).sort(), [400n, 600n], 'both payments stored, once each');
+  });
+
+  test('a message not paid for by the deadline (from enqueue) is failed with the reason', async () => {
+    const s = setUp({ enforcement: [{ type: 'minimum', payment: 1n, matchingList: [] }] });
+    await s.worker.runOnce();
+    await s.clock.advanceTo(T0 + 2 * HOUR);
+    const [result] = await s.worker.runOnce();
+    assert.equal(result.outcome, 'failed');
+    assert.equal(s.row().status, 'failed');
+    assert.match(
+      s.row().lastError!,
+      /^gas_payment: deadline passed \(2 h from enqueue\), still not paid for: no payment/,
+    );
+    assert.match(s.row().lastError!, /, final\)$/);
+  });
+
+  test('onChainFeeQuoting: a payment before metadata, enough gas after the estimate; the limit is the gas paid for if larger', async () => {
+    const policy: GasPaymentEnforcement = {
+      type: 'onChainFeeQuoting',
+      gasFraction: { numerator: 1n, denominator: 2n },
+      matchingList: [],
+    };
+    const unpaid = setUp({ enforcement: [policy] });
+    await unpaid.worker.runOnce();
+    assert.deepEqual(unpaid.calls, { metadata: 0, simulate: 0, process: 0 });
+
+    const under = setUp({ enforcement: [policy], estimate: 100_000n, atIntake: [{ gasAmount: 49_999n, payment: 1n }] });
+    await under.worker.runOnce();
+    assert.deepEqual(under.calls, { metadata: 1, simulate: 1, process: 0 });
+    assert.match(under.row().lastError!, /^gas_payment: paid for 49999 gas, 50000 required \(estimate 100000 × 1\/2\)/);
+    assert.equal(under.row().failures, 0);
+
+    const over = setUp({ enforcement: [policy], estimate: 100_000n, atIntake: [{ gasAmount: 300_000n, payment: 1n }] });
+    await over.worker.runOnce();
+    assert.deepEqual(over.signed, [300_000n], 'the gas paid for, above estimate + 20 %');
+
+    const half = setUp({ enforcement: [policy], estimate: 100_000n, atIntake: [{ gasAmount: 50_000n, payment: 1n }] });
+    await half.worker.runOnce();
+    assert.deepEqual(half.signed, [120_000n], 'estimate + 20 % margin');
+  });
+});
+
+describe('transactionGasLimit in the delivery loop (docs/delivery.md#hostile-recipients)', () => {
+  test('an estimate above it is not sent (a counted failure, gas); no gas limit signed above it', async () => {
+    const s = setUp({ transactionGasLimit: 1_000_000n, estimate: 1_000_001n });
+    const [result] = await s.worker.runOnce();
+    assert.equal(result.outcome, 'retry');
+    assert.equal(s.calls.process, 0, 'nothing sent');
+    assert.equal(s.row().lastError, 'gas: estimate 1000001 exceeds transactionGasLimit 1000000 (failures 1/3)');
+    assert.deepEqual(s.retried, ['gas']);
+
+    const near = setUp({ transactionGasLimit: 1_000_000n, estimate: 900_000n });
+    await near.worker.runOnce();
+    assert.deepEqual(near.signed, [1_000_000n], 'no process transaction above transactionGasLimit');
+
+    const overpaid = setUp({
+      transactionGasLimit: 1_000_000n,
+      estimate: 100_000n,
+      enforcement: [{ type: 'onChainFeeQuoting', gasFraction: { numerator: 1n, denominator: 2n }, matchingList: [] }],
+      atIntake: [{ gasAmount: 5_000_000n, payment: 1n }],
+    });
+    await overpaid.worker.runOnce();
+    assert.deepEqual(overpaid.signed, [1_000_000n], 'gas paid for above the limit only stops adding to it');
+  });
+});
