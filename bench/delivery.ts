@@ -18,6 +18,9 @@
  * ratio to the floor, enqueue->delivered p50/p99. Bounded: each contender stops after
  * BENCH_DELIVERY_TIMEOUT_S (default 120 s); what was not delivered by then is counted.
  *
+ * BENCH_DELIVERY_DB=postgres puts the outbox on PostgreSQL (an embedded server, one database per
+ * contender; the workers then wake on LISTEN/NOTIFY instead of SQLite's data_version).
+ *
  * Environment: BENCH_DELIVERY_COUNT (200), BENCH_DELIVERY_RATE (20 per second),
  * BENCH_DELIVERY_WORKERS (1,2), BENCH_DELIVERY_TIMEOUT_S (120), BENCH_DELIVERY_WORKER_CONFIG
  * (JSON merged into the worker section, to try a setting; the default run sets none).
@@ -26,7 +29,11 @@ import { join } from 'node:path';
 import { createPublicClient, encodeFunctionData, http, type Hash, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import type { OutboxMessage } from '../lib/outbox/index.ts';
-import { openSqliteStore } from '../lib/sqlite/index.ts';
+import { openSqliteStore, type SqliteStore } from '../lib/sqlite/index.ts';
+import { DEFAULTS } from '../lib/config.ts';
+import { silentLogger } from '../lib/log.ts';
+import { openPostgresFromUrl } from '../bin/lib/postgres.ts';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from '../scripts/embedded-postgres.ts';
 import { MAILBOX_ABI } from '../lib/worker/metadata.ts';
 import { bytesToHex } from '../lib/hex.ts';
 import { installExitCleanup } from '../test/helpers/processes.ts';
@@ -37,6 +44,7 @@ const COUNT = Number(process.env.BENCH_DELIVERY_COUNT ?? 200);
 const RATE = Number(process.env.BENCH_DELIVERY_RATE ?? 20);
 const WORKERS = (process.env.BENCH_DELIVERY_WORKERS ?? '1,2').split(',').map(Number);
 const TIMEOUT_MS = Number(process.env.BENCH_DELIVERY_TIMEOUT_S ?? 120) * 1000;
+const POSTGRES = process.env.BENCH_DELIVERY_DB === 'postgres';
 const WORKER_CONFIG = JSON.parse(process.env.BENCH_DELIVERY_WORKER_CONFIG ?? '{}') as Record<string, unknown>;
 
 interface Result {
@@ -159,9 +167,35 @@ async function floor(bench: WorkerBench, messages: OutboxMessage[]): Promise<Res
   return result('floor: minimal viem sender', messages.length, spans);
 }
 
-async function workers(bench: WorkerBench, n: number, messages: OutboxMessage[], round: number): Promise<Result> {
-  const db = join(bench.dir, `delivery-${n}-${round}.db`);
-  const store = await openSqliteStore(db);
+interface BenchOutbox {
+  outbox: Pick<SqliteStore['outbox'], 'enqueue' | 'depth' | 'get'>;
+  close(): Promise<void>;
+}
+
+/** A fresh outbox for one contender: a SQLite file, or a new database on the PostgreSQL server. */
+async function freshOutbox(bench: WorkerBench, pgServer: EmbeddedPostgres | undefined, name: string) {
+  if (!pgServer) {
+    const db = join(bench.dir, `${name}.db`);
+    return { db, store: (await openSqliteStore(db)) as BenchOutbox };
+  }
+  const { default: pg } = await import('pg');
+  const admin = new pg.Client({ connectionString: pgServer.url() });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name.replaceAll('-', '_')}`);
+  await admin.end();
+  const db = pgServer.url(name.replaceAll('-', '_'));
+  const opened = await openPostgresFromUrl(db, DEFAULTS.relayApi, silentLogger);
+  return { db, store: { outbox: opened.store.outbox, close: opened.close } as BenchOutbox };
+}
+
+async function workers(
+  bench: WorkerBench,
+  pgServer: EmbeddedPostgres | undefined,
+  n: number,
+  messages: OutboxMessage[],
+  round: number,
+): Promise<Result> {
+  const { db, store } = await freshOutbox(bench, pgServer, `delivery-${n}-${round}`);
   const config = bench.writeConfig(db, { pollMs: undefined, ...WORKER_CONFIG });
   // Keys 1..8 (9 is the floor's): a fresh pair of signers for each contender.
   const procs = await Promise.all(
@@ -182,7 +216,8 @@ async function workers(bench: WorkerBench, n: number, messages: OutboxMessage[],
         spans.push({ offeredAt: r.enqueuedAt, deliveredAt: r.deliveredAt });
     }
     const settings = Object.keys(WORKER_CONFIG).length === 0 ? 'defaults' : JSON.stringify(WORKER_CONFIG);
-    return result(`${n} relayer-worker${n === 1 ? '' : 's'}, ${settings}`, messages.length, spans);
+    const on = pgServer ? ', PostgreSQL' : '';
+    return result(`${n} relayer-worker${n === 1 ? '' : 's'}, ${settings}${on}`, messages.length, spans);
   } finally {
     await Promise.all(procs.map((p) => p.stop()));
     await store.close();
@@ -197,6 +232,7 @@ async function main(): Promise<void> {
       (Object.keys(WORKER_CONFIG).length > 0 ? `; worker config ${JSON.stringify(WORKER_CONFIG)}` : ''),
   );
   const bench = await startWorkerBench();
+  const pgServer = POSTGRES ? await startEmbeddedPostgres({ password: 'bench' }) : undefined;
   try {
     const rounds = [{ kind: 'floor' as const }, ...WORKERS.map((n) => ({ kind: 'workers' as const, n }))];
     const sets: OutboxMessage[][] = [];
@@ -207,7 +243,7 @@ async function main(): Promise<void> {
     await bench.chain.rpc('evm_setIntervalMining', [1]);
     const results: Result[] = [];
     for (const [i, r] of rounds.entries()) {
-      const res = r.kind === 'floor' ? await floor(bench, sets[i]) : await workers(bench, r.n, sets[i], i);
+      const res = r.kind === 'floor' ? await floor(bench, sets[i]) : await workers(bench, pgServer, r.n, sets[i], i);
       console.log(
         `${res.name}: ${res.delivered}/${res.offered} delivered in ${res.seconds.toFixed(1)} s, ` +
           `${res.rate.toFixed(2)} msg/s, p50 ${res.p50.toFixed(2)} s, p99 ${res.p99.toFixed(2)} s`,
@@ -229,6 +265,7 @@ async function main(): Promise<void> {
     );
   } finally {
     await bench.stop();
+    await pgServer?.remove();
   }
   console.log(`load average at the end: ${provenance('npm run bench:delivery').split('load average ')[1]}`);
 }
