@@ -239,6 +239,8 @@ export async function createRelayerWorker(options: RelayerWorkerOptions): Promis
       gasMarginPercent: w.gasMarginPercent,
       replaceAfterMs: w.replaceAfterSeconds * 1000,
       confirmations: w.confirmations,
+      gasPriceCap: chain.transactionOverrides?.gasPriceCap,
+      maxGas: config.transactionGasLimit ?? undefined,
     });
     destinations.set(
       chain.domainId,

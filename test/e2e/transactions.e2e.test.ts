@@ -25,6 +25,7 @@ import {
   TransactionError,
   type TransactionSenderOptions,
 } from '../../lib/worker/tx/sender.ts';
+import { DeliveryError } from '../../lib/worker/errors.ts';
 import { createProcessJournal } from '../../lib/worker/tx/journal.ts';
 import { createFakeClock, type FakeClock } from '../helpers/fake-clock.ts';
 import { hyperlaneMessage } from '../helpers/builders.ts';
@@ -260,6 +261,48 @@ describe('e2e: transaction sender on anvil (lib/worker/tx/sender.ts)', { timeout
         /could not be found/,
         'the first was replaced, never mined',
       );
+    } finally {
+      await chain.setAutomine(true);
+    }
+  });
+
+  test('gasPriceCap: a base fee above it waits (fee), nothing signed; then nothing signed above it, replacements too', async () => {
+    // docs/delivery.md#hostile-recipients: the cap bounds the first send and every replacement
+    // (min(3 × the fresh suggestion, cap)); a replacement that cannot fit is not made.
+    const gwei = 1_000_000_000n;
+    const cap = 3n * gwei;
+    const clock = createFakeClock();
+    const { client, sent } = observedNode();
+    const s = sender(client, { clock, pollMs: 1_000, replaceAfterMs: 5_000, gasPriceCap: cap });
+    await chain.rpc('anvil_setNextBlockBaseFeePerGas', [`0x${(10n * gwei).toString(16)}`]);
+    await chain.mineBlock();
+    await assert.rejects(
+      s.send({ to: PAYEE, data: '0x', value: 1n }),
+      (e: unknown) =>
+        e instanceof DeliveryError &&
+        e.code === 'fee' &&
+        /^base fee 10000000000 wei is above gasPriceCap 3000000000 wei/.test(e.message),
+    );
+    assert.equal(sent.length, 0, 'nothing signed while the base fee is above the cap');
+
+    // Fees fall: sent within the cap, replaced while unmined until the bump no longer fits.
+    await chain.rpc('anvil_setNextBlockBaseFeePerGas', [`0x${gwei.toString(16)}`]);
+    await chain.mineBlock();
+    await chain.setAutomine(false);
+    try {
+      const result = s.send({ to: PAYEE, data: '0x', value: 1n });
+      await untilWaiting(clock);
+      for (let i = 0; i < 12; i++) {
+        await clock.advance(5_000);
+        await untilWaiting(clock);
+      }
+      assert.ok(sent.length >= 2, `replaced at least once (${sent.length} sent)`);
+      for (const b of sent) assert.ok(b.maxFeePerGas! <= cap, `maxFeePerGas ${b.maxFeePerGas} <= cap ${cap}`);
+      assert.ok(sent.length < 13, `escalation stopped at the bound (${sent.length} sent)`);
+      await chain.mineBlock();
+      await clock.advance(1_000);
+      const { receipt } = await result;
+      assert.equal(receipt.status, 'success');
     } finally {
       await chain.setAutomine(true);
     }

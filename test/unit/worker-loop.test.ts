@@ -182,6 +182,41 @@ describe('delivery loop', () => {
     assert.equal(d.calls.process, 0);
   });
 
+  test('a mined revert of our process is checked against delivered(id): delivered by another relayer first', async () => {
+    // The sender throws for a mined revert; the Mailbox says another transaction delivered it.
+    const r = rig();
+    const mined = new TransactionError('revert', 'reverted when mined', { reason: 'Mailbox: already delivered' });
+    const d = scripted({
+      deliveredBy: (_id, call) => (call === 1 ? null : PRIOR),
+      process: async () => Promise.reject(mined),
+    });
+    const [result] = await worker(r, d).runOnce();
+    assert.equal(result.outcome, 'delivered');
+    assert.equal(row(r, idOf(1)).status, 'delivered');
+    assert.equal(row(r, idOf(1)).destinationTxHash, PRIOR, "recorded with the other relayer's transaction");
+    // Not delivered by anyone: a counted failure.
+    const alone = rig();
+    const [failed] = await worker(alone, scripted({ process: async () => Promise.reject(mined) })).runOnce();
+    assert.equal(failed.outcome, 'retry');
+  });
+
+  test('a base fee above the gasPriceCap (fee) waits: polled again, not counted', async () => {
+    const r = rig();
+    const d = scripted({
+      process: async () => Promise.reject(new DeliveryError('fee', 'base fee 9 wei is above gasPriceCap 5 wei')),
+    });
+    const kinds: string[] = [];
+    const counted = worker(r, d, { maxAttempts: 1, random: () => 1, events: { retried: (_d, k) => kinds.push(k) } });
+    const [result] = await counted.runOnce();
+    assert.equal(result.outcome, 'pending');
+    const record = row(r, idOf(1));
+    assert.equal(record.status, 'queued');
+    assert.equal(record.failures, 0);
+    assert.equal(record.lastError, 'fee: base fee 9 wei is above gasPriceCap 5 wei (failures 0/1)');
+    assert.equal(record.retryAt, T0 + 5_000);
+    assert.deepEqual(kinds, ['fee']);
+  });
+
   test('a failure retries with exponential backoff and jitter, named in last_error; final after maxAttempts', async () => {
     // Jitter: half fixed, half random.
     const r = rig();

@@ -98,6 +98,12 @@ export async function attempt(c: AttemptContext, m: ClaimedMessage, hold: Hold):
     // message goes back unchanged.
     if (failure.code === 'stopped' || (!hold.sent && hold.signal.aborted))
       return { kind: 'released', reason: failure.code === 'stopped' ? failure.message : 'the worker is stopping' };
+    // A transaction of ours was mined and reverted (or ran out of gas): someone else may have
+    // delivered the message first. Then it is delivered with their transaction, never failed.
+    if (hold.sent && destination && (failure.code === 'revert' || failure.code === 'out-of-gas')) {
+      const by = await destination.deliveredBy(id).catch(() => null);
+      if (by) return delivered(by, true);
+    }
     if (failure.code === 'pending') return { kind: 'pending', failure };
     if (failure.code === 'gas_payment' || failure.code === 'fee') return { kind: 'wait', failure };
     return failure.final ? { kind: 'final', failure } : { kind: 'retry', failure };

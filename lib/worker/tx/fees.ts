@@ -1,9 +1,11 @@
 /**
  * Gas and fees for the transaction sender (docs/delivery.md, Transactions): the gas limit is the
- * node's estimate plus a margin; EIP-1559 fees come from the node, and a replacement raises both
- * by the bump (and at least to what the node asks now).
+ * node's estimate plus a margin; EIP-1559 fees come from the node, at most the chain's gasPriceCap
+ * (lib/fee-ceiling.ts; a replacement's bound is applied by lib/worker/tx/follow.ts).
  */
 import type { Abi, Chain, PublicClient } from 'viem';
+import { feesWithinCap } from '../../fee-ceiling.ts';
+import { DeliveryError } from '../errors.ts';
 import { classify, transactionError } from './node-errors.ts';
 import type { Fees } from './types.ts';
 
@@ -19,10 +21,6 @@ export function bump(x: bigint, basisPoints: bigint): bigint {
   return (x * (10_000n + basisPoints) + 9_999n) / 10_000n;
 }
 
-function max(a: bigint, b: bigint): bigint {
-  return a > b ? a : b;
-}
-
 /** The node's EIP-1559 fees now. */
 export async function nodeFees(publicClient: PublicClient, chain: Chain | undefined, errorAbi?: Abi): Promise<Fees> {
   try {
@@ -33,12 +31,25 @@ export async function nodeFees(publicClient: PublicClient, chain: Chain | undefi
   }
 }
 
-/** The fees of a replacement: both of `previous` bumped, at least `current`, the cap at least the tip. */
-export function replacementFees(previous: Fees, current: Fees, bumpBp: bigint): Fees {
-  const fees: Fees = {
-    maxPriorityFeePerGas: max(bump(previous.maxPriorityFeePerGas, bumpBp), current.maxPriorityFeePerGas),
-    maxFeePerGas: max(bump(previous.maxFeePerGas, bumpBp), current.maxFeePerGas),
-  };
-  if (fees.maxFeePerGas < fees.maxPriorityFeePerGas) fees.maxFeePerGas = fees.maxPriorityFeePerGas;
-  return fees;
+/**
+ * The fees of a first send: the node's, with maxFeePerGas at most `cap`. While the latest block's
+ * base fee is above the cap nothing is signed: DeliveryError `fee`, a wait (the loop asks again later).
+ */
+export async function cappedFees(
+  publicClient: PublicClient,
+  chain: Chain | undefined,
+  cap: bigint | undefined,
+  errorAbi?: Abi,
+): Promise<Fees> {
+  const suggested = await nodeFees(publicClient, chain, errorAbi);
+  if (cap === undefined || suggested.maxFeePerGas <= cap) return suggested;
+  let baseFee: bigint;
+  try {
+    baseFee = (await publicClient.getBlock({ blockTag: 'latest' })).baseFeePerGas ?? 0n;
+  } catch (err) {
+    throw transactionError(classify(err), 'reading fees', errorAbi, err);
+  }
+  const decision = feesWithinCap(suggested, baseFee, cap);
+  if (!decision.ok) throw new DeliveryError('fee', decision.message);
+  return decision.fees;
 }

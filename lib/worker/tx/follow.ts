@@ -8,7 +8,8 @@
 import type { Hash, TransactionReceipt } from 'viem';
 import { TransactionError } from '../errors.ts';
 import { broadcast } from './broadcast.ts';
-import { nodeFees, replacementFees } from './fees.ts';
+import { replacementFees } from '../../fee-ceiling.ts';
+import { nodeFees } from './fees.ts';
 import { headsOf } from './heads.ts';
 import { classify, transactionError } from './node-errors.ts';
 import { confirmedReceipt, firstMined, minedFailure } from './receipts.ts';
@@ -17,7 +18,10 @@ import type { Fees, SendResult } from './types.ts';
 
 export interface FollowSettings {
   replaceAfterMs: number;
-  bumpBasisPoints: bigint;
+  /** Each replacement raises both fees by this much (percent). */
+  bumpPercent: number;
+  /** chains.NAME.transactionOverrides.gasPriceCap: no maxFeePerGas above it. */
+  gasPriceCap?: bigint;
   confirmations: bigint;
   /** The longest wait between two looks at the slot's receipts (the next block usually ends it sooner). */
   pollMs: number;
@@ -116,8 +120,9 @@ export async function trackSlot(
 }
 
 /**
- * One replacement of `t` (same nonce, both fees bumped, at least what the node asks now),
- * recorded in the journal first: its hash once the node holds it; 'used' when the node's mined
+ * One replacement of `t` (same nonce, both fees bumped, at least what the node asks now, at most
+ * min(3 × that, gasPriceCap); none when the bump does not fit under that bound), recorded in the
+ * journal first: its hash once the node holds it; 'used' when the node's mined
  * count is past the nonce; undefined when the node refused it (after "underpriced" the fees are
  * raised anyway, so the next one bumps from there).
  */
@@ -129,7 +134,10 @@ async function replace(
 ): Promise<{ hash: Hash; fees: Fees } | 'used' | undefined> {
   if ((await c.count('latest')) > t.nonce) return 'used';
   const current = await nodeFees(c.publicClient, c.chain, c.errorAbi).catch(() => t.fees);
-  const fees = replacementFees(t.fees, current, s.bumpBasisPoints);
+  // Bounded by min(3 × the fresh suggestion, cap): when the bump does not fit, the one sent waits.
+  const decision = replacementFees(t.fees, current, { bumpPercent: s.bumpPercent, cap: s.gasPriceCap });
+  if (!decision.ok) return undefined;
+  const { fees } = decision;
   const next: Signed = { ...t, fees };
   const signed = await c.sign(next);
   if (!(await c.journal.recordBroadcast(await c.entry(next, messageId, signed)))) return undefined;

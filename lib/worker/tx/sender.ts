@@ -25,7 +25,7 @@ import { systemClock, type Clock } from '../../clock.ts';
 import { OutOfRangeError } from '../../errors.ts';
 import { DeliveryError, TransactionError } from '../errors.ts';
 import { broadcast, isKnown } from './broadcast.ts';
-import { basisPoints, bump, nodeFees } from './fees.ts';
+import { basisPoints, bump, cappedFees } from './fees.ts';
 import { trackSlot, type FollowSettings } from './follow.ts';
 import { HEAD_POLL_MS } from './heads.ts';
 import { createProcessJournal, type BroadcastFence, type JournalEntry, type TransactionJournal } from './journal.ts';
@@ -52,6 +52,13 @@ export interface TransactionSenderOptions {
   replaceAfterMs?: number;
   /** Each replacement raises both fees by this much (nodes require at least 10). Default 12.5. */
   feeBumpPercent?: number;
+  /**
+   * No transaction is signed with maxFeePerGas above this (wei; chains.NAME.transactionOverrides.gasPriceCap):
+   * while the base fee is above it a send throws DeliveryError `fee` before signing anything.
+   */
+  gasPriceCap?: bigint;
+  /** No transaction is signed with a gas limit above this (transactionGasLimit): DeliveryError `gas`. */
+  maxGas?: bigint;
   /** Blocks including the transaction's own. Default 1 (mined). */
   confirmations?: number;
   /**
@@ -119,7 +126,8 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
   if (!(bumpPercent >= 10))
     throw new OutOfRangeError('feeBumpPercent must be at least 10 (nodes refuse smaller replacements)');
   const settings: FollowSettings = {
-    bumpBasisPoints: basisPoints(bumpPercent),
+    bumpPercent,
+    gasPriceCap: opts.gasPriceCap,
     replaceAfterMs: opts.replaceAfterMs ?? 60_000,
     confirmations: BigInt(Math.max(1, opts.confirmations ?? 1)),
     pollMs: opts.pollMs ?? 1_000,
@@ -192,7 +200,9 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
 
   async function send(req: TransactionRequest, sendOpts: SendOptions = {}): Promise<SendResult> {
     const { gas } = sendOpts.simulated ?? (await simulate(req));
-    const fees = await nodeFees(publicClient, c.chain, errorAbi);
+    if (opts.maxGas !== undefined && gas > opts.maxGas)
+      throw new DeliveryError('gas', `gas limit ${gas} exceeds transactionGasLimit ${opts.maxGas}: nothing sent`);
+    const fees = await cappedFees(publicClient, c.chain, opts.gasPriceCap, errorAbi);
     const { t, hash } = await first(req, gas, fees, sendOpts.owner);
     const messageId = sendOpts.owner?.messageId ?? hash;
     return c.followOnce(t.nonce, () =>

@@ -1,0 +1,158 @@
+/**
+ * The delivery worker against senders who do not pay and recipients who cost (docs/delivery.md#hostile-recipients),
+ * on anvil with Hyperlane's real Mailbox, InterchainGasPaymaster and StorageGasOracle: unpaid and
+ * underpaid messages wait (nothing sent) and one topped up later is delivered, the top-up found with
+ * eth_getLogs; a recipient whose handle burns gas above transactionGasLimit is never sent; a message
+ * another relayer delivered while ours was in the pool ends delivered with their transaction, never
+ * failed. The worker is lib/worker's createRelayerWorker from a config file, in this process; the
+ * chain is the judge (Mailbox.delivered, the signer's nonce).
+ */
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { after, before, describe, test } from 'node:test';
+import type { Address, Hash, Hex } from 'viem';
+import { bytesToHex } from '../../lib/hex.ts';
+import { createMemoryOutbox, type OutboxRecord } from '../../lib/outbox/index.ts';
+import { DEV_ACCOUNT, FIXED_GAS } from '../helpers/chain/clients.ts';
+import { mailboxArtifact } from '../helpers/chain/hyperlane.ts';
+import { deployGasPayment, type GasPaymentFixture } from '../helpers/chain/igp.ts';
+import { compiledContract } from '../helpers/chain/solidity.ts';
+import {
+  DESTINATION,
+  killWorkers,
+  startInProcessWorker,
+  startWorkerBench,
+  until,
+  type InProcessWorker,
+  type WorkerBench,
+} from '../helpers/chain/worker-chain.ts';
+
+const TRANSACTION_GAS_LIMIT = 1_000_000n;
+
+let bench: WorkerBench;
+let igp: GasPaymentFixture;
+let burner: Address;
+let minimum: bigint;
+const outbox = createMemoryOutbox();
+let worker: InProcessWorker;
+
+const record = (id: string) => outbox.get(id) as OutboxRecord;
+
+async function deliveredOnChain(id: string): Promise<boolean> {
+  return (await bench.chain.publicClient.readContract({
+    address: bench.destination.mailbox,
+    abi: mailboxArtifact().abi,
+    functionName: 'delivered',
+    args: [id as Hex],
+  })) as boolean;
+}
+
+async function nonceOf(address: Address, tag: 'latest' | 'pending'): Promise<number> {
+  return Number(await bench.chain.rpc('eth_getTransactionCount', [address, tag]));
+}
+
+describe('e2e: hostile input to the delivery worker on anvil', { timeout: 120_000 }, () => {
+  before(async () => {
+    bench = await startWorkerBench();
+    igp = await deployGasPayment(bench.chain, bench.origin.mailbox, [DESTINATION.domain]);
+    minimum = await igp.quote(DESTINATION.domain, 100_000n);
+    const burnerC = compiledContract('GasBurner');
+    // About 20 000 × 100 gas: well above the limit.
+    burner = await bench.chain.deploy(burnerC.abi, burnerC.bytecode, [20_000n]);
+    const path = bench.writeConfig(
+      ':memory:',
+      { pendingRetrySeconds: 1, pendingRetryMaxSeconds: 1, retryBaseSeconds: 1, retryMaxSeconds: 1, maxAttempts: 100 },
+      {
+        gasPaymentEnforcement: [{ type: 'minimum', payment: String(minimum) }],
+        transactionGasLimit: String(TRANSACTION_GAS_LIMIT),
+      },
+    );
+    const config = JSON.parse(readFileSync(path, 'utf8'));
+    config.chains.anvil1.interchainGasPaymaster = igp.igp;
+    writeFileSync(path, JSON.stringify(config));
+    worker = await startInProcessWorker(path, outbox);
+  });
+  after(async () => {
+    await killWorkers();
+    await bench?.stop();
+  });
+
+  test('unpaid and underpaid wait, nothing sent; a top-up found with eth_getLogs gets it delivered', async () => {
+    const [unpaid, underpaid, paid] = await bench.dispatch(3);
+    await igp.topUp(underpaid.id as Hex, DESTINATION.domain, 1_000n);
+    await igp.topUp(paid.id as Hex, DESTINATION.domain, 200_000n);
+    const sentBefore = await nonceOf(worker.address, 'latest');
+    outbox.enqueue([unpaid, underpaid, paid]);
+    await until(() => record(paid.id).status === 'delivered', 'the paid message delivered');
+    await until(
+      () =>
+        /^gas_payment:/.test(record(unpaid.id).lastError ?? '') &&
+        /^gas_payment:/.test(record(underpaid.id).lastError ?? ''),
+      'both others held back',
+    );
+    assert.match(record(unpaid.id).lastError!, /^gas_payment: no payment for this message's destination/);
+    assert.match(
+      record(underpaid.id).lastError!,
+      new RegExp(`^gas_payment: paid \\d+ wei, the minimum is ${minimum} wei`),
+    );
+    for (const m of [unpaid, underpaid]) {
+      assert.equal(record(m.id).status, 'queued');
+      assert.equal(record(m.id).failures, 0, 'waiting for a payment is not a failed attempt');
+      assert.equal(await deliveredOnChain(m.id), false);
+    }
+    assert.equal(await nonceOf(worker.address, 'latest'), sentBefore + 1, 'one transaction: the paid message');
+    assert.match(worker.metrics(), /relayer_worker_retries_total\{destination="anvil2",kind="gas_payment"\} [1-9]/);
+
+    await igp.topUp(unpaid.id as Hex, DESTINATION.domain, 100_000n);
+    await until(() => record(unpaid.id).status === 'delivered', 'the topped-up message delivered');
+    assert.equal(await deliveredOnChain(unpaid.id), true);
+    assert.equal((await outbox.gasPayments([unpaid.id])).length, 1, 'the top-up stored with the message');
+    assert.equal(record(underpaid.id).status, 'queued');
+  });
+
+  test('a recipient whose handle burns gas above transactionGasLimit is never sent', async () => {
+    const [m] = await bench.dispatch(1, burner);
+    await igp.topUp(m.id as Hex, DESTINATION.domain, 5_000_000n);
+    const sentBefore = await nonceOf(worker.address, 'pending');
+    outbox.enqueue([m]);
+    await until(() => (record(m.id).failures ?? 0) >= 2, 'two counted attempts');
+    assert.match(record(m.id).lastError!, /^gas: estimate (\d+) exceeds transactionGasLimit 1000000/);
+    const estimate = BigInt(/estimate (\d+)/.exec(record(m.id).lastError!)![1]);
+    assert.ok(estimate > TRANSACTION_GAS_LIMIT, `estimate ${estimate}`);
+    assert.equal(await nonceOf(worker.address, 'pending'), sentBefore, 'nothing signed for it');
+    assert.equal(await deliveredOnChain(m.id), false);
+  });
+
+  test('delivered by another relayer while ours was in the pool: delivered with their transaction, never failed', async () => {
+    const [m] = await bench.dispatch(1);
+    await igp.topUp(m.id as Hex, DESTINATION.domain, 200_000n);
+    await bench.chain.setAutomine(false);
+    let theirs: Hash;
+    try {
+      const before = await nonceOf(worker.address, 'pending');
+      outbox.enqueue([m]);
+      await until(async () => (await nonceOf(worker.address, 'pending')) > before, 'our process in the pool');
+      // Another relayer (the dev account) delivers it with a higher tip: mined first in the block.
+      theirs = await bench.chain.wallet.writeContract({
+        address: bench.destination.mailbox,
+        abi: mailboxArtifact().abi,
+        functionName: 'process',
+        args: ['0x', bytesToHex(m.raw) as Hex],
+        gas: FIXED_GAS,
+        maxFeePerGas: 200_000_000_000n,
+        maxPriorityFeePerGas: 100_000_000_000n,
+        chain: bench.chain.viemChain,
+        account: DEV_ACCOUNT,
+      });
+      await bench.chain.mineBlock();
+    } finally {
+      await bench.chain.setAutomine(true);
+    }
+    await until(() => record(m.id).status !== 'delivering' && record(m.id).status !== 'queued', 'recorded');
+    const r = record(m.id);
+    assert.equal(r.status, 'delivered', `not ${r.status}: ${r.lastError}`);
+    assert.equal(r.destinationTxHash, theirs.toLowerCase());
+    assert.equal(r.failures, 0, `our mined revert was not counted as a failure (${r.lastError})`);
+    assert.equal(r.attempts, 1, 'decided in the attempt whose transaction reverted');
+  });
+});
