@@ -73,6 +73,9 @@ export function createGasGate(o: GasGateOptions): DeliveryPolicy {
   const none: GasPaymentEnforcement = { type: 'none', matchingList: [] };
   const policyOf = (m: ClaimedMessage) => (o.enforcement.length === 0 ? none : select(parseHyperlaneMessage(m.raw)));
 
+  /** The block of each waiting message's origin transaction, read once. */
+  const fromBlocks = new Map<string, bigint>();
+
   async function stored(m: ClaimedMessage): Promise<GasPaid> {
     return sumGasPayments(await o.store.gasPayments([m.id]), m);
   }
@@ -82,7 +85,15 @@ export function createGasGate(o: GasGateOptions): DeliveryPolicy {
     const origin = o.origins.get(m.origin);
     if (!origin) return { paid: await stored(m), note: '' };
     try {
-      const from = await origin.blockOf?.(m.txHash).catch(() => undefined);
+      let from = fromBlocks.get(m.id);
+      if (from === undefined) {
+        from = await origin.blockOf?.(m.txHash).catch(() => undefined);
+        if (from !== undefined) {
+          // Bounded: the oldest is forgotten (read again if it is still waiting).
+          if (fromBlocks.size >= 10_000) fromBlocks.delete(fromBlocks.keys().next().value as string);
+          fromBlocks.set(m.id, from);
+        }
+      }
       const logs = await origin.getLogs(gasPaymentLogFilter(origin.paymaster, m, from ?? 'earliest'));
       const byTx = new Map<string, OriginLog[]>();
       for (const l of logs) {

@@ -200,6 +200,32 @@ describe('delivery loop', () => {
     assert.equal(failed.outcome, 'retry');
   });
 
+  test('a database error recording a successful send is not a failed attempt: the next claim records it delivered', async () => {
+    const r = rig();
+    let refuse = true;
+    const markDelivered = r.consumer.markDelivered;
+    r.consumer.markDelivered = (id, opts) => {
+      if (refuse) {
+        refuse = false;
+        throw new Error('SQLITE_BUSY: database is locked');
+      }
+      return markDelivered(id, opts);
+    };
+    // The Mailbox says delivered by our transaction once it is mined.
+    const d = scripted({ deliveredBy: (_id, call) => (call === 1 ? null : TX) });
+    const w = worker(r, d);
+    const [first] = await w.runOnce();
+    assert.deepEqual(first, { id: idOf(1), outcome: 'delivered', txHash: TX, already: false, recorded: false });
+    await r.clock.advance(60_000);
+    const [second] = await w.runOnce();
+    assert.equal(second.outcome, 'delivered');
+    const record = row(r, idOf(1));
+    assert.equal(record.status, 'delivered');
+    assert.equal(record.destinationTxHash, TX);
+    assert.equal(record.failures, 0, 'not counted as a failure');
+    assert.equal(d.calls.process, 1, 'sent once');
+  });
+
   test('a base fee above the gasPriceCap (fee) waits: polled again, not counted', async () => {
     const r = rig();
     const d = scripted({
