@@ -94,7 +94,8 @@ export type DeliveryFailureCode =
   | 'stopped'
   | 'gas_payment'
   | 'gas'
-  | 'fee';
+  | 'fee'
+  | 'busy';
 
 export type ErrorCode =
   | Reason

@@ -29,8 +29,8 @@ import type { RelayerConfig } from '../types.ts';
 import { ccipRead, decodeOffchainLookup, type Resolver } from './ccip/read.ts';
 import { createMailboxDestination } from './destination.ts';
 import { DeliveryError, describe } from './errors.ts';
-import { relayerGasGate } from './gas-config.ts';
-import type { RelayerWorkerOutbox } from './gas-config.ts';
+import { limitLookups } from './ccip/slots.ts';
+import { relayerGasGate, type RelayerWorkerOutbox } from './gas-config.ts';
 import { createDeliveryWorker, type DeliveryWorker } from './loop/worker.ts';
 import type { OffchainReader } from './metadata.ts';
 import { createWorkerWatch, type WatchedChain, type WorkerWatch } from './watch.ts';
@@ -210,6 +210,8 @@ export async function createRelayerWorker(options: RelayerWorkerOptions): Promis
         }),
     });
   };
+  // At most concurrency − 1 messages in gateway lookups at once: slow gateways never hold every slot.
+  const lookups = limitLookups(offchain, Math.max(1, w.concurrency - 1));
   const destinations = new Map<number, Destination>();
   const watched: WatchedChain[] = [];
   for (const name of config.relayChains) {
@@ -250,7 +252,7 @@ export async function createRelayerWorker(options: RelayerWorkerOptions): Promis
         mailbox: chain.mailbox as Hex,
         publicClient,
         sender,
-        offchain,
+        offchain: lookups,
       }),
     );
   }

@@ -13,6 +13,7 @@ import { createDeliveryWorker, type DeliveryWorkerOptions } from '../../lib/work
 import type { DeliveryOutbox, Destination, Resumed } from '../../lib/worker/types.ts';
 import { CcipReadError, DeliveryError, TransactionError } from '../../lib/worker/errors.ts';
 import type { SimulateResult } from '../../lib/worker/tx/sender.ts';
+import { limitLookups } from '../../lib/worker/ccip/slots.ts';
 import { createFakeClock, type FakeClock } from '../helpers/fake-clock.ts';
 import type { ChangeFeed, ChangeHub } from '../../lib/change-feed.ts';
 
@@ -655,5 +656,41 @@ describe('delivery errors (lib/worker/errors.ts)', () => {
     assert.equal(scrub('see http://127.0.0.1:9/x?key=1 now'), 'see <url> now');
     assert.equal(new DeliveryError('unsupported', 'x').final, true);
     assert.equal(new DeliveryError('rpc', 'x').final, false);
+  });
+});
+
+describe('delivery loop: slow gateways (docs/delivery.md#time-budget)', () => {
+  test('messages whose gateways never answer do not hold every slot: the others are delivered meanwhile', async () => {
+    // Concurrency 2, so one gateway lookup at a time (concurrency − 1). Messages 1 and 2 name gateways
+    // that never answer; 3 and 4 need none. 2 finds the lookup slot taken and is given back (busy).
+    const r = rig(4);
+    const lookup = limitLookups(
+      (_revert, _ism, signal) =>
+        new Promise<Hex>((_resolve, reject) =>
+          signal?.addEventListener('abort', () => reject(new DeliveryError('stopped', 'aborted'))),
+        ),
+      1,
+    );
+    const base = scripted({});
+    const d: Destination = {
+      ...base,
+      async metadata(message, signal) {
+        // The nonce: bytes 1-4 of the message.
+        const nonce = Number.parseInt(message.slice(4, 12), 16);
+        return nonce < 2 ? lookup('0x', '0x0000000000000000000000000000000000000001', signal) : '0x';
+      },
+    };
+    const w = worker(r, d, { concurrency: 2, batch: 2 });
+    const running = w.run();
+    for (let i = 0; i < 10; i++) await r.clock.advance(100);
+    assert.equal(row(r, idOf(3)).status, 'delivered', 'delivered while a lookup hangs');
+    assert.equal(row(r, idOf(4)).status, 'delivered');
+    assert.equal(row(r, idOf(1)).status, 'delivering', 'still in its lookup');
+    const busy = row(r, idOf(2));
+    assert.equal(busy.status, 'queued');
+    assert.equal(busy.failures, 0, 'not counted');
+    assert.match(busy.lastError!, /^busy: all 1 gateway lookup slots of this worker are in use/);
+    await w.stop();
+    await running;
   });
 });

@@ -105,7 +105,8 @@ export async function attempt(c: AttemptContext, m: ClaimedMessage, hold: Hold):
       if (by) return delivered(by, true);
     }
     if (failure.code === 'pending') return { kind: 'pending', failure };
-    if (failure.code === 'gas_payment' || failure.code === 'fee') return { kind: 'wait', failure };
+    if (failure.code === 'gas_payment' || failure.code === 'fee' || failure.code === 'busy')
+      return { kind: 'wait', failure };
     return failure.final ? { kind: 'final', failure } : { kind: 'retry', failure };
   }
 }
