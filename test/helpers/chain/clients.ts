@@ -3,11 +3,13 @@
  * contract, send a transaction and wait for its receipt, hold and release mining.
  */
 import {
+  BaseError,
   createPublicClient,
   createWalletClient,
   defineChain,
   getAddress,
   http,
+  NonceTooLowError,
   type Abi,
   type Account,
   type Address,
@@ -118,8 +120,30 @@ export function connectChain(rpcUrl: string, chainId: number = ANVIL_DEFAULT_CHA
     return mined.contractAddress;
   }
 
+  /**
+   * Sends a contract call signed by anvil for DEV_ACCOUNT. A send anvil refuses as "nonce too low"
+   * is sent again (at most twice): anvil fills the nonce itself and, on a loaded machine, now and
+   * then fills one its last block already used (seen in relay.e2e at load average 10-19). A refused
+   * send is not in the pool, so sending again cannot send twice.
+   */
   async function call(address: Address, abi: Abi, functionName: string, args: readonly unknown[]): Promise<Hash> {
-    return wallet.writeContract({ address, abi, functionName, args, gas: FIXED_GAS, chain, account: DEV_ACCOUNT });
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await wallet.writeContract({
+          address,
+          abi,
+          functionName,
+          args,
+          gas: FIXED_GAS,
+          chain,
+          account: DEV_ACCOUNT,
+        });
+      } catch (error) {
+        const nonceTooLow =
+          error instanceof BaseError && error.walk((e) => e instanceof NonceTooLowError) instanceof NonceTooLowError;
+        if (!nonceTooLow || attempt >= 2) throw error;
+      }
+    }
   }
 
   async function callAndWait(address: Address, abi: Abi, functionName: string, args: readonly unknown[]) {
