@@ -4,7 +4,7 @@
  * underpaid messages wait (nothing sent) and one topped up later is delivered, the top-up found with
  * eth_getLogs; a recipient whose handle burns gas above transactionGasLimit is never sent; a message
  * another relayer delivered while ours was in the pool ends delivered with their transaction, never
- * failed. The worker is lib/worker's createRelayerWorker from a config file, in this process; the
+ * failed; a base fee above gasPriceCap makes a message wait (nothing signed) until it falls. The worker is lib/worker's createRelayerWorker from a config file, in this process; the
  * chain is the judge (Mailbox.delivered, the signer's nonce).
  */
 import assert from 'node:assert/strict';
@@ -28,6 +28,9 @@ import {
 } from '../helpers/chain/worker-chain.ts';
 
 const TRANSACTION_GAS_LIMIT = 1_000_000n;
+const GWEI = 1_000_000_000n;
+/** The destination's gasPriceCap: far above anvil's base fee until a test raises it. */
+const GAS_PRICE_CAP = 50n * GWEI;
 
 let bench: WorkerBench;
 let igp: GasPaymentFixture;
@@ -69,6 +72,7 @@ describe('e2e: hostile input to the delivery worker on anvil', { timeout: 120_00
     );
     const config = JSON.parse(readFileSync(path, 'utf8'));
     config.chains.anvil1.interchainGasPaymaster = igp.igp;
+    config.chains.anvil2.transactionOverrides = { gasPriceCap: String(GAS_PRICE_CAP) };
     writeFileSync(path, JSON.stringify(config));
     worker = await startInProcessWorker(path, outbox);
   });
@@ -154,5 +158,26 @@ describe('e2e: hostile input to the delivery worker on anvil', { timeout: 120_00
     assert.equal(r.destinationTxHash, theirs.toLowerCase());
     assert.equal(r.failures, 0, `our mined revert was not counted as a failure (${r.lastError})`);
     assert.equal(r.attempts, 1, 'decided in the attempt whose transaction reverted');
+  });
+
+  test('a base fee above gasPriceCap: the message waits (fee), nothing signed; delivered once it falls', async () => {
+    const [m] = await bench.dispatch(1);
+    await igp.topUp(m.id as Hex, DESTINATION.domain, 200_000n);
+    const setBaseFee = async (wei: bigint) => {
+      await bench.chain.rpc('anvil_setNextBlockBaseFeePerGas', [`0x${wei.toString(16)}`]);
+      await bench.chain.mineBlock();
+    };
+    await setBaseFee(100n * GWEI);
+    const before = await nonceOf(worker.address, 'pending');
+    outbox.enqueue([m]);
+    await until(() => /^fee: /.test(record(m.id).lastError ?? ''), 'waiting on the fee');
+    assert.match(record(m.id).lastError!, /^fee: base fee 100000000000 wei is above gasPriceCap 50000000000 wei/);
+    assert.equal(record(m.id).status, 'queued');
+    assert.equal(record(m.id).failures, 0, 'a wait, not a failure');
+    assert.equal(await nonceOf(worker.address, 'pending'), before, 'nothing signed above the cap');
+    await setBaseFee(GWEI);
+    await until(() => record(m.id).status === 'delivered', 'delivered once the base fee fell');
+    const tx = await bench.chain.publicClient.getTransaction({ hash: record(m.id).destinationTxHash as Hash });
+    assert.ok(tx.maxFeePerGas! <= GAS_PRICE_CAP, `maxFeePerGas ${tx.maxFeePerGas} within the cap`);
   });
 });
