@@ -21,10 +21,17 @@
  * BENCH_DELIVERY_DB=postgres puts the outbox on PostgreSQL (an embedded server, one database per
  * contender; the workers then wake on LISTEN/NOTIFY instead of SQLite's data_version).
  *
+ * BENCH_DELIVERY_HOSTILE=N adds a contender: 1 worker given N hostile messages first (their
+ * recipient's CCIP-read ISM names a gateway on loopback that accepts and never answers, allowed in
+ * worker.ccipReadAllowOrigins), then the same offered load; its p50/p99 are of the others only,
+ * and the ratio of its p50 to the plain 1 worker's is printed (docs/delivery.md#time-budget).
+ *
  * Environment: BENCH_DELIVERY_COUNT (200), BENCH_DELIVERY_RATE (20 per second),
  * BENCH_DELIVERY_WORKERS (1,2), BENCH_DELIVERY_TIMEOUT_S (120), BENCH_DELIVERY_WORKER_CONFIG
  * (JSON merged into the worker section, to try a setting; the default run sets none).
  */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { createPublicClient, encodeFunctionData, http, type Hash, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
@@ -38,6 +45,8 @@ import { MAILBOX_ABI } from '../lib/worker/metadata.ts';
 import { bytesToHex } from '../lib/hex.ts';
 import { installExitCleanup } from '../test/helpers/processes.ts';
 import { devKey, startWorker, startWorkerBench, type WorkerBench } from '../test/helpers/chain/worker-chain.ts';
+import { deployTestRecipient } from '../test/helpers/chain/isms.ts';
+import { compiledContract } from '../test/helpers/chain/solidity.ts';
 import { printTable, provenance } from './lib.ts';
 
 const COUNT = Number(process.env.BENCH_DELIVERY_COUNT ?? 200);
@@ -45,6 +54,7 @@ const RATE = Number(process.env.BENCH_DELIVERY_RATE ?? 20);
 const WORKERS = (process.env.BENCH_DELIVERY_WORKERS ?? '1,2').split(',').map(Number);
 const TIMEOUT_MS = Number(process.env.BENCH_DELIVERY_TIMEOUT_S ?? 120) * 1000;
 const POSTGRES = process.env.BENCH_DELIVERY_DB === 'postgres';
+const HOSTILE = Number(process.env.BENCH_DELIVERY_HOSTILE ?? 0);
 const WORKER_CONFIG = JSON.parse(process.env.BENCH_DELIVERY_WORKER_CONFIG ?? '{}') as Record<string, unknown>;
 
 interface Result {
@@ -194,21 +204,30 @@ async function workers(
   n: number,
   messages: OutboxMessage[],
   round: number,
+  hostile?: { messages: OutboxMessage[]; origin: string },
 ): Promise<Result> {
   const { db, store } = await freshOutbox(bench, pgServer, `delivery-${n}-${round}`);
-  const config = bench.writeConfig(db, { pollMs: undefined, ...WORKER_CONFIG });
+  const allow = hostile ? { ccipReadAllowOrigins: [hostile.origin] } : {};
+  const config = bench.writeConfig(db, { pollMs: undefined, ...allow, ...WORKER_CONFIG });
   // Keys 1..8 (9 is the floor's): a fresh pair of signers for each contender.
   const procs = await Promise.all(
     Array.from({ length: n }, (_, k) => startWorker(config, { keyIndex: 1 + ((round * 2 + k) % 8) })),
   );
   try {
+    if (hostile) await store.outbox.enqueue(hostile.messages.map((m) => ({ ...m, enqueuedAt: Date.now() })));
     const enqueues: Promise<unknown>[] = [];
     await offerAtRate(messages.length, (i) => {
       enqueues.push(Promise.resolve(store.outbox.enqueue([{ ...messages[i], enqueuedAt: Date.now() }])));
     });
     await Promise.all(enqueues);
     const deadline = Date.now() + TIMEOUT_MS;
-    while (Date.now() < deadline && (await store.outbox.depth()) > 0) await sleep(200);
+    const done = async () => {
+      if (!hostile) return (await store.outbox.depth()) === 0;
+      // The hostile messages never finish: wait for the others only.
+      for (const m of messages) if ((await store.outbox.get(m.id))?.status !== 'delivered') return false;
+      return true;
+    };
+    while (Date.now() < deadline && !(await done())) await sleep(200);
     const spans: { offeredAt: number; deliveredAt: number }[] = [];
     for (const m of messages) {
       const r = await store.outbox.get(m.id);
@@ -217,11 +236,27 @@ async function workers(
     }
     const settings = Object.keys(WORKER_CONFIG).length === 0 ? 'defaults' : JSON.stringify(WORKER_CONFIG);
     const on = pgServer ? ', PostgreSQL' : '';
-    return result(`${n} relayer-worker${n === 1 ? '' : 's'}, ${settings}${on}`, messages.length, spans);
+    if (hostile) {
+      const states = await Promise.all(hostile.messages.map((m) => store.outbox.get(m.id)));
+      const by = new Map<string, number>();
+      for (const r of states) by.set(r?.status ?? 'missing', (by.get(r?.status ?? 'missing') ?? 0) + 1);
+      console.log(`hostile messages at the end: ${[...by].map(([k, v]) => `${v} ${k}`).join(', ')}`);
+    }
+    const with_ = hostile ? `, ${hostile.messages.length} hostile messages first` : '';
+    return result(`${n} relayer-worker${n === 1 ? '' : 's'}, ${settings}${on}${with_}`, messages.length, spans);
   } finally {
     await Promise.all(procs.map((p) => p.stop()));
     await store.close();
   }
+}
+
+let gateway: Server | undefined;
+
+/** A gateway on loopback that accepts every request and never answers. */
+async function neverAnswering(): Promise<Server> {
+  const server = createServer(() => {});
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return server;
 }
 
 async function main(): Promise<void> {
@@ -234,16 +269,32 @@ async function main(): Promise<void> {
   const bench = await startWorkerBench();
   const pgServer = POSTGRES ? await startEmbeddedPostgres({ password: 'bench' }) : undefined;
   try {
-    const rounds = [{ kind: 'floor' as const }, ...WORKERS.map((n) => ({ kind: 'workers' as const, n }))];
+    const rounds: { kind: 'floor' | 'workers'; n?: number; hostile?: boolean }[] = [
+      { kind: 'floor' },
+      ...WORKERS.map((n) => ({ kind: 'workers' as const, n })),
+      ...(HOSTILE > 0 ? [{ kind: 'workers' as const, n: 1, hostile: true }] : []),
+    ];
     const sets: OutboxMessage[][] = [];
     for (const _ of rounds) sets.push(await bench.dispatch(COUNT));
+    let hostile: { messages: OutboxMessage[]; origin: string } | undefined;
+    if (HOSTILE > 0) {
+      gateway = await neverAnswering();
+      const origin = `http://127.0.0.1:${(gateway.address() as AddressInfo).port}`;
+      const ismC = compiledContract('HangingCcipReadIsm');
+      const ism = await bench.chain.deploy(ismC.abi, ismC.bytecode, [[`${origin}/{sender}/{data}.json`]]);
+      const recipient = await deployTestRecipient(bench.chain, ism);
+      hostile = { messages: await bench.dispatch(HOSTILE, recipient), origin };
+    }
     // From now on one block a second, as anvil --block-time 1 (dispatching 600 messages at one
     // block a second would take minutes).
     await bench.chain.rpc('evm_setAutomine', [false]);
     await bench.chain.rpc('evm_setIntervalMining', [1]);
     const results: Result[] = [];
     for (const [i, r] of rounds.entries()) {
-      const res = r.kind === 'floor' ? await floor(bench, sets[i]) : await workers(bench, pgServer, r.n, sets[i], i);
+      const res =
+        r.kind === 'floor'
+          ? await floor(bench, sets[i])
+          : await workers(bench, pgServer, r.n ?? 1, sets[i], i, r.hostile ? hostile : undefined);
       console.log(
         `${res.name}: ${res.delivered}/${res.offered} delivered in ${res.seconds.toFixed(1)} s, ` +
           `${res.rate.toFixed(2)} msg/s, p50 ${res.p50.toFixed(2)} s, p99 ${res.p99.toFixed(2)} s`,
@@ -251,6 +302,14 @@ async function main(): Promise<void> {
       results.push(res);
     }
     const floorRate = results[0].rate;
+    if (HOSTILE > 0) {
+      const plain = results.find((_r, i) => rounds[i].kind === 'workers' && rounds[i].n === 1 && !rounds[i].hostile);
+      const withHostile = results[results.length - 1];
+      if (plain)
+        console.log(
+          `p50 with ${HOSTILE} hostile messages / without: ${(withHostile.p50 / plain.p50).toFixed(2)}x (target at most 2x)`,
+        );
+    }
     console.log('');
     printTable(
       ['contender', 'delivered', 'msg/s', 'ratio to floor', 'p50 s', 'p99 s'],
@@ -264,6 +323,8 @@ async function main(): Promise<void> {
       ]),
     );
   } finally {
+    gateway?.closeAllConnections();
+    gateway?.close();
     await bench.stop();
     await pgServer?.remove();
   }
