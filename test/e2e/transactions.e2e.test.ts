@@ -467,9 +467,22 @@ describe('e2e: transaction sender on anvil (lib/worker/tx/sender.ts)', { timeout
     const s = createTransactionSender({ publicClient, account: signer, pollMs: 10 });
     const t = createTransactionSender({ publicClient, account: signer, pollMs: 10 });
     const start = await chain.publicClient.getTransactionCount({ address: signer.address, blockTag: 'pending' });
+    // Blocks keep coming, as on a real chain: concurrent broadcasts may reach anvil out of nonce
+    // order, and with automine alone a transaction queued behind the gap waits for the next send
+    // (here: a replacement a minute later, which made this test flaky).
+    let sending = true;
+    const blocks = (async () => {
+      while (sending) {
+        await chain.mineBlock();
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
     const results = await Promise.all(
       [s, t, s, t, s].map((x, i) => x.send({ to: PAYEE, data: '0x', value: BigInt(10 + i) })),
-    );
+    ).finally(() => {
+      sending = false;
+    });
+    await blocks;
     const nonces = (await Promise.all(results.map((r) => chain.publicClient.getTransaction({ hash: r.hash }))))
       .map((tx) => tx.nonce)
       .sort((a, b) => a - b);
