@@ -7,10 +7,12 @@
  *
  * The destination chain is reached through a lying JSON-RPC proxy
  * (test/helpers/chain/lying-rpc.ts): "already known" after forwarding, the connection cut after
- * forwarding, a refusal; anvil itself drops a transaction (anvil_dropTransaction).
+ * forwarding, a refusal; anvil itself drops a transaction (anvil_dropTransaction). The store
+ * fails too: its SQLite file locked by another connection the moment a transaction is mined.
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, test } from 'node:test';
 import {
   decodeFunctionData,
@@ -24,7 +26,7 @@ import {
 } from 'viem';
 import { privateKeyToAddress } from 'viem/accounts';
 import type { OutboxMessage } from '../../lib/outbox/index.ts';
-import { openSqliteStore, type SqliteStore } from '../../lib/sqlite/index.ts';
+import { openSqliteStore, type OpenSqliteStoreOptions, type SqliteStore } from '../../lib/sqlite/index.ts';
 import { MAILBOX_ABI } from '../../lib/worker/metadata.ts';
 import { startLyingRpc, type LyingRpc } from '../helpers/chain/lying-rpc.ts';
 import {
@@ -162,8 +164,9 @@ async function scenario(
   count: number,
   holdMining: boolean,
   run: (s: Scenario) => Promise<void>,
+  storeOptions: OpenSqliteStoreOptions = {},
 ): Promise<void> {
-  const store = await openSqliteStore(join(bench.dir, file));
+  const store = await openSqliteStore(join(bench.dir, file), storeOptions);
   const s: Scenario = { store, signer: privateKeyToAddress(devKey(keyIndex)), messages: await bench.dispatch(count) };
   if (holdMining) await bench.chain.setAutomine(false);
   try {
@@ -289,5 +292,72 @@ describe('e2e: the worker against a lying node and a killed worker (the chain is
       assert.equal(tx.nonce, 0, 'the first message landed at the nonce it was first sent under');
       assert.ok(tx.maxFeePerGas! > BigInt(stuck!.maxFeePerGas), 'by a replacement with higher fees');
     });
+  });
+
+  test('a store that fails right after a mined send: delivered with that transaction, sent once, no failure counted', async () => {
+    // The write lock of the SQLite file is taken by another connection (an operator's sqlite3
+    // shell, a backup) while the process transaction waits in the pool; then it is mined, and the
+    // worker's markDelivered (and its lease renewals) answer SQLITE_BUSY. The journal holds the
+    // transaction: the next claim finds it mined and records it, without counting a failure
+    // (docs/delivery.md#the-transaction-journal).
+    await scenario(
+      'store-locked.db',
+      6,
+      1,
+      true,
+      async (s) => {
+        const [m] = s.messages;
+        await s.store.outbox.enqueue(s.messages);
+        const refused: string[] = [];
+        const outbox = new Proxy(s.store.outbox, {
+          get(target, key, receiver) {
+            const value = Reflect.get(target, key, receiver);
+            if (key !== 'markDelivered') return value;
+            // Observed, not faked: the refusal is the real store's.
+            return (...args: Parameters<typeof target.markDelivered>) =>
+              Promise.resolve(target.markDelivered(...args)).catch((error: Error) => {
+                refused.push(error.message);
+                throw error;
+              });
+          },
+        });
+        const worker = await startInProcessWorker(config(join(bench.dir, 'unused.db'), { leaseSeconds: 1 }), outbox, {
+          keyIndex: 6,
+        });
+        try {
+          await until(async () => (await poolOf(s.signer))['0'] !== undefined, 'the process transaction pending');
+          const lock = new DatabaseSync(join(bench.dir, 'store-locked.db'));
+          try {
+            lock.exec('BEGIN IMMEDIATE');
+            await bench.chain.setAutomine(true);
+            await bench.chain.mineBlock();
+            await until(() => refused.length > 0, 'markDelivered refused by the locked store');
+            assert.match(refused[0], /database is locked/);
+            assert.equal(
+              await bench.chain.publicClient.readContract({
+                address: bench.destination.mailbox,
+                abi: MAILBOX_ABI,
+                functionName: 'delivered',
+                args: [m.id as Hex],
+              }),
+              true,
+              'the Mailbox says delivered while the store could not record it',
+            );
+            assert.equal((await s.store.outbox.get(m.id))?.status, 'delivering', 'nothing recorded yet');
+          } finally {
+            if (lock.isTransaction) lock.exec('ROLLBACK');
+            lock.close();
+          }
+          await allDelivered(s, 'the delivery recorded once the store answers');
+        } finally {
+          assert.equal(await worker.stop(), 0);
+        }
+        const record = await s.store.outbox.get(m.id);
+        assert.equal(record?.failures, 0, `no failure counted: ${record?.lastError}`);
+        assert.equal(record?.lastError, null, 'no error recorded against the message');
+        assert.equal(record?.destinationTxHash, (await deliveries(m.id))[0], 'recorded with the mined transaction');
+      },
+      { busyTimeoutMs: 200 },
+    );
   });
 });
