@@ -47,7 +47,24 @@ const CHAIN_KEYS = [
   'rpcUrls',
   'interchainGasPaymaster',
   'transactionOverrides',
+  'index',
 ] as const;
+
+/** Blocks per eth_getLogs request at most (a provider's limit is lower; this bounds a typo). */
+const MAX_INDEX_CHUNK = 1_000_000;
+
+/**
+ * `index` (Hyperlane's key): `chunk`, the blocks per eth_getLogs request of the worker's top-up
+ * search. Hyperlane's `from` and `mode` (where its indexer starts, how it pages) are checked and
+ * dropped: nothing here indexes a whole chain.
+ */
+function parseIndex(value: unknown, key: string): { chunk?: number } {
+  const obj = object(value, key, ['chunk', 'from', 'mode']);
+  if (obj.from !== undefined) integer(obj.from, join(key, 'from'), 0, Number.MAX_SAFE_INTEGER);
+  if (obj.mode !== undefined && obj.mode !== 'block' && obj.mode !== 'sequence')
+    throw new ConfigError(join(key, 'mode'), `expected "block" or "sequence", got ${JSON.stringify(obj.mode)}`);
+  return obj.chunk === undefined ? {} : { chunk: integer(obj.chunk, join(key, 'chunk'), 1, MAX_INDEX_CHUNK) };
+}
 
 /** `transactionOverrides`: of Hyperlane's keys, the fee ceiling (the others are refused by name). */
 function parseTransactionOverrides(value: unknown, key: string): TransactionOverrides {
@@ -106,6 +123,7 @@ function parseChain(name: string, value: unknown, key: string): ChainConfig {
     chain.interchainGasPaymaster = address20(obj.interchainGasPaymaster, join(key, 'interchainGasPaymaster'));
   if (obj.transactionOverrides !== undefined)
     chain.transactionOverrides = parseTransactionOverrides(obj.transactionOverrides, join(key, 'transactionOverrides'));
+  if (obj.index !== undefined) chain.index = parseIndex(obj.index, join(key, 'index'));
   return chain;
 }
 

@@ -85,18 +85,20 @@ export function sumGasPayments(payments: readonly GasPayment[], message: Payable
 
 /**
  * The `eth_getLogs` filter for a message's payments on `paymaster` (topic1 = the message id,
- * topic2 = its destination), from `fromBlock` on: how the worker finds top-ups made after intake.
+ * topic2 = its destination) in blocks `fromBlock`..`toBlock`: how the worker finds top-ups made
+ * after intake, one bounded range at a time (lib/worker/top-ups.ts).
  */
 export function gasPaymentLogFilter(
   paymaster: string,
   message: PayableMessage,
-  fromBlock: bigint | 'earliest' = 'earliest',
-): { address: string; topics: string[]; fromBlock: string; toBlock: 'latest' } {
+  fromBlock: bigint,
+  toBlock: bigint,
+): { address: string; topics: string[]; fromBlock: string; toBlock: string } {
   return {
     address: paymaster.toLowerCase(),
     topics: [GAS_PAYMENT_TOPIC, message.id.toLowerCase(), `0x${message.destination.toString(16).padStart(64, '0')}`],
-    fromBlock: typeof fromBlock === 'bigint' ? `0x${fromBlock.toString(16)}` : fromBlock,
-    toBlock: 'latest',
+    fromBlock: `0x${fromBlock.toString(16)}`,
+    toBlock: `0x${toBlock.toString(16)}`,
   };
 }
 

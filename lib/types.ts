@@ -40,6 +40,8 @@ export interface ChainConfig {
   interchainGasPaymaster?: string;
   /** Limits on the transactions the worker signs on this chain. */
   transactionOverrides?: TransactionOverrides;
+  /** `index.chunk`: blocks per eth_getLogs request when the worker searches this chain for gas payment top-ups. */
+  index?: { chunk?: number };
 }
 
 /** `chains.NAME.transactionOverrides` (Hyperlane's key names). */

@@ -3,7 +3,7 @@
  * gasPaymentEnforcement and transactionGasLimit, the outbox's stored payments, and each origin
  * chain's InterchainGasPaymaster read over that chain's RPC URLs for top-ups.
  */
-import { createPublicClient, fallback, http, type Hex } from 'viem';
+import { createPublicClient, fallback, http, TransactionReceiptNotFoundError, type Hex } from 'viem';
 import { InvalidArgumentError } from '../errors.ts';
 import type { GasPaymentStore } from '../gas-payment.ts';
 import type { RelayerConfig } from '../types.ts';
@@ -46,9 +46,14 @@ function paymentOrigins(config: RelayerConfig, timeoutMs: number): Map<number, P
         );
       },
       async blockOf(txHash) {
-        const receipt = await client.getTransactionReceipt({ hash: txHash as Hex });
-        return receipt.blockNumber;
+        const receipt = await client.getTransactionReceipt({ hash: txHash as Hex }).catch((error: unknown) => {
+          if (error instanceof TransactionReceiptNotFoundError) return undefined;
+          throw error;
+        });
+        return receipt?.blockNumber;
       },
+      head: () => client.getBlockNumber({ cacheTime: 0 }),
+      ...(chain.index?.chunk === undefined ? {} : { chunk: chain.index.chunk }),
     });
   }
   return origins;

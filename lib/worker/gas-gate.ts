@@ -12,13 +12,7 @@
  * The stored payments are read first; the origin chain is asked only when they fall short.
  */
 import { DeliveryError } from '../errors.ts';
-import {
-  gasPaymentLogFilter,
-  gasPaymentsIn,
-  sumGasPayments,
-  type GasPayment,
-  type GasPaymentStore,
-} from '../gas-payment.ts';
+import { gasPaymentsIn, sumGasPayments, type GasPayment, type GasPaymentStore } from '../gas-payment.ts';
 import {
   checkGasPayment,
   checkGasPaymentForEstimate,
@@ -31,26 +25,10 @@ import { parseHyperlaneMessage } from '../message.ts';
 import type { ClaimedMessage } from '../outbox/index.ts';
 import type { GasPaymentEnforcement } from '../types.ts';
 import { describe } from './errors.ts';
+import { createTopUpSearch, type OriginLog, type PaymentOrigin, type TopUpSearchOptions } from './top-ups.ts';
 import type { DeliveryPolicy } from './types.ts';
 
-/** One log as `eth_getLogs` gives it (viem's getLogs shape, the fields read here). */
-export interface OriginLog {
-  address: string;
-  topics: readonly string[];
-  data: string;
-  logIndex: number | null;
-  transactionHash: string | null;
-}
-
-/** An origin chain's paymaster and how to read it. */
-export interface PaymentOrigin {
-  /** The InterchainGasPaymaster, 20 bytes. */
-  paymaster: string;
-  /** eth_getLogs with the filter of gasPaymentLogFilter. */
-  getLogs(filter: ReturnType<typeof gasPaymentLogFilter>): Promise<readonly OriginLog[]>;
-  /** The block of the message's origin transaction (where to start looking); undefined: from the start. */
-  blockOf?(txHash: string): Promise<bigint | undefined>;
-}
+export type { OriginLog, PaymentOrigin } from './top-ups.ts';
 
 export interface GasGateOptions {
   enforcement: readonly GasPaymentEnforcement[];
@@ -62,6 +40,8 @@ export interface GasGateOptions {
   store: GasPaymentStore;
   /** By origin domain. */
   origins: ReadonlyMap<number, PaymentOrigin>;
+  /** How far one check searches for top-ups (lib/worker/top-ups.ts). */
+  topUps?: TopUpSearchOptions;
 }
 
 function shortfall(message: string): DeliveryError {
@@ -73,11 +53,34 @@ export function createGasGate(o: GasGateOptions): DeliveryPolicy {
   const none: GasPaymentEnforcement = { type: 'none', matchingList: [] };
   const policyOf = (m: ClaimedMessage) => (o.enforcement.length === 0 ? none : select(parseHyperlaneMessage(m.raw)));
 
-  /** The block of each waiting message's origin transaction, read once. */
-  const fromBlocks = new Map<string, bigint>();
+  const search = createTopUpSearch(o.topUps);
 
   async function stored(m: ClaimedMessage): Promise<GasPaid> {
     return sumGasPayments(await o.store.gasPayments([m.id]), m);
+  }
+
+  /** The payments of `m` in these logs of its origin's paymaster, as stored rows. */
+  function paymentsIn(origin: PaymentOrigin, m: ClaimedMessage, logs: readonly OriginLog[]): GasPayment[] {
+    const byTx = new Map<string, OriginLog[]>();
+    for (const l of logs) {
+      if (!l.transactionHash) continue;
+      byTx.set(l.transactionHash, [...(byTx.get(l.transactionHash) ?? []), l]);
+    }
+    const found: GasPayment[] = [];
+    for (const [tx, txLogs] of byTx) {
+      const parsed = txLogs.map((l) => {
+        const data = hexToBytes(l.data);
+        if (!data) throw new DeliveryError('rpc', 'eth_getLogs answered a log with malformed data');
+        return {
+          address: l.address.toLowerCase(),
+          topics: l.topics.map((t) => t.toLowerCase()),
+          data,
+          ...(l.logIndex === null ? {} : { logIndex: l.logIndex }),
+        };
+      });
+      found.push(...gasPaymentsIn(parsed, tx, origin.paymaster, [m]));
+    }
+    return found;
   }
 
   /** Payments the origin's paymaster logged for `m` that are not stored yet: stored, then summed with the rest. */
@@ -85,36 +88,10 @@ export function createGasGate(o: GasGateOptions): DeliveryPolicy {
     const origin = o.origins.get(m.origin);
     if (!origin) return { paid: await stored(m), note: '' };
     try {
-      let from = fromBlocks.get(m.id);
-      if (from === undefined) {
-        from = await origin.blockOf?.(m.txHash).catch(() => undefined);
-        if (from !== undefined) {
-          // Bounded: the oldest is forgotten (read again if it is still waiting).
-          if (fromBlocks.size >= 10_000) fromBlocks.delete(fromBlocks.keys().next().value as string);
-          fromBlocks.set(m.id, from);
-        }
-      }
-      const logs = await origin.getLogs(gasPaymentLogFilter(origin.paymaster, m, from ?? 'earliest'));
-      const byTx = new Map<string, OriginLog[]>();
-      for (const l of logs) {
-        if (!l.transactionHash) continue;
-        byTx.set(l.transactionHash, [...(byTx.get(l.transactionHash) ?? []), l]);
-      }
-      const found: GasPayment[] = [];
-      for (const [tx, txLogs] of byTx) {
-        const parsed = txLogs.map((l) => {
-          const data = hexToBytes(l.data);
-          if (!data) throw new DeliveryError('rpc', 'eth_getLogs answered a log with malformed data');
-          return {
-            address: l.address.toLowerCase(),
-            topics: l.topics.map((t) => t.toLowerCase()),
-            data,
-            ...(l.logIndex === null ? {} : { logIndex: l.logIndex }),
-          };
-        });
-        found.push(...gasPaymentsIn(parsed, tx, origin.paymaster, [m]));
-      }
-      if (found.length > 0) await o.store.addGasPayments(found);
+      await search(origin, m, async (logs) => {
+        const found = paymentsIn(origin, m, logs);
+        if (found.length > 0) await o.store.addGasPayments(found);
+      });
       return { paid: await stored(m), note: '' };
     } catch (error) {
       // The origin's node failed: judged on what is stored, and said so.

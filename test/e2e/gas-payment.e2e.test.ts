@@ -165,7 +165,8 @@ describe('gas payments at intake: the real InterchainGasPaymaster on anvil, bin/
     assert.equal((await gasPaymentOf(id)).payments, 1, 'the intake saw only the payment in the transfer');
     // What the worker will do for top-ups: the filter, on the real node.
     const message = { id, destination: DESTINATION_DOMAIN };
-    const filter = gasPaymentLogFilter(fixture.igp, message);
+    const head = BigInt((await local.chain.rpc('eth_blockNumber', [])) as Hex);
+    const filter = gasPaymentLogFilter(fixture.igp, message, 0n, head);
     const found = (await local.chain.rpc('eth_getLogs', [filter])) as {
       address: string;
       topics: string[];

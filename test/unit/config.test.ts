@@ -360,6 +360,10 @@ const BAD: [string, unknown, string][] = [
     withValue('chains.ethereum.transactionOverrides.gasPriceCap', '50 gwei'),
     'chains.ethereum.transactionOverrides.gasPriceCap',
   ],
+  ['index.chunk zero', withValue('chains.ethereum.index', { chunk: 0 }), 'chains.ethereum.index.chunk'],
+  ['index.chunk as text', withValue('chains.ethereum.index', { chunk: '2000' }), 'chains.ethereum.index.chunk'],
+  ['index.mode unknown', withValue('chains.ethereum.index', { mode: 'rate' }), 'chains.ethereum.index.mode'],
+  ['an index key Hyperlane lacks', withValue('chains.ethereum.index', { step: 5 }), 'chains.ethereum.index.step'],
   [
     'ccipReadAllowOrigins not an array',
     withValue('worker.ccipReadAllowOrigins', 'http://10.0.0.5:8080'),
@@ -771,6 +775,10 @@ describe('docs/design.md#configuration: the built-in default configuration', () 
     assert.equal(chains.ethereum.interchainGasPaymaster, '0x9e6b1022be9bbf5afd152483dad9b88911bc8611');
     assert.deepEqual(chains.ethereum.transactionOverrides, { gasPriceCap: 2n ** 256n - 1n });
     assert.equal(chains.base.interchainGasPaymaster, undefined);
+    // Hyperlane's index: chunk kept (the top-up search), from and mode checked and dropped.
+    const indexed = parseConfig(withValue('chains.ethereum.index', { from: 1_000, chunk: 500, mode: 'block' })).chains;
+    assert.deepEqual(indexed.ethereum.index, { chunk: 500 });
+    assert.equal(indexed.base.index, undefined);
     // Absent: nothing enforced, no limit.
     const plain = parseConfig(goodConfig());
     assert.deepEqual(plain.gasPaymentEnforcement, []);

@@ -195,7 +195,12 @@ describe('sumGasPayments', () => {
 
 describe('gasPaymentLogFilter: the eth_getLogs filter for top-ups', () => {
   test('topic1 is the message id, topic2 its destination, as viem encodes them', () => {
-    const filter = gasPaymentLogFilter(IGP.toUpperCase().replace('0X', '0x'), { id: ID_B, destination: 8453 }, 0x1234n);
+    const filter = gasPaymentLogFilter(
+      IGP.toUpperCase().replace('0X', '0x'),
+      { id: ID_B, destination: 8453 },
+      0x1234n,
+      0x2000n,
+    );
     assert.deepEqual(filter, {
       address: IGP,
       topics: encodeEventTopics({
@@ -204,8 +209,12 @@ describe('gasPaymentLogFilter: the eth_getLogs filter for top-ups', () => {
         args: { messageId: ID_B as Hex, destinationDomain: 8453 },
       }),
       fromBlock: '0x1234',
-      toBlock: 'latest',
+      toBlock: '0x2000',
     });
-    assert.equal(gasPaymentLogFilter(IGP, { id: ID_B, destination: 1 }).fromBlock, 'earliest');
+    assert.deepEqual(
+      [gasPaymentLogFilter(IGP, { id: ID_B, destination: 1 }, 0n, 0n)].map((f) => [f.fromBlock, f.toBlock]),
+      [['0x0', '0x0']],
+      'block numbers in JSON-RPC quantity form, 0 as 0x0',
+    );
   });
 });

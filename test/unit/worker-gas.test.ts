@@ -73,8 +73,13 @@ function setUp(
       })),
     },
   ]);
-  const chainLogs: OriginLog[] = [];
-  const filters: unknown[] = [];
+  // The origin chain: the transfer in block 100, each log in the block it was mined in.
+  const chain = { head: 100n, logs: [] as Array<{ log: OriginLog; block: bigint }> };
+  const mine = (...logs: OriginLog[]) => {
+    chain.head++;
+    chain.logs.push(...logs.map((log) => ({ log, block: chain.head })));
+  };
+  const filters: Array<{ topics: string[]; fromBlock: string; toBlock: string }> = [];
   const calls = { metadata: 0, simulate: 0, process: 0 };
   const signed: bigint[] = [];
   const estimate = o.estimate ?? 100_000n;
@@ -109,8 +114,13 @@ function setUp(
           paymaster: IGP,
           getLogs: async (filter) => {
             filters.push(filter);
-            return chainLogs.filter((l) => l.topics[1] === filter.topics[1] && l.topics[2] === filter.topics[2]);
+            return chain.logs
+              .filter(({ block }) => block >= BigInt(filter.fromBlock) && block <= BigInt(filter.toBlock))
+              .map(({ log }) => log)
+              .filter((l) => l.topics[1] === filter.topics[1] && l.topics[2] === filter.topics[2]);
           },
+          blockOf: async () => 100n,
+          head: async () => chain.head,
         },
       ],
     ]),
@@ -127,7 +137,7 @@ function setUp(
     events: { retried: (_d, kind) => retried.push(kind) },
   });
   const row = () => outbox.get(ID) as OutboxRecord;
-  return { clock, outbox, chainLogs, filters, calls, signed, worker, row, retried };
+  return { clock, outbox, chain, mine, filters, calls, signed, worker, row, retried };
 }
 
 describe('gas payment in the delivery loop (docs/delivery.md#gas-payment-enforcement)', () => {
@@ -151,15 +161,17 @@ describe('gas payment in the delivery loop (docs/delivery.md#gas-payment-enforce
     assert.deepEqual(delays, [5_000, 10_000, 20_000, 40_000, 60_000, 60_000], 'a top-up is seen within a minute');
     assert.deepEqual(s.calls, { metadata: 0, simulate: 0, process: 0 }, 'an unpaid message costs nothing');
     assert.deepEqual(s.retried, Array(6).fill('gas_payment'), 'the metric label names the reason');
-    assert.deepEqual((s.filters[0] as { topics: string[] }).topics.slice(0, 2), [GAS_PAYMENT_TOPIC, ID]);
+    assert.deepEqual(s.filters[0].topics.slice(0, 2), [GAS_PAYMENT_TOPIC, ID]);
+    assert.deepEqual([s.filters[0].fromBlock, s.filters[0].toBlock], ['0x64', '0x64'], 'from the transfer block on');
+    assert.equal(s.filters.length, 1, 'no block mined since: nothing more to read');
 
     // Underpaid: 400 of 1000 wei.
-    s.chainLogs.push(paymentLog(50_000n, 400n, 7));
+    s.mine(paymentLog(50_000n, 400n, 7));
     await s.worker.runOnce();
     assert.match(s.row().lastError!, /^gas_payment: paid 400 wei, the minimum is 1000 wei/);
     await s.clock.advanceTo(s.row().retryAt!);
     // A top-up in another transaction, and a payment for another destination that does not count.
-    s.chainLogs.push(paymentLog(50_000n, 600n, 8), paymentLog(1n, 10n ** 18n, 9, 3));
+    s.mine(paymentLog(50_000n, 600n, 8), paymentLog(1n, 10n ** 18n, 9, 3));
     const [result] = await s.worker.runOnce();
     assert.equal(result.outcome, 'delivered');
     assert.equal(s.calls.process, 1);
