@@ -18,7 +18,6 @@ import { redactDatabaseUrl, redactUrls } from '../lib/redact.ts';
 import type { RelayerConfig } from '../lib/types.ts';
 import { CommandLineError, readCommandLine } from './lib/command-line.ts';
 import { cliFail, runCommand, shutDownOnce } from './lib/lifecycle.ts';
-import { listenerFits } from './lib/postgres.ts';
 import { openRelayerStore } from './lib/store.ts';
 
 const HELP = `Usage: relayer-worker [options]
@@ -116,8 +115,6 @@ async function list(config: RelayerConfig, flags: Record<string, unknown>, logge
     return fail(2, '--limit must be an integer from 1 to 1000');
   const names = new Map(Object.values(config.chains).map((c) => [c.domainId, c.name]));
   const store = await openRelayerStore(config, logger, { existing: true });
-  if (!listenerFits(config.db))
-    logger.warn('pool_size=1: no connection to spare for the change feed; new work is found every worker.pollMs');
   try {
     const records = await store.outbox.list({
       status: status as (typeof STATUSES)[number] | undefined,
@@ -237,7 +234,6 @@ async function main(): Promise<void> {
       signerKey: signerKey as `0x${string}`,
       logger,
       depth: async () => outbox.depth(),
-      changes: listenerFits(config.db) ? undefined : null,
     });
   } catch (error) {
     await store.close();

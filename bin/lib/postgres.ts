@@ -12,7 +12,6 @@
 import { DEFAULT_LOCK_TIMEOUT_MS, DEFAULT_STATEMENT_TIMEOUT_MS } from '../../lib/postgres/pool.ts';
 import type { PostgresStore } from '../../lib/postgres/index.ts';
 import type { Logger } from '../../lib/log.ts';
-import { isPostgresUrl } from '../../lib/postgres/url.ts';
 import { redactDatabaseSecrets, redactDatabaseUrl } from '../../lib/redact.ts';
 import type { RelayApiConfig } from '../../lib/types.ts';
 
@@ -72,6 +71,11 @@ function takeInteger(url: URL, name: string, min: number, max: number): number |
 export interface PostgresPoolConfigs {
   /** The request pool: server-side statement and lock limits, a client-side safety net. */
   pool: Record<string, unknown>;
+  /**
+   * The change feed's one LISTEN connection, outside the request pool (`pool_size` counts only
+   * the connections that run statements): with the same limits, so its health check cannot hang.
+   */
+  listen: Record<string, unknown>;
   /** One connection for the migrations, without any limit (a migration or its lock wait may be long). */
   migration: Record<string, unknown>;
 }
@@ -97,32 +101,18 @@ export function postgresPoolConfigs(db: string): PostgresPoolConfigs {
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     application_name: 'relayer-server',
   };
+  const limits = {
+    // Startup parameters: every connection of the pool has them from its first statement on.
+    // pg sends nothing for 0, which is the server's "no limit" anyway.
+    statement_timeout: statementTimeout,
+    lock_timeout: lockTimeout,
+    query_timeout: (statementTimeout || DEFAULT_STATEMENT_TIMEOUT_MS) + QUERY_TIMEOUT_MARGIN_MS,
+  };
   return {
-    pool: {
-      ...common,
-      max,
-      // Startup parameters: every connection of the pool has them from its first statement on.
-      // pg sends nothing for 0, which is the server's "no limit" anyway.
-      statement_timeout: statementTimeout,
-      lock_timeout: lockTimeout,
-      query_timeout: (statementTimeout || DEFAULT_STATEMENT_TIMEOUT_MS) + QUERY_TIMEOUT_MARGIN_MS,
-    },
+    pool: { ...common, max, ...limits },
+    listen: { ...common, max: 1, ...limits },
     migration: { ...common, max: 1 },
   };
-}
-
-/**
- * Whether the store of `db` can keep a connection listening for its change feed (the worker wakes
- * on it: docs/delivery.md#throughput): the feed holds one of the pool's connections for good, so a
- * PostgreSQL pool of one (`pool_size=1`) would have none left for claims. SQLite and memory: yes.
- */
-export function listenerFits(db: string): boolean {
-  if (!isPostgresUrl(db)) return true;
-  try {
-    return (postgresPoolConfigs(db).pool.max as number) > 1;
-  } catch {
-    return true;
-  }
 }
 
 /**
@@ -160,15 +150,22 @@ export async function openPostgresFromUrl(
     await migrationPool.end().catch(() => {});
   }
   const pool = new pg.Pool(configs.pool);
+  // The change feed's LISTEN connection, opened at its first follower: not one of pool_size's
+  // (docs/design.md#change-feed), so a pool of one still serves requests while a stream listens.
+  const listenPool = new pg.Pool(configs.listen);
+  // An idle connection the server dropped (a restart, a failover): the pool opens a new one.
+  const onPoolError = (error: Error) =>
+    logger.warn('database connection lost', {
+      error: redactDatabaseSecrets(`${error.name}: ${error.message.split('\n')[0]}`, db),
+    });
+  listenPool.on?.('error', onPoolError);
+  const end = () => Promise.all([pool.end(), listenPool.end()]);
   try {
     const store = await openPostgresStore(pool, {
       relayApi,
       migrate: false,
-      // An idle connection the server dropped (a restart, a failover): the pool opens a new one.
-      onPoolError: (error) =>
-        logger.warn('database connection lost', {
-          error: redactDatabaseSecrets(`${error.name}: ${error.message.split('\n')[0]}`, db),
-        }),
+      listenPool,
+      onPoolError,
       // The change feed connects again by itself and has its followers read again.
       onListenLost: (error) =>
         logger.warn('database listening connection lost; listening again', {
@@ -179,11 +176,11 @@ export async function openPostgresFromUrl(
       store,
       async close() {
         await store.close();
-        await pool.end();
+        await end();
       },
     };
   } catch (error) {
-    await pool.end().catch(() => {});
+    await end().catch(() => {});
     throw error;
   }
 }

@@ -53,12 +53,18 @@ export interface PostgresStoreOptions {
   onPoolError?: (error: Error) => void;
   /** Called when the change feed's listening connection is lost (it connects again; lib/postgres/changes.ts). */
   onListenLost?: (error: Error) => void;
+  /**
+   * Where the change feed takes its LISTEN connection (default `pool`). A pool of its own keeps
+   * that connection out of the statements' pool, so even a pool of one serves requests while a
+   * status stream listens (docs/design.md#change-feed); the commands give it one. Ended by its owner.
+   */
+  listenPool?: PgPool;
 }
 
 export interface PostgresStore extends RelayerStore {
   /**
-   * The outbox and its change feed (lib/change-feed.ts), which holds one connection of the pool
-   * for LISTEN from its first ready() until close().
+   * The outbox and its change feed (lib/change-feed.ts), which holds one connection of `listenPool`
+   * (default the pool) for LISTEN from its first ready() until close().
    */
   outbox: PostgresOutbox & PostgresVersions & { readonly changes: PostgresChangeFeed };
   admission: RelayAdmission;
@@ -85,7 +91,7 @@ export async function openPostgresStore(pool: PgPool, options: PostgresStoreOpti
     pendingMs: relayApi.receiptTimeoutSeconds * 1000 + PENDING_MARGIN_MS,
     capacity: relayApi.dedupCapacity,
   };
-  const changes = createPostgresChangeFeed(pool, s, { clock, onLost: options.onListenLost });
+  const changes = createPostgresChangeFeed(options.listenPool ?? pool, s, { clock, onLost: options.onListenLost });
   return {
     outbox: Object.assign(createPostgresOutbox(pool, s, clock), createPostgresVersions(pool, s), { changes }),
     merkle: createPostgresMerkleStore(pool, s),
@@ -98,7 +104,7 @@ export async function openPostgresStore(pool: PgPool, options: PostgresStoreOpti
       await run(pool, 'SELECT 1');
     },
     async close() {
-      // The listening connection, if any, goes back to the pool; nothing else is held.
+      // The listening connection, if any, goes back to its pool; nothing else is held.
       await changes.close();
     },
   };
