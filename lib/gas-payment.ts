@@ -34,6 +34,42 @@ export interface GasPaymentStore {
   gasPayments(ids: readonly string[]): GasPayment[] | Promise<GasPayment[]>;
 }
 
+/**
+ * Gas the relayer already spent on a message (docs/delivery.md#gas-already-spent): one of its own `process`
+ * transactions that was mined and did not deliver the message (reverted, or ran out of gas), as
+ * its receipt says. Hyperlane's relayer keeps the same per message (`gas_used`, `tokens_used`) and
+ * deducts it from the gas paid for before the next estimate is judged.
+ */
+export interface GasSpend {
+  /** The message, lower-case 0x + 64 hex. */
+  messageId: string;
+  /** The mined transaction, lower-case 0x + 64 hex: each counts once. */
+  txHash: string;
+  /** The receipt's gasUsed. */
+  gasUsed: bigint;
+  /** What it cost on the destination chain in wei: gasUsed × effectiveGasPrice. */
+  cost: bigint;
+}
+
+/**
+ * The gas book beside the payments (every outbox engine): the gas `onChainFeeQuoting` required at
+ * the message's last estimate, and the gas its reverted transactions spent. Both are read back on
+ * the message's record (OutboxRecord requiredGas, gasSpent, gasSpentWei).
+ */
+export interface GasBookStore {
+  /**
+   * Spends of reverted transactions: each stored unless its txHash is there already, and added to
+   * its message's gasSpent and gasSpentWei in the same write. A spend of a message the outbox does
+   * not hold is not stored. Returns how many were new.
+   */
+  addGasSpent(spends: readonly GasSpend[]): number | Promise<number>;
+  /**
+   * The gas required at the last estimate of message `id` (any case): true when it changed, false
+   * when it was already that or the message is unknown.
+   */
+  setRequiredGas(id: string, gas: bigint): boolean | Promise<boolean>;
+}
+
 /** A message a payment may be for: its id and destination. */
 export interface PayableMessage {
   id: string;

@@ -3,8 +3,8 @@
  * same calls with the same errors (lib/outbox/types.ts re-exports them).
  */
 import { InvalidArgumentError, OutOfRangeError } from '../errors.ts';
-import type { GasPayment } from '../gas-payment.ts';
 import { isHexOfLength, isUint } from '../hex.ts';
+import { checkGasPayments } from './gas-checks.ts';
 import type {
   AttemptState,
   Broadcast,
@@ -232,23 +232,5 @@ export function validateOutboxBatch(batch: readonly OutboxMessage[]): void {
       if (!Array.isArray(m.gasPayments)) throw bad('gasPayments');
       checkGasPayments(m.gasPayments, `batch[${i}].gasPayments`);
     }
-  });
-}
-
-const UINT256_MAX = 2n ** 256n - 1n;
-
-/** Gas payments as every engine stores them: lower-case hex, uint32 destination, uint256 amounts. */
-export function checkGasPayments(payments: readonly GasPayment[], where = 'payments'): void {
-  if (!Array.isArray(payments)) throw new InvalidArgumentError(`${where} must be an array`);
-  payments.forEach((p, i) => {
-    const bad = (field: string) => new InvalidArgumentError(`${where}[${i}].${field} is invalid`);
-    if (typeof p !== 'object' || p === null) throw new InvalidArgumentError(`${where}[${i}] is not an object`);
-    if (!isHexOfLength(p.messageId, 32) || p.messageId !== p.messageId.toLowerCase()) throw bad('messageId');
-    if (!isUint(p.destination)) throw bad('destination');
-    for (const field of ['gasAmount', 'payment'] as const) {
-      if (typeof p[field] !== 'bigint' || p[field] < 0n || p[field] > UINT256_MAX) throw bad(field);
-    }
-    if (!isHexOfLength(p.txHash, 32) || p.txHash !== p.txHash.toLowerCase()) throw bad('txHash');
-    if (!Number.isSafeInteger(p.logIndex) || p.logIndex < 0) throw bad('logIndex');
   });
 }

@@ -4,6 +4,7 @@
  * in-memory engine (lib/outbox/memory.ts). The parts import each other directly, never this index.
  */
 export * from './types.ts';
+export * from './rows.ts';
 export type * from './versioned.ts';
 export {
   MAX_ERROR_LENGTH,
@@ -19,7 +20,6 @@ export {
   checkMarkDelivered,
   checkMarkFailed,
   checkBroadcast,
-  checkGasPayments,
   checkJournalFilter,
   checkSlot,
   checkSlotOutcome,
@@ -27,4 +27,5 @@ export {
   newLease,
   validateOutboxBatch,
 } from './checks.ts';
+export { checkGasPayments, checkGasSpent, checkRequiredGas } from './gas-checks.ts';
 export { createMemoryOutbox, type MemoryOutbox } from './memory.ts';

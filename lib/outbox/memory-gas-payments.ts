@@ -1,16 +1,26 @@
 /**
- * Gas payments in the in-memory outbox (docs/delivery.md#gas-payment-enforcement): by
- * `txHash:logIndex`, so each log is kept once; copies in and out, like the engine's rows.
+ * Gas payments and the gas book in the in-memory outbox (docs/delivery.md#gas-payment-enforcement,
+ * #gas-already-spent): payments by `txHash:logIndex` and spends by `txHash`, so each is kept once;
+ * a spend and the required gas are written on the message's row. Copies in and out, like the
+ * engine's rows.
  */
 import type { GasPayment } from '../gas-payment.ts';
-import { checkGasPayments } from './checks.ts';
-import type { Outbox, Synchronous } from './types.ts';
+import { checkGasPayments, checkGasSpent, checkRequiredGas } from './gas-checks.ts';
+import type { Outbox, OutboxRecord, Synchronous } from './types.ts';
 
-export function createMemoryGasPayments(): Pick<Synchronous<Outbox>, 'addGasPayments' | 'gasPayments'> & {
+type GasMethods = 'addGasPayments' | 'gasPayments' | 'addGasSpent' | 'setRequiredGas';
+
+/** `rowOf`: the engine's row of a (lower-case) id, written in place. */
+export function createMemoryGasPayments(rowOf: (id: string) => OutboxRecord | undefined): Pick<
+  Synchronous<Outbox>,
+  GasMethods
+> & {
   /** Stores `list` (already checked, as part of an enqueue); returns how many were new. */
   add(list: readonly GasPayment[]): number;
 } {
   const payments = new Map<string, GasPayment>();
+  /** The transactions whose spend is counted. */
+  const spent = new Set<string>();
   const add = (list: readonly GasPayment[]): number => {
     let added = 0;
     for (const p of list) {
@@ -30,6 +40,25 @@ export function createMemoryGasPayments(): Pick<Synchronous<Outbox>, 'addGasPaym
     gasPayments(ids) {
       const wanted = new Set(ids.map((id) => String(id).toLowerCase()));
       return [...payments.values()].filter((p) => wanted.has(p.messageId)).map((p) => ({ ...p }));
+    },
+    addGasSpent(spends) {
+      checkGasSpent(spends);
+      let added = 0;
+      for (const s of spends) {
+        const row = rowOf(s.messageId);
+        if (row === undefined || spent.has(s.txHash)) continue;
+        spent.add(s.txHash);
+        row.gasSpent += s.gasUsed;
+        row.gasSpentWei += s.cost;
+        added++;
+      }
+      return added;
+    },
+    setRequiredGas(id, gas) {
+      const row = rowOf(checkRequiredGas(id, gas));
+      if (row === undefined || row.requiredGas === gas) return false;
+      row.requiredGas = gas;
+      return true;
     },
   };
 }

@@ -50,7 +50,7 @@ export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
   const { changes, changed } = createVersioning();
   const versioned = versionedReads(rows, toRecord);
   const { settleDelivered, ...journal } = createMemoryJournal(clock, (id, lease) => held(id, lease));
-  const payments = createMemoryGasPayments();
+  const payments = createMemoryGasPayments((id) => rows.get(id));
 
   /** The holder of `lease`: still delivering under it (expired or not, as long as nobody took it over). */
   function held(id: string, lease: string): MemoryRow | undefined {
@@ -85,6 +85,9 @@ export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
           failures: 0,
           pendingSince: null,
           polls: 0,
+          requiredGas: null,
+          gasSpent: 0n,
+          gasSpentWei: 0n,
           lease: null,
           seq: rows.size,
           version: 0,
@@ -195,6 +198,8 @@ export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
 
     addGasPayments: payments.addGasPayments,
     gasPayments: payments.gasPayments,
+    addGasSpent: payments.addGasSpent,
+    setRequiredGas: payments.setRequiredGas,
 
     requeue(id) {
       const row = rows.get(id.toLowerCase());

@@ -2,7 +2,7 @@
  * The relay outbox's types (docs/design.md#enqueue, #storage, #message-lifecycle): a message, its
  * record and lifecycle, and the Outbox interface every engine implements.
  */
-import type { GasPayment, GasPaymentStore } from '../gas-payment.ts';
+import type { GasBookStore, GasPayment, GasPaymentStore } from '../gas-payment.ts';
 /** A message as it is stored in the relay outbox. */
 export interface OutboxMessage {
   id: string;
@@ -52,6 +52,12 @@ export interface OutboxRecord extends OutboxMessage {
   pendingSince: number | null;
   /** Polls of a proof that was not ready. */
   polls: number;
+  /** `onChainFeeQuoting`: the gas required at the message's last estimate, null before one (docs/delivery.md#gas-already-spent). */
+  requiredGas: bigint | null;
+  /** Gas used by the relayer's own mined transactions of this message that did not deliver it (GasBookStore). */
+  gasSpent: bigint;
+  /** What those cost on the destination chain, in wei. */
+  gasSpentWei: bigint;
 }
 
 /** What markFailed writes into the attempt-state columns (failures, pendingSince, polls). */
@@ -66,53 +72,6 @@ export interface ClaimedMessage extends OutboxRecord {
   /** Opaque token of this claim: required by extend, markDelivered and markFailed, so a worker
    * whose lease expired and was taken over cannot overwrite the new holder's outcome. */
   lease: string;
-}
-
-/** An outbox row as the SQL engines (SQLite, PostgreSQL) store it; `raw` is engine-specific. */
-export interface OutboxRow {
-  id: string;
-  origin_chain: string;
-  tx_hash: string;
-  origin: number;
-  destination: number;
-  nonce: number;
-  enqueued_at: number;
-  status: MessageStatus;
-  attempts: number;
-  lease_expiries: number;
-  last_error: string | null;
-  delivered_at: number | null;
-  destination_tx_hash: string | null;
-  claimed_until: number | null;
-  retry_at: number | null;
-  failures: number;
-  pending_since: number | null;
-  polls: number;
-}
-
-/** The record of a SQL row, with `raw` already decoded by the engine. */
-export function recordFromRow(row: OutboxRow, raw: Uint8Array): OutboxRecord {
-  return {
-    id: row.id,
-    originChain: row.origin_chain,
-    txHash: row.tx_hash,
-    origin: Number(row.origin),
-    destination: Number(row.destination),
-    nonce: Number(row.nonce),
-    raw,
-    enqueuedAt: row.enqueued_at,
-    status: row.status,
-    attempts: row.attempts,
-    leaseExpiries: row.lease_expiries,
-    lastError: row.last_error,
-    deliveredAt: row.delivered_at,
-    destinationTxHash: row.destination_tx_hash,
-    claimedUntil: row.claimed_until,
-    retryAt: row.retry_at,
-    failures: row.failures,
-    pendingSince: row.pending_since,
-    polls: row.polls,
-  };
 }
 
 export interface MarkDeliveredOptions {
@@ -213,7 +172,7 @@ export interface RelayQueue {
  * The outbox (docs/design.md#leases): the queue, its readers (the status endpoints) and its
  * consumers (delivery workers). Time comes from the engine's injected Clock.
  */
-export interface Outbox extends RelayQueue, GasPaymentStore {
+export interface Outbox extends RelayQueue, GasPaymentStore, GasBookStore {
   /** The message with this id (any case), or undefined. */
   get(id: string): OutboxRecord | undefined | Promise<OutboxRecord | undefined>;
   /** The messages accepted from one transaction (tx hash in any case), in enqueue order. */

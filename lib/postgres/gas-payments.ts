@@ -5,7 +5,14 @@
  * so both commit together; top-ups and reads go through the two methods below.
  */
 import { gasPaymentFromRow, type GasPayment, type GasPaymentRow } from '../gas-payment.ts';
-import { checkGasPayments, type Asynchronous, type Outbox, type OutboxMessage } from '../outbox/index.ts';
+import {
+  checkGasPayments,
+  checkGasSpent,
+  checkRequiredGas,
+  type Asynchronous,
+  type Outbox,
+  type OutboxMessage,
+} from '../outbox/index.ts';
 import { run, type PgPool } from './pool.ts';
 
 /** Gas payments as the six array parameters of gasPaymentInsertSql (amounts as decimal text). */
@@ -38,16 +45,38 @@ export function gasPaymentInsertSql(s: string, first: number): string {
     ON CONFLICT (tx_hash, log_index) DO NOTHING`;
 }
 
-/** Outbox.addGasPayments and Outbox.gasPayments on schema `s`. */
+/**
+ * Outbox.addGasPayments and Outbox.gasPayments on schema `s`, and the gas book
+ * (docs/delivery.md#gas-already-spent): addGasSpent is one statement, the new `gas_spent` rows (by
+ * tx hash, of messages the outbox holds) and their sums added to the messages' rows together.
+ */
 export function createPostgresGasPayments(
   pool: PgPool,
   s: string,
-): Pick<Asynchronous<Outbox>, 'addGasPayments' | 'gasPayments'> {
+): Pick<Asynchronous<Outbox>, 'addGasPayments' | 'gasPayments' | 'addGasSpent' | 'setRequiredGas'> {
   const insertSql = gasPaymentInsertSql(s, 1);
   const selectSql = `
     SELECT tx_hash, log_index::float8 AS log_index, message_id, destination::float8 AS destination,
       gas_amount::text AS gas_amount, payment::text AS payment
     FROM ${s}.gas_payments WHERE message_id = ANY($1::text[])`;
+  const spendSql = `
+    WITH ins AS (
+      INSERT INTO ${s}.gas_spent (tx_hash, message_id, gas_used, cost)
+      SELECT u.tx_hash, u.message_id, u.gas_used, u.cost
+      FROM unnest($1::text[], $2::text[], $3::numeric[], $4::numeric[]) AS u(tx_hash, message_id, gas_used, cost)
+      WHERE EXISTS (SELECT 1 FROM ${s}.outbox o WHERE o.id = u.message_id)
+      ON CONFLICT (tx_hash) DO NOTHING
+      RETURNING message_id, gas_used, cost
+    ),
+    sums AS (SELECT message_id, sum(gas_used) AS g, sum(cost) AS c, count(*) AS n FROM ins GROUP BY message_id),
+    upd AS (
+      UPDATE ${s}.outbox o SET gas_spent = o.gas_spent + sums.g, gas_spent_wei = o.gas_spent_wei + sums.c
+      FROM sums WHERE o.id = sums.message_id
+      RETURNING sums.n
+    )
+    SELECT coalesce(sum(n), 0)::integer AS n FROM upd`;
+  const requiredSql = `
+    UPDATE ${s}.outbox SET required_gas = $2::numeric WHERE id = $1 AND required_gas IS DISTINCT FROM $2::numeric`;
   return {
     async addGasPayments(payments) {
       checkGasPayments(payments);
@@ -58,6 +87,22 @@ export function createPostgresGasPayments(
     async gasPayments(ids) {
       const { rows } = await run<GasPaymentRow>(pool, selectSql, [ids.map((id) => String(id).toLowerCase())]);
       return rows.map(gasPaymentFromRow);
+    },
+    async addGasSpent(spends) {
+      checkGasSpent(spends);
+      if (spends.length === 0) return 0;
+      const { rows } = await run<{ n: number }>(pool, spendSql, [
+        spends.map((p) => p.txHash),
+        spends.map((p) => p.messageId),
+        spends.map((p) => String(p.gasUsed)),
+        spends.map((p) => String(p.cost)),
+      ]);
+      return rows[0].n;
+    },
+    async setRequiredGas(id, gas) {
+      const key = checkRequiredGas(id, gas);
+      const { rowCount } = await run(pool, requiredSql, [key, String(gas)]);
+      return rowCount === 1;
     },
   };
 }
@@ -79,4 +124,25 @@ export function gasPaymentsMigration(s: string): string {
     PRIMARY KEY (tx_hash, log_index)
   );
   CREATE INDEX gas_payments_message ON ${s}.gas_payments (message_id);`;
+}
+
+/**
+ * The gas book (lib/postgres/schema.ts, migration 10; docs/delivery.md#gas-already-spent): on the
+ * message's row the gas required at its last estimate and what its reverted transactions spent,
+ * summed; one `gas_spent` row per such transaction. The same columns and CHECKs as the SQLite
+ * store's migration 9.
+ */
+export function gasBookMigration(s: string): string {
+  const uint256 = (column: string) => `${column} BETWEEN 0 AND ${2n ** 256n - 1n}`;
+  return `
+  ALTER TABLE ${s}.outbox ADD COLUMN required_gas numeric(78, 0) CHECK (${uint256('required_gas')}),
+    ADD COLUMN gas_spent numeric(78, 0) NOT NULL DEFAULT 0 CHECK (${uint256('gas_spent')}),
+    ADD COLUMN gas_spent_wei numeric(78, 0) NOT NULL DEFAULT 0 CHECK (${uint256('gas_spent_wei')});
+  CREATE TABLE ${s}.gas_spent (
+    tx_hash text PRIMARY KEY CHECK (tx_hash ~ '^0x[0-9a-f]{64}$'),
+    message_id text NOT NULL CHECK (message_id ~ '^0x[0-9a-f]{64}$'),
+    gas_used numeric(78, 0) NOT NULL CHECK (${uint256('gas_used')}),
+    cost numeric(78, 0) NOT NULL CHECK (${uint256('cost')})
+  );
+  CREATE INDEX gas_spent_message ON ${s}.gas_spent (message_id);`;
 }

@@ -57,7 +57,8 @@ export function columns(t: string): string {
   return `${t}.id, ${t}.origin_chain, ${t}.tx_hash, ${t}.origin::float8 AS origin, ${t}.destination::float8 AS destination,
     ${t}.nonce::float8 AS nonce, encode(${t}.raw, 'hex') AS raw, ${t}.enqueued_at, ${t}.status, ${t}.attempts, ${t}.lease_expiries, ${t}.last_error,
     ${t}.delivered_at, ${t}.destination_tx_hash, ${t}.claimed_until, ${t}.retry_at, ${t}.lease, ${t}.seq::float8 AS seq,
-    ${t}.failures, ${t}.pending_since, ${t}.polls`;
+    ${t}.failures, ${t}.pending_since, ${t}.polls,
+    ${t}.required_gas::text AS required_gas, ${t}.gas_spent::text AS gas_spent, ${t}.gas_spent_wei::text AS gas_spent_wei`;
 }
 
 /**

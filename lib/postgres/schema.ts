@@ -12,7 +12,7 @@
  */
 import { SchemaVersionError, InvalidArgumentError } from '../errors.ts';
 import { MAX_DESTINATION_TX_HASH_LENGTH, MAX_ERROR_LENGTH, MAX_RAW_TRANSACTION_LENGTH } from '../outbox/index.ts';
-import { gasPaymentsMigration } from './gas-payments.ts';
+import { gasBookMigration, gasPaymentsMigration } from './gas-payments.ts';
 import type { PgPool } from './pool.ts';
 import { clientBucketsMigration, statusPushMigration } from './schema-push.ts';
 
@@ -179,6 +179,9 @@ export const MIGRATIONS: readonly ((s: string) => string)[] = [
 
   // 9: per-client token buckets (lib/postgres/schema-push.ts).
   clientBucketsMigration,
+
+  // 10: the gas book (docs/delivery.md#gas-already-spent): lib/postgres/gas-payments.ts.
+  gasBookMigration,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

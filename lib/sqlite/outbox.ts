@@ -43,7 +43,7 @@ export interface Row extends OutboxRow {
 
 export const COLUMNS =
   'id, origin_chain, tx_hash, origin, destination, nonce, raw, enqueued_at, status, attempts, lease_expiries, last_error, ' +
-  'delivered_at, destination_tx_hash, claimed_until, retry_at, failures, pending_since, polls';
+  'delivered_at, destination_tx_hash, claimed_until, retry_at, failures, pending_since, polls, required_gas, gas_spent, gas_spent_wei';
 const JOURNAL_COLUMNS = 'message_id AS messageId, chain_id AS chainId, signer, nonce, hash, raw, sent_at AS sentAt';
 
 /**
@@ -244,6 +244,8 @@ export function createSqliteOutbox(db: DatabaseSync, transaction: Transaction, c
     },
     addGasPayments: payments.addGasPayments,
     gasPayments: payments.gasPayments,
+    addGasSpent: payments.addGasSpent,
+    setRequiredGas: payments.setRequiredGas,
     recordBroadcast(b, f) {
       const { broadcast, fence } = checkBroadcast(b, f);
       return transaction(() => {

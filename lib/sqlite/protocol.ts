@@ -24,6 +24,8 @@ export const ACCESS = {
     requeue: 'write',
     addGasPayments: 'write',
     gasPayments: 'read',
+    addGasSpent: 'write',
+    setRequiredGas: 'write',
     recordBroadcast: 'write',
     forgetBroadcast: 'write',
     closeSlot: 'write',

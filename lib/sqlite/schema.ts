@@ -168,6 +168,22 @@ export const MIGRATIONS: readonly string[] = [
      PRIMARY KEY (tx_hash, log_index)
    ) STRICT, WITHOUT ROWID;
    CREATE INDEX gas_payments_message ON gas_payments (message_id);`,
+
+  // 9: the gas book (docs/delivery.md#gas-already-spent): on the message's row the gas
+  // onChainFeeQuoting required at its last estimate (NULL before one) and the gas (and wei) its
+  // reverted transactions spent, summed; beside it one row per such transaction, by hash, so a
+  // receipt seen twice counts once. Decimal text like the payments. Existing rows start with
+  // nothing spent. The same columns and CHECKs as PostgreSQL's migration 10.
+  `ALTER TABLE outbox ADD COLUMN required_gas TEXT CHECK (${DECIMAL('required_gas')});
+   ALTER TABLE outbox ADD COLUMN gas_spent TEXT NOT NULL DEFAULT '0' CHECK (${DECIMAL('gas_spent')});
+   ALTER TABLE outbox ADD COLUMN gas_spent_wei TEXT NOT NULL DEFAULT '0' CHECK (${DECIMAL('gas_spent_wei')});
+   CREATE TABLE gas_spent (
+     tx_hash TEXT PRIMARY KEY NOT NULL CHECK (${HEX_ID('tx_hash')}),
+     message_id TEXT NOT NULL CHECK (${HEX_ID('message_id')}),
+     gas_used TEXT NOT NULL CHECK (${DECIMAL('gas_used')}),
+     cost TEXT NOT NULL CHECK (${DECIMAL('cost')})
+   ) STRICT, WITHOUT ROWID;
+   CREATE INDEX gas_spent_message ON gas_spent (message_id);`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -16,7 +16,7 @@ import {
   type OutboxMessage,
   type OutboxRecord,
 } from '../../lib/outbox/index.ts';
-import type { GasPayment } from '../../lib/gas-payment.ts';
+import type { GasPayment, GasSpend } from '../../lib/gas-payment.ts';
 import { createFakeClock, type FakeClock } from './fake-clock.ts';
 import { hyperlaneMessage, messageId, txHash } from './builders.ts';
 import { InvalidArgumentError, OutOfRangeError } from '../../lib/errors.ts';
@@ -80,6 +80,9 @@ export function queuedRecord(m: OutboxMessage): OutboxRecord {
     failures: 0,
     pendingSince: null,
     polls: 0,
+    requiredGas: null,
+    gasSpent: 0n,
+    gasSpentWei: 0n,
   };
 }
 
@@ -247,6 +250,133 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       }
       assert.equal(await h.outbox.depth(), 0);
       assert.deepEqual(await h.outbox.gasPayments([id(1), id(2)]), []);
+    });
+
+    // docs/delivery.md#gas-already-spent: the gas book, on the message's record.
+    const spend = (n: number, tx: number, gasUsed: bigint, cost = gasUsed * 7n): GasSpend => ({
+      messageId: id(n),
+      txHash: txHash(tx),
+      gasUsed,
+      cost,
+    });
+    const book = async (n: number) => {
+      const r = await h.outbox.get(id(n));
+      return r && { requiredGas: r.requiredGas, gasSpent: r.gasSpent, gasSpentWei: r.gasSpentWei };
+    };
+
+    test('docs/delivery.md#gas-already-spent: setRequiredGas keeps the last required gas, says when it changed', async () => {
+      await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
+      assert.deepEqual(await book(1), { requiredGas: null, gasSpent: 0n, gasSpentWei: 0n });
+      // The id in any case; the same value again is no change; a uint256 is kept whole.
+      assert.equal(await h.outbox.setRequiredGas(id(1).toUpperCase().replace('0X', '0x'), 60_000n), true);
+      assert.equal(await h.outbox.setRequiredGas(id(1), 60_000n), false);
+      assert.equal((await h.outbox.get(id(1)))?.requiredGas, 60_000n);
+      assert.equal(await h.outbox.setRequiredGas(id(1), 2n ** 256n - 1n), true);
+      assert.equal((await h.outbox.get(id(1)))?.requiredGas, 2n ** 256n - 1n);
+      assert.equal(await h.outbox.setRequiredGas(id(1), 0n), true);
+      assert.equal((await h.outbox.get(id(1)))?.requiredGas, 0n);
+      assert.equal((await h.outbox.get(id(2)))?.requiredGas, null, 'the other message is untouched');
+      assert.equal(await h.outbox.setRequiredGas(id(9), 1n), false, 'an unknown id');
+      assert.equal(await h.outbox.get(id(9)), undefined);
+      // A claim hands it out with the message, and the lifecycle keeps it.
+      await h.outbox.setRequiredGas(id(1), 75_000n);
+      const [claimed] = await claimAll(h.outbox);
+      assert.equal(claimed.requiredGas, 75_000n);
+      await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: claimed.lease });
+      assert.equal((await h.outbox.get(id(1)))?.requiredGas, 75_000n);
+      for (const [gas, what] of [
+        [-1n, 'negative'],
+        [2n ** 256n, 'above uint256'],
+        [5, 'a number'],
+      ] as const) {
+        await assert.rejects(async () => h.outbox.setRequiredGas(id(2), gas as bigint), InvalidArgumentError, what);
+      }
+      await assert.rejects(async () => h.outbox.setRequiredGas(7 as unknown as string, 1n), InvalidArgumentError);
+      assert.equal((await h.outbox.get(id(2)))?.requiredGas, null);
+    });
+
+    test('docs/delivery.md#gas-already-spent: addGasSpent adds each transaction once to its message, exactly', async () => {
+      await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
+      // Amounts beyond 2^63 (SQLite's integers) and 2^53 (a double) are summed exactly.
+      const big = 2n ** 64n + 1n;
+      assert.equal(
+        await h.outbox.addGasSpent([spend(1, 101, 50_000n), spend(1, 102, big, 3n ** 100n), spend(2, 103, 21_000n)]),
+        3,
+      );
+      assert.deepEqual(await book(1), {
+        requiredGas: null,
+        gasSpent: 50_000n + big,
+        gasSpentWei: 350_000n + 3n ** 100n,
+      });
+      assert.deepEqual(await book(2), { requiredGas: null, gasSpent: 21_000n, gasSpentWei: 147_000n });
+      // The same receipt seen again (a crash, a second look) counts nothing, whatever it says now.
+      assert.equal(await h.outbox.addGasSpent([spend(1, 101, 50_000n)]), 0);
+      assert.equal(await h.outbox.addGasSpent([spend(2, 101, 99n), spend(1, 102, 1n)]), 0);
+      // Twice in one call: once.
+      assert.equal(await h.outbox.addGasSpent([spend(2, 104, 10n), spend(2, 104, 10n)]), 1);
+      assert.deepEqual(await book(2), { requiredGas: null, gasSpent: 21_010n, gasSpentWei: 147_070n });
+      assert.deepEqual(await book(1), {
+        requiredGas: null,
+        gasSpent: 50_000n + big,
+        gasSpentWei: 350_000n + 3n ** 100n,
+      });
+      assert.equal(await h.outbox.addGasSpent([]), 0);
+      // The record is otherwise unchanged, and a claim and requeue keep what was spent.
+      const [first] = await claimAll(h.outbox, 1);
+      assert.equal(first.gasSpent, 50_000n + big);
+      await h.outbox.markFailed(id(1), { error: 'revert', final: true, lease: first.lease });
+      await h.outbox.requeue(id(1));
+      assert.deepEqual(await h.outbox.get(id(1)), {
+        ...queuedRecord(outboxMessage(1)),
+        attempts: 1,
+        lastError: 'revert',
+        gasSpent: 50_000n + big,
+        gasSpentWei: 350_000n + 3n ** 100n,
+      });
+    });
+
+    test('docs/delivery.md#gas-already-spent: a spend of an unknown message is not kept; a bad spend stores nothing', async () => {
+      assert.equal(await h.outbox.addGasSpent([spend(1, 101, 50_000n)]), 0, 'message 1 is not in the outbox');
+      await h.outbox.enqueue([outboxMessage(1)]);
+      assert.deepEqual(await book(1), { requiredGas: null, gasSpent: 0n, gasSpentWei: 0n });
+      // Nothing was kept of it: once the message is there, the same transaction counts.
+      assert.equal(await h.outbox.addGasSpent([spend(1, 101, 50_000n), spend(9, 109, 1n)]), 1);
+      assert.equal((await h.outbox.get(id(1)))?.gasSpent, 50_000n);
+      const bad: [string, Partial<GasSpend>][] = [
+        ['messageId', { messageId: '0x1234' }],
+        ['messageId', { messageId: id(1).toUpperCase().replace('0X', '0x') }],
+        ['txHash', { txHash: 'nope' }],
+        ['txHash', { txHash: `0x${'AB'.repeat(32)}` }],
+        ['gasUsed', { gasUsed: -1n }],
+        ['gasUsed', { gasUsed: 5 as unknown as bigint }],
+        ['cost', { cost: 2n ** 256n }],
+      ];
+      for (const [field, over] of bad) {
+        await assert.rejects(
+          async () => h.outbox.addGasSpent([spend(1, 105, 1n), { ...spend(1, 106, 1n), ...over }]),
+          (e: Error) => e.name === 'InvalidArgumentError' && e.message.includes(field),
+          field,
+        );
+      }
+      assert.equal((await h.outbox.get(id(1)))?.gasSpent, 50_000n, 'the valid spend before the bad one is not kept');
+      assert.equal(await h.outbox.addGasSpent([spend(1, 105, 1n)]), 1);
+    });
+
+    test('docs/delivery.md#gas-already-spent: one transaction recorded over two connections at once counts once', async () => {
+      if (!h.connect) return;
+      await h.outbox.enqueue([outboxMessage(1)]);
+      const other = await h.connect();
+      try {
+        const counts = await Promise.all([
+          h.outbox.addGasSpent([spend(1, 101, 50_000n)]),
+          other.outbox.addGasSpent([spend(1, 101, 50_000n)]),
+          other.outbox.addGasSpent([spend(1, 101, 50_000n), spend(1, 102, 1n)]),
+        ]);
+        assert.equal(counts[0] + counts[1] + counts[2], 2);
+        assert.deepEqual(await book(1), { requiredGas: null, gasSpent: 50_001n, gasSpentWei: 350_007n });
+      } finally {
+        await other.close();
+      }
     });
 
     test('docs/design.md#leases: claim takes queued messages oldest first, a batch in its own order', async () => {

@@ -267,6 +267,80 @@ describe('outbox migrations for expired-lease counting (docs/design.md#leases)',
   });
 });
 
+describe('outbox migrations of the gas book (docs/delivery.md#gas-already-spent)', () => {
+  test('SQLite migration 9: a version-8 row has nothing spent nor required; the columns refuse what is not a uint256', async () => {
+    const file = freshFile();
+    const old = new DatabaseSync(file);
+    for (const migration of MIGRATIONS.slice(0, 8)) old.exec(migration);
+    old.exec('PRAGMA user_version = 8');
+    const m = outboxMessage(1);
+    old
+      .prepare(
+        'INSERT INTO outbox (id, origin_chain, tx_hash, origin, destination, nonce, raw, enqueued_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+      )
+      .run(m.id, m.originChain, m.txHash, m.origin, m.destination, m.nonce, m.raw, m.enqueuedAt);
+    old.close();
+    const store = await openSqliteStore(file, { clock: createFakeClock(1_700_000_001_000) });
+    try {
+      assert.deepEqual(await store.outbox.get(m.id), queuedRecord(m));
+    } finally {
+      await store.close();
+    }
+    const db = new DatabaseSync(file);
+    try {
+      const update = (set: string) => () => db.prepare(`UPDATE outbox SET ${set} WHERE id = ?`).run(m.id);
+      for (const set of [
+        "gas_spent = '-1'",
+        "gas_spent_wei = '01'",
+        "required_gas = '1e3'",
+        `required_gas = '${'9'.repeat(79)}'`,
+      ])
+        assert.throws(update(set), /CHECK constraint failed/, set);
+      assert.throws(update('gas_spent = NULL'), /NOT NULL constraint failed/);
+      assert.throws(
+        () => db.prepare("INSERT INTO gas_spent VALUES (?, ?, '1', 'x')").run(m.txHash, m.id),
+        /CHECK constraint failed/,
+      );
+    } finally {
+      db.close();
+    }
+  });
+
+  test('PostgreSQL migration 10: a version-9 row has nothing spent nor required; the columns refuse what SQLite refuses', async () => {
+    const { MIGRATIONS: PG_MIGRATIONS, migrate } = await import('../../lib/postgres/schema.ts');
+    const t = await testSchema();
+    const s = `"${t.schema}"`;
+    try {
+      await t.pool.query(
+        `CREATE SCHEMA ${s}; CREATE TABLE ${s}.schema_version (version integer NOT NULL); INSERT INTO ${s}.schema_version VALUES (9)`,
+      );
+      for (const migration of PG_MIGRATIONS.slice(0, 9)) await t.pool.query(migration(s));
+      const m = outboxMessage(1);
+      await t.pool.query(
+        `INSERT INTO ${s}.outbox (id, origin_chain, tx_hash, origin, destination, nonce, raw, enqueued_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+        [m.id, m.originChain, m.txHash, m.origin, m.destination, m.nonce, m.raw, m.enqueuedAt],
+      );
+      assert.equal(await migrate(t.pool, t.schema), 9);
+      const store = await openPostgresStore(t.pool, {
+        relayApi: POSTGRES_RELAY_API,
+        schema: t.schema,
+        clock: createFakeClock(),
+      });
+      assert.deepEqual(await store.outbox.get(m.id), queuedRecord(m));
+      const update = (set: string) => t.pool.query(`UPDATE ${s}.outbox SET ${set} WHERE id = $1`, [m.id]);
+      for (const set of ['gas_spent = -1', `required_gas = ${2n ** 256n}`])
+        await assert.rejects(update(set), /violates check constraint/, set);
+      await assert.rejects(update('gas_spent_wei = NULL'), /violates not-null constraint/);
+      await assert.rejects(
+        t.pool.query(`INSERT INTO ${s}.gas_spent VALUES ($1, $2, -1, 0)`, [m.txHash, m.id]),
+        /violates check constraint/,
+      );
+    } finally {
+      await t.close();
+    }
+  });
+});
+
 describe('lease time is read where the lock is held, not when the call was sent (docs/design.md#leases)', () => {
   test('SQLite: a claim that waited for the write lock gets its whole lease from when it got the lock', async () => {
     // The claim waits 300 ms; so do extend and markDelivered.

@@ -83,6 +83,8 @@ function asyncStore(
     requeueFailed: (opts) => later(undefined, () => memory.requeueFailed(opts)),
     addGasPayments: (payments) => later(undefined, () => memory.addGasPayments(payments)),
     gasPayments: (ids) => later(undefined, () => memory.gasPayments(ids)),
+    addGasSpent: (spends) => later(undefined, () => memory.addGasSpent(spends)),
+    setRequiredGas: (id, gas) => later(undefined, () => memory.setRequiredGas(id, gas)),
   };
   const merkle: MerkleStore = {
     insertMerkle: (records) => later(faults.insertMerkle, () => (rows.push(...records), records.length)),
