@@ -17,6 +17,7 @@ import { openPostgresStore } from '../../lib/postgres/index.ts';
 import { openSqliteStore } from '../../lib/sqlite/index.ts';
 import { MIGRATIONS } from '../../lib/sqlite/schema.ts';
 import { outboxContract, outboxMessage, queuedRecord } from '../helpers/outbox-contract.ts';
+import type { OutboxMessage } from '../../lib/outbox/index.ts';
 import { createFakeClock } from '../helpers/fake-clock.ts';
 import { ENGINES, relayApiSettings } from '../helpers/engines.ts';
 import { testSchema } from '../helpers/postgres.ts';
@@ -203,19 +204,53 @@ describe('SQLite schema migration 3 (docs/design.md#message-lifecycle)', () => {
   });
 });
 
+/** A SQLite file at schema `version` holding message 1 (inserted with that version's columns). */
+function sqliteFileAt(version: number): { file: string; m: OutboxMessage } {
+  const file = freshFile();
+  const old = new DatabaseSync(file);
+  for (const migration of MIGRATIONS.slice(0, version)) old.exec(migration);
+  old.exec(`PRAGMA user_version = ${version}`);
+  const m = outboxMessage(1);
+  old
+    .prepare(
+      'INSERT INTO outbox (id, origin_chain, tx_hash, origin, destination, nonce, raw, enqueued_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+    )
+    .run(m.id, m.originChain, m.txHash, m.origin, m.destination, m.nonce, m.raw, m.enqueuedAt);
+  old.close();
+  return { file, m };
+}
+
+/** A PostgreSQL schema at `version` holding message 1, then migrated: `s` is its quoted name. */
+async function postgresSchemaFrom(version: number) {
+  const { MIGRATIONS: PG_MIGRATIONS, migrate } = await import('../../lib/postgres/schema.ts');
+  const t = await testSchema();
+  const s = `"${t.schema}"`;
+  try {
+    await t.pool.query(
+      `CREATE SCHEMA ${s}; CREATE TABLE ${s}.schema_version (version integer NOT NULL); INSERT INTO ${s}.schema_version VALUES (${version})`,
+    );
+    for (const migration of PG_MIGRATIONS.slice(0, version)) await t.pool.query(migration(s));
+    const m = outboxMessage(1);
+    await t.pool.query(
+      `INSERT INTO ${s}.outbox (id, origin_chain, tx_hash, origin, destination, nonce, raw, enqueued_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+      [m.id, m.originChain, m.txHash, m.origin, m.destination, m.nonce, m.raw, m.enqueuedAt],
+    );
+    assert.equal(await migrate(t.pool, t.schema), version);
+    const store = await openPostgresStore(t.pool, {
+      relayApi: POSTGRES_RELAY_API,
+      schema: t.schema,
+      clock: createFakeClock(),
+    });
+    return { t, s, m, store };
+  } catch (error) {
+    await t.close();
+    throw error;
+  }
+}
+
 describe('outbox migrations for expired-lease counting (docs/design.md#leases)', () => {
   test('SQLite migration 5: rows of a version-4 file start with leaseExpiries 0; the table refuses a negative count', async () => {
-    const file = freshFile();
-    const old = new DatabaseSync(file);
-    for (const migration of MIGRATIONS.slice(0, 4)) old.exec(migration);
-    old.exec('PRAGMA user_version = 4');
-    const m = outboxMessage(1);
-    old
-      .prepare(
-        'INSERT INTO outbox (id, origin_chain, tx_hash, origin, destination, nonce, raw, enqueued_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-      )
-      .run(m.id, m.originChain, m.txHash, m.origin, m.destination, m.nonce, m.raw, m.enqueuedAt);
-    old.close();
+    const { file, m } = sqliteFileAt(4);
     const store = await openSqliteStore(file, { clock: createFakeClock(1_700_000_001_000) });
     try {
       assert.deepEqual(await store.outbox.get(m.id), queuedRecord(m));
@@ -238,25 +273,8 @@ describe('outbox migrations for expired-lease counting (docs/design.md#leases)',
   });
 
   test('PostgreSQL migration 3: rows of a version-2 schema start with leaseExpiries 0; the table refuses what SQLite refuses', async () => {
-    const { MIGRATIONS: PG_MIGRATIONS, migrate } = await import('../../lib/postgres/schema.ts');
-    const t = await testSchema();
-    const s = `"${t.schema}"`;
+    const { t, s, m, store } = await postgresSchemaFrom(2);
     try {
-      await t.pool.query(
-        `CREATE SCHEMA ${s}; CREATE TABLE ${s}.schema_version (version integer NOT NULL); INSERT INTO ${s}.schema_version VALUES (2)`,
-      );
-      for (const migration of PG_MIGRATIONS.slice(0, 2)) await t.pool.query(migration(s));
-      const m = outboxMessage(1);
-      await t.pool.query(
-        `INSERT INTO ${s}.outbox (id, origin_chain, tx_hash, origin, destination, nonce, raw, enqueued_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-        [m.id, m.originChain, m.txHash, m.origin, m.destination, m.nonce, m.raw, m.enqueuedAt],
-      );
-      assert.equal(await migrate(t.pool, t.schema), 2);
-      const store = await openPostgresStore(t.pool, {
-        relayApi: POSTGRES_RELAY_API,
-        schema: t.schema,
-        clock: createFakeClock(),
-      });
       assert.deepEqual(await store.outbox.get(m.id), queuedRecord(m));
       const update = (set: string) => t.pool.query(`UPDATE ${s}.outbox SET ${set} WHERE id = $1`, [m.id]);
       await assert.rejects(update('lease_expiries = -1'), /violates check constraint "outbox_lease_expiries_count"/);
@@ -269,17 +287,7 @@ describe('outbox migrations for expired-lease counting (docs/design.md#leases)',
 
 describe('outbox migrations of the gas book (docs/delivery.md#gas-already-spent)', () => {
   test('SQLite migration 9: a version-8 row has nothing spent nor required; the columns refuse what is not a uint256', async () => {
-    const file = freshFile();
-    const old = new DatabaseSync(file);
-    for (const migration of MIGRATIONS.slice(0, 8)) old.exec(migration);
-    old.exec('PRAGMA user_version = 8');
-    const m = outboxMessage(1);
-    old
-      .prepare(
-        'INSERT INTO outbox (id, origin_chain, tx_hash, origin, destination, nonce, raw, enqueued_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-      )
-      .run(m.id, m.originChain, m.txHash, m.origin, m.destination, m.nonce, m.raw, m.enqueuedAt);
-    old.close();
+    const { file, m } = sqliteFileAt(8);
     const store = await openSqliteStore(file, { clock: createFakeClock(1_700_000_001_000) });
     try {
       assert.deepEqual(await store.outbox.get(m.id), queuedRecord(m));
@@ -307,25 +315,8 @@ describe('outbox migrations of the gas book (docs/delivery.md#gas-already-spent)
   });
 
   test('PostgreSQL migration 10: a version-9 row has nothing spent nor required; the columns refuse what SQLite refuses', async () => {
-    const { MIGRATIONS: PG_MIGRATIONS, migrate } = await import('../../lib/postgres/schema.ts');
-    const t = await testSchema();
-    const s = `"${t.schema}"`;
+    const { t, s, m, store } = await postgresSchemaFrom(9);
     try {
-      await t.pool.query(
-        `CREATE SCHEMA ${s}; CREATE TABLE ${s}.schema_version (version integer NOT NULL); INSERT INTO ${s}.schema_version VALUES (9)`,
-      );
-      for (const migration of PG_MIGRATIONS.slice(0, 9)) await t.pool.query(migration(s));
-      const m = outboxMessage(1);
-      await t.pool.query(
-        `INSERT INTO ${s}.outbox (id, origin_chain, tx_hash, origin, destination, nonce, raw, enqueued_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-        [m.id, m.originChain, m.txHash, m.origin, m.destination, m.nonce, m.raw, m.enqueuedAt],
-      );
-      assert.equal(await migrate(t.pool, t.schema), 9);
-      const store = await openPostgresStore(t.pool, {
-        relayApi: POSTGRES_RELAY_API,
-        schema: t.schema,
-        clock: createFakeClock(),
-      });
       assert.deepEqual(await store.outbox.get(m.id), queuedRecord(m));
       const update = (set: string) => t.pool.query(`UPDATE ${s}.outbox SET ${set} WHERE id = $1`, [m.id]);
       for (const set of ['gas_spent = -1', `required_gas = ${2n ** 256n}`])
