@@ -99,12 +99,6 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
       // The store's two-step POST /relay, when the queue is the store's own outbox.
       admission: store !== undefined && outbox === store.outbox ? store.admission : undefined,
     });
-  relayMetrics.gauges({
-    dedupSize: () => pipeline.dedup.size(),
-    inFlight: recorder.inFlight,
-    outboxDepth: typeof outbox.depth === 'function' ? outbox.depth.bind(outbox) : undefined,
-  });
-
   const cors = createCors(config.server.corsOrigins);
   const chains = new Map(Object.entries(config.chains));
   const clientOf = createClientOf(config.server.trustedProxies);
@@ -124,6 +118,13 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
     maxSubscribersPerClient: config.server.maxSubscribersPerClient,
     clientOf,
     admit: fairness.read,
+  });
+  relayMetrics.gauges({
+    dedupSize: () => pipeline.dedup.size(),
+    inFlight: recorder.inFlight,
+    outboxDepth: typeof outbox.depth === 'function' ? outbox.depth.bind(outbox) : undefined,
+    // docs/operations.md#metrics: only where the status streams exist (the outbox can be followed).
+    openStreams: events.routes.length > 0 ? events.open : undefined,
   });
   const routes = compileRoutes([
     ...events.routes,

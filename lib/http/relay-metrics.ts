@@ -13,6 +13,8 @@ export interface RelayMetricSources {
   dedupSize(): number | Promise<number>;
   inFlight(): number;
   outboxDepth?: () => number | Promise<number>;
+  /** Status streams (Server-Sent Events) open now, when the server has them. */
+  openStreams?: () => number;
 }
 
 export interface RelayMetrics {
@@ -133,6 +135,12 @@ export function createRelayMetrics(registry: MetricsRegistry, clock: Clock): Rel
           'hyperlane_relay_api_outbox_depth',
           'Messages in the relay outbox not yet delivered.',
           sources.outboxDepth,
+        );
+      if (sources.openStreams)
+        registry.gauge(
+          'hyperlane_relay_api_open_status_streams',
+          'Status streams (GET /relay/{message_id}/events, GET /relay/events) open now.',
+          sources.openStreams,
         );
     },
     async sample() {

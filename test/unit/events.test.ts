@@ -12,6 +12,7 @@ import { txHash } from '../helpers/builders.ts';
 import { testConfig } from '../helpers/config.ts';
 import { createFakeClock } from '../helpers/fake-clock.ts';
 import { httpRequest } from '../helpers/http.ts';
+import { parseExposition, sampleValue } from '../helpers/prometheus.ts';
 import { outboxMessage } from '../helpers/outbox-contract.ts';
 import { startApi } from '../helpers/server.ts';
 import { openEvents } from '../helpers/sse.ts';
@@ -210,6 +211,36 @@ describe('status stream bounds and shutdown', () => {
     const d = await openEvents(api.url, path);
     t.after(() => d.close());
     assert.equal(d.status, 200, 'the closed stream gave its place back');
+  });
+
+  test('docs/operations.md#metrics: the open_status_streams gauge counts open streams: two, then one after a close', async (t) => {
+    const { outbox, api } = await setup(t);
+    const hash = txHash(21);
+    const m = outboxMessage(21, undefined, { txHash: hash });
+    outbox.enqueue([m]);
+    const gauge = async () =>
+      sampleValue(
+        parseExposition((await httpRequest(api.url, { path: '/metrics' })).text),
+        'hyperlane_relay_api_open_status_streams',
+      );
+    assert.equal(await gauge(), 0, 'none open');
+    const one = await openEvents(api.url, `/relay/${m.id}/events`);
+    const two = await openEvents(api.url, `/relay/events?origin_chain=ethereum&tx_hash=${hash}`);
+    t.after(() => {
+      for (const s of [one, two]) s.close();
+    });
+    await Promise.all([one.next(), two.next()]);
+    assert.equal(await gauge(), 2, 'a message stream and a transaction stream');
+    two.close();
+    await two.ended;
+    // The server hears the close on its side of the socket a moment later.
+    for (let i = 0; i < 100 && api.api.streams() > 1; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(await gauge(), 1, 'the closed one is gone');
+    const [claimed] = outbox.claim(1, 60_000);
+    outbox.markDelivered(m.id, { lease: claimed.lease, destinationTxHash: DEST_TX });
+    await one.ended;
+    for (let i = 0; i < 100 && api.api.streams() > 0; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(await gauge(), 0, 'a stream the server ended after the final status');
   });
 
   test('a client that does not read is dropped once 64 KiB wait unsent, not buffered without limit', async (t) => {
