@@ -41,8 +41,12 @@ export interface GasPaymentJson {
   payment: string;
   /** `minimum`: the wei required; else null. */
   required_payment: string | null;
-  /** `onChainFeeQuoting`: the gas required once the worker has estimated it; else null. */
+  /** `onChainFeeQuoting`: the gas required at the worker's last estimate; null before one, and under other policies. */
   required_gas_amount: string | null;
+  /** Destination gas the relayer's own mined transactions of the message spent without delivering it (docs/delivery.md#gas-already-spent). */
+  gas_spent: string;
+  /** What that gas cost on the destination chain, in wei. */
+  gas_spent_wei: string;
 }
 
 export interface MessagesOfTxJson {
@@ -83,7 +87,10 @@ export function gasPaymentJson(
     gas_amount: String(paid.gasAmount),
     payment: String(paid.payment),
     required_payment: policy?.type === 'minimum' ? String(policy.payment) : null,
-    required_gas_amount: null,
+    required_gas_amount:
+      policy?.type === 'onChainFeeQuoting' && record.requiredGas != null ? String(record.requiredGas) : null,
+    gas_spent: String(record.gasSpent ?? 0n),
+    gas_spent_wei: String(record.gasSpentWei ?? 0n),
   };
 }
 

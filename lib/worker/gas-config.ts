@@ -5,13 +5,16 @@
  */
 import { createPublicClient, fallback, http, TransactionReceiptNotFoundError, type Hex } from 'viem';
 import { InvalidArgumentError } from '../errors.ts';
-import type { GasPaymentStore } from '../gas-payment.ts';
+import type { GasBookStore, GasPaymentStore } from '../gas-payment.ts';
 import type { RelayerConfig } from '../types.ts';
 import { createGasGate, type OriginLog, type PaymentOrigin } from './gas-gate.ts';
 import type { DeliveryOutbox, DeliveryPolicy } from './types.ts';
 
-/** The outbox a relayer worker is given: the delivery API and, for gas payment enforcement, its payments. */
-export type RelayerWorkerOutbox = DeliveryOutbox & Partial<GasPaymentStore>;
+/**
+ * The outbox a relayer worker is given: the delivery API and, for gas payment enforcement, its
+ * payments and gas book (docs/delivery.md#gas-already-spent).
+ */
+export type RelayerWorkerOutbox = DeliveryOutbox & Partial<GasPaymentStore> & Partial<GasBookStore>;
 
 /** A JSON-RPC log as eth_getLogs answers it. */
 interface RpcLog {
@@ -67,7 +70,7 @@ export function relayerGasGate(
 ): DeliveryPolicy | undefined {
   const enforcement = config.gasPaymentEnforcement ?? [];
   const transactionGasLimit = config.transactionGasLimit ?? null;
-  const { gasPayments, addGasPayments } = outbox;
+  const { gasPayments, addGasPayments, setRequiredGas } = outbox;
   if (enforcement.length > 0 && (!gasPayments || !addGasPayments))
     throw new InvalidArgumentError('gasPaymentEnforcement needs an outbox that stores gas payments');
   return enforcement.length === 0 && transactionGasLimit === null
@@ -79,6 +82,7 @@ export function relayerGasGate(
         store: {
           gasPayments: (ids) => gasPayments?.call(outbox, ids) ?? [],
           addGasPayments: (payments) => addGasPayments?.call(outbox, payments) ?? 0,
+          ...(setRequiredGas && { setRequiredGas: (id: string, gas: bigint) => setRequiredGas.call(outbox, id, gas) }),
         },
         origins: enforcement.length === 0 ? new Map() : paymentOrigins(config, timeoutMs),
       });

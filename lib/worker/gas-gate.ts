@@ -6,13 +6,21 @@
  *
  * - Before metadata: the policy's cheap check (a payment exists; under `minimum`, enough wei). An
  *   unpaid message costs no gateway request and no estimate.
- * - Once `process` is estimated: `onChainFeeQuoting`'s gas check, and the gas limit to sign
- *   (processGasLimit: the estimate plus the margin, or the gas paid for, never above
- *   `transactionGasLimit`; an estimate above it is not sent).
+ * - Once `process` is estimated: `onChainFeeQuoting`'s gas check (the gas paid for, less what the
+ *   relayer's own reverted transactions already spent, docs/delivery.md#gas-already-spent), the
+ *   required gas kept with the message, and the gas limit to sign (processGasLimit: the estimate
+ *   plus the margin, or the gas paid for and not spent, never above `transactionGasLimit`; an
+ *   estimate above it is not sent).
  * The stored payments are read first; the origin chain is asked only when they fall short.
  */
 import { DeliveryError } from '../errors.ts';
-import { gasPaymentsIn, sumGasPayments, type GasPayment, type GasPaymentStore } from '../gas-payment.ts';
+import {
+  gasPaymentsIn,
+  sumGasPayments,
+  type GasBookStore,
+  type GasPayment,
+  type GasPaymentStore,
+} from '../gas-payment.ts';
 import {
   checkGasPayment,
   checkGasPaymentForEstimate,
@@ -36,8 +44,8 @@ export interface GasGateOptions {
   transactionGasLimit: bigint | null;
   /** The gas limit's margin over the estimate, in percent (worker.gasMarginPercent). */
   gasMarginPercent: number;
-  /** Where payments are stored (the outbox). */
-  store: GasPaymentStore;
+  /** Where payments are stored (the outbox), and the required gas when it keeps it. */
+  store: GasPaymentStore & Partial<Pick<GasBookStore, 'setRequiredGas'>>;
   /** By origin domain. */
   origins: ReadonlyMap<number, PaymentOrigin>;
   /** How far one check searches for top-ups (lib/worker/top-ups.ts). */
@@ -99,6 +107,20 @@ export function createGasGate(o: GasGateOptions): DeliveryPolicy {
     }
   }
 
+  /**
+   * The required gas of onChainFeeQuoting, kept with the message for GET /relay/{id}: written only
+   * when it differs from what the claim read (one write per message while the estimate holds). It
+   * is shown, never decided on, so a store that fails here does not fail the attempt.
+   */
+  async function keepRequired(m: ClaimedMessage, required: bigint | undefined): Promise<void> {
+    if (required === undefined || required === m.requiredGas || !o.store.setRequiredGas) return;
+    try {
+      await o.store.setRequiredGas(m.id, required);
+    } catch {
+      // The next estimate writes it again.
+    }
+  }
+
   return {
     async beforeMetadata(m) {
       const policy = policyOf(m);
@@ -113,13 +135,16 @@ export function createGasGate(o: GasGateOptions): DeliveryPolicy {
       const policy = policyOf(m);
       let policyGasLimit = simulated.estimate;
       if (policy?.type !== 'none') {
-        let check = checkGasPaymentForEstimate(policy, await stored(m), simulated.estimate);
+        // What the relayer's own reverted transactions already used comes off the gas paid for.
+        const spent = m.gasSpent ?? 0n;
+        let check = checkGasPaymentForEstimate(policy, await stored(m), simulated.estimate, spent);
         let note = '';
         if (!check.ok) {
           const again = await refreshed(m);
           note = again.note;
-          check = checkGasPaymentForEstimate(policy, again.paid, simulated.estimate);
+          check = checkGasPaymentForEstimate(policy, again.paid, simulated.estimate, spent);
         }
+        await keepRequired(m, check.requiredGas);
         if (!check.ok) throw shortfall(check.message + note);
         policyGasLimit = check.gasLimit;
       }

@@ -85,14 +85,21 @@ function queuedJson(hash: string, nonce: number) {
     attempts: 0,
     last_error: null,
     // No gasPaymentEnforcement in the test config: nothing required, nothing paid.
-    gas_payment: {
-      policy: 'none',
-      payments: 0,
-      gas_amount: '0',
-      payment: '0',
-      required_payment: null,
-      required_gas_amount: null,
-    },
+    gas_payment: nothingPaid('none'),
+  };
+}
+
+/** `gas_payment` of a message nothing was paid, required or spent for, under `policy`. */
+function nothingPaid(policy: string) {
+  return {
+    policy,
+    payments: 0,
+    gas_amount: '0',
+    payment: '0',
+    required_payment: null,
+    required_gas_amount: null,
+    gas_spent: '0',
+    gas_spent_wei: '0',
   };
 }
 
@@ -197,6 +204,8 @@ for (const engine of ENGINES) {
         payment: String(10n ** 15n),
         required_payment: String(10n ** 15n),
         required_gas_amount: null,
+        gas_spent: '0',
+        gas_spent_wei: '0',
       });
       const unpaid = {
         policy: 'minimum',
@@ -205,6 +214,8 @@ for (const engine of ENGINES) {
         payment: '0',
         required_payment: String(10n ** 15n),
         required_gas_amount: null,
+        gas_spent: '0',
+        gas_spent_wei: '0',
       };
       assert.deepEqual(await shown(ids[1]), unpaid);
       assert.deepEqual(await shown(ids[2]), unpaid);
@@ -214,6 +225,37 @@ for (const engine of ENGINES) {
         [2, 0, 0],
       );
       assert.deepEqual((await h.outbox.gasPayments([ids[0], ids[1], ids[2]])).length, 2, 'only what counts is stored');
+    });
+
+    test('docs/delivery.md#gas-already-spent: gas_payment shows the required gas once estimated, and the gas spent', async (t) => {
+      const quoting = { type: 'onChainFeeQuoting', gasFraction: { numerator: 1n, denominator: 2n } } as const;
+      const h = await start(t, engine, undefined, withPaymaster([{ ...quoting, matchingList: [] }]));
+      const { hash, ids } = await h.relayTransfers(32, 2, 80);
+      const shown = async (id: string) => (await h.get(`/relay/${id}`)).json().gas_payment;
+      const before = nothingPaid('onChainFeeQuoting');
+      assert.deepEqual(await shown(ids[0]), before, 'nothing estimated, nothing spent');
+      // A worker estimated message 0 and one of its transactions reverted (256-bit amounts kept whole).
+      await h.outbox.setRequiredGas(ids[0], 60_000n);
+      const wei = 2n ** 200n + 1n;
+      await h.outbox.addGasSpent([{ messageId: ids[0], txHash: txHash(33), gasUsed: 45_123n, cost: wei }]);
+      const after = { ...before, required_gas_amount: '60000', gas_spent: '45123', gas_spent_wei: String(wei) };
+      assert.deepEqual(await shown(ids[0]), after);
+      assert.deepEqual(await shown(ids[1]), before, 'the other message of the transaction');
+      const listed = (await h.get(`/relay?origin_chain=ethereum&tx_hash=${hash}`)).json();
+      assert.deepEqual(
+        listed.messages.map((m: { gas_payment: unknown }) => m.gas_payment),
+        [after, before],
+      );
+    });
+
+    test('docs/delivery.md#gas-already-spent: required_gas_amount is null under a policy other than onChainFeeQuoting', async (t) => {
+      const h = await start(t, engine, undefined, withPaymaster([{ type: 'minimum', payment: 1n, matchingList: [] }]));
+      const { ids } = await h.relayTransfers(34, 1, 90);
+      // Stored under an earlier configuration: not what this policy requires.
+      await h.outbox.setRequiredGas(ids[0], 60_000n);
+      const shown = (await h.get(`/relay/${ids[0]}`)).json().gas_payment;
+      assert.equal(shown.required_gas_amount, null);
+      assert.equal(shown.required_payment, '1');
     });
 
     test('docs/delivery.md#gas-payment-enforcement: a malformed GasPayment log of the paymaster is 500 and stores nothing', async (t) => {

@@ -12,10 +12,10 @@ import { encodeAbiParameters, pad, toHex, type Hash, type Hex } from 'viem';
 import { GAS_PAYMENT_TOPIC } from '../../lib/abi.ts';
 import type { GasPaymentEnforcement } from '../../lib/gas-policy.ts';
 import { createMemoryOutbox, type Outbox, type OutboxRecord } from '../../lib/outbox/index.ts';
-import { createGasGate, type OriginLog } from '../../lib/worker/gas-gate.ts';
+import { createGasGate, type GasGateOptions, type OriginLog } from '../../lib/worker/gas-gate.ts';
 import { createDeliveryWorker } from '../../lib/worker/loop/worker.ts';
 import type { SimulateResult } from '../../lib/worker/tx/sender.ts';
-import type { Destination } from '../../lib/worker/types.ts';
+import type { Destination, Processed } from '../../lib/worker/types.ts';
 import { createFakeClock } from '../helpers/fake-clock.ts';
 
 const T0 = Date.UTC(2026, 10, 26, 12, 0, 0);
@@ -50,6 +50,10 @@ function setUp(
     transactionGasLimit?: bigint | null;
     estimate?: bigint;
     atIntake?: Array<{ gasAmount: bigint; payment: bigint }>;
+    /** What the n-th `process` (from 1) ends with; default: delivered. */
+    processed?: (n: number, outbox: Outbox) => Promise<Processed>;
+    /** Wraps the outbox the gas gate is given. */
+    gateStore?: (outbox: Outbox) => GasGateOptions['store'];
   } = {},
 ) {
   const clock = createFakeClock(T0);
@@ -82,7 +86,7 @@ function setUp(
   const filters: Array<{ topics: string[]; fromBlock: string; toBlock: string }> = [];
   const calls = { metadata: 0, simulate: 0, process: 0 };
   const signed: bigint[] = [];
-  const estimate = o.estimate ?? 100_000n;
+  let estimate = o.estimate ?? 100_000n;
   const destination: Destination = {
     name: 'anvil2',
     domain: 2,
@@ -98,7 +102,7 @@ function setUp(
     process: async (_md, _msg, simulated) => {
       calls.process++;
       signed.push(simulated.gas);
-      return { hash: TX, status: 'success' };
+      return o.processed ? o.processed(calls.process, outbox) : { hash: TX, status: 'success' };
     },
     resume: async () => ({ status: 'dropped' }),
   };
@@ -106,7 +110,7 @@ function setUp(
     enforcement: o.enforcement ?? [],
     transactionGasLimit: o.transactionGasLimit ?? null,
     gasMarginPercent: 20,
-    store: outbox,
+    store: o.gateStore?.(outbox) ?? outbox,
     origins: new Map([
       [
         1,
@@ -137,7 +141,10 @@ function setUp(
     events: { retried: (_d, kind) => retried.push(kind) },
   });
   const row = () => outbox.get(ID) as OutboxRecord;
-  return { clock, outbox, chain, mine, filters, calls, signed, worker, row, retried };
+  const setEstimate = (next: bigint) => {
+    estimate = next;
+  };
+  return { clock, outbox, chain, mine, filters, calls, signed, worker, row, retried, setEstimate };
 }
 
 describe('gas payment in the delivery loop (docs/delivery.md#gas-payment-enforcement)', () => {
@@ -216,6 +223,123 @@ describe('gas payment in the delivery loop (docs/delivery.md#gas-payment-enforce
     const half = setUp({ enforcement: [policy], estimate: 100_000n, atIntake: [{ gasAmount: 50_000n, payment: 1n }] });
     await half.worker.runOnce();
     assert.deepEqual(half.signed, [120_000n], 'estimate + 20 % margin');
+  });
+});
+
+describe('gas already spent and the required gas (docs/delivery.md#gas-already-spent)', () => {
+  const quoting: GasPaymentEnforcement = {
+    type: 'onChainFeeQuoting',
+    gasFraction: { numerator: 1n, denominator: 2n },
+    matchingList: [],
+  };
+  const REVERTED = `0x${'ee'.repeat(32)}` as Hash;
+
+  test('a revert that spent Y of the X gas paid for: the next estimate needs more than X − Y, so the message waits', async () => {
+    // Paid for 100 000 gas; the estimate is 100 000, so 50 000 are required. Our first transaction
+    // was mined and reverted after using 60 000 (the sender records it in the gas book): 40 000 left.
+    const s = setUp({
+      enforcement: [quoting],
+      estimate: 100_000n,
+      atIntake: [{ gasAmount: 100_000n, payment: 1n }],
+      processed: async (n, outbox) => {
+        if (n > 1) return { hash: TX, status: 'success' };
+        await outbox.addGasSpent([{ messageId: ID, txHash: REVERTED, gasUsed: 60_000n, cost: 60_000n * 7n }]);
+        return { hash: REVERTED, status: 'reverted' };
+      },
+    });
+    const [first] = await s.worker.runOnce();
+    assert.equal(first.outcome, 'retry');
+    assert.deepEqual(s.signed, [120_000n], 'the first send: estimate + 20 %, above the 100 000 paid for');
+    assert.match(s.row().lastError!, /^revert: process reverted in 0xee/);
+    assert.equal(s.row().gasSpent, 60_000n);
+    await s.clock.advanceTo(s.row().retryAt!);
+
+    const [second] = await s.worker.runOnce();
+    assert.equal(second.outcome, 'pending');
+    assert.equal(
+      s.row().lastError,
+      'gas_payment: paid for 40000 gas (after 60000 spent), 50000 required (estimate 100000 × 1/2) (failures 1/3)',
+    );
+    assert.equal(s.row().failures, 1, 'the wait is not counted; the revert was');
+    assert.equal(s.calls.process, 1, 'nothing sent while what is left falls short');
+    assert.equal(s.row().requiredGas, 50_000n);
+    await s.clock.advanceTo(s.row().retryAt!);
+
+    // A top-up of 10 000 gas: 50 000 left, enough; the limit is the larger of estimate + 20 % and what is left.
+    s.mine(paymentLog(10_000n, 1n, 7));
+    const [third] = await s.worker.runOnce();
+    assert.equal(third.outcome, 'delivered');
+    assert.deepEqual(s.signed, [120_000n, 120_000n]);
+  });
+
+  test('the gas paid for and not spent is the gas limit when it is larger than the estimate + margin', async () => {
+    const s = setUp({
+      enforcement: [quoting],
+      estimate: 100_000n,
+      atIntake: [{ gasAmount: 400_000n, payment: 1n }],
+      processed: async (n, outbox) => {
+        if (n > 1) return { hash: TX, status: 'success' };
+        await outbox.addGasSpent([{ messageId: ID, txHash: REVERTED, gasUsed: 150_000n, cost: 1n }]);
+        return { hash: REVERTED, status: 'reverted' };
+      },
+    });
+    await s.worker.runOnce();
+    await s.clock.advanceTo(s.row().retryAt!);
+    await s.worker.runOnce();
+    assert.deepEqual(s.signed, [400_000n, 250_000n], 'the gas paid for, then what is left of it');
+  });
+
+  test('the required gas is kept with the message, written only when it changes', async () => {
+    const writes: bigint[] = [];
+    const s = setUp({
+      enforcement: [quoting],
+      atIntake: [{ gasAmount: 1n, payment: 1n }],
+      gateStore: (outbox) => ({
+        gasPayments: (ids) => outbox.gasPayments(ids),
+        addGasPayments: (p) => outbox.addGasPayments(p),
+        setRequiredGas: (id, gas) => (writes.push(gas), outbox.setRequiredGas(id, gas)),
+      }),
+    });
+    assert.equal(s.row().requiredGas, null, 'nothing before an estimate');
+    for (const [next, expected] of [
+      [100_000n, [50_000n]],
+      [100_000n, [50_000n]],
+      [100_001n, [50_000n]],
+      [120_000n, [50_000n, 60_000n]],
+    ] as const) {
+      s.setEstimate(next);
+      await s.worker.runOnce();
+      await s.clock.advanceTo(s.row().retryAt!);
+      assert.deepEqual(writes, expected, `estimate ${next}`);
+    }
+    assert.equal(s.row().requiredGas, 60_000n);
+    assert.match(s.row().lastError!, /^gas_payment: paid for 1 gas, 60000 required/);
+  });
+
+  test('a store that fails to keep the required gas does not fail the attempt; other policies keep none', async () => {
+    const s = setUp({
+      enforcement: [quoting],
+      estimate: 100_000n,
+      atIntake: [{ gasAmount: 100_000n, payment: 1n }],
+      gateStore: (outbox) => ({
+        gasPayments: (ids) => outbox.gasPayments(ids),
+        addGasPayments: (p) => outbox.addGasPayments(p),
+        setRequiredGas: async () => {
+          throw new Error('disk full');
+        },
+      }),
+    });
+    const [result] = await s.worker.runOnce();
+    assert.equal(result.outcome, 'delivered');
+    assert.equal(s.row().requiredGas, null);
+
+    const minimum = setUp({
+      enforcement: [{ type: 'minimum', payment: 1n, matchingList: [] }],
+      atIntake: [{ gasAmount: 100_000n, payment: 1n }],
+    });
+    await minimum.worker.runOnce();
+    assert.equal(minimum.row().status, 'delivered');
+    assert.equal(minimum.row().requiredGas, null);
   });
 });
 

@@ -12,7 +12,7 @@ import { replacementFees } from '../../fee-ceiling.ts';
 import { nodeFees } from './fees.ts';
 import { headsOf } from './heads.ts';
 import { classify, transactionError } from './node-errors.ts';
-import { confirmedReceipt, firstMined, minedFailure } from './receipts.ts';
+import { confirmedReceipt, firstMined, minedFailure, recordSpent } from './receipts.ts';
 import type { Signed, SignerContext } from './signer.ts';
 import type { Fees, SendResult } from './types.ts';
 
@@ -66,6 +66,9 @@ export async function trackSlot(
       mined = await firstMined(c.publicClient, hashes);
       if (mined) {
         if (!seenMined) {
+          // A send without a message (its id is its first hash) has no gas book to write.
+          if (!hashes.includes(messageId as Hash))
+            await recordSpent(c.journal, messageId, mined, { gas: t.gas, maxFeePerGas: t.fees.maxFeePerGas });
           seenMined = true;
           if (!slot.settledByRecord || mined.status !== 'success')
             await c.journal.closeSlot(where, { outcome: 'mined', hash: mined.transactionHash.toLowerCase() });

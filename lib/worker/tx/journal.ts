@@ -4,6 +4,7 @@
  * one (a test, an embedder sending its own transactions) keeps an in-process journal: nothing
  * survives its process, and no lease fences its first broadcasts.
  */
+import type { GasSpend } from '../../gas-payment.ts';
 import type { Broadcast, BroadcastFence, JournalEntry, Slot, SlotOutcome } from '../../outbox/index.ts';
 
 export type { Broadcast, BroadcastFence, JournalEntry, Slot, SlotOutcome };
@@ -14,6 +15,11 @@ export interface TransactionJournal {
   forgetBroadcast(hash: string): boolean | Promise<boolean>;
   closeSlot(slot: Slot, outcome: SlotOutcome): number | Promise<number>;
   openBroadcasts(of: { chainId: number; signer: string }): JournalEntry[] | Promise<JournalEntry[]>;
+  /**
+   * The gas book (docs/delivery.md#gas-already-spent), when the journal is an outbox: what a
+   * message's mined transaction spent without delivering it, each hash counted once.
+   */
+  addGasSpent?(spends: readonly GasSpend[]): number | Promise<number>;
 }
 
 /** The in-process journal: every broadcast recorded, fenced or not. */

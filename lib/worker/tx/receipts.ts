@@ -12,6 +12,7 @@ import {
   type TransactionReceipt,
 } from 'viem';
 import { TransactionError } from '../errors.ts';
+import type { TransactionJournal } from './journal.ts';
 import { classify, revertReason } from './node-errors.ts';
 import type { TransactionRequest } from './types.ts';
 
@@ -79,4 +80,28 @@ export async function minedFailure(
     }
   }
   return new TransactionError('revert', 'the transaction reverted', { hash });
+}
+
+const least = (a: bigint, b: bigint) => (a < b ? a : b);
+
+/**
+ * Records in the journal's gas book what `mined`, a transaction of message `messageId`, spent
+ * without delivering it (reverted or out of gas; docs/delivery.md#gas-already-spent). Called before
+ * its slot is closed, so a worker that stops in between finds the receipt again; the book counts
+ * each hash once. The receipt's amounts are bounded by what was signed, so a lying node cannot
+ * inflate them: gasUsed by the gas limit, effectiveGasPrice by maxFeePerGas (that, when the
+ * receipt has none).
+ */
+export async function recordSpent(
+  journal: TransactionJournal,
+  messageId: string,
+  mined: TransactionReceipt,
+  signed: { gas: bigint; maxFeePerGas: bigint },
+): Promise<void> {
+  if (!journal.addGasSpent || mined.status === 'success') return;
+  const gasUsed = least(mined.gasUsed, signed.gas);
+  const price = least(mined.effectiveGasPrice ?? signed.maxFeePerGas, signed.maxFeePerGas);
+  await journal.addGasSpent([
+    { messageId: messageId.toLowerCase(), txHash: mined.transactionHash.toLowerCase(), gasUsed, cost: gasUsed * price },
+  ]);
 }

@@ -30,7 +30,7 @@ import { trackSlot, type FollowSettings } from './follow.ts';
 import { HEAD_POLL_MS } from './heads.ts';
 import { createProcessJournal, type BroadcastFence, type JournalEntry, type TransactionJournal } from './journal.ts';
 import { classify, transactionError } from './node-errors.ts';
-import { firstMined } from './receipts.ts';
+import { firstMined, recordSpent } from './receipts.ts';
 import { signerContext, type Signed } from './signer.ts';
 import type { Fees, SendResult, SimulateResult, TransactionRequest } from './types.ts';
 
@@ -239,6 +239,11 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
     const slot = { chainId: newest.chainId, signer: newest.signer, nonce: newest.nonce };
     const mined = await firstMined(publicClient, hashes);
     if (mined) {
+      const entry = entries.find((e) => e.hash === mined.transactionHash.toLowerCase());
+      if (entry && entry.messageId !== entries[0].hash) {
+        const { gas, fees } = signedOf(entry);
+        await recordSpent(journal, entry.messageId, mined, { gas, maxFeePerGas: fees.maxFeePerGas });
+      }
       await journal.closeSlot(slot, { outcome: 'mined', hash: mined.transactionHash.toLowerCase() });
       return { state: 'mined', hash: mined.transactionHash, status: mined.status };
     }
