@@ -3,16 +3,36 @@
  * InterchainGasPaymaster and StorageGasOracle on anvil, transfers that pay it in the same
  * transaction (paid, unpaid, underpaid, paid for another destination) and a top-up sent later,
  * relayed by the real bin/relayer-server.ts; GET /relay/{id} shows what the paymaster logged.
- * Expected amounts come from the paymaster's own quote and the GasPayment logs decoded by viem,
- * never from lib/.
+ * Then the gas book in the delivery worker (docs/delivery.md#gas-already-spent), under
+ * onChainFeeQuoting: GET /relay/{id} shows the gas the worker's estimate required, and the gas a
+ * transaction of ours spent when a recipient made it revert once mined, deducted from the gas paid
+ * for. Expected amounts come from the paymaster's own quote, the GasPayment logs decoded by viem,
+ * our own eth_estimateGas and the chain's receipts, never from lib/.
  */
 import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import { decodeEventLog, hexToBytes, type Address, type Hash, type Hex } from 'viem';
+import { decodeEventLog, encodeFunctionData, hexToBytes, type Address, type Hash, type Hex } from 'viem';
+import { systemClock } from '../../lib/clock.ts';
+import { parseConfig } from '../../lib/config.ts';
 import { gasPaymentLogFilter, gasPaymentsIn, sumGasPayments } from '../../lib/gas-payment.ts';
-import { mailboxLogs } from '../helpers/chain/hyperlane.ts';
+import { bytesToHex } from '../../lib/hex.ts';
+import { createMemoryOutbox, type OutboxMessage, type OutboxRecord } from '../../lib/outbox/index.ts';
+import { DEV_ACCOUNT, FIXED_GAS } from '../helpers/chain/clients.ts';
+import { mailboxArtifact, mailboxLogs } from '../helpers/chain/hyperlane.ts';
 import { deployGasPayment, igpArtifacts, type GasPaymentFixture } from '../helpers/chain/igp.ts';
 import { ORIGIN_DOMAIN, startLocalChain, type LocalChain } from '../helpers/chain/local-chains.ts';
+import { compiledContract } from '../helpers/chain/solidity.ts';
+import {
+  DESTINATION,
+  killWorkers,
+  startInProcessWorker,
+  startWorkerBench,
+  until,
+  type InProcessWorker,
+  type WorkerBench,
+} from '../helpers/chain/worker-chain.ts';
+import { startApi, type StartedApi } from '../helpers/server.ts';
 import { launchRelayerServer, type RelayerProcess } from '../helpers/server-process.ts';
 
 const ORIGIN_CHAIN = 'anvil1';
@@ -122,6 +142,8 @@ describe('gas payments at intake: the real InterchainGasPaymaster on anvil, bin/
       payment: String(logged.payment),
       required_payment: String(minimum),
       required_gas_amount: null,
+      gas_spent: '0',
+      gas_spent_wei: '0',
     });
     assert.ok(logged.payment >= minimum, 'paid at least the minimum');
   });
@@ -136,6 +158,8 @@ describe('gas payments at intake: the real InterchainGasPaymaster on anvil, bin/
       payment: '0',
       required_payment: String(minimum),
       required_gas_amount: null,
+      gas_spent: '0',
+      gas_spent_wei: '0',
     });
   });
 
@@ -190,5 +214,160 @@ describe('gas payments at intake: the real InterchainGasPaymaster on anvil, bin/
       paid.payment,
       (await fixture.quote(DESTINATION_DOMAIN, 1_000n)) + (await fixture.quote(DESTINATION_DOMAIN, 150_000n)),
     );
+  });
+});
+
+describe('the gas book in the delivery worker: onChainFeeQuoting on anvil with the real paymaster', {
+  timeout: 120_000,
+}, () => {
+  let bench: WorkerBench;
+  let paymaster: GasPaymentFixture;
+  let revertSwitch: Address;
+  let worker: InProcessWorker;
+  let api: StartedApi<typeof systemClock>;
+  const outbox = createMemoryOutbox();
+  const cleanups: (() => unknown)[] = [];
+  const record = (id: string) => outbox.get(id) as OutboxRecord;
+  const switchAbi = () => compiledContract('RevertSwitch').abi;
+
+  before(async () => {
+    bench = await startWorkerBench();
+    paymaster = await deployGasPayment(bench.chain, bench.origin.mailbox, [DESTINATION.domain]);
+    const c = compiledContract('RevertSwitch');
+    revertSwitch = await bench.chain.deploy(c.abi, c.bytecode);
+    const path = bench.writeConfig(
+      ':memory:',
+      { pendingRetrySeconds: 1, pendingRetryMaxSeconds: 1, retryBaseSeconds: 1, retryMaxSeconds: 1, maxAttempts: 100 },
+      { gasPaymentEnforcement: [{ type: 'onChainFeeQuoting' }] },
+    );
+    const config = JSON.parse(readFileSync(path, 'utf8'));
+    config.chains.anvil1.interchainGasPaymaster = paymaster.igp;
+    writeFileSync(path, JSON.stringify(config));
+    worker = await startInProcessWorker(path, outbox);
+    // GET /relay/{id} over HTTP, on the worker's outbox and the same config.
+    api = await startApi(
+      { after: (fn) => cleanups.push(fn) },
+      { outbox, config: parseConfig(config), clock: systemClock },
+    );
+  });
+  after(async () => {
+    for (const fn of cleanups) await fn();
+    await killWorkers();
+    await bench?.stop();
+  });
+
+  async function shown(id: string): Promise<Record<string, unknown>> {
+    const res = await api.get(`/relay/${id}`);
+    assert.equal(res.status, 200, res.text);
+    return res.json().gas_payment;
+  }
+
+  /** eth_estimateGas of process(metadata, message) as the worker's signer: the estimate onChainFeeQuoting reads. */
+  async function estimateProcess(m: OutboxMessage): Promise<bigint> {
+    return bench.chain.publicClient.estimateGas({
+      account: worker.address,
+      to: bench.destination.mailbox,
+      data: encodeFunctionData({
+        abi: mailboxArtifact().abi,
+        functionName: 'process',
+        args: ['0x', bytesToHex(m.raw) as Hex],
+      }),
+    });
+  }
+
+  async function setArmed(on: boolean, fees: { maxFeePerGas?: bigint; maxPriorityFeePerGas?: bigint } = {}) {
+    return bench.chain.wallet.writeContract({
+      address: revertSwitch,
+      abi: switchAbi(),
+      functionName: 'arm',
+      args: [on],
+      gas: FIXED_GAS,
+      chain: bench.chain.viemChain,
+      account: DEV_ACCOUNT,
+      ...fees,
+    });
+  }
+
+  const pendingNonce = async () =>
+    Number(await bench.chain.rpc('eth_getTransactionCount', [worker.address, 'pending']));
+
+  test('GET /relay/{id} shows the gas the worker’s estimate required (estimate × 1/2), nothing spent', async () => {
+    const [m] = await bench.dispatch(1);
+    const estimate = await estimateProcess(m);
+    await paymaster.topUp(m.id as Hex, DESTINATION.domain, estimate);
+    outbox.enqueue([m]);
+    await until(() => record(m.id).status === 'delivered', 'delivered');
+    assert.deepEqual(await shown(m.id), {
+      policy: 'onChainFeeQuoting',
+      payments: 1,
+      gas_amount: String(estimate),
+      payment: String(await paymaster.quote(DESTINATION.domain, estimate)),
+      required_payment: null,
+      required_gas_amount: String(estimate / 2n),
+      gas_spent: '0',
+      gas_spent_wei: '0',
+    });
+  });
+
+  test('a recipient that reverts once mined: the gas our transaction used is shown and comes off the gas paid for', async () => {
+    const [m] = await bench.dispatch(1, revertSwitch);
+    const estimate = await estimateProcess(m);
+    const required = estimate / 2n;
+    // Enough for the first estimate, not once a reverted transaction has used about the estimate.
+    const paid = estimate + required - 5_000n;
+    await paymaster.topUp(m.id as Hex, DESTINATION.domain, paid);
+    await bench.chain.setAutomine(false);
+    try {
+      const before = await pendingNonce();
+      outbox.enqueue([m]);
+      await until(async () => (await pendingNonce()) > before, 'our process in the pool');
+      // The recipient is armed in the same block, ahead of ours (a higher tip): ours reverts when mined.
+      await setArmed(true, { maxFeePerGas: 200_000_000_000n, maxPriorityFeePerGas: 100_000_000_000n });
+      await bench.chain.mineBlock();
+    } finally {
+      await bench.chain.setAutomine(true);
+    }
+    const block = await bench.chain.publicClient.getBlock({ blockTag: 'latest', includeTransactions: true });
+    const ours = block.transactions.find((tx) => tx.from.toLowerCase() === worker.address.toLowerCase());
+    assert.ok(ours, 'our process transaction is in the block');
+    const receipt = await bench.chain.publicClient.getTransactionReceipt({ hash: ours.hash });
+    assert.equal(receipt.status, 'reverted');
+    assert.ok(receipt.gasUsed > paid - required, `used ${receipt.gasUsed}: what is left falls short`);
+    await until(() => record(m.id).gasSpent > 0n, 'the spend recorded');
+    await setArmed(false);
+
+    const left = paid - receipt.gasUsed;
+    await until(() => /^gas_payment: /.test(record(m.id).lastError ?? ''), 'waiting for gas');
+    assert.equal(
+      record(m.id).lastError!.replace(/ \(failures .*$/, ''),
+      `gas_payment: paid for ${left} gas (after ${receipt.gasUsed} spent), ${required} required (estimate ${estimate} × 1/2)`,
+    );
+    const spent = {
+      policy: 'onChainFeeQuoting',
+      payments: 1,
+      gas_amount: String(paid),
+      payment: String(await paymaster.quote(DESTINATION.domain, paid)),
+      required_payment: null,
+      required_gas_amount: String(required),
+      gas_spent: String(receipt.gasUsed),
+      gas_spent_wei: String(receipt.gasUsed * receipt.effectiveGasPrice),
+    };
+    assert.deepEqual(await shown(m.id), spent);
+    assert.equal(record(m.id).status, 'queued');
+    const sent = await pendingNonce();
+
+    // Topped up by what was spent: delivered, the spend counted once.
+    await paymaster.topUp(m.id as Hex, DESTINATION.domain, receipt.gasUsed);
+    await until(() => record(m.id).status === 'delivered', 'delivered after the top-up');
+    assert.equal(await pendingNonce(), sent + 1, 'one more transaction: the one that delivered');
+    assert.deepEqual(await shown(m.id), {
+      ...spent,
+      payments: 2,
+      gas_amount: String(paid + receipt.gasUsed),
+      payment: String(
+        (await paymaster.quote(DESTINATION.domain, paid)) +
+          (await paymaster.quote(DESTINATION.domain, receipt.gasUsed)),
+      ),
+    });
   });
 });
