@@ -326,7 +326,8 @@ describe('e2e: the worker against a lying node and a killed worker (the chain is
         });
         try {
           await until(async () => (await poolOf(s.signer))['0'] !== undefined, 'the process transaction pending');
-          const lock = new DatabaseSync(join(bench.dir, 'store-locked.db'));
+          // It waits for the worker's own write of the moment (a lease renewal), if any.
+          const lock = new DatabaseSync(join(bench.dir, 'store-locked.db'), { timeout: 5_000 });
           try {
             lock.exec('BEGIN IMMEDIATE');
             await bench.chain.setAutomine(true);

@@ -78,9 +78,8 @@ test('pool_size=1: POST /relay and status streams answer while a stream listens 
     `a connection listens: ${await connections()}`,
   );
 
-  // With the stream open, requests are answered at once (not after the pool's 5 s connect
-  // timeout, as 503 store_unavailable).
-  const started = Date.now();
+  // With the stream open, requests are answered (one waiting for the pool's only connection
+  // would fail after the 5 s connect timeout with 503 store_unavailable).
   const hash = minedTx(2);
   const second = await postJson(server.url, '/relay', { origin_chain: 'ethereum', tx_hash: hash });
   assert.equal(second.status, 200, second.text);
@@ -94,8 +93,6 @@ test('pool_size=1: POST /relay and status streams answer while a stream listens 
     (await tx.next('the transaction stream')).json().messages.map((s: { status: string }) => s.status),
     ['queued', 'queued'],
   );
-  const ms = Date.now() - started;
-  assert.ok(ms < 4_000, `answered in ${ms} ms (a request waiting for the pool fails after 5 s)`);
   const open = await connections();
   assert.ok(open.length <= 2, `the pool's one connection and the listener's: ${JSON.stringify(open)}`);
 
