@@ -158,6 +158,16 @@ describe('e2e: hostile input to the delivery worker on anvil', { timeout: 120_00
     assert.equal(r.destinationTxHash, theirs.toLowerCase());
     assert.equal(r.failures, 0, `our mined revert was not counted as a failure (${r.lastError})`);
     assert.equal(r.attempts, 1, 'decided in the attempt whose transaction reverted');
+    // Our transaction, mined after theirs in the same block, reverted: its gas is in the gas book
+    // (docs/delivery.md#gas-already-spent), as the chain's receipt says.
+    const { blockNumber } = await bench.chain.publicClient.getTransactionReceipt({ hash: theirs });
+    const block = await bench.chain.publicClient.getBlock({ blockNumber, includeTransactions: true });
+    const ours = block.transactions.find((tx) => tx.from.toLowerCase() === worker.address.toLowerCase());
+    assert.ok(ours, 'ours is in the same block');
+    const spent = await bench.chain.publicClient.getTransactionReceipt({ hash: ours.hash });
+    assert.equal(spent.status, 'reverted');
+    assert.equal(r.gasSpent, spent.gasUsed);
+    assert.equal(r.gasSpentWei, spent.gasUsed * spent.effectiveGasPrice);
   });
 
   test('a base fee above gasPriceCap: the message waits (fee), nothing signed; delivered once it falls', async () => {
