@@ -25,7 +25,10 @@ export interface ClientBucketsOptions {
 
 export const DEFAULT_MAX_CLIENTS = 100_000;
 
-export function createClientBuckets(options: ClientBucketsOptions): ClientRateLimiter & { size(): number } {
+export function createClientBuckets(options: ClientBucketsOptions): {
+  take(client: string): TakeResult;
+  size(): number;
+} {
   const { clock, burst, perMinute } = options;
   checkBucket(burst, perMinute);
   const capacity = burst * UNIT;

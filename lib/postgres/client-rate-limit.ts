@@ -31,7 +31,7 @@ export function createPostgresClientBuckets(
   pool: PgPool,
   s: string,
   options: PostgresClientBucketsOptions,
-): ClientRateLimiter {
+): ClientRateLimiter & { sweep(): Promise<number> } {
   const { name, burst, perMinute, clock } = options;
   checkBucket(burst, perMinute);
   if (!/^[a-z0-9_]{1,64}$/.test(name)) throw new InvalidArgumentError('name must be 1-64 of a-z, 0-9, _');
@@ -52,24 +52,33 @@ export function createPostgresClientBuckets(
       taken = ${refill} >= ${UNIT},
       updated_at = greatest(b.updated_at, ${t})
     RETURNING taken, units`);
-  // $1 now, $2 budget. Full again after burst / perMinute minutes.
+  // $1 now, $2 budget. Full again after burst / perMinute minutes. Both deletes see the table as
+  // it was, so the least recently used beyond maxClients are counted with the full ones among them.
   const sweepSql = prepared(`
     WITH async AS (SELECT set_config('synchronous_commit', 'off', true)),
     full_again AS (
       DELETE FROM ${s}.client_buckets USING async WHERE name = $2 AND updated_at < ${t} - ${num((burst / perMinute) * 60_000)}
+      RETURNING client
+    ),
+    least_recent AS (
+      DELETE FROM ${s}.client_buckets USING async WHERE name = $2 AND client IN (
+        SELECT client FROM ${s}.client_buckets WHERE name = $2 ORDER BY updated_at DESC OFFSET ${num(maxClients)})
+      RETURNING client
     )
-    DELETE FROM ${s}.client_buckets USING async WHERE name = $2 AND client IN (
-      SELECT client FROM ${s}.client_buckets WHERE name = $2 ORDER BY updated_at DESC OFFSET ${num(maxClients)})`);
+    SELECT count(*)::int AS deleted FROM (SELECT client FROM full_again UNION SELECT client FROM least_recent) d`);
   let lastSweep = -Infinity;
   const now = () => clock?.now() ?? null;
+  const sweep = async () => (await run<{ deleted: number }>(pool, sweepSql([now(), name]))).rows[0].deleted;
 
   return {
+    /** Deletes the budget's buckets that are full again and the least recently used beyond maxClients; how many. */
+    sweep,
     async take(client) {
       const at = Date.now();
       if (at - lastSweep >= SWEEP_INTERVAL_MS) {
         lastSweep = at;
         // Beside the request; a failed sweep waits for the next.
-        void run(pool, sweepSql([now(), name])).catch(() => {});
+        void sweep().catch(() => {});
       }
       const { rows } = await run<{ taken: boolean; units: number }>(pool, takeSql([now(), name, client]));
       const { taken, units } = rows[0];
