@@ -105,9 +105,15 @@ async function untilWaiting(clock: FakeClock): Promise<void> {
   return untilWaitingOr(clock, () => false);
 }
 
-async function untilWaitingOr(clock: FakeClock, finished: () => boolean): Promise<void> {
+/**
+ * Until the sender waits on the fake clock (`timers` timers set), or `finished`. A wait for the
+ * next head sets two: its bound, at once, and the next read of the head once the read in flight is
+ * answered; counting only the bound, a test moving the clock would reach it while the node is
+ * still answering (under load), and see the send at the bound instead of at the next head.
+ */
+async function untilWaitingOr(clock: FakeClock, finished: () => boolean, timers = 1): Promise<void> {
   const deadline = Date.now() + 10_000;
-  while (clock.keepingAlive() === 0 && !finished()) {
+  while (clock.keepingAlive() < timers && !finished()) {
     if (Date.now() > deadline) throw new Error('the sender never went back to waiting');
     await new Promise((resolve) => setImmediate(resolve));
   }
@@ -205,12 +211,13 @@ describe('e2e: transaction sender on anvil (lib/worker/tx/sender.ts)', { timeout
     try {
       let done = false;
       const result = s.send({ to: PAYEE, data: '0x', value: 1n }).finally(() => (done = true));
-      await untilWaiting(clock);
+      // Waiting for the block after the one its receipt was not in: the bound and the next head read.
+      await untilWaitingOr(clock, () => false, 2);
       await chain.mineBlock();
       const mined = clock.now();
       while (!done && clock.now() - mined < 10_000) {
         await clock.advance(250);
-        await untilWaitingOr(clock, () => done);
+        await untilWaitingOr(clock, () => done, 2);
       }
       const { receipt } = await result;
       assert.equal(receipt.status, 'success');
