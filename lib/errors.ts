@@ -204,8 +204,9 @@ export class StoreUnavailableError extends BaseError<'store_unavailable'> {
  * - `gas_payment`: the message's gas payment does not meet its policy yet; `fee`: the base fee is
  *   above the chain's gasPriceCap. Both wait (checked again with backoff, not counted); an unpaid
  *   message is final after the gas payment deadline.
- * - `busy`: every gateway lookup slot of the worker is in use (slow gateways): asked again later,
- *   not counted.
+ * - `busy`: slow gateways (docs/delivery.md#slow-gateways): every gateway lookup slot of the worker
+ *   is in use, or the message's lookup outlasted worker.ccipReadHoldSeconds and goes on in the
+ *   background: asked again later, not counted.
  * - `gas`: the estimate exceeds transactionGasLimit: nothing is sent; a counted failure.
  * - `unsupported`, `config`: no retry can cure it (an ISM type the worker cannot satisfy, a
  *   destination it has no chain for): final at once.

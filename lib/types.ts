@@ -113,6 +113,11 @@ export interface WorkerConfig {
   /** Per message and attempt: all of its CCIP-read gateway requests together. */
   ccipReadBudgetSeconds: number;
   /**
+   * How long one message's CCIP-read lookup may hold its delivery slot; past it the lookup goes on
+   * in the background and the message is given back (not counted) until it ends.
+   */
+  ccipReadHoldSeconds: number;
+  /**
    * Origins (`http://host:port`, normalised) of CCIP-read gateways asked although their address is
    * not public: gateways in your own network. Default none.
    */

@@ -26,13 +26,12 @@ import { systemClock, type Clock } from '../clock.ts';
 import { ConfigError, InvalidArgumentError } from '../errors.ts';
 import { silentLogger, type Logger } from '../log.ts';
 import type { RelayerConfig } from '../types.ts';
-import { ccipRead, decodeOffchainLookup, type Resolver } from './ccip/read.ts';
+import type { Resolver } from './ccip/read.ts';
 import { createMailboxDestination } from './destination.ts';
-import { DeliveryError, describe } from './errors.ts';
-import { limitLookups } from './ccip/slots.ts';
+import { describe } from './errors.ts';
+import { workerLookups } from './ccip/lookups.ts';
 import { relayerGasGate, type RelayerWorkerOutbox } from './gas-config.ts';
 import { createDeliveryWorker, type DeliveryWorker } from './loop/worker.ts';
-import type { OffchainReader } from './metadata.ts';
 import { createWorkerWatch, type WatchedChain, type WorkerWatch } from './watch.ts';
 import { createWorkerMetrics, type WorkerMetrics } from './ops.ts';
 import { createTransactionSender } from './tx/sender.ts';
@@ -183,35 +182,13 @@ export async function createRelayerWorker(options: RelayerWorkerOptions): Promis
     throw new InvalidArgumentError('the signer key must be 0x followed by 64 hex digits');
   const account = privateKeyToAccount(options.signerKey);
   const w = config.worker;
-  const offchain: OffchainReader = async (revert, ism, signal) => {
-    const lookup = decodeOffchainLookup(revert);
-    if (!lookup)
-      throw new DeliveryError('metadata', 'the CCIP-read ISM reverted with something other than OffchainLookup');
-    return ccipRead(lookup, {
-      contract: ism,
-      fetch: options.fetch,
-      resolve: options.resolve,
-      clock: options.clock,
-      timeoutMs: w.ccipReadTimeoutSeconds * 1000,
-      budgetMs: w.ccipReadBudgetSeconds * 1000,
-      allowOrigins: w.ccipReadAllowOrigins,
-      signal,
-      onAttempt: ({ index, url, outcome }) =>
-        logger.info('ccip-read', { ism, gateway: index + 1, of: lookup.urls.length, url: urlForLog(url), outcome }),
-      // For the operator only: which URL, which address. last_error (public) says none of it.
-      onRefused: ({ index, url, address, range }) =>
-        logger.warn('ccip-read refused', {
-          ism,
-          gateway: index + 1,
-          of: lookup.urls.length,
-          url: urlForLog(url),
-          address,
-          range,
-        }),
-    });
-  };
-  // At most concurrency − 1 messages in gateway lookups at once: slow gateways never hold every slot.
-  const lookups = limitLookups(offchain, Math.max(1, w.concurrency - 1));
+  // Slow gateways never hold every slot: lookups leave their slot after ccipReadHoldSeconds.
+  const lookups = workerLookups(w, {
+    fetch: options.fetch,
+    resolve: options.resolve,
+    clock: options.clock ?? systemClock,
+    logger,
+  });
   const destinations = new Map<number, Destination>();
   const watched: WatchedChain[] = [];
   for (const name of config.relayChains) {
@@ -252,14 +229,14 @@ export async function createRelayerWorker(options: RelayerWorkerOptions): Promis
         mailbox: chain.mailbox as Hex,
         publicClient,
         sender,
-        offchain: lookups,
+        offchain: lookups.read,
       }),
     );
   }
   const policy = relayerGasGate(config, outbox, RPC_TIMEOUT_MS);
   let worker: DeliveryWorker | undefined;
   const metrics = createWorkerMetrics({ inFlight: () => worker?.inFlight() ?? 0 });
-  worker = createDeliveryWorker({
+  const loop = createDeliveryWorker({
     outbox,
     destinations,
     clock: options.clock,
@@ -282,6 +259,8 @@ export async function createRelayerWorker(options: RelayerWorkerOptions): Promis
     stopGraceMs: w.stopGraceSeconds * 1000,
     changes: options.changes,
   });
+  // Background gateway lookups end with the worker.
+  worker = { ...loop, stop: () => loop.stop().finally(() => lookups.close()) };
   const watch = createWorkerWatch({
     chains: watched,
     clock: options.clock ?? systemClock,

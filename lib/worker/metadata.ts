@@ -43,9 +43,10 @@ export const MAX_ROUTING_DEPTH = 4;
 /**
  * Follows an OffchainLookup: given the revert data of `getOffchainVerifyInfo` on `ism`, asks the
  * gateways and returns the metadata. Throws a CcipReadError (kind `pending` when the proof is not
- * there yet) or a DeliveryError.
+ * there yet) or a DeliveryError. `message` (the raw message the lookup is for) tells lookups apart
+ * across attempts, whatever the ISM reverts with each time.
  */
-export type OffchainReader = (revertData: Hex, ism: Address, signal?: AbortSignal) => Promise<Hex>;
+export type OffchainReader = (revertData: Hex, ism: Address, signal?: AbortSignal, message?: Hex) => Promise<Hex>;
 
 export interface MetadataOptions {
   publicClient: PublicClient;
@@ -83,7 +84,7 @@ export async function buildMetadata(options: MetadataOptions): Promise<{ ism: Ad
         if (!options.offchain)
           throw new DeliveryError('unsupported', `unsupported ISM type ${type} (CCIP-read is not configured)`);
         const revert = await offchainLookupRevert(publicClient, ism, message);
-        return { ism, type, metadata: await options.offchain(revert, ism, options.signal) };
+        return { ism, type, metadata: await options.offchain(revert, ism, options.signal, message) };
       }
       default:
         throw new DeliveryError('unsupported', `unsupported ISM type ${type}`);

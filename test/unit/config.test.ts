@@ -386,6 +386,8 @@ const BAD: [string, unknown, string][] = [
     'worker.ccipReadAllowOrigins[0]',
   ],
   ['ccipReadBudgetSeconds zero', withValue('worker.ccipReadBudgetSeconds', 0), 'worker.ccipReadBudgetSeconds'],
+  ['ccipReadHoldSeconds zero', withValue('worker.ccipReadHoldSeconds', 0), 'worker.ccipReadHoldSeconds'],
+  ['ccipReadHoldSeconds fractional', withValue('worker.ccipReadHoldSeconds', 1.5), 'worker.ccipReadHoldSeconds'],
   ['gasPaymentDeadlineHours zero', withValue('worker.gasPaymentDeadlineHours', 0), 'worker.gasPaymentDeadlineHours'],
 ];
 
@@ -752,7 +754,11 @@ describe('docs/design.md#configuration: the built-in default configuration', () 
         {},
       ],
       transactionGasLimit: '3000000',
-      worker: { ccipReadAllowOrigins: ['HTTP://10.0.0.5:80/', 'https://[::1]:8443'], ccipReadBudgetSeconds: 12 },
+      worker: {
+        ccipReadAllowOrigins: ['HTTP://10.0.0.5:80/', 'https://[::1]:8443'],
+        ccipReadBudgetSeconds: 12,
+        ccipReadHoldSeconds: 5,
+      },
     });
     assert.deepEqual(config.gasPaymentEnforcement, [
       { type: 'minimum', payment: 10n ** 15n, matchingList: [{ originDomain: 1 }] },
@@ -764,6 +770,7 @@ describe('docs/design.md#configuration: the built-in default configuration', () 
     assert.equal(config.transactionGasLimit, 3_000_000n);
     assert.deepEqual(config.worker.ccipReadAllowOrigins, ['http://10.0.0.5', 'https://[::1]:8443']);
     assert.equal(config.worker.ccipReadBudgetSeconds, 12);
+    assert.equal(config.worker.ccipReadHoldSeconds, 5);
     assert.equal(config.worker.gasPaymentDeadlineHours, 168);
     const chains = parseConfig(
       withValue(

@@ -14,6 +14,7 @@ import type { DeliveryOutbox, Destination, Resumed } from '../../lib/worker/type
 import { CcipReadError, DeliveryError, TransactionError } from '../../lib/worker/errors.ts';
 import type { SimulateResult } from '../../lib/worker/tx/sender.ts';
 import { limitLookups } from '../../lib/worker/ccip/slots.ts';
+import { offSlots } from '../../lib/worker/ccip/lookups.ts';
 import { createFakeClock, type FakeClock } from '../helpers/fake-clock.ts';
 import type { ChangeFeed, ChangeHub } from '../../lib/change-feed.ts';
 
@@ -659,7 +660,7 @@ describe('delivery errors (lib/worker/errors.ts)', () => {
   });
 });
 
-describe('delivery loop: slow gateways (docs/delivery.md#time-budget)', () => {
+describe('delivery loop: slow gateways (docs/delivery.md#slow-gateways)', () => {
   test('messages whose gateways never answer do not hold every slot: the others are delivered meanwhile', async () => {
     // Concurrency 2, so one gateway lookup at a time (concurrency − 1). Messages 1 and 2 name gateways
     // that never answer; 3 and 4 need none. 2 finds the lookup slot taken and is given back (busy).
@@ -691,6 +692,56 @@ describe('delivery loop: slow gateways (docs/delivery.md#time-budget)', () => {
     assert.equal(busy.failures, 0, 'not counted');
     assert.match(busy.lastError!, /^busy: all 1 gateway lookup slots of this worker are in use/);
     await w.stop();
+    await running;
+  });
+
+  test('at concurrency 1 never-answering lookups leave the slot after holdMs: other messages, CCIP-read too, get through', async () => {
+    // Messages 1 and 2 name gateways that never answer; 3 needs none; 4's gateway answers at once.
+    // The worker's wiring (offSlots): a lookup holds the one slot for 2 s at most, then goes on in
+    // the background and the message is given back, not counted.
+    const r = rig(4);
+    const hanging: AbortSignal[] = [];
+    const lookups = offSlots(
+      (revert, _ism, signal) =>
+        revert === '0x01'
+          ? new Promise<Hex>((_resolve, reject) => {
+              hanging.push(signal!);
+              signal?.addEventListener('abort', () => reject(signal.reason));
+            })
+          : Promise.resolve('0xc0ffee'),
+      { clock: r.clock, concurrency: 1, holdMs: 2_000 },
+    );
+    const d: Destination = {
+      ...scripted({}),
+      async metadata(message, signal) {
+        const nonce = Number.parseInt(message.slice(4, 12), 16);
+        if (nonce === 2) return '0x';
+        // One ISM; the hanging ones revert 0x01, the other 0x02; lookups are told apart by message.
+        return lookups.read(nonce < 2 ? '0x01' : '0x02', '0x0000000000000000000000000000000000000001', signal, message);
+      },
+    };
+    const w = worker(r, d, { concurrency: 1, batch: 1 });
+    const running = w.run();
+    for (let i = 0; i < 100 && row(r, idOf(4)).status !== 'delivered'; i++) await r.clock.advance(100);
+    assert.equal(row(r, idOf(3)).status, 'delivered', 'delivered while lookups hang');
+    assert.equal(row(r, idOf(4)).status, 'delivered', 'a fast CCIP-read message too');
+    assert.ok(r.clock.now() - T0 <= 5_000, `both within 2 × holdMs and a little: ${r.clock.now() - T0} ms`);
+    for (const id of [idOf(1), idOf(2)]) {
+      const slow = row(r, id);
+      assert.equal(slow.status, 'queued', 'given back, not holding the slot');
+      assert.equal(slow.failures, 0, 'not counted');
+      assert.match(
+        slow.lastError!,
+        /^busy: its gateways did not answer within 2 s: the lookup goes on in the background/,
+      );
+    }
+    assert.equal(lookups.running(), 2, 'both hanging lookups go on in the background');
+    await w.stop();
+    lookups.close();
+    assert.ok(
+      hanging.every((s) => s.aborted),
+      'closed with the worker',
+    );
     await running;
   });
 });

@@ -1,5 +1,5 @@
 /**
- * How many of a worker's messages may be in CCIP-read lookups at once (docs/delivery.md#time-budget):
+ * How many of a worker's messages may be in CCIP-read lookups at once (docs/delivery.md#slow-gateways):
  * at most `limit` (the worker uses concurrency − 1), so messages whose gateways never answer cannot
  * hold every slot of the loop. A message that finds every lookup slot in use does not wait holding
  * its loop slot: it is given back at once (DeliveryError `busy`, a wait that does not count) and
@@ -10,12 +10,12 @@ import type { OffchainReader } from '../metadata.ts';
 
 export function limitLookups(read: OffchainReader, limit: number): OffchainReader {
   let active = 0;
-  return async (revert, ism, signal) => {
+  return async (revert, ism, signal, message) => {
     if (active >= limit)
       throw new DeliveryError('busy', `all ${limit} gateway lookup slots of this worker are in use; asked again later`);
     active++;
     try {
-      return await read(revert, ism, signal);
+      return await read(revert, ism, signal, message);
     } finally {
       active--;
     }
