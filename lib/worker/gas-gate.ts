@@ -110,7 +110,7 @@ export function createGasGate(o: GasGateOptions): DeliveryPolicy {
   /**
    * The required gas of onChainFeeQuoting, kept with the message for GET /relay/{id}: written only
    * when it differs from what the claim read (one write per message while the estimate holds). It
-   * is shown, never decided on, so a store that fails here does not fail the attempt.
+   * is shown, never decided on, so a store that fails here does not fail the attempt (never rejects).
    */
   async function keepRequired(m: ClaimedMessage, required: bigint | undefined): Promise<void> {
     if (required === undefined || required === m.requiredGas || !o.store.setRequiredGas) return;
@@ -144,7 +144,9 @@ export function createGasGate(o: GasGateOptions): DeliveryPolicy {
           note = again.note;
           check = checkGasPaymentForEstimate(policy, again.paid, simulated.estimate, spent);
         }
-        await keepRequired(m, check.requiredGas);
+        // Not awaited: it needs no answer, and on SQLite it shares the group commit of the
+        // broadcast's journal record that follows.
+        void keepRequired(m, check.requiredGas);
         if (!check.ok) throw shortfall(check.message + note);
         policyGasLimit = check.gasLimit;
       }
