@@ -11,11 +11,11 @@ import { describe, test } from 'node:test';
 import { createPublicClient, custom, keccak256, type Hash, type Hex, type TransactionReceipt } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import type { GasSpend } from '../../lib/gas-payment.ts';
-import type { JournalEntry } from '../../lib/outbox/index.ts';
+import { createMemoryOutbox, type JournalEntry } from '../../lib/outbox/index.ts';
 import type { TransactionJournal } from '../../lib/worker/tx/journal.ts';
 import { recordSpent } from '../../lib/worker/tx/receipts.ts';
 import { createTransactionSender } from '../../lib/worker/tx/sender.ts';
-import { rpcReceipt } from '../helpers/builders.ts';
+import { hyperlaneMessage, messageId, rpcReceipt } from '../helpers/builders.ts';
 
 const ID = `0x${'11'.repeat(32)}`;
 const GWEI = 1_000_000_000n;
@@ -132,5 +132,82 @@ describe('what a reverted transaction spent (docs/delivery.md#gas-already-spent)
     });
     await bare.inspect([entry(first, first.hash), entry(replacement, first.hash)]);
     assert.deepEqual(ownerless.calls, ['closeSlot']);
+  });
+
+  test('following our own slot: a revert is recorded before the slot closes; a stop in between and a second look count once', async () => {
+    const key = `0x${'ac'.repeat(32)}` as const;
+    const ours = privateKeyToAccount(key);
+    const raw = await ours.signTransaction({
+      chainId: 31337,
+      type: 'eip1559',
+      to: `0x${'66'.repeat(20)}`,
+      data: '0x1234',
+      gas: 80_000n,
+      maxFeePerGas: 2n * GWEI,
+      maxPriorityFeePerGas: GWEI,
+      nonce: 3,
+    });
+    const hash = keccak256(raw);
+    // The message is in the outbox, whose gas book the sender writes.
+    const outbox = createMemoryOutbox();
+    const bytes = hyperlaneMessage({ nonce: 5, origin: 1, destination: 2 });
+    const id = messageId(bytes);
+    outbox.enqueue([
+      {
+        id,
+        originChain: 'anvil1',
+        txHash: `0x${'01'.repeat(32)}`,
+        origin: 1,
+        destination: 2,
+        nonce: 5,
+        raw: Buffer.from(bytes.slice(2), 'hex'),
+        enqueuedAt: 0,
+      },
+    ]);
+    const entry: JournalEntry = {
+      messageId: id,
+      chainId: 31337,
+      signer: ours.address.toLowerCase(),
+      nonce: 3,
+      hash,
+      raw,
+      sentAt: 0,
+    };
+    const mined = { ...rpcReceipt(hash, [], '0x0'), gasUsed: '0xea60', effectiveGasPrice: '0x77359400' };
+    const publicClient = createPublicClient({
+      transport: custom({
+        async request({ method, params }: { method: string; params: unknown[] }) {
+          if (method === 'eth_chainId') return '0x7a69';
+          if (method === 'eth_getTransactionCount') return '0x4';
+          if (method === 'eth_blockNumber') return (mined as Record<string, unknown>).blockNumber;
+          if (method === 'eth_getTransactionReceipt') return params[0] === hash ? mined : null;
+          if (method === 'eth_call') throw Object.assign(new Error('execution reverted: no'), { code: 3, data: '0x' });
+          throw new Error(`unexpected ${method}`);
+        },
+      }),
+    });
+    const calls: string[] = [];
+    let stops = 1;
+    const j: TransactionJournal = {
+      recordBroadcast: () => true,
+      forgetBroadcast: () => true,
+      closeSlot: () => {
+        calls.push('closeSlot');
+        // The worker stops right after the spend is recorded, before the slot is closed.
+        if (stops-- > 0) throw new Error('stopped');
+        return 1;
+      },
+      openBroadcasts: () => [],
+      addGasSpent: (list) => (calls.push('addGasSpent'), outbox.addGasSpent(list)),
+    };
+    for (let look = 0; look < 2; look++) {
+      // A new sender each time: the process that looks again after a stop.
+      const sender = createTransactionSender({ publicClient, account: ours, journal: j, pollMs: 1, headPollMs: 1 });
+      await assert.rejects(sender.follow([entry]));
+    }
+    assert.deepEqual(calls, ['addGasSpent', 'closeSlot', 'addGasSpent', 'closeSlot']);
+    const r = outbox.get(id)!;
+    // 60 000 gas at 2 gwei, counted once.
+    assert.deepEqual([r.gasSpent, r.gasSpentWei], [60_000n, 120_000n * GWEI]);
   });
 });
