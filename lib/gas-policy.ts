@@ -149,12 +149,23 @@ export interface GasPaymentShortfall {
 
 export type GasPaymentCheck = { ok: true } | GasPaymentShortfall;
 
+/** The least any transaction's estimate can be: the intrinsic gas of a call. */
+export const MIN_ESTIMATE = 21_000n;
+
 /**
  * The check made before anything is spent on a message (no gateway request, no estimate): under
  * `minimum`, whether the payments meet it; under `onChainFeeQuoting`, whether a payment exists
- * (the amount is checked against the estimate by `checkGasPaymentForEstimate`).
+ * (the amount is checked against the estimate by `checkGasPaymentForEstimate`) and, given
+ * `spentGas` (docs/delivery.md#gas-already-spent), whether the gas paid for and not spent could
+ * meet even the smallest estimate (MIN_ESTIMATE × n / d): a message paid for too little gas, or
+ * whose reverted transactions used up its payment, waits without a gateway request or an
+ * estimate, as an unpaid one does.
  */
-export function checkGasPayment(policy: GasPaymentEnforcement | null, paid: GasPaid): GasPaymentCheck {
+export function checkGasPayment(
+  policy: GasPaymentEnforcement | null,
+  paid: GasPaid,
+  spentGas?: bigint,
+): GasPaymentCheck {
   if (policy === null) {
     return {
       ok: false,
@@ -177,7 +188,23 @@ export function checkGasPayment(policy: GasPaymentEnforcement | null, paid: GasP
       message: `paid ${paid.payment} wei, the minimum is ${policy.payment} wei`,
     };
   }
+  if (policy.type === 'onChainFeeQuoting' && spentGas !== undefined) {
+    const left = gasLeft(paid, spentGas);
+    const least = requiredGas(policy.gasFraction, MIN_ESTIMATE);
+    if (left < least) {
+      return {
+        ok: false,
+        reason: 'underpaid',
+        message: `paid for ${left} gas${spentGas > 0n ? ` (after ${spentGas} spent)` : ''}, at least ${least} required for any estimate`,
+      };
+    }
+  }
   return { ok: true };
+}
+
+/** The gas paid for and not yet spent by the relayer's own transactions. */
+function gasLeft(paid: GasPaid, spentGas: bigint): bigint {
+  return paid.gasAmount > spentGas ? paid.gasAmount - spentGas : 0n;
 }
 
 /** The destination gas `onChainFeeQuoting` requires for an estimate: estimate × n / d, rounded down. */
@@ -200,7 +227,7 @@ export function checkGasPaymentForEstimate(
   if (!first.ok) return first;
   if (policy!.type !== 'onChainFeeQuoting') return { ok: true, gasLimit: estimate };
   const required = requiredGas(policy!.gasFraction, estimate);
-  const left = paid.gasAmount > spentGas ? paid.gasAmount - spentGas : 0n;
+  const left = gasLeft(paid, spentGas);
   if (left < required) {
     return {
       ok: false,

@@ -4,8 +4,9 @@
  * payments stored with a message, and to the ones made later (top-ups) that the origin chain's
  * InterchainGasPaymaster logged, found with `eth_getLogs` (topic1 = the message id) and stored.
  *
- * - Before metadata: the policy's cheap check (a payment exists; under `minimum`, enough wei). An
- *   unpaid message costs no gateway request and no estimate.
+ * - Before metadata: the policy's cheap check (a payment exists; under `minimum`, enough wei; under
+ *   `onChainFeeQuoting`, some gas left after what was spent). An unpaid message costs no gateway
+ *   request and no estimate.
  * - Once `process` is estimated: `onChainFeeQuoting`'s gas check (the gas paid for, less what the
  *   relayer's own reverted transactions already spent, docs/delivery.md#gas-already-spent), the
  *   required gas kept with the message, and the gas limit to sign (processGasLimit: the estimate
@@ -125,9 +126,10 @@ export function createGasGate(o: GasGateOptions): DeliveryPolicy {
     async beforeMetadata(m) {
       const policy = policyOf(m);
       if (policy?.type === 'none') return;
-      if (checkGasPayment(policy, await stored(m)).ok) return;
+      const spent = m.gasSpent ?? 0n;
+      if (checkGasPayment(policy, await stored(m), spent).ok) return;
       const { paid, note } = await refreshed(m);
-      const check = checkGasPayment(policy, paid);
+      const check = checkGasPayment(policy, paid, spent);
       if (!check.ok) throw shortfall(check.message + note);
     },
 

@@ -116,6 +116,35 @@ describe('checkGasPayment: before anything is spent on the message', () => {
   });
 });
 
+describe('checkGasPayment with the gas spent (docs/delivery.md#gas-already-spent)', () => {
+  const [quote, free] = entries([{ type: 'onChainFeeQuoting' }, { type: 'onChainFeeQuoting', gasFraction: '0/1' }]);
+  const underpaid = (message: string) => ({ ok: false, reason: 'underpaid', message });
+
+  test('onChainFeeQuoting waits before metadata when what is left cannot meet even the least estimate', () => {
+    // 1/2 of the least estimate of any transaction (21 000 gas): 10 500.
+    assert.deepEqual(
+      checkGasPayment(quote, paid(1, 70_000n, 0), 60_000n),
+      underpaid('paid for 10000 gas (after 60000 spent), at least 10500 required for any estimate'),
+    );
+    assert.deepEqual(
+      checkGasPayment(quote, paid(1, 50_000n, 0), 60_000n),
+      underpaid('paid for 0 gas (after 60000 spent), at least 10500 required for any estimate'),
+    );
+    assert.deepEqual(checkGasPayment(quote, paid(1, 70_500n, 0), 60_000n), { ok: true });
+    assert.deepEqual(
+      checkGasPayment(quote, paid(1, 10_499n, 0), 0n),
+      underpaid('paid for 10499 gas, at least 10500 required for any estimate'),
+    );
+    // Without the spent gas (as checkGasPaymentForEstimate calls it) the amount waits for the estimate.
+    assert.deepEqual(checkGasPayment(quote, paid(1, 1n, 0)), { ok: true });
+    // A fraction of 0 requires nothing of any estimate; other policies ignore the spent gas.
+    assert.deepEqual(checkGasPayment(free, paid(1, 0n, 0), 5n), { ok: true });
+    assert.deepEqual(checkGasPayment(entries([{ type: 'minimum', payment: 1 }])[0], paid(1, 0n, 1), 10n ** 9n), {
+      ok: true,
+    });
+  });
+});
+
 describe('checkGasPaymentForEstimate: onChainFeeQuoting against the estimate (policies/on_chain_fee_quoting.rs)', () => {
   const [quote, minimum] = entries([{ type: 'onChainFeeQuoting' }, { type: 'minimum', payment: 1 }]);
   const MIN = 1000n;

@@ -272,6 +272,36 @@ describe('gas already spent and the required gas (docs/delivery.md#gas-already-s
     assert.deepEqual(s.signed, [120_000n, 120_000n]);
   });
 
+  test('a payment used up by reverts: the message waits before metadata or estimate, as an unpaid one', async () => {
+    // Paid for 100 000 gas; the revert used 95 000: 5 000 left, below what any estimate requires
+    // (21 000 × 1/2), so no gateway request and no estimate until a top-up.
+    const s = setUp({
+      enforcement: [quoting],
+      estimate: 100_000n,
+      atIntake: [{ gasAmount: 100_000n, payment: 1n }],
+      processed: async (n, outbox) => {
+        if (n > 1) return { hash: TX, status: 'success' };
+        await outbox.addGasSpent([{ messageId: ID, txHash: REVERTED, gasUsed: 95_000n, cost: 1n }]);
+        return { hash: REVERTED, status: 'reverted' };
+      },
+    });
+    await s.worker.runOnce();
+    for (let i = 0; i < 3; i++) {
+      await s.clock.advanceTo(s.row().retryAt!);
+      await s.worker.runOnce();
+      assert.equal(
+        s.row().lastError,
+        'gas_payment: paid for 5000 gas (after 95000 spent), at least 10500 required for any estimate (failures 1/3)',
+      );
+    }
+    assert.deepEqual(s.calls, { metadata: 1, simulate: 1, process: 1 }, 'nothing spent on it since the revert');
+    s.mine(paymentLog(60_000n, 1n, 7));
+    await s.clock.advanceTo(s.row().retryAt!);
+    const [result] = await s.worker.runOnce();
+    assert.equal(result.outcome, 'delivered', s.row().lastError ?? '');
+    assert.deepEqual(s.signed, [120_000n, 120_000n]);
+  });
+
   test('the gas paid for and not spent is the gas limit when it is larger than the estimate + margin', async () => {
     const s = setUp({
       enforcement: [quoting],
@@ -293,7 +323,7 @@ describe('gas already spent and the required gas (docs/delivery.md#gas-already-s
     const writes: bigint[] = [];
     const s = setUp({
       enforcement: [quoting],
-      atIntake: [{ gasAmount: 1n, payment: 1n }],
+      atIntake: [{ gasAmount: 10_500n, payment: 1n }],
       gateStore: (outbox) => ({
         gasPayments: (ids) => outbox.gasPayments(ids),
         addGasPayments: (p) => outbox.addGasPayments(p),
@@ -313,7 +343,7 @@ describe('gas already spent and the required gas (docs/delivery.md#gas-already-s
       assert.deepEqual(writes, expected, `estimate ${next}`);
     }
     assert.equal(s.row().requiredGas, 60_000n);
-    assert.match(s.row().lastError!, /^gas_payment: paid for 1 gas, 60000 required/);
+    assert.match(s.row().lastError!, /^gas_payment: paid for 10500 gas, 60000 required/);
   });
 
   test('a store that fails to keep the required gas does not fail the attempt; other policies keep none', async () => {
