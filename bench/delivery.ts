@@ -26,6 +26,10 @@
  * worker.ccipReadAllowOrigins), then the same offered load; its p50/p99 are of the others only,
  * and the ratio of its p50 to the plain 1 worker's is printed (docs/delivery.md#time-budget).
  *
+ * BENCH_DELIVERY_CCIP=1 sends every contender's messages to a recipient whose ISM is a CCIP-read
+ * ISM too (the same stand-in, which accepts any metadata), naming a loopback gateway that answers
+ * at once: the honest CCIP-read traffic of a CCTP route, each message a gateway lookup.
+ *
  * Environment: BENCH_DELIVERY_COUNT (200), BENCH_DELIVERY_RATE (20 per second),
  * BENCH_DELIVERY_WORKERS (1,2), BENCH_DELIVERY_TIMEOUT_S (120), BENCH_DELIVERY_WORKER_CONFIG
  * (JSON merged into the worker section, to try a setting; the default run sets none).
@@ -55,6 +59,7 @@ const WORKERS = (process.env.BENCH_DELIVERY_WORKERS ?? '1,2').split(',').map(Num
 const TIMEOUT_MS = Number(process.env.BENCH_DELIVERY_TIMEOUT_S ?? 120) * 1000;
 const POSTGRES = process.env.BENCH_DELIVERY_DB === 'postgres';
 const HOSTILE = Number(process.env.BENCH_DELIVERY_HOSTILE ?? 0);
+const CCIP = process.env.BENCH_DELIVERY_CCIP === '1';
 const WORKER_CONFIG = JSON.parse(process.env.BENCH_DELIVERY_WORKER_CONFIG ?? '{}') as Record<string, unknown>;
 
 interface Result {
@@ -205,9 +210,11 @@ async function workers(
   messages: OutboxMessage[],
   round: number,
   hostile?: { messages: OutboxMessage[]; origin: string },
+  allowOrigins: string[] = [],
 ): Promise<Result> {
   const { db, store } = await freshOutbox(bench, pgServer, `delivery-${n}-${round}`);
-  const allow = hostile ? { ccipReadAllowOrigins: [hostile.origin] } : {};
+  const origins = [...allowOrigins, ...(hostile ? [hostile.origin] : [])];
+  const allow = origins.length > 0 ? { ccipReadAllowOrigins: origins } : {};
   const config = bench.writeConfig(db, { pollMs: undefined, ...allow, ...WORKER_CONFIG });
   // Keys 1..8 (9 is the floor's): a fresh pair of signers for each contender.
   const procs = await Promise.all(
@@ -251,6 +258,16 @@ async function workers(
 }
 
 let gateway: Server | undefined;
+let answering: Server | undefined;
+
+/** A gateway on loopback that answers every request at once with empty metadata. */
+async function answeringAtOnce(): Promise<Server> {
+  const server = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{"data":"0x"}');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return server;
+}
 
 /** A gateway on loopback that accepts every request and never answers. */
 async function neverAnswering(): Promise<Server> {
@@ -263,7 +280,7 @@ async function main(): Promise<void> {
   installExitCleanup();
   console.log(`delivery benchmark: ${provenance('npm run bench:delivery')}`);
   console.log(
-    `${COUNT} messages per contender offered at ${RATE}/s; anvil, 1 s blocks, real Mailbox, NULL ISM` +
+    `${COUNT} messages per contender offered at ${RATE}/s; anvil, 1 s blocks, real Mailbox, ${CCIP ? 'CCIP-read ISM (a gateway answering at once)' : 'NULL ISM'}` +
       (Object.keys(WORKER_CONFIG).length > 0 ? `; worker config ${JSON.stringify(WORKER_CONFIG)}` : ''),
   );
   const bench = await startWorkerBench();
@@ -274,8 +291,20 @@ async function main(): Promise<void> {
       ...WORKERS.map((n) => ({ kind: 'workers' as const, n })),
       ...(HOSTILE > 0 ? [{ kind: 'workers' as const, n: 1, hostile: true }] : []),
     ];
+    // The messages' recipient: the TestRecipient behind the NULL ISM, or (BENCH_DELIVERY_CCIP) one
+    // behind a CCIP-read ISM whose gateway answers at once.
+    let recipient: Hex | undefined;
+    const honestOrigins: string[] = [];
+    if (CCIP) {
+      answering = await answeringAtOnce();
+      const origin = `http://127.0.0.1:${(answering.address() as AddressInfo).port}`;
+      const ismC = compiledContract('HangingCcipReadIsm');
+      const ism = await bench.chain.deploy(ismC.abi, ismC.bytecode, [[`${origin}/{sender}/{data}.json`]]);
+      recipient = await deployTestRecipient(bench.chain, ism);
+      honestOrigins.push(origin);
+    }
     const sets: OutboxMessage[][] = [];
-    for (const _ of rounds) sets.push(await bench.dispatch(COUNT));
+    for (const _ of rounds) sets.push(await bench.dispatch(COUNT, recipient));
     let hostile: { messages: OutboxMessage[]; origin: string } | undefined;
     if (HOSTILE > 0) {
       gateway = await neverAnswering();
@@ -294,7 +323,7 @@ async function main(): Promise<void> {
       const res =
         r.kind === 'floor'
           ? await floor(bench, sets[i])
-          : await workers(bench, pgServer, r.n ?? 1, sets[i], i, r.hostile ? hostile : undefined);
+          : await workers(bench, pgServer, r.n ?? 1, sets[i], i, r.hostile ? hostile : undefined, honestOrigins);
       console.log(
         `${res.name}: ${res.delivered}/${res.offered} delivered in ${res.seconds.toFixed(1)} s, ` +
           `${res.rate.toFixed(2)} msg/s, p50 ${res.p50.toFixed(2)} s, p99 ${res.p99.toFixed(2)} s`,
@@ -325,6 +354,7 @@ async function main(): Promise<void> {
   } finally {
     gateway?.closeAllConnections();
     gateway?.close();
+    answering?.close();
     await bench.stop();
     await pgServer?.remove();
   }
