@@ -92,7 +92,9 @@ describe('e2e: slow CCIP-read gateways on anvil', { timeout: 90_000 }, () => {
     assert.equal(requests, 2, 'one request per hostile message: claimed again, it is not asked twice');
     assert.match(worker.metrics(), /^relayer_worker_retries_total\{destination="anvil2",kind="busy"\} [2-9]/m);
     assert.equal(closed, 0, 'the background requests are still open');
+    assert.match(worker.metrics(), /^relayer_worker_ccip_background_lookups 2$/m);
     await worker.stop();
     await until(() => closed === 2, 'the background requests ended with the worker', 5_000);
+    assert.match(worker.metrics(), /^relayer_worker_ccip_background_lookups 0$/m);
   });
 });
