@@ -12,7 +12,7 @@
  */
 
 export interface OutboxChange {
-  /** Messages (lower-case ids) enqueued or whose status, attempts, last_error or destination_tx_hash changed. */
+  /** Messages (lower-case ids) enqueued or whose status, attempts, last_error, destination_tx_hash or gas_payment changed. */
   readonly ids: readonly string[];
   /** Transactions (txKey) that got new messages; may name others too. */
   readonly txs: readonly string[];

@@ -158,3 +158,12 @@ export function gasPaymentFromRow(row: GasPaymentRow): GasPayment {
     logIndex: Number(row.log_index),
   };
 }
+
+/**
+ * The JSON array of a message's `gas_payments` rows that the versioned reads select with its
+ * outbox row (one statement: docs/api.md#status-events), as text (SQLite) or parsed (PostgreSQL).
+ */
+export function gasPaymentsFromJson(json: string | readonly GasPaymentRow[] | null): GasPayment[] {
+  const rows: readonly GasPaymentRow[] = typeof json === 'string' ? JSON.parse(json) : (json ?? []);
+  return rows.map(gasPaymentFromRow);
+}

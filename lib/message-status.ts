@@ -7,7 +7,7 @@
 import { sumGasPayments, type GasPayment } from './gas-payment.ts';
 import type { GasPolicySelector } from './gas-policy.ts';
 import { parseHyperlaneMessage } from './message.ts';
-import type { MessageStatus, OutboxRecord } from './outbox/index.ts';
+import type { MessageStatus, OutboxRecord, VersionedRecord } from './outbox/index.ts';
 import { redactUrls } from './redact.ts';
 import { callStore } from './store.ts';
 import type { GasPolicyType, MessageSummary } from './types.ts';
@@ -109,5 +109,15 @@ export async function statusObjects(
   records.forEach((record, i) => {
     json[i].gas_payment = gasPaymentJson(record, payments, selectPolicy);
   });
+  return json;
+}
+
+/**
+ * A versioned record (a status event's) as GET /relay/{id} shows it: `gas_payment` from the
+ * payments read with it (docs/api.md#status-events), none when it carries none.
+ */
+export function versionedStatusJson(record: VersionedRecord, selectPolicy: GasPolicySelector): MessageStatusJson {
+  const json = messageStatusJson(record);
+  if (record.gasPayments !== undefined) json.gas_payment = gasPaymentJson(record, record.gasPayments, selectPolicy);
   return json;
 }

@@ -29,8 +29,9 @@ export interface WatchOptions {
 
 export interface WatchMethods {
   /**
-   * GET /relay/{message_id}/events: the message's status now, then at each change of its status,
-   * attempts, last_error or destination_tx_hash; ends after `delivered` or `failed`. Throws the
+   * GET /relay/{message_id}/events: the message's status now (what message() answers, with
+   * `gas_payment`), then at each change of its status, attempts, last_error, destination_tx_hash
+   * or gas_payment (a top-up, the required gas, gas spent); ends after `delivered` or `failed`. Throws the
    * API's error (not_found for an unknown id) or the signal's reason.
    */
   watch(messageId: string, options?: WatchOptions): AsyncIterableIterator<MessageStatusJson>;

@@ -9,7 +9,12 @@
  * changes meanwhile folded into the next), and an event is sent only when the version grew. No
  * stream reads the outbox on a timer.
  *
- * Event ids are change versions (lib/outbox/types.ts VersionedRecord): a message stream's id is
+ * Each event is what GET /relay/{message_id} (or GET /relay?…) answers at that moment, `gas_payment`
+ * included: the versioned reads bring a message's payments in the same statement as its record, so
+ * an event costs one read, and a gas-book change or a top-up raises the version like a status
+ * change does (docs/design.md#change-feed).
+ *
+ * Event ids are change versions (lib/outbox/versioned.ts VersionedRecord): a message stream's id is
  * its message's version, a transaction stream's the versions of its messages in enqueue order,
  * joined by '.'. A client that reconnects with Last-Event-ID gets the current state at once if
  * anything changed since, nothing if not, and 204 (EventSource stops reconnecting) when the state
@@ -27,10 +32,11 @@ import { txKey } from '../change-feed.ts';
 import type { Clock } from '../clock.ts';
 import { RelayError } from '../errors.ts';
 import { isHexOfLength } from '../hex.ts';
-import { messageStatusJson } from '../message-status.ts';
-import type { MessageStatus, VersionedReads, VersionedRecord } from '../outbox/index.ts';
+import { createGasPolicySelector } from '../gas-policy.ts';
+import { versionedStatusJson } from '../message-status.ts';
+import type { MessageStatus, Outbox, VersionedReads, VersionedRecord } from '../outbox/index.ts';
 import { callStore } from '../store.ts';
-import type { ChainConfig } from '../types.ts';
+import type { ChainConfig, GasPaymentEnforcement } from '../types.ts';
 import type { Exchange } from './exchange.ts';
 import { query } from './exchange.ts';
 import type { Route } from './router.ts';
@@ -38,12 +44,15 @@ import { createStreamRegistry, type Stream } from './stream-registry.ts';
 import { txQuery } from './status.ts';
 
 /** What the streams read and follow. */
-export type EventOutbox = Partial<VersionedReads> & { readonly changes?: ChangeFeed };
+export type EventOutbox = Partial<VersionedReads> &
+  Partial<Pick<Outbox, 'gasPayments'>> & { readonly changes?: ChangeFeed };
 
 export interface EventStreamOptions {
   outbox: EventOutbox;
   chains: ReadonlyMap<string, ChainConfig>;
   clock: Clock;
+  /** For each message's `gas_payment`, as GET /relay/{message_id} shows it. */
+  gasPaymentEnforcement?: readonly GasPaymentEnforcement[];
   /** Streams open at once, in all and per client. */
   maxSubscribers: number;
   maxSubscribersPerClient: number;
@@ -77,6 +86,16 @@ export function createEventStreams(options: EventStreamOptions): EventStreams {
   const changes = outbox.changes;
   const getVersioned = outbox.getVersioned?.bind(outbox);
   const byTxVersioned = outbox.byTxVersioned?.bind(outbox);
+  const readPayments = outbox.gasPayments?.bind(outbox);
+  const selectPolicy = createGasPolicySelector(options.gasPaymentEnforcement ?? []);
+  const json = (record: VersionedRecord) => versionedStatusJson(record, selectPolicy);
+
+  /** The records with their payments: an outbox whose versioned reads do not bring them is asked once more. */
+  async function withPayments(records: VersionedRecord[]): Promise<VersionedRecord[]> {
+    if (readPayments === undefined || records.every((r) => r.gasPayments !== undefined)) return records;
+    const payments = await readPayments(records.map((r) => r.id));
+    return records.map((r) => ({ ...r, gasPayments: payments.filter((p) => p.messageId === r.id) }));
+  }
   const registry = createStreamRegistry({
     changes,
     clock,
@@ -186,7 +205,7 @@ export function createEventStreams(options: EventStreamOptions): EventStreams {
       const record = await getVersioned(id);
       if (record === undefined)
         throw new RelayError('not_found', 'no message with this id was accepted by this relayer');
-      return record;
+      return (await withPayments([record]))[0];
     };
     await serve<VersionedRecord>(
       ex,
@@ -196,7 +215,7 @@ export function createEventStreams(options: EventStreamOptions): EventStreams {
         if (record.version <= sent) return { done: FINAL.has(record.status) };
         sent = record.version;
         return {
-          event: `event: status\nid: ${record.version}\ndata: ${JSON.stringify(messageStatusJson(record))}\n\n`,
+          event: `event: status\nid: ${record.version}\ndata: ${JSON.stringify(json(record))}\n\n`,
           done: FINAL.has(record.status),
         };
       },
@@ -221,7 +240,7 @@ export function createEventStreams(options: EventStreamOptions): EventStreams {
     await serve<VersionedRecord[]>(
       ex,
       [key],
-      () => Promise.resolve(byTxVersioned(chain.name, txHash)),
+      async () => withPayments(await byTxVersioned(chain.name, txHash)),
       (records, stream) => {
         // Messages followed from now on; a change of theirs made since the read was not heard:
         // read once more.
@@ -231,7 +250,7 @@ export function createEventStreams(options: EventStreamOptions): EventStreams {
         if (!first && !newer(records)) return { done: allFinal(records) };
         first = false;
         sent = records.map((r) => r.version);
-        const data = JSON.stringify({ messages: records.map(messageStatusJson) });
+        const data = JSON.stringify({ messages: records.map(json) });
         return { event: `event: messages\nid: ${sent.join('.')}\ndata: ${data}\n\n`, done: allFinal(records) };
       },
       (records) => !newer(records) && allFinal(records),

@@ -114,6 +114,7 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
     outbox: outbox as EventOutbox,
     chains,
     clock,
+    gasPaymentEnforcement: config.gasPaymentEnforcement,
     maxSubscribers: config.server.maxSubscribers,
     maxSubscribersPerClient: config.server.maxSubscribersPerClient,
     clientOf,

@@ -10,11 +10,15 @@ import type { Outbox, OutboxRecord, Synchronous } from './types.ts';
 
 type GasMethods = 'addGasPayments' | 'gasPayments' | 'addGasSpent' | 'setRequiredGas';
 
-/** `rowOf`: the engine's row of a (lower-case) id, written in place. */
-export function createMemoryGasPayments(rowOf: (id: string) => OutboxRecord | undefined): Pick<
-  Synchronous<Outbox>,
-  GasMethods
-> & {
+/**
+ * `rowOf`: the engine's row of a (lower-case) id, written in place. `touched`: the messages whose
+ * `gas_payment` changed (a new payment for their destination, a spend, the required gas), after
+ * each call that changed some (docs/design.md#change-feed).
+ */
+export function createMemoryGasPayments(
+  rowOf: (id: string) => OutboxRecord | undefined,
+  touched: (ids: string[]) => void = () => {},
+): Pick<Synchronous<Outbox>, GasMethods> & {
   /** Stores `list` (already checked, as part of an enqueue); returns how many were new. */
   add(list: readonly GasPayment[]): number;
 } {
@@ -35,7 +39,12 @@ export function createMemoryGasPayments(rowOf: (id: string) => OutboxRecord | un
     add,
     addGasPayments(list) {
       checkGasPayments(list);
-      return add(list);
+      const fresh = list.filter((p) => !payments.has(`${p.txHash}:${p.logIndex}`));
+      const added = add(list);
+      touched([
+        ...new Set(fresh.filter((p) => rowOf(p.messageId)?.destination === p.destination).map((p) => p.messageId)),
+      ]);
+      return added;
     },
     gasPayments(ids) {
       const wanted = new Set(ids.map((id) => String(id).toLowerCase()));
@@ -44,6 +53,7 @@ export function createMemoryGasPayments(rowOf: (id: string) => OutboxRecord | un
     addGasSpent(spends) {
       checkGasSpent(spends);
       let added = 0;
+      const ids = new Set<string>();
       for (const s of spends) {
         const row = rowOf(s.messageId);
         if (row === undefined || spent.has(s.txHash)) continue;
@@ -51,13 +61,16 @@ export function createMemoryGasPayments(rowOf: (id: string) => OutboxRecord | un
         row.gasSpent += s.gasUsed;
         row.gasSpentWei += s.cost;
         added++;
+        ids.add(s.messageId);
       }
+      touched([...ids]);
       return added;
     },
     setRequiredGas(id, gas) {
       const row = rowOf(checkRequiredGas(id, gas));
       if (row === undefined || row.requiredGas === gas) return false;
       row.requiredGas = gas;
+      touched([row.id]);
       return true;
     },
   };

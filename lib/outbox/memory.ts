@@ -48,9 +48,17 @@ export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
   const rows = new Map<string, MemoryRow>();
   const open = new Map<string, MemoryRow>();
   const { changes, changed } = createVersioning();
-  const versioned = versionedReads(rows, toRecord);
   const { settleDelivered, ...journal } = createMemoryJournal(clock, (id, lease) => held(id, lease));
-  const payments = createMemoryGasPayments((id) => rows.get(id));
+  const payments = createMemoryGasPayments(
+    (id) => rows.get(id),
+    (ids) =>
+      changed(
+        ids.map((id) => rows.get(id)!),
+        false,
+        true,
+      ),
+  );
+  const versioned = versionedReads(rows, toRecord, payments.gasPayments);
 
   /** The holder of `lease`: still delivering under it (expired or not, as long as nobody took it over). */
   function held(id: string, lease: string): MemoryRow | undefined {

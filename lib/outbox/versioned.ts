@@ -3,15 +3,24 @@
  * the versioned reads, and an outbox that can be followed.
  */
 import type { ChangeFeed } from '../change-feed.ts';
+import type { GasPayment } from '../gas-payment.ts';
 import type { OutboxRecord } from './types.ts';
 
 /**
  * A record with its change version, for status push (docs/design.md#change-feed): the version
- * grows with every change of the message's status, attempts, last_error or destination_tx_hash
- * (an engine may count per message or share one counter among all), and with nothing else.
+ * grows with every change of what the message's status shows (its status, attempts, last_error,
+ * destination_tx_hash, and its gas_payment: a new payment for its destination, the required gas,
+ * the gas spent; an engine may count per message or share one counter among all), and with
+ * nothing else.
  */
 export interface VersionedRecord extends OutboxRecord {
   version: number;
+  /**
+   * Every stored gas payment of the message (what Outbox.gasPayments answers for it), read in the
+   * same statement as the record, so a status event costs one read (docs/api.md#status-events).
+   * Absent from an outbox that does not read them with the record.
+   */
+  gasPayments?: readonly GasPayment[];
 }
 
 /** What status push reads: the versioned lookups. */

@@ -3,6 +3,7 @@
  * the whole outbox, as the SQLite store keeps, advanced only for what a status shows.
  */
 import { createChangeHub, txKey, type ChangeHub } from '../change-feed.ts';
+import type { GasPayment } from '../gas-payment.ts';
 import type { OutboxRecord, Synchronous } from './types.ts';
 import type { VersionedReads } from './versioned.ts';
 
@@ -16,15 +17,18 @@ const shown = (row: VersionedRow) => JSON.stringify([row.status, row.attempts, r
 
 export function createVersioning(): {
   changes: ChangeHub;
-  /** Gives the rows whose status, attempts, last_error or destination_tx_hash changed (or new ones) the next versions, and tells the feed. */
-  changed(touched: readonly VersionedRow[], inserted?: boolean): void;
+  /**
+   * Gives the rows whose status, attempts, last_error or destination_tx_hash changed (or new ones)
+   * the next versions, and tells the feed; `all`: every row of `touched` (its gas_payment changed).
+   */
+  changed(touched: readonly VersionedRow[], inserted?: boolean, all?: boolean): void;
 } {
   const changes = createChangeHub();
   let version = 0;
   return {
     changes,
-    changed(touched, inserted = false) {
-      const moved = touched.filter((row) => row.shown !== shown(row));
+    changed(touched, inserted = false, all = false) {
+      const moved = all ? touched : touched.filter((row) => row.shown !== shown(row));
       if (moved.length === 0) return;
       for (const row of moved) {
         row.version = ++version;
@@ -38,12 +42,13 @@ export function createVersioning(): {
   };
 }
 
-/** The versioned reads over the memory outbox's rows, and the rows of one transaction. */
+/** The versioned reads over the memory outbox's rows (with their payments), and the rows of one transaction. */
 export function versionedReads<R extends VersionedRow>(
   rows: ReadonlyMap<string, R>,
   toRecord: (row: R) => OutboxRecord,
+  paymentsOf: (ids: string[]) => GasPayment[],
 ): Synchronous<VersionedReads> & { ofTx(originChain: string, txHash: string): R[] } {
-  const toVersioned = (row: R) => ({ ...toRecord(row), version: row.version });
+  const toVersioned = (row: R) => ({ ...toRecord(row), version: row.version, gasPayments: paymentsOf([row.id]) });
   function ofTx(originChain: string, txHash: string): R[] {
     const hash = txHash.toLowerCase();
     const found: R[] = [];

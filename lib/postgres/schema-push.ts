@@ -46,6 +46,32 @@ export const statusPushMigration = (s: string): string => `
     REFERENCING OLD TABLE AS before_update NEW TABLE AS after_update
     FOR EACH STATEMENT EXECUTE FUNCTION ${s}.outbox_changed();`;
 
+// Migration 11: a message's gas_payment is part of what its status shows (docs/api.md#status-events).
+// The version trigger of migration 6 also counts changes of the required gas and the gas spent, and
+// a statement that stores payments raises the version of each message it paid for (its own
+// destination: a payment for another counts for nothing), which migration 6's statement trigger
+// then NOTIFYs. Not a row the same transaction wrote: that is POST /relay storing a receipt's
+// payments with its new messages, whose insert is told already.
+export const gasBookPushMigration = (s: string): string => `
+  CREATE OR REPLACE FUNCTION ${s}.outbox_version() RETURNS trigger LANGUAGE plpgsql AS $$
+  BEGIN
+    IF (NEW.status, NEW.attempts, NEW.last_error, NEW.destination_tx_hash, NEW.required_gas, NEW.gas_spent, NEW.gas_spent_wei)
+       IS DISTINCT FROM
+       (OLD.status, OLD.attempts, OLD.last_error, OLD.destination_tx_hash, OLD.required_gas, OLD.gas_spent, OLD.gas_spent_wei) THEN
+      NEW.version := OLD.version + 1;
+    END IF;
+    RETURN NEW;
+  END $$;
+  CREATE FUNCTION ${s}.gas_payments_stored() RETURNS trigger LANGUAGE plpgsql AS $$
+  BEGIN
+    UPDATE ${s}.outbox o SET version = o.version + 1
+    FROM (SELECT DISTINCT message_id, destination FROM stored) p
+    WHERE o.id = p.message_id AND o.destination = p.destination AND o.xmin <> pg_current_xact_id()::xid;
+    RETURN NULL;
+  END $$;
+  CREATE TRIGGER gas_payments_stored AFTER INSERT ON ${s}.gas_payments REFERENCING NEW TABLE AS stored
+    FOR EACH STATEMENT EXECUTE FUNCTION ${s}.gas_payments_stored();`;
+
 // Migration 9: per-client token buckets (docs/api.md#per-client-limits; lib/postgres/client-rate-limit.ts):
 // one row per budget and client, units as in token_buckets; swept by last use.
 export const clientBucketsMigration = (s: string): string => `

@@ -14,7 +14,7 @@ import { SchemaVersionError, InvalidArgumentError } from '../errors.ts';
 import { MAX_DESTINATION_TX_HASH_LENGTH, MAX_ERROR_LENGTH, MAX_RAW_TRANSACTION_LENGTH } from '../outbox/index.ts';
 import { gasBookMigration, gasPaymentsMigration } from './gas-payments.ts';
 import type { PgPool } from './pool.ts';
-import { clientBucketsMigration, statusPushMigration } from './schema-push.ts';
+import { clientBucketsMigration, gasBookPushMigration, statusPushMigration } from './schema-push.ts';
 
 const HEX_ID = (column: string) => `${column} ~ '^0x[0-9a-f]{64}$'`;
 const UINT32 = (column: string) => `${column} BETWEEN 0 AND 4294967295`;
@@ -182,6 +182,9 @@ export const MIGRATIONS: readonly ((s: string) => string)[] = [
 
   // 10: the gas book (docs/delivery.md#gas-already-spent): lib/postgres/gas-payments.ts.
   gasBookMigration,
+
+  // 11: gas-book changes and payments raise the version (lib/postgres/schema-push.ts).
+  gasBookPushMigration,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

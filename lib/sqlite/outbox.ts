@@ -157,6 +157,8 @@ export function createSqliteOutbox(db: DatabaseSync, transaction: Transaction, c
       if (batch.length === 0) return 0;
       return transaction(() => {
         let stored = 0;
+        // The payments first: migration 10's trigger then finds no row to give a version to (the
+        // insert gives the messages theirs).
         for (const m of batch) payments.add(m.gasPayments ?? []);
         for (const m of batch) {
           const { changes } = insert.run(

@@ -184,6 +184,26 @@ export const MIGRATIONS: readonly string[] = [
      cost TEXT NOT NULL CHECK (${DECIMAL('cost')})
    ) STRICT, WITHOUT ROWID;
    CREATE INDEX gas_spent_message ON gas_spent (message_id);`,
+
+  // 10: a message's gas_payment is part of what its status shows (docs/api.md#status-events), so
+  // its changes give the row the next version like migration 7's: the required gas and the gas
+  // spent on the row, and a payment stored for the message's own destination (one for another
+  // destination counts for nothing and changes nothing). enqueue stores a receipt's payments before
+  // its messages, so at intake this trigger finds no row and costs one index probe.
+  `DROP TRIGGER outbox_changed;
+   CREATE TRIGGER outbox_changed
+     AFTER UPDATE OF status, attempts, last_error, destination_tx_hash, required_gas, gas_spent, gas_spent_wei ON outbox
+     WHEN OLD.status IS NOT NEW.status OR OLD.attempts IS NOT NEW.attempts
+       OR OLD.last_error IS NOT NEW.last_error OR OLD.destination_tx_hash IS NOT NEW.destination_tx_hash
+       OR OLD.required_gas IS NOT NEW.required_gas OR OLD.gas_spent IS NOT NEW.gas_spent
+       OR OLD.gas_spent_wei IS NOT NEW.gas_spent_wei
+   BEGIN
+     UPDATE outbox SET version = (SELECT max(version) FROM outbox) + 1 WHERE rowid = NEW.rowid;
+   END;
+   CREATE TRIGGER gas_payment_stored AFTER INSERT ON gas_payments BEGIN
+     UPDATE outbox SET version = (SELECT max(version) FROM outbox) + 1
+       WHERE id = NEW.message_id AND destination = NEW.destination;
+   END;`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

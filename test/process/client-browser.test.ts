@@ -105,6 +105,38 @@ describe('relayer-api/client in a real browser, on another origin', () => {
     assert.equal(lookups(), 0, 'pushed, not polled');
   });
 
+  test('watch(id) over EventSource: a top-up stored while the message waits is a state, gas_payment as message() has it', async (t) => {
+    // docs/api.md#status-events: what a page waiting for a gas payment must learn.
+    const { url, outbox, api: relayApi } = await api(t);
+    const m = outboxMessage(7);
+    outbox.enqueue([m]);
+    const p = await page(url);
+    await p.evaluate(`window.seen = []; window.done = (async () => {
+      for await (const s of client.watch(${JSON.stringify(m.id)})) seen.push(s);
+      return 'ended';
+    })(); 1`);
+    await until(() => relayApi.streams() === 1, 'the page opened a stream');
+    const seen = () =>
+      p.evaluate<{ status: string; gas_payment: { payments: number; gas_amount: string } }[]>('window.seen');
+    for (let i = 0; i < 100 && (await seen()).length < 1; i++) await new Promise((r) => setTimeout(r, 10));
+    const topUp = { messageId: m.id, destination: m.destination, gasAmount: 250_000n, payment: 1n, txHash: m.txHash };
+    outbox.addGasPayments([{ ...topUp, logIndex: 1 }]);
+    for (let i = 0; i < 100 && (await seen()).length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+    const states = await seen();
+    assert.deepEqual(
+      states.map((s) => [s.status, s.gas_payment.payments, s.gas_payment.gas_amount]),
+      [
+        ['queued', 0, '0'],
+        ['queued', 1, '250000'],
+      ],
+    );
+    const looked = await p.evaluate(`client.message(${JSON.stringify(m.id)})`);
+    assert.deepEqual(states[1], looked, 'the pushed state is what message() answers');
+    const [claimed] = outbox.claim(1, 60_000);
+    outbox.markDelivered(m.id, { lease: claimed.lease, destinationTxHash: DEST_TX });
+    assert.equal(await p.evaluate('window.done'), 'ended');
+  });
+
   test('watchTx over EventSource: the empty list, the messages once relayed, the end once all are delivered', async (t) => {
     const { url, outbox, api: relayApi } = await api(t);
     const hash = outboxMessage(2).txHash;

@@ -17,7 +17,7 @@ import { openPostgresStore } from '../../lib/postgres/index.ts';
 import { openSqliteStore } from '../../lib/sqlite/index.ts';
 import { MIGRATIONS } from '../../lib/sqlite/schema.ts';
 import { outboxContract, outboxMessage, queuedRecord } from '../helpers/outbox-contract.ts';
-import type { OutboxMessage } from '../../lib/outbox/index.ts';
+import type { Outbox, OutboxMessage, VersionedReads } from '../../lib/outbox/index.ts';
 import { createFakeClock } from '../helpers/fake-clock.ts';
 import { ENGINES, relayApiSettings } from '../helpers/engines.ts';
 import { testSchema } from '../helpers/postgres.ts';
@@ -326,6 +326,49 @@ describe('outbox migrations of the gas book (docs/delivery.md#gas-already-spent)
         t.pool.query(`INSERT INTO ${s}.gas_spent VALUES ($1, $2, -1, 0)`, [m.txHash, m.id]),
         /violates check constraint/,
       );
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+/** Writes of a migrated store that must each raise message `m`'s version (docs/api.md#status-events). */
+async function versionRaises(outbox: Outbox & VersionedReads, m: OutboxMessage): Promise<void> {
+  const version = async () => (await outbox.getVersioned(m.id))!.version;
+  const writes: [string, () => unknown][] = [
+    [
+      'a top-up',
+      () =>
+        outbox.addGasPayments([
+          { messageId: m.id, destination: m.destination, gasAmount: 1n, payment: 1n, txHash: m.txHash, logIndex: 0 },
+        ]),
+    ],
+    ['the required gas', () => outbox.setRequiredGas(m.id, 5n)],
+    ['a spend', () => outbox.addGasSpent([{ messageId: m.id, txHash: m.txHash, gasUsed: 2n, cost: 3n }])],
+    ['a claim', () => outbox.claim(1, 60_000)],
+  ];
+  for (const [what, write] of writes) {
+    const before = await version();
+    await write();
+    assert.ok((await version()) > before, `${what} raised the version`);
+  }
+}
+
+describe('outbox migrations of status events with gas_payment (docs/api.md#status-events)', () => {
+  test('SQLite migration 10: on a version-9 file a top-up, the required gas, a spend and a claim each raise the version', async () => {
+    const { file, m } = sqliteFileAt(9);
+    const store = await openSqliteStore(file, { clock: createFakeClock(1_700_000_001_000) });
+    try {
+      await versionRaises(store.outbox, m);
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('PostgreSQL migration 11: on a version-10 schema a top-up, the required gas, a spend and a claim each raise the version', async () => {
+    const { t, m, store } = await postgresSchemaFrom(10);
+    try {
+      await versionRaises(store.outbox, m);
     } finally {
       await t.close();
     }

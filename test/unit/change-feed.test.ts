@@ -14,12 +14,13 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import pg from 'pg';
 import { txKey, type ChangeFeed, type OutboxChange } from '../../lib/change-feed.ts';
-import { createMemoryOutbox, type Outbox, type OutboxWatch } from '../../lib/outbox/index.ts';
+import { createMemoryOutbox, type Outbox, type OutboxMessage, type OutboxWatch } from '../../lib/outbox/index.ts';
 import { openPostgresStore } from '../../lib/postgres/index.ts';
 import { openSqliteStore } from '../../lib/sqlite/index.ts';
 import { testConfig } from '../helpers/config.ts';
 import { createFakeClock, type FakeClock } from '../helpers/fake-clock.ts';
 import { testSchema } from '../helpers/postgres.ts';
+import { txHash } from '../helpers/builders.ts';
 import { outboxMessage } from '../helpers/outbox-contract.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'relayer-change-feed-'));
@@ -113,16 +114,22 @@ const engines: Engine[] = [
   },
 ];
 
+/** The engine's store opened for test `t` (closed after it), with a collector following its feed, started. */
+async function followed(t: { after(fn: () => unknown): void }, engine: Engine) {
+  const clock = createFakeClock();
+  const opened = await engine.open(clock);
+  t.after(opened.close);
+  const feed = collect(opened.outbox.changes);
+  t.after(feed.unsubscribe);
+  await opened.outbox.changes.ready();
+  return { ...opened, clock, feed };
+}
+
 for (const engine of engines) {
   describe(`change feed: ${engine.name}`, () => {
     test('enqueue, claim and outcomes are told with their ids, new messages with their transaction; versions grow', async (t) => {
       // A lease renewal is not told.
-      const clock = createFakeClock();
-      const { outbox, close } = await engine.open(clock);
-      t.after(close);
-      const feed = collect(outbox.changes);
-      t.after(feed.unsubscribe);
-      await outbox.changes.ready();
+      const { outbox, feed } = await followed(t, engine);
 
       const [a, b] = [outboxMessage(1), outboxMessage(2, undefined, { txHash: outboxMessage(1).txHash })];
       await outbox.enqueue([a, b]);
@@ -158,13 +165,70 @@ for (const engine of engines) {
       assert.deepEqual([ra.id, ra.version, ra.status, rb.id, rb.status], [a.id, v2, 'delivered', b.id, 'queued']);
     });
 
+    test('gas_payment changes raise the version and are told; a payment for another destination, or the same twice, not', async (t) => {
+      // docs/api.md#status-events: an event equals GET /relay/{id}, gas_payment included. The
+      // visible ones: a payment for the message's destination, the required gas, a spend.
+      const { outbox, feed } = await followed(t, engine);
+      const paid = (m: OutboxMessage, tx: number, destination = m.destination) => ({
+        messageId: m.id,
+        destination,
+        gasAmount: 100_000n,
+        payment: 10n ** 15n,
+        txHash: txHash(tx),
+        logIndex: 0,
+      });
+      const m = outboxMessage(11);
+      await outbox.enqueue([{ ...m, gasPayments: [paid(m, 900)] }]);
+      await feed.next(has(m.id), 'enqueue');
+      const version = async () => (await outbox.getVersioned(m.id))!.version;
+      let seen = await version();
+      const marker = async (from: number, what: string) => {
+        // A later visible change of another message: everything before it has been told by then.
+        await outbox.enqueue([outboxMessage(5000 + from)]);
+        await feed.next((c) => feed.seen.indexOf(c) >= from && c.ids.length > 0 && !has(m.id)(c), `${what}: a marker`);
+      };
+      await marker(feed.seen.length, 'the enqueue');
+      assert.equal(feed.seen.filter(has(m.id)).length, 1, 'POST /relay storing a payment with its message: told once');
+      assert.equal(await version(), seen);
+      /** `write`, then the message's version: raised and told (visible), or neither. */
+      async function check(what: string, visible: boolean, write: () => unknown): Promise<void> {
+        const from = feed.seen.length;
+        await write();
+        if (visible) {
+          await feed.next((c) => feed.seen.indexOf(c) >= from && has(m.id)(c), what);
+          const now = await version();
+          assert.ok(now > seen, `${what}: the version grew (${seen} -> ${now})`);
+          seen = now;
+          return;
+        }
+        await marker(from, what);
+        assert.equal(await version(), seen, `${what}: the version stays`);
+        assert.ok(!feed.seen.slice(from).some(has(m.id)), `${what}: nothing told`);
+      }
+      assert.deepEqual(
+        (await outbox.getVersioned(m.id))!.gasPayments?.map((p) => p.txHash),
+        [txHash(900)],
+        'the versioned read brings the payments',
+      );
+      await check('a top-up', true, () => outbox.addGasPayments([paid(m, 901)]));
+      await check('the same top-up again', false, () => outbox.addGasPayments([paid(m, 901)]));
+      await check('a payment for another destination', false, () => outbox.addGasPayments([paid(m, 902, 10)]));
+      await check('the required gas', true, () => outbox.setRequiredGas(m.id, 50_000n));
+      await check('the same required gas', false, () => outbox.setRequiredGas(m.id, 50_000n));
+      const spend = { messageId: m.id, txHash: txHash(903), gasUsed: 30_000n, cost: 7n };
+      await check('a spend', true, () => outbox.addGasSpent([spend]));
+      await check('the same spend again', false, () => outbox.addGasSpent([spend]));
+      const read = (await outbox.getVersioned(m.id))!;
+      assert.deepEqual(
+        [read.gasPayments?.map((p) => p.txHash).sort(), read.requiredGas, read.gasSpent],
+        [[txHash(900), txHash(901), txHash(902)].sort(), 50_000n, 30_000n],
+      );
+      const [ofTx] = await outbox.byTxVersioned('ethereum', m.txHash);
+      assert.deepEqual([ofTx.version, ofTx.gasPayments?.length], [seen, 3]);
+    });
+
     test('a write by another connection reaches the feed', async (t) => {
-      const clock = createFakeClock();
-      const { outbox, other, close } = await engine.open(clock);
-      t.after(close);
-      const feed = collect(outbox.changes);
-      t.after(feed.unsubscribe);
-      await outbox.changes.ready();
+      const { outbox, other, clock, feed } = await followed(t, engine);
       const m = outboxMessage(3);
       await other.enqueue([m]);
       const change = await feed.next(has(m.id), 'the other connection enqueue');

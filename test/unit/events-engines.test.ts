@@ -12,16 +12,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import pg from 'pg';
+import type { GasPayment } from '../../lib/gas-payment.ts';
+import type { Outbox, OutboxMessage } from '../../lib/outbox/index.ts';
 import { openPostgresStore } from '../../lib/postgres/index.ts';
 import { openSqliteStore } from '../../lib/sqlite/index.ts';
 import { hyperlaneMessage, messageId, rpcReceipt, transferLogs, txHash } from '../helpers/builders.ts';
 import { testConfig } from '../helpers/config.ts';
+import type { RelayerConfig } from '../../lib/types.ts';
 import { createFakeClock } from '../helpers/fake-clock.ts';
 import { fakeRpcFetch, type ReceiptTable } from '../helpers/fake-rpc.ts';
 import { outboxMessage } from '../helpers/outbox-contract.ts';
 import { testSchema } from '../helpers/postgres.ts';
 import { startApi } from '../helpers/server.ts';
-import { openEvents, type SseStream } from '../helpers/sse.ts';
+import { openEvents, type SseEvent, type SseStream } from '../helpers/sse.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'relayer-events-engines-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -37,16 +40,22 @@ async function withinOneSecond(stream: SseStream, what: string, write: () => Pro
   return event;
 }
 
+/** Two stores on one SQLite file (closed after test `t`): the server's, and a relayer-worker's connection. */
+async function sqlitePair(t: { after(fn: () => unknown): void }, name: string) {
+  const clock = createFakeClock();
+  const file = join(dir, name);
+  const store = await openSqliteStore(file, { clock });
+  const worker = await openSqliteStore(file, { clock });
+  t.after(async () => {
+    await worker.close();
+    await store.close();
+  });
+  return { clock, store, worker };
+}
+
 describe('status events on SQLite', () => {
   test("a stream follows another connection's writes to the file (a relayer-worker process), each within 1 s", async (t) => {
-    const clock = createFakeClock();
-    const file = join(dir, 'events.db');
-    const store = await openSqliteStore(file, { clock });
-    const worker = await openSqliteStore(file, { clock });
-    t.after(async () => {
-      await worker.close();
-      await store.close();
-    });
+    const { clock, store, worker } = await sqlitePair(t, 'events.db');
     const api = await startApi(t, { store, clock });
     const m = outboxMessage(1);
     await worker.outbox.enqueue([m]);
@@ -63,6 +72,117 @@ describe('status events on SQLite', () => {
     );
     assert.equal(delivered.json().destination_tx_hash, DEST_TX);
     await stream.ended;
+  });
+});
+
+/** The test config under onChainFeeQuoting (1/2 of the estimate), with a paymaster on ethereum. */
+function quotingConfig(): RelayerConfig {
+  const base = testConfig();
+  return {
+    ...base,
+    chains: { ...base.chains, ethereum: { ...base.chains.ethereum, interchainGasPaymaster: '0x' + '1b'.repeat(20) } },
+    gasPaymentEnforcement: [
+      { type: 'onChainFeeQuoting', gasFraction: { numerator: 1n, denominator: 2n }, matchingList: [] },
+    ],
+  };
+}
+
+const topUp = (m: OutboxMessage, n: number): GasPayment => ({
+  messageId: m.id,
+  destination: m.destination,
+  gasAmount: 150_000n,
+  payment: 10n ** 15n,
+  txHash: txHash(n),
+  logIndex: 3,
+});
+
+/**
+ * A message's stream while another connection writes its gas book, as a delivery worker does: each
+ * write an event within 1 s, whose state is what GET answers then (`get`: the GET's JSON as the
+ * event carries it).
+ */
+async function followGasBook(
+  stream: SseStream,
+  m: OutboxMessage,
+  writer: Outbox,
+  get: () => Promise<unknown>,
+  shown: (event: SseEvent) => { gas_payment: Record<string, unknown> },
+) {
+  const first = await stream.next('the current state');
+  assert.deepEqual(shown(first).gas_payment.payments, 0);
+  assert.deepEqual(first.json(), await get(), 'the first event is what GET answers');
+  const writes: [string, () => Promise<unknown>, Record<string, unknown>][] = [
+    [
+      'a top-up stored',
+      () => Promise.resolve(writer.addGasPayments([topUp(m, 77)])),
+      { payments: 1, gas_amount: '150000' },
+    ],
+    [
+      'the required gas',
+      () => Promise.resolve(writer.setRequiredGas(m.id, 160_000n)),
+      { required_gas_amount: '160000' },
+    ],
+    [
+      'a spend',
+      () => Promise.resolve(writer.addGasSpent([{ messageId: m.id, txHash: txHash(78), gasUsed: 21_000n, cost: 9n }])),
+      { gas_spent: '21000', gas_spent_wei: '9' },
+    ],
+  ];
+  for (const [what, write, expected] of writes) {
+    const event = await withinOneSecond(stream, what, write);
+    const payment = shown(event).gas_payment;
+    for (const [key, value] of Object.entries(expected)) assert.equal(payment[key], value, `${what}: ${key}`);
+    assert.deepEqual(event.json(), await get(), `${what}: the event is what GET answers`);
+  }
+}
+
+describe('status events carry gas_payment as GET /relay/{message_id} does (docs/api.md#status-events)', () => {
+  test('SQLite: a top-up, the required gas and a spend written by another connection are each an event', async (t) => {
+    const { clock, store, worker } = await sqlitePair(t, 'gas-events.db');
+    const api = await startApi(t, { store, clock, config: quotingConfig() });
+    const m = outboxMessage(2);
+    await worker.outbox.enqueue([m]);
+    const stream = await openEvents(api.url, `/relay/${m.id}/events`);
+    t.after(() => stream.close());
+    await followGasBook(
+      stream,
+      m,
+      worker.outbox,
+      async () => (await api.get(`/relay/${m.id}`)).json(),
+      (event) => event.json(),
+    );
+  });
+
+  test("PostgreSQL: a transaction stream on one replica sees a worker's gas-book writes, as GET /relay?… on the other", async (t) => {
+    const clock = createFakeClock();
+    const ts = await testSchema();
+    const other = new pg.Pool({ connectionString: ts.pool.options.connectionString, max: 3 });
+    const config = quotingConfig();
+    const [a, worker] = await Promise.all(
+      [other, ts.pool].map((pool, i) =>
+        openPostgresStore(pool, { relayApi: config.relayApi, schema: ts.schema, clock, migrate: i === 0 }),
+      ),
+    );
+    t.after(async () => {
+      await a.close();
+      await worker.close();
+      await other.end();
+      await ts.close();
+    });
+    const replicaA = await startApi(t, { config, store: a, clock });
+    const replicaB = await startApi(t, { config, store: worker, clock });
+    const m = outboxMessage(3);
+    await worker.outbox.enqueue([m]);
+    const query = `origin_chain=ethereum&tx_hash=${m.txHash}`;
+    const stream = await openEvents(replicaA.url, `/relay/events?${query}`);
+    t.after(() => stream.close());
+    await followGasBook(
+      stream,
+      m,
+      worker.outbox,
+      async () => (await replicaB.get(`/relay?${query}`)).json(),
+      (event) => event.json().messages[0],
+    );
   });
 });
 
