@@ -271,6 +271,11 @@ export async function createRelayerWorker(options: RelayerWorkerOptions): Promis
     inFlight: () => worker?.inFlight() ?? 0,
   });
   metrics.registry.gauge(
+    'relayer_worker_ccip_background_lookups',
+    'CCIP-read lookups of slow gateways going on in the background now, outside the delivery slots.',
+    () => lookups.running(),
+  );
+  metrics.registry.gauge(
     'relayer_worker_signer_balance_wei',
     "The signer's balance on each destination at the last check (start, then every heartbeat), in wei.",
     () => watch.balances(),

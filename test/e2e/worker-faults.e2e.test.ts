@@ -297,8 +297,8 @@ describe('e2e: the worker against a lying node and a killed worker (the chain is
   test('a store that fails right after a mined send: delivered with that transaction, sent once, no failure counted', async () => {
     // The write lock of the SQLite file is taken by another connection (an operator's sqlite3
     // shell, a backup) while the process transaction waits in the pool; then it is mined, and the
-    // worker's markDelivered (and its lease renewals) answer SQLITE_BUSY. The journal holds the
-    // transaction: the next claim finds it mined and records it, without counting a failure
+    // worker's markDelivered (and its lease renewals) answer SQLITE_BUSY. The worker records it
+    // again once the store answers, in the same attempt, without counting a failure
     // (docs/delivery.md#the-transaction-journal).
     await scenario(
       'store-locked.db',
@@ -321,7 +321,7 @@ describe('e2e: the worker against a lying node and a killed worker (the chain is
               });
           },
         });
-        const worker = await startInProcessWorker(config(join(bench.dir, 'unused.db'), { leaseSeconds: 1 }), outbox, {
+        const worker = await startInProcessWorker(config(join(bench.dir, 'unused.db'), { leaseSeconds: 10 }), outbox, {
           keyIndex: 6,
         });
         try {
@@ -356,6 +356,11 @@ describe('e2e: the worker against a lying node and a killed worker (the chain is
         const record = await s.store.outbox.get(m.id);
         assert.equal(record?.failures, 0, `no failure counted: ${record?.lastError}`);
         assert.equal(record?.lastError, null, 'no error recorded against the message');
+        assert.deepEqual(
+          [record?.attempts, record?.leaseExpiries],
+          [1, 0],
+          'recorded by the attempt that sent it: no second claim, no lease lapse',
+        );
         assert.equal(record?.destinationTxHash, (await deliveries(m.id))[0], 'recorded with the mined transaction');
       },
       { busyTimeoutMs: 200 },

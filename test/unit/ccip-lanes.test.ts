@@ -268,4 +268,25 @@ describe('CCIP-read lanes: slow lookups leave the slot (docs/delivery.md#slow-ga
     await settleWithin(r.clock, 0, other);
     assert.equal(other.state.value, '0x02');
   });
+
+  test('a known-slow message that takes a not-ready outcome starts its next lookup at once, for its next poll', async () => {
+    const r = rig();
+    const a = start(r.lanes, 1);
+    await settleWithin(r.clock, 2_000, a);
+    await r.clock.advance(3_000);
+    r.calls[0].fail(new CcipReadError('pending', 'gateway 1 of 1 answered HTTP 404 (not ready)'));
+    await r.clock.flush();
+    const poll = start(r.lanes, 1);
+    await settleWithin(r.clock, 0, poll);
+    assert.equal((poll.state.error as CcipReadError).code, 'pending', 'the outcome, as it would be in the slot');
+    assert.equal(r.calls.length, 2, 'the next lookup already asked');
+    assert.equal(r.lanes.running(), 1);
+    await r.clock.advance(3_000);
+    r.calls[1].answer('0xa77e57');
+    await r.clock.flush();
+    const next = start(r.lanes, 1);
+    await settleWithin(r.clock, 0, next);
+    assert.equal(next.state.value, '0xa77e57', 'the next poll takes it: no round of busy in between');
+    assert.equal(r.calls.length, 2);
+  });
 });

@@ -118,6 +118,14 @@ function rig(messages = 1): Rig {
   return { clock, outbox, extends: calls, consumer };
 }
 
+/** `promise`, the fake clock moved 250 ms at a time until it settles (at most two leases). */
+async function settled<T>(clock: FakeClock, promise: Promise<T>): Promise<T> {
+  let done = false;
+  void promise.finally(() => (done = true)).catch(() => {});
+  for (let ms = 0; !done && ms <= 120_000; ms += 250) await clock.advance(250);
+  return promise;
+}
+
 /** The memory outbox answers synchronously. */
 function row(r: Rig, id: string): OutboxRecord {
   const found = r.outbox.get(id) as OutboxRecord | undefined;
@@ -202,22 +210,40 @@ describe('delivery loop', () => {
     assert.equal(failed.outcome, 'retry');
   });
 
-  test('a database error recording a successful send is not a failed attempt: the next claim records it delivered', async () => {
+  test('a database error recording a successful send is recorded again in the same attempt: no failure, no lapse', async () => {
+    const r = rig();
+    let refusals = 1;
+    const markDelivered = r.consumer.markDelivered;
+    r.consumer.markDelivered = (id, opts) => {
+      if (refusals-- > 0) throw new Error('SQLITE_BUSY: database is locked');
+      return markDelivered(id, opts);
+    };
+    const d = scripted({});
+    const [first] = await settled(r.clock, worker(r, d).runOnce());
+    assert.deepEqual(first, { id: idOf(1), outcome: 'delivered', txHash: TX, already: false, recorded: true });
+    const record = row(r, idOf(1));
+    assert.deepEqual(
+      [record.status, record.destinationTxHash, record.failures, record.attempts, record.leaseExpiries],
+      ['delivered', TX, 0, 1, 0],
+      'recorded by the attempt that sent it: no failure, no second claim, no lease expiry',
+    );
+    assert.equal(d.calls.process, 1, 'sent once');
+  });
+
+  test('a store down for a whole lease after a successful send: the next claim records it delivered, sent once', async () => {
     const r = rig();
     let refuse = true;
     const markDelivered = r.consumer.markDelivered;
     r.consumer.markDelivered = (id, opts) => {
-      if (refuse) {
-        refuse = false;
-        throw new Error('SQLITE_BUSY: database is locked');
-      }
+      if (refuse) throw new Error('SQLITE_BUSY: database is locked');
       return markDelivered(id, opts);
     };
     // The Mailbox says delivered by our transaction once it is mined.
     const d = scripted({ deliveredBy: (_id, call) => (call === 1 ? null : TX) });
     const w = worker(r, d);
-    const [first] = await w.runOnce();
+    const [first] = await settled(r.clock, w.runOnce());
     assert.deepEqual(first, { id: idOf(1), outcome: 'delivered', txHash: TX, already: false, recorded: false });
+    refuse = false;
     await r.clock.advance(60_000);
     const [second] = await w.runOnce();
     assert.equal(second.outcome, 'delivered');

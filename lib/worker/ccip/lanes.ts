@@ -65,6 +65,11 @@ function keyOf(revert: string, ism: string, message: string | undefined): string
   return message === undefined ? `${ism.toLowerCase()}:${of(revert)}` : `message:${of(message)}`;
 }
 
+/** A "not ready" outcome (CcipReadError or DeliveryError `pending`). */
+function isPending(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === 'pending';
+}
+
 function settle(work: Promise<`0x${string}`>): Promise<Settled> {
   return work.then(
     (data) => ({ ok: true, data }),
@@ -111,6 +116,17 @@ export function laneLookups(inner: OffchainReader, o: LaneOptions): LanedReader 
     });
   }
 
+  function background(
+    key: string,
+    revert: `0x${string}`,
+    ism: `0x${string}`,
+    message: `0x${string}` | undefined,
+  ): void {
+    const controller = new AbortController();
+    const work = Promise.resolve().then(() => inner(revert, ism, controller.signal, message));
+    adopt(key, controller, settle(work), clock.now());
+  }
+
   const read: OffchainReader = async (revert, ism, signal, message) => {
     signal?.throwIfAborted();
     const now = clock.now();
@@ -120,16 +136,20 @@ export function laneLookups(inner: OffchainReader, o: LaneOptions): LanedReader 
     if (entry) {
       if (!entry.settled) throw busy('its gateway lookup is still running in the background (slow gateways)');
       entries.delete(key);
-      if (!entry.settled.ok) throw entry.settled.error;
-      slow.delete(key);
-      return entry.settled.data;
+      if (entry.settled.ok) {
+        slow.delete(key);
+        return entry.settled.data;
+      }
+      // Not ready: the message will be polled again; its next lookup starts now, so the poll
+      // takes a fresh outcome instead of one more round in the background.
+      if (isPending(entry.settled.error) && slow.has(key) && running < o.background)
+        background(key, revert, ism, message);
+      throw entry.settled.error;
     }
     if (slow.has(key)) {
       if (running >= o.background)
         throw busy(`its gateways were slow before, and all ${o.background} background lookups are in use`);
-      const controller = new AbortController();
-      const work = Promise.resolve().then(() => inner(revert, ism, controller.signal, message));
-      adopt(key, controller, settle(work), now);
+      background(key, revert, ism, message);
       throw busy('its gateways were slow before: its lookup runs in the background');
     }
 

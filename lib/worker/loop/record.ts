@@ -10,7 +10,7 @@
  * message. `last_error` says it again for people:
  * `<kind>: <detail> (failures F/M[; pending since <ISO time>, poll P][, final])`; nothing reads it back.
  */
-import type { Clock } from '../../clock.ts';
+import { sleep, type Clock } from '../../clock.ts';
 import type { Logger } from '../../log.ts';
 import type { AttemptState, ClaimedMessage } from '../../outbox/index.ts';
 import { describe } from '../errors.ts';
@@ -63,6 +63,29 @@ export function createRecorder(r: RecorderOptions): Recorder {
     return Math.round(delay / 2 + r.random() * (delay / 2));
   }
 
+  /**
+   * A delivery's record, tried again while the store fails (0.25 s doubling to 5 s) for at most a
+   * lease's time: a short outage costs no lease lapse (docs/delivery.md#the-transaction-journal).
+   * false once given up (the lease lapses; the next claim finds the transaction in the journal), or
+   * when the lease was lost meanwhile (its new holder records it).
+   */
+  async function recordDelivered(m: ClaimedMessage, hash: string, log: Record<string, unknown>): Promise<boolean> {
+    const giveUpAt = clock.now() + o.leaseMs;
+    for (let delay = 250; ; delay = Math.min(5_000, delay * 2)) {
+      try {
+        return await outbox.markDelivered(m.id, { lease: m.lease, destinationTxHash: hash });
+      } catch (error) {
+        r.storeFailed();
+        if (clock.now() + delay >= giveUpAt) {
+          logger.warn('recording the outcome failed; the lease will lapse', { ...log, error: describe(error) });
+          return false;
+        }
+        logger.warn('recording the delivery failed; trying again', { ...log, error: describe(error), delay_ms: delay });
+        await sleep(clock, delay);
+      }
+    }
+  }
+
   /** A store call whose failure leaves the lease to lapse (the next claim retries the message). */
   async function safely(call: () => boolean | Promise<boolean>): Promise<boolean> {
     try {
@@ -94,9 +117,7 @@ export function createRecorder(r: RecorderOptions): Recorder {
     switch (outcome.kind) {
       case 'delivered': {
         // false: the lease was lost and the new holder records it (it finds the message delivered).
-        const recorded = await safely(() =>
-          outbox.markDelivered(m.id, { lease: m.lease, destinationTxHash: outcome.hash }),
-        );
+        const recorded = await recordDelivered(m, outcome.hash, log);
         const seconds = Math.max(0, (now - m.enqueuedAt) / 1000);
         if (recorded) events.delivered?.(name, outcome.already, seconds);
         logger.info(outcome.already ? 'already delivered' : 'delivered', {
