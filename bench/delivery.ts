@@ -30,6 +30,10 @@
  * ISM too (the same stand-in, which accepts any metadata), naming a loopback gateway that answers
  * at once: the honest CCIP-read traffic of a CCTP route, each message a gateway lookup.
  *
+ * BENCH_DELIVERY_GAS=1 adds a contender: 1 worker under gasPaymentEnforcement onChainFeeQuoting,
+ * its messages paid on Hyperlane's real InterchainGasPaymaster (bench/delivery-gas.ts); the ratios
+ * of its msg/s and p50 to the plain 1 worker's are printed.
+ *
  * Environment: BENCH_DELIVERY_COUNT (200), BENCH_DELIVERY_RATE (20 per second),
  * BENCH_DELIVERY_WORKERS (1,2), BENCH_DELIVERY_TIMEOUT_S (120), BENCH_DELIVERY_WORKER_CONFIG
  * (JSON merged into the worker section, to try a setting; the default run sets none).
@@ -51,6 +55,7 @@ import { installExitCleanup } from '../test/helpers/processes.ts';
 import { devKey, startWorker, startWorkerBench, type WorkerBench } from '../test/helpers/chain/worker-chain.ts';
 import { deployTestRecipient } from '../test/helpers/chain/isms.ts';
 import { compiledContract } from '../test/helpers/chain/solidity.ts';
+import { GAS, setUpGasMode, type GasMode } from './delivery-gas.ts';
 import { printTable, provenance } from './lib.ts';
 
 const COUNT = Number(process.env.BENCH_DELIVERY_COUNT ?? 200);
@@ -211,11 +216,13 @@ async function workers(
   round: number,
   hostile?: { messages: OutboxMessage[]; origin: string },
   allowOrigins: string[] = [],
+  gas?: GasMode,
 ): Promise<Result> {
   const { db, store } = await freshOutbox(bench, pgServer, `delivery-${n}-${round}`);
   const origins = [...allowOrigins, ...(hostile ? [hostile.origin] : [])];
   const allow = origins.length > 0 ? { ccipReadAllowOrigins: origins } : {};
-  const config = bench.writeConfig(db, { pollMs: undefined, ...allow, ...WORKER_CONFIG });
+  const section = { pollMs: undefined, ...allow, ...WORKER_CONFIG };
+  const config = gas ? gas.writeConfig(db, section) : bench.writeConfig(db, section);
   // Keys 1..8 (9 is the floor's): a fresh pair of signers for each contender.
   const procs = await Promise.all(
     Array.from({ length: n }, (_, k) => startWorker(config, { keyIndex: 1 + ((round * 2 + k) % 8) })),
@@ -241,6 +248,7 @@ async function workers(
       if (r?.status === 'delivered' && r.deliveredAt !== null)
         spans.push({ offeredAt: r.enqueuedAt, deliveredAt: r.deliveredAt });
     }
+    if (gas) console.log(await gas.checked(store.outbox, messages));
     const settings = Object.keys(WORKER_CONFIG).length === 0 ? 'defaults' : JSON.stringify(WORKER_CONFIG);
     const on = pgServer ? ', PostgreSQL' : '';
     if (hostile) {
@@ -249,7 +257,11 @@ async function workers(
       for (const r of states) by.set(r?.status ?? 'missing', (by.get(r?.status ?? 'missing') ?? 0) + 1);
       console.log(`hostile messages at the end: ${[...by].map(([k, v]) => `${v} ${k}`).join(', ')}`);
     }
-    const with_ = hostile ? `, ${hostile.messages.length} hostile messages first` : '';
+    const with_ = hostile
+      ? `, ${hostile.messages.length} hostile messages first`
+      : gas
+        ? `, onChainFeeQuoting (paid ${gas.paid} gas each on the IGP)`
+        : '';
     return result(`${n} relayer-worker${n === 1 ? '' : 's'}, ${settings}${on}${with_}`, messages.length, spans);
   } finally {
     await Promise.all(procs.map((p) => p.stop()));
@@ -286,10 +298,11 @@ async function main(): Promise<void> {
   const bench = await startWorkerBench();
   const pgServer = POSTGRES ? await startEmbeddedPostgres({ password: 'bench' }) : undefined;
   try {
-    const rounds: { kind: 'floor' | 'workers'; n?: number; hostile?: boolean }[] = [
+    const rounds: { kind: 'floor' | 'workers'; n?: number; hostile?: boolean; gas?: boolean }[] = [
       { kind: 'floor' },
       ...WORKERS.map((n) => ({ kind: 'workers' as const, n })),
       ...(HOSTILE > 0 ? [{ kind: 'workers' as const, n: 1, hostile: true }] : []),
+      ...(GAS ? [{ kind: 'workers' as const, n: 1, gas: true }] : []),
     ];
     // The messages' recipient: the TestRecipient behind the NULL ISM, or (BENCH_DELIVERY_CCIP) one
     // behind a CCIP-read ISM whose gateway answers at once.
@@ -314,6 +327,9 @@ async function main(): Promise<void> {
       const recipient = await deployTestRecipient(bench.chain, ism);
       hostile = { messages: await bench.dispatch(HOSTILE, recipient), origin };
     }
+    // Paid while anvil still automines.
+    const gas = GAS ? await setUpGasMode(bench, sets[0][0]) : undefined;
+    for (const [i, r] of rounds.entries()) if (r.gas && gas) sets[i] = await gas.pay(sets[i]);
     // From now on one block a second, as anvil --block-time 1 (dispatching 600 messages at one
     // block a second would take minutes).
     await bench.chain.rpc('evm_setAutomine', [false]);
@@ -323,7 +339,16 @@ async function main(): Promise<void> {
       const res =
         r.kind === 'floor'
           ? await floor(bench, sets[i])
-          : await workers(bench, pgServer, r.n ?? 1, sets[i], i, r.hostile ? hostile : undefined, honestOrigins);
+          : await workers(
+              bench,
+              pgServer,
+              r.n ?? 1,
+              sets[i],
+              i,
+              r.hostile ? hostile : undefined,
+              honestOrigins,
+              r.gas ? gas : undefined,
+            );
       console.log(
         `${res.name}: ${res.delivered}/${res.offered} delivered in ${res.seconds.toFixed(1)} s, ` +
           `${res.rate.toFixed(2)} msg/s, p50 ${res.p50.toFixed(2)} s, p99 ${res.p99.toFixed(2)} s`,
@@ -339,6 +364,14 @@ async function main(): Promise<void> {
           `p50 with ${HOSTILE} hostile messages / without: ${(withHostile.p50 / plain.p50).toFixed(2)}x (target at most 2x)`,
         );
     }
+    const plainOne = results.find(
+      (_r, i) => rounds[i].kind === 'workers' && rounds[i].n === 1 && !rounds[i].hostile && !rounds[i].gas,
+    );
+    const paid = results.find((_r, i) => rounds[i].gas);
+    if (plainOne && paid)
+      console.log(
+        `onChainFeeQuoting / plain 1 worker: msg/s ${(paid.rate / plainOne.rate).toFixed(2)}x, p50 ${(paid.p50 / plainOne.p50).toFixed(2)}x`,
+      );
     console.log('');
     printTable(
       ['contender', 'delivered', 'msg/s', 'ratio to floor', 'p50 s', 'p99 s'],
