@@ -22,6 +22,20 @@ export {
   type TransactionErrorKind,
 };
 
+/**
+ * A `busy` wait known to end soon (every gateway lookup slot is taken, and each frees within
+ * worker.ccipReadHoldSeconds): the loop asks the message again after about `retryAfterMs` (half
+ * of it random) instead of the pending backoff.
+ */
+export class ShortWait extends DeliveryError {
+  readonly retryAfterMs: number;
+
+  constructor(message: string, retryAfterMs: number) {
+    super('busy', message);
+    this.retryAfterMs = retryAfterMs;
+  }
+}
+
 /** Longest text of an error kept in last_error (the outbox keeps 1000 characters in all). */
 const MAX_DETAIL = 600;
 

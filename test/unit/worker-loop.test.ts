@@ -721,6 +721,47 @@ describe('delivery loop: slow gateways (docs/delivery.md#slow-gateways)', () => 
     await running;
   });
 
+  test('a message that finds every lookup slot taken is asked again within holdMs, not after the pending backoff', async () => {
+    // Concurrency 2: one lookup in a slot at a time. Message 1's gateway never answers; message 2's
+    // answers at once but finds the lookup slot taken. That slot frees within holdMs (2 s), so 2 is
+    // asked again after 1-2 s (1.5 s with random 0.5), not after the pending backoff (3.75 s here).
+    const r = rig(2);
+    const lookups = offSlots(
+      (revert, _ism, signal) =>
+        revert === '0x01'
+          ? new Promise<Hex>((_resolve, reject) => signal?.addEventListener('abort', () => reject(signal.reason)))
+          : Promise.resolve('0xc0ffee'),
+      { clock: r.clock, concurrency: 2, holdMs: 2_000 },
+    );
+    const d: Destination = {
+      ...scripted({}),
+      async metadata(message, signal) {
+        const nonce = Number.parseInt(message.slice(4, 12), 16);
+        return lookups.read(
+          nonce === 0 ? '0x01' : '0x02',
+          '0x0000000000000000000000000000000000000001',
+          signal,
+          message,
+        );
+      },
+    };
+    const w = worker(r, d, { concurrency: 2, batch: 2 });
+    const once = w.runOnce();
+    await r.clock.flush();
+    assert.match(row(r, idOf(2)).lastError ?? '', /^busy: all 1 gateway lookup slots of this worker are in use/);
+    assert.equal(row(r, idOf(2)).retryAt, T0 + 1_500, 'asked again within holdMs');
+    assert.equal(row(r, idOf(2)).failures, 0);
+    await r.clock.advance(2_000);
+    const [first] = await once;
+    assert.match('error' in first ? first.error : '', /did not answer within 2 s/);
+    const running = w.run();
+    for (let i = 0; i < 30 && row(r, idOf(2)).status !== 'delivered'; i++) await r.clock.advance(100);
+    assert.equal(row(r, idOf(2)).status, 'delivered');
+    await w.stop();
+    lookups.close();
+    await running;
+  });
+
   test('at concurrency 1 never-answering lookups leave the slot after holdMs: other messages, CCIP-read too, get through', async () => {
     // Messages 1 and 2 name gateways that never answer; 3 needs none; 4's gateway answers at once.
     // The worker's wiring (offSlots): a lookup holds the one slot for 2 s at most, then goes on in

@@ -71,5 +71,6 @@ export function offSlots(read: OffchainReader, o: { clock: Clock; concurrency: n
     background: Math.max(MIN_BACKGROUND, o.concurrency),
     keepMs: KEEP_MS,
   });
-  return { ...lanes, read: limitLookups(lanes.read, Math.max(1, o.concurrency - 1)) };
+  // A lookup slot frees within holdMs: a message that found none taken is asked again that soon.
+  return { ...lanes, read: limitLookups(lanes.read, Math.max(1, o.concurrency - 1), o.holdMs) };
 }

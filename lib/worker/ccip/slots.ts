@@ -3,16 +3,19 @@
  * at most `limit` (the worker uses concurrency − 1), so messages whose gateways never answer cannot
  * hold every slot of the loop. A message that finds every lookup slot in use does not wait holding
  * its loop slot: it is given back at once (DeliveryError `busy`, a wait that does not count) and
- * asked again later, leaving its loop slot to messages that need no gateway or answer fast.
+ * asked again after about `retryAfterMs` (the worker's ccipReadHoldSeconds: every lookup in a slot
+ * ends or leaves it within that), leaving its loop slot to messages that need no gateway.
  */
-import { DeliveryError } from '../../errors.ts';
+import { DeliveryError, ShortWait } from '../errors.ts';
 import type { OffchainReader } from '../metadata.ts';
 
-export function limitLookups(read: OffchainReader, limit: number): OffchainReader {
+export function limitLookups(read: OffchainReader, limit: number, retryAfterMs?: number): OffchainReader {
   let active = 0;
   return async (revert, ism, signal, message) => {
-    if (active >= limit)
-      throw new DeliveryError('busy', `all ${limit} gateway lookup slots of this worker are in use; asked again later`);
+    if (active >= limit) {
+      const text = `all ${limit} gateway lookup slots of this worker are in use; asked again later`;
+      throw retryAfterMs === undefined ? new DeliveryError('busy', text) : new ShortWait(text, retryAfterMs);
+    }
     active++;
     try {
       return await read(revert, ism, signal, message);

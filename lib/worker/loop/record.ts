@@ -13,7 +13,7 @@
 import { sleep, type Clock } from '../../clock.ts';
 import type { Logger } from '../../log.ts';
 import type { AttemptState, ClaimedMessage } from '../../outbox/index.ts';
-import { describe } from '../errors.ts';
+import { describe, ShortWait } from '../errors.ts';
 import type { DeliveryEvents, DeliveryOutbox, DeliveryResult, WorkerSettings } from '../types.ts';
 import type { Outcome } from './outcome.ts';
 
@@ -177,7 +177,11 @@ export function createRecorder(r: RecorderOptions): Recorder {
           );
           return final(m, name, failure.code, error, next, log);
         }
-        const retryAt = now + backoff(o.pendingBaseMs, o.pendingMaxMs, next.polls);
+        // A wait known to end soon (every lookup slot taken) says when to ask again.
+        const soon = failure instanceof ShortWait ? failure.retryAfterMs : undefined;
+        const delay =
+          soon === undefined ? backoff(o.pendingBaseMs, o.pendingMaxMs, next.polls) : backoff(soon, soon, 1);
+        const retryAt = now + delay;
         const error = formatAttemptState(failure.code, failure.message, next, o.maxAttempts);
         const recorded = await safely(() => outbox.markFailed(m.id, { lease: m.lease, error, retryAt, state: next }));
         events.retried?.(name, failure.code);
