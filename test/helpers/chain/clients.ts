@@ -122,9 +122,10 @@ export function connectChain(rpcUrl: string, chainId: number = ANVIL_DEFAULT_CHA
 
   /**
    * Sends a contract call signed by anvil for DEV_ACCOUNT. A send anvil refuses as "nonce too low"
-   * is sent again (at most twice): anvil fills the nonce itself and, on a loaded machine, now and
-   * then fills one its last block already used (seen in relay.e2e at load average 10-19). A refused
-   * send is not in the pool, so sending again cannot send twice.
+   * or "replacement transaction underpriced" is sent again (at most twice): anvil fills the nonce
+   * itself and, on a loaded machine, now and then fills one its last block already used (seen in
+   * relay.e2e at load average 10-19), or one a transaction still in its pool holds (seen once in
+   * relay.e2e). A refused send is not in the pool, so sending again cannot send twice.
    */
   async function call(address: Address, abi: Abi, functionName: string, args: readonly unknown[]): Promise<Hash> {
     for (let attempt = 0; ; attempt++) {
@@ -141,7 +142,13 @@ export function connectChain(rpcUrl: string, chainId: number = ANVIL_DEFAULT_CHA
       } catch (error) {
         const nonceTooLow =
           error instanceof BaseError && error.walk((e) => e instanceof NonceTooLowError) instanceof NonceTooLowError;
-        if (!nonceTooLow || attempt >= 2) throw error;
+        // The same race while the transaction holding that nonce is still in anvil's pool.
+        const nonceTaken =
+          error instanceof BaseError &&
+          error.walk((e) => /replacement transaction underpriced/i.test((e as Error).message)) !== null;
+        if (!(nonceTooLow || nonceTaken) || attempt >= 2) throw error;
+        // Let anvil mine what holds the nonce (it mines each transaction as it comes).
+        if (nonceTaken) await new Promise((resolve) => setTimeout(resolve, 50));
       }
     }
   }
