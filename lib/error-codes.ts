@@ -95,7 +95,9 @@ export type DeliveryFailureCode =
   | 'gas_payment'
   | 'gas'
   | 'fee'
-  | 'busy';
+  | 'busy'
+  // its leases kept lapsing, and a last look found it neither delivered nor pending
+  | 'lease';
 
 export type ErrorCode =
   | Reason

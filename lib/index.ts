@@ -96,7 +96,9 @@ export {
 } from './rpc.ts';
 export { createMemoryMerkleStore, type MemoryMerkleStore } from './merkle.ts';
 export {
+  claimedMessage,
   createMemoryOutbox,
+  deadLetterError,
   type Outbox,
   type OutboxMessage,
   type OutboxRecord,

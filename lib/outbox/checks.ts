@@ -9,10 +9,12 @@ import type {
   AttemptState,
   Broadcast,
   BroadcastFence,
+  ClaimedMessage,
   ClaimOptions,
   MarkDeliveredOptions,
   MarkFailedOptions,
   OutboxMessage,
+  OutboxRecord,
   Slot,
   SlotOutcome,
   ListOptions,
@@ -89,6 +91,17 @@ export function checkExtend(lease: unknown, leaseMs: number): string {
 function checkLeaseMs(method: string, leaseMs: unknown): asserts leaseMs is number {
   if (typeof leaseMs !== 'number' || !Number.isSafeInteger(leaseMs) || leaseMs <= 0)
     throw new OutOfRangeError(`${method}(leaseMs): expected a positive integer, got ${leaseMs}`);
+}
+
+/**
+ * The last look (docs/delivery.md#retries-pending-proofs-dead-letters): a message claimed with
+ * `leaseExpiries` >= maxAttempts is handed out flagged `lastChance`; claim() dead-letters only an
+ * expired lease of such a claim. Every engine returns its claimed rows through this.
+ */
+export function claimedMessage(record: OutboxRecord, lease: string, maxAttempts: number | null): ClaimedMessage {
+  return maxAttempts !== null && record.leaseExpiries >= maxAttempts
+    ? { ...record, lease, lastChance: true }
+    : { ...record, lease };
 }
 
 /** The last_error of a message claim() dead-lettered after `expiries` expired leases. */

@@ -16,6 +16,7 @@ export {
   checkRequeueFailed,
   DEFAULT_LIST_LIMIT,
   MAX_LIST_LIMIT,
+  claimedMessage,
   deadLetterError,
   checkMarkDelivered,
   checkMarkFailed,

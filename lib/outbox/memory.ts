@@ -12,6 +12,7 @@ import {
   checkMarkFailed,
   checkList,
   checkRequeueFailed,
+  claimedMessage,
   deadLetterError,
   newLease,
   validateOutboxBatch,
@@ -133,8 +134,8 @@ export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
         if (row.status === 'queued') {
           if (row.retryAt === null || row.retryAt <= now) claimable.push(row);
         } else if (row.claimedUntil! <= now) {
-          if (maxAttempts !== null && row.leaseExpiries + 1 >= maxAttempts) {
-            // The dead letter: its workers kept stopping while holding it.
+          if (maxAttempts !== null && row.leaseExpiries >= maxAttempts) {
+            // The dead letter: its workers kept stopping while holding it, its last look included.
             row.leaseExpiries++;
             row.status = 'failed';
             row.lastError = deadLetterError(row.leaseExpiries, maxAttempts);
@@ -154,7 +155,7 @@ export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
         row.retryAt = null;
         row.attempts++;
         row.lease = newLease();
-        return { ...toRecord(row), lease: row.lease };
+        return claimedMessage(toRecord(row), row.lease, maxAttempts);
       });
       changed([...dead, ...taken]);
       return claimed;

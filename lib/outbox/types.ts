@@ -72,6 +72,12 @@ export interface ClaimedMessage extends OutboxRecord {
   /** Opaque token of this claim: required by extend, markDelivered and markFailed, so a worker
    * whose lease expired and was taken over cannot overwrite the new holder's outcome. */
   lease: string;
+  /**
+   * The last look (docs/delivery.md#retries-pending-proofs-dead-letters): its leases expired
+   * `maxAttempts` times. The worker only follows the journal and checks whether it is delivered;
+   * otherwise it fails it with deadLetterError's text. If this lease expires too, claim() dead-letters it.
+   */
+  lastChance?: true;
 }
 
 export interface MarkDeliveredOptions {
@@ -135,9 +141,10 @@ export interface BroadcastFence {
 
 export interface ClaimOptions {
   /**
-   * Dead-letter threshold for workers that stop mid-delivery: a delivering message whose lease
-   * expired this many times (`leaseExpiries` + 1 >= maxAttempts when this claim finds it expired)
-   * is not handed out again but becomes `failed` with a `lastError` saying so. Only expired
+   * Dead-letter threshold for workers that stop mid-delivery: a message whose lease expired this
+   * many times (`leaseExpiries` >= maxAttempts once claimed) is handed out once more flagged
+   * `lastChance`; if a lease of it expires then, claim() does not hand it out again but makes it
+   * `failed` with a `lastError` saying so (deadLetterError, leaseExpiries + 1). Only expired
    * leases count here; a worker's own failed attempts (markFailed with retryAt) are counted by
    * the worker from `attempts`. Omitted: expired leases are counted but never dead-letter.
    */

@@ -19,6 +19,7 @@ import type { Clock } from '../clock.ts';
 import { bytesToHex, hexToBytes } from '../hex.ts';
 import {
   checkClaim,
+  claimedMessage,
   checkExtend,
   checkMarkDelivered,
   checkMarkFailed,
@@ -123,14 +124,14 @@ export function createPostgresOutbox(pool: PgPool, s: string, clock?: Clock): Po
         last_error = 'dead letter: its lease expired ' || (d.lease_expiries + 1) || ' times with no outcome recorded (maxAttempts ' || $4::integer || ')'
       WHERE d.id IN (
         SELECT q.id FROM ${s}.outbox q, t
-        WHERE $4::integer IS NOT NULL AND q.status = 'delivering' AND q.claimed_until <= t.now AND q.lease_expiries + 1 >= $4::integer
+        WHERE $4::integer IS NOT NULL AND q.status = 'delivering' AND q.claimed_until <= t.now AND q.lease_expiries >= $4::integer
         FOR UPDATE OF q SKIP LOCKED)
       RETURNING d.id
     ),
     picked AS (
       SELECT q.id FROM ${s}.outbox q, t
       WHERE (q.status = 'queued' AND (q.retry_at IS NULL OR q.retry_at <= t.now))
-         OR (q.status = 'delivering' AND q.claimed_until <= t.now AND ($4::integer IS NULL OR q.lease_expiries + 1 < $4::integer))
+         OR (q.status = 'delivering' AND q.claimed_until <= t.now AND ($4::integer IS NULL OR q.lease_expiries < $4::integer))
       ORDER BY q.enqueued_at, q.seq LIMIT $2
       FOR UPDATE OF q SKIP LOCKED
     )
@@ -208,7 +209,7 @@ export function createPostgresOutbox(pool: PgPool, s: string, clock?: Clock): Po
       const { rows } = await run<Row>(pool, claimSql, [now(), limit, leaseMs, maxAttempts]);
       // RETURNING has no order: hand them out oldest first, like the other engines.
       rows.sort((a, b) => a.enqueued_at - b.enqueued_at || a.seq - b.seq);
-      return rows.map((row) => ({ ...toRecord(row), lease: row.lease! }));
+      return rows.map((row) => claimedMessage(toRecord(row), row.lease!, maxAttempts));
     },
     async extend(id, lease, leaseMs) {
       const token = checkExtend(lease, leaseMs);

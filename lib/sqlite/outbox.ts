@@ -18,6 +18,7 @@ import type { Clock } from '../clock.ts';
 import {
   checkBroadcast,
   checkClaim,
+  claimedMessage,
   checkExtend,
   checkJournalFilter,
   checkMarkDelivered,
@@ -56,7 +57,7 @@ const CLAIMABLE =
 const DEAD_LETTER =
   "UPDATE outbox SET status = 'failed', lease_expiries = lease_expiries + 1, claimed_until = NULL, lease = NULL, " +
   "last_error = 'dead letter: its lease expired ' || (lease_expiries + 1) || ' times with no outcome recorded (maxAttempts ' || CAST(:max AS INTEGER) || ')' " +
-  "WHERE status IN ('queued', 'delivering') AND status = 'delivering' AND claimed_until <= :now AND lease_expiries + 1 >= :max";
+  "WHERE status IN ('queued', 'delivering') AND status = 'delivering' AND claimed_until <= :now AND lease_expiries >= :max";
 
 function toRecord(row: Row): OutboxRecord {
   return recordFromRow(row, row.raw);
@@ -199,15 +200,15 @@ export function createSqliteOutbox(db: DatabaseSync, transaction: Transaction, c
           const token = newLease();
           const claimedUntil = now + leaseMs;
           lease.run(claimedUntil, token, row.id);
-          return {
+          const record = {
             ...toRecord(row),
-            status: 'delivering',
+            status: 'delivering' as const,
             attempts: row.attempts + 1,
             leaseExpiries: row.lease_expiries + (row.status === 'delivering' ? 1 : 0),
             claimedUntil,
             retryAt: null,
-            lease: token,
           };
+          return claimedMessage(record, token, maxAttempts);
         });
       });
     },

@@ -504,8 +504,8 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.equal(await h.outbox.extend(id(1), second.lease, 60_000), true, 'the new holder may');
     });
 
-    test('docs/design.md#leases: claim with maxAttempts dead-letters a message whose lease expired that many times', async () => {
-      // The message is failed, saying so, and never handed out again.
+    test('docs/delivery.md#retries-pending-proofs-dead-letters: a message whose leases expired maxAttempts times gets a last look', async () => {
+      // Handed out once more, flagged lastChance; if that lease expires too, it is the dead letter.
       await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
       const leases: string[] = [];
       for (let round = 1; round <= 3; round++) {
@@ -513,25 +513,35 @@ export function outboxContract(name: string, make: MakeOutbox): void {
         assert.deepEqual(ids(got), [id(1)], `round ${round}`);
         assert.equal(got[0].attempts, round);
         assert.equal(got[0].leaseExpiries, round - 1);
+        assert.equal(got[0].lastChance, undefined, `round ${round}: not the last look yet`);
         leases.push(got[0].lease);
         await clock.advance(1_000); // the worker holding it stopped
       }
-      // The third lease expired: message 1 is the dead letter, and the claim hands out message 2.
+      // The third lease expired: message 1 is handed out once more, flagged.
+      const [last] = await h.outbox.claim(1, 1_000, { maxAttempts: 3 });
+      assert.equal(last.id, id(1));
+      assert.equal(last.lastChance, true);
+      assert.equal(last.leaseExpiries, 3);
+      assert.equal(last.attempts, 4);
+      assert.equal((await h.outbox.get(id(1)))?.status, 'delivering');
+      leases.push(last.lease);
+      await clock.advance(1_000); // the last look's worker stopped too
+      // Its lease expired as well: message 1 is the dead letter, and the claim hands out message 2.
       assert.deepEqual(ids(await h.outbox.claim(1, 1_000, { maxAttempts: 3 })), [id(2)]);
       const dead = await h.outbox.get(id(1));
       assert.deepEqual(dead, {
         ...queuedRecord(outboxMessage(1)),
         status: 'failed',
-        attempts: 3,
-        leaseExpiries: 3,
-        lastError: deadLetterError(3, 3),
+        attempts: 4,
+        leaseExpiries: 4,
+        lastError: deadLetterError(4, 3),
       });
-      assert.match(dead!.lastError!, /lease expired 3 times/);
+      assert.match(dead!.lastError!, /lease expired 4 times/);
       assert.equal(await h.outbox.depth(), 1);
       await clock.advance(60_000);
       assert.deepEqual(ids(await h.outbox.claim(10, 1_000)), [id(2)], 'not claimable, with or without maxAttempts');
       assert.equal(
-        await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: leases[2] }),
+        await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: leases[3] }),
         false,
         'its last lease is void',
       );
@@ -571,33 +581,37 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       const record = await h.outbox.get(id(1));
       assert.equal(record?.status, 'delivering');
       assert.equal(record?.leaseExpiries, 4, 'the fifth lease expired but nobody has taken it over yet');
-      // A later claim with maxAttempts sees the fifth expiry: 5 >= 5.
+      // A later claim with maxAttempts sees the fifth expiry: 5 >= 5, the last look.
+      const [last] = await h.outbox.claim(1, 1_000, { maxAttempts: 5 });
+      assert.equal(last.lastChance, true);
+      await clock.advance(1_000);
       assert.deepEqual(await h.outbox.claim(1, 1_000, { maxAttempts: 5 }), []);
-      assert.equal((await h.outbox.get(id(1)))?.lastError, deadLetterError(5, 5));
+      assert.equal((await h.outbox.get(id(1)))?.lastError, deadLetterError(6, 5));
     });
 
     test('docs/design.md#leases: requeue puts a failed message back to queued, claimable at once', async () => {
       // attempts and lastError are kept, the expired-lease count is reset.
       await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
-      await h.outbox.claim(1, 1_000, { maxAttempts: 2 });
-      await clock.advance(1_000);
-      await h.outbox.claim(1, 1_000, { maxAttempts: 2 });
-      await clock.advance(1_000);
+      for (let round = 0; round < 3; round++) {
+        await h.outbox.claim(1, 1_000, { maxAttempts: 2 });
+        await clock.advance(1_000); // the third, the last look, lapses too
+      }
       assert.deepEqual(ids(await h.outbox.claim(1, 1_000, { maxAttempts: 2 })), [id(2)]);
       assert.equal((await h.outbox.get(id(1)))?.status, 'failed');
       assert.equal(await h.outbox.requeue(id(1).toUpperCase().replace('0X', '0x')), true);
       assert.deepEqual(await h.outbox.get(id(1)), {
         ...queuedRecord(outboxMessage(1)),
-        attempts: 2,
-        lastError: deadLetterError(2, 2),
+        attempts: 3,
+        lastError: deadLetterError(3, 2),
       });
       assert.equal(await h.outbox.depth(), 2);
       assert.equal(await h.outbox.requeue(id(1)), false, 'already queued');
       // Not dead-lettered again at once by the next claim with the same maxAttempts.
       const [again] = await h.outbox.claim(1, 1_000, { maxAttempts: 2 });
       assert.equal(again.id, id(1));
-      assert.equal(again.attempts, 3);
+      assert.equal(again.attempts, 4);
       assert.equal(again.leaseExpiries, 0);
+      assert.equal(again.lastChance, undefined, 'nor given a last look');
       assert.equal(await h.outbox.requeue(id(1)), false, 'delivering');
       assert.equal(await h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: again.lease }), true);
       assert.equal(await h.outbox.requeue(id(1)), false, 'delivered');
@@ -1090,7 +1104,10 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       await h.outbox.claim(N, 1_000);
       await clock.advance(1_000);
       assert.equal((await h.outbox.claim(N, 1_000)).length, N, 'taken over once: one expired lease each');
-      await clock.advance(1_000); // the second lease expired too: maxAttempts 2 dead-letters them
+      await clock.advance(1_000);
+      const last = await h.outbox.claim(N, 1_000, { maxAttempts: 2 });
+      assert.equal(last.filter((m) => m.lastChance).length, N, 'the second expiry: a last look each');
+      await clock.advance(1_000); // the last look's lease expired too: maxAttempts 2 dead-letters them
       const handles = [h.outbox];
       const extra: { close(): void | Promise<void> }[] = [];
       if (h.connect) {
@@ -1112,14 +1129,14 @@ export function outboxContract(name: string, make: MakeOutbox): void {
         assert.equal(new Set(claimed).size, claimed.length, 'no message handed out twice');
         for (let i = 1; i <= N; i++) {
           const record = (await h.outbox.get(id(i)))!;
-          assert.equal(record.leaseExpiries, 2, `${id(i)}: its second expiry counted once`);
+          assert.equal(record.leaseExpiries, 3, `${id(i)}: its third expiry counted once`);
           if (claimed.includes(id(i))) {
             assert.equal(record.status, 'delivering');
-            assert.equal(record.attempts, 3);
+            assert.equal(record.attempts, 4);
           } else {
             assert.equal(record.status, 'failed', `${id(i)}: neither claimed nor dead-lettered`);
-            assert.equal(record.lastError, deadLetterError(2, 2));
-            assert.equal(record.attempts, 2);
+            assert.equal(record.lastError, deadLetterError(3, 2));
+            assert.equal(record.attempts, 3);
           }
         }
       } finally {

@@ -114,6 +114,8 @@ test('docs/design.md#package: the built entry points export the documented API',
     'parseConfig',
     'defaultConfig',
     'createMemoryOutbox',
+    'claimedMessage',
+    'deadLetterError',
     'REASON_STATUS',
   ]) {
     assert.equal(typeof core[name as keyof typeof core] === 'undefined', false, `relayer-api exports ${name}`);

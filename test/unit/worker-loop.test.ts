@@ -812,3 +812,58 @@ describe('delivery loop: slow gateways (docs/delivery.md#slow-gateways)', () => 
     await running;
   });
 });
+
+describe('delivery loop: the last look before a dead letter (docs/delivery.md#retries-pending-proofs-dead-letters)', () => {
+  /** Message 1 claimed by `times` workers that each journaled a transaction and died before recording. */
+  async function lapsed(r: Rig, times: number): Promise<void> {
+    for (let i = 0; i < times; i++) {
+      const [m] = r.outbox.claim(1, 60_000, { maxAttempts: 3 }) as ClaimedMessage[];
+      assert.equal(m.lastChance, undefined, `claim ${i + 1} is not the last look`);
+      const entry = {
+        messageId: m.id,
+        chainId: 31337,
+        signer: '0x70997970c51812dc3a010c7d01b50e0d17dc79c8',
+        nonce: 7,
+        hash: PRIOR,
+        raw: '0x02f0',
+      };
+      if (i === 0) r.outbox.recordBroadcast(entry, { lease: m.lease, leaseMs: 60_000 });
+      await r.clock.advance(60_000); // the worker died: its lease lapses
+    }
+  }
+
+  test('a message mined while its workers kept lapsing is delivered with that transaction, not dead-lettered', async () => {
+    const r = rig();
+    await lapsed(r, 3);
+    const d = scripted({ resume: async () => ({ hash: PRIOR, status: 'success' }) });
+    const results = await worker(r, d, { maxLeaseExpiries: 3 }).runOnce();
+    assert.deepEqual(
+      results.map((x) => [x.outcome, x.outcome === 'delivered' ? x.txHash : null]),
+      [['delivered', PRIOR]],
+      'the last look follows the journal to the mined transaction',
+    );
+    const record = row(r, idOf(1));
+    assert.deepEqual([record.status, record.destinationTxHash, record.leaseExpiries], ['delivered', PRIOR, 3]);
+    assert.equal(d.calls.process + d.calls.simulate + d.calls.metadata, 0, 'nothing new sent');
+  });
+
+  test('the last look follows a pending transaction; once it cannot land and nothing delivered, failed, nothing sent', async () => {
+    const r = rig();
+    await lapsed(r, 3);
+    let resumed: Resumed = { status: 'open', detail: 'transaction 0x… of signer 0x… (nonce 7) may still land' };
+    const d = scripted({ resume: async () => resumed });
+    const w = worker(r, d, { maxLeaseExpiries: 3 });
+    const [first] = await w.runOnce();
+    assert.equal(first.outcome, 'pending', 'a journaled transaction still pending is followed as usual');
+    assert.equal(row(r, idOf(1)).status, 'queued');
+    resumed = { status: 'dropped' };
+    await r.clock.advanceTo(row(r, idOf(1)).retryAt!);
+    const [second] = await w.runOnce();
+    assert.equal(second.outcome, 'failed');
+    const record = row(r, idOf(1));
+    assert.equal(record.status, 'failed');
+    assert.equal(record.lastError, 'dead letter: its lease expired 3 times with no outcome recorded (maxAttempts 3)');
+    assert.equal(d.calls.deliveredBy, 1, 'delivered(id) asked before giving up');
+    assert.equal(d.calls.process + d.calls.simulate + d.calls.metadata, 0, 'nothing new sent');
+  });
+});

@@ -3,7 +3,8 @@
  * it ended with as a value (lib/worker/loop/outcome.ts); it records nothing itself:
  * 1. the journal first: a transaction of the message that may still land is followed (this
  *    signer's) or waited for (another's); one that was mined ends the attempt;
- * 2. already delivered on chain → delivered with the transaction that did it;
+ * 2. already delivered on chain → delivered with the transaction that did it; a `lastChance`
+ *    claim (its leases kept lapsing) ends here, failed, having sent nothing;
  * 3. the gas payment policy (before anything is spent on the message); 4. the ISM's metadata;
  * 5. `process` simulated, its gas limit set by the policy and `transactionGasLimit`; 6. sent
  *    (recorded in the journal under the lease first) and followed to its confirmations.
@@ -12,7 +13,7 @@
  */
 import type { Hex } from 'viem';
 import { bytesToHex } from '../../hex.ts';
-import type { ClaimedMessage, JournalEntry } from '../../outbox/index.ts';
+import { deadLetterError, type ClaimedMessage, type JournalEntry } from '../../outbox/index.ts';
 import { DeliveryError, toDeliveryError } from '../errors.ts';
 import type { DeliveryOutbox, DeliveryPolicy, Destination } from '../types.ts';
 import type { Hold } from './lease.ts';
@@ -22,6 +23,8 @@ export interface AttemptContext {
   outbox: Pick<DeliveryOutbox, 'openBroadcasts'>;
   destination: Destination | undefined;
   leaseMs: number;
+  /** claim()'s maxAttempts: a `lastChance` message that is not delivered fails with deadLetterError's text. */
+  maxLeaseExpiries: number;
   /** Gas payment and gas limit (lib/worker/gas-gate.ts); absent: none, the simulation's gas. */
   policy?: DeliveryPolicy;
 }
@@ -59,13 +62,20 @@ export async function attempt(c: AttemptContext, m: ClaimedMessage, hold: Hold):
       hold.sent = true;
       const resumed = await destination.resume(slot, { onWait: hold.keepAlive });
       if (resumed.status === 'success') return delivered(resumed.hash, false);
-      if (resumed.status === 'reverted') return afterRevert(destination, id, resumed.hash);
+      // A last look sends nothing: a revert leaves the check of delivered(id) below to decide.
+      if (resumed.status === 'reverted' && !m.lastChance) return afterRevert(destination, id, resumed.hash);
       if (resumed.status === 'open') return { kind: 'pending', failure: new DeliveryError('pending', resumed.detail) };
       hold.sent = false;
     }
 
     const prior = await destination.deliveredBy(id);
     if (prior) return delivered(prior, true);
+    // Its leases lapsed maxLeaseExpiries times: neither delivered nor pending, it fails now.
+    if (m.lastChance)
+      return {
+        kind: 'final',
+        failure: new DeliveryError('lease', deadLetterError(m.leaseExpiries, c.maxLeaseExpiries)),
+      };
     await c.policy?.beforeMetadata(m);
     hold.check();
     const metadata = await destination.metadata(message, hold.signal);

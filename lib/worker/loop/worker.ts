@@ -121,7 +121,11 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     const log = { message_id: m.id, destination: name, attempt: m.attempts };
     logger.debug('claimed', log);
     try {
-      const outcome = await attempt({ outbox, destination, leaseMs: o.leaseMs, policy: options.policy }, m, hold);
+      const outcome = await attempt(
+        { outbox, destination, leaseMs: o.leaseMs, maxLeaseExpiries: o.maxLeaseExpiries, policy: options.policy },
+        m,
+        hold,
+      );
       return await record(m, name, outcome, log);
     } finally {
       hold.close();
