@@ -366,4 +366,73 @@ describe('e2e: the worker against a lying node and a killed worker (the chain is
       { busyTimeoutMs: 200 },
     );
   });
+  test('a send mined after its worker was killed, its lease lapsing maxLeaseExpiries times: delivered by the last look', async () => {
+    // worker.maxLeaseExpiries 1: the first lapse would have been the dead letter; the outbox hands
+    // the message out once more flagged, and that worker finds the mined transaction in the journal
+    // (docs/delivery.md#retries-pending-proofs-dead-letters).
+    await scenario('last-look-mined.db', 7, 1, true, async (s) => {
+      const [m] = s.messages;
+      await s.store.outbox.enqueue(s.messages);
+      const work = { leaseSeconds: 1, maxLeaseExpiries: 1 };
+      const first = await startWorker(config(join(bench.dir, 'last-look-mined.db'), work), { keyIndex: 7 });
+      try {
+        await until(async () => (await poolOf(s.signer))['0'] !== undefined, 'the process transaction pending');
+      } finally {
+        await first.stop('SIGKILL');
+      }
+      await bench.chain.setAutomine(true);
+      await bench.chain.mineBlock();
+      const [hash] = await deliveries(m.id);
+      assert.ok(hash, 'mined after its worker died');
+      assert.equal((await s.store.outbox.get(m.id))?.status, 'delivering', 'nothing recorded');
+      const second = await inProcess(s, 7, work);
+      try {
+        await until(
+          async () => ['delivered', 'failed'].includes((await s.store.outbox.get(m.id))?.status ?? ''),
+          'an outcome',
+        );
+      } finally {
+        assert.equal(await second.stop(), 0);
+      }
+      const record = await s.store.outbox.get(m.id);
+      assert.deepEqual(
+        [record?.status, record?.destinationTxHash, record?.lastError],
+        ['delivered', hash, null],
+        'delivered with the mined transaction, not dead-lettered',
+      );
+      assert.deepEqual([record?.attempts, record?.leaseExpiries], [2, 1], 'one lapse, then the last look');
+    });
+  });
+
+  test('a send still pending when its lease lapsed maxLeaseExpiries times is followed by the last look, then delivered', async () => {
+    await scenario('last-look-pending.db', 8, 1, true, async (s) => {
+      const [m] = s.messages;
+      await s.store.outbox.enqueue(s.messages);
+      const work = { leaseSeconds: 1, maxLeaseExpiries: 1 };
+      const first = await startWorker(config(join(bench.dir, 'last-look-pending.db'), work), { keyIndex: 8 });
+      try {
+        await until(async () => (await poolOf(s.signer))['0'] !== undefined, 'the process transaction pending');
+      } finally {
+        await first.stop('SIGKILL');
+      }
+      const second = await inProcess(s, 8, work);
+      try {
+        await until(async () => {
+          const r = await s.store.outbox.get(m.id);
+          return r?.attempts === 2 || r?.status === 'failed';
+        }, 'the next claim');
+        const held = await s.store.outbox.get(m.id);
+        assert.equal(held?.status, 'delivering', `handed out for a last look, not dead-lettered: ${held?.lastError}`);
+        await mineAndDeliver(s);
+      } finally {
+        // Mined whatever happened: nothing is left following a pending transaction of the signer.
+        await bench.chain.setAutomine(true);
+        await bench.chain.mineBlock();
+        assert.equal(await second.stop(), 0);
+      }
+      const record = await s.store.outbox.get(m.id);
+      assert.equal(record?.failures, 0, `no failure counted: ${record?.lastError}`);
+      assert.equal(record?.leaseExpiries, 1);
+    });
+  });
 });
