@@ -548,6 +548,26 @@ export function outboxContract(name: string, make: MakeOutbox): void {
       assert.equal((await h.outbox.get(id(1)))?.status, 'failed');
     });
 
+    test('docs/delivery.md#retries-pending-proofs-dead-letters: a last look that retried or waited is flagged again', async () => {
+      // Its leaseExpiries stays at maxAttempts: claimed from queued, it is still the last look.
+      await h.outbox.enqueue([outboxMessage(1)]);
+      for (let round = 0; round < 2; round++) {
+        await h.outbox.claim(1, 1_000, { maxAttempts: 2 });
+        await clock.advance(1_000);
+      }
+      const [last] = await h.outbox.claim(1, 1_000, { maxAttempts: 2 });
+      assert.equal(last.lastChance, true);
+      const error = 'pending: transaction 0x… may still land';
+      assert.equal(await h.outbox.markFailed(last.id, { error, retryAt: clock.now() + 5, lease: last.lease }), true);
+      await clock.advance(5);
+      const [again] = await h.outbox.claim(1, 1_000, { maxAttempts: 2 });
+      assert.deepEqual([again.id, again.lastChance, again.leaseExpiries], [id(1), true, 2]);
+      assert.deepEqual(await h.outbox.claim(1, 1_000), [], 'held');
+      await clock.advance(1_000);
+      const [plain] = await h.outbox.claim(1, 1_000);
+      assert.equal(plain.lastChance, undefined, 'a claim without maxAttempts flags nothing');
+    });
+
     test('docs/design.md#leases: maxAttempts counts expired leases only', async () => {
       // Retries recorded by markFailed and live leases never dead-letter.
       await h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
