@@ -28,13 +28,17 @@ const root = join(import.meta.dirname, '..');
 const cacheFile = join(root, '.cache', 'test-durations.json');
 /** The long files of a run without the cache, longest first (figures of a quiet 2-core run). */
 const KNOWN_LONG = [
-  'test/e2e/worker.e2e.test.ts',
-  'test/process/crash.test.ts',
-  'test/process/replicas.test.ts',
-  'test/process/outbox.test.ts',
+  'test/e2e/worker-faults.e2e.test.ts',
   'test/e2e/worker-cctp.e2e.test.ts',
-  'test/unit/rpc-faults.test.ts',
+  'test/e2e/worker.e2e.test.ts',
+  'test/process/replicas.test.ts',
+  'test/process/crash.test.ts',
+  'test/process/outbox.test.ts',
   'test/process/load.test.ts',
+  'test/process/worker-bin.test.ts',
+  'test/e2e/devnet.e2e.test.ts',
+  'test/unit/rpc-faults.test.ts',
+  'test/e2e/worker-hostile.e2e.test.ts',
   'test/process/readme.test.ts',
 ];
 
