@@ -92,8 +92,8 @@ export function createMailboxDestination(options: MailboxDestinationOptions): De
       };
     },
 
-    async recover() {
-      await sender.recover();
+    async recover(signal) {
+      await sender.recover(signal);
     },
   };
 }

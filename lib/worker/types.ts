@@ -87,8 +87,11 @@ export interface Destination {
    * signer's are followed to their end (replaced while pending); another signer's are looked at.
    */
   resume(entries: readonly JournalEntry[], opts: Pick<ProcessOptions, 'onWait'>): Promise<Resumed>;
-  /** Follows, in the background, the open transactions of this signer the journal holds (after a restart). */
-  recover?(): Promise<void>;
+  /**
+   * Follows, in the background, the open transactions of this signer the journal holds (after a
+   * restart), until `signal` aborts (the worker stops).
+   */
+  recover?(signal?: AbortSignal): Promise<void>;
 }
 
 export type DeliveryResult =

@@ -378,6 +378,55 @@ describe('e2e: transaction sender on anvil (lib/worker/tx/sender.ts)', { timeout
     }
   });
 
+  test('recover(signal): following the journal ends at the next look after the abort, reporting nothing, no timer left', async () => {
+    const clock = createFakeClock();
+    const journal = createProcessJournal(() => clock.now());
+    const { client } = observedNode(connectChain(anvil.rpcUrl).publicClient);
+    await chain.setAutomine(false);
+    try {
+      const s = sender(client, { clock, journal, pollMs: 1_000, timeoutMs: 2_000, replaceAfterMs: 60_000 });
+      let done = false;
+      const timedOut = assert.rejects(s.send({ to: PAYEE, data: '0x', value: 32n })).finally(() => (done = true));
+      await untilWaiting(clock);
+      for (let i = 0; i < 3 && !done; i++) {
+        await clock.advance(1_000);
+        await untilWaitingOr(clock, () => done);
+      }
+      await timedOut;
+      // A restarted worker follows it in the background, then stops.
+      const later = createFakeClock(clock.now() + 5_000);
+      const reported: string[] = [];
+      const restarted = sender(connectChain(anvil.rpcUrl).publicClient, {
+        clock: later,
+        journal,
+        pollMs: 1_000,
+        timeoutMs: 600_000,
+        replaceAfterMs: 600_000,
+        onRecovered: (nonce, outcome) => reported.push(`${nonce} ${outcome}`),
+      });
+      const stop = new AbortController();
+      assert.equal(await restarted.recover(stop.signal), 1);
+      await untilWaiting(later);
+      stop.abort();
+      // Its next look ends it: no timer set again for half a second of real time (the node answers
+      // in milliseconds); a follow that goes on sets its next wait at once.
+      let quiet = false;
+      for (let i = 0; i < 5 && !quiet; i++) {
+        await later.advance(1_000);
+        const until = Date.now() + 500;
+        while (later.keepingAlive() === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+        quiet = later.keepingAlive() === 0;
+      }
+      assert.ok(quiet, 'the follow ended: no timer left');
+      assert.deepEqual(reported, [], 'a stop is not an outcome');
+      const open = await journal.openBroadcasts({ chainId: anvil.chainId, signer: signer.address.toLowerCase() });
+      assert.equal(open.length, 1, 'still open in the journal, for the next start');
+    } finally {
+      await chain.mineBlock();
+      await chain.setAutomine(true);
+    }
+  });
+
   test('N confirmations: the send returns once the block is N deep, extending (onWait) meanwhile', async () => {
     const clock = createFakeClock();
     const { client } = observedNode();

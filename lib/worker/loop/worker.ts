@@ -169,7 +169,9 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   async function loop(): Promise<void> {
     // Transactions of this worker's signers the journal holds (a restart): followed in the background.
     for (const d of destinations.values())
-      d.recover?.().catch((error) => logger.warn('recovery failed', { destination: d.name, error: describe(error) }));
+      d.recover?.(stopping.signal).catch((error) =>
+        logger.warn('recovery failed', { destination: d.name, error: describe(error) }),
+      );
     const unsubscribe = feed?.subscribe(() => {
       changed = true;
       wake?.();

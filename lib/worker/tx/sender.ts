@@ -113,8 +113,12 @@ export interface TransactionSender {
   follow(entries: readonly JournalEntry[], opts?: Pick<SendOptions, 'onWait' | 'settledByRecord'>): Promise<SendResult>;
   /** Where a journaled slot of another signer stands: read from the node, nothing sent. */
   inspect(entries: readonly JournalEntry[]): Promise<SlotState>;
-  /** Follows every open slot of this signer the journal holds, in the background; resolves with how many. */
-  recover(): Promise<number>;
+  /**
+   * Follows every open slot of this signer the journal holds, in the background; resolves with how
+   * many. With `signal`: each follow ends at its next look after the abort (the worker stops),
+   * reporting nothing; the slots stay open in the journal for the next start.
+   */
+  recover(signal?: AbortSignal): Promise<number>;
 }
 
 export function createTransactionSender(opts: TransactionSenderOptions): TransactionSender {
@@ -258,14 +262,16 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
     return { state: 'open', nonce: slot.nonce, hash: newest.hash as Hash };
   }
 
-  async function recover(): Promise<number> {
+  async function recover(signal?: AbortSignal): Promise<number> {
     const open = await journal.openBroadcasts({ chainId: await c.chainId(), signer: c.address });
     const slots = new Map<number, JournalEntry[]>();
     for (const e of open) slots.set(e.nonce, [...(slots.get(e.nonce) ?? []), e]);
+    const onWait = signal && (async () => signal.throwIfAborted());
     for (const [nonce, entries] of slots) {
-      follow(entries).then(
+      follow(entries, onWait ? { onWait } : {}).then(
         (r) => opts.onRecovered?.(nonce, 'mined', r.hash),
         (err: unknown) =>
+          signal?.aborted ||
           opts.onRecovered?.(
             nonce,
             err instanceof TransactionError && err.code === 'nonce' ? 'dropped' : 'failed',
