@@ -233,6 +233,14 @@ describe('gas already spent and the required gas (docs/delivery.md#gas-already-s
     matchingList: [],
   };
   const REVERTED = `0x${'ee'.repeat(32)}` as Hash;
+  /** The first `process` is mined and reverts after using `gasUsed` (the sender records it in the gas book); later ones deliver. */
+  const revertsOnce =
+    (gasUsed: bigint, cost: bigint) =>
+    async (n: number, outbox: Outbox): Promise<Processed> => {
+      if (n > 1) return { hash: TX, status: 'success' };
+      await outbox.addGasSpent([{ messageId: ID, txHash: REVERTED, gasUsed, cost }]);
+      return { hash: REVERTED, status: 'reverted' };
+    };
 
   test('a revert that spent Y of the X gas paid for: the next estimate needs more than X − Y, so the message waits', async () => {
     // Paid for 100 000 gas; the estimate is 100 000, so 50 000 are required. Our first transaction
@@ -241,11 +249,7 @@ describe('gas already spent and the required gas (docs/delivery.md#gas-already-s
       enforcement: [quoting],
       estimate: 100_000n,
       atIntake: [{ gasAmount: 100_000n, payment: 1n }],
-      processed: async (n, outbox) => {
-        if (n > 1) return { hash: TX, status: 'success' };
-        await outbox.addGasSpent([{ messageId: ID, txHash: REVERTED, gasUsed: 60_000n, cost: 60_000n * 7n }]);
-        return { hash: REVERTED, status: 'reverted' };
-      },
+      processed: revertsOnce(60_000n, 60_000n * 7n),
     });
     const [first] = await s.worker.runOnce();
     assert.equal(first.outcome, 'retry');
@@ -279,11 +283,7 @@ describe('gas already spent and the required gas (docs/delivery.md#gas-already-s
       enforcement: [quoting],
       estimate: 100_000n,
       atIntake: [{ gasAmount: 100_000n, payment: 1n }],
-      processed: async (n, outbox) => {
-        if (n > 1) return { hash: TX, status: 'success' };
-        await outbox.addGasSpent([{ messageId: ID, txHash: REVERTED, gasUsed: 95_000n, cost: 1n }]);
-        return { hash: REVERTED, status: 'reverted' };
-      },
+      processed: revertsOnce(95_000n, 1n),
     });
     await s.worker.runOnce();
     for (let i = 0; i < 3; i++) {
@@ -307,11 +307,7 @@ describe('gas already spent and the required gas (docs/delivery.md#gas-already-s
       enforcement: [quoting],
       estimate: 100_000n,
       atIntake: [{ gasAmount: 400_000n, payment: 1n }],
-      processed: async (n, outbox) => {
-        if (n > 1) return { hash: TX, status: 'success' };
-        await outbox.addGasSpent([{ messageId: ID, txHash: REVERTED, gasUsed: 150_000n, cost: 1n }]);
-        return { hash: REVERTED, status: 'reverted' };
-      },
+      processed: revertsOnce(150_000n, 1n),
     });
     await s.worker.runOnce();
     await s.clock.advanceTo(s.row().retryAt!);
