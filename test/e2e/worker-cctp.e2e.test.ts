@@ -20,7 +20,6 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Address, Hash, Hex } from 'viem';
 import { openSqliteStore } from '../../lib/sqlite/index.ts';
-import { MAILBOX_ABI } from '../../lib/worker/metadata.ts';
 import { launchRelayerServer, REPO_ROOT, type RelayerProcess } from '../helpers/server-process.ts';
 import { sendBridgeTransfer, setCcipReadUrls } from '../helpers/chain/cctp-bridge.ts';
 import {
@@ -30,7 +29,7 @@ import {
   twoChainRelayerConfig,
   type TwoChains,
 } from '../helpers/chain/local-chains.ts';
-import { mailboxLogs } from '../helpers/chain/hyperlane.ts';
+import { mailboxLogs, processTransactions } from '../helpers/chain/hyperlane.ts';
 import { spawnTracked } from '../helpers/processes.ts';
 import {
   devKey,
@@ -85,17 +84,8 @@ async function status(
   return (await res.json()) as never;
 }
 
-async function deliveries(id: Hex): Promise<Hash[]> {
-  const { chain, hyperlane } = two.destination;
-  const logs = await chain.publicClient.getContractEvents({
-    address: hyperlane.mailbox,
-    abi: MAILBOX_ABI,
-    eventName: 'ProcessId',
-    args: { messageId: id },
-    fromBlock: 0n,
-  });
-  return logs.map((l) => l.transactionHash);
-}
+const deliveries = (id: Hex): Promise<Hash[]> =>
+  processTransactions(two.destination.chain, two.destination.hyperlane.mailbox, id);
 
 async function requeueCli(config: string, id: string): Promise<{ code: number | null; output: string }> {
   const child = spawnTracked(process.execPath, [WORKER_BIN, 'requeue', id, '--config', config], { cwd: REPO_ROOT });

@@ -40,6 +40,7 @@ import {
   until,
   type WorkerBench,
 } from '../helpers/chain/worker-chain.ts';
+import { processTransactions } from '../helpers/chain/hyperlane.ts';
 
 let bench: WorkerBench;
 let proxy: LyingRpc;
@@ -97,16 +98,7 @@ async function poolOf(address: Address): Promise<Record<string, { hash: string; 
   return { ...of(content.queued), ...of(content.pending) };
 }
 
-async function deliveries(id: string): Promise<Hash[]> {
-  const logs = await bench.chain.publicClient.getContractEvents({
-    address: bench.destination.mailbox,
-    abi: MAILBOX_ABI,
-    eventName: 'ProcessId',
-    args: { messageId: id as Hex },
-    fromBlock: 0n,
-  });
-  return logs.map((l) => l.transactionHash);
-}
+const deliveries = (id: string): Promise<Hash[]> => processTransactions(bench.chain, bench.destination.mailbox, id);
 
 /**
  * The chain's judgement: every message delivered once and recorded with that transaction; every

@@ -43,6 +43,7 @@ import {
   WORKER_BIN,
   type WorkerBench,
 } from '../helpers/chain/worker-chain.ts';
+import { processTransactions } from '../helpers/chain/hyperlane.ts';
 
 let bench: WorkerBench;
 
@@ -100,16 +101,7 @@ async function poolOf(address: Hex): Promise<Map<number, { hash: string; maxFeeP
   );
 }
 
-async function deliveries(id: string): Promise<Hash[]> {
-  const logs = await bench.chain.publicClient.getContractEvents({
-    address: bench.destination.mailbox,
-    abi: MAILBOX_ABI,
-    eventName: 'ProcessId',
-    args: { messageId: id as Hex },
-    fromBlock: 0n,
-  });
-  return logs.map((l) => l.transactionHash);
-}
+const deliveries = (id: string): Promise<Hash[]> => processTransactions(bench.chain, bench.destination.mailbox, id);
 
 /** Every ProcessId on the destination Mailbox, by message id: one eth_getLogs for a batch of checks. */
 async function deliveriesById(): Promise<Map<string, Hash[]>> {

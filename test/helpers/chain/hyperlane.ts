@@ -118,3 +118,15 @@ export function mailboxLogs(
   }
   return { messages, ids };
 }
+
+/** The transactions in which `mailbox` logged `ProcessId(id)`: how often the chain delivered the message, and by what. */
+export async function processTransactions(chain: Chain, mailbox: Address, id: string): Promise<Hex[]> {
+  const logs = await chain.publicClient.getContractEvents({
+    address: mailbox,
+    abi: mailboxArtifact().abi,
+    eventName: 'ProcessId',
+    args: { messageId: id as Hex },
+    fromBlock: 0n,
+  });
+  return logs.map((l) => l.transactionHash as Hex);
+}
