@@ -63,6 +63,11 @@ export function createGasGate(o: GasGateOptions): DeliveryPolicy {
   const policyOf = (m: ClaimedMessage) => (o.enforcement.length === 0 ? none : select(parseHyperlaneMessage(m.raw)));
 
   const search = createTopUpSearch(o.topUps);
+  /**
+   * What beforeMetadata found paid for the message of an attempt, for its gasLimit: one read of the
+   * stored payments per attempt, not two (a shortfall there reads them again, with the top-ups).
+   */
+  const paidThisAttempt = new WeakMap<ClaimedMessage, GasPaid>();
 
   async function stored(m: ClaimedMessage): Promise<GasPaid> {
     return sumGasPayments(await o.store.gasPayments([m.id]), m);
@@ -127,10 +132,14 @@ export function createGasGate(o: GasGateOptions): DeliveryPolicy {
       const policy = policyOf(m);
       if (policy?.type === 'none') return;
       const spent = m.gasSpent ?? 0n;
-      if (checkGasPayment(policy, await stored(m), spent).ok) return;
-      const { paid, note } = await refreshed(m);
-      const check = checkGasPayment(policy, paid, spent);
-      if (!check.ok) throw shortfall(check.message + note);
+      let paid = await stored(m);
+      if (!checkGasPayment(policy, paid, spent).ok) {
+        const again = await refreshed(m);
+        const check = checkGasPayment(policy, again.paid, spent);
+        if (!check.ok) throw shortfall(check.message + again.note);
+        paid = again.paid;
+      }
+      paidThisAttempt.set(m, paid);
     },
 
     async gasLimit(m, simulated) {
@@ -139,7 +148,8 @@ export function createGasGate(o: GasGateOptions): DeliveryPolicy {
       if (policy?.type !== 'none') {
         // What the relayer's own reverted transactions already used comes off the gas paid for.
         const spent = m.gasSpent ?? 0n;
-        let check = checkGasPaymentForEstimate(policy, await stored(m), simulated.estimate, spent);
+        const paid = paidThisAttempt.get(m) ?? (await stored(m));
+        let check = checkGasPaymentForEstimate(policy, paid, simulated.estimate, spent);
         let note = '';
         if (!check.ok) {
           const again = await refreshed(m);

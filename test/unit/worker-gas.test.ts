@@ -315,6 +315,22 @@ describe('gas already spent and the required gas (docs/delivery.md#gas-already-s
     assert.deepEqual(s.signed, [400_000n, 250_000n], 'the gas paid for, then what is left of it');
   });
 
+  test('a paid message costs one read of its stored payments per attempt, shared by both checks', async () => {
+    const reads: string[][] = [];
+    const s = setUp({
+      enforcement: [quoting],
+      estimate: 100_000n,
+      atIntake: [{ gasAmount: 100_000n, payment: 1n }],
+      gateStore: (outbox) => ({
+        gasPayments: (ids) => (reads.push([...ids]), outbox.gasPayments(ids)),
+        addGasPayments: (p) => outbox.addGasPayments(p),
+      }),
+    });
+    const [result] = await s.worker.runOnce();
+    assert.equal(result.outcome, 'delivered');
+    assert.deepEqual(reads, [[ID]], 'before metadata, and not again after the estimate');
+  });
+
   test('the required gas is kept with the message, written only when it changes', async () => {
     const writes: bigint[] = [];
     const s = setUp({
