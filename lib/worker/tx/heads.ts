@@ -7,6 +7,7 @@
  */
 import type { PublicClient } from 'viem';
 import type { Clock } from '../../clock.ts';
+import { perClient } from './per-client.ts';
 
 export interface Heads {
   /** The highest head read so far (undefined before the first read). */
@@ -21,21 +22,13 @@ export interface Heads {
 /** Default interval between head reads: a quarter of a 1 s block. */
 export const HEAD_POLL_MS = 250;
 
-const watchers = new WeakMap<object, Map<Clock, Heads>>();
+const watchers = perClient<Clock, Heads>();
 
 /** The head watcher of `publicClient` on `clock` (one per pair, shared by every sender on them). */
 export function headsOf(publicClient: PublicClient, clock: Clock, intervalMs = HEAD_POLL_MS): Heads {
-  let byClock = watchers.get(publicClient);
-  if (!byClock) {
-    byClock = new Map();
-    watchers.set(publicClient, byClock);
-  }
-  let heads = byClock.get(clock);
-  if (!heads) {
-    heads = watchHeads(() => publicClient.getBlockNumber({ cacheTime: 0 }), clock, intervalMs);
-    byClock.set(clock, heads);
-  }
-  return heads;
+  return watchers(publicClient, clock, () =>
+    watchHeads(() => publicClient.getBlockNumber({ cacheTime: 0 }), clock, intervalMs),
+  );
 }
 
 interface Waiter {

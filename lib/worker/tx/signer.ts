@@ -18,6 +18,7 @@ import type { Clock } from '../../clock.ts';
 import type { Broadcast, TransactionJournal } from './journal.ts';
 import { classify, transactionError } from './node-errors.ts';
 import { createNonceBook, type NonceBook } from './nonces.ts';
+import { perClient } from './per-client.ts';
 import type { Fees, SendResult, TransactionRequest } from './types.ts';
 
 /** A transaction of a slot as its signer knows it: enough to sign it again with other fees. */
@@ -32,20 +33,10 @@ interface Shared {
   book: Promise<NonceBook> | undefined;
   following: Map<number, Promise<SendResult>>;
 }
-const registry = new WeakMap<object, Map<string, Shared>>();
+const registry = perClient<string, Shared>();
 
 function sharedState(client: object, key: string): Shared {
-  let byKey = registry.get(client);
-  if (!byKey) {
-    byKey = new Map();
-    registry.set(client, byKey);
-  }
-  let s = byKey.get(key);
-  if (!s) {
-    s = { book: undefined, following: new Map() };
-    byKey.set(key, s);
-  }
-  return s;
+  return registry(client, key, () => ({ book: undefined, following: new Map() }));
 }
 
 export interface SignerContext {
