@@ -205,7 +205,7 @@ describe('request validation (docs/api.md#post-relay, docs/design.md#check-order
     fc.jsonValue(),
   );
 
-  test('validateRelayRequest: a missing field is required, a hash with surrounding whitespace says so', () => {
+  test('validateRelayRequest: each refusal names what is wrong, at the bounds exactly', () => {
     const hash = `0x${'ab'.repeat(32)}`;
     const cases: [unknown, string][] = [
       [{ tx_hash: hash }, 'origin_chain is required'],
@@ -215,6 +215,13 @@ describe('request validation (docs/api.md#post-relay, docs/design.md#check-order
       [{ origin_chain: 'local', tx_hash: ` ${hash}` }, 'tx_hash must not begin or end with whitespace'],
       [{ origin_chain: 'local', tx_hash: `${hash}\n` }, 'tx_hash must not begin or end with whitespace'],
       [{ origin_chain: 'local', tx_hash: `${hash}00` }, 'tx_hash exceeds 66 characters'],
+      // The bounds exactly: 67 characters exceed, 66 that are not a hash say what a hash is.
+      [{ origin_chain: 'local', tx_hash: `${hash}0` }, 'tx_hash exceeds 66 characters'],
+      [{ origin_chain: 'local', tx_hash: `0x${'zz'.repeat(32)}` }, 'tx_hash must be 0x followed by 64 hex digits'],
+      [{ origin_chain: 'local', tx_hash: '' }, 'tx_hash must not be empty'],
+      [{ origin_chain: '', tx_hash: hash }, 'origin_chain must not be empty'],
+      [{ origin_chain: 'a'.repeat(129), tx_hash: hash }, 'origin_chain exceeds 128 bytes'],
+      [{ origin_chain: '\u00e9'.repeat(65), tx_hash: hash }, 'origin_chain exceeds 128 bytes'], // 65 characters, 130 bytes
     ];
     for (const [body, message] of cases) {
       assert.throws(

@@ -210,6 +210,47 @@ describe('delivery loop', () => {
     assert.equal(failed.outcome, 'retry');
   });
 
+  test('a reverted receipt returned by process is checked against delivered(id): delivered by another relayer first', async () => {
+    // The sender returns the mined receipt (status reverted) rather than throwing; the Mailbox
+    // says, on the second look, that another transaction delivered the message.
+    const r = rig();
+    const d = scripted({
+      deliveredBy: (_id, call) => (call === 1 ? null : PRIOR),
+      process: async () => ({ hash: TX, status: 'reverted' }),
+    });
+    const [result] = await worker(r, d).runOnce();
+    assert.equal(result.outcome, 'delivered');
+    assert.equal(d.calls.deliveredBy, 2, 'delivered(id) asked again after the revert');
+    assert.equal(row(r, idOf(1)).destinationTxHash, PRIOR, "recorded with the other relayer's transaction");
+    // Nobody delivered it: a counted failure naming our reverted transaction.
+    const alone = rig();
+    const [failed] = await worker(
+      alone,
+      scripted({ process: async () => ({ hash: TX, status: 'reverted' }) }),
+    ).runOnce();
+    assert.equal(failed.outcome, 'retry');
+    assert.equal(row(alone, idOf(1)).failures, 1);
+    assert.match(row(alone, idOf(1)).lastError ?? '', new RegExp(`process reverted in ${TX}`));
+  });
+
+  test('a journaled transaction found mined reverted is checked against delivered(id) before it counts as a failure', async () => {
+    const r = rig();
+    const [m] = r.outbox.claim(1, 60_000) as ClaimedMessage[];
+    r.outbox.recordBroadcast(
+      { messageId: m.id, chainId: 31337, signer: `0x${'70'.repeat(20)}`, nonce: 0, hash: TX, raw: '0x02f0' },
+      { lease: m.lease, leaseMs: 60_000 },
+    );
+    r.outbox.markFailed(m.id, { lease: m.lease, error: 'released', retryAt: T0 });
+    const d = scripted({
+      deliveredBy: () => PRIOR,
+      resume: async () => ({ hash: TX, status: 'reverted' }),
+    });
+    const [result] = await worker(r, d).runOnce();
+    assert.equal(result.outcome, 'delivered');
+    assert.equal(row(r, idOf(1)).destinationTxHash, PRIOR);
+    assert.equal(d.calls.process, 0, 'nothing sent');
+  });
+
   test('a database error recording a successful send is recorded again in the same attempt: no failure, no lapse', async () => {
     const r = rig();
     let refusals = 1;
