@@ -11,7 +11,39 @@ import fc from 'fast-check';
 import { encodeAbiParameters, hexToBytes, toHex } from 'viem/utils';
 
 const SEED = 0x7e1a_b1e;
-export const RUNS = { numRuns: 300, seed: SEED };
+
+/** How long a failing property may shrink its counterexample before it is reported as it stands. */
+export const SHRINK_MS = 5_000;
+
+/**
+ * A fast-check plugin bounding shrinking, not the search: once a run has failed, the runs that
+ * shrink its counterexample may go on for `ms`, then the property fails with the smallest
+ * counterexample found so far (fast-check's own time limits also cut short a search that has found
+ * nothing, which on a loaded machine would pass a property after fewer runs than asked). A
+ * property that fails is thus reported in seconds with a counterexample (CONTRIBUTING.md#properties).
+ */
+export function shrinkTimeLimit<Ts>(ms: number, now: () => number = () => performance.now()): fc.Plugin<Ts> {
+  return () => {
+    let failedAt: number | undefined;
+    const failed = <T>(out: T): T => {
+      if (failedAt === undefined && out !== null && typeof out === 'object' && !fc.PreconditionFailure.isFailure(out))
+        failedAt = now();
+      return out;
+    };
+    return {
+      decorateRun: (nestedRun) => (value) => {
+        if (failedAt !== undefined && now() - failedAt > ms) return new fc.PreconditionFailure(true);
+        const out = nestedRun(value);
+        if (out !== null && typeof out === 'object' && 'then' in out) return out.then(failed);
+        return failed(out);
+      },
+    };
+  };
+}
+
+/** The bound every property carries: `{ ...BOUNDED, numRuns }` where the seed is left random. */
+export const BOUNDED = { plugins: [shrinkTimeLimit(SHRINK_MS)] };
+export const RUNS = { ...BOUNDED, numRuns: 300, seed: SEED };
 
 /** Runs `fn`; a throw of one of `allowed` is returned as the error, anything else fails the property. */
 export function outcome<T>(

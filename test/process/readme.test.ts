@@ -84,6 +84,15 @@ const NOT_RUN_HERE = new Map<string, string>([
     'a minute of load; test/process/load.test.ts runs 3 s of the same',
   ],
   [
+    'git clone . /tmp/flake && ln -s "$PWD/node_modules" /tmp/flake/node_modules',
+    'the flake hunt (CONTRIBUTING.md#finding-a-flaky-test) runs the whole suite, which cannot run inside itself',
+  ],
+  [
+    'cd /tmp/flake && for i in 1 2 3 4 5 6 7 8; do npm test > /tmp/flake-$i.log 2>&1 || echo "run $i failed"; done',
+    'the whole suite eight times: it cannot run inside itself',
+  ],
+  ["grep -n '^✖' /tmp/flake-*.log", 'reads the logs of the flake hunt above'],
+  [
     'npm run demo        # end-to-end demo on two local chains: relay, then delivery',
     'test/e2e/demo.e2e.test.ts runs the demo itself',
   ],

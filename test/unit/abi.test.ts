@@ -18,6 +18,7 @@ import { decodeCode } from '../helpers/decode-error.ts';
 import { CCTP_V2_TRANSMITTER, dispatchLog, libraryLog, MAILBOX, messageSentLog } from '../helpers/builders.ts';
 import {
   address,
+  BOUNDED,
   bytes,
   canonicalBytesData,
   mutate,
@@ -67,7 +68,7 @@ test('docs/design.md#extraction-and-eligibility: decodeDispatchLog agrees with v
       assert.equal(toHex(ours.message), args.message);
       assert.equal(toHex(ours.message), message);
     }),
-    { numRuns: 400 },
+    { ...BOUNDED, numRuns: 400 },
   );
 });
 
@@ -81,7 +82,7 @@ test('docs/design.md#extraction-and-eligibility: decodeMessageSentLog agrees wit
       assert.equal(toHex(decodeMessageSentLog(log)), (viem.args as { message: Hex }).message);
       assert.equal(toHex(decodeMessageSentLog(log)), message);
     }),
-    { numRuns: 300 },
+    { ...BOUNDED, numRuns: 300 },
   );
 });
 
@@ -206,7 +207,7 @@ test('decoders throw only DecodeError on arbitrary topics and data', () => {
         assert.ok(error instanceof DecodeError, String(error));
       }
     }),
-    { numRuns: 500 },
+    { ...BOUNDED, numRuns: 500 },
   );
 });
 

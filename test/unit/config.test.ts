@@ -22,7 +22,7 @@ import { createPolicy } from '../../lib/policy.ts';
 import type { RelayerConfig } from '../../lib/types.ts';
 import { DOCUMENTED_DEFAULTS } from '../helpers/config.ts';
 import { CCTP_V2_TRANSMITTER, MAILBOX } from '../helpers/builders.ts';
-import { outcome, RUNS, tally } from '../helpers/properties.ts';
+import { BOUNDED, outcome, RUNS, tally } from '../helpers/properties.ts';
 
 const ETH_MAILBOX = '0xc005dc82818d67AF737725bD4bf75435d065D239'; // registry chains/ethereum/addresses.yaml
 const BASE_MAILBOX = '0xeA87ae93Fa0019a82A727bfd3eBd1cFCa8f64f1D'; // registry chains/base/addresses.yaml
@@ -600,7 +600,7 @@ describe('docs/design.md#configuration: EIP-55 checksums on addresses', () => {
           }
         },
       ),
-      { numRuns: 300 },
+      { ...BOUNDED, numRuns: 300 },
     );
   });
 

@@ -14,6 +14,7 @@ import { DecodeError } from '../../lib/errors.ts';
 import { gasPaymentLogFilter, gasPaymentsIn, sumGasPayments, type GasPayment } from '../../lib/gas-payment.ts';
 import { bytesToHex } from '../../lib/hex.ts';
 import { hyperlaneArtifact } from '../helpers/chain/hyperlane.ts';
+import { BOUNDED } from '../helpers/properties.ts';
 
 // IInterchainGasPaymaster.sol of @hyperlane-xyz/core, as written there.
 const IGP_ABI = parseAbi([
@@ -90,7 +91,7 @@ describe('decodeGasPaymentLog (strict, cross-checked with viem)', () => {
           });
         },
       ),
-      { numRuns: 500 },
+      { ...BOUNDED, numRuns: 500 },
     );
   });
 

@@ -9,6 +9,7 @@ import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import ipaddr from 'ipaddr.js';
 import { addressRange, isPublicAddress, parseIpAddress, type AddressRange } from '../../lib/ip-address.ts';
+import { BOUNDED } from '../helpers/properties.ts';
 
 /** [spelling, canonical text, range]. */
 const TABLE: readonly (readonly [string, string, AddressRange])[] = [
@@ -214,7 +215,7 @@ describe('addressRange agrees with ipaddr.js', () => {
         assert.equal(ours.text, text);
         assert.equal(isPublicAddress(ours), IPADDR_PUBLIC.has(ipaddrRange(text)), text);
       }),
-      { numRuns: 20_000 },
+      { ...BOUNDED, numRuns: 20_000 },
     );
   });
 
@@ -252,7 +253,7 @@ describe('addressRange agrees with ipaddr.js', () => {
           assert.ok(!global || ietf, `${ours.text}: ours ${mine}, theirs unicast`);
         }
       }),
-      { numRuns: 20_000 },
+      { ...BOUNDED, numRuns: 20_000 },
     );
   });
 });

@@ -10,7 +10,7 @@ import { parseHyperlaneMessage, messageFromDispatch } from '../../lib/message.ts
 import { bytesToHex, hexToBytes } from '../../lib/hex.ts';
 import { decodeCode } from '../helpers/decode-error.ts';
 import { hyperlaneMessage } from '../helpers/builders.ts';
-import { outcome, RUNS, tally, u32, word } from '../helpers/properties.ts';
+import { BOUNDED, outcome, RUNS, tally, u32, word } from '../helpers/properties.ts';
 
 interface Vector {
   nonce: number;
@@ -105,7 +105,7 @@ test('message fields and id agree with viem packing and keccak on random message
         );
       },
     ),
-    { numRuns: 300 },
+    { ...BOUNDED, numRuns: 300 },
   );
 });
 

@@ -10,6 +10,7 @@ import fc from 'fast-check';
 import { DeliveryError } from '../../lib/errors.ts';
 import type { ClaimedMessage } from '../../lib/outbox/index.ts';
 import { createTopUpSearch, DEFAULT_LOG_CHUNK, type PaymentOrigin } from '../../lib/worker/top-ups.ts';
+import { BOUNDED } from '../helpers/properties.ts';
 
 const M = {
   id: `0x${'11'.repeat(32)}`,
@@ -144,7 +145,7 @@ describe('top-up search (docs/delivery.md#top-ups)', () => {
           for (let i = 1; i < sorted.length; i++) assert.equal(sorted[i][0], sorted[i - 1][1] + 1n, 'contiguous');
         },
       ),
-      { numRuns: 200 },
+      { ...BOUNDED, numRuns: 200 },
     );
   });
 });
