@@ -54,6 +54,7 @@ export type {
 } from './types.ts';
 export { createNonceBook, type NonceBook, type NonceBookStart } from './tx/nonces.ts';
 export type { TransactionJournal } from './tx/journal.ts';
+export { openSlots, type OpenSlot } from './tx/slots.ts';
 export { createMailboxDestination, type MailboxDestinationOptions } from './destination.ts';
 export {
   ccipRead,

@@ -13,9 +13,10 @@
  */
 import type { Hex } from 'viem';
 import { bytesToHex } from '../../hex.ts';
-import { deadLetterError, type ClaimedMessage, type JournalEntry } from '../../outbox/index.ts';
+import { deadLetterError, type ClaimedMessage } from '../../outbox/index.ts';
 import { DeliveryError, toDeliveryError } from '../errors.ts';
 import type { DeliveryOutbox, DeliveryPolicy, Destination } from '../types.ts';
+import { bySlot } from '../tx/slots.ts';
 import type { Hold } from './lease.ts';
 import type { Outcome } from './outcome.ts';
 
@@ -38,16 +39,6 @@ async function afterRevert(destination: Destination, id: Hex, hash: string): Pro
   return { kind: 'retry', failure: new DeliveryError('revert', `process reverted in ${hash}`) };
 }
 
-/** The message's open journal entries, one slot (nonce of a signer) at a time, oldest first. */
-function slots(entries: readonly JournalEntry[]): JournalEntry[][] {
-  const bySlot = new Map<string, JournalEntry[]>();
-  for (const e of entries) {
-    const key = `${e.chainId}:${e.signer}:${e.nonce}`;
-    bySlot.set(key, [...(bySlot.get(key) ?? []), e]);
-  }
-  return [...bySlot.values()];
-}
-
 export async function attempt(c: AttemptContext, m: ClaimedMessage, hold: Hold): Promise<Outcome> {
   const { destination } = c;
   const id = m.id as Hex;
@@ -57,7 +48,7 @@ export async function attempt(c: AttemptContext, m: ClaimedMessage, hold: Hold):
 
     // Only an earlier attempt can have journaled a transaction: a first claim has nothing to read.
     const journaled = m.attempts > 1 ? await c.outbox.openBroadcasts({ messageId: m.id }) : [];
-    for (const slot of slots(journaled)) {
+    for (const slot of bySlot(journaled)) {
       // A transaction of this message may be out: a stop waits for it rather than releasing.
       hold.sent = true;
       const resumed = await destination.resume(slot, { onWait: hold.keepAlive });

@@ -2,19 +2,20 @@
  * Following one slot (a nonce of the signer) until one of its transactions is mined with its
  * confirmations (docs/delivery.md#transactions): the newest is replaced with bumped fees every
  * `replaceAfterMs` none is mined (a dropped one too: the replacement takes its place); a
- * replacement the node refuses leaves the others to land. When the wait ends otherwise (timeout,
- * `onWait` throwing) the slot stays open in the journal: the next holder follows it.
+ * replacement the node refuses leaves the others to land.
+ *
+ * It returns how the slot ended (`SlotEnd`) and writes nothing about that end: the sender records
+ * it once (lib/worker/tx/settle.ts). What it writes is what every broadcast writes, before it
+ * goes out (lib/worker/tx/signer.ts `journaled`).
  */
 import type { Hash, TransactionReceipt } from 'viem';
-import { TransactionError } from '../errors.ts';
-import { broadcast } from './broadcast.ts';
 import { replacementFees } from '../../fee-ceiling.ts';
 import { nodeFees } from './fees.ts';
 import { headsOf } from './heads.ts';
 import { classify, transactionError } from './node-errors.ts';
-import { confirmedReceipt, firstMined, minedFailure, recordSpent } from './receipts.ts';
+import { confirmedReceipt, firstMined } from './receipts.ts';
 import type { Signed, SignerContext } from './signer.ts';
-import type { Fees, SendResult } from './types.ts';
+import type { Fees } from './types.ts';
 
 export interface FollowSettings {
   replaceAfterMs: number;
@@ -30,29 +31,36 @@ export interface FollowSettings {
   timeoutMs: number;
 }
 
-export interface Slot {
+/** A slot being followed: the newest transaction as signed, and every hash it was broadcast under. */
+export interface FollowedSlot {
   t: Signed;
   /** The slot's hashes, newest first. */
   hashes: Hash[];
   messageId: string;
   /** When the newest was sent (the replacement clock starts there). */
   sentAt: number;
-  /**
-   * The caller records a successful one with the outbox's markDelivered, which settles the slot
-   * in the same write: no separate closeSlot then (one write fewer per delivery).
-   */
-  settledByRecord?: boolean;
 }
+
+/**
+ * How a slot ended, as the follower saw it (recorded by lib/worker/tx/settle.ts):
+ * - `mined`: one of its transactions is in a block (with its confirmations when it succeeded; at
+ *   once when it reverted), signed with at most `gas` and `maxFeePerGas`, which bound what the
+ *   gas book counts;
+ * - `dropped`: the nonce went to a transaction that is none of the slot's: nothing of it can land;
+ * - `timeout`: the wait ended (`timeoutMs`) with the slot open: the next holder follows it.
+ */
+export type SlotEnd =
+  | { kind: 'mined'; receipt: TransactionReceipt; signed: { gas: bigint; maxFeePerGas: bigint } }
+  | { kind: 'dropped' }
+  | { kind: 'timeout'; message: string };
 
 export async function trackSlot(
   c: SignerContext,
   s: FollowSettings,
-  slot: Slot,
+  slot: FollowedSlot,
   onWait: (() => Promise<void>) | undefined,
-): Promise<SendResult> {
+): Promise<SlotEnd> {
   const { t, hashes, messageId } = slot;
-  const nonces = await c.book();
-  const where = { chainId: await c.chainId(), signer: c.address, nonce: t.nonce };
   const startedAt = c.clock.now();
   let sentAt = slot.sentAt;
   let rpcFailures = 0;
@@ -65,22 +73,13 @@ export async function trackSlot(
     try {
       mined = await firstMined(c.publicClient, hashes);
       if (mined) {
-        if (!seenMined) {
-          // A send without a message (its id is its first hash) has no gas book to write.
-          if (!hashes.includes(messageId as Hash))
-            await recordSpent(c.journal, messageId, mined, { gas: t.gas, maxFeePerGas: t.fees.maxFeePerGas });
-          seenMined = true;
-          if (!slot.settledByRecord || mined.status !== 'success')
-            await c.journal.closeSlot(where, { outcome: 'mined', hash: mined.transactionHash.toLowerCase() });
-          nonces.consumed(t.nonce);
-        }
-        if (mined.status !== 'success')
-          throw await minedFailure(c.publicClient, c.account, t.req, mined, t.gas, c.errorAbi);
+        seenMined = true;
+        const signed = { gas: t.gas, maxFeePerGas: t.fees.maxFeePerGas };
+        if (mined.status !== 'success') return { kind: 'mined', receipt: mined, signed };
         const receipt = await confirmedReceipt(c.publicClient, mined, s.confirmations);
-        if (receipt) return { hash: mined.transactionHash, receipt, nonce: t.nonce };
+        if (receipt) return { kind: 'mined', receipt, signed };
       }
     } catch (err) {
-      if (err instanceof TransactionError) throw err;
       const k = classify(err);
       // The transaction is out there: a node that fails for a while (restart, rate limit) is
       // waited out until `timeoutMs`, not taken for a failed send.
@@ -91,29 +90,18 @@ export async function trackSlot(
     const now = c.clock.now();
     if (now - startedAt >= s.timeoutMs) {
       const node = rpcFailures > 0 ? `; the node failed ${rpcFailures} poll${rpcFailures === 1 ? '' : 's'}` : '';
-      throw new TransactionError(
-        'timeout',
-        `not ${seenMined ? 'confirmed' : 'mined'} within ${s.timeoutMs} ms (nonce ${t.nonce})${node}`,
-        { hash: hashes[0] },
-      );
+      return {
+        kind: 'timeout',
+        message: `not ${seenMined ? 'confirmed' : 'mined'} within ${s.timeoutMs} ms (nonce ${t.nonce})${node}`,
+      };
     }
     if (!mined && now - sentAt >= s.replaceAfterMs) {
       sentAt = now;
       const replaced = await replace(c, s, t, messageId).catch(() => undefined);
-      if (replaced === 'used') {
-        // The nonce went to a transaction that is none of this slot's: nothing of it can land.
-        if (!(await firstMined(c.publicClient, hashes).catch(() => undefined))) {
-          await c.journal.closeSlot(where, { outcome: 'dropped' });
-          nonces.consumed(t.nonce);
-          throw new TransactionError(
-            'nonce',
-            `nonce ${t.nonce} was used by another transaction; none of this send's was mined`,
-            {
-              hash: hashes[0],
-            },
-          );
-        }
-      } else if (replaced) {
+      // The nonce went to a transaction that is none of this slot's: nothing of it can land.
+      if (replaced === 'used' && !(await firstMined(c.publicClient, hashes).catch(() => undefined)))
+        return { kind: 'dropped' };
+      if (replaced && replaced !== 'used') {
         hashes.unshift(replaced.hash);
         t.fees = replaced.fees;
       }
@@ -141,12 +129,8 @@ async function replace(
   const decision = replacementFees(t.fees, current, { bumpPercent: s.bumpPercent, cap: s.gasPriceCap });
   if (!decision.ok) return undefined;
   const { fees } = decision;
-  const next: Signed = { ...t, fees };
-  const signed = await c.sign(next);
-  if (!(await c.journal.recordBroadcast(await c.entry(next, messageId, signed)))) return undefined;
-  const outcome = await broadcast(c.publicClient, signed.raw, signed.hash);
-  if (outcome === 'sent' || outcome === 'unknown') return { hash: signed.hash, fees };
-  await c.journal.forgetBroadcast(signed.hash);
-  if (outcome.kind === 'underpriced') t.fees = fees;
+  const sent = await c.journaled({ ...t, fees }, messageId);
+  if (sent.outcome === 'sent' || sent.outcome === 'unknown') return { hash: sent.hash, fees };
+  if (sent.outcome !== 'unrecorded' && sent.outcome.kind === 'underpriced') t.fees = fees;
   return undefined;
 }

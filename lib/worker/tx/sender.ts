@@ -11,27 +11,20 @@
  * Errors are TransactionError with a `kind` (lib/worker/errors.ts); their messages never quote the
  * node's URL, the request body or the key (lib/worker/tx/node-errors.ts).
  */
-import {
-  parseTransaction,
-  type Abi,
-  type Address,
-  type Chain,
-  type Hash,
-  type Hex,
-  type LocalAccount,
-  type PublicClient,
-} from 'viem';
+import type { Abi, Address, Chain, Hash, Hex, LocalAccount, PublicClient } from 'viem';
 import { systemClock, type Clock } from '../../clock.ts';
 import { OutOfRangeError } from '../../errors.ts';
 import { DeliveryError, TransactionError } from '../errors.ts';
 import { broadcast, isKnown } from './broadcast.ts';
 import { basisPoints, bump, cappedFees } from './fees.ts';
-import { trackSlot, type FollowSettings } from './follow.ts';
+import { trackSlot, type FollowedSlot, type FollowSettings } from './follow.ts';
 import { HEAD_POLL_MS } from './heads.ts';
 import { createProcessJournal, type BroadcastFence, type JournalEntry, type TransactionJournal } from './journal.ts';
 import { classify, transactionError } from './node-errors.ts';
-import { firstMined, recordSpent } from './receipts.ts';
-import { signerContext, type Signed } from './signer.ts';
+import { firstMined } from './receipts.ts';
+import { endResult, settle } from './settle.ts';
+import { signerContext, type Signed, type SignerContext } from './signer.ts';
+import { bySlot, signedOf } from './slots.ts';
 import type { Fees, SendResult, SimulateResult, TransactionRequest } from './types.ts';
 
 export { TransactionError, type TransactionErrorKind } from '../errors.ts';
@@ -164,28 +157,25 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
     const nonces = await c.book();
     for (let attempt = 0; ; attempt++) {
       const t: Signed = { nonce: nonces.take(), req, gas, fees };
-      let outcome: Awaited<ReturnType<typeof broadcast>>;
-      let hash: Hash;
+      let sent: Awaited<ReturnType<SignerContext['journaled']>>;
       try {
-        const signed = await c.sign(t);
-        hash = signed.hash;
-        let recorded: boolean;
         try {
-          recorded = await journal.recordBroadcast(await c.entry(t, owner?.messageId ?? hash, signed), owner?.fence);
+          sent = await c.journaled(t, owner?.messageId, owner?.fence);
         } catch (err) {
+          if (err instanceof TransactionError) throw err;
           throw new DeliveryError('stopped', 'the journal could not record the transaction: nothing sent', {
             cause: err,
           });
         }
-        if (!recorded) throw new DeliveryError('stopped', 'lease lost before the broadcast: nothing sent');
-        outcome = await broadcast(publicClient, signed.raw, hash);
-        if (outcome === 'sent' || outcome === 'unknown') return { t, hash };
-        await journal.forgetBroadcast(hash);
+        if (sent.outcome === 'unrecorded')
+          throw new DeliveryError('stopped', 'lease lost before the broadcast: nothing sent');
+        if (sent.outcome === 'sent' || sent.outcome === 'unknown') return { t, hash: sent.hash };
       } catch (err) {
         // Nothing went out under this nonce: the next send takes it.
         nonces.free(t.nonce);
         throw err;
       }
+      const { outcome } = sent;
       if (outcome.kind === 'nonce-low') {
         // The node says the nonce is used: only what it has mined is believed. A nonce below its
         // mined count was used behind our back (the book moves past it); otherwise the reply was
@@ -198,8 +188,24 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
         }
       }
       nonces.free(t.nonce);
-      throw transactionError(outcome, 'sending', errorAbi, outcome.cause, hash);
+      throw transactionError(outcome, 'sending', errorAbi, outcome.cause, sent.hash);
     }
+  }
+
+  /** Follows `slot` to its end and records that end once (however many join the follow). */
+  async function followed(slot: FollowedSlot, o: FollowOptions): Promise<SendResult> {
+    const where = { chainId: await c.chainId(), signer: c.address, nonce: slot.t.nonce };
+    const end = await c.followOnce(slot.t.nonce, async () => {
+      const ended = await trackSlot(c, settings, slot, o.onWait);
+      await settle(where, ended, {
+        journal,
+        book: await c.book(),
+        messageId: o.messageId,
+        settledByRecord: o.settledByRecord,
+      });
+      return ended;
+    });
+    return endResult(end, slot.t, slot.hashes[0], c);
   }
 
   async function send(req: TransactionRequest, sendOpts: SendOptions = {}): Promise<SendResult> {
@@ -208,14 +214,10 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
       throw new DeliveryError('gas', `gas limit ${gas} exceeds transactionGasLimit ${opts.maxGas}: nothing sent`);
     const fees = await cappedFees(publicClient, c.chain, opts.gasPriceCap, errorAbi);
     const { t, hash } = await first(req, gas, fees, sendOpts.owner);
-    const messageId = sendOpts.owner?.messageId ?? hash;
-    return c.followOnce(t.nonce, () =>
-      trackSlot(
-        c,
-        settings,
-        { t, hashes: [hash], messageId, sentAt: clock.now(), settledByRecord: sendOpts.settledByRecord },
-        sendOpts.onWait,
-      ),
+    const messageId = sendOpts.owner?.messageId;
+    return followed(
+      { t, hashes: [hash], messageId: messageId ?? hash, sentAt: clock.now() },
+      { onWait: sendOpts.onWait, messageId, settledByRecord: sendOpts.settledByRecord },
     );
   }
 
@@ -227,14 +229,13 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
     const newest = entries[entries.length - 1];
     const t = signedOf(newest);
     (await c.book()).hold(t.nonce);
-    const slot = {
-      t,
-      hashes: entries.map((e) => e.hash as Hash).reverse(),
-      messageId: newest.messageId,
-      sentAt: Math.min(clock.now(), newest.sentAt),
-      settledByRecord: followOpts.settledByRecord,
-    };
-    return c.followOnce(t.nonce, () => trackSlot(c, settings, slot, followOpts.onWait));
+    const hashes = entries.map((e) => e.hash as Hash).reverse();
+    // A send without a message was journaled under its first hash: it has no gas book.
+    const messageId = newest.messageId === entries[0].hash ? undefined : newest.messageId;
+    return followed(
+      { t, hashes, messageId: newest.messageId, sentAt: Math.min(clock.now(), newest.sentAt) },
+      { ...followOpts, messageId },
+    );
   }
 
   async function inspect(entries: readonly JournalEntry[]): Promise<SlotState> {
@@ -244,16 +245,15 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
     const mined = await firstMined(publicClient, hashes);
     if (mined) {
       const entry = entries.find((e) => e.hash === mined.transactionHash.toLowerCase());
-      if (entry && entry.messageId !== entries[0].hash) {
-        const { gas, fees } = signedOf(entry);
-        await recordSpent(journal, entry.messageId, mined, { gas, maxFeePerGas: fees.maxFeePerGas });
-      }
-      await journal.closeSlot(slot, { outcome: 'mined', hash: mined.transactionHash.toLowerCase() });
+      const { gas, fees } = signedOf(entry ?? newest);
+      const messageId = entry && entry.messageId !== entries[0].hash ? entry.messageId : undefined;
+      const end = { kind: 'mined', receipt: mined, signed: { gas, maxFeePerGas: fees.maxFeePerGas } } as const;
+      await settle(slot, end, { journal, messageId });
       return { state: 'mined', hash: mined.transactionHash, status: mined.status };
     }
     const used = await publicClient.getTransactionCount({ address: slot.signer as Address, blockTag: 'latest' });
     if (used > slot.nonce && !(await firstMined(publicClient, hashes))) {
-      await journal.closeSlot(slot, { outcome: 'dropped' });
+      await settle(slot, { kind: 'dropped' }, { journal });
       return { state: 'dropped' };
     }
     // It may still land: its newest is given to the node again (a dropped one comes back).
@@ -264,10 +264,10 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
 
   async function recover(signal?: AbortSignal): Promise<number> {
     const open = await journal.openBroadcasts({ chainId: await c.chainId(), signer: c.address });
-    const slots = new Map<number, JournalEntry[]>();
-    for (const e of open) slots.set(e.nonce, [...(slots.get(e.nonce) ?? []), e]);
     const onWait = signal && (async () => signal.throwIfAborted());
-    for (const [nonce, entries] of slots) {
+    const slots = bySlot(open);
+    for (const entries of slots) {
+      const { nonce } = entries[0];
       follow(entries, onWait ? { onWait } : {}).then(
         (r) => opts.onRecovered?.(nonce, 'mined', r.hash),
         (err: unknown) =>
@@ -279,21 +279,13 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
           ),
       );
     }
-    return slots.size;
+    return slots.length;
   }
 
   return { signer: c.address, simulate, send, follow, inspect, recover };
 }
 
-/** The call and fees of a journaled transaction (its signed bytes), to sign a replacement of it. */
-function signedOf(entry: JournalEntry): Signed {
-  const tx = parseTransaction(entry.raw as Hex);
-  if (tx.to == null || tx.gas === undefined || tx.maxFeePerGas === undefined || tx.maxPriorityFeePerGas === undefined)
-    throw new TransactionError('rpc', `the journal's transaction ${entry.hash} is not an EIP-1559 call`);
-  return {
-    nonce: entry.nonce,
-    req: { to: tx.to, data: tx.data ?? '0x', value: tx.value },
-    gas: tx.gas,
-    fees: { maxFeePerGas: tx.maxFeePerGas, maxPriorityFeePerGas: tx.maxPriorityFeePerGas },
-  };
+interface FollowOptions extends Pick<SendOptions, 'onWait' | 'settledByRecord'> {
+  /** The message whose gas book a mined failure is written to; undefined for a send without one. */
+  messageId?: string;
 }

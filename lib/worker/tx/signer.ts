@@ -15,11 +15,12 @@ import {
   type PublicClient,
 } from 'viem';
 import type { Clock } from '../../clock.ts';
-import type { Broadcast, TransactionJournal } from './journal.ts';
+import { broadcast, type BroadcastOutcome } from './broadcast.ts';
+import type { Broadcast, BroadcastFence, TransactionJournal } from './journal.ts';
 import { classify, transactionError } from './node-errors.ts';
 import { createNonceBook, type NonceBook } from './nonces.ts';
 import { perClient } from './per-client.ts';
-import type { Fees, SendResult, TransactionRequest } from './types.ts';
+import type { Fees, TransactionRequest } from './types.ts';
 
 /** A transaction of a slot as its signer knows it: enough to sign it again with other fees. */
 export interface Signed {
@@ -31,7 +32,7 @@ export interface Signed {
 
 interface Shared {
   book: Promise<NonceBook> | undefined;
-  following: Map<number, Promise<SendResult>>;
+  following: Map<number, Promise<unknown>>;
 }
 const registry = perClient<string, Shared>();
 
@@ -55,8 +56,20 @@ export interface SignerContext {
   sign(t: Signed): Promise<{ raw: Hex; hash: Hash }>;
   /** The journal entry of `signed` (`t` signed) for `messageId`. */
   entry(t: Signed, messageId: string, signed: { raw: Hex; hash: Hash }): Promise<Broadcast>;
+  /**
+   * One broadcast as the journal wants it: `t` signed, recorded for `messageId` (a send without a
+   * message: under its own hash; under `fence` for
+   * the first broadcast of a nonce), sent, and removed from the journal again when the node
+   * certainly refused it. `unrecorded`: the journal said no (a lost lease), nothing sent. A
+   * journal that fails throws, nothing sent.
+   */
+  journaled(
+    t: Signed,
+    messageId: string | undefined,
+    fence?: BroadcastFence,
+  ): Promise<{ hash: Hash; outcome: BroadcastOutcome | 'unrecorded' }>;
   /** Joins the follower of `nonce` in this process, or starts it with `start`. */
-  followOnce(nonce: number, start: () => Promise<SendResult>): Promise<SendResult>;
+  followOnce<T>(nonce: number, start: () => Promise<T>): Promise<T>;
 }
 
 export function signerContext(o: {
@@ -119,6 +132,15 @@ export function signerContext(o: {
     return { raw, hash: keccak256(raw) };
   }
 
+  const entry = async (t: Signed, messageId: string, signed: { raw: Hex; hash: Hash }): Promise<Broadcast> => ({
+    messageId,
+    chainId: await chainId(),
+    signer: address,
+    nonce: t.nonce,
+    hash: signed.hash,
+    raw: signed.raw.toLowerCase(),
+  });
+
   return {
     ...o,
     address,
@@ -126,17 +148,18 @@ export function signerContext(o: {
     count,
     book,
     sign,
-    entry: async (t, messageId, signed) => ({
-      messageId,
-      chainId: await chainId(),
-      signer: address,
-      nonce: t.nonce,
-      hash: signed.hash,
-      raw: signed.raw.toLowerCase(),
-    }),
-    async followOnce(nonce, start) {
+    entry,
+    async journaled(t, messageId, fence) {
+      const signed = await sign(t);
+      if (!(await journal.recordBroadcast(await entry(t, messageId ?? signed.hash, signed), fence)))
+        return { hash: signed.hash, outcome: 'unrecorded' };
+      const outcome = await broadcast(publicClient, signed.raw, signed.hash);
+      if (outcome !== 'sent' && outcome !== 'unknown') await journal.forgetBroadcast(signed.hash);
+      return { hash: signed.hash, outcome };
+    },
+    async followOnce<T>(nonce: number, start: () => Promise<T>): Promise<T> {
       const s = await shared();
-      const running = s.following.get(nonce);
+      const running = s.following.get(nonce) as Promise<T> | undefined;
       if (running) return running;
       const promise = start().finally(() => s.following.delete(nonce));
       s.following.set(nonce, promise);
