@@ -106,8 +106,13 @@ export interface WorkerConfig {
   /** Wait after a claim that found nothing. */
   pollMs: number;
   gasMarginPercent: number;
-  /** A transaction not mined within this is re-sent with the same nonce and higher fees. */
+  /**
+   * A transaction not mined within this is re-sent with the same nonce and higher fees (whichever
+   * of this and replaceAfterBlocks comes first).
+   */
   replaceAfterSeconds: number;
+  /** A transaction not mined this many blocks after it was sent is re-sent with the same nonce and higher fees. */
+  replaceAfterBlocks: number;
   /** Per CCIP-read gateway URL. */
   ccipReadTimeoutSeconds: number;
   /** Per message and attempt: all of its CCIP-read gateway requests together. */

@@ -34,6 +34,7 @@ import { relayerGasGate, type RelayerWorkerOutbox } from './gas-config.ts';
 import { createDeliveryWorker, type DeliveryWorker } from './loop/worker.ts';
 import { createWorkerWatch, type WatchedChain, type WorkerWatch } from './watch.ts';
 import { createWorkerMetrics, type WorkerMetrics } from './ops.ts';
+import { createSignerReporter } from './signer-metrics.ts';
 import { createTransactionSender } from './tx/sender.ts';
 import type { Destination } from './types.ts';
 
@@ -76,6 +77,8 @@ export {
   type TransactionRequest,
   type TransactionSender,
   type TransactionSenderOptions,
+  type TxEvent,
+  DEFAULT_REPLACE_AFTER_BLOCKS,
 } from './tx/sender.ts';
 export { DeliveryError, type DeliveryErrorKind } from './errors.ts';
 export {
@@ -192,6 +195,9 @@ export async function createRelayerWorker(options: RelayerWorkerOptions): Promis
   });
   const destinations = new Map<number, Destination>();
   const watched: WatchedChain[] = [];
+  let worker: DeliveryWorker | undefined;
+  const metrics = createWorkerMetrics({ inFlight: () => worker?.inFlight() ?? 0 });
+  const signers = createSignerReporter(metrics.registry, logger);
   for (const name of config.relayChains) {
     const chain = config.chains[name];
     const { publicClient, viemChain } = await chainClient(chain);
@@ -218,10 +224,13 @@ export async function createRelayerWorker(options: RelayerWorkerOptions): Promis
         logger.info('journal', { destination: name, nonce, outcome, detail: describe(detail) }),
       gasMarginPercent: w.gasMarginPercent,
       replaceAfterMs: w.replaceAfterSeconds * 1000,
+      replaceAfterBlocks: w.replaceAfterBlocks,
+      onEvent: signers.onEvent(name),
       confirmations: w.confirmations,
       gasPriceCap: chain.transactionOverrides?.gasPriceCap,
       maxGas: config.transactionGasLimit ?? undefined,
     });
+    signers.watch({ destination: name, signer: account.address.toLowerCase(), lowestOpen: sender.lowestOpen });
     destinations.set(
       chain.domainId,
       createMailboxDestination({
@@ -235,8 +244,6 @@ export async function createRelayerWorker(options: RelayerWorkerOptions): Promis
     );
   }
   const policy = relayerGasGate(config, outbox, RPC_TIMEOUT_MS);
-  let worker: DeliveryWorker | undefined;
-  const metrics = createWorkerMetrics({ inFlight: () => worker?.inFlight() ?? 0 });
   const loop = createDeliveryWorker({
     outbox,
     destinations,

@@ -196,9 +196,10 @@ describe('e2e: transaction sender on anvil (lib/worker/tx/sender.ts)', { timeout
       receipts.total,
       'no other receipt is read',
     );
-    // The head is read to wait for the next block after the read that found no receipt (once
-    // here), never to count the depth of one confirmation.
-    assert.equal(asked.filter((m) => m === 'eth_blockNumber').length, receipts.nulls, asked.join(', '));
+    // The head is read to wait for the next block after the read that found no receipt (at most
+    // once here: none when the look at the head already shows the nonce used, docs/delivery.md#gaps),
+    // never to count the depth of one confirmation.
+    assert.ok(asked.filter((m) => m === 'eth_blockNumber').length <= receipts.nulls, asked.join(', '));
     const tx = await chain.publicClient.getTransaction({ hash: receipt.transactionHash });
     assert.equal(tx.gas, simulated.gas, "the simulation's gas limit was signed");
   });

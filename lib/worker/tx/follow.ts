@@ -1,16 +1,21 @@
 /**
  * Following one slot (a nonce of the signer) until one of its transactions is mined with its
- * confirmations (docs/delivery.md#transactions): the newest is replaced with bumped fees every
- * `replaceAfterMs` none is mined (a dropped one too: the replacement takes its place); a
- * replacement the node refuses leaves the others to land.
+ * confirmations (docs/delivery.md#transactions): at every new head the node's state decides
+ * (lib/worker/tx/gaps.ts, docs/delivery.md#gaps) whether the newest is given to the node again
+ * (the chain waits on this nonce and the node lost it), replaced with bumped fees (below the base
+ * fee, or not mined for `replaceAfterBlocks` heads or `replaceAfterMs`), left waiting (behind a
+ * gap), or whether a free nonce below it is filled with a zero-value self-transfer. A replacement
+ * the node refuses leaves the others to land.
  *
  * It returns how the slot ended (`SlotEnd`) and writes nothing about that end: the sender records
  * it once (lib/worker/tx/settle.ts). What it writes is what every broadcast writes, before it
  * goes out (lib/worker/tx/signer.ts `journaled`).
  */
-import type { Hash, TransactionReceipt } from 'viem';
+import type { Hash, Hex, TransactionReceipt } from 'viem';
 import { replacementFees } from '../../fee-ceiling.ts';
-import { nodeFees } from './fees.ts';
+import { broadcast, isKnown } from './broadcast.ts';
+import { cappedFees, nodeFees } from './fees.ts';
+import { nextMove, type Move } from './gaps.ts';
 import { headsOf } from './heads.ts';
 import { classify, transactionError } from './node-errors.ts';
 import { confirmedReceipt, firstMined } from './receipts.ts';
@@ -18,7 +23,10 @@ import type { Signed, SignerContext } from './signer.ts';
 import type { Fees } from './types.ts';
 
 export interface FollowSettings {
+  /** A transaction not mined this long after it was sent is replaced (whichever of this and replaceAfterBlocks comes first). */
   replaceAfterMs: number;
+  /** A transaction not mined this many heads after it was sent is replaced. */
+  replaceAfterBlocks: number;
   /** Each replacement raises both fees by this much (percent). */
   bumpPercent: number;
   /** chains.NAME.transactionOverrides.gasPriceCap: no maxFeePerGas above it. */
@@ -36,9 +44,13 @@ export interface FollowedSlot {
   t: Signed;
   /** The slot's hashes, newest first. */
   hashes: Hash[];
+  /** The newest's signed bytes (what a re-broadcast sends again). */
+  raw: Hex;
   messageId: string;
   /** When the newest was sent (the replacement clock starts there). */
   sentAt: number;
+  /** A self-transfer filling a gap: not in the journal (it delivers no message), nor its replacements. */
+  filler?: boolean;
 }
 
 /**
@@ -60,18 +72,21 @@ export async function trackSlot(
   slot: FollowedSlot,
   onWait: (() => Promise<void>) | undefined,
 ): Promise<SlotEnd> {
-  const { t, hashes, messageId } = slot;
+  const { t, hashes } = slot;
   const startedAt = c.clock.now();
-  let sentAt = slot.sentAt;
   let rpcFailures = 0;
   let seenMined = false;
+  let sentHead: bigint | undefined;
+  /** A receipt found by a look after the one at the top of the loop (not read again). */
+  let found: TransactionReceipt | undefined;
   const heads = headsOf(c.publicClient, c.clock, s.headPollMs);
   for (;;) {
     // The head before the receipts are read: the wait below ends at the first block after it.
     const seen = heads.latest();
     let mined: TransactionReceipt | undefined;
     try {
-      mined = await firstMined(c.publicClient, hashes);
+      mined = found ?? (await firstMined(c.publicClient, hashes));
+      found = undefined;
       if (mined) {
         seenMined = true;
         const signed = { gas: t.gas, maxFeePerGas: t.fees.maxFeePerGas };
@@ -95,15 +110,25 @@ export async function trackSlot(
         message: `not ${seenMined ? 'confirmed' : 'mined'} within ${s.timeoutMs} ms (nonce ${t.nonce})${node}`,
       };
     }
-    if (!mined && now - sentAt >= s.replaceAfterMs) {
-      sentAt = now;
-      const replaced = await replace(c, s, t, messageId).catch(() => undefined);
-      // The nonce went to a transaction that is none of this slot's: nothing of it can land.
-      if (replaced === 'used' && !(await firstMined(c.publicClient, hashes).catch(() => undefined)))
-        return { kind: 'dropped' };
-      if (replaced && replaced !== 'used') {
-        hashes.unshift(replaced.hash);
-        t.fees = replaced.fees;
+    if (!mined) {
+      sentHead ??= seen;
+      const move = await look(c, s, slot, seen, sentHead, now).catch(() => undefined);
+      if (move?.do === 'used') {
+        // Mined since the receipts were read, or the nonce went to a transaction that is none of this slot's.
+        found = await firstMined(c.publicClient, hashes).catch(() => undefined);
+        if (!found) return { kind: 'dropped' };
+        continue;
+      }
+      if (move?.do === 'fill') void fillGap(c, s, move.nonce, onWait);
+      let replaceWhy: string | undefined = move?.do === 'replace' ? move.why : undefined;
+      if (move?.do === 'rebroadcast' && !(await heal(c, slot))) replaceWhy = 'gap';
+      if (replaceWhy) {
+        slot.sentAt = now;
+        sentHead = seen;
+        const replaced = await replace(c, s, slot, replaceWhy).catch(() => undefined);
+        // The nonce went to a transaction that is none of this slot's: nothing of it can land.
+        if (replaced === 'used' && !(await firstMined(c.publicClient, hashes).catch(() => undefined)))
+          return { kind: 'dropped' };
       }
     }
     await heads.after(seen, s.pollMs);
@@ -111,26 +136,141 @@ export async function trackSlot(
 }
 
 /**
- * One replacement of `t` (same nonce, both fees bumped, at least what the node asks now, at most
- * min(3 × that, gasPriceCap); none when the bump does not fit under that bound), recorded in the
- * journal first: its hash once the node holds it; 'used' when the node's mined
- * count is past the nonce; undefined when the node refused it (after "underpriced" the fees are
- * raised anyway, so the next one bumps from there).
+ * The move at head `seen` (docs/delivery.md#gaps). Without a head yet (or a node that does not
+ * answer), only the wall-time rule: replaced `replaceAfterMs` after it was sent.
+ */
+async function look(
+  c: SignerContext,
+  s: FollowSettings,
+  slot: FollowedSlot,
+  seen: bigint | undefined,
+  sentHead: bigint | undefined,
+  now: number,
+): Promise<Move> {
+  const msSince = now - slot.sentAt;
+  const byTime: Move = msSince >= s.replaceAfterMs ? { do: 'replace', why: 'time' } : { do: 'wait' };
+  if (seen === undefined) return byTime;
+  const view = await c.headView(seen).catch(() => undefined);
+  if (!view) return byTime;
+  const { t } = slot;
+  const [book, shared] = await Promise.all([c.book(), c.shared()]);
+  book.observe(view.mined);
+  let known: boolean | undefined;
+  if (view.mined === t.nonce) {
+    known = false;
+    for (const hash of slot.hashes) {
+      known = (await isKnown(c.publicClient, hash)) !== false;
+      if (known) break;
+    }
+  }
+  let missingBelow = false;
+  for (const n of shared.missing) if (n < t.nonce && n >= view.mined) missingBelow = true;
+  return nextMove(
+    {
+      nonce: t.nonce,
+      maxFeePerGas: t.fees.maxFeePerGas,
+      known,
+      blocksSince: sentHead === undefined ? 0n : seen - sentHead,
+      msSince,
+      freedBelow: book.freedBelow(t.nonce),
+      missingBelow,
+    },
+    view,
+    { replaceAfterBlocks: s.replaceAfterBlocks, replaceAfterMs: s.replaceAfterMs, gasPriceCap: s.gasPriceCap },
+  );
+}
+
+/**
+ * The chain waits on this slot's nonce and the node holds none of its transactions: the newest is
+ * given to it again, the same bytes (no new signature, nothing new in the journal). false: the node
+ * refused it (its fees no longer do, say): the caller replaces it.
+ */
+async function heal(c: SignerContext, slot: FollowedSlot): Promise<boolean> {
+  const { t } = slot;
+  const shared = await c.shared();
+  shared.missing.add(t.nonce);
+  const gap = { nonce: t.nonce, messageId: slot.filler ? undefined : slot.messageId };
+  await c.emit({ kind: 'gap', ...gap, reason: 'the node holds none of its transactions' });
+  const outcome = await broadcast(c.publicClient, slot.raw, slot.hashes[0]);
+  if (outcome !== 'sent' && outcome !== 'unknown') return false;
+  shared.missing.delete(t.nonce);
+  await c.emit({ kind: 'rebroadcast', ...gap, hash: slot.hashes[0], ...t.fees });
+  return true;
+}
+
+/**
+ * One replacement of the slot's newest (same nonce, both fees bumped, at least what the node asks
+ * now, at most min(3 × that, gasPriceCap); none when the bump does not fit under that bound),
+ * recorded in the journal first: true once the node holds it; 'used' when the node's mined count
+ * is past the nonce; false when the node refused it (after "underpriced" the fees are raised
+ * anyway, so the next one bumps from there).
  */
 async function replace(
   c: SignerContext,
   s: FollowSettings,
-  t: Signed,
-  messageId: string,
-): Promise<{ hash: Hash; fees: Fees } | 'used' | undefined> {
+  slot: FollowedSlot,
+  why: string,
+): Promise<boolean | 'used'> {
+  const { t } = slot;
   if ((await c.count('latest')) > t.nonce) return 'used';
   const current = await nodeFees(c.publicClient, c.chain, c.errorAbi).catch(() => t.fees);
   // Bounded by min(3 × the fresh suggestion, cap): when the bump does not fit, the one sent waits.
   const decision = replacementFees(t.fees, current, { bumpPercent: s.bumpPercent, cap: s.gasPriceCap });
-  if (!decision.ok) return undefined;
+  if (!decision.ok) return false;
   const { fees } = decision;
-  const sent = await c.journaled({ ...t, fees }, messageId);
-  if (sent.outcome === 'sent' || sent.outcome === 'unknown') return { hash: sent.hash, fees };
+  const next = { ...t, fees };
+  const sent = slot.filler ? await c.unjournaled(next) : await c.journaled(next, slot.messageId);
+  if (sent.outcome === 'sent' || sent.outcome === 'unknown') {
+    slot.hashes.unshift(sent.hash);
+    slot.raw = sent.raw;
+    t.fees = fees;
+    (await c.shared()).missing.delete(t.nonce);
+    const messageId = slot.filler ? undefined : slot.messageId;
+    await c.emit({ kind: 'replacement', nonce: t.nonce, hash: sent.hash, ...fees, messageId, reason: why });
+    return true;
+  }
   if (sent.outcome !== 'unrecorded' && sent.outcome.kind === 'underpriced') t.fees = fees;
-  return undefined;
+  return false;
+}
+
+/** Gas of a zero-value transfer to an account without code. */
+const TRANSFER_GAS = 21_000n;
+
+/**
+ * Fills free nonce `nonce` (its broadcasts certainly failed; later ones wait behind it) with a
+ * zero-value self-transfer at the node's fees within the cap, followed like any slot, unless
+ * something took the nonce meanwhile (the next message does, when one is sent first). A fee wait
+ * or a refusal gives the nonce back: the next head tries again. It is followed with the `onWait` of
+ * the slot that found the gap: a worker that stops ends it too.
+ */
+async function fillGap(
+  c: SignerContext,
+  s: FollowSettings,
+  nonce: number,
+  onWait: (() => Promise<void>) | undefined,
+): Promise<void> {
+  const book = await c.book();
+  if (!book.claim(nonce)) return;
+  await c
+    .followOnce(nonce, async () => {
+      let fees: Fees;
+      try {
+        fees = await cappedFees(c.publicClient, c.chain, s.gasPriceCap, c.errorAbi);
+      } catch {
+        book.free(nonce);
+        return;
+      }
+      const t: Signed = { nonce, req: { to: c.address, data: '0x', value: 0n }, gas: TRANSFER_GAS, fees };
+      await c.emit({ kind: 'gap', nonce, reason: 'no transaction may land at it: filled with a self-transfer' });
+      const sent = await c.unjournaled(t);
+      if (sent.outcome !== 'sent' && sent.outcome !== 'unknown') {
+        book.free(nonce);
+        return;
+      }
+      await c.emit({ kind: 'fill', nonce, hash: sent.hash, ...fees });
+      const slot = { t, hashes: [sent.hash], raw: sent.raw, messageId: sent.hash, sentAt: c.clock.now(), filler: true };
+      const end = await trackSlot(c, s, slot, onWait);
+      if (end.kind !== 'timeout') book.consumed(nonce);
+    })
+    .catch(() => undefined);
 }

@@ -30,6 +30,13 @@ export interface NonceBook {
   consumed(nonce: number): void;
   /** The node's mined count now: freed nonces below it are gone (something else used them). */
   observe(mined: number): void;
+  /**
+   * Takes `nonce` if it is free (nothing that may still land holds it), to fill a gap with
+   * (docs/delivery.md#gaps); false when it is held or used.
+   */
+  claim(nonce: number): boolean;
+  /** The lowest free nonce below `nonce` (a gap under a transaction holding `nonce`), or undefined. */
+  freedBelow(nonce: number): number | undefined;
   /** For tests and logs. */
   state(): { mined: number; next: number; held: number[]; freed: number[] };
 }
@@ -85,6 +92,15 @@ export function createNonceBook(start: NonceBookStart): NonceBook {
       mined = count;
       for (const n of freed) if (n < mined) freed.delete(n);
       if (next < mined) next = mined;
+    },
+    claim(nonce) {
+      if (!freed.delete(nonce)) return false;
+      held.add(nonce);
+      return true;
+    },
+    freedBelow(nonce) {
+      const low = lowest(freed);
+      return low < nonce ? low : undefined;
     },
     state: () => ({
       mined,

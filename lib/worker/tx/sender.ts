@@ -15,20 +15,22 @@ import type { Abi, Address, Chain, Hash, Hex, LocalAccount, PublicClient } from 
 import { systemClock, type Clock } from '../../clock.ts';
 import { OutOfRangeError } from '../../errors.ts';
 import { DeliveryError, TransactionError } from '../errors.ts';
-import { broadcast, isKnown } from './broadcast.ts';
 import { basisPoints, bump, cappedFees } from './fees.ts';
 import { trackSlot, type FollowedSlot, type FollowSettings } from './follow.ts';
+import { DEFAULT_REPLACE_AFTER_BLOCKS } from './gaps.ts';
 import { HEAD_POLL_MS } from './heads.ts';
 import { createProcessJournal, type BroadcastFence, type JournalEntry, type TransactionJournal } from './journal.ts';
 import { classify, transactionError } from './node-errors.ts';
-import { firstMined } from './receipts.ts';
+import { inspectSlot, type SlotState } from './inspect.ts';
 import { endResult, settle } from './settle.ts';
 import { signerContext, type Signed, type SignerContext } from './signer.ts';
 import { bySlot, signedOf } from './slots.ts';
-import type { Fees, SendResult, SimulateResult, TransactionRequest } from './types.ts';
+import type { Fees, SendResult, SimulateResult, TransactionRequest, TxEvent } from './types.ts';
 
 export { TransactionError, type TransactionErrorKind } from '../errors.ts';
-export type { SendResult, SimulateResult, TransactionRequest } from './types.ts';
+export type { SendResult, SimulateResult, TransactionRequest, TxEvent } from './types.ts';
+export type { SlotState } from './inspect.ts';
+export { DEFAULT_REPLACE_AFTER_BLOCKS } from './gaps.ts';
 
 export interface TransactionSenderOptions {
   publicClient: PublicClient;
@@ -41,7 +43,12 @@ export interface TransactionSenderOptions {
   clock?: Clock;
   /** Gas limit = estimate * (100 + margin) / 100. Default 20. */
   gasMarginPercent?: number;
-  /** A transaction not mined this long after it was sent is replaced with bumped fees. Default 60 000. */
+  /**
+   * A transaction not mined this many heads after it was sent is replaced with bumped fees
+   * (docs/delivery.md#gaps). Default 3.
+   */
+  replaceAfterBlocks?: number;
+  /** A transaction not mined this long after it was sent is replaced too (whichever comes first). Default 60 000. */
   replaceAfterMs?: number;
   /** Each replacement raises both fees by this much (nodes require at least 10). Default 12.5. */
   feeBumpPercent?: number;
@@ -65,6 +72,8 @@ export interface TransactionSenderOptions {
   timeoutMs?: number;
   /** Custom errors to decode revert reasons with (e.g. the ISM's and recipient's ABIs). */
   errorAbi?: Abi;
+  /** Told of every broadcast, replacement, re-broadcast and gap (docs/delivery.md#gaps), for logs and metrics. */
+  onEvent?: (e: TxEvent) => void;
   /** Told what happened to a transaction the sender follows on its own (one found in the journal). */
   onRecovered?: (nonce: number, outcome: 'mined' | 'dropped' | 'failed', detail: string) => void;
 }
@@ -86,12 +95,6 @@ export interface SendOptions {
   settledByRecord?: boolean;
 }
 
-/** Where a journaled slot of another signer stands (`inspect`). */
-export type SlotState =
-  | { state: 'mined'; hash: Hash; status: 'success' | 'reverted' }
-  | { state: 'dropped' }
-  | { state: 'open'; nonce: number; hash: Hash };
-
 export interface TransactionSender {
   /** The signer's address, lower-case. */
   readonly signer: Address;
@@ -112,6 +115,8 @@ export interface TransactionSender {
    * reporting nothing; the slots stay open in the journal for the next start.
    */
   recover(signal?: AbortSignal): Promise<number>;
+  /** The lowest nonce this process follows and how long since it was first sent (a metric); undefined: none. */
+  lowestOpen(): { nonce: number; ageMs: number } | undefined;
 }
 
 export function createTransactionSender(opts: TransactionSenderOptions): TransactionSender {
@@ -126,12 +131,22 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
     bumpPercent,
     gasPriceCap: opts.gasPriceCap,
     replaceAfterMs: opts.replaceAfterMs ?? 60_000,
+    replaceAfterBlocks: opts.replaceAfterBlocks ?? DEFAULT_REPLACE_AFTER_BLOCKS,
     confirmations: BigInt(Math.max(1, opts.confirmations ?? 1)),
     pollMs: opts.pollMs ?? 1_000,
     headPollMs: opts.headPollMs ?? HEAD_POLL_MS,
     timeoutMs: opts.timeoutMs ?? 600_000,
   };
-  const c = signerContext({ publicClient, account, chain: opts.chain ?? publicClient.chain, journal, clock, errorAbi });
+  const c = signerContext({
+    publicClient,
+    account,
+    chain: opts.chain ?? publicClient.chain,
+    journal,
+    clock,
+    errorAbi,
+    onEvent: opts.onEvent,
+  });
+  let open: Map<number, number> | undefined;
 
   async function simulate(req: TransactionRequest): Promise<SimulateResult> {
     let estimate: bigint;
@@ -153,7 +168,7 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
     gas: bigint,
     fees: Fees,
     owner: SendOptions['owner'],
-  ): Promise<{ t: Signed; hash: Hash }> {
+  ): Promise<{ t: Signed; hash: Hash; raw: Hex }> {
     const nonces = await c.book();
     for (let attempt = 0; ; attempt++) {
       const t: Signed = { nonce: nonces.take(), req, gas, fees };
@@ -169,7 +184,10 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
         }
         if (sent.outcome === 'unrecorded')
           throw new DeliveryError('stopped', 'lease lost before the broadcast: nothing sent');
-        if (sent.outcome === 'sent' || sent.outcome === 'unknown') return { t, hash: sent.hash };
+        if (sent.outcome === 'sent' || sent.outcome === 'unknown') {
+          await c.emit({ kind: 'broadcast', nonce: t.nonce, hash: sent.hash, ...fees, messageId: owner?.messageId });
+          return { t, hash: sent.hash, raw: sent.raw };
+        }
       } catch (err) {
         // Nothing went out under this nonce: the next send takes it.
         nonces.free(t.nonce);
@@ -195,8 +213,10 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
   /** Follows `slot` to its end and records that end once (however many join the follow). */
   async function followed(slot: FollowedSlot, o: FollowOptions): Promise<SendResult> {
     const where = { chainId: await c.chainId(), signer: c.address, nonce: slot.t.nonce };
+    open = (await c.shared()).openSince;
     const end = await c.followOnce(slot.t.nonce, async () => {
-      const ended = await trackSlot(c, settings, slot, o.onWait);
+      open?.set(slot.t.nonce, o.firstSentAt ?? slot.sentAt);
+      const ended = await trackSlot(c, settings, slot, o.onWait).finally(() => open?.delete(slot.t.nonce));
       await settle(where, ended, {
         journal,
         book: await c.book(),
@@ -213,10 +233,10 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
     if (opts.maxGas !== undefined && gas > opts.maxGas)
       throw new DeliveryError('gas', `gas limit ${gas} exceeds transactionGasLimit ${opts.maxGas}: nothing sent`);
     const fees = await cappedFees(publicClient, c.chain, opts.gasPriceCap, errorAbi);
-    const { t, hash } = await first(req, gas, fees, sendOpts.owner);
+    const { t, hash, raw } = await first(req, gas, fees, sendOpts.owner);
     const messageId = sendOpts.owner?.messageId;
     return followed(
-      { t, hashes: [hash], messageId: messageId ?? hash, sentAt: clock.now() },
+      { t, hashes: [hash], raw, messageId: messageId ?? hash, sentAt: clock.now() },
       { onWait: sendOpts.onWait, messageId, settledByRecord: sendOpts.settledByRecord },
     );
   }
@@ -233,34 +253,12 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
     // A send without a message was journaled under its first hash: it has no gas book.
     const messageId = newest.messageId === entries[0].hash ? undefined : newest.messageId;
     return followed(
-      { t, hashes, messageId: newest.messageId, sentAt: Math.min(clock.now(), newest.sentAt) },
-      { ...followOpts, messageId },
+      { t, hashes, raw: newest.raw as Hex, messageId: newest.messageId, sentAt: Math.min(clock.now(), newest.sentAt) },
+      { ...followOpts, messageId, firstSentAt: Math.min(clock.now(), entries[0].sentAt) },
     );
   }
 
-  async function inspect(entries: readonly JournalEntry[]): Promise<SlotState> {
-    const hashes = entries.map((e) => e.hash as Hash).reverse();
-    const newest = entries[entries.length - 1];
-    const slot = { chainId: newest.chainId, signer: newest.signer, nonce: newest.nonce };
-    const mined = await firstMined(publicClient, hashes);
-    if (mined) {
-      const entry = entries.find((e) => e.hash === mined.transactionHash.toLowerCase());
-      const { gas, fees } = signedOf(entry ?? newest);
-      const messageId = entry && entry.messageId !== entries[0].hash ? entry.messageId : undefined;
-      const end = { kind: 'mined', receipt: mined, signed: { gas, maxFeePerGas: fees.maxFeePerGas } } as const;
-      await settle(slot, end, { journal, messageId });
-      return { state: 'mined', hash: mined.transactionHash, status: mined.status };
-    }
-    const used = await publicClient.getTransactionCount({ address: slot.signer as Address, blockTag: 'latest' });
-    if (used > slot.nonce && !(await firstMined(publicClient, hashes))) {
-      await settle(slot, { kind: 'dropped' }, { journal });
-      return { state: 'dropped' };
-    }
-    // It may still land: its newest is given to the node again (a dropped one comes back).
-    if ((await isKnown(publicClient, newest.hash as Hash)) === false)
-      await broadcast(publicClient, newest.raw as Hex, newest.hash as Hash);
-    return { state: 'open', nonce: slot.nonce, hash: newest.hash as Hash };
-  }
+  const inspect = (entries: readonly JournalEntry[]) => inspectSlot(publicClient, journal, entries);
 
   async function recover(signal?: AbortSignal): Promise<number> {
     const open = await journal.openBroadcasts({ chainId: await c.chainId(), signer: c.address });
@@ -282,10 +280,19 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
     return slots.length;
   }
 
-  return { signer: c.address, simulate, send, follow, inspect, recover };
+  function lowestOpen(): { nonce: number; ageMs: number } | undefined {
+    let low: { nonce: number; ageMs: number } | undefined;
+    for (const [nonce, since] of open ?? [])
+      if (!low || nonce < low.nonce) low = { nonce, ageMs: Math.max(0, clock.now() - since) };
+    return low;
+  }
+
+  return { signer: c.address, simulate, send, follow, inspect, recover, lowestOpen };
 }
 
 interface FollowOptions extends Pick<SendOptions, 'onWait' | 'settledByRecord'> {
   /** The message whose gas book a mined failure is written to; undefined for a send without one. */
   messageId?: string;
+  /** When the slot's first transaction was sent (its age), if before the newest. */
+  firstSentAt?: number;
 }

@@ -20,7 +20,8 @@ import type { Broadcast, BroadcastFence, TransactionJournal } from './journal.ts
 import { classify, transactionError } from './node-errors.ts';
 import { createNonceBook, type NonceBook } from './nonces.ts';
 import { perClient } from './per-client.ts';
-import type { Fees, TransactionRequest } from './types.ts';
+import type { HeadView } from './gaps.ts';
+import type { Fees, TransactionRequest, TxEvent } from './types.ts';
 
 /** A transaction of a slot as its signer knows it: enough to sign it again with other fees. */
 export interface Signed {
@@ -33,11 +34,23 @@ export interface Signed {
 interface Shared {
   book: Promise<NonceBook> | undefined;
   following: Map<number, Promise<unknown>>;
+  /** When each followed nonce was first sent (ms): the age of the lowest is a metric. */
+  openSince: Map<number, number>;
+  /** Nonces whose transactions the node lost, being healed (docs/delivery.md#gaps). */
+  missing: Set<number>;
+  /** The node's state at the last head asked for, shared by every slot of the signer. */
+  view: { head: bigint; promise: Promise<HeadView> } | undefined;
 }
 const registry = perClient<string, Shared>();
 
 function sharedState(client: object, key: string): Shared {
-  return registry(client, key, () => ({ book: undefined, following: new Map() }));
+  return registry(client, key, () => ({
+    book: undefined,
+    following: new Map(),
+    openSince: new Map(),
+    missing: new Set(),
+    view: undefined,
+  }));
 }
 
 export interface SignerContext {
@@ -67,7 +80,15 @@ export interface SignerContext {
     t: Signed,
     messageId: string | undefined,
     fence?: BroadcastFence,
-  ): Promise<{ hash: Hash; outcome: BroadcastOutcome | 'unrecorded' }>;
+  ): Promise<{ hash: Hash; raw: Hex; outcome: BroadcastOutcome | 'unrecorded' }>;
+  /** `t` signed and broadcast without a journal record (a self-transfer filling a gap delivers no message). */
+  unjournaled(t: Signed): Promise<{ hash: Hash; raw: Hex; outcome: BroadcastOutcome }>;
+  /** The node's state for this signer at `head` (asked once per head, whatever the number of slots). */
+  headView(head: bigint): Promise<HeadView>;
+  /** This signer's state shared by its slots in this process. */
+  shared(): Promise<Shared>;
+  /** Tells the embedder (logs, metrics) what was done. */
+  emit(e: Omit<TxEvent, 'chainId' | 'signer'>): Promise<void>;
   /** Joins the follower of `nonce` in this process, or starts it with `start`. */
   followOnce<T>(nonce: number, start: () => Promise<T>): Promise<T>;
 }
@@ -79,8 +100,9 @@ export function signerContext(o: {
   journal: TransactionJournal;
   clock: Clock;
   errorAbi: Abi | undefined;
+  onEvent?: (e: TxEvent) => void;
 }): SignerContext {
-  const { publicClient, account, journal, errorAbi } = o;
+  const { publicClient, account, journal, errorAbi, onEvent } = o;
   const address = account.address.toLowerCase() as Address;
   let id: Promise<number> | undefined;
   const chainId = () => {
@@ -152,10 +174,32 @@ export function signerContext(o: {
     async journaled(t, messageId, fence) {
       const signed = await sign(t);
       if (!(await journal.recordBroadcast(await entry(t, messageId ?? signed.hash, signed), fence)))
-        return { hash: signed.hash, outcome: 'unrecorded' };
+        return { ...signed, outcome: 'unrecorded' };
       const outcome = await broadcast(publicClient, signed.raw, signed.hash);
       if (outcome !== 'sent' && outcome !== 'unknown') await journal.forgetBroadcast(signed.hash);
-      return { hash: signed.hash, outcome };
+      return { ...signed, outcome };
+    },
+    async unjournaled(t) {
+      const signed = await sign(t);
+      return { ...signed, outcome: await broadcast(publicClient, signed.raw, signed.hash) };
+    },
+    async headView(head) {
+      const s = await shared();
+      if (s.view?.head === head) return s.view.promise;
+      const promise = Promise.all([
+        count('latest'),
+        count('pending'),
+        publicClient.getBlock({ blockNumber: head }).then((b) => b.baseFeePerGas ?? undefined),
+      ]).then(([mined, pending, baseFee]) => ({ head, mined, pending, baseFee }));
+      s.view = { head, promise };
+      promise.catch(() => {
+        if (s.view?.promise === promise) s.view = undefined;
+      });
+      return promise;
+    },
+    shared,
+    async emit(e) {
+      onEvent?.({ ...e, chainId: await chainId(), signer: address });
     },
     async followOnce<T>(nonce: number, start: () => Promise<T>): Promise<T> {
       const s = await shared();

@@ -31,3 +31,24 @@ export interface SendResult {
   /** The nonce it was sent under. */
   nonce: number;
 }
+
+/**
+ * What the sender did or found on the chain (docs/delivery.md#gaps), for logs and metrics: every
+ * broadcast of a new transaction, every replacement, every re-broadcast of bytes the node lost,
+ * and every gap (a nonce the chain waits on that the node holds nothing for).
+ */
+export interface TxEvent {
+  kind: 'broadcast' | 'replacement' | 'rebroadcast' | 'gap' | 'fill';
+  chainId: number;
+  /** Lower-case. */
+  signer: string;
+  nonce: number;
+  /** The transaction concerned (none for a gap found). */
+  hash?: Hash;
+  maxFeePerGas?: bigint;
+  maxPriorityFeePerGas?: bigint;
+  /** The message its transactions deliver (none for a self-transfer filling a gap). */
+  messageId?: string;
+  /** Why: the rule that replaced it (`below-base-fee`, `blocks`, `time`), what the gap is. */
+  reason?: string;
+}

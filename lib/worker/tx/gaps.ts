@@ -1,0 +1,82 @@
+/**
+ * What a followed slot does at a new head (docs/delivery.md#gaps), decided from the node's state
+ * read once per head and signer (`HeadView`) and what the process knows of the slot: a pure
+ * function, so the rules are checked on their own (test/unit/worker-gaps.test.ts).
+ *
+ * - The nonce is below the chain's mined count and none of the slot's transactions is mined: the
+ *   nonce went to another transaction (`used`).
+ * - The chain expects this nonce next and the node holds none of the slot's transactions: the
+ *   newest is given to the node again as it was signed (`rebroadcast`; if the node refuses it, the
+ *   caller replaces it).
+ * - A nonce below is free (its broadcast certainly failed; nothing that may land holds it): it is
+ *   filled (`fill`), else every later transaction waits behind it for ever.
+ * - Behind a gap (a nonce below that the node's pool does not hold): nothing is replaced; fees
+ *   bought there buy nothing until the gap is filled.
+ * - Otherwise a transaction whose maxFeePerGas is below the head's base fee is replaced at once
+ *   (unless the base fee is above gasPriceCap: then it waits, as a first send does); one not
+ *   mined `replaceAfterBlocks` heads after it was sent, or `replaceAfterMs` after, is replaced.
+ */
+
+/**
+ * Default `replaceAfterBlocks`: a transaction that pays at least the base fee and is in none of the
+ * next 3 blocks is being outbid on its tip (or the node lost it): one block can be missed because
+ * it was built before the transaction arrived, a second because it was full; a third is a pattern.
+ * 3 blocks is 36 s on Ethereum, 6 s on a 2 s L2; each replacement raises the fees by
+ * feeBumpPercent within min(3 × the node's suggestion, gasPriceCap) (docs/delivery.md#gaps).
+ */
+export const DEFAULT_REPLACE_AFTER_BLOCKS = 3;
+
+/** The node's state for one signer at one head. */
+export interface HeadView {
+  head: bigint;
+  /** `eth_getTransactionCount(latest)`: the nonce the chain expects next. */
+  mined: number;
+  /** `eth_getTransactionCount(pending)`: on geth the mined count plus the pool's run without a gap. */
+  pending: number;
+  /** The head's base fee (undefined before EIP-1559, or when the node did not say). */
+  baseFee: bigint | undefined;
+}
+
+export interface SlotLook {
+  nonce: number;
+  /** The newest transaction's maxFeePerGas. */
+  maxFeePerGas: bigint;
+  /** Whether the node holds one of the slot's transactions; asked only when the chain expects the nonce. */
+  known?: boolean;
+  /** Heads seen since the newest was sent. */
+  blocksSince: bigint;
+  /** Milliseconds since the newest was sent. */
+  msSince: number;
+  /** The lowest free nonce below this one in the nonce book, if any. */
+  freedBelow?: number;
+  /** A nonce below this one whose transactions the node is known to have lost (being healed). */
+  missingBelow: boolean;
+}
+
+export interface ReplaceRules {
+  replaceAfterBlocks: number;
+  replaceAfterMs: number;
+  gasPriceCap?: bigint;
+}
+
+export type Move =
+  | { do: 'wait'; why?: 'behind-gap' | 'above-cap' }
+  | { do: 'used' }
+  | { do: 'rebroadcast' }
+  | { do: 'fill'; nonce: number }
+  | { do: 'replace'; why: 'below-base-fee' | 'blocks' | 'time' };
+
+export function nextMove(look: SlotLook, view: HeadView, rules: ReplaceRules): Move {
+  if (view.mined > look.nonce) return { do: 'used' };
+  if (look.freedBelow !== undefined && look.freedBelow >= view.mined) return { do: 'fill', nonce: look.freedBelow };
+  if (look.nonce === view.mined) {
+    if (look.known === false) return { do: 'rebroadcast' };
+  } else if (look.missingBelow || view.pending <= look.nonce) return { do: 'wait', why: 'behind-gap' };
+  if (view.baseFee !== undefined && look.maxFeePerGas < view.baseFee) {
+    if (rules.gasPriceCap !== undefined && view.baseFee > rules.gasPriceCap) return { do: 'wait', why: 'above-cap' };
+    return { do: 'replace', why: 'below-base-fee' };
+  }
+  if (look.blocksSince >= BigInt(rules.replaceAfterBlocks)) return { do: 'replace', why: 'blocks' };
+  if (look.msSince >= rules.replaceAfterMs) return { do: 'replace', why: 'time' };
+  return { do: 'wait' };
+}
