@@ -14,16 +14,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, test } from 'node:test';
-import {
-  decodeFunctionData,
-  keccak256,
-  parseTransaction,
-  recoverTransactionAddress,
-  type Address,
-  type Hash,
-  type Hex,
-  type TransactionSerialized,
-} from 'viem';
+import type { Address, Hash, Hex } from 'viem';
 import { privateKeyToAddress } from 'viem/accounts';
 import type { OutboxMessage } from '../../lib/outbox/index.ts';
 import { openSqliteStore, type OpenSqliteStoreOptions, type SqliteStore } from '../../lib/sqlite/index.ts';
@@ -41,6 +32,7 @@ import {
   type WorkerBench,
 } from '../helpers/chain/worker-chain.ts';
 import { processTransactions } from '../helpers/chain/hyperlane.ts';
+import { judge, poolOf as pool, sends as signedSends } from '../helpers/chain/judge.ts';
 
 let bench: WorkerBench;
 let proxy: LyingRpc;
@@ -75,69 +67,9 @@ function config(db: string, worker: Record<string, unknown>): string {
   );
 }
 
-/** Each signed transaction of `signer` that reached the node: the message it delivers, its nonce and hash. */
-async function sends(signer: Address): Promise<{ id: string; nonce: number; hash: Hash }[]> {
-  const out: { id: string; nonce: number; hash: Hash }[] = [];
-  for (const raw of proxy.forwarded()) {
-    const from = await recoverTransactionAddress({ serializedTransaction: raw as TransactionSerialized });
-    if (from.toLowerCase() !== signer.toLowerCase()) continue;
-    const tx = parseTransaction(raw);
-    const { args } = decodeFunctionData({ abi: MAILBOX_ABI, data: tx.data as Hex });
-    out.push({ id: keccak256(args?.[1] as Hex), nonce: tx.nonce ?? -1, hash: keccak256(raw) });
-  }
-  return out;
-}
-
-async function poolOf(address: Address): Promise<Record<string, { hash: string; maxFeePerGas: string }>> {
-  const content = (await bench.chain.rpc('txpool_content')) as {
-    pending: Record<string, Record<string, { hash: string; maxFeePerGas: string }>>;
-    queued: Record<string, Record<string, { hash: string; maxFeePerGas: string }>>;
-  };
-  const of = (group: typeof content.pending) =>
-    Object.entries(group).find(([from]) => from.toLowerCase() === address.toLowerCase())?.[1] ?? {};
-  return { ...of(content.queued), ...of(content.pending) };
-}
-
+const sends = (signer: Address) => signedSends(proxy, signer);
+const poolOf = (address: Address) => pool(bench, address);
 const deliveries = (id: string): Promise<Hash[]> => processTransactions(bench.chain, bench.destination.mailbox, id);
-
-/**
- * The chain's judgement: every message delivered once and recorded with that transaction; every
- * transaction of the signer that reached the node carries one of these messages, each message
- * under one nonce; none of them reverted; the signer used exactly one nonce per message, with
- * nothing left in its pool and no open slot in the journal.
- */
-async function judge(store: SqliteStore, messages: readonly OutboxMessage[], signer: Address): Promise<void> {
-  const sent = await sends(signer);
-  const byId = new Map<string, Set<number>>();
-  for (const s of sent) byId.set(s.id, (byId.get(s.id) ?? new Set()).add(s.nonce));
-  for (const m of messages) {
-    const record = await store.outbox.get(m.id);
-    const onChain = await deliveries(m.id);
-    assert.equal(onChain.length, 1, `${m.id} delivered once on chain`);
-    assert.equal(record?.status, 'delivered');
-    assert.equal(record?.destinationTxHash, onChain[0], 'recorded with the transaction that delivered it');
-    assert.deepEqual(
-      [...(byId.get(m.id) ?? [])].length,
-      1,
-      `${m.id} sent under one nonce: ${[...(byId.get(m.id) ?? [])]}`,
-    );
-  }
-  for (const s of sent) {
-    const receipt = await bench.chain.publicClient.getTransactionReceipt({ hash: s.hash }).catch(() => undefined);
-    if (receipt) assert.equal(receipt.status, 'success', `no reverted transaction (${s.hash})`);
-  }
-  assert.equal(
-    await bench.chain.publicClient.getTransactionCount({ address: signer }),
-    messages.length,
-    'one nonce per message, none skipped',
-  );
-  assert.deepEqual(await poolOf(signer), {}, 'the pool is empty');
-  assert.deepEqual(
-    await store.outbox.openBroadcasts({ chainId: bench.anvil.chainId, signer: signer.toLowerCase() }),
-    [],
-    'the journal is settled',
-  );
-}
 
 interface Scenario {
   store: SqliteStore;
@@ -163,7 +95,7 @@ async function scenario(
   if (holdMining) await bench.chain.setAutomine(false);
   try {
     await run(s);
-    await judge(store, s.messages, s.signer);
+    assert.deepEqual(await judge(bench, proxy, store, s.messages, s.signer), [], 'no gap to fill');
   } finally {
     await bench.chain.setAutomine(true);
     await store.close();
@@ -214,7 +146,7 @@ describe('e2e: the worker against a lying node and a killed worker (the chain is
     // A transaction is dropped while later ones wait, then a send is answered "nonce too low".
     await scenario('dropped.db', 3, 4, true, async (s) => {
       await s.store.outbox.enqueue(s.messages.slice(0, 3));
-      const worker = await inProcess(s, 3, { concurrency: 4, replaceAfterSeconds: 1 });
+      const worker = await inProcess(s, 3, { concurrency: 4 });
       try {
         await until(async () => Object.keys(await poolOf(s.signer)).length === 3, 'three transactions in the pool');
         await bench.chain.rpc('anvil_dropTransaction', [(await poolOf(s.signer))['0'].hash]);

@@ -7,6 +7,8 @@
  * - `cut`: forwarded, then the connection is destroyed before any answer;
  * - `refuse`: not forwarded; answered with a JSON-RPC error (the node refused it);
  * - `nonce-too-low`: not forwarded; answered "nonce too low" (a stale or wrong node).
+ * `refuseNonce(n)` refuses (as `refuse`) the next send at nonce `n`, whatever the queue holds: a
+ * refusal below sends that go through, as concurrent sends meet it.
  * Every signed transaction that reached anvil is kept (`forwarded()`), to judge the worker by.
  *
  * The pending count (`eth_getTransactionCount` at `pending`) is answered as geth does: the mined
@@ -15,7 +17,7 @@
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Hex } from 'viem';
+import { parseTransaction, type Hex } from 'viem';
 import { readBody, type RpcCall as Call } from './rpc-proxy.ts';
 
 export type SendFault = 'already-known' | 'cut' | 'refuse' | 'nonce-too-low';
@@ -24,7 +26,9 @@ export interface LyingRpc {
   url: string;
   /** Queues faults for the next sends, in order. */
   fault(...faults: SendFault[]): void;
-  /** Faults queued and not yet applied. */
+  /** Refuses the next send at `nonce` (not forwarded), ahead of the queued faults. */
+  refuseNonce(nonce: number): void;
+  /** Faults queued and not yet applied (refusals by nonce included). */
   pendingFaults(): number;
   /** The signed transactions forwarded to anvil, in order. */
   forwarded(): Hex[];
@@ -33,6 +37,7 @@ export interface LyingRpc {
 
 export async function startLyingRpc(target: string): Promise<LyingRpc> {
   const faults: SendFault[] = [];
+  const refuseAt = new Set<number>();
   const forwarded: Hex[] = [];
   const forward = async (body: string) => {
     const upstream = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
@@ -77,7 +82,8 @@ export async function startLyingRpc(target: string): Promise<LyingRpc> {
         return;
       }
       const raw = call.params?.[0] as Hex;
-      const fault = faults.shift();
+      const nonce = parseTransaction(raw).nonce ?? -1;
+      const fault = refuseAt.delete(nonce) ? 'refuse' : faults.shift();
       const error = (message: string, code = -32000) =>
         res
           .writeHead(200, { 'content-type': 'application/json' })
@@ -98,7 +104,8 @@ export async function startLyingRpc(target: string): Promise<LyingRpc> {
   return {
     url: `http://127.0.0.1:${port}`,
     fault: (...more) => void faults.push(...more),
-    pendingFaults: () => faults.length,
+    refuseNonce: (nonce) => void refuseAt.add(nonce),
+    pendingFaults: () => faults.length + refuseAt.size,
     forwarded: () => [...forwarded],
     close: () =>
       new Promise((resolve) => {

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { encodeFunctionData, pad, toHex, type Address, type Hash, type Hex } from 'viem';
 import type { OutboxMessage } from '../../../lib/outbox/index.ts';
 import type { DeliveryOutbox, DeliveryWorker } from '../../../lib/worker/index.ts';
+import type { Logger } from '../../../lib/log.ts';
 import { parseHyperlaneMessage } from '../../../lib/message.ts';
 import { hexToBytes } from '../../../lib/hex.ts';
 import { ANVIL_DEV_KEYS, startAnvil, type Anvil } from './anvil.ts';
@@ -221,7 +222,7 @@ const inProcess = new Set<InProcessWorker>();
 export async function startInProcessWorker(
   configPath: string,
   outbox: DeliveryOutbox,
-  options: { keyIndex?: number } = {},
+  options: { keyIndex?: number; logger?: Logger } = {},
 ): Promise<InProcessWorker> {
   // Loaded on first use: the demo and the files that only spawn workers do not need them.
   const [{ parseConfig }, { createRelayerWorker }] = await Promise.all([
@@ -229,7 +230,12 @@ export async function startInProcessWorker(
     import('../../../lib/worker/index.ts'),
   ]);
   const config = parseConfig(JSON.parse(readFileSync(configPath, 'utf8')));
-  const relayer = await createRelayerWorker({ config, outbox, signerKey: devKey(options.keyIndex ?? 1) });
+  const relayer = await createRelayerWorker({
+    config,
+    outbox,
+    signerKey: devKey(options.keyIndex ?? 1),
+    logger: options.logger,
+  });
   const running = relayer.worker.run();
   const started: InProcessWorker = {
     worker: relayer.worker,
