@@ -15,6 +15,7 @@ import './lib/node-version.ts';
 import { isHexOfLength } from '../lib/hex.ts';
 import { LOG_LEVELS, type Logger } from '../lib/log.ts';
 import { redactDatabaseUrl, redactUrls } from '../lib/redact.ts';
+import { effectivePolicies, unstatedPolicy } from '../lib/stated-policy.ts';
 import type { RelayerConfig } from '../lib/types.ts';
 import { CommandLineError, readCommandLine } from './lib/command-line.ts';
 import { cliFail, runCommand, shutDownOnce } from './lib/lifecycle.ts';
@@ -44,7 +45,10 @@ Commands:
 Options:
   --config FILE       the relayer-server's JSON configuration: chains (RPC URLs, Mailboxes),
                       relayChains (the destinations this worker delivers to) and the "worker"
-                      section. Without it the built-in default is used.
+                      section. Without it the built-in default is used. It must state
+                      gasPaymentEnforcement and, for every relay chain,
+                      transactionOverrides.gasPriceCap ("none" and [{"type": "none"}] opt out):
+                      without them the worker does not start (exit 2)
   --db FILE|URL       the relayer-server's database: its SQLite file or postgres://…
                       (needs the pg package). Default: env RELAYER_DB, then the config's db
   --host HOST         address of /metrics and /ready (default 127.0.0.1; config worker.host)
@@ -59,7 +63,7 @@ Environment:
 
 Exit codes: 0 after a clean stop (SIGINT/SIGTERM: messages not yet sent are released, sent
 ones are followed to their receipt for up to worker.stopGraceSeconds), 2 for bad flags, an
-invalid config or a missing key, 1 when it cannot start (database, viem not installed, port).
+invalid config, an unstated gas policy or fee ceiling, or a missing key, 1 when it cannot start (database, viem not installed, port).
 `;
 
 const PROGRAM = 'relayer-worker';
@@ -216,6 +220,9 @@ async function main(): Promise<void> {
     return;
   }
 
+  // No silent unsafe default (docs/configuration.md#stated-gas-policy): one line per missing key.
+  const unstated = unstatedPolicy(config);
+  if (unstated.length > 0) fail(2, unstated.join(`\n${PROGRAM}: `));
   // Read once and removed from the environment: nothing this process starts inherits it.
   const signerKey = process.env.RELAYER_SIGNER_KEY;
   delete process.env.RELAYER_SIGNER_KEY;
@@ -270,6 +277,7 @@ async function main(): Promise<void> {
   logger.info('started', {
     signer: relayer.address,
     destinations: [...relayer.destinations.values()].map((d) => d.name),
+    policy: effectivePolicies(config),
     db: redactDatabaseUrl(config.db),
     concurrency: config.worker.concurrency,
   });

@@ -70,7 +70,10 @@ function parseIndex(value: unknown, key: string): { chunk?: number } {
 function parseTransactionOverrides(value: unknown, key: string): TransactionOverrides {
   const obj = object(value, key, ['gasPriceCap']);
   const overrides: TransactionOverrides = {};
-  if (obj.gasPriceCap !== undefined) overrides.gasPriceCap = uint256(obj.gasPriceCap, join(key, 'gasPriceCap'), 1n);
+  // "none": no ceiling, stated (docs/configuration.md#stated-gas-policy).
+  if (obj.gasPriceCap === 'none') overrides.gasPriceCap = null;
+  else if (obj.gasPriceCap !== undefined)
+    overrides.gasPriceCap = uint256(obj.gasPriceCap, join(key, 'gasPriceCap'), 1n);
   return overrides;
 }
 /** Hyperlane chain-metadata keys accepted for copy-paste convenience, checked, then dropped. */

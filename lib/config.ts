@@ -9,9 +9,10 @@
 import { parseAddressBlock } from './cidr.ts';
 import { builtinChains, parseChains, parseRelayChains } from './config-chains.ts';
 import { ConfigError } from './errors.ts';
-import { array, integer, join, nonEmptyString, object, string, uint256, type Obj } from './fields.ts';
+import { array, integer, join, nonEmptyString, object, string, type Obj } from './fields.ts';
 import { parseGasPaymentEnforcement } from './gas-policy.ts';
 import { parseAddressList, parseMatchingList } from './policy.ts';
+import { parseTransactionGasLimit } from './stated-policy.ts';
 import type { RelayApiConfig, RelayerConfig, ServerConfig, WorkerConfig } from './types.ts';
 
 export const DEFAULTS: {
@@ -281,14 +282,11 @@ export function parseConfig(input: unknown): RelayerConfig {
     relayApi: parseRelayApi(root.relayApi, 'relayApi'),
     server: parseServer(root.server, 'server'),
     worker: parseWorker(root.worker, 'worker'),
-    gasPaymentEnforcement:
-      root.gasPaymentEnforcement === undefined
-        ? []
-        : parseGasPaymentEnforcement(root.gasPaymentEnforcement, 'gasPaymentEnforcement'),
-    transactionGasLimit:
-      root.transactionGasLimit === undefined || root.transactionGasLimit === null
-        ? null
-        : uint256(root.transactionGasLimit, 'transactionGasLimit', 1n),
+    // Absent stays absent: a worker refuses to start without it (docs/configuration.md#stated-gas-policy).
+    ...(root.gasPaymentEnforcement !== undefined && {
+      gasPaymentEnforcement: parseGasPaymentEnforcement(root.gasPaymentEnforcement, 'gasPaymentEnforcement'),
+    }),
+    transactionGasLimit: parseTransactionGasLimit(root.transactionGasLimit, 'transactionGasLimit'),
     db: root.db === undefined ? DEFAULTS.db : nonEmptyString(root.db, 'db'),
   };
 }

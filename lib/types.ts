@@ -46,8 +46,11 @@ export interface ChainConfig {
 
 /** `chains.NAME.transactionOverrides` (Hyperlane's key names). */
 export interface TransactionOverrides {
-  /** No transaction is signed with `maxFeePerGas` (or `gasPrice`) above this many wei. */
-  gasPriceCap?: bigint;
+  /**
+   * No transaction is signed with `maxFeePerGas` (or `gasPrice`) above this many wei; null: no
+   * ceiling, stated (`"none"`). A worker refuses to start without it (docs/configuration.md#stated-gas-policy).
+   */
+  gasPriceCap?: bigint | null;
 }
 
 export interface RateLimitConfig {
@@ -151,10 +154,11 @@ export interface RelayerConfig {
   worker: WorkerConfig;
   /**
    * Who pays for delivery gas (docs/delivery.md#gas-payment-enforcement): the first entry whose
-   * matching list matches decides. Absent or empty: no payment needed.
+   * matching list matches decides. Absent or empty: a worker refuses to start
+   * (docs/configuration.md#stated-gas-policy); the server then shows every message as payable.
    */
   gasPaymentEnforcement?: GasPaymentEnforcement[];
-  /** No `process` transaction above this much gas; null or absent: no limit. */
+  /** No `process` transaction above this much gas; absent: 3 000 000; null: no limit (`"none"`). */
   transactionGasLimit?: bigint | null;
   /** SQLite file path or ":memory:". */
   db: string;

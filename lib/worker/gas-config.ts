@@ -6,6 +6,7 @@
 import { createPublicClient, fallback, http, TransactionReceiptNotFoundError, type Hex } from 'viem';
 import { InvalidArgumentError } from '../errors.ts';
 import type { GasBookStore, GasPaymentStore } from '../gas-payment.ts';
+import { effectiveTransactionGasLimit } from '../stated-policy.ts';
 import type { RelayerConfig } from '../types.ts';
 import { createGasGate, type OriginLog, type PaymentOrigin } from './gas-gate.ts';
 import type { DeliveryOutbox, DeliveryPolicy } from './types.ts';
@@ -62,14 +63,18 @@ function paymentOrigins(config: RelayerConfig, timeoutMs: number): Map<number, P
   return origins;
 }
 
-/** The loop's policy for `config`; undefined when it enforces nothing (no payment policy, no gas limit). */
+/**
+ * The loop's policy for `config`; undefined when it enforces nothing (no payment policy, and
+ * `transactionGasLimit` lifted with "none"). An absent `transactionGasLimit` is the default
+ * (docs/configuration.md#stated-gas-policy).
+ */
 export function relayerGasGate(
   config: RelayerConfig,
   outbox: RelayerWorkerOutbox,
   timeoutMs: number,
 ): DeliveryPolicy | undefined {
   const enforcement = config.gasPaymentEnforcement ?? [];
-  const transactionGasLimit = config.transactionGasLimit ?? null;
+  const transactionGasLimit = effectiveTransactionGasLimit(config);
   const { gasPayments, addGasPayments, setRequiredGas } = outbox;
   if (enforcement.length > 0 && (!gasPayments || !addGasPayments))
     throw new InvalidArgumentError('gasPaymentEnforcement needs an outbox that stores gas payments');

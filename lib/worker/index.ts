@@ -25,6 +25,7 @@ import { redactUrls, urlForLog } from '../redact.ts';
 import { systemClock, type Clock } from '../clock.ts';
 import { ConfigError, InvalidArgumentError } from '../errors.ts';
 import { silentLogger, type Logger } from '../log.ts';
+import { assertStatedPolicy, effectiveTransactionGasLimit, policyOptOuts } from '../stated-policy.ts';
 import type { RelayerConfig } from '../types.ts';
 import type { Resolver } from './ccip/read.ts';
 import { createMailboxDestination } from './destination.ts';
@@ -43,6 +44,14 @@ export { createGasGate, type GasGateOptions, type OriginLog, type PaymentOrigin 
 export type { RelayerWorkerOutbox } from './gas-config.ts';
 export { formatAttemptState, type AttemptState } from './loop/record.ts';
 export { WORKER_DEFAULTS } from './types.ts';
+export {
+  DEFAULT_TRANSACTION_GAS_LIMIT,
+  effectivePolicies,
+  policyOptOuts,
+  unstatedPolicy,
+  UnstatedPolicyError,
+  type DestinationPolicy,
+} from '../stated-policy.ts';
 export type {
   DeliveryEvents,
   DeliveryOutbox,
@@ -184,6 +193,10 @@ export async function createRelayerWorker(options: RelayerWorkerOptions): Promis
   const logger = options.logger ?? silentLogger;
   if (!isPrivateKey(options.signerKey))
     throw new InvalidArgumentError('the signer key must be 0x followed by 64 hex digits');
+  // No silent unsafe default (docs/configuration.md#stated-gas-policy): refused before any
+  // connection, and every explicit opt-out warned at every start.
+  assertStatedPolicy(config);
+  for (const { key, effect } of policyOptOuts(config)) logger.warn('unsafe choice stated', { key, effect });
   const account = privateKeyToAccount(options.signerKey);
   const w = config.worker;
   // Slow gateways never hold every slot: lookups leave their slot after ccipReadHoldSeconds.
@@ -227,8 +240,8 @@ export async function createRelayerWorker(options: RelayerWorkerOptions): Promis
       replaceAfterBlocks: w.replaceAfterBlocks,
       onEvent: signers.onEvent(name),
       confirmations: w.confirmations,
-      gasPriceCap: chain.transactionOverrides?.gasPriceCap,
-      maxGas: config.transactionGasLimit ?? undefined,
+      gasPriceCap: chain.transactionOverrides?.gasPriceCap ?? undefined,
+      maxGas: effectiveTransactionGasLimit(config) ?? undefined,
     });
     signers.watch({ destination: name, signer: account.address.toLowerCase(), lowestOpen: sender.lowestOpen });
     destinations.set(

@@ -110,3 +110,35 @@ export function fileChains(ethereumRpc: string, baseRpc: string | null = ethereu
   }
   return chains;
 }
+
+/**
+ * A worker's stated gas choices for a test that needs none (docs/configuration.md#stated-gas-policy):
+ * `"gasPaymentEnforcement": [{"type": "none"}]` unless the file states a policy, and
+ * `"gasPriceCap": "none"` on every chain whose `transactionOverrides` state no cap. For a config
+ * file's JSON, as an operator writes it; returns a copy.
+ */
+export function noGasGate<T extends Record<string, unknown>>(file: T): T {
+  const chains: Record<string, unknown> = {};
+  for (const [name, chain] of Object.entries((file.chains ?? {}) as Record<string, Record<string, unknown>>)) {
+    const overrides = (chain.transactionOverrides ?? {}) as Record<string, unknown>;
+    chains[name] = { ...chain, transactionOverrides: { gasPriceCap: 'none', ...overrides } };
+  }
+  return {
+    gasPaymentEnforcement: [{ type: 'none' }],
+    ...file,
+    ...(file.chains !== undefined && { chains }),
+  };
+}
+
+/** noGasGate for a parsed RelayerConfig (what an embedder gives createRelayerWorker); returns a copy. */
+export function noGasGateConfig(config: RelayerConfig): RelayerConfig {
+  const chains: RelayerConfig['chains'] = {};
+  for (const [name, chain] of Object.entries(config.chains)) {
+    chains[name] = { ...chain, transactionOverrides: { gasPriceCap: null, ...chain.transactionOverrides } };
+  }
+  return {
+    ...config,
+    gasPaymentEnforcement: config.gasPaymentEnforcement ?? [{ type: 'none', matchingList: [] }],
+    chains,
+  };
+}

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { openSqliteStore } from '../../lib/sqlite/index.ts';
+import { noGasGate } from '../helpers/config.ts';
 import { startFakeRpcServer, type FakeRpcServer } from '../helpers/fake-rpc.ts';
 import { REPO_ROOT, spawnTracked, waitForLine } from '../helpers/processes.ts';
 
@@ -44,16 +45,18 @@ before(async () => {
   config = join(dir, 'relayer.json');
   writeFileSync(
     config,
-    JSON.stringify({
-      chains: {
-        local: {
-          domainId: 1,
-          chainId: CHAIN_ID,
-          mailbox: '0x00000000000000000000000000000000000000a1',
-          rpcUrls: [{ http: rpc.url }],
+    JSON.stringify(
+      noGasGate({
+        chains: {
+          local: {
+            domainId: 1,
+            chainId: CHAIN_ID,
+            mailbox: '0x00000000000000000000000000000000000000a1',
+            rpcUrls: [{ http: rpc.url }],
+          },
         },
-      },
-    }),
+      }),
+    ),
   );
 });
 after(async () => {

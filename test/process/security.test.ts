@@ -85,9 +85,30 @@ describe('start-up warning for a non-loopback bind (SECURITY.md#secrets-and-inte
     assert.equal(JSON.parse(lines[0]).host, '0.0.0.0');
   });
 
+  test('SECURITY.md#hostile-recipients-delivery: a public host without relayApi.clientRateLimit warns once at start', async (t) => {
+    // docs/configuration.md#stated-gas-policy: one client could take the whole POST /relay budget.
+    const output = await startBin(t, ['--host', '0.0.0.0'], { server: { adminToken: ADMIN_TOKEN } });
+    const lines = output
+      .split('\n')
+      .filter((line) => line.includes('"level":"warn"'))
+      .map((line) => JSON.parse(line));
+    assert.deepEqual(
+      lines.map((l) => [l.msg, l.host]),
+      [
+        [
+          'bound to a non-loopback address without relayApi.clientRateLimit: one client can take the whole POST /relay budget',
+          '0.0.0.0',
+        ],
+      ],
+    );
+  });
+
   test('SECURITY.md#secrets-and-internals-in-answers-and-logs: a public host with an admin token, or loopback, warns nothing', async (t) => {
-    // --host 0.0.0.0 with an admin token, and the loopback default without one.
-    const withToken = await startBin(t, ['--host', '0.0.0.0'], { server: { adminToken: ADMIN_TOKEN } });
+    // --host 0.0.0.0 with an admin token and a per-client limit, and the loopback default without either.
+    const withToken = await startBin(t, ['--host', '0.0.0.0'], {
+      server: { adminToken: ADMIN_TOKEN },
+      relayApi: { clientRateLimit: { burst: 10, perMinute: 10 } },
+    });
     assert.equal(warned(withToken).length, 0);
     assert.doesNotMatch(withToken, /"level":"warn"/);
     assert.doesNotMatch(withToken, new RegExp(ADMIN_TOKEN), 'the token itself is never printed');

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +13,7 @@ import { after, before, test } from 'node:test';
 import { openSqliteStore } from '../../lib/sqlite/index.ts';
 import { setTimeout as delay } from 'node:timers/promises';
 import pg from 'pg';
+import { noGasGate } from '../helpers/config.ts';
 import { startFakeRpcServer, type FakeRpcServer } from '../helpers/fake-rpc.ts';
 import { sharedPostgresUrl } from '../helpers/postgres.ts';
 import { spawnTracked, stopProcess, waitForLine } from '../helpers/processes.ts';
@@ -36,17 +37,19 @@ function localConfig(name: string, rpcUrls: string[], chainId = 31337): string {
   const path = join(dir, name);
   writeFileSync(
     path,
-    JSON.stringify({
-      chains: {
-        local: {
-          domainId: 31337,
-          chainId,
-          mailbox: `0x${'00'.repeat(19)}01`,
-          rpcUrls: rpcUrls.map((http) => ({ http })),
+    JSON.stringify(
+      noGasGate({
+        chains: {
+          local: {
+            domainId: 31337,
+            chainId,
+            mailbox: `0x${'00'.repeat(19)}01`,
+            rpcUrls: rpcUrls.map((http) => ({ http })),
+          },
         },
-      },
-      worker: { port: 0 },
-    }),
+        worker: { port: 0 },
+      }),
+    ),
   );
   return path;
 }
@@ -78,11 +81,12 @@ test('--help prints the usage (commands, RELAYER_SIGNER_KEY, RELAYER_DB) and exi
 
 test('without RELAYER_SIGNER_KEY, or with one that is not 0x + 64 hex, it refuses to start (exit 2) and never echoes the key', async () => {
   const db = join(dir, 'none.db');
-  const missing = await run(['--db', db, '--port', '0']);
+  const config = localConfig('key.json', [rpc.url]);
+  const missing = await run(['--config', config, '--db', db, '--port', '0']);
   assert.equal(missing.code, 2);
   assert.match(missing.output, /RELAYER_SIGNER_KEY is not set/);
   const bad = `${KEY}ff`;
-  const wrong = await run(['--db', db, '--port', '0'], { RELAYER_SIGNER_KEY: bad });
+  const wrong = await run(['--config', config, '--db', db, '--port', '0'], { RELAYER_SIGNER_KEY: bad });
   assert.equal(wrong.code, 2);
   assert.match(wrong.output, /RELAYER_SIGNER_KEY must be 0x followed by 64 hex digits/);
   assert.ok(!wrong.output.includes(bad.slice(2, 20)), 'the key is not echoed');
@@ -105,10 +109,12 @@ test('bad flags, an unknown command, an invalid config: exit 2 naming the proble
 
 test('viem not installed: exit 1 saying to install it, no module-resolution trace', async () => {
   const hide = join(REPO_ROOT, 'test', 'helpers', 'hide-viem.ts');
-  const { code, output } = await run(['--db', join(dir, 'viem.db'), '--port', '0'], { RELAYER_SIGNER_KEY: KEY }, [
-    '--import',
-    hide,
-  ]);
+  const config = localConfig('viem.json', [rpc.url]);
+  const { code, output } = await run(
+    ['--config', config, '--db', join(dir, 'viem.db'), '--port', '0'],
+    { RELAYER_SIGNER_KEY: KEY },
+    ['--import', hide],
+  );
   assert.equal(code, 1, output);
   assert.match(output, /needs the viem package, which is not installed: install viem \(npm install viem\)/);
   assert.doesNotMatch(output, /ERR_MODULE_NOT_FOUND|\n\s+at /);
@@ -158,6 +164,114 @@ test('requeue on the database named by RELAYER_DB: a failed message back to queu
   } finally {
     await check.close();
   }
+});
+
+test('docs/configuration.md#stated-gas-policy: no stated gas policy or fee ceiling: exit 2, one line per missing key', async () => {
+  // Before the database or a node is touched; each line names its key and gives a safe example.
+  const config = (name: string, extra: Record<string, unknown>) => {
+    const path = join(dir, name);
+    const chain = (domainId: number) => ({ domainId, chainId: 31337, mailbox: `0x${'00'.repeat(19)}01` });
+    const chains = {
+      local: { ...chain(31337), rpcUrls: [{ http: rpc.url }] },
+      capped: { ...chain(2), rpcUrls: [{ http: rpc.url }], transactionOverrides: { gasPriceCap: '50000000000' } },
+      origin: { ...chain(3), rpcUrls: [{ http: rpc.url }] },
+    };
+    writeFileSync(path, JSON.stringify({ chains, relayChains: ['local', 'capped'], ...extra }));
+    return path;
+  };
+  const missingDb = join(dir, 'not-there', 'x.db');
+  const refusal = (output: string) => output.split('\n').filter((line) => line.startsWith('relayer-worker: '));
+  const unstated = await run(['--config', config('unstated.json', {}), '--db', missingDb], { RELAYER_SIGNER_KEY: KEY });
+  assert.equal(unstated.code, 2, unstated.output);
+  assert.deepEqual(refusal(unstated.output), [
+    'relayer-worker: gasPaymentEnforcement is not set: state who pays for delivery gas, e.g. "gasPaymentEnforcement": [{"type": "onChainFeeQuoting"}] (senders pay on the origin chain), or [{"type": "none"}] to deliver unpaid messages at your cost',
+    'relayer-worker: chains.local.transactionOverrides.gasPriceCap is not set: state the most this worker pays per gas on local, e.g. "transactionOverrides": {"gasPriceCap": "100000000000"} (100 gwei), or "none" for no ceiling',
+  ]);
+  assert.equal(existsSync(join(dir, 'not-there')), false, 'refused before the database');
+  // An empty list states nothing either; a policy and a cap on every relay chain start (the database is next).
+  const empty = await run(['--config', config('empty.json', { gasPaymentEnforcement: [] }), '--db', missingDb], {
+    RELAYER_SIGNER_KEY: KEY,
+  });
+  assert.equal(empty.code, 2, empty.output);
+  assert.match(refusal(empty.output)[0], /^relayer-worker: gasPaymentEnforcement is empty: state who pays/);
+  const stated = config('stated.json', {
+    gasPaymentEnforcement: [{ type: 'none' }],
+    chains: JSON.parse(readFileSync(join(dir, 'unstated.json'), 'utf8')).chains,
+  });
+  const withCap = JSON.parse(readFileSync(stated, 'utf8'));
+  withCap.chains.local.transactionOverrides = { gasPriceCap: 'none' };
+  writeFileSync(stated, JSON.stringify(withCap));
+  const next = await run(['--config', stated, '--db', missingDb], { RELAYER_SIGNER_KEY: KEY });
+  assert.equal(next.code, 2, next.output);
+  assert.match(next.output, /database \S+not-there\/x\.db does not exist/, 'past the policy check');
+});
+
+test("docs/configuration.md#stated-gas-policy: each opt-out is warned at start; the started line has each destination's policy", async () => {
+  const db = join(dir, 'stated.db');
+  await (await openSqliteStore(db)).close();
+  const start = async (name: string, extra: Record<string, unknown>, capOf: (chain: string) => unknown) => {
+    const file = JSON.parse(readFileSync(localConfig(name, [rpc.url]), 'utf8'));
+    file.chains.remote = { ...file.chains.local, domainId: 7 };
+    for (const chain of ['local', 'remote']) file.chains[chain].transactionOverrides = { gasPriceCap: capOf(chain) };
+    writeFileSync(join(dir, name), JSON.stringify({ ...file, ...extra }));
+    const child = spawnTracked(process.execPath, [BIN, '--config', join(dir, name), '--db', db], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, RELAYER_DB: '', RELAYER_SIGNER_KEY: KEY },
+    });
+    try {
+      await waitForLine(child, /relayer-worker ops on /, 20_000);
+    } finally {
+      await stopProcess(child.child);
+    }
+    const lines = child
+      .output()
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line));
+    return {
+      warned: lines.filter((l) => l.msg === 'unsafe choice stated').map((l) => [l.level, l.key, l.effect]),
+      policy: lines.find((l) => l.msg === 'started')?.policy,
+    };
+  };
+  const open = await start('opt-outs.json', { transactionGasLimit: 'none' }, (chain) =>
+    chain === 'local' ? 'none' : 50_000_000_000,
+  );
+  assert.deepEqual(open.warned, [
+    [
+      'warn',
+      'gasPaymentEnforcement[0]',
+      '{"type": "none"}: messages it matches are delivered unpaid, at the signer\'s cost (every message it is reached for)',
+    ],
+    [
+      'warn',
+      'chains.local.transactionOverrides.gasPriceCap',
+      '"none": transactions to local are signed at whatever fee its node asks',
+    ],
+    ['warn', 'transactionGasLimit', '"none": a recipient may make a delivery use any amount of gas'],
+  ]);
+  assert.deepEqual(open.policy, {
+    local: { gasPayment: ['none'], gasPriceCap: 'none', transactionGasLimit: 'none' },
+    remote: { gasPayment: ['none'], gasPriceCap: '50000000000 wei', transactionGasLimit: 'none' },
+  });
+  const paid = await start(
+    'paid.json',
+    {
+      gasPaymentEnforcement: [
+        { type: 'minimum', payment: '1000', matchingList: [{ destinationDomain: 7 }] },
+        { type: 'onChainFeeQuoting', gasFraction: '3/4' },
+      ],
+    },
+    () => '2000000000',
+  );
+  assert.deepEqual(paid.warned, [], 'nothing opted out, nothing warned');
+  assert.deepEqual(paid.policy, {
+    local: { gasPayment: ['onChainFeeQuoting 3/4'], gasPriceCap: '2000000000 wei', transactionGasLimit: '3000000' },
+    remote: {
+      gasPayment: ['minimum 1000 wei (matchingList)', 'onChainFeeQuoting 3/4'],
+      gasPriceCap: '2000000000 wei',
+      transactionGasLimit: '3000000',
+    },
+  });
 });
 
 test('docs/design.md#listing-and-bulk-requeue: list shows what is stuck; requeue --status failed puts it back', async () => {
@@ -410,13 +524,15 @@ test('docs/delivery.md#start-up-checks-and-heartbeat: a node that turns to anoth
   const config = join(dir, 'turns.json');
   writeFileSync(
     config,
-    JSON.stringify({
-      chains: {
-        local: { domainId: 31337, chainId: 31337, mailbox: `0x${'00'.repeat(19)}01`, rpcUrls: [{ http: node.url }] },
-      },
-      // The one real timer here: a heartbeat a second, instead of a minute.
-      worker: { port: 0, heartbeatSeconds: 1 },
-    }),
+    JSON.stringify(
+      noGasGate({
+        chains: {
+          local: { domainId: 31337, chainId: 31337, mailbox: `0x${'00'.repeat(19)}01`, rpcUrls: [{ http: node.url }] },
+        },
+        // The one real timer here: a heartbeat a second, instead of a minute.
+        worker: { port: 0, heartbeatSeconds: 1 },
+      }),
+    ),
   );
   const worker = spawnTracked(process.execPath, [BIN, '--config', config, '--db', db], {
     cwd: REPO_ROOT,
@@ -451,18 +567,20 @@ test('docs/operations.md#the-sqlite-store-worker-thread-group-commit-locks: a de
   const config = join(dir, 'dies.json');
   writeFileSync(
     config,
-    JSON.stringify({
-      chains: {
-        local: {
-          domainId: 31337,
-          chainId: 31337,
-          mailbox: `0x${'00'.repeat(19)}01`,
-          // A node of the chain for the start-up check; the worker needs nothing else while the outbox is empty.
-          rpcUrls: [{ http: rpc.url }],
+    JSON.stringify(
+      noGasGate({
+        chains: {
+          local: {
+            domainId: 31337,
+            chainId: 31337,
+            mailbox: `0x${'00'.repeat(19)}01`,
+            // A node of the chain for the start-up check; the worker needs nothing else while the outbox is empty.
+            rpcUrls: [{ http: rpc.url }],
+          },
         },
-      },
-      worker: { port: 0, pollMs: 50 },
-    }),
+        worker: { port: 0, pollMs: 50 },
+      }),
+    ),
   );
   await (await openSqliteStore(join(dir, 'dies.db'))).close();
   const clean = { ...process.env };

@@ -324,6 +324,8 @@ const BAD: [string, unknown, string][] = [
     'gasPaymentEnforcement[0].matchingList[0].originChain',
   ],
   ['transactionGasLimit zero', withValue('transactionGasLimit', 0), 'transactionGasLimit'],
+  ['transactionGasLimit null (no limit is "none")', withValue('transactionGasLimit', null), 'transactionGasLimit'],
+  ['transactionGasLimit "None"', withValue('transactionGasLimit', 'None'), 'transactionGasLimit'],
   ['transactionGasLimit negative', withValue('transactionGasLimit', -21_000), 'transactionGasLimit'],
   ['transactionGasLimit fractional', withValue('transactionGasLimit', 1.5), 'transactionGasLimit'],
   ['transactionGasLimit hex', withValue('transactionGasLimit', '0x1e8480'), 'transactionGasLimit'],
@@ -786,11 +788,14 @@ describe('docs/design.md#configuration: the built-in default configuration', () 
     const indexed = parseConfig(withValue('chains.ethereum.index', { from: 1_000, chunk: 500, mode: 'block' })).chains;
     assert.deepEqual(indexed.ethereum.index, { chunk: 500 });
     assert.equal(indexed.base.index, undefined);
-    // Absent: nothing enforced, no limit.
+    // Absent: no payment policy (a worker refuses to start: docs/configuration.md#stated-gas-policy),
+    // the gas limit 3 000 000; "none" lifts the limit and the fee ceiling.
     const plain = parseConfig(goodConfig());
-    assert.deepEqual(plain.gasPaymentEnforcement, []);
-    assert.equal(plain.transactionGasLimit, null);
-    assert.equal(parseConfig({ ...goodConfig(), transactionGasLimit: null }).transactionGasLimit, null);
+    assert.equal(plain.gasPaymentEnforcement, undefined);
+    assert.equal(plain.transactionGasLimit, 3_000_000n);
+    assert.equal(parseConfig({ ...goodConfig(), transactionGasLimit: 'none' }).transactionGasLimit, null);
+    const uncapped = parseConfig(withValue('chains.ethereum.transactionOverrides', { gasPriceCap: 'none' })).chains;
+    assert.deepEqual(uncapped.ethereum.transactionOverrides, { gasPriceCap: null });
   });
 
   test('docs/configuration.md#gas-payment-enforcement: its example is a valid config', () => {

@@ -119,9 +119,14 @@ export function twoChainRelayerConfig(two: TwoChains, db: string) {
         mailbox: two.destination.hyperlane.mailbox,
         cctpMessageTransmitter: two.route.destination.transmitter,
         rpcUrls: [{ http: two.destination.anvil.rpcUrl }],
+        // 100 gwei, far above a local chain's fees: a worker states its fee ceiling per destination.
+        transactionOverrides: { gasPriceCap: '100000000000' },
       },
     },
     relayChains: [DESTINATION_CHAIN_NAME],
+    // A worker states who pays (docs/configuration.md#stated-gas-policy): no InterchainGasPaymaster
+    // here, so nobody; the worker warns about it at every start.
+    gasPaymentEnforcement: [{ type: 'none' }],
     // The gateway listens on loopback, which a CCIP-read URL may name only as an allowed origin.
     worker: { ccipReadAllowOrigins: [new URL(two.gateway.url).origin] },
     db,

@@ -13,6 +13,7 @@ import type { DeliveryOutbox, DeliveryWorker } from '../../../lib/worker/index.t
 import type { Logger } from '../../../lib/log.ts';
 import { parseHyperlaneMessage } from '../../../lib/message.ts';
 import { hexToBytes } from '../../../lib/hex.ts';
+import { noGasGate } from '../config.ts';
 import { ANVIL_DEV_KEYS, startAnvil, type Anvil } from './anvil.ts';
 import { connectChain, DEV_ACCOUNT, FIXED_GAS, type Chain } from './clients.ts';
 import {
@@ -43,7 +44,7 @@ export interface WorkerBench {
   destination: HyperlaneDeployment;
   recipient: Address;
   dir: string;
-  /** Writes a relayer config for this set-up (worker section merged) and returns its path. */
+  /** Writes a relayer config for this set-up (worker section merged; gas choices stated by noGasGate unless `extra` states them) and returns its path. */
   writeConfig(db: string, worker?: Record<string, unknown>, extra?: Record<string, unknown>): string;
   /** Dispatches `count` messages (one transaction each) from domain 1 to `recipient` on domain 2. */
   dispatch(count: number, recipient?: Address): Promise<OutboxMessage[]>;
@@ -86,18 +87,21 @@ export async function startWorkerBench(): Promise<WorkerBench> {
           mailbox,
           rpcUrls: [{ http: anvil.rpcUrl }],
         });
+        // The gas choices stated: none required, no fee ceiling, unless `extra` states others.
         writeFileSync(
           path,
-          JSON.stringify({
-            chains: {
-              [ORIGIN.name]: chainOf(ORIGIN, origin.mailbox),
-              [DESTINATION.name]: chainOf(DESTINATION, destination.mailbox),
-            },
-            relayChains: [DESTINATION.name],
-            db,
-            worker: { port: 0, pollMs: 50, ...worker },
-            ...extra,
-          }),
+          JSON.stringify(
+            noGasGate({
+              chains: {
+                [ORIGIN.name]: chainOf(ORIGIN, origin.mailbox),
+                [DESTINATION.name]: chainOf(DESTINATION, destination.mailbox),
+              },
+              relayChains: [DESTINATION.name],
+              db,
+              worker: { port: 0, pollMs: 50, ...worker },
+              ...extra,
+            }),
+          ),
         );
         return path;
       },
