@@ -30,7 +30,7 @@ import type { RelayerStore } from '../lib/store.ts';
 import { startEmbeddedPostgres } from '../scripts/embedded-postgres.ts';
 import { launchBrowser } from '../test/helpers/browser.ts';
 import { testConfig } from '../test/helpers/config.ts';
-import { outboxMessage } from '../test/helpers/outbox-contract.ts';
+import { outboxMessage } from '../lib/testing/index.ts';
 import { formatOps, median, printTable } from './lib.ts';
 import { freshTxHash, POST_RELAY, relayOnce, rounds, startServer, UNLIMITED } from './load.ts';
 

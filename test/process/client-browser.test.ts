@@ -13,7 +13,7 @@ import { after, before, describe, test } from 'node:test';
 import { createMemoryOutbox, type MemoryOutbox } from '../../lib/outbox/index.ts';
 import { launchBrowser, type Browser, type Page } from '../helpers/browser.ts';
 import { testConfig } from '../helpers/config.ts';
-import { outboxMessage } from '../helpers/outbox-contract.ts';
+import { outboxMessage } from '../../lib/testing/index.ts';
 import { REPO_ROOT, startApi } from '../helpers/server.ts';
 
 const DEST_TX = '0x' + 'de'.repeat(32);

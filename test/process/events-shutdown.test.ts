@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { openSqliteStore } from '../../lib/sqlite/index.ts';
-import { outboxMessage } from '../helpers/outbox-contract.ts';
+import { outboxMessage } from '../../lib/testing/index.ts';
 import { startRelayerServer } from '../helpers/server.ts';
 import { openEvents } from '../helpers/sse.ts';
 

@@ -1,5 +1,5 @@
 /**
- * Runs the Outbox contract (test/helpers/outbox-contract.ts) against every store, plus what only a
+ * Runs the Outbox contract (lib/testing/outbox-contract/, `relayer-api/testing`) against every store, plus what only a
  * persistent store promises: docs/design.md#storage, "restarting the server loses nothing that was
  * acknowledged".
  */
@@ -16,7 +16,7 @@ import type pg from 'pg';
 import { openPostgresStore } from '../../lib/postgres/index.ts';
 import { openSqliteStore } from '../../lib/sqlite/index.ts';
 import { MIGRATIONS } from '../../lib/sqlite/schema.ts';
-import { outboxContract, outboxMessage, queuedRecord } from '../helpers/outbox-contract.ts';
+import { outboxContract, outboxMessage, queuedRecord } from '../../lib/testing/index.ts';
 import type { Outbox, OutboxMessage, VersionedReads } from '../../lib/outbox/index.ts';
 import { createFakeClock } from '../helpers/fake-clock.ts';
 import { ENGINES, relayApiSettings } from '../helpers/engines.ts';

@@ -33,7 +33,7 @@ test('docs/design.md#package: the core in lib/ imports no node:* module and no a
   for (const file of core) {
     for (const spec of importsOf(file)) {
       assert.ok(
-        spec.startsWith('./') && !/\/(http|node|sqlite|postgres|client|worker)\//.test(spec),
+        spec.startsWith('./') && !/\/(http|node|sqlite|postgres|client|worker|testing)\//.test(spec),
         `${file} imports ${spec}`,
       );
       assert.ok(!spec.startsWith('node:'), `${file} imports ${spec}`);
@@ -98,6 +98,7 @@ test('docs/design.md#package: package.json has no runtime dependencies, pins Nod
     './postgres',
     './server',
     './sqlite',
+    './testing',
     './worker',
   ]);
   assert.equal(pkg.bin['relayer-server'], './dist/bin/relayer-server.js');
@@ -141,6 +142,10 @@ test('docs/design.md#package: the built entry points export the documented API',
     'DeliveryError',
   ]) {
     assert.equal(typeof worker[name as keyof typeof worker], 'function', `relayer-api/worker exports ${name}`);
+  }
+  const testing = await import('relayer-api/testing');
+  for (const name of ['outboxContract', 'createFakeClock', 'outboxMessage', 'queuedRecord', 'hyperlaneMessage']) {
+    assert.equal(typeof testing[name as keyof typeof testing], 'function', `relayer-api/testing exports ${name}`);
   }
   const client = await import('relayer-api/client');
   assert.equal(typeof client.createRelayClient, 'function');
@@ -221,6 +226,26 @@ test('docs/design.md#client: relayer-api/client is browser-safe: no node:* modul
   // Type declarations too: a browser project type-checks against them without @types/node.
   const types = readFileSync(join(root, pkg.exports['./client'].types), 'utf8');
   assert.doesNotMatch(types, /from ['"]node:|NodeJS\./);
+});
+
+test('docs/embedding.md#test-tooling: relayer-api/testing loads only the package and node:*; no other entry point loads it', () => {
+  // It is for node:test users (node:test, node:assert); the core and the adapters stay free of it.
+  const testingEntry = pkg.exports['./testing'].default.replace(/^\.\//, '');
+  const closure = importClosure(testingEntry);
+  assert.ok(closure.size >= 5, `files loaded: ${[...closure.keys()].join(', ')}`);
+  for (const [file, specs] of closure) {
+    for (const spec of specs) {
+      assert.ok(spec.startsWith('./') || spec.startsWith('../') || spec.startsWith('node:'), `${file} imports ${spec}`);
+    }
+  }
+  for (const [key, target] of Object.entries(pkg.exports as Record<string, { default: string } | string>)) {
+    if (key === './testing' || typeof target === 'string') continue;
+    for (const [file, specs] of importClosure(target.default.replace(/^\.\//, ''))) {
+      assert.ok(!file.includes('/testing/'), `${key} loads ${file}`);
+      for (const spec of specs)
+        assert.ok(!spec.startsWith('node:test') && !spec.startsWith('node:assert'), `${file} imports ${spec}`);
+    }
+  }
 });
 
 /** Relative link targets of a Markdown file (inline links and images), anchors and queries dropped. */

@@ -10,7 +10,7 @@ import { InvalidArgumentError, RelayError, SchemaVersionError } from '../../lib/
 import { migrate, openPostgresStore, SCHEMA_VERSION, type PostgresStoreOptions } from '../../lib/postgres/index.ts';
 import { MIGRATIONS } from '../../lib/postgres/schema.ts';
 import { MAX_DESTINATION_TX_HASH_LENGTH, MAX_ERROR_LENGTH } from '../../lib/outbox/index.ts';
-import { outboxMessage } from '../helpers/outbox-contract.ts';
+import { outboxMessage } from '../../lib/testing/index.ts';
 import type { EmbeddedPostgres } from '../../scripts/embedded-postgres.ts';
 import { createFakeClock } from '../helpers/fake-clock.ts';
 import { startTestPostgres, testSchema } from '../helpers/postgres.ts';

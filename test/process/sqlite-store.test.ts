@@ -13,7 +13,7 @@ import { after, describe, test } from 'node:test';
 import { openSqliteStore, SCHEMA_VERSION, SchemaVersionError, type SqliteStore } from '../../lib/sqlite/index.ts';
 import { MIGRATIONS } from '../../lib/sqlite/schema.ts';
 import { id, record } from '../helpers/merkle-contract.ts';
-import { outboxMessage, queuedRecord } from '../helpers/outbox-contract.ts';
+import { outboxMessage, queuedRecord } from '../../lib/testing/index.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'relayer-store-'));
 after(() => rmSync(dir, { recursive: true, force: true }));

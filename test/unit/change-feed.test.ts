@@ -21,7 +21,7 @@ import { testConfig } from '../helpers/config.ts';
 import { createFakeClock, type FakeClock } from '../helpers/fake-clock.ts';
 import { testSchema } from '../helpers/postgres.ts';
 import { txHash } from '../helpers/builders.ts';
-import { outboxMessage } from '../helpers/outbox-contract.ts';
+import { outboxMessage } from '../../lib/testing/index.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'relayer-change-feed-'));
 after(() => rmSync(dir, { recursive: true, force: true }));

@@ -21,7 +21,7 @@ import { testConfig } from '../helpers/config.ts';
 import type { RelayerConfig } from '../../lib/types.ts';
 import { createFakeClock } from '../helpers/fake-clock.ts';
 import { fakeRpcFetch, type ReceiptTable } from '../helpers/fake-rpc.ts';
-import { outboxMessage } from '../helpers/outbox-contract.ts';
+import { outboxMessage } from '../../lib/testing/index.ts';
 import { testSchema } from '../helpers/postgres.ts';
 import { startApi } from '../helpers/server.ts';
 import { openEvents, type SseEvent, type SseStream } from '../helpers/sse.ts';

@@ -13,7 +13,7 @@ import { testConfig } from '../helpers/config.ts';
 import { createFakeClock } from '../helpers/fake-clock.ts';
 import { httpRequest } from '../helpers/http.ts';
 import { parseExposition, sampleValue } from '../helpers/prometheus.ts';
-import { outboxMessage } from '../helpers/outbox-contract.ts';
+import { outboxMessage } from '../../lib/testing/index.ts';
 import { startApi } from '../helpers/server.ts';
 import { openEvents } from '../helpers/sse.ts';
 

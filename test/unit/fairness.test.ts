@@ -14,7 +14,7 @@ import { testConfig } from '../helpers/config.ts';
 import { createFakeClock } from '../helpers/fake-clock.ts';
 import { fakeRpcFetch, type ReceiptTable } from '../helpers/fake-rpc.ts';
 import { httpRequest } from '../helpers/http.ts';
-import { outboxMessage } from '../helpers/outbox-contract.ts';
+import { outboxMessage } from '../../lib/testing/index.ts';
 import { startApi } from '../helpers/server.ts';
 import { openEvents } from '../helpers/sse.ts';
 

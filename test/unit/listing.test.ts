@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { createMemoryOutbox } from '../../lib/outbox/index.ts';
-import { outboxMessage } from '../helpers/outbox-contract.ts';
+import { outboxMessage } from '../../lib/testing/index.ts';
 import { testConfig } from '../helpers/config.ts';
 import { createFakeClock } from '../helpers/fake-clock.ts';
 import { startApi } from '../helpers/server.ts';

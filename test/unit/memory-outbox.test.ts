@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { createMemoryOutbox } from '../../lib/outbox/index.ts';
 import type { ClaimedMessage, OutboxMessage } from '../../lib/outbox/index.ts';
 import { createFakeClock } from '../helpers/fake-clock.ts';
-import { queuedRecord } from '../helpers/outbox-contract.ts';
+import { queuedRecord } from '../../lib/testing/index.ts';
 import { InvalidArgumentError } from '../../lib/errors.ts';
 
 const T0 = 1_700_000_000_000;

@@ -20,7 +20,7 @@ import { createFakeClock } from '../helpers/fake-clock.ts';
 import type { RelayError } from '../../lib/errors.ts';
 import { DEFAULT_QUEUE_TIMEOUT_MS } from '../../lib/postgres/coalesce.ts';
 import type { AdmittedRelay } from '../../lib/store.ts';
-import { outboxMessage, T0 } from '../helpers/outbox-contract.ts';
+import { outboxMessage, T0 } from '../../lib/testing/index.ts';
 
 /** A pool that records the text of every query sent through it (pooled clients included). */
 function counting(pool: PgPool): {

@@ -18,7 +18,7 @@ import { silentLogger } from '../../lib/log.ts';
 import type { RelayError } from '../../lib/errors.ts';
 import { openPostgresStore, type PostgresStore } from '../../lib/postgres/index.ts';
 import { testConfig } from '../helpers/config.ts';
-import { outboxMessage } from '../helpers/outbox-contract.ts';
+import { outboxMessage } from '../../lib/testing/index.ts';
 import { createFakeClock } from '../helpers/fake-clock.ts';
 import { fakeRpcFetch, type ReceiptTable } from '../helpers/fake-rpc.ts';
 import { rpcReceipt, transferLogs, txHash } from '../helpers/builders.ts';
