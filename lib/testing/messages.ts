@@ -4,6 +4,7 @@
  * check each builder against viem's encoding (test/unit/testing-messages.test.ts).
  */
 import { bytesToHex, hexToBytes, joinBytes } from '../hex.ts';
+import { InvalidArgumentError, OutOfRangeError } from '../errors.ts';
 import { keccak256 } from '../keccak.ts';
 
 export interface MessageFields {
@@ -22,17 +23,17 @@ export interface MessageFields {
 export const DEFAULT_SENDER = '0x1111111111111111111111111111111111111111';
 export const DEFAULT_RECIPIENT = '0x2222222222222222222222222222222222222222';
 
-/** The bytes of 0x-hex, or a TypeError naming `what`. */
+/** The bytes of 0x-hex, or an InvalidArgumentError naming `what`. */
 export function bytesOf(hex: string, what: string): Uint8Array {
   const bytes = hexToBytes(hex);
-  if (bytes === undefined) throw new TypeError(`${what}: not 0x-prefixed hex of whole bytes: ${hex}`);
+  if (bytes === undefined) throw new InvalidArgumentError(`${what}: not 0x-prefixed hex of whole bytes: ${hex}`);
   return bytes;
 }
 
 /** Big-endian bytes of `value` in `size` bytes. */
 export function uintBytes(value: number | bigint, size: number): Uint8Array {
   let v = BigInt(value);
-  if (v < 0n || v >= 1n << BigInt(size * 8)) throw new RangeError(`${value} does not fit ${size} bytes`);
+  if (v < 0n || v >= 1n << BigInt(size * 8)) throw new OutOfRangeError(`${value} does not fit ${size} bytes`);
   const out = new Uint8Array(size);
   for (let i = size - 1; i >= 0; i--, v >>= 8n) out[i] = Number(v & 0xffn);
   return out;
@@ -41,7 +42,7 @@ export function uintBytes(value: number | bigint, size: number): Uint8Array {
 /** A 20-byte address left-padded to the 32-byte word Hyperlane uses; a word is kept as it is. */
 export function word(hex: string, what = 'word'): Uint8Array {
   const bytes = bytesOf(hex, what);
-  if (bytes.length > 32) throw new RangeError(`${what}: more than 32 bytes`);
+  if (bytes.length > 32) throw new OutOfRangeError(`${what}: more than 32 bytes`);
   const out = new Uint8Array(32);
   out.set(bytes, 32 - bytes.length);
   return out;

@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { InvalidArgumentError, OutOfRangeError } from '../../lib/errors.ts';
 import { hyperlaneMessage, messageId, txHash } from '../../lib/testing/messages.ts';
 import * as viemBuilt from '../helpers/builders.ts';
 
@@ -32,9 +33,9 @@ test('docs/embedding.md#test-tooling: hyperlaneMessage packs as Message.sol form
 });
 
 test('docs/embedding.md#test-tooling: the builders refuse what does not fit a field', () => {
-  assert.throws(() => hyperlaneMessage({ nonce: 2 ** 32 }), RangeError);
-  assert.throws(() => hyperlaneMessage({ version: -1 }), RangeError);
-  assert.throws(() => hyperlaneMessage({ sender: '0x' + '11'.repeat(33) }), RangeError);
-  assert.throws(() => hyperlaneMessage({ body: '0x123' }), TypeError);
-  assert.throws(() => messageId('nope'), TypeError);
+  assert.throws(() => hyperlaneMessage({ nonce: 2 ** 32 }), OutOfRangeError);
+  assert.throws(() => hyperlaneMessage({ version: -1 }), OutOfRangeError);
+  assert.throws(() => hyperlaneMessage({ sender: '0x' + '11'.repeat(33) }), OutOfRangeError);
+  assert.throws(() => hyperlaneMessage({ body: '0x123' }), InvalidArgumentError);
+  assert.throws(() => messageId('nope'), InvalidArgumentError);
 });

@@ -5,6 +5,7 @@
  * section is a new file and one line there.
  */
 import { afterEach, beforeEach, describe } from 'node:test';
+import { InvalidArgumentError } from '../../errors.ts';
 import { createFakeClock, type FakeClock } from '../clock.ts';
 import { concurrencySection } from './concurrency.ts';
 import { type ContractSection, type MakeOutbox, type OutboxHarness, T0 } from './context.ts';
@@ -54,11 +55,11 @@ export function outboxContract(name: string, make: MakeOutbox, options: OutboxCo
     });
     const ctx = {
       get h() {
-        if (h === undefined) throw new Error('the outbox contract: no harness outside a test');
+        if (h === undefined) throw new InvalidArgumentError('the outbox contract: no harness outside a test');
         return h;
       },
       get clock() {
-        if (clock === undefined) throw new Error('the outbox contract: no clock outside a test');
+        if (clock === undefined) throw new InvalidArgumentError('the outbox contract: no clock outside a test');
         return clock;
       },
     };
