@@ -28,7 +28,7 @@ export interface DedupStore {
 }
 
 /** The per-process cache answers synchronously; its callers (tests, metrics) may rely on it. */
-interface MemoryReservation extends Reservation {
+export interface MemoryReservation extends Reservation {
   commit(): void;
   release(): void;
 }

@@ -65,23 +65,59 @@ export type ClientFailureCode = 'network_error' | 'bad_response' | 'deadline_exc
 
 /**
  * A caller's mistake in using the library (not the API's caller: the embedder's code): an argument
- * of the wrong type or shape (`invalid_argument`, a TypeError) or out of its range
- * (`out_of_range`, a RangeError).
+ * of the wrong type or shape (`invalid_argument`, InvalidArgumentError) or out of its range
+ * (`out_of_range`, OutOfRangeError).
  */
 export type UsageCode = 'invalid_argument' | 'out_of_range';
 
 /**
- * How one send of relayer-api/worker's transaction sender failed (TransactionError;
- * docs/delivery.md#transactions).
+ * How a send failed (lib/worker/tx/sender.ts; docs/delivery.md#transactions):
+ * - `revert`: the call reverts (simulation, or the mined transaction); `reason` says why when the
+ *   contract said (Error(string), Panic, or a custom error decoded with `errorAbi`).
+ * - `out-of-gas`: the node cannot find a gas limit that works, or the mined transaction used all
+ *   of its gas.
+ * - `insufficient-funds`: the signer cannot pay for gas.
+ * - `nonce`: the nonce sequence could not be put right (nonce too high, or still too low after
+ *   re-reading it from the node).
+ * - `rpc`: the node is unreachable or answered something unexpected.
+ * - `timeout`: the transaction was sent but not mined (with its confirmations) within `timeoutMs`;
+ *   `hash` is the last one sent, which may still be mined.
  */
 export type TransactionFailureCode = 'revert' | 'out-of-gas' | 'insufficient-funds' | 'nonce' | 'rpc' | 'timeout';
 
-/** Why a CCIP-read gateway gave no metadata (CcipReadError). */
+/**
+ * Why no metadata came back from CCIP-read (lib/worker/ccip/read.ts; docs/delivery.md#ccip-read):
+ * - `pending`: a gateway said the proof is not there yet (HTTP 404, or HTTP 500 whose body says
+ *   the attestation is not found / pending) and none answered: ask again later.
+ * - `unavailable`: every gateway failed (5xx, transport error, timeout).
+ * - `malformed`: a gateway answered something unusable (bad JSON, non-hex `data`, another
+ *   `sender`, too large, a redirect) and none said pending.
+ * - `refused`: a gateway answered a 4xx other than 404 (EIP-3668: stop there), or the lookup
+ *   itself cannot be followed (its sender is not the contract asked, no http(s) URL).
+ * - `forbidden`: a gateway URL's host is, or resolves to, an address that is not public (loopback,
+ *   private, link-local, …) and its origin is not allowed: no gateway was asked
+ *   (docs/delivery.md#hostile-recipients). Its own delivery failure kind, so a metric shows it.
+ */
 export type CcipReadFailureCode = 'pending' | 'unavailable' | 'refused' | 'malformed' | 'forbidden';
 
 /**
- * Why one delivery attempt of relayer-api/worker did not deliver (DeliveryError):
- * it heads the message's last_error and labels metrics.
+ * Why one delivery attempt did not deliver (docs/delivery.md#retries-pending-proofs-dead-letters; lib/worker/errors.ts turns anything thrown while delivering into one). The kind is named
+ * at the start of the message's `last_error`.
+ *
+ * - `pending`: the proof is not there yet (a CCIP-read gateway says the attestation is not ready).
+ *   Polled again without counting toward maxAttempts, until the pending deadline.
+ * - `gas_payment`: the message's gas payment does not meet its policy yet; `fee`: the base fee is
+ *   above the chain's gasPriceCap. Both wait (checked again with backoff, not counted); an unpaid
+ *   message is final after the gas payment deadline.
+ * - `busy`: slow gateways (docs/delivery.md#slow-gateways): every gateway lookup slot of the worker
+ *   is in use, or the message's lookup outlasted worker.ccipReadHoldSeconds and goes on in the
+ *   background: asked again later, not counted.
+ * - `gas`: the estimate exceeds transactionGasLimit: nothing is sent; a counted failure.
+ * - `unsupported`, `config`: no retry can cure it (an ISM type the worker cannot satisfy, a
+ *   destination it has no chain for): final at once.
+ * - everything else (`rpc`, `revert`, `gateway`, `forbidden`, `out-of-gas`, `insufficient-funds`,
+ *   `nonce`, `timeout`, `metadata`):
+ *   retried with backoff, final after maxAttempts.
  */
 export type DeliveryFailureCode =
   | TransactionFailureCode

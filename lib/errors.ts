@@ -26,11 +26,12 @@ export * from './error-codes.ts';
  * The one base of every error the package throws: `code` names what went wrong, stable across
  * releases; match on the class (`instanceof`) or on `code`, never on `name` or the message.
  */
-export class BaseError<Code extends ErrorCode = ErrorCode> extends Error {
+export class BaseError extends Error {
   override name = 'BaseError';
-  readonly code: Code;
+  /** Narrowed by each subclass (`declare readonly code`), so `instanceof` narrows it too. */
+  readonly code: ErrorCode;
 
-  constructor(code: Code, message: string, options?: ErrorOptions) {
+  constructor(code: ErrorCode, message: string, options?: ErrorOptions) {
     super(message, options);
     this.code = code;
   }
@@ -42,8 +43,9 @@ export interface RelayErrorOptions {
   cause?: unknown;
 }
 
-export class RelayError extends BaseError<Reason> {
+export class RelayError extends BaseError {
   override name = 'RelayError';
+  declare readonly code: Reason;
   readonly status: number;
   readonly retryAfterSeconds: number | undefined;
 
@@ -88,17 +90,28 @@ export function toRelayError(value: unknown): RelayError {
 }
 
 /** A log or message that a real contract cannot emit: rejected, never guessed at. */
-export class DecodeError extends BaseError<DecodeCode> {
+export class DecodeError extends BaseError {
   override name = 'DecodeError';
+  declare readonly code: DecodeCode;
+
+  constructor(code: DecodeCode, message: string, options?: ErrorOptions) {
+    super(code, message, options);
+  }
 }
 
 /** One JSON-RPC endpoint's failure; the message is fixed text, never derived from the URL or the response. */
-export class RpcError extends BaseError<RpcFailureCode> {
+export class RpcError extends BaseError {
   override name = 'RpcError';
+  declare readonly code: RpcFailureCode;
+
+  constructor(code: RpcFailureCode, message: string, options?: ErrorOptions) {
+    super(code, message, options);
+  }
 }
 
-export class ConfigError extends BaseError<'invalid_config'> {
+export class ConfigError extends BaseError {
   override name = 'ConfigError';
+  declare readonly code: 'invalid_config';
   /** Dotted path of the offending key, e.g. `chains.ethereum.mailbox`. */
   readonly key: string;
 
@@ -109,8 +122,9 @@ export class ConfigError extends BaseError<'invalid_config'> {
 }
 
 /** The database was written by a newer release (lib/sqlite/schema.ts). */
-export class SchemaVersionError extends BaseError<'schema_version'> {
+export class SchemaVersionError extends BaseError {
   override name = 'SchemaVersionError';
+  declare readonly code: 'schema_version';
   readonly found: number;
   readonly supported: number;
 
@@ -139,8 +153,9 @@ export interface RelayApiErrorOptions {
  * answer (`reason` and `message` of its JSON body, `status`, `Retry-After`, `X-Request-Id`), or a
  * ClientFailureCode when there was none. An abort rejects with the signal's reason instead.
  */
-export class RelayApiError extends BaseError<Reason | ClientFailureCode> {
+export class RelayApiError extends BaseError {
   override name = 'RelayApiError';
+  declare readonly code: Reason | ClientFailureCode;
   readonly status: number;
   readonly retryAfterSeconds: number | undefined;
   readonly requestId: string | undefined;
@@ -165,8 +180,9 @@ export class RelayApiError extends BaseError<Reason | ClientFailureCode> {
  * An argument of the wrong type or shape (a missing lease, a batch that is not an array, a metric
  * label that is not a label name): a programming error, code `invalid_argument`.
  */
-export class InvalidArgumentError extends BaseError<'invalid_argument'> {
+export class InvalidArgumentError extends BaseError {
   override name = 'InvalidArgumentError';
+  declare readonly code: 'invalid_argument';
 
   constructor(message: string, options?: ErrorOptions) {
     super('invalid_argument', message, options);
@@ -174,8 +190,9 @@ export class InvalidArgumentError extends BaseError<'invalid_argument'> {
 }
 
 /** A number out of its range (a negative claim limit, a zero window), code `out_of_range`. */
-export class OutOfRangeError extends BaseError<'out_of_range'> {
+export class OutOfRangeError extends BaseError {
   override name = 'OutOfRangeError';
+  declare readonly code: 'out_of_range';
 
   constructor(message: string, options?: ErrorOptions) {
     super('out_of_range', message, options);
@@ -187,37 +204,25 @@ export class OutOfRangeError extends BaseError<'out_of_range'> {
  * now and a retry may succeed: a call that timed out, a connection that is closed, a lock held
  * past its wait. It answers 503 `store_unavailable` (lib/store.ts); its message goes to the log only.
  */
-export class StoreUnavailableError extends BaseError<'store_unavailable'> {
+export class StoreUnavailableError extends BaseError {
   override name = 'StoreUnavailableError';
+  declare readonly code: 'store_unavailable';
 
   constructor(message: string, options?: ErrorOptions) {
     super('store_unavailable', message, options);
   }
 }
 
-/**
- * Why one delivery attempt did not deliver (docs/delivery.md#retries-pending-proofs-dead-letters; lib/worker/errors.ts turns anything thrown while delivering into one). The kind is named
- * at the start of the message's `last_error`.
- *
- * - `pending`: the proof is not there yet (a CCIP-read gateway says the attestation is not ready).
- *   Polled again without counting toward maxAttempts, until the pending deadline.
- * - `gas_payment`: the message's gas payment does not meet its policy yet; `fee`: the base fee is
- *   above the chain's gasPriceCap. Both wait (checked again with backoff, not counted); an unpaid
- *   message is final after the gas payment deadline.
- * - `busy`: slow gateways (docs/delivery.md#slow-gateways): every gateway lookup slot of the worker
- *   is in use, or the message's lookup outlasted worker.ccipReadHoldSeconds and goes on in the
- *   background: asked again later, not counted.
- * - `gas`: the estimate exceeds transactionGasLimit: nothing is sent; a counted failure.
- * - `unsupported`, `config`: no retry can cure it (an ISM type the worker cannot satisfy, a
- *   destination it has no chain for): final at once.
- * - everything else (`rpc`, `revert`, `gateway`, `forbidden`, `out-of-gas`, `insufficient-funds`,
- *   `nonce`, `timeout`, `metadata`):
- *   retried with backoff, final after maxAttempts.
- */
+/** Why one delivery attempt did not deliver: the codes are listed at DeliveryFailureCode (lib/error-codes.ts). */
 export type DeliveryErrorKind = DeliveryFailureCode;
 
-export class DeliveryError extends BaseError<DeliveryErrorKind> {
+export class DeliveryError extends BaseError {
   override name = 'DeliveryError';
+  declare readonly code: DeliveryErrorKind;
+
+  constructor(code: DeliveryErrorKind, message: string, options?: ErrorOptions) {
+    super(code, message, options);
+  }
   /** @deprecated The same as `code`; read `code`. */
   get kind(): DeliveryErrorKind {
     return this.code;
@@ -228,23 +233,12 @@ export class DeliveryError extends BaseError<DeliveryErrorKind> {
   }
 }
 
-/**
- * How a send failed (lib/worker/tx/sender.ts; docs/delivery.md#transactions):
- * - `revert`: the call reverts (simulation, or the mined transaction); `reason` says why when the
- *   contract said (Error(string), Panic, or a custom error decoded with `errorAbi`).
- * - `out-of-gas`: the node cannot find a gas limit that works, or the mined transaction used all
- *   of its gas.
- * - `insufficient-funds`: the signer cannot pay for gas.
- * - `nonce`: the nonce sequence could not be put right (nonce too high, or still too low after
- *   re-reading it from the node).
- * - `rpc`: the node is unreachable or answered something unexpected.
- * - `timeout`: the transaction was sent but not mined (with its confirmations) within `timeoutMs`;
- *   `hash` is the last one sent, which may still be mined.
- */
+/** How a send failed: the codes are listed at TransactionFailureCode (lib/error-codes.ts). */
 export type TransactionErrorKind = TransactionFailureCode;
 
-export class TransactionError extends BaseError<TransactionErrorKind> {
+export class TransactionError extends BaseError {
   override name = 'TransactionError';
+  declare readonly code: TransactionErrorKind;
   /** For `revert`: the contract's reason when it gave one. */
   readonly reason?: string;
   /** The transaction concerned, once one was sent. */
@@ -268,21 +262,14 @@ export class TransactionError extends BaseError<TransactionErrorKind> {
 
 export type CcipReadErrorKind = CcipReadFailureCode;
 
-/**
- * Why no metadata came back from CCIP-read (lib/worker/ccip/read.ts; docs/delivery.md#ccip-read):
- * - `pending`: a gateway said the proof is not there yet (HTTP 404, or HTTP 500 whose body says
- *   the attestation is not found / pending) and none answered: ask again later.
- * - `unavailable`: every gateway failed (5xx, transport error, timeout).
- * - `malformed`: a gateway answered something unusable (bad JSON, non-hex `data`, another
- *   `sender`, too large, a redirect) and none said pending.
- * - `refused`: a gateway answered a 4xx other than 404 (EIP-3668: stop there), or the lookup
- *   itself cannot be followed (its sender is not the contract asked, no http(s) URL).
- * - `forbidden`: a gateway URL's host is, or resolves to, an address that is not public (loopback,
- *   private, link-local, …) and its origin is not allowed: no gateway was asked
- *   (docs/delivery.md#hostile-recipients). Its own delivery failure kind, so a metric shows it.
- */
-export class CcipReadError extends BaseError<CcipReadErrorKind> {
+/** Why no metadata came back from CCIP-read: the codes are listed at CcipReadFailureCode (lib/error-codes.ts). */
+export class CcipReadError extends BaseError {
   override name = 'CcipReadError';
+  declare readonly code: CcipReadErrorKind;
+
+  constructor(code: CcipReadErrorKind, message: string, options?: ErrorOptions) {
+    super(code, message, options);
+  }
 
   /** @deprecated The same as `code`; read `code`. */
   get kind(): CcipReadErrorKind {

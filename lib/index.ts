@@ -1,21 +1,27 @@
 /** relayer-api: the pure core. Web APIs only: no node:* import anywhere below this file. */
 export { keccak256 } from './keccak.ts';
 export { bytesToHex, hexToBytes } from './hex.ts';
+export * from './error-family.ts';
 export {
-  BaseError,
-  ConfigError,
-  DecodeError,
-  RelayError,
-  RpcError,
   REASON_STATUS,
   retryAfterHeader,
   toRelayError,
+  type CcipReadErrorKind,
+  type CcipReadFailureCode,
+  type ClientFailureCode,
   type DecodeCode,
+  type DeliveryErrorKind,
+  type DeliveryFailureCode,
   type ErrorCode,
   type Reason,
+  type RelayApiErrorOptions,
+  type RelayErrorOptions,
   type RpcFailureCode,
+  type TransactionErrorKind,
+  type TransactionFailureCode,
+  type UsageCode,
 } from './errors.ts';
-export { systemClock, type Clock } from './clock.ts';
+export { systemClock, type Clock, type TimerOptions } from './clock.ts';
 export {
   DISPATCH_TOPIC,
   GAS_PAYMENT_TOPIC,
@@ -35,7 +41,15 @@ export {
   parseCctpV2Message,
   type CctpV2Message,
 } from './cctp.ts';
-export { compileMatchingList, createPolicy, matchesList, parseMatchingList, type MatchingRule } from './policy.ts';
+export {
+  compileMatchingList,
+  createPolicy,
+  matchesList,
+  parseMatchingList,
+  type CompiledMatchingList,
+  type MatchingRule,
+  type PolicyConfig,
+} from './policy.ts';
 export {
   checkGasPayment,
   checkGasPaymentForEstimate,
@@ -52,13 +66,32 @@ export {
   gasPaymentLogFilter,
   gasPaymentsIn,
   sumGasPayments,
+  type GasBookStore,
   type GasPayment,
+  type GasPaymentStore,
+  type GasSpend,
   type PayableMessage,
 } from './gas-payment.ts';
 export { feesWithinCap, replacementFees, type FeeDecision, type Fees, type FeeWait } from './fee-ceiling.ts';
 export { addressRange, isPublicAddress, parseIpAddress, type AddressRange, type IpAddress } from './ip-address.ts';
-export { createMemoryDedupStore, createDedupCache, type DedupStore, type Reservation } from './dedup.ts';
-export { createTokenBucket, type RateLimiter, type TakeResult } from './rate-limit.ts';
+export {
+  createMemoryDedupStore,
+  createDedupCache,
+  type DedupCacheOptions,
+  type DedupStore,
+  type MemoryDedupStore,
+  type MemoryReservation,
+  type Reservation,
+} from './dedup.ts';
+export {
+  createTokenBucket,
+  type RateLimiter,
+  type TakeResult,
+  type TokenBucket,
+  type TokenBucketOptions,
+} from './rate-limit.ts';
+export type { ClientRateLimiter } from './client-rate-limit.ts';
+export type { ChangeFeed, ChangeHub, ChangeListener, OutboxChange } from './change-feed.ts';
 export {
   callStore,
   isStoreUnavailable,
@@ -66,6 +99,8 @@ export {
   toStoreError,
   withDeadline,
   STORE_RETRY_AFTER_SECONDS,
+  type AdmittedRelay,
+  type RelayAdmission,
   type RelayerStore,
 } from './store.ts';
 export {
@@ -87,26 +122,44 @@ export {
 } from './redact.ts';
 export {
   createRpcClient,
+  type BodySink,
   type ChunkedBody,
   type ChunkedResponse,
   type FetchLike,
   type RpcCall,
   type RpcFetch,
   type RpcOptions,
+  type RpcResponse,
 } from './rpc.ts';
+export type { RpcFailureClass } from './rpc-diagnostics.ts';
+export type { GasPaymentJson, MessagesOfTxJson, MessageStatusJson } from './message-status.ts';
 export { createMemoryMerkleStore, type MemoryMerkleStore } from './merkle.ts';
 export {
   claimedMessage,
   createMemoryOutbox,
   deadLetterError,
+  type Asynchronous,
+  type AttemptState,
+  type Broadcast,
+  type BroadcastFence,
+  type ClaimedMessage,
+  type ClaimOptions,
+  type JournalEntry,
+  type ListOptions,
+  type MarkDeliveredOptions,
+  type MarkFailedOptions,
+  type MemoryOutbox,
+  type MessageStatus,
   type Outbox,
   type OutboxMessage,
   type OutboxRecord,
-  type ClaimedMessage,
-  type MessageStatus,
-  type MarkDeliveredOptions,
-  type MarkFailedOptions,
   type RelayQueue,
+  type RequeueFailedOptions,
+  type Slot,
+  type SlotOutcome,
+  type Synchronous,
+  type VersionedReads,
+  type VersionedRecord,
 } from './outbox/index.ts';
 export { parseConfig, defaultConfig } from './config.ts';
 export {
@@ -120,6 +173,16 @@ export {
   validateMerkleRequest,
   validateMerkleRange,
   MAX_ORIGIN_CHAIN_BYTES,
+  type MerkleRange,
+  type ValidRelayRequest,
 } from './validate.ts';
-export { createLogger, isLogLevel, silentLogger, LOG_LEVELS, type Logger, type LogLevel } from './log.ts';
+export {
+  createLogger,
+  isLogLevel,
+  silentLogger,
+  LOG_LEVELS,
+  type Logger,
+  type LoggerOptions,
+  type LogLevel,
+} from './log.ts';
 export type * from './types.ts';

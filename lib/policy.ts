@@ -164,7 +164,7 @@ export function matchesList(rules: readonly MatchingRule[], message: HyperlaneMe
 }
 
 /** The parts of the relayer config (lib/types.ts, RelayerConfig) the policy reads. */
-interface PolicyConfig {
+export interface PolicyConfig {
   whitelist: readonly MatchingRule[];
   blacklist: readonly MatchingRule[];
   addressBlacklist: readonly string[];

@@ -27,12 +27,14 @@ export {
   type ClientFailureCode,
   type GasPaymentJson,
   type MessageStatusJson,
+  type MessagesOfTxJson,
   type MessageSummary,
   type Reason,
   type RelayRequest,
 };
 
 export type { FetchLike };
+export * from '../error-family.ts';
 
 /** @deprecated The same type as FetchLike (one name for both entry points); kept for one release. */
 export type FetchFunction = FetchLike;

@@ -5,7 +5,7 @@
  */
 import { InvalidArgumentError } from '../errors.ts';
 
-type Labels = Record<string, string>;
+export type Labels = Record<string, string>;
 
 interface Family {
   name: string;

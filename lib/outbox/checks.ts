@@ -227,7 +227,7 @@ export function newLease(): string {
   return crypto.randomUUID();
 }
 
-/** Throws a TypeError naming the first invalid message and field; a batch is all valid or refused. */
+/** Throws an InvalidArgumentError naming the first invalid message and field; a batch is all valid or refused. */
 export function validateOutboxBatch(batch: readonly OutboxMessage[]): void {
   if (!Array.isArray(batch)) throw new InvalidArgumentError('batch must be an array');
   batch.forEach((m, i) => {

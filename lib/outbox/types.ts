@@ -206,7 +206,7 @@ export interface Outbox extends RelayQueue, GasPaymentStore, GasBookStore {
   /**
    * delivering -> delivered, deliveredAt = now, only under `lease`: the message must still be
    * delivering under that lease (an expired lease nobody took over still counts: the delivery it
-   * covered happened). A missing lease is a TypeError; a wrong or stale one, an unknown, queued,
+   * covered happened). A missing lease throws InvalidArgumentError; a wrong or stale one, an unknown, queued,
    * delivered or failed message: false, nothing changed. In the same write, the journal's open
    * slot of this message that holds `destinationTxHash` is settled `mined` (its other broadcasts
    * `replaced`), so a delivery costs the store no separate closeSlot.

@@ -21,7 +21,7 @@ import { createPostgresAdmission } from './relay.ts';
 import { migrate, quoteSchema } from './schema.ts';
 import { createPostgresVersions, type PostgresVersions } from './versions.ts';
 
-export { SchemaVersionError } from '../errors.ts';
+export * from '../error-family.ts';
 export { migrate, MIGRATIONS, SCHEMA_VERSION } from './schema.ts';
 export {
   DEFAULT_LOCK_TIMEOUT_MS,
@@ -29,9 +29,18 @@ export {
   type PgPool,
   type PgPoolClient,
   type PgQueryable,
+  type PgQueryConfig,
   type PgQueryResult,
 } from './pool.ts';
-export type { PostgresChangeFeed, PostgresDedupStore, PostgresMerkleStore, PostgresOutbox, PostgresRateLimiter };
+export type {
+  PostgresChangeFeed,
+  PostgresDedupStore,
+  PostgresMerkleStore,
+  PostgresOutbox,
+  PostgresRateLimiter,
+  PostgresVersions,
+};
+export type { PostgresReservation } from './dedup.ts';
 
 /** A pending reservation outlives the receipt wait by this much before another replica may take it. */
 export const PENDING_MARGIN_MS = 5_000;

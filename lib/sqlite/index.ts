@@ -18,7 +18,8 @@ import type { SqliteOutbox } from './outbox.ts';
 import { SCHEMA_VERSION } from './schema.ts';
 import type { SqliteVersions } from './versions.ts';
 
-export { SCHEMA_VERSION, SchemaVersionError, type SqliteOutbox, type Proxied };
+export { SCHEMA_VERSION, SchemaVersionError, type SqliteOutbox, type SqliteVersions, type Proxied };
+export * from '../error-family.ts';
 
 /** The SQLite store: a RelayerStore, plus what tests and tools read directly. */
 export interface SqliteStore extends RelayerStore {

@@ -3,7 +3,7 @@
  * per message id, inserted with ON CONFLICT (id) DO NOTHING so a resubmission stores nothing
  * twice; each batch in one transaction. A batch is first checked by the memory outbox's
  * validateOutboxBatch (ids and tx hashes lower-case, domains and nonce uint32…), so both stores
- * refuse the same batches with the same TypeError; the table's CHECK constraints are the second
+ * refuse the same batches with the same InvalidArgumentError; the table's CHECK constraints are the second
  * line. Lookups lower-case the id.
  *
  * Consumers: claim() dead-letters, selects and leases inside one BEGIN IMMEDIATE transaction,

@@ -90,6 +90,10 @@ export {
   DEFAULT_REPLACE_AFTER_BLOCKS,
 } from './tx/sender.ts';
 export { DeliveryError, type DeliveryErrorKind } from './errors.ts';
+export * from '../error-family.ts';
+export type { CcipReadAttempt } from './ccip/read.ts';
+export type { Hex } from './ccip/offchain-lookup.ts';
+export type { TopUpSearchOptions } from './top-ups.ts';
 export {
   createWorkerWatch,
   type ChainState,
@@ -105,6 +109,7 @@ export {
   type OpsServer,
   type OpsServerOptions,
   type WorkerMetrics,
+  type WorkerMetricSources,
 } from './ops.ts';
 
 /** Per JSON-RPC request to a chain's node. */

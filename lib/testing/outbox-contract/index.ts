@@ -1,8 +1,8 @@
 /**
  * The outbox contract suite (docs/embedding.md#checking-your-own-outbox): the tests every outbox
  * engine passes (memory, SQLite, PostgreSQL here; an embedder's own through `relayer-api/testing`),
- * run with node:test. Each section is one file of this folder, registered in SECTIONS; a new
- * section is a new file and one line there.
+ * run with node:test. Each section is one file of this folder; a new section is a new file, its
+ * name in OutboxContractSection and one line in OUTBOX_CONTRACT_SECTIONS.
  */
 import { afterEach, beforeEach, describe } from 'node:test';
 import { InvalidArgumentError } from '../../errors.ts';
@@ -17,8 +17,19 @@ import { listingSection } from './listing.ts';
 import { outcomesSection } from './outcomes.ts';
 import { retriesSection } from './retries.ts';
 
+/** The sections' names. */
+export type OutboxContractSection =
+  | 'enqueue'
+  | 'gas'
+  | 'leases'
+  | 'retries'
+  | 'listing'
+  | 'outcomes'
+  | 'concurrency'
+  | 'journal';
+
 /** The sections, by name, in the order they run. */
-export const OUTBOX_CONTRACT_SECTIONS = {
+export const OUTBOX_CONTRACT_SECTIONS: Readonly<Record<OutboxContractSection, ContractSection>> = {
   enqueue: enqueueSection,
   gas: gasSection,
   leases: leasesSection,
@@ -27,9 +38,7 @@ export const OUTBOX_CONTRACT_SECTIONS = {
   outcomes: outcomesSection,
   concurrency: concurrencySection,
   journal: journalSection,
-} as const satisfies Record<string, ContractSection>;
-
-export type OutboxContractSection = keyof typeof OUTBOX_CONTRACT_SECTIONS;
+};
 
 export interface OutboxContractOptions {
   /** Sections not to run (an outbox that leaves a role out, docs/embedding.md#checking-your-own-outbox). */

@@ -1,0 +1,20 @@
+/**
+ * The error family (lib/errors.ts): BaseError and every class extending it. Every entry point
+ * exports all of them (docs/embedding.md#typescript), so a `catch` tells errors apart with the
+ * classes of the entry point it calls; they are the same classes everywhere.
+ */
+export {
+  BaseError,
+  CcipReadError,
+  ConfigError,
+  DecodeError,
+  DeliveryError,
+  InvalidArgumentError,
+  OutOfRangeError,
+  RelayApiError,
+  RelayError,
+  RpcError,
+  SchemaVersionError,
+  StoreUnavailableError,
+  TransactionError,
+} from './errors.ts';
