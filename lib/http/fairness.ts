@@ -34,7 +34,8 @@ export function createFairness(options: {
   function gate(limiter: ClientRateLimiter | undefined, what: string) {
     if (limiter === undefined) return undefined;
     return async (ex: Exchange) => {
-      const taken = await callStore(() => limiter.take(clientOf(ex.req)));
+      const client = clientOf(ex.req);
+      const taken = await callStore(() => limiter.take(client));
       if (!taken.ok)
         throw new RelayError(
           'rate_limited',

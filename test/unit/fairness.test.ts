@@ -90,7 +90,7 @@ describe('server.trustedProxies', () => {
     assert.equal((await from('192.0.2.9, 203.0.113.3')).status, 429, 'the same client, whatever it wrote first');
   });
 
-  test('an IPv6 client counts as its /64; an IPv4-mapped address as its IPv4 one; a hop that is no address ends the walk', () => {
+  test('an IPv6 client counts as its /64; an IPv4-mapped address as its IPv4 one; the walk stops at the first client', () => {
     const req = (remoteAddress: string, xff?: string) =>
       ({
         socket: { remoteAddress },
@@ -102,8 +102,40 @@ describe('server.trustedProxies', () => {
     assert.equal(plain(req('::ffff:192.0.2.1')), '192.0.2.1');
     const proxied = createClientOf(['::1', '10.0.0.0/8']);
     assert.equal(proxied(req('::1', '192.0.2.1')), '192.0.2.1');
-    assert.equal(proxied(req('::1', 'garbage, 10.0.0.5')), '10.0.0.5');
+    assert.equal(proxied(req('::1', 'garbage, 192.0.2.1, 10.0.0.5')), '192.0.2.1', 'what the client wrote is not read');
+    assert.equal(proxied(req('::1')), '0:0:0:0::/64', 'no header: the proxy asked itself');
     assert.equal(proxied(req('192.0.2.50', '198.51.100.1')), '192.0.2.50', 'an untrusted peer');
+  });
+
+  test('hops written address:port and [IPv6]:port are read; a hop the walk reaches that is no address is a 400', async (t) => {
+    const table: ReceiptTable = new Map();
+    const relayApi = { rateLimit: { burst: 100, perMinute: 1 }, clientRateLimit: { burst: 1, perMinute: 1 } };
+    const { url } = await startApi(t, {
+      config: testConfig({ relayApi, server: { trustedProxies: ['127.0.0.0/8', '10.0.0.0/8'] } }),
+      fetch: fakeRpcFetch(table).fetch,
+    });
+    const from = (xff: string) => relayFrom(url, table, '127.0.0.1', { 'x-forwarded-for': xff });
+    assert.equal((await from('203.0.113.1:51234')).status, 200);
+    assert.equal((await from('203.0.113.1:40000')).status, 429, 'another port of the same client');
+    assert.equal((await from('203.0.113.1')).status, 429, 'the same client without a port');
+    assert.equal((await from('203.0.113.2:51234, 10.0.0.9:3128')).status, 200, 'a client behind two proxies');
+    assert.equal((await from('[2001:db8:1:2::7]:443')).status, 200);
+    assert.equal((await from('2001:db8:1:2::9')).status, 429, 'the same /64 written bare');
+    assert.equal((await from('[2001:db8:1:3::7]')).status, 200, 'brackets without a port');
+    for (const hop of [
+      'garbage',
+      '203.0.113.3:99999',
+      '203.0.113.3:',
+      '[203.0.113.3]:80',
+      'unknown',
+      '203.0.113.4, ',
+    ]) {
+      const refused = await from(hop);
+      assert.deepEqual([refused.status, refused.json().reason], [400, 'invalid_request'], hop);
+      assert.match(refused.json().message, /X-Forwarded-For/);
+    }
+    // Never the proxy's own address: a refused hop took no token of 127.0.0.1's bucket.
+    assert.equal((await relayFrom(url, table, '127.0.0.1')).status, 200, 'the proxy itself, once');
   });
 });
 
