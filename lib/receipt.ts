@@ -34,8 +34,13 @@ export interface Receipt {
 /** One JSON-RPC attempt, for metrics and logs. Nothing in it carries a URL's path, query or userinfo. */
 export interface ReceiptFetchEvent {
   chain: string;
-  /** scheme://host[:port] only. */
+  /** scheme://host[:port] only: for the operator's log. */
   rpc: string;
+  /**
+   * The endpoint by chain and position in its `rpcUrls`, `ethereum#0`: what metrics label it with
+   * (docs/operations.md#metrics), since a host may itself name a private network or hold a key.
+   */
+  endpoint: string;
   /** The transaction whose receipt is asked for, lower-case. */
   txHash: string;
   /** 1 for the first request of this fetch, counting across endpoints and polls. */
@@ -151,12 +156,13 @@ export function createReceiptFetcher(opts: ReceiptFetcherOptions = {}): ReceiptS
     let attempts = 0;
     try {
       for (;;) {
-        for (const url of chain.rpcUrls) {
+        for (const [index, url] of chain.rpcUrls.entries()) {
           const startedAt = clock.now();
           const n = ++attempts;
           const event = (ok: boolean): ReceiptFetchEvent => ({
             chain: chain.name,
             rpc: originOf(url),
+            endpoint: `${chain.name}#${index}`,
             txHash: txHash.toLowerCase(),
             attempt: n,
             ok,

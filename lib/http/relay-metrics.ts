@@ -58,11 +58,11 @@ export function createRelayMetrics(registry: MetricsRegistry, clock: Clock): Rel
   );
   const receiptDuration = registry.histogram(
     'hyperlane_relay_api_receipt_fetch_duration_seconds',
-    'Duration of eth_getTransactionReceipt attempts by chain and RPC endpoint (origin only).',
+    'Duration of eth_getTransactionReceipt attempts by chain and RPC endpoint (chain#position in rpcUrls).',
   );
   const receiptFailures = registry.counter(
     'hyperlane_relay_api_receipt_fetch_failures_total',
-    'Failed eth_getTransactionReceipt attempts by chain and RPC endpoint (origin only).',
+    'Failed eth_getTransactionReceipt attempts by chain and RPC endpoint (chain#position in rpcUrls).',
   );
   const messagesEnqueued = registry.counter(
     'hyperlane_relay_api_messages_enqueued_total',
@@ -119,7 +119,8 @@ export function createRelayMetrics(registry: MetricsRegistry, clock: Clock): Rel
     messagesEnqueued,
     merkleRows,
     receiptAttempt(event) {
-      const labels = { chain: event.chain, rpc: event.rpc };
+      // By position, never by host: a host may name an internal network or hold a provider's key.
+      const labels = { chain: event.chain, rpc: event.endpoint };
       receiptDuration.observe(labels, event.durationMs / 1000);
       if (!event.ok) receiptFailures.inc(labels);
     },

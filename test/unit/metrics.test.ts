@@ -194,8 +194,9 @@ describe('registry: the text exposition format 0.0.4', () => {
 describe('GET /metrics over HTTP: the relay API metrics move', () => {
   const SECRET_URL = 'https://user-secret:pw-secret@bad.example.invalid:8545/v3/KEY-secret-123?apikey=QUERY-secret-456';
   const GOOD_URL = 'https://good.example.invalid/rpc/PATH-secret-789';
-  const BAD = { chain: 'ethereum', rpc: 'https://bad.example.invalid:8545' };
-  const GOOD = { chain: 'ethereum', rpc: 'https://good.example.invalid' };
+  // docs/operations.md#metrics: endpoints by chain and position in rpcUrls, never host or port.
+  const BAD = { chain: 'ethereum', rpc: 'ethereum#0' };
+  const GOOD = { chain: 'ethereum', rpc: 'ethereum#1' };
   let store: SqliteStore;
   before(async () => {
     store = await openSqliteStore(':memory:');
@@ -229,7 +230,8 @@ describe('GET /metrics over HTTP: the relay API metrics move', () => {
       const res = await httpRequest(url, { path: '/metrics' });
       assert.equal(res.status, 200);
       assert.match(String(res.headers['content-type']), /^text\/plain; version=0\.0\.4; charset=utf-8$/);
-      assert.doesNotMatch(res.text, /secret|user-|pw-|apikey|\/v3\/|\/rpc\//i, 'no part of an RPC URL but its origin');
+      assert.doesNotMatch(res.text, /secret|user-|pw-|apikey|\/v3\/|\/rpc\//i, 'no part of an RPC URL');
+      assert.doesNotMatch(res.text, /example\.invalid|:8545|https?:/, 'no RPC host, port or scheme');
       return valid(res.text);
     };
     /** Resolves at the next receipt request (the request has reached the pipeline). */
@@ -238,7 +240,7 @@ describe('GET /metrics over HTTP: the relay API metrics move', () => {
   }
 
   test('docs/operations.md#metrics: counters, gauges and histograms of a sequence of requests', async (t) => {
-    // RPC URLs are reduced to their origin.
+    // RPC endpoints are named by chain and position (ethereum#0), never by host or port.
     const h = await start(t);
     const before = await h.scrape();
     assert.equal(sampleValue(before, 'hyperlane_relay_api_outbox_depth'), 0);
@@ -295,7 +297,7 @@ describe('GET /metrics over HTTP: the relay API metrics move', () => {
     assert.equal(sampleValue(m, 'hyperlane_relay_api_merkle_rows_written_total'), 2);
     assert.equal(sampleValue(m, 'hyperlane_relay_api_in_flight_requests'), 1, 'the scrape itself');
 
-    // Receipts: every attempt on the dead endpoint failed, under its origin only.
+    // Receipts: every attempt on the dead endpoint (the first of rpcUrls) failed, under ethereum#0.
     assert.ok(h.calls.bad >= 2 && h.calls.good >= 2, JSON.stringify(h.calls));
     assert.equal(sampleValue(m, 'hyperlane_relay_api_receipt_fetch_failures_total', BAD), h.calls.bad);
     assert.equal(sampleValue(m, 'hyperlane_relay_api_receipt_fetch_failures_total', GOOD), undefined);
