@@ -220,14 +220,25 @@ function blockRange(bytes: Uint8Array, blocks: readonly Block[]): AddressRange |
 const MAPPED = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff];
 const NAT64 = [0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0];
 
+/**
+ * Where a connection to `address` goes: the IPv4 address inside an IPv4-mapped or NAT64 one,
+ * else `address` itself.
+ */
+export function connectionAddress(address: IpAddress): IpAddress {
+  const { bytes } = address;
+  if (address.family === 6 && (inBlock(bytes, MAPPED, 96) || inBlock(bytes, NAT64, 96))) {
+    const v4 = bytes.slice(12);
+    return { family: 4, bytes: v4, text: ipv4Text(v4) };
+  }
+  return address;
+}
+
 /** The range `address` is in: `public` only when it is globally reachable. */
 export function addressRange(address: IpAddress): AddressRange {
   const { bytes } = address;
   if (address.family === 4) return blockRange(bytes, IPV4_BLOCKS) ?? 'public';
   // Where a connection to these goes is their IPv4 address.
-  if (inBlock(bytes, MAPPED, 96) || inBlock(bytes, NAT64, 96)) {
-    return addressRange({ family: 4, bytes: bytes.slice(12), text: ipv4Text(bytes.slice(12)) });
-  }
+  if (inBlock(bytes, MAPPED, 96) || inBlock(bytes, NAT64, 96)) return addressRange(connectionAddress(address));
   if (bytes.every((b) => b === 0)) return 'unspecified';
   if (bytes.subarray(0, 15).every((b) => b === 0) && bytes[15] === 1) return 'loopback';
   if (!inBlock(bytes, [0x20], 3)) return blockRange(bytes, IPV6_OTHER_BLOCKS) ?? 'reserved';

@@ -27,7 +27,7 @@ import { ConfigError, InvalidArgumentError } from '../errors.ts';
 import { silentLogger, type Logger } from '../log.ts';
 import { assertStatedPolicy, effectiveTransactionGasLimit, policyOptOuts } from '../stated-policy.ts';
 import type { RelayerConfig } from '../types.ts';
-import type { Resolver } from './ccip/read.ts';
+import type { LocalAddresses, Resolver } from './ccip/read.ts';
 import { createMailboxDestination } from './destination.ts';
 import { describe } from './errors.ts';
 import { workerLookups } from './ccip/lookups.ts';
@@ -131,6 +131,8 @@ export interface RelayerWorkerOptions {
   fetch?: typeof fetch;
   /** Resolves CCIP-read gateway host names (tests inject one); default the system resolver. */
   resolve?: Resolver;
+  /** This host's own interface addresses, refused as CCIP-read gateways (tests inject them); default node:os's. */
+  localAddresses?: LocalAddresses;
   /** Queued + delivering, for the heartbeat (the outbox's depth()). */
   depth?: () => Promise<number>;
   /**
@@ -208,6 +210,7 @@ export async function createRelayerWorker(options: RelayerWorkerOptions): Promis
   const lookups = workerLookups(w, {
     fetch: options.fetch,
     resolve: options.resolve,
+    localAddresses: options.localAddresses,
     clock: options.clock ?? systemClock,
     logger,
   });

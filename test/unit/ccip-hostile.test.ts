@@ -229,6 +229,111 @@ describe('CCIP-read refuses non-public gateways, in every spelling, before any r
   });
 });
 
+describe('CCIP-read asks public gateways on ports 80 and 443 only, and never this host', () => {
+  const PORT_REFUSED =
+    'CCIP-read refused: the lookup names a gateway on a port other than 80 and 443; no gateway was asked';
+  const fetchOk: CcipReadOptions['fetch'] = async () => Response.json({ data: METADATA });
+
+  test('a public gateway on another port is refused before it is resolved; 80 and 443 are asked whatever the scheme', async () => {
+    const resolve = resolverOf({ 'gateway.example': ['93.184.215.14'] });
+    for (const url of [
+      'https://gateway.example:8443/x',
+      'http://gateway.example:22/x',
+      'http://gateway.example:6379/x',
+      'https://93.184.215.14:8080/x',
+      'http://[2606:4700:4700::1111]:25/x',
+    ]) {
+      const refusals: CcipReadRefusal[] = [];
+      const error = await failure(
+        ccipRead(lookup([url]), { contract: ISM, resolve, fetch: noFetch, onRefused: (r) => refusals.push(r) }),
+      );
+      assert.equal(error.kind, 'forbidden', url);
+      assert.equal(error.message, PORT_REFUSED, url);
+      assert.deepEqual(
+        refusals.map((r) => [r.index, r.range]),
+        [[0, 'port']],
+        url,
+      );
+    }
+    assert.deepEqual(resolve.asked, [], 'a refused port costs no DNS query');
+    for (const url of [
+      'https://gateway.example/x',
+      'https://gateway.example:443/x',
+      'http://gateway.example/x',
+      'http://gateway.example:443/x',
+      'https://gateway.example:80/x',
+    ])
+      assert.equal(await ccipRead(lookup([url]), { contract: ISM, resolve, fetch: fetchOk }), METADATA, url);
+    // A private address on another port is named for its address, the stronger reason.
+    const error = await failure(ccipRead(lookup(['http://10.0.0.1:8080/x']), { contract: ISM, fetch: noFetch }));
+    assert.equal(error.message, REFUSED);
+  });
+
+  test('an origin in ccipReadAllowOrigins is asked on its own port; another port of the same host is not', async () => {
+    const resolve = resolverOf({ 'gateway.example': ['93.184.215.14'] });
+    const allowOrigins = ['https://gateway.example:8443'];
+    assert.equal(
+      await ccipRead(lookup(['https://gateway.example:8443/x']), {
+        contract: ISM,
+        resolve,
+        fetch: fetchOk,
+        allowOrigins,
+      }),
+      METADATA,
+    );
+    const error = await failure(
+      ccipRead(lookup(['https://gateway.example:8444/x']), { contract: ISM, resolve, fetch: noFetch, allowOrigins }),
+    );
+    assert.equal(error.message, PORT_REFUSED);
+  });
+
+  test("this host's own interface addresses are refused like private ones, public or not, in any spelling", async () => {
+    // The host's interfaces as node:os networkInterfaces() lists them: loopback, LAN, public v4 and v6.
+    const localAddresses = () => ['127.0.0.1', '192.168.1.20', '93.184.215.20', '2606:4700:4700::64', 'fe80::1'];
+    const resolve = resolverOf({
+      'self.example': ['93.184.215.20'],
+      'self6.example': ['2606:4700:4700::64'],
+      'mixed.example': ['93.184.215.14', '93.184.215.20'],
+      'other.example': ['93.184.215.14'],
+    });
+    for (const url of [
+      'https://93.184.215.20/x',
+      'https://1572394772/x',
+      'https://[::ffff:93.184.215.20]/x',
+      'https://[64:ff9b::5db8:d714]/x',
+      'https://[2606:4700:4700::64]/x',
+      'https://self.example/x',
+      'https://self6.example/x',
+      'https://mixed.example/x',
+    ]) {
+      const refusals: CcipReadRefusal[] = [];
+      const error = await failure(
+        ccipRead(lookup([url]), {
+          contract: ISM,
+          resolve,
+          localAddresses,
+          fetch: noFetch,
+          onRefused: (r) => refusals.push(r),
+        }),
+      );
+      assert.equal(error.kind, 'forbidden', url);
+      assert.equal(error.message, REFUSED, url);
+      assert.deepEqual(
+        refusals.map((r) => r.range),
+        ['this-host'],
+        url,
+      );
+    }
+    const ok: CcipReadOptions = { contract: ISM, resolve, localAddresses, fetch: fetchOk };
+    assert.equal(await ccipRead(lookup(['https://other.example/x']), ok), METADATA, 'another public address');
+    assert.equal(
+      await ccipRead(lookup(['https://93.184.215.20/x']), { ...ok, allowOrigins: ['https://93.184.215.20'] }),
+      METADATA,
+      'allowed by the operator',
+    );
+  });
+});
+
 describe('worker.ccipReadAllowOrigins: gateways of your own, compared after URL normalisation', () => {
   test('an allowed origin is asked in any spelling of the same origin; another port or scheme is not', async (t) => {
     const canary = await startCanary(t);

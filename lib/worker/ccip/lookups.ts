@@ -13,7 +13,7 @@ import type { WorkerConfig } from '../../types.ts';
 import { DeliveryError } from '../errors.ts';
 import type { OffchainReader } from '../metadata.ts';
 import { laneLookups, type LanedReader } from './lanes.ts';
-import { ccipRead, decodeOffchainLookup, type Resolver } from './read.ts';
+import { ccipRead, decodeOffchainLookup, type LocalAddresses, type Resolver } from './read.ts';
 import { limitLookups } from './slots.ts';
 
 /** How long a finished background lookup waits for its message's next claim. */
@@ -24,6 +24,7 @@ const MIN_BACKGROUND = 4;
 export interface WorkerLookupOptions {
   fetch?: typeof fetch;
   resolve?: Resolver;
+  localAddresses?: LocalAddresses;
   clock: Clock;
   logger: Logger;
 }
@@ -38,6 +39,7 @@ export function workerLookups(w: WorkerConfig, o: WorkerLookupOptions): LanedRea
       contract: ism,
       fetch: o.fetch,
       resolve: o.resolve,
+      localAddresses: o.localAddresses,
       clock: o.clock,
       timeoutMs: w.ccipReadTimeoutSeconds * 1000,
       budgetMs: w.ccipReadBudgetSeconds * 1000,

@@ -14,17 +14,26 @@
  * a URL may carry an API key.
  */
 import { systemClock, type Clock } from '../../clock.ts';
-import type { AddressRange } from '../../ip-address.ts';
 import type { FetchLike } from '../../rpc.ts';
 import { CcipReadError, type CcipReadErrorKind } from '../errors.ts';
 import { askGateway, GatewayFailure, gatewayUrl, type GatewayUrl } from './gateway.ts';
 import { decodeOffchainLookup, type Hex, type OffchainLookup } from './offchain-lookup.ts';
-import { checkGatewayTarget, normalizeOrigins, systemResolver, type Resolver, type TargetCheck } from './target.ts';
+import {
+  checkGatewayTarget,
+  normalizeOrigins,
+  ownAddresses,
+  systemLocalAddresses,
+  systemResolver,
+  type LocalAddresses,
+  type Resolver,
+  type TargetCheck,
+  type TargetRefusal,
+} from './target.ts';
 import { fetchTransport, pinnedTransport } from './transport.ts';
 
 export { CcipReadError, type CcipReadErrorKind } from '../errors.ts';
 export { decodeOffchainLookup, OFFCHAIN_LOOKUP_SELECTOR, type Hex, type OffchainLookup } from './offchain-lookup.ts';
-export type { ResolvedAddress, Resolver } from './target.ts';
+export type { LocalAddresses, ResolvedAddress, Resolver } from './target.ts';
 
 export interface CcipReadOptions {
   /**
@@ -41,6 +50,8 @@ export interface CcipReadOptions {
   allowOrigins?: readonly string[];
   /** Resolves gateway host names; every address it answers must be public. Default: the system's. */
   resolve?: Resolver;
+  /** This host's own interface addresses, refused like private ones. Default: node:os networkInterfaces(). */
+  localAddresses?: LocalAddresses;
   /**
    * Replaces the connection to the gateways (tests, embedders): the address check still runs
    * first, but the fetch resolves the name again itself. Default: node:http(s) to the checked
@@ -78,9 +89,9 @@ export interface CcipReadRefusal {
   index: number;
   /** The template as the ISM gave it (may hold a key). */
   url: string;
-  /** The address refused, or `localhost`. */
+  /** The address refused, `localhost`, or `host:port` for a port refused. */
   address: string;
-  range: AddressRange | 'localhost';
+  range: TargetRefusal['range'];
 }
 
 const DEFAULT_TIMEOUT_MS = 10_000;
@@ -139,6 +150,7 @@ export async function ccipRead(lookup: OffchainLookup, opts: CcipReadOptions): P
   // Every URL's target, checked before any gateway is asked.
   const allowOrigins = normalizeOrigins(opts.allowOrigins ?? []);
   const resolve = opts.resolve ?? systemResolver;
+  const own = ownAddresses((opts.localAddresses ?? systemLocalAddresses)());
   const prepared: (GatewayUrl | GatewayFailure)[] = urls.map((template) => {
     try {
       return gatewayUrl(template, sender, data);
@@ -151,7 +163,9 @@ export async function ccipRead(lookup: OffchainLookup, opts: CcipReadOptions): P
     Promise.all(
       prepared.map(
         (p): Promise<TargetCheck | GatewayFailure> =>
-          p instanceof GatewayFailure ? Promise.resolve(p) : checkGatewayTarget(p.url, { resolve, allowOrigins }),
+          p instanceof GatewayFailure
+            ? Promise.resolve(p)
+            : checkGatewayTarget(p.url, { resolve, allowOrigins, ownAddresses: own }),
       ),
     ),
     clock,
@@ -161,16 +175,20 @@ export async function ccipRead(lookup: OffchainLookup, opts: CcipReadOptions): P
   if (checks === undefined)
     throw new CcipReadError('unavailable', `CCIP-read unavailable: ${budgetText} resolving the gateways`);
   let refused = false;
+  let onlyPorts = true;
   checks.forEach((check, index) => {
     if (check instanceof GatewayFailure || check.ok || !('refusal' in check)) return;
     refused = true;
+    if (check.refusal.range !== 'port') onlyPorts = false;
     opts.onRefused?.({ index, url: urls[index], ...check.refusal });
   });
   // Nothing per URL: which host resolves where is the operator's to know, not a stranger's.
   if (refused) {
     throw new CcipReadError(
       'forbidden',
-      'CCIP-read refused: the lookup names a gateway at a non-public address; no gateway was asked',
+      onlyPorts
+        ? 'CCIP-read refused: the lookup names a gateway on a port other than 80 and 443; no gateway was asked'
+        : 'CCIP-read refused: the lookup names a gateway at a non-public address; no gateway was asked',
     );
   }
 

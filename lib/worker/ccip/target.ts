@@ -3,11 +3,20 @@
  * ISM names the URL, so its host must be a public address, however it is spelled, and a name must
  * resolve to public addresses only, every one of them. The addresses checked are the ones the
  * connection then goes to (lib/worker/ccip/transport.ts), so a name that resolves differently a
- * moment later (DNS rebinding) reaches nothing unchecked. Origins the operator allows
- * (`worker.ccipReadAllowOrigins`, after URL normalisation) skip the check: a gateway of their own.
+ * moment later (DNS rebinding) reaches nothing unchecked. The host's own interface addresses are
+ * refused like private ones, public or not (a gateway there is a service of this host), and only
+ * ports 80 and 443 are asked (no port scan of a public host). Origins the operator allows
+ * (`worker.ccipReadAllowOrigins`, after URL normalisation) skip the checks: a gateway of their own.
  */
 import { lookup } from 'node:dns/promises';
-import { addressRange, parseIpAddress, type AddressRange, type IpAddress } from '../../ip-address.ts';
+import { networkInterfaces } from 'node:os';
+import {
+  addressRange,
+  connectionAddress,
+  parseIpAddress,
+  type AddressRange,
+  type IpAddress,
+} from '../../ip-address.ts';
 
 /** One address a name resolves to, as node:dns `lookup({all: true})` lists them. */
 export interface ResolvedAddress {
@@ -27,12 +36,21 @@ export interface GatewayTarget {
   allowed: boolean;
 }
 
-/** Why a gateway URL is not asked: its host is, or resolves to, a non-public address. */
+/** The addresses of this host's own network interfaces (tests inject them). */
+export type LocalAddresses = () => Iterable<string>;
+
+/**
+ * Why a gateway URL is not asked: its host is, or resolves to, a non-public address (`this-host`:
+ * an address of this host's own interfaces), or its port is not 80 or 443 (`port`).
+ */
 export interface TargetRefusal {
-  /** The address refused (canonical), or the name when it is `localhost` itself. */
+  /** The address refused (canonical), the name when it is `localhost` itself, `host:port` for a port. */
   address: string;
-  range: AddressRange | 'localhost';
+  range: AddressRange | 'localhost' | 'this-host' | 'port';
 }
+
+/** The ports a gateway not in the allow-list may be asked on: HTTP's and HTTPS's own. */
+export const GATEWAY_PORTS: ReadonlySet<number> = new Set([80, 443]);
 
 export type TargetCheck =
   | { ok: true; target: GatewayTarget }
@@ -41,6 +59,20 @@ export type TargetCheck =
 
 /** The system resolver: what the operating system would connect to (hosts file included). */
 export const systemResolver: Resolver = (hostname) => lookup(hostname, { all: true, order: 'verbatim' });
+
+/** Every address of this host's interfaces, as node:os lists them (loopback, LAN and public ones). */
+export const systemLocalAddresses: LocalAddresses = () =>
+  Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((info) => info.address));
+
+/** `addresses` as the canonical text of where a connection to each goes; what is not an address is skipped. */
+export function ownAddresses(addresses: Iterable<string>): ReadonlySet<string> {
+  const own = new Set<string>();
+  for (const text of addresses) {
+    const address = parseIpAddress(String(text));
+    if (address) own.add(connectionAddress(address).text);
+  }
+  return own;
+}
 
 /** `origins` as URL origins (`http://host:port`, default port dropped, host normalised); bad entries throw. */
 export function normalizeOrigins(origins: readonly string[]): ReadonlySet<string> {
@@ -61,18 +93,28 @@ function isLocalhostName(hostname: string): boolean {
  */
 export async function checkGatewayTarget(
   url: URL,
-  opts: { resolve: Resolver; allowOrigins: ReadonlySet<string> },
+  opts: { resolve: Resolver; allowOrigins: ReadonlySet<string>; ownAddresses?: ReadonlySet<string> },
 ): Promise<TargetCheck> {
   const allowed = opts.allowOrigins.has(url.origin);
+  const own = opts.ownAddresses ?? new Set<string>();
+  const rangeOf = (address: IpAddress): TargetRefusal['range'] =>
+    own.has(connectionAddress(address).text) ? 'this-host' : addressRange(address);
+  const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
+  const portRefused = !GATEWAY_PORTS.has(port) && !allowed;
+  const portRefusal: TargetCheck = { ok: false, refusal: { address: url.host, range: 'port' } };
+  // A non-public address is the stronger reason, so it is named first where it is known without DNS.
   const literal = parseIpAddress(url.hostname);
   if (literal) {
-    const range = addressRange(literal);
+    const range = rangeOf(literal);
     if (range !== 'public' && !allowed) return { ok: false, refusal: { address: literal.text, range } };
+    if (portRefused) return portRefusal;
     return { ok: true, target: { url, addresses: [literal], allowed } };
   }
   if (isLocalhostName(url.hostname) && !allowed) {
     return { ok: false, refusal: { address: url.hostname, range: 'localhost' } };
   }
+  // Before resolving: a refused port costs no DNS query.
+  if (portRefused) return portRefusal;
   let answers: readonly ResolvedAddress[];
   try {
     answers = await opts.resolve(url.hostname);
@@ -84,7 +126,7 @@ export async function checkGatewayTarget(
     const address = parseIpAddress(String(answer?.address));
     // A resolver that answers something other than an address is not trusted with the rest.
     if (!address) return { ok: false, unresolved: 'resolved to something other than an address' };
-    const range = addressRange(address);
+    const range = rangeOf(address);
     if (range !== 'public' && !allowed) return { ok: false, refusal: { address: address.text, range } };
     addresses.push(address);
   }
