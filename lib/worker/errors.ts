@@ -38,10 +38,49 @@ export class ShortWait extends DeliveryError {
 
 /** Longest text of an error kept in last_error (the outbox keeps 1000 characters in all). */
 const MAX_DETAIL = 600;
+/** Longest text of a recipient's or a gateway's kept in last_error, before quoting. */
+export const MAX_FOREIGN_TEXT = 200;
+
+/**
+ * `text` without control characters (C0, DEL, C1) nor invisible format characters (bidi
+ * overrides, zero-width), which could rewrite how last_error reads on a terminal or a page:
+ * line and paragraph breaks and tabs become a space, the rest are dropped.
+ */
+export function stripControls(text: string): string {
+  return text.replace(/[\t\n\v\f\r\u0085\u2028\u2029]/g, ' ').replace(/[\p{Cc}\p{Cf}]/gu, '');
+}
 
 /** A text we keep, URLs (with their credentials, paths, keys in query strings) cut out (lib/redact.ts), at most MAX_DETAIL long. */
 export function scrub(text: string): string {
-  return hideUrls(text).slice(0, MAX_DETAIL);
+  return stripControls(hideUrls(text)).slice(0, MAX_DETAIL);
+}
+
+/** Who wrote a failure's text, when we did not: the recipient (or its ISM and hooks) or a gateway. */
+export type ForeignSource = 'recipient' | 'gateway';
+
+/**
+ * Someone else's text as last_error shows it: scrubbed, bounded to MAX_FOREIGN_TEXT characters
+ * (`…` when cut) and JSON-quoted, so where it ends is plain and it cannot pass for ours
+ * (docs/delivery.md#retries-pending-proofs-dead-letters).
+ */
+export function quoteForeign(text: string): string {
+  const clean = scrub(text);
+  return JSON.stringify(clean.length > MAX_FOREIGN_TEXT ? `${clean.slice(0, MAX_FOREIGN_TEXT - 1)}…` : clean);
+}
+
+/** A failure whose text came from `source` (quoted); last_error names it: `revert (recipient): "…"`. */
+export class ForeignFailure extends DeliveryError {
+  readonly source: ForeignSource;
+
+  constructor(kind: DeliveryErrorKind, source: ForeignSource, text: string, cause?: unknown) {
+    super(kind, quoteForeign(text), cause === undefined ? undefined : { cause });
+    this.source = source;
+  }
+}
+
+/** The failure's kind as last_error names it: with its text's source when that is not us. */
+export function failureLabel(failure: DeliveryError): string {
+  return failure instanceof ForeignFailure ? `${failure.code} (${failure.source})` : failure.code;
 }
 
 /** One line of an unknown error, scrubbed: viem's shortMessage when there is one. */
@@ -64,8 +103,9 @@ export function toDeliveryError(error: unknown): DeliveryError {
     return new DeliveryError('gateway', `${error.code}: ${describe(error)}`, { cause: error });
   }
   if (error instanceof TransactionError) {
-    const text = error.code === 'revert' && error.reason ? error.reason : describe(error);
-    return new DeliveryError(error.code, scrub(text), { cause: error });
+    // A revert reason is the contract's text: the recipient's, its ISM's or hook's, anyone's.
+    if (error.code === 'revert' && error.reason) return new ForeignFailure('revert', 'recipient', error.reason, error);
+    return new DeliveryError(error.code, describe(error), { cause: error });
   }
   return new DeliveryError('rpc', describe(error), { cause: error });
 }

@@ -325,7 +325,7 @@ describe('delivery loop', () => {
     let record = row(r, idOf(1));
     // failure 1: delay 5 s, random 0 → 2.5 s
     assert.equal(record.retryAt, T0 + 2_500);
-    assert.equal(record.lastError, 'revert: ISM: bad signature (failures 1/3)');
+    assert.equal(record.lastError, 'revert (recipient): "ISM: bad signature" (failures 1/3)');
     assert.deepEqual(await w.runOnce(), [], 'not claimable before retryAt');
     await r.clock.advanceTo(T0 + 2_500);
     await w.runOnce();
@@ -338,8 +338,20 @@ describe('delivery loop', () => {
     assert.equal(last.outcome, 'failed');
     record = row(r, idOf(1));
     assert.equal(record.status, 'failed');
-    assert.equal(record.lastError, 'revert: ISM: bad signature (failures 3/3, final)');
+    assert.equal(record.lastError, 'revert (recipient): "ISM: bad signature" (failures 3/3, final)');
     assert.equal(d.calls.process, 0, 'a message that would revert never costs gas');
+  });
+
+  test("a recipient's revert reason in last_error: marked as its, quoted, without control characters, bounded", async () => {
+    // docs/delivery.md#retries-pending-proofs-dead-letters: GET /relay/{id} shows it to anyone.
+    const reason = `\u001b[2Jdelivered\r\n(failures 0/3)\u202e\u0000 ${'x'.repeat(1_000)}`;
+    const r = rig();
+    const d = scripted({ simulate: async () => Promise.reject(new TransactionError('revert', 'x', { reason })) });
+    await worker(r, d, { maxAttempts: 3, random: () => 0 }).runOnce();
+    const { lastError } = row(r, idOf(1));
+    const shown = `"[2Jdelivered  (failures 0/3) ${'x'.repeat(170)}…"`;
+    assert.equal(lastError, `revert (recipient): ${shown} (failures 1/3)`);
+    assert.doesNotMatch(lastError!, /[\p{Cc}\p{Cf}]/u, 'no control character');
   });
 
   test('pending is polled backing off without counting toward maxAttempts; final at the pending deadline', async () => {
@@ -709,7 +721,7 @@ describe('delivery errors (lib/worker/errors.ts)', () => {
     const revert = toDeliveryError(
       new TransactionError('revert', 'reverted', { reason: 'Mailbox: already delivered' }),
     );
-    assert.deepEqual([revert.kind, revert.message], ['revert', 'Mailbox: already delivered']);
+    assert.deepEqual([revert.kind, revert.message], ['revert', '"Mailbox: already delivered"'], 'a reason is quoted');
     assert.equal(toDeliveryError(new CcipReadError('pending', 'gateway 1 of 1 answered HTTP 404')).kind, 'pending');
     const gateway = toDeliveryError(new CcipReadError('malformed', 'gateway 1 of 1 answered data that is not hex'));
     assert.deepEqual(

@@ -13,7 +13,7 @@
 import { sleep, type Clock } from '../../clock.ts';
 import type { Logger } from '../../log.ts';
 import type { AttemptState, ClaimedMessage } from '../../outbox/index.ts';
-import { describe, ShortWait } from '../errors.ts';
+import { describe, failureLabel, ShortWait } from '../errors.ts';
 import type { DeliveryEvents, DeliveryOutbox, DeliveryResult, WorkerSettings } from '../types.ts';
 import type { Outcome } from './outcome.ts';
 
@@ -200,12 +200,12 @@ export function createRecorder(r: RecorderOptions): Recorder {
             m,
             name,
             failure.code,
-            formatAttemptState(failure.code, failure.message, next, o.maxAttempts, true),
+            formatAttemptState(failureLabel(failure), failure.message, next, o.maxAttempts, true),
             next,
             log,
           );
         const retryAt = now + backoff(o.retryBaseMs, o.retryMaxMs, next.failures);
-        const error = formatAttemptState(failure.code, failure.message, next, o.maxAttempts);
+        const error = formatAttemptState(failureLabel(failure), failure.message, next, o.maxAttempts);
         const recorded = await safely(() => outbox.markFailed(m.id, { lease: m.lease, error, retryAt, state: next }));
         events.retried?.(name, failure.code);
         logger.warn('retry', { ...log, retry_at: new Date(retryAt).toISOString(), error, recorded });

@@ -64,10 +64,13 @@ export function classify(err: unknown): Classified {
   const is = (type: abstract new (...args: never[]) => Error) => err.walk((e) => e instanceof type) !== null;
   const words = said.toLowerCase();
   const revertData = revertDataOf(err);
+  // A revert first, by its data or class, then by the node's words: the reason after "execution
+  // reverted:" is the contract's text (anyone's), never the node's ("already known", "nonce too low").
+  if (is(ExecutionRevertedError) || revertData !== undefined || /revert/.test(words))
+    return { kind: 'revert', said, answered, revertData };
   // viem files these under "nonce too low"; they say the node has this very transaction.
   if (/already known|already imported|known transaction|already in (?:the )?(?:tx)?pool/.test(words))
     return { kind: 'known', said, answered };
-  if (is(ExecutionRevertedError) || revertData !== undefined) return { kind: 'revert', said, answered, revertData };
   if (is(NonceTooLowError) || /nonce too low/.test(words)) return { kind: 'nonce-low', said, answered };
   if (is(NonceTooHighError) || is(NonceMaxValueError)) return { kind: 'nonce', said, answered };
   if (is(InsufficientFundsError)) return { kind: 'insufficient-funds', said, answered };
@@ -75,7 +78,6 @@ export function classify(err: unknown): Classified {
     return { kind: 'out-of-gas', said, answered };
   if (is(FeeCapTooLowError) || is(TipAboveFeeCapError) || /underpriced|fee too low/.test(words))
     return { kind: 'underpriced', said, answered };
-  if (/revert/.test(words)) return { kind: 'revert', said, answered };
   return { kind: 'rpc', said, answered };
 }
 
