@@ -102,7 +102,7 @@ export async function checkGatewayTarget(
   const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
   const portRefused = !GATEWAY_PORTS.has(port) && !allowed;
   const portRefusal: TargetCheck = { ok: false, refusal: { address: url.host, range: 'port' } };
-  // A non-public address is the stronger reason, so it is named first where it is known without DNS.
+  // A non-public address is the stronger reason: it is named first, the port after.
   const literal = parseIpAddress(url.hostname);
   if (literal) {
     const range = rangeOf(literal);
@@ -113,8 +113,6 @@ export async function checkGatewayTarget(
   if (isLocalhostName(url.hostname) && !allowed) {
     return { ok: false, refusal: { address: url.hostname, range: 'localhost' } };
   }
-  // Before resolving: a refused port costs no DNS query.
-  if (portRefused) return portRefusal;
   let answers: readonly ResolvedAddress[];
   try {
     answers = await opts.resolve(url.hostname);
@@ -131,5 +129,6 @@ export async function checkGatewayTarget(
     addresses.push(address);
   }
   if (addresses.length === 0) return { ok: false, unresolved: 'did not resolve' };
+  if (portRefused) return portRefusal;
   return { ok: true, target: { url, addresses, allowed } };
 }
