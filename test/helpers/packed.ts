@@ -47,3 +47,9 @@ function askNpm(): string[] {
   });
   return (JSON.parse(out) as Array<{ files: Array<{ path: string }> }>)[0].files.map((f) => f.path);
 }
+
+/**
+ * The flags of the production install (docs/deploy.md#the-package): test/process/install.test.ts
+ * installs the tarball with them, and the Dockerfile and docs/deploy.md must say the same.
+ */
+export const INSTALL_FLAGS: readonly string[] = ['--omit=dev', '--no-audit', '--no-fund'];

@@ -96,7 +96,18 @@ const NOT_RUN_HERE = new Map<string, string>([
     'npm run demo        # end-to-end demo on two local chains: relay, then delivery',
     'test/e2e/demo.e2e.test.ts runs the demo itself',
   ],
-  ['npm run build       # dist/ (JS + .d.ts), also run by npm install', 'npm test builds dist/ before the tests'],
+  [
+    'npm run build       # dist/ (JS + .d.ts), also run by npm test and npm pack (prepack)',
+    'npm test builds dist/ before the tests',
+  ],
+  [
+    'npm pack                    # in the clone: dist/ built, relayer-api-0.1.0.tgz written',
+    'test/process/install.test.ts runs npm pack (its prepack builds dist/)',
+  ],
+  [
+    'npm install --omit=dev --no-audit --no-fund ./relayer-api-0.1.0.tgz viem@2.57.20 pg@8.23.1',
+    'test/process/install.test.ts installs the tarball with these flags (the peers linked: no network in tests); test/unit/dockerfile.test.ts keeps this line',
+  ],
   [
     'npm run bench:pg    # POST /relay on PostgreSQL with 1 and 2 replicas, liveness during an outage',
     'minutes of load; bench/ is its own check',
