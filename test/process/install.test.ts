@@ -102,7 +102,7 @@ test('docs/deploy.md#the-package: the installed relayer-server answers /ready on
   assert.equal(await stopProcess(server.child, 15_000), 0, server.output());
 });
 
-test('docs/deploy.md#the-package: the installed relayer-worker checks its config, names viem when it is missing, and refuses a silent node', async () => {
+test('docs/deploy.md#the-package: the installed relayer-worker names viem when it is missing, then refuses a silent node', async () => {
   const rpc = await refusedPort();
   const config = join(dir, 'relayer.json');
   writeFileSync(
