@@ -13,6 +13,8 @@ import {
   array,
   integer,
   join,
+  listNames,
+  nearest,
   nonEmptyString,
   object,
   required,
@@ -68,7 +70,7 @@ function parseIndex(value: unknown, key: string): { chunk?: number } {
 
 /** `transactionOverrides`: of Hyperlane's keys, the fee ceiling (the others are refused by name). */
 function parseTransactionOverrides(value: unknown, key: string): TransactionOverrides {
-  const obj = object(value, key, ['gasPriceCap']);
+  const obj = object(value, key, ['gasPriceCap'], '{"gasPriceCap": WEI}');
   const overrides: TransactionOverrides = {};
   // "none": no ceiling, stated (docs/configuration.md#stated-gas-policy).
   if (obj.gasPriceCap === 'none') overrides.gasPriceCap = null;
@@ -85,12 +87,17 @@ function parseTransmitters(value: unknown, key: string): string[] {
   return [...new Set(list)];
 }
 
+/** The shape of one `rpcUrls` entry, as errors name it. */
+const RPC_URL_SHAPE = '{"http": URL}';
+
 function parseRpcUrls(value: unknown, key: string): string[] {
+  if (typeof value === 'string')
+    throw new ConfigError(key, `expected an array of ${RPC_URL_SHAPE}, got a string: write [{"http": "https://…"}]`);
   const list = array(value, key);
   if (list.length === 0) throw new ConfigError(key, 'needs at least one {"http": "…"} entry');
   return list.map((entry, i) => {
     const where = `${key}[${i}]`;
-    const obj = object(entry, where, ['http']);
+    const obj = object(entry, where, ['http'], RPC_URL_SHAPE);
     return httpUrl(required(obj, 'http', where), join(where, 'http'));
   });
 }
@@ -161,6 +168,12 @@ export function builtinChains(): Record<string, ChainConfig> {
   return chains;
 }
 
+/** `unknown chain "bsae"; did you mean "base"? The configured chains are "ethereum" or "base"`. */
+function unknownChain(name: string, configured: readonly string[]): string {
+  const near = nearest(name, configured);
+  return `unknown chain ${JSON.stringify(name.slice(0, 64))}${near === undefined ? '' : `; did you mean "${near}"?`} (the configured chains: ${listNames(configured)})`;
+}
+
 export function parseRelayChains(value: unknown, key: string, chains: Record<string, ChainConfig>): string[] {
   const names =
     typeof value === 'string'
@@ -168,7 +181,7 @@ export function parseRelayChains(value: unknown, key: string, chains: Record<str
       : array(value, key).map((v, i) => ({ name: string(v, `${key}[${i}]`), where: `${key}[${i}]` }));
   const out: string[] = [];
   for (const { name, where } of names) {
-    if (!Object.hasOwn(chains, name)) throw new ConfigError(where, `unknown chain ${JSON.stringify(name)}`);
+    if (!Object.hasOwn(chains, name)) throw new ConfigError(where, unknownChain(name, Object.keys(chains)));
     if (!out.includes(name)) out.push(name);
   }
   if (out.length === 0) throw new ConfigError(key, 'must name at least one chain');

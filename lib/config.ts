@@ -117,7 +117,7 @@ function parseRelayApi(value: unknown, key: string): RelayApiConfig {
 /** An optional bucket: absent or null is none; otherwise both numbers are required. */
 function optionalBucket(value: unknown, key: string): { burst: number; perMinute: number } | null {
   if (value === undefined || value === null) return null;
-  const obj = object(value, key, ['burst', 'perMinute']);
+  const obj = object(value, key, ['burst', 'perMinute'], '{"burst": N, "perMinute": N} or null');
   const max = Number.MAX_SAFE_INTEGER;
   if (obj.burst === undefined) throw new ConfigError(join(key, 'burst'), 'is required');
   if (obj.perMinute === undefined) throw new ConfigError(join(key, 'perMinute'), 'is required');
@@ -254,6 +254,8 @@ function parseWorker(value: unknown, key: string): WorkerConfig {
 }
 
 const TOP_KEYS = [
+  // The JSON Schema an editor completes from (docs/config.schema.json): a string, otherwise ignored.
+  '$schema',
   'chains',
   'relayChains',
   'whitelist',
@@ -270,6 +272,7 @@ const TOP_KEYS = [
 /** Validates a parsed config file (docs/design.md#configuration). Throws ConfigError naming the offending key. */
 export function parseConfig(input: unknown): RelayerConfig {
   const root = object(input, '', TOP_KEYS);
+  if (root.$schema !== undefined) string(root.$schema, '$schema');
   const chains = root.chains === undefined ? builtinChains() : parseChains(root.chains, 'chains');
   return {
     chains,

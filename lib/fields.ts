@@ -18,14 +18,85 @@ export function typeName(value: unknown): string {
   return `a ${typeof value}`;
 }
 
-/** A JSON object; with `allowed`, a key outside it is refused (a typo must not be ignored). */
-export function object(value: unknown, key: string, allowed?: readonly string[]): Obj {
+/**
+ * A key refused where only `allowed` may be (docs/configuration.md#the-configuration-file): the
+ * message names the nearest allowed key or lists them all; test/unit/config-schema.test.ts reads
+ * `allowed` to hold docs/config.schema.json to the parser.
+ */
+export class UnknownKeyError extends ConfigError {
+  readonly allowed: readonly string[];
+  constructor(key: string, allowed: readonly string[], problem: string) {
+    super(key, problem);
+    this.allowed = allowed;
+  }
+}
+
+/** Edit distance of two strings: insertions, deletions, substitutions and swaps of neighbours count one each. */
+export function editDistance(a: string, b: string): number {
+  const rows: number[][] = [];
+  for (let i = 0; i <= a.length; i++) {
+    rows.push([i]);
+    for (let j = 1; j <= b.length; j++) {
+      if (i === 0) {
+        rows[0].push(j);
+        continue;
+      }
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let d = Math.min(rows[i - 1][j] + 1, rows[i][j - 1] + 1, rows[i - 1][j - 1] + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, rows[i - 2][j - 2] + 1);
+      rows[i].push(d);
+    }
+  }
+  return rows[a.length][b.length];
+}
+
+/**
+ * The candidate `input` most likely meant: the nearest by edit distance ignoring case, when it is
+ * near enough to be a typo (at most a third of the input's length, between 1 and 3 edits).
+ */
+export function nearest(input: string, candidates: readonly string[]): string | undefined {
+  if (input.length > 128) return undefined;
+  const lower = input.toLowerCase();
+  const limit = Math.max(1, Math.min(3, Math.floor(input.length / 3)));
+  let best: string | undefined;
+  let bestDistance = limit + 1;
+  for (const candidate of candidates) {
+    const d = editDistance(lower, candidate.toLowerCase());
+    if (d < bestDistance) {
+      best = candidate;
+      bestDistance = d;
+    }
+  }
+  return best;
+}
+
+/** `a, b, c`: at most `max` names, then how many in all. */
+export function listNames(names: readonly string[], max = 12): string {
+  const shown = names.slice(0, max).join(', ');
+  return names.length > max ? `${shown}, … (${names.length} in all)` : shown;
+}
+
+/**
+ * A JSON object; with `allowed`, a key outside it is refused (a typo must not be ignored) with the
+ * key it is nearest to. `shape` is what the error says is expected instead of "an object"
+ * (`{"http": URL}`).
+ */
+export function object(value: unknown, key: string, allowed?: readonly string[], shape?: string): Obj {
   if (!isPlainObject(value)) {
-    const what = key === '' ? 'the configuration must be a JSON object' : 'expected an object';
+    const what = key === '' ? 'the configuration must be a JSON object' : `expected ${shape ?? 'an object'}`;
     throw new ConfigError(key, `${what}, got ${typeName(value)}`);
   }
+  if (allowed === undefined) return value;
   for (const k of Object.keys(value)) {
-    if (allowed && !allowed.includes(k)) throw new ConfigError(join(key, k), 'unknown key');
+    if (allowed.includes(k)) continue;
+    const near = nearest(k, allowed);
+    throw new UnknownKeyError(
+      join(key, k),
+      allowed,
+      near === undefined
+        ? `unknown key; the keys here: ${listNames(allowed, 40)}`
+        : `unknown key; did you mean "${near}"?`,
+    );
   }
   return value;
 }
