@@ -9,6 +9,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { LOG_LEVELS } from '../lib/log.ts';
 import { readCommandLine } from './lib/command-line.ts';
+import { configSummary, listenFailure } from './lib/advice.ts';
 import { cliFail, runCommand, shutDownOnce } from './lib/lifecycle.ts';
 import { openRelayerStore } from './lib/store.ts';
 import { redactDatabaseUrl } from '../lib/redact.ts';
@@ -46,6 +47,8 @@ Options:
                       pool_size=N sets the pool, default 10). Default: env RELAYER_DB, then
                       the config's db, then ./relayer.db
   --log-level LEVEL   ${LOG_LEVELS.join(' | ')} (default info; env RELAYER_LOG_LEVEL)
+  --check-config      read the config and the flags, print what would run and exit 0,
+                      or 2 with the error; nothing is opened or started
   -h, --help          show this help
 
 Environment:
@@ -80,6 +83,7 @@ async function main(): Promise<void> {
   const cli = readCommandLine({ help: HELP, listen: (config) => config.server });
   if (cli === undefined) return;
   const { config, logger, sink } = cli;
+
   // Read once and removed from the environment, like the worker's key: nothing started inherits it.
   const adminToken = process.env.RELAYER_ADMIN_TOKEN;
   delete process.env.RELAYER_ADMIN_TOKEN;
@@ -87,6 +91,11 @@ async function main(): Promise<void> {
     if (adminToken.length < 16 || adminToken.length > 1024 || !/^[\x21-\x7e]+$/.test(adminToken))
       return fail(2, 'RELAYER_ADMIN_TOKEN must be 16 to 1024 visible ASCII characters');
     config.server.adminToken = adminToken;
+  }
+  if (cli.flags['check-config']) {
+    const token = config.server.adminToken === null ? 'none (GET /messages off, merkle endpoints open)' : 'set';
+    process.stdout.write(configSummary(PROGRAM, cli.flags.config, config, config.server, [`admin token: ${token}`]));
+    return;
   }
 
   // Loaded once the command line and the config are accepted: --help and a refused flag or
@@ -111,10 +120,7 @@ async function main(): Promise<void> {
     address = await relay.listen();
   } catch (error) {
     await store.close();
-    return fail(
-      1,
-      `cannot listen on ${config.server.host}:${config.server.port}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
-    );
+    return fail(1, listenFailure(config.server.host, config.server.port, error, 'server'));
   }
   if (!isLoopback(config.server.host) && config.server.adminToken === null) {
     logger.warn(

@@ -18,6 +18,7 @@ import { redactDatabaseUrl, redactUrls } from '../lib/redact.ts';
 import { effectivePolicies, unstatedPolicy } from '../lib/stated-policy.ts';
 import type { RelayerConfig } from '../lib/types.ts';
 import { CommandLineError, readCommandLine } from './lib/command-line.ts';
+import { configSummary, listenFailure, signerKeyProblem, workerPolicyLines } from './lib/advice.ts';
 import { cliFail, runCommand, shutDownOnce } from './lib/lifecycle.ts';
 import { openRelayerStore } from './lib/store.ts';
 
@@ -54,6 +55,8 @@ Options:
   --host HOST         address of /metrics and /ready (default 127.0.0.1; config worker.host)
   --port N            port of /metrics and /ready, 0 for any (default 9091; config worker.port)
   --log-level LEVEL   ${LOG_LEVELS.join(' | ')} (default info; env RELAYER_LOG_LEVEL)
+  --check-config      read the config, the flags and RELAYER_SIGNER_KEY's form, print what
+                      would run and exit 0, or 2 with the error; nothing is opened or started
   -h, --help          show this help
 
 Environment:
@@ -207,6 +210,20 @@ async function main(): Promise<void> {
   if ((command === undefined || (command === 'requeue' && own.includes('limit'))) && own.length > 0)
     fail(2, `--${own[0]} is a flag of ${command === undefined ? 'list and requeue' : 'list'}\n\n${HELP}`);
 
+  if (flags['check-config']) {
+    if (command !== undefined) fail(2, `--check-config checks what relayer-worker runs with, not ${command}`);
+    const key = process.env.RELAYER_SIGNER_KEY;
+    delete process.env.RELAYER_SIGNER_KEY;
+    const keyProblem = key ? signerKeyProblem(key) : undefined;
+    if (keyProblem !== undefined) fail(2, keyProblem);
+    process.stdout.write(
+      configSummary(PROGRAM, flags.config, config, config.worker, [
+        `signer key: ${key ? 'set' : 'not set (RELAYER_SIGNER_KEY is needed to run)'}`,
+        ...workerPolicyLines(config),
+      ]),
+    );
+    return;
+  }
   if (command === 'list') {
     sink.flush();
     if (positionals.length !== 1)
@@ -226,9 +243,10 @@ async function main(): Promise<void> {
   // Read once and removed from the environment: nothing this process starts inherits it.
   const signerKey = process.env.RELAYER_SIGNER_KEY;
   delete process.env.RELAYER_SIGNER_KEY;
-  if (!signerKey) fail(2, 'RELAYER_SIGNER_KEY is not set: the key (0x + 64 hex) that signs Mailbox.process');
+  if (!signerKey) return fail(2, 'RELAYER_SIGNER_KEY is not set: the key (0x + 64 hex) that signs Mailbox.process');
   // The key's form is checked before viem is loaded: a wrong key is refused at once.
-  if (!isHexOfLength(signerKey, 32)) fail(2, 'RELAYER_SIGNER_KEY must be 0x followed by 64 hex digits');
+  const keyProblem = signerKeyProblem(signerKey);
+  if (keyProblem !== undefined) return fail(2, keyProblem);
   const mod = await loadWorkerModule();
 
   const store = await openRelayerStore(config, logger, { existing: true });
@@ -269,10 +287,7 @@ async function main(): Promise<void> {
     address = await ops.listen(config.worker.port, config.worker.host);
   } catch (error) {
     await store.close();
-    return fail(
-      1,
-      `cannot listen on ${config.worker.host}:${config.worker.port}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
-    );
+    return fail(1, listenFailure(config.worker.host, config.worker.port, error, 'worker'));
   }
   logger.info('started', {
     signer: relayer.address,

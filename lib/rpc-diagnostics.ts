@@ -29,21 +29,29 @@ function transportCode(error: unknown): string | undefined {
   return code;
 }
 
+/**
+ * The class and phrase of a transport failure (the request got no HTTP answer) from the `code` on
+ * its cause chain: "DNS lookup failed (ENOTFOUND)", "connection refused". The server's logs and the
+ * worker's start-up check (lib/worker/watch.ts) say the same words.
+ */
+export function classifyTransportFailure(cause: unknown): { failure: RpcFailureClass; summary: string } {
+  const code = transportCode(cause) ?? '';
+  if (/^(ENOTFOUND|EAI_AGAIN|EAI_NONAME|EAI_FAIL)$/.test(code))
+    return { failure: 'dns', summary: `DNS lookup failed (${code})` };
+  if (code === 'ECONNREFUSED') return { failure: 'connection_refused', summary: 'connection refused' };
+  if (/^(ECONNRESET|EPIPE|UND_ERR_SOCKET|UND_ERR_CLOSED)$/.test(code))
+    return { failure: 'connection_reset', summary: 'connection reset' };
+  if (/^(ETIMEDOUT|UND_ERR_CONNECT_TIMEOUT|UND_ERR_HEADERS_TIMEOUT|UND_ERR_BODY_TIMEOUT)$/.test(code))
+    return { failure: 'timeout', summary: 'timed out' };
+  if (/CERT|TLS|SSL|UNABLE_TO_VERIFY/.test(code)) return { failure: 'tls', summary: `TLS error (${code})` };
+  return { failure: 'transport', summary: code === '' ? 'transport error' : `transport error (${code})` };
+}
+
 /** The class of `error` and a short URL-free phrase for it ("connection refused", "HTTP 503"). */
 export function classifyFailure(error: RpcError): { failure: RpcFailureClass; summary: string } {
   switch (error.code) {
-    case 'transport': {
-      const code = transportCode(error.cause) ?? '';
-      if (/^(ENOTFOUND|EAI_AGAIN|EAI_NONAME|EAI_FAIL)$/.test(code))
-        return { failure: 'dns', summary: `DNS lookup failed (${code})` };
-      if (code === 'ECONNREFUSED') return { failure: 'connection_refused', summary: 'connection refused' };
-      if (/^(ECONNRESET|EPIPE|UND_ERR_SOCKET|UND_ERR_CLOSED)$/.test(code))
-        return { failure: 'connection_reset', summary: 'connection reset' };
-      if (/^(ETIMEDOUT|UND_ERR_CONNECT_TIMEOUT|UND_ERR_HEADERS_TIMEOUT|UND_ERR_BODY_TIMEOUT)$/.test(code))
-        return { failure: 'timeout', summary: 'timed out' };
-      if (/CERT|TLS|SSL|UNABLE_TO_VERIFY/.test(code)) return { failure: 'tls', summary: `TLS error (${code})` };
-      return { failure: 'transport', summary: code === '' ? 'transport error' : `transport error (${code})` };
-    }
+    case 'transport':
+      return classifyTransportFailure(error.cause);
     case 'attempt_timeout':
     case 'deadline':
       return { failure: 'timeout', summary: 'no answer in time' };

@@ -35,6 +35,8 @@ export interface CommonFlags {
   db?: string;
   'log-level'?: string;
   help?: boolean;
+  /** Read the config and the flags, print what would run, exit 0 (or 2 with the errors): nothing started. */
+  'check-config'?: boolean;
   /** A command's own string flags (CommandLineSpec.flags). */
   [flag: string]: string | boolean | undefined;
 }
@@ -59,6 +61,7 @@ function parseCommonFlags(
         db: { type: 'string' },
         'log-level': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
+        'check-config': { type: 'boolean' },
         ...Object.fromEntries(extra.map((name) => [name, { type: 'string' as const }])),
       },
       strict: true,

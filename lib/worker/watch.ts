@@ -12,6 +12,7 @@
 import type { Clock } from '../clock.ts';
 import type { Logger } from '../log.ts';
 import { redactUrls } from '../redact.ts';
+import { causeText, classifyTransportFailure } from '../rpc-diagnostics.ts';
 
 /** One destination as the watch sees it. */
 export interface WatchedChain {
@@ -65,9 +66,24 @@ export interface WorkerWatch {
   stop(): void;
 }
 
-// viem's messages quote the URL they called, and RPC URLs carry API keys.
-const errorText = (error: unknown) =>
-  redactUrls(error instanceof Error ? error.message.split('\n')[0] : String(error)).slice(0, 200);
+/**
+ * What failed, in the server's words (lib/rpc-diagnostics.ts): viem says "HTTP request failed."
+ * for a refused connection, a failed DNS lookup and an HTTP error alike; its cause chain and
+ * status say which. Other messages are cut to their first line, URLs redacted (RPC URLs carry
+ * API keys).
+ */
+function errorText(error: unknown): string {
+  if (error instanceof Error && error.name === 'HttpRequestError') {
+    const status = (error as { status?: unknown }).status;
+    if (typeof status === 'number') return `HTTP ${status}`;
+    const { failure, summary } = classifyTransportFailure(error);
+    if (failure !== 'transport' || summary !== 'transport error') return summary;
+    const cause = causeText(error);
+    return cause === undefined ? summary : `${summary} (${cause})`;
+  }
+  if (error instanceof Error && error.name === 'TimeoutError') return 'no answer in time';
+  return redactUrls(error instanceof Error ? error.message.split('\n')[0] : String(error)).slice(0, 200);
+}
 
 export function createWorkerWatch(options: WorkerWatchOptions): WorkerWatch {
   const { chains, clock, logger, minBalanceWei, intervalMs } = options;

@@ -5,10 +5,15 @@
  * heartbeat line says, and the balance warning below the floor.
  */
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
+import { createPublicClient, http, HttpRequestError } from 'viem';
 import { createLogger } from '../../lib/log.ts';
 import { createWorkerWatch, type WatchedChain } from '../../lib/worker/watch.ts';
 import { createFakeClock } from '../helpers/fake-clock.ts';
+import { refusedPort } from '../helpers/refused-port.ts';
 
 function harness() {
   const clock = createFakeClock();
@@ -122,4 +127,45 @@ test('the balance: a gauge value per destination, and a warning at start and wit
   );
   assert.deepEqual(watch.balances(), [[{ destination: 'base' }, 3e15]]);
   watch.stop();
+});
+
+test('docs/delivery.md#start-up-checks-and-heartbeat: a silent node is named as the server names it (DNS, refused, HTTP 503)', async () => {
+  // viem's own errors, from its client on real loopback sockets where this machine can make them:
+  // "HTTP request failed." for all three, the cause chain and status saying which.
+  const refused = await refusedPort();
+  const failing = createServer((_req, res) => res.writeHead(503).end('busy'));
+  failing.listen(0, '127.0.0.1');
+  await once(failing, 'listening');
+  const port = (failing.address() as AddressInfo).port;
+  const ask = (url: string) => () =>
+    createPublicClient({ transport: http(url, { retryCount: 0, timeout: 5_000 }) }).getChainId();
+  // A failed DNS lookup cannot be made without the network: viem's error around Node's, as fetch throws it.
+  const dnsFailure = async (): Promise<number> => {
+    const lookup = Object.assign(new Error('getaddrinfo ENOTFOUND rpc.example'), { code: 'ENOTFOUND' });
+    throw new HttpRequestError({
+      url: 'https://rpc.example/v2/KEY',
+      cause: new TypeError('fetch failed', { cause: lookup }),
+    });
+  };
+  try {
+    const { options } = harness();
+    const chains: WatchedChain[] = [
+      {
+        name: 'base',
+        chainId: 8453,
+        urls: [
+          { origin: 'https://rpc.example', chainId: dnsFailure },
+          { origin: `http://127.0.0.1:${refused}`, chainId: ask(`http://127.0.0.1:${refused}/`) },
+          { origin: `http://127.0.0.1:${port}`, chainId: ask(`http://127.0.0.1:${port}/`) },
+        ],
+        balance: async () => 0n,
+      },
+    ];
+    const watch = createWorkerWatch({ ...options, chains });
+    assert.deepEqual(watch.refusals(await watch.check()), [
+      `chains.base: no RPC node answered eth_chainId (https://rpc.example: DNS lookup failed (ENOTFOUND); http://127.0.0.1:${refused}: connection refused; http://127.0.0.1:${port}: HTTP 503)`,
+    ]);
+  } finally {
+    failing.close();
+  }
 });
