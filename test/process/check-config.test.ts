@@ -77,8 +77,11 @@ test('docs/configuration.md#relayer-worker: a signer key in the wrong form is to
     [`${KEY}\n`, /white space around it/],
     ['0x1234', /got 4 hex digits$/],
   ];
+  // A config that states the gas policy, which a worker checks before the key.
+  const config = join(REPO_ROOT, 'examples', 'devnet.json');
   for (const [key, message] of cases) {
     for (const args of [['--check-config'], ['--db', join(dir, 'never.db')]]) {
+      args.push('--config', config);
       const result = run('relayer-worker', args, { RELAYER_SIGNER_KEY: key });
       assert.equal(result.code, 2, `${args[0]}: ${result.stderr}`);
       assert.match(result.stderr.trimEnd(), message);
@@ -86,7 +89,7 @@ test('docs/configuration.md#relayer-worker: a signer key in the wrong form is to
       assert.ok(!result.stderr.includes(key.trim().replace(/^0x/, '')), 'the key is not repeated');
     }
   }
-  const unset = run('relayer-worker', ['--check-config']);
+  const unset = run('relayer-worker', ['--check-config', '--config', config]);
   assert.equal(unset.code, 0, unset.stderr);
   assert.match(unset.stdout, /signer key: not set \(RELAYER_SIGNER_KEY is needed to run\)/);
 });
