@@ -7,23 +7,14 @@
  * one destination per relay chain (viem clients over its RPC URLs, in order), the signer, the
  * loop and its metrics. `bin/relayer-worker` adds the ops server and signals.
  */
-import {
-  createPublicClient,
-  defineChain,
-  fallback,
-  http,
-  type Chain,
-  type Hex,
-  type PublicClient,
-  type Tokens,
-  type Transport,
-} from 'viem';
+import { createPublicClient, http, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import type { ChangeFeed } from '../change-feed.ts';
+import { chainClient, RPC_TIMEOUT_MS } from './chain-client.ts';
 import { isHexOfLength } from '../hex.ts';
 import { redactUrls, urlForLog } from '../redact.ts';
 import { systemClock, type Clock } from '../clock.ts';
-import { ConfigError, InvalidArgumentError } from '../errors.ts';
+import { InvalidArgumentError } from '../errors.ts';
 import { silentLogger, type Logger } from '../log.ts';
 import { assertStatedPolicy, effectiveTransactionGasLimit, policyOptOuts } from '../stated-policy.ts';
 import type { RelayerConfig } from '../types.ts';
@@ -112,9 +103,6 @@ export {
   type WorkerMetricSources,
 } from './ops.ts';
 
-/** Per JSON-RPC request to a chain's node. */
-const RPC_TIMEOUT_MS = 10_000;
-
 export interface RelayerWorkerOptions {
   config: RelayerConfig;
   /** With gasPayments/addGasPayments (every engine has them) when gasPaymentEnforcement is set. */
@@ -161,38 +149,6 @@ export const gatewayForLog: (url: string) => string = urlForLog;
 /** 0x and 64 hex digits (lib/hex.ts's rule for 32 bytes; relayer-worker checks it before loading viem). */
 export function isPrivateKey(value: string): value is Hex {
   return isHexOfLength(value, 32);
-}
-
-/** The viem client for one configured chain, over its RPC URLs in order. */
-async function chainClient(
-  chain: RelayerConfig['chains'][string],
-): Promise<{ publicClient: PublicClient; viemChain: Chain }> {
-  const transports = chain.rpcUrls.map((url) => http(url, { retryCount: 0, timeout: RPC_TIMEOUT_MS }));
-  const transport = transports.length === 1 ? transports[0] : fallback(transports, { retryCount: 0 });
-  let id = chain.chainId;
-  if (id === undefined) {
-    try {
-      id = await createPublicClient({ transport }).getChainId();
-    } catch {
-      throw new ConfigError(
-        `chains.${chain.name}.chainId`,
-        "not in the config, and the chain's RPC node did not tell it",
-      );
-    }
-  }
-  const viemChain = defineChain({
-    id,
-    name: chain.name,
-    nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
-    rpcUrls: { default: { http: chain.rpcUrls } },
-  });
-  // The general client types: tsc need not prove the specific ones assignable (seconds of typecheck).
-  const publicClient = createPublicClient<Transport, Chain | undefined, undefined, undefined, Tokens | undefined>({
-    chain: viemChain,
-    transport,
-    pollingInterval: 1_000,
-  });
-  return { publicClient, viemChain };
 }
 
 export async function createRelayerWorker(options: RelayerWorkerOptions): Promise<RelayerWorker> {
