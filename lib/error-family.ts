@@ -1,5 +1,6 @@
 /**
- * The error family (lib/errors.ts): BaseError and every class extending it. Every entry point
+ * The error family (lib/errors.ts, and the worker's refusal of an unstated policy in
+ * lib/stated-policy.ts): BaseError and every class extending it. Every entry point
  * exports all of them (docs/embedding.md#typescript), so a `catch` tells errors apart with the
  * classes of the entry point it calls; they are the same classes everywhere.
  */
@@ -18,3 +19,4 @@ export {
   StoreUnavailableError,
   TransactionError,
 } from './errors.ts';
+export { UnstatedPolicyError } from './stated-policy.ts';

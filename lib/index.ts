@@ -186,3 +186,10 @@ export {
   type LogLevel,
 } from './log.ts';
 export type * from './types.ts';
+export {
+  DEFAULT_TRANSACTION_GAS_LIMIT,
+  effectivePolicies,
+  policyOptOuts,
+  unstatedPolicy,
+  type DestinationPolicy,
+} from './stated-policy.ts';

@@ -40,7 +40,6 @@ export {
   effectivePolicies,
   policyOptOuts,
   unstatedPolicy,
-  UnstatedPolicyError,
   type DestinationPolicy,
 } from '../stated-policy.ts';
 export type {
@@ -83,6 +82,7 @@ export {
 export { DeliveryError, type DeliveryErrorKind } from './errors.ts';
 export * from '../error-family.ts';
 export type { CcipReadAttempt } from './ccip/read.ts';
+export type { LocalAddresses, TargetRefusal } from './ccip/target.ts';
 export type { Hex } from './ccip/offchain-lookup.ts';
 export type { TopUpSearchOptions } from './top-ups.ts';
 export {

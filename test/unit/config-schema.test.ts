@@ -94,6 +94,7 @@ function full(): Record<string, any> {
       pollMs: 500,
       gasMarginPercent: 10,
       replaceAfterSeconds: 30,
+      replaceAfterBlocks: 5,
       ccipReadTimeoutSeconds: 5,
       ccipReadBudgetSeconds: 20,
       ccipReadHoldSeconds: 1,
