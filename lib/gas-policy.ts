@@ -7,7 +7,8 @@
  *
  * - `none`: no payment needed.
  * - `minimum {payment}`: a payment must exist on the origin's InterchainGasPaymaster, and the
- *   payments summed must be at least `payment` wei (a payment of 0 meets `payment: 0`).
+ *   payments summed, less the wei the relayer's own reverted transactions already spent on the
+ *   message, must be at least `payment` wei (a payment of 0 meets `payment: 0` before any spend).
  * - `onChainFeeQuoting {gasFraction: "n/d"}` (default "1/2"): a payment must exist, and the gas
  *   paid for (summed `gasAmount`, less gas the relayer already spent on the message) must be at
  *   least the `process` estimate × n / d; the transaction may then use up to the gas paid for.
@@ -154,7 +155,8 @@ export const MIN_ESTIMATE = 21_000n;
 
 /**
  * The check made before anything is spent on a message (no gateway request, no estimate): under
- * `minimum`, whether the payments meet it; under `onChainFeeQuoting`, whether a payment exists
+ * `minimum`, whether the payments, less `spentWei` (what the relayer's own reverted transactions
+ * for it cost, docs/delivery.md#gas-already-spent), meet it; under `onChainFeeQuoting`, whether a payment exists
  * (the amount is checked against the estimate by `checkGasPaymentForEstimate`) and, given
  * `spentGas` (docs/delivery.md#gas-already-spent), whether the gas paid for and not spent could
  * meet even the smallest estimate (MIN_ESTIMATE × n / d): a message paid for too little gas, or
@@ -165,6 +167,7 @@ export function checkGasPayment(
   policy: GasPaymentEnforcement | null,
   paid: GasPaid,
   spentGas?: bigint,
+  spentWei = 0n,
 ): GasPaymentCheck {
   if (policy === null) {
     return {
@@ -181,11 +184,16 @@ export function checkGasPayment(
       message: "no payment for this message's destination on the origin's InterchainGasPaymaster",
     };
   }
-  if (policy.type === 'minimum' && paid.payment < policy.payment) {
+  // What was spent comes off what was paid: a message whose reverts cost more than its payment
+  // waits for a top-up, whatever its minimum (0 included).
+  if (policy.type === 'minimum' && paid.payment - spentWei < policy.payment) {
     return {
       ok: false,
       reason: 'underpaid',
-      message: `paid ${paid.payment} wei, the minimum is ${policy.payment} wei`,
+      message:
+        spentWei > 0n
+          ? `paid ${paid.payment > spentWei ? paid.payment - spentWei : 0n} wei (after ${spentWei} wei spent), the minimum is ${policy.payment} wei`
+          : `paid ${paid.payment} wei, the minimum is ${policy.payment} wei`,
     };
   }
   if (policy.type === 'onChainFeeQuoting' && spentGas !== undefined) {
@@ -215,15 +223,17 @@ export function requiredGas(fraction: GasFraction, estimate: bigint): bigint {
 /**
  * The check once `process` is estimated. Approved: the gas limit the policy allows (Hyperlane's:
  * the estimate, or under `onChainFeeQuoting` the larger of it and the gas paid for and not yet
- * spent). `spentGas` is what the relayer's own mined transactions for the message already used.
+ * spent). `spentGas` is what the relayer's own mined transactions for the message already used,
+ * `spentWei` what they cost (`minimum` counts it against the payment).
  */
 export function checkGasPaymentForEstimate(
   policy: GasPaymentEnforcement | null,
   paid: GasPaid,
   estimate: bigint,
   spentGas = 0n,
+  spentWei = 0n,
 ): ({ ok: true; gasLimit: bigint } | GasPaymentShortfall) & { requiredGas?: bigint } {
-  const first = checkGasPayment(policy, paid);
+  const first = checkGasPayment(policy, paid, undefined, spentWei);
   if (!first.ok) return first;
   if (policy!.type !== 'onChainFeeQuoting') return { ok: true, gasLimit: estimate };
   const required = requiredGas(policy!.gasFraction, estimate);

@@ -39,7 +39,7 @@ export interface GasPaymentJson {
   gas_amount: string;
   /** Wei paid on the origin chain. */
   payment: string;
-  /** `minimum`: the wei required; else null. */
+  /** `minimum`: the wei required, the minimum plus what our reverted transactions spent (gas_spent_wei); else null. */
   required_payment: string | null;
   /** `onChainFeeQuoting`: the gas required at the worker's last estimate; null before one, and under other policies. */
   required_gas_amount: string | null;
@@ -86,7 +86,7 @@ export function gasPaymentJson(
     payments: paid.payments,
     gas_amount: String(paid.gasAmount),
     payment: String(paid.payment),
-    required_payment: policy?.type === 'minimum' ? String(policy.payment) : null,
+    required_payment: policy?.type === 'minimum' ? String(policy.payment + (record.gasSpentWei ?? 0n)) : null,
     required_gas_amount:
       policy?.type === 'onChainFeeQuoting' && record.requiredGas != null ? String(record.requiredGas) : null,
     gas_spent: String(record.gasSpent ?? 0n),

@@ -4,7 +4,8 @@
  * payments stored with a message, and to the ones made later (top-ups) that the origin chain's
  * InterchainGasPaymaster logged, found with `eth_getLogs` (topic1 = the message id) and stored.
  *
- * - Before metadata: the policy's cheap check (a payment exists; under `minimum`, enough wei; under
+ * - Before metadata: the policy's cheap check (a payment exists; under `minimum`, enough wei once
+ *   what our reverted transactions cost is taken off; under
  *   `onChainFeeQuoting`, some gas left after what was spent). An unpaid message costs no gateway
  *   request and no estimate.
  * - Once `process` is estimated: `onChainFeeQuoting`'s gas check (the gas paid for, less what the
@@ -132,10 +133,11 @@ export function createGasGate(o: GasGateOptions): DeliveryPolicy {
       const policy = policyOf(m);
       if (policy?.type === 'none') return;
       const spent = m.gasSpent ?? 0n;
+      const spentWei = m.gasSpentWei ?? 0n;
       let paid = await stored(m);
-      if (!checkGasPayment(policy, paid, spent).ok) {
+      if (!checkGasPayment(policy, paid, spent, spentWei).ok) {
         const again = await refreshed(m);
-        const check = checkGasPayment(policy, again.paid, spent);
+        const check = checkGasPayment(policy, again.paid, spent, spentWei);
         if (!check.ok) throw shortfall(check.message + again.note);
         paid = again.paid;
       }
@@ -148,13 +150,14 @@ export function createGasGate(o: GasGateOptions): DeliveryPolicy {
       if (policy?.type !== 'none') {
         // What the relayer's own reverted transactions already used comes off the gas paid for.
         const spent = m.gasSpent ?? 0n;
+        const spentWei = m.gasSpentWei ?? 0n;
         const paid = paidThisAttempt.get(m) ?? (await stored(m));
-        let check = checkGasPaymentForEstimate(policy, paid, simulated.estimate, spent);
+        let check = checkGasPaymentForEstimate(policy, paid, simulated.estimate, spent, spentWei);
         let note = '';
         if (!check.ok) {
           const again = await refreshed(m);
           note = again.note;
-          check = checkGasPaymentForEstimate(policy, again.paid, simulated.estimate, spent);
+          check = checkGasPaymentForEstimate(policy, again.paid, simulated.estimate, spent, spentWei);
         }
         // Not awaited: it needs no answer, and on SQLite it shares the group commit of the
         // broadcast's journal record that follows.

@@ -6,7 +6,7 @@
  * Then the gas book in the delivery worker (docs/delivery.md#gas-already-spent), under
  * onChainFeeQuoting: GET /relay/{id} shows the gas the worker's estimate required, and the gas a
  * transaction of ours spent when a recipient made it revert once mined, deducted from the gas paid
- * for. Expected amounts come from the paymaster's own quote, the GasPayment logs decoded by viem,
+ * for; under minimum, the wei it cost deducted from the payment. Expected amounts come from the paymaster's own quote, the GasPayment logs decoded by viem,
  * our own eth_estimateGas and the chain's receipts, never from lib/.
  */
 import assert from 'node:assert/strict';
@@ -217,12 +217,16 @@ describe('gas payments at intake: the real InterchainGasPaymaster on anvil, bin/
   });
 });
 
-describe('the gas book in the delivery worker: onChainFeeQuoting on anvil with the real paymaster', {
+describe('the gas book in the delivery worker: onChainFeeQuoting and minimum on anvil with the real paymaster', {
   timeout: 120_000,
 }, () => {
   let bench: WorkerBench;
   let paymaster: GasPaymentFixture;
   let revertSwitch: Address;
+  /** A second RevertSwitch: messages to it are under `minimum` (MINIMUM_GAS's quote in wei). */
+  let minimumSwitch: Address;
+  const MINIMUM_GAS = 100_000n;
+  let minimumWei: bigint;
   let worker: InProcessWorker;
   let api: StartedApi<typeof systemClock>;
   const outbox = createMemoryOutbox();
@@ -235,10 +239,17 @@ describe('the gas book in the delivery worker: onChainFeeQuoting on anvil with t
     paymaster = await deployGasPayment(bench.chain, bench.origin.mailbox, [DESTINATION.domain]);
     const c = compiledContract('RevertSwitch');
     revertSwitch = await bench.chain.deploy(c.abi, c.bytecode);
+    minimumSwitch = await bench.chain.deploy(c.abi, c.bytecode);
+    minimumWei = await paymaster.quote(DESTINATION.domain, MINIMUM_GAS);
     const path = bench.writeConfig(
       ':memory:',
       { pendingRetrySeconds: 1, pendingRetryMaxSeconds: 1, retryBaseSeconds: 1, retryMaxSeconds: 1, maxAttempts: 100 },
-      { gasPaymentEnforcement: [{ type: 'onChainFeeQuoting' }] },
+      {
+        gasPaymentEnforcement: [
+          { type: 'minimum', payment: String(minimumWei), matchingList: [{ recipientAddress: minimumSwitch }] },
+          { type: 'onChainFeeQuoting' },
+        ],
+      },
     );
     const config = JSON.parse(readFileSync(path, 'utf8'));
     config.chains.anvil1.interchainGasPaymaster = paymaster.igp;
@@ -275,9 +286,13 @@ describe('the gas book in the delivery worker: onChainFeeQuoting on anvil with t
     });
   }
 
-  async function setArmed(on: boolean, fees: { maxFeePerGas?: bigint; maxPriorityFeePerGas?: bigint } = {}) {
+  async function setArmed(
+    on: boolean,
+    fees: { maxFeePerGas?: bigint; maxPriorityFeePerGas?: bigint } = {},
+    address: Address = revertSwitch,
+  ) {
     return bench.chain.wallet.writeContract({
-      address: revertSwitch,
+      address,
       abi: switchAbi(),
       functionName: 'arm',
       args: [on],
@@ -290,6 +305,32 @@ describe('the gas book in the delivery worker: onChainFeeQuoting on anvil with t
 
   const pendingNonce = async () =>
     Number(await bench.chain.rpc('eth_getTransactionCount', [worker.address, 'pending']));
+
+  /**
+   * Enqueues `m` (to `recipient`, a RevertSwitch) and makes our process transaction revert when
+   * mined: automine off, the switch armed in the same block ahead of ours (a higher tip), then
+   * disarmed once the gas book has the spend. Returns our transaction's receipt.
+   */
+  async function revertOnceMined(m: OutboxMessage, recipient: Address) {
+    await bench.chain.setAutomine(false);
+    try {
+      const before = await pendingNonce();
+      outbox.enqueue([m]);
+      await until(async () => (await pendingNonce()) > before, 'our process in the pool');
+      await setArmed(true, { maxFeePerGas: 200_000_000_000n, maxPriorityFeePerGas: 100_000_000_000n }, recipient);
+      await bench.chain.mineBlock();
+    } finally {
+      await bench.chain.setAutomine(true);
+    }
+    const block = await bench.chain.publicClient.getBlock({ blockTag: 'latest', includeTransactions: true });
+    const ours = block.transactions.find((tx) => tx.from.toLowerCase() === worker.address.toLowerCase());
+    assert.ok(ours, 'our process transaction is in the block');
+    const receipt = await bench.chain.publicClient.getTransactionReceipt({ hash: ours.hash });
+    assert.equal(receipt.status, 'reverted');
+    await until(() => record(m.id).gasSpent > 0n, 'the spend recorded');
+    await setArmed(false, {}, recipient);
+    return receipt;
+  }
 
   test('GET /relay/{id} shows the gas the worker’s estimate required (estimate × 1/2), nothing spent', async () => {
     const [m] = await bench.dispatch(1);
@@ -316,25 +357,8 @@ describe('the gas book in the delivery worker: onChainFeeQuoting on anvil with t
     // Enough for the first estimate, not once a reverted transaction has used about the estimate.
     const paid = estimate + required - 5_000n;
     await paymaster.topUp(m.id as Hex, DESTINATION.domain, paid);
-    await bench.chain.setAutomine(false);
-    try {
-      const before = await pendingNonce();
-      outbox.enqueue([m]);
-      await until(async () => (await pendingNonce()) > before, 'our process in the pool');
-      // The recipient is armed in the same block, ahead of ours (a higher tip): ours reverts when mined.
-      await setArmed(true, { maxFeePerGas: 200_000_000_000n, maxPriorityFeePerGas: 100_000_000_000n });
-      await bench.chain.mineBlock();
-    } finally {
-      await bench.chain.setAutomine(true);
-    }
-    const block = await bench.chain.publicClient.getBlock({ blockTag: 'latest', includeTransactions: true });
-    const ours = block.transactions.find((tx) => tx.from.toLowerCase() === worker.address.toLowerCase());
-    assert.ok(ours, 'our process transaction is in the block');
-    const receipt = await bench.chain.publicClient.getTransactionReceipt({ hash: ours.hash });
-    assert.equal(receipt.status, 'reverted');
+    const receipt = await revertOnceMined(m, revertSwitch);
     assert.ok(receipt.gasUsed > paid - required, `used ${receipt.gasUsed}: what is left falls short`);
-    await until(() => record(m.id).gasSpent > 0n, 'the spend recorded');
-    await setArmed(false);
 
     const left = paid - receipt.gasUsed;
     await until(() => /^gas_payment: /.test(record(m.id).lastError ?? ''), 'waiting for gas');
@@ -368,6 +392,49 @@ describe('the gas book in the delivery worker: onChainFeeQuoting on anvil with t
         (await paymaster.quote(DESTINATION.domain, paid)) +
           (await paymaster.quote(DESTINATION.domain, receipt.gasUsed)),
       ),
+    });
+  });
+  test('minimum: the wei a reverted transaction of ours cost comes off the payment; the message waits for a top-up', async () => {
+    // docs/delivery.md#gas-already-spent. Paid 1 gwei over the minimum; our transaction reverts
+    // when mined and costs far more than that (gasUsed × its effective gas price, from the receipt).
+    const [m] = await bench.dispatch(1, minimumSwitch);
+    await paymaster.topUp(m.id as Hex, DESTINATION.domain, MINIMUM_GAS + 1n);
+    const paid = await paymaster.quote(DESTINATION.domain, MINIMUM_GAS + 1n);
+    assert.equal(paid, minimumWei + 1_000_000_000n, 'the oracle quotes 1 gwei a gas');
+    const receipt = await revertOnceMined(m, minimumSwitch);
+    const spentWei = receipt.gasUsed * receipt.effectiveGasPrice;
+    assert.ok(spentWei > paid - minimumWei, `spent ${spentWei} wei: what is left falls short`);
+
+    await until(() => /^gas_payment: /.test(record(m.id).lastError ?? ''), 'waiting for a top-up');
+    const left = paid > spentWei ? paid - spentWei : 0n;
+    assert.equal(
+      record(m.id).lastError!.replace(/ \(failures .*$/, ''),
+      `gas_payment: paid ${left} wei (after ${spentWei} wei spent), the minimum is ${minimumWei} wei`,
+    );
+    assert.equal(record(m.id).status, 'queued');
+    const waiting = {
+      policy: 'minimum',
+      payments: 1,
+      gas_amount: String(MINIMUM_GAS + 1n),
+      payment: String(paid),
+      required_payment: String(minimumWei + spentWei),
+      required_gas_amount: null,
+      gas_spent: String(receipt.gasUsed),
+      gas_spent_wei: String(spentWei),
+    };
+    assert.deepEqual(await shown(m.id), waiting);
+    const sent = await pendingNonce();
+
+    // Topped up by what was spent (rounded up to whole gas at 1 gwei): delivered with one more transaction.
+    const topUpGas = spentWei / 1_000_000_000n + 1n;
+    await paymaster.topUp(m.id as Hex, DESTINATION.domain, topUpGas);
+    await until(() => record(m.id).status === 'delivered', 'delivered after the top-up');
+    assert.equal(await pendingNonce(), sent + 1, 'one more transaction: the one that delivered');
+    assert.deepEqual(await shown(m.id), {
+      ...waiting,
+      payments: 2,
+      gas_amount: String(MINIMUM_GAS + 1n + topUpGas),
+      payment: String(paid + (await paymaster.quote(DESTINATION.domain, topUpGas))),
     });
   });
 });

@@ -145,6 +145,36 @@ describe('checkGasPayment with the gas spent (docs/delivery.md#gas-already-spent
   });
 });
 
+describe('checkGasPayment: minimum counts the wei already spent (docs/delivery.md#gas-already-spent)', () => {
+  const [minimum1000, minimum0] = entries([
+    { type: 'minimum', payment: 1000 },
+    { type: 'minimum', payment: 0 },
+  ]);
+  const underpaid = (message: string) => ({ ok: false, reason: 'underpaid', message });
+
+  test('what our reverted transactions cost comes off the payment, whatever the minimum', () => {
+    assert.deepEqual(
+      checkGasPayment(minimum1000, paid(1, 0n, 1500n), 0n, 501n),
+      underpaid('paid 999 wei (after 501 wei spent), the minimum is 1000 wei'),
+    );
+    assert.deepEqual(checkGasPayment(minimum1000, paid(1, 0n, 1500n), 0n, 500n), { ok: true });
+    // Spent beyond the payment: even a minimum of 0 waits for a top-up that covers the spend.
+    assert.deepEqual(
+      checkGasPayment(minimum0, paid(1, 0n, 1n), 21_000n, 10n ** 15n),
+      underpaid('paid 0 wei (after 1000000000000000 wei spent), the minimum is 0 wei'),
+    );
+    assert.deepEqual(checkGasPayment(minimum0, paid(2, 0n, 10n ** 15n), 21_000n, 10n ** 15n), { ok: true });
+    // The check after the estimate applies it too; onChainFeeQuoting counts gas, not wei.
+    assert.equal(checkGasPaymentForEstimate(minimum1000, paid(1, 0n, 1500n), 50_000n, 0n, 501n).ok, false);
+    assert.deepEqual(checkGasPaymentForEstimate(minimum1000, paid(1, 0n, 1500n), 50_000n, 0n, 500n), {
+      ok: true,
+      gasLimit: 50_000n,
+    });
+    const [quote] = entries([{ type: 'onChainFeeQuoting' }]);
+    assert.deepEqual(checkGasPayment(quote, paid(1, 100_000n, 0n), 0n, 10n ** 18n), { ok: true });
+  });
+});
+
 describe('checkGasPaymentForEstimate: onChainFeeQuoting against the estimate (policies/on_chain_fee_quoting.rs)', () => {
   const [quote, minimum] = entries([{ type: 'onChainFeeQuoting' }, { type: 'minimum', payment: 1 }]);
   const MIN = 1000n;

@@ -207,6 +207,11 @@ for (const engine of ENGINES) {
         gas_spent: '0',
         gas_spent_wei: '0',
       });
+      // A reverted transaction of ours cost 3 × 10^14 wei: required is the minimum plus that
+      // (docs/delivery.md#gas-already-spent), so paid < required says the message waits.
+      await h.outbox.addGasSpent([{ messageId: ids[0], txHash: txHash(31), gasUsed: 21_000n, cost: 3n * 10n ** 14n }]);
+      const spent = await shown(ids[0]);
+      assert.deepEqual([spent.payment, spent.required_payment], [String(10n ** 15n), String(13n * 10n ** 14n)]);
       const unpaid = {
         policy: 'minimum',
         payments: 0,

@@ -302,6 +302,38 @@ describe('gas already spent and the required gas (docs/delivery.md#gas-already-s
     assert.deepEqual(s.signed, [120_000n, 120_000n]);
   });
 
+  test('minimum: the wei our reverts cost comes off the payment, and a requeue does not give it back', async () => {
+    // Paid 250 000 wei against a minimum of 0; each of the first three transactions is mined,
+    // reverts and costs 100 000 wei. The third spend (300 000 in all) fails the message for good
+    // (maxAttempts 3); requeued, it waits before metadata for a top-up instead of a fourth send.
+    const s = setUp({
+      enforcement: [{ type: 'minimum', payment: 0n, matchingList: [] }],
+      atIntake: [{ gasAmount: 100_000n, payment: 250_000n }],
+      processed: async (n, outbox) => {
+        if (n > 3) return { hash: TX, status: 'success' };
+        await outbox.addGasSpent([{ messageId: ID, txHash: pad(toHex(n)) as Hash, gasUsed: 50_000n, cost: 100_000n }]);
+        return { hash: pad(toHex(n)) as Hash, status: 'reverted' };
+      },
+    });
+    for (let i = 0; i < 3; i++) {
+      if (i > 0) await s.clock.advanceTo(s.row().retryAt!);
+      await s.worker.runOnce();
+    }
+    assert.equal(s.row().status, 'failed', s.row().lastError ?? '');
+    assert.equal(s.row().gasSpentWei, 300_000n);
+    assert.equal(s.outbox.requeue(ID), true);
+    const [waited] = await s.worker.runOnce();
+    assert.equal(waited.outcome, 'pending');
+    assert.match(s.row().lastError!, /^gas_payment: paid 0 wei \(after 300000 wei spent\), the minimum is 0 wei/);
+    assert.deepEqual(s.calls, { metadata: 3, simulate: 3, process: 3 }, 'nothing spent on it since the requeue');
+    // A top-up of 50 000 wei: 300 000 paid, 300 000 spent, the minimum of 0 met: delivered.
+    s.mine(paymentLog(1n, 50_000n, 7));
+    await s.clock.advanceTo(s.row().retryAt!);
+    const [result] = await s.worker.runOnce();
+    assert.equal(result.outcome, 'delivered', s.row().lastError ?? '');
+    assert.equal(s.calls.process, 4);
+  });
+
   test('the gas paid for and not spent is the gas limit when it is larger than the estimate + margin', async () => {
     const s = setUp({
       enforcement: [quoting],
