@@ -30,6 +30,14 @@ describe('gaps: the move of a slot at a new head (docs/delivery.md#gaps)', () =>
   test('the nonce the chain expects, lost by the node: re-broadcast at once, whatever its age', () => {
     assert.deepEqual(nextMove(look({ known: false }), view({}), RULES), { do: 'rebroadcast' });
     assert.deepEqual(nextMove(look({ known: true }), view({}), RULES), { do: 'wait' });
+    // Lost and below the base fee: the same bytes could not be mined; replaced within the cap.
+    assert.deepEqual(nextMove(look({ known: false, maxFeePerGas: 9n }), view({}), RULES), {
+      do: 'replace',
+      why: 'gap',
+    });
+    assert.deepEqual(nextMove(look({ known: false, maxFeePerGas: 9n }), view({ baseFee: 101n }), RULES), {
+      do: 'rebroadcast',
+    });
   });
 
   test('a free nonce below (its broadcast certainly failed) is filled; one below the mined count is not', () => {

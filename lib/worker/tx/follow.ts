@@ -121,6 +121,7 @@ export async function trackSlot(
       }
       if (move?.do === 'fill') void fillGap(c, s, move.nonce, onWait);
       let replaceWhy: string | undefined = move?.do === 'replace' ? move.why : undefined;
+      if (move?.do === 'rebroadcast' || replaceWhy === 'gap') await lost(c, slot);
       if (move?.do === 'rebroadcast' && !(await heal(c, slot))) replaceWhy = 'gap';
       if (replaceWhy) {
         slot.sentAt = now;
@@ -180,21 +181,24 @@ async function look(
   );
 }
 
+/** The chain waits on this slot's nonce and the node holds none of its transactions: a gap, said once per look. */
+async function lost(c: SignerContext, slot: FollowedSlot): Promise<void> {
+  (await c.shared()).missing.add(slot.t.nonce);
+  const messageId = slot.filler ? undefined : slot.messageId;
+  await c.emit({ kind: 'gap', nonce: slot.t.nonce, messageId, reason: 'the node holds none of its transactions' });
+}
+
 /**
- * The chain waits on this slot's nonce and the node holds none of its transactions: the newest is
- * given to it again, the same bytes (no new signature, nothing new in the journal). false: the node
- * refused it (its fees no longer do, say): the caller replaces it.
+ * The newest of a lost slot given to the node again, the same bytes (no new signature, nothing new
+ * in the journal). false: the node refused them (their fees no longer do, say): the caller replaces it.
  */
 async function heal(c: SignerContext, slot: FollowedSlot): Promise<boolean> {
   const { t } = slot;
-  const shared = await c.shared();
-  shared.missing.add(t.nonce);
-  const gap = { nonce: t.nonce, messageId: slot.filler ? undefined : slot.messageId };
-  await c.emit({ kind: 'gap', ...gap, reason: 'the node holds none of its transactions' });
   const outcome = await broadcast(c.publicClient, slot.raw, slot.hashes[0]);
   if (outcome !== 'sent' && outcome !== 'unknown') return false;
-  shared.missing.delete(t.nonce);
-  await c.emit({ kind: 'rebroadcast', ...gap, hash: slot.hashes[0], ...t.fees });
+  (await c.shared()).missing.delete(t.nonce);
+  const messageId = slot.filler ? undefined : slot.messageId;
+  await c.emit({ kind: 'rebroadcast', nonce: t.nonce, messageId, hash: slot.hashes[0], ...t.fees });
   return true;
 }
 

@@ -7,7 +7,8 @@
  *   nonce went to another transaction (`used`).
  * - The chain expects this nonce next and the node holds none of the slot's transactions: the
  *   newest is given to the node again as it was signed (`rebroadcast`; if the node refuses it, the
- *   caller replaces it).
+ *   caller replaces it), or replaced at once when its fees are below the head's base fee and the
+ *   base fee is within gasPriceCap (`replace`, `gap`).
  * - A nonce below is free (its broadcast certainly failed; nothing that may land holds it): it is
  *   filled (`fill`), else every later transaction waits behind it for ever.
  * - Behind a gap (a nonce below that the node's pool does not hold): nothing is replaced; fees
@@ -64,18 +65,18 @@ export type Move =
   | { do: 'used' }
   | { do: 'rebroadcast' }
   | { do: 'fill'; nonce: number }
-  | { do: 'replace'; why: 'below-base-fee' | 'blocks' | 'time' };
+  | { do: 'replace'; why: 'below-base-fee' | 'blocks' | 'time' | 'gap' };
 
 export function nextMove(look: SlotLook, view: HeadView, rules: ReplaceRules): Move {
   if (view.mined > look.nonce) return { do: 'used' };
   if (look.freedBelow !== undefined && look.freedBelow >= view.mined) return { do: 'fill', nonce: look.freedBelow };
+  const belowBaseFee = view.baseFee !== undefined && look.maxFeePerGas < view.baseFee;
+  const aboveCap = rules.gasPriceCap !== undefined && view.baseFee !== undefined && view.baseFee > rules.gasPriceCap;
   if (look.nonce === view.mined) {
-    if (look.known === false) return { do: 'rebroadcast' };
+    // Lost bytes that could not be mined at this base fee anyway are replaced rather than sent again.
+    if (look.known === false) return belowBaseFee && !aboveCap ? { do: 'replace', why: 'gap' } : { do: 'rebroadcast' };
   } else if (look.missingBelow || view.pending <= look.nonce) return { do: 'wait', why: 'behind-gap' };
-  if (view.baseFee !== undefined && look.maxFeePerGas < view.baseFee) {
-    if (rules.gasPriceCap !== undefined && view.baseFee > rules.gasPriceCap) return { do: 'wait', why: 'above-cap' };
-    return { do: 'replace', why: 'below-base-fee' };
-  }
+  if (belowBaseFee) return aboveCap ? { do: 'wait', why: 'above-cap' } : { do: 'replace', why: 'below-base-fee' };
   if (look.blocksSince >= BigInt(rules.replaceAfterBlocks)) return { do: 'replace', why: 'blocks' };
   if (look.msSince >= rules.replaceAfterMs) return { do: 'replace', why: 'time' };
   return { do: 'wait' };
