@@ -165,7 +165,10 @@ async function look(
     }
   }
   let missingBelow = false;
-  for (const n of shared.missing) if (n < t.nonce && n >= view.mined) missingBelow = true;
+  for (const n of shared.missing) {
+    if (n < view.mined) shared.missing.delete(n);
+    else if (n < t.nonce) missingBelow = true;
+  }
   return nextMove(
     {
       nonce: t.nonce,
@@ -181,9 +184,14 @@ async function look(
   );
 }
 
-/** The chain waits on this slot's nonce and the node holds none of its transactions: a gap, said once per look. */
+/**
+ * The chain waits on this slot's nonce and the node holds none of its transactions: a gap, said
+ * once when found (not again at every head while it lasts).
+ */
 async function lost(c: SignerContext, slot: FollowedSlot): Promise<void> {
-  (await c.shared()).missing.add(slot.t.nonce);
+  const { missing } = await c.shared();
+  if (missing.has(slot.t.nonce)) return;
+  missing.add(slot.t.nonce);
   const messageId = slot.filler ? undefined : slot.messageId;
   await c.emit({ kind: 'gap', nonce: slot.t.nonce, messageId, reason: 'the node holds none of its transactions' });
 }
