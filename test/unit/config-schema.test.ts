@@ -260,6 +260,23 @@ test('docs/configuration.md#the-configuration-file: a wrong type at any leaf is 
   }
 });
 
+test('docs/configuration.md#stated-gas-policy: "none" lifts the gas limit and the fee ceiling in both; a null limit neither', () => {
+  const none = full();
+  none.transactionGasLimit = 'none';
+  none.chains.one.transactionOverrides.gasPriceCap = 'none';
+  assert.equal(validate(none), true, JSON.stringify(validate.errors));
+  assert.equal(parses(none), true);
+  for (const [at, value] of [
+    [['transactionGasLimit'], null],
+    [['transactionGasLimit'], 'None'],
+    [['chains', 'one', 'transactionOverrides', 'gasPriceCap'], null],
+  ] as const) {
+    const config = setAt(full(), [...at], value);
+    assert.ok(parses(config) !== true, `${at.join('.')} = ${JSON.stringify(value)}: the parser refuses it`);
+    assert.equal(validate(config), false, `${at.join('.')} = ${JSON.stringify(value)}: the schema refuses it`);
+  }
+});
+
 test('docs/deploy.md#example-configs: each example config passes the schema and the parser, and names the schema', () => {
   const dir = join(root, 'examples');
   const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
