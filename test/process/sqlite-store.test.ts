@@ -1,7 +1,8 @@
 /**
  * The node:sqlite store (docs/design.md#sqlite) on real files in a temp directory: durability,
  * schema versions, the worker's lifecycle. The tables are covered by the contract suites
- * (test/process/outbox.test.ts, test/merkle.test.ts).
+ * (test/process/outbox.test.ts, test/merkle.test.ts); the lease rules of two stores sharing one file
+ * (two processes) are checked here.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -14,6 +15,7 @@ import { openSqliteStore, SCHEMA_VERSION, SchemaVersionError, type SqliteStore }
 import { MIGRATIONS } from '../../lib/sqlite/schema.ts';
 import { id, record } from '../helpers/merkle-contract.ts';
 import { outboxMessage, queuedRecord } from '../../lib/testing/index.ts';
+import { createFakeClock } from '../helpers/fake-clock.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'relayer-store-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -248,5 +250,74 @@ describe('durability and schema', () => {
     assert.deepEqual(await Promise.all(writes), Array(20).fill(1));
     await closed;
     await withStore(file, async (again) => assert.equal(await again.merkleRowCount(), 20));
+  });
+});
+
+/**
+ * The lease rules (docs/design.md#leases) on one SQLite file shared by two stores, as two
+ * processes (a relayer-server and a worker, or two workers) share it: each store has its own
+ * worker thread and connection, so what one claims the other sees only through the file.
+ */
+describe('leases on one SQLite file, two stores (docs/design.md#leases)', () => {
+  const DEST_TX = `0x${'de'.repeat(32)}`;
+
+  test('a live lease is exclusive across stores; once expired the other takes it over and the old lease is void', async () => {
+    const file = freshFile();
+    const clock = createFakeClock(1_700_000_100_000);
+    const a = await openSqliteStore(file, { clock });
+    const b = await openSqliteStore(file, { clock });
+    try {
+      const m = outboxMessage(1);
+      assert.equal(await a.outbox.enqueue([m]), 1);
+      const [held] = await a.outbox.claim(10, 5_000);
+      assert.equal(held.id, m.id);
+      assert.deepEqual(await b.outbox.claim(10, 5_000), [], 'a live lease is not claimable from the other store');
+      await clock.advance(4_999);
+      assert.equal(await a.outbox.extend(m.id, held.lease, 5_000), true, 'its holder renews it');
+      await clock.advance(4_999);
+      assert.deepEqual(await b.outbox.claim(10, 5_000), [], 'renewed: still not claimable');
+      await clock.advance(2);
+      const [taken] = await b.outbox.claim(10, 5_000);
+      assert.equal(taken.id, m.id, 'expired: the other store takes it over');
+      assert.notEqual(taken.lease, held.lease);
+      assert.equal(taken.leaseExpiries, 1, 'counted as an expired lease');
+      assert.equal((await a.outbox.get(m.id))?.leaseExpiries, 1, 'and so stored, for the next claim of any store');
+      assert.equal(await a.outbox.extend(m.id, held.lease, 5_000), false, 'the old lease cannot be renewed');
+      assert.equal(await a.outbox.markDelivered(m.id, { destinationTxHash: DEST_TX, lease: held.lease }), false);
+      assert.equal(
+        await a.outbox.markFailed(m.id, { error: 'late', retryAt: clock.now(), lease: held.lease }),
+        false,
+        'nor used to record a failure',
+      );
+      assert.equal(await b.outbox.markDelivered(m.id, { destinationTxHash: DEST_TX, lease: taken.lease }), true);
+      assert.equal((await a.outbox.get(m.id))?.status, 'delivered', 'the first store reads the outcome from the file');
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
+  test('a lease outlives a restart of its store: not claimable until it expires, then claimable once', async () => {
+    const file = freshFile();
+    const clock = createFakeClock(1_700_000_200_000);
+    const first = await openSqliteStore(file, { clock });
+    const m = outboxMessage(2);
+    await first.outbox.enqueue([m]);
+    const [held] = await first.outbox.claim(10, 10_000);
+    await first.close();
+    const again = await openSqliteStore(file, { clock });
+    try {
+      assert.deepEqual(await again.outbox.claim(10, 10_000), [], 'the lease is in the file, not in the process');
+      assert.equal(await again.outbox.extend(m.id, held.lease, 10_000), true, 'its token still renews it');
+      await clock.advance(10_001);
+      const claims = await Promise.all([again.outbox.claim(10, 10_000), again.outbox.claim(10, 10_000)]);
+      assert.deepEqual(
+        claims.map((c) => c.length).sort(),
+        [0, 1],
+        'two claims at once: the expired lease goes to one of them',
+      );
+    } finally {
+      await again.close();
+    }
   });
 });
