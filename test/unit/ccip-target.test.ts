@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { checkGatewayTarget, normalizeOrigins, type Resolver } from '../../lib/worker/ccip/target.ts';
+import { checkGatewayTarget, normalizeOrigins, systemResolver, type Resolver } from '../../lib/worker/ccip/target.ts';
 
 /** A resolver from a table; a name not in it does not resolve. */
 function resolverOf(table: Record<string, string[]>): Resolver {
@@ -22,7 +22,7 @@ const resolve = resolverOf({
   '127.0.0.1.attacker.example': ['127.0.0.1'],
   'gw.internal': ['10.0.0.8'],
   'gw.internal.attacker.example': ['10.0.0.8'],
-  'gw.example': ['93.184.215.14'],
+  'gw.example': ['93.184.215.14', '2606:2800:21f:cb07:6820:80da:af6b:8b2c'],
 });
 
 describe('worker.ccipReadAllowOrigins (docs/delivery.md#hostile-recipients)', () => {
@@ -53,5 +53,51 @@ describe('worker.ccipReadAllowOrigins (docs/delivery.md#hostile-recipients)', ()
     const open = await checkGatewayTarget(new URL('http://gw.example/x'), { resolve, allowOrigins });
     assert.ok(open.ok);
     assert.equal(open.target.allowed, false);
+  });
+});
+
+describe('gateway targets (docs/delivery.md#hostile-recipients)', () => {
+  const allowOrigins = normalizeOrigins([]);
+  const texts = (check: Awaited<ReturnType<typeof checkGatewayTarget>>) =>
+    check.ok ? check.target.addresses.map((a) => a.text) : check;
+
+  test('the addresses to connect to: an IP literal as written, a name as resolved, in the order resolved', async () => {
+    assert.deepEqual(texts(await checkGatewayTarget(new URL('http://93.184.215.14/x'), { resolve, allowOrigins })), [
+      '93.184.215.14',
+    ]);
+    assert.deepEqual(texts(await checkGatewayTarget(new URL('https://gw.example/x'), { resolve, allowOrigins })), [
+      '93.184.215.14',
+      '2606:2800:21f:cb07:6820:80da:af6b:8b2c',
+    ]);
+  });
+
+  test('localhost names are refused as localhost; answers that are not addresses, or none, are unresolved', async () => {
+    for (const host of ['localhost', 'api.localhost', 'localhost.']) {
+      assert.deepEqual(await checkGatewayTarget(new URL(`http://${host}/x`), { resolve, allowOrigins }), {
+        ok: false,
+        refusal: { address: host, range: 'localhost' },
+      });
+    }
+    const answering =
+      (answers: unknown[]): Resolver =>
+      async () =>
+        answers as never;
+    const url = new URL('http://gw.example/x');
+    assert.deepEqual(await checkGatewayTarget(url, { resolve: answering([]), allowOrigins }), {
+      ok: false,
+      unresolved: 'did not resolve',
+    });
+    for (const answers of [[null], [{ address: 'gw.example' }], [{ address: '93.184.215.14' }, {}]]) {
+      assert.deepEqual(
+        await checkGatewayTarget(url, { resolve: answering(answers), allowOrigins }),
+        { ok: false, unresolved: 'resolved to something other than an address' },
+        JSON.stringify(answers),
+      );
+    }
+  });
+
+  test('the system resolver lists every address of a name (an IP literal resolves to itself, no DNS asked)', async () => {
+    assert.deepEqual(await systemResolver('127.0.0.1'), [{ address: '127.0.0.1', family: 4 }]);
+    assert.deepEqual(await systemResolver('::1'), [{ address: '::1', family: 6 }]);
   });
 });

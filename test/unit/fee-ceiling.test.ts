@@ -91,6 +91,13 @@ describe('replacementFees: escalation bounded by min(3 × the fresh suggestion, 
     ],
     ['the cap below the bumped fee: wait', fees(100n, 10n), fees(100n, 10n), { bumpPercent: 10, cap: 109n }, 'wait'],
     [
+      'the cap exactly the bumped fee: it fits',
+      fees(100n, 10n),
+      fees(100n, 10n),
+      { bumpPercent: 10, cap: 110n },
+      fees(110n, 11n),
+    ],
+    [
       'a fresh suggestion above the cap: the cap, not the suggestion (the caller passes it uncapped)',
       fees(100n, 10n),
       fees(500n, 50n),
@@ -131,6 +138,19 @@ describe('replacementFees: escalation bounded by min(3 × the fresh suggestion, 
       ok: false,
       message:
         "a replacement needs maxFeePerGas 1100 wei, above the bound 250 wei (min(3 × the node's 100, gasPriceCap 250)); waiting for the transaction sent",
+    });
+  });
+
+  test('a wait without a cap names the bound alone; a tip that cannot be bumped says so', () => {
+    assert.deepEqual(replacementFees(fees(1000n), fees(100n), { bumpPercent: 10 }), {
+      ok: false,
+      message:
+        "a replacement needs maxFeePerGas 1100 wei, above the bound 300 wei (min(3 × the node's 100)); waiting for the transaction sent",
+    });
+    assert.deepEqual(replacementFees(fees(100n, 105n), fees(100n, 100n), { bumpPercent: 10, cap: 110n }), {
+      ok: false,
+      message:
+        'a replacement needs maxPriorityFeePerGas 116 wei, above its maxFeePerGas 110 wei; waiting for the transaction sent',
     });
   });
 

@@ -1,10 +1,11 @@
 /**
  * The nonce book of one signer on one chain (lib/worker/tx/nonces.ts, docs/delivery.md#nonces),
  * checked against a model of a node and the journal over random interleavings of sends (accepted,
- * refused, outcome unknown), replacements, drops from the pool, mined blocks, restarts and slots
- * resumed from the journal (hold): no nonce is handed out while a transaction that may still land
- * holds it, and none is skipped (every nonce between the mined count and the top is held or
- * waiting to be handed out first, and once everything is mined the chain's count reaches the top).
+ * refused, outcome unknown), replacements, drops from the pool, mined blocks, restarts, slots
+ * resumed from the journal (hold) and nonces used by another sender: no nonce is handed out while
+ * a transaction that may still land holds it, and none is skipped (every nonce between the mined
+ * count and the top is held or waiting to be handed out first, and once everything is mined the
+ * chain's count reaches the top).
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -29,7 +30,8 @@ type Step =
   | { kind: 'rebroadcast'; pick: number }
   | { kind: 'mine' }
   | { kind: 'restart' }
-  | { kind: 'adopt'; pick: number };
+  | { kind: 'adopt'; pick: number }
+  | { kind: 'foreign' };
 
 const step: fc.Arbitrary<Step> = fc.oneof(
   {
@@ -45,6 +47,7 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('mine' as const) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('restart' as const) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('adopt' as const), pick: fc.nat() }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('foreign' as const) }) },
 );
 
 /** The node's pending count: mined plus the pool's run without a gap. */
@@ -80,7 +83,11 @@ function checkNoSkip(w: World, book: NonceBook): void {
       `nonce ${n} is neither live nor free: skipped (${JSON.stringify(s)})`,
     );
   }
-  for (const n of s.freed) assert.ok(!w.live.has(n), `nonce ${n} is free while a live transaction holds it`);
+  for (const n of s.freed) {
+    assert.ok(!w.live.has(n), `nonce ${n} is free while a live transaction holds it`);
+    assert.ok(n >= w.mined, `nonce ${n} is free below the mined count ${w.mined}`);
+  }
+  assert.ok(s.mined === w.mined && s.next >= w.mined, `the book's counts ${JSON.stringify(s)}, mined ${w.mined}`);
 }
 
 function run(steps: Step[]): void {
@@ -125,6 +132,14 @@ function run(steps: Step[]): void {
         break;
       case 'restart':
         book = restart(w);
+        break;
+      case 'foreign':
+        // A transaction of the signer sent by something else is mined at the next nonce (one no
+        // live transaction of ours holds): the book hears of it only through the mined count.
+        if (!w.live.has(w.mined) && !w.pool.has(w.mined)) {
+          w.mined++;
+          book.observe(w.mined);
+        }
         break;
       case 'adopt': {
         // A journaled transaction this book did not hand out (sent by an earlier holder of the
@@ -188,6 +203,18 @@ describe('nonce book (docs/delivery.md#nonces)', () => {
     book.hold(9);
     assert.deepEqual(book.state(), { mined: 2, next: 10, held: [2, 3, 4, 5, 6, 9], freed: [7, 8] });
     assert.deepEqual([book.take(), book.take(), book.take()], [7, 8, 10]);
+  });
+
+  test('a nonce mined, by us or anyone, is never handed out again, even when its broadcast is later found failed', () => {
+    const book = createNonceBook({ mined: 0, pending: 0, held: [] });
+    assert.deepEqual([book.take(), book.take()], [0, 1]);
+    book.observe(2);
+    book.free(1);
+    assert.equal(book.take(), 2, 'nonce 1 is below the mined count: used, not free');
+    // consumed(n): n is used on chain, so is every nonce below it.
+    book.consumed(4);
+    assert.deepEqual(book.state(), { mined: 5, next: 5, held: [0, 2], freed: [] });
+    assert.equal(book.take(), 5);
   });
 
   test('a gap nobody holds is filled first: a nonce whose broadcast failed, or found between journaled ones after a restart', () => {
