@@ -82,6 +82,10 @@ describe('gateway targets (docs/delivery.md#hostile-recipients)', () => {
       (answers: unknown[]): Resolver =>
       async () =>
         answers as never;
+    assert.deepEqual(await checkGatewayTarget(new URL('http://nowhere.example/x'), { resolve, allowOrigins }), {
+      ok: false,
+      unresolved: 'did not resolve',
+    });
     const url = new URL('http://gw.example/x');
     assert.deepEqual(await checkGatewayTarget(url, { resolve: answering([]), allowOrigins }), {
       ok: false,
