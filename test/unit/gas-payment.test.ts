@@ -11,7 +11,13 @@ import type { Hex } from 'viem';
 import { decodeEventLog, encodeAbiParameters, encodeEventTopics, hexToBytes, pad, parseAbi, toHex } from 'viem/utils';
 import { decodeGasPaymentLog, GAS_PAYMENT_TOPIC, type Log } from '../../lib/abi.ts';
 import { DecodeError } from '../../lib/errors.ts';
-import { gasPaymentLogFilter, gasPaymentsIn, sumGasPayments, type GasPayment } from '../../lib/gas-payment.ts';
+import {
+  gasPaymentLogFilter,
+  gasPaymentsFromJson,
+  gasPaymentsIn,
+  sumGasPayments,
+  type GasPayment,
+} from '../../lib/gas-payment.ts';
 import { bytesToHex } from '../../lib/hex.ts';
 import { hyperlaneArtifact } from '../helpers/chain/hyperlane.ts';
 import { BOUNDED } from '../helpers/properties.ts';
@@ -154,6 +160,9 @@ describe('gasPaymentsIn: the payments of a receipt that count', () => {
       decodeCodeOf(() => gasPaymentsIn([paymentLog({})], TX, IGP, messages)),
       'data',
     );
+    assert.throws(() => gasPaymentsIn([paymentLog({})], TX, IGP, messages), {
+      message: 'GasPayment log without a log index',
+    });
     const bad = { ...paymentLog({}, 1), data: new Uint8Array(10) };
     assert.equal(
       decodeCodeOf(() => gasPaymentsIn([bad], TX, IGP, messages)),
@@ -191,6 +200,31 @@ describe('sumGasPayments', () => {
       payment: 1_000n + 2n ** 255n + 9n,
     });
     assert.deepEqual(sumGasPayments([], { id: ID_A, destination: 8453 }), { payments: 0, gasAmount: 0n, payment: 0n });
+  });
+});
+
+describe('gasPaymentsFromJson: the rows the versioned reads select with a message', () => {
+  test('as text (SQLite) or parsed (PostgreSQL), numbers as numbers or text, amounts as decimal text; none is []', () => {
+    const row = {
+      tx_hash: TX,
+      log_index: 3,
+      message_id: ID_A,
+      destination: 8453,
+      gas_amount: '50000',
+      payment: String(2n ** 255n),
+    };
+    const payment: GasPayment = {
+      messageId: ID_A,
+      destination: 8453,
+      gasAmount: 50_000n,
+      payment: 2n ** 255n,
+      txHash: TX,
+      logIndex: 3,
+    };
+    assert.deepEqual(gasPaymentsFromJson(JSON.stringify([row])), [payment]);
+    assert.deepEqual(gasPaymentsFromJson([{ ...row, log_index: '3', destination: '8453' }]), [payment]);
+    assert.deepEqual(gasPaymentsFromJson(null), []);
+    assert.deepEqual(gasPaymentsFromJson('[]'), []);
   });
 });
 
