@@ -241,6 +241,11 @@ describe('processGasLimit: the transaction gas limit within transactionGasLimit'
     const limit = (estimate: bigint, policyGasLimit: bigint, transactionGasLimit: bigint | null) =>
       processGasLimit({ estimate, policyGasLimit, marginPercent: 20, transactionGasLimit });
     assert.deepEqual(limit(100_000n, 100_000n, null), { ok: true, gasLimit: 120_000n });
+    assert.deepEqual(
+      limit(100_000n, 100_000n, 3_000_000n),
+      { ok: true, gasLimit: 120_000n },
+      'a limit above: not used',
+    );
     assert.deepEqual(limit(100_000n, 500_000n, null), { ok: true, gasLimit: 500_000n });
     assert.deepEqual(limit(100_000n, 500_000n, 300_000n), { ok: true, gasLimit: 300_000n });
     assert.deepEqual(limit(290_000n, 290_000n, 300_000n), { ok: true, gasLimit: 300_000n });
@@ -267,6 +272,12 @@ describe('needsPaymaster: the origins a payment is asked from', () => {
     assert.equal(needsPaymaster(list, 3), 1);
     assert.equal(needsPaymaster(list, 5), 2, 'the catch-all of destination 9 covers every origin');
     assert.equal(needsPaymaster(entries([{ type: 'none' }]), 1), undefined);
+    assert.equal(needsPaymaster(entries([{ type: 'minimum', payment: 1 }]), 7), 0, 'no matching list: every origin');
+    assert.equal(
+      needsPaymaster(entries([{ type: 'minimum', payment: 1, matchingList: [{ originDomain: '*' }] }]), 7),
+      0,
+      'originDomain "*": every origin',
+    );
     assert.equal(
       needsPaymaster(entries([{ type: 'minimum', payment: 1, matchingList: [{ originDomain: 2 }] }]), 1),
       undefined,
