@@ -84,6 +84,18 @@ const NOT_RUN_HERE = new Map<string, string>([
     'a minute of load; test/process/load.test.ts runs 3 s of the same',
   ],
   [
+    'npm run mutate      # mutation testing of the money paths (StrykerJS); scores in BENCHMARKS.md',
+    'minutes per module, a mutant at a time; CONTRIBUTING.md#mutation-testing says when to run it',
+  ],
+  [
+    'npm run mutate -- --mutate lib/fee-ceiling.ts',
+    'mutation testing runs each mutant against the unit files (minutes): CONTRIBUTING.md#mutation-testing',
+  ],
+  [
+    "npm run mutate -- --mutate 'lib/worker/tx/*.ts' --concurrency 2",
+    'mutation testing runs each mutant against the unit files (minutes): CONTRIBUTING.md#mutation-testing',
+  ],
+  [
     'git clone . /tmp/flake && ln -s "$PWD/node_modules" /tmp/flake/node_modules',
     'the flake hunt (CONTRIBUTING.md#finding-a-flaky-test) runs the whole suite, which cannot run inside itself',
   ],
