@@ -6,10 +6,11 @@
  * `addressBlacklist` lib/policy.ts's. Unknown keys are refused at every level (a typo must not be
  * ignored).
  */
-import { parseAddressBlock } from './cidr.ts';
 import { builtinChains, parseChains, parseRelayChains } from './config-chains.ts';
+import { parseServer, SERVER_DEFAULTS } from './config-server.ts';
+import { MAX_TIMER_SECONDS, optionalBucket, optionalInt, parseOrigin } from './config-values.ts';
 import { ConfigError } from './errors.ts';
-import { array, integer, join, nonEmptyString, object, string, type Obj } from './fields.ts';
+import { array, join, nonEmptyString, object, string } from './fields.ts';
 import { parseGasPaymentEnforcement } from './gas-policy.ts';
 import { parseAddressList, parseMatchingList } from './policy.ts';
 import { parseTransactionGasLimit } from './stated-policy.ts';
@@ -29,18 +30,7 @@ export const DEFAULTS: {
     receiptTimeoutSeconds: 10,
     maxMessagesPerTx: 10,
   }),
-  server: Object.freeze({
-    host: '127.0.0.1',
-    port: 9090,
-    adminToken: null,
-    corsOrigins: Object.freeze([]) as unknown as string[],
-    maxRelayBodyBytes: 65_536,
-    maxMerkleBodyBytes: 16_777_216,
-    trustedProxies: Object.freeze([]) as unknown as string[],
-    readRateLimit: null,
-    maxSubscribers: 10_000,
-    maxSubscribersPerClient: 20,
-  }),
+  server: SERVER_DEFAULTS,
   worker: Object.freeze({
     host: '127.0.0.1',
     port: 9091,
@@ -70,13 +60,6 @@ export const DEFAULTS: {
   }),
   db: './relayer.db',
 });
-
-/** Durations become timers: 2^31-1 ms is the largest setTimeout delay. */
-const MAX_TIMER_SECONDS = Math.floor((2 ** 31 - 1) / 1000);
-
-function optionalInt(obj: Obj, name: string, key: string, fallback: number, min: number, max: number): number {
-  return obj[name] === undefined ? fallback : integer(obj[name], join(key, name), min, max);
-}
 
 function parseRelayApi(value: unknown, key: string): RelayApiConfig {
   const d = DEFAULTS.relayApi;
@@ -111,98 +94,6 @@ function parseRelayApi(value: unknown, key: string): RelayApiConfig {
       MAX_TIMER_SECONDS,
     ),
     maxMessagesPerTx: optionalInt(obj, 'maxMessagesPerTx', key, d.maxMessagesPerTx, 1, max),
-  };
-}
-
-/** An optional bucket: absent or null is none; otherwise both numbers are required. */
-function optionalBucket(value: unknown, key: string): { burst: number; perMinute: number } | null {
-  if (value === undefined || value === null) return null;
-  const obj = object(value, key, ['burst', 'perMinute'], '{"burst": N, "perMinute": N} or null');
-  const max = Number.MAX_SAFE_INTEGER;
-  if (obj.burst === undefined) throw new ConfigError(join(key, 'burst'), 'is required');
-  if (obj.perMinute === undefined) throw new ConfigError(join(key, 'perMinute'), 'is required');
-  return {
-    burst: integer(obj.burst, join(key, 'burst'), 1, max),
-    perMinute: integer(obj.perMinute, join(key, 'perMinute'), 1, max),
-  };
-}
-
-/** An address or CIDR block (lib/cidr.ts). */
-function parseProxy(value: unknown, key: string): string {
-  const text = nonEmptyString(value, key);
-  if (parseAddressBlock(text) === undefined)
-    throw new ConfigError(
-      key,
-      `expected an IP address or a CIDR block like "10.0.0.0/8", got ${JSON.stringify(text.slice(0, 64))}`,
-    );
-  return text;
-}
-
-function parseAdminToken(value: unknown, key: string): string | null {
-  if (value === null || value === undefined) return null;
-  const token = string(value, key);
-  if (token.length < 16 || token.length > 1024 || !/^[\x21-\x7e]+$/.test(token)) {
-    throw new ConfigError(key, 'must be null or 16 to 1024 visible ASCII characters');
-  }
-  return token;
-}
-
-/** scheme://host[:port] and at most a trailing slash, as its URL origin; `"*"` too when `star`. */
-function parseOrigin(value: unknown, key: string, star = true): string {
-  const s = nonEmptyString(value, key);
-  if (s === '*' && star) return s;
-  // No credentials, path, query or fragment.
-  const bad = () =>
-    new ConfigError(
-      key,
-      `expected ${star ? '"*" or ' : ''}an origin like "https://app.example.org", got ${JSON.stringify(s)}`,
-    );
-  if (!/^https?:\/\/[^/?#@\\]+\/?$/i.test(s)) throw bad();
-  try {
-    return new URL(s).origin;
-  } catch {
-    throw bad();
-  }
-}
-
-function parseServer(value: unknown, key: string): ServerConfig {
-  const d = DEFAULTS.server;
-  const obj =
-    value === undefined
-      ? {}
-      : object(value, key, [
-          'host',
-          'port',
-          'adminToken',
-          'corsOrigins',
-          'maxRelayBodyBytes',
-          'maxMerkleBodyBytes',
-          'trustedProxies',
-          'readRateLimit',
-          'maxSubscribers',
-          'maxSubscribersPerClient',
-        ]);
-  const max = Number.MAX_SAFE_INTEGER;
-  const corsKey = join(key, 'corsOrigins');
-  return {
-    host: obj.host === undefined ? d.host : nonEmptyString(obj.host, join(key, 'host')),
-    port: optionalInt(obj, 'port', key, d.port, 0, 65_535),
-    adminToken: parseAdminToken(obj.adminToken, join(key, 'adminToken')),
-    corsOrigins:
-      obj.corsOrigins === undefined
-        ? []
-        : array(obj.corsOrigins, corsKey).map((o, i) => parseOrigin(o, `${corsKey}[${i}]`)),
-    maxRelayBodyBytes: optionalInt(obj, 'maxRelayBodyBytes', key, d.maxRelayBodyBytes, 1, max),
-    maxMerkleBodyBytes: optionalInt(obj, 'maxMerkleBodyBytes', key, d.maxMerkleBodyBytes, 1, max),
-    trustedProxies:
-      obj.trustedProxies === undefined
-        ? []
-        : array(obj.trustedProxies, join(key, 'trustedProxies')).map((p, i) =>
-            parseProxy(p, `${join(key, 'trustedProxies')}[${i}]`),
-          ),
-    readRateLimit: optionalBucket(obj.readRateLimit, join(key, 'readRateLimit')),
-    maxSubscribers: optionalInt(obj, 'maxSubscribers', key, d.maxSubscribers, 0, 1_000_000),
-    maxSubscribersPerClient: optionalInt(obj, 'maxSubscribersPerClient', key, d.maxSubscribersPerClient, 0, 1_000_000),
   };
 }
 

@@ -77,11 +77,15 @@ export interface ServerConfig {
   maxMerkleBodyBytes: number;
   /** Proxies whose X-Forwarded-For names the client (addresses or CIDR blocks). */
   trustedProxies: string[];
-  /** Each client's budget of status reads and stream openings; null: none. */
+  /** Each client's budget of status reads and stream openings; null: none (default 600, 1 200 a minute). */
   readRateLimit: RateLimitConfig | null;
   /** Status event streams open at once, in all and per client. */
   maxSubscribers: number;
   maxSubscribersPerClient: number;
+  /** Seconds a status stream stays open at most; the client reconnects with Last-Event-ID. */
+  streamMaxSeconds: number;
+  /** Seconds a transaction's status stream waits for its first message before it ends. */
+  txStreamWaitSeconds: number;
 }
 
 /** relayer-worker's section (docs/configuration.md, worker). Durations in the unit their name says. */

@@ -5,9 +5,14 @@
  * reconnects by itself and resumes with Last-Event-ID); by polling the status lookups where there
  * is none, or when the server refuses the stream (too many streams, a proxy that does not pass
  * event streams): the same values either way, each state once. Web APIs only.
+ *
+ * The server ends every stream after its lifetime (server.streamMaxSeconds): EventSource
+ * reconnects with Last-Event-ID and the iterator goes on, each state still once. A transaction
+ * stream that found no message within server.txStreamWaitSeconds ends with a `timeout` event:
+ * watchTx() then throws that RelayApiError (code `timeout`) instead of reconnecting.
  */
 import { sleep, type Clock } from '../clock.ts';
-import { OutOfRangeError } from '../errors.ts';
+import { OutOfRangeError, RelayApiError } from '../errors.ts';
 import type { MessageStatusJson } from '../message-status.ts';
 
 /** What watch() needs of an EventSource (the browser's, or a polyfill's). */
@@ -37,7 +42,9 @@ export interface WatchMethods {
   watch(messageId: string, options?: WatchOptions): AsyncIterableIterator<MessageStatusJson>;
   /**
    * GET /relay/events?origin_chain=&tx_hash=: the transaction's messages now (an empty list until a
-   * POST /relay accepts it), then at each change of one of them; ends once all are final.
+   * POST /relay accepts it), then at each change of one of them; ends once all are final. Over
+   * EventSource, throws RelayApiError `timeout` when no message was accepted within the server's
+   * wait (server.txStreamWaitSeconds); polling waits until the signal aborts.
    */
   watchTx(originChain: string, txHash: string, options?: WatchOptions): AsyncIterableIterator<MessageStatusJson[]>;
 }
@@ -120,6 +127,17 @@ export function createWatchers(deps: {
         } catch (error) {
           settle(error);
         }
+      });
+      // The server gave up waiting (a transaction stream with no message): an error, not a reconnection.
+      opened.addEventListener('timeout', (e) => {
+        let body: { reason?: unknown; message?: unknown } = {};
+        try {
+          body = JSON.parse(String(e.data));
+        } catch {
+          // Not JSON: the fixed message below.
+        }
+        const message = typeof body.message === 'string' ? body.message : 'the server stopped waiting';
+        settle(new RelayApiError('timeout', message, { status: 408 }));
       });
       opened.addEventListener('error', () => {
         // CONNECTING: EventSource reconnects by itself. CLOSED: refused (404, 429, 503…): poll,

@@ -22,9 +22,11 @@
  * received always holds every change up to its id: a reconnection loses nothing, though states
  * that came and went while it was away are not replayed.
  *
- * Bounds: streams per client and in all (429 too_many_subscribers, 503 subscribers_full, with
- * Retry-After); a client that does not read is dropped once 64 KiB wait unsent, not buffered
- * without limit; close() ends every stream (SIGTERM), so the server's shutdown never waits on them.
+ * Bounds: streams per client (and IPv6 /56 and /48) and in all (429 too_many_subscribers, 503
+ * subscribers_full, with Retry-After); every stream ends after `maxLifetimeMs` (EventSource
+ * resumes with Last-Event-ID), a transaction stream with no message after `emptyWaitMs` (a
+ * `timeout` event); a client that does not read is dropped once 64 KiB wait unsent; close() ends
+ * every stream (SIGTERM), so the server's shutdown never waits on them.
  */
 import type { IncomingMessage } from 'node:http';
 import type { ChangeFeed } from '../change-feed.ts';
@@ -37,6 +39,7 @@ import { versionedStatusJson } from '../message-status.ts';
 import type { MessageStatus, Outbox, VersionedReads, VersionedRecord } from '../outbox/index.ts';
 import { callStore } from '../store.ts';
 import type { ChainConfig, GasPaymentEnforcement } from '../types.ts';
+import type { Client } from './client-address.ts';
 import type { Exchange } from './exchange.ts';
 import { query } from './exchange.ts';
 import type { Route } from './router.ts';
@@ -56,8 +59,12 @@ export interface EventStreamOptions {
   /** Streams open at once, in all and per client. */
   maxSubscribers: number;
   maxSubscribersPerClient: number;
-  /** The client a request counts for (lib/http/client-address.ts). */
-  clientOf(req: IncomingMessage): string;
+  /** Every stream ends this long after it started (server.streamMaxSeconds). */
+  maxLifetimeMs: number;
+  /** A transaction stream still without messages ends this long after it started (server.txStreamWaitSeconds). */
+  emptyWaitMs: number;
+  /** The blocks a request counts in (lib/http/client-address.ts). */
+  clientOf(req: IncomingMessage): Client;
   /** Runs before a stream's request is read (the read budget); throws the RelayError that refuses it. */
   admit?(ex: Exchange): void | Promise<void>;
 }
@@ -105,8 +112,8 @@ export function createEventStreams(options: EventStreamOptions): EventStreams {
   const { follow, write } = registry;
 
   /**
-   * Opens a stream for `ex`: `read` reads the state, `render` turns it into the event (its name,
-   * id and data, or undefined when nothing is to be sent for it), `done` says whether it is final.
+   * Opens a stream for `ex`: `read` reads the state, `step` gives its event (none when nothing is
+   * to be sent) and whether it is final; `empty` (transaction streams) runs the wait while true.
    */
   async function serve<S>(
     ex: Exchange,
@@ -114,6 +121,7 @@ export function createEventStreams(options: EventStreamOptions): EventStreams {
     read: () => Promise<S>,
     step: (state: S, stream: Stream) => { event?: string; done: boolean },
     resumeDone: (state: S) => boolean,
+    empty?: (state: S) => boolean,
   ): Promise<void> {
     if (changes === undefined) throw new RelayError('not_found', 'this relayer does not keep message statuses');
     const release = registry.reserve(clientOf(ex.req));
@@ -130,9 +138,16 @@ export function createEventStreams(options: EventStreamOptions): EventStreams {
       },
     };
     const end = () => void (ex.res.writableEnded || ex.res.end());
+    let stopWaiting = () => {};
     const remove = () => {
       registry.remove(stream);
       release();
+    };
+    const show = (state: S) => {
+      const { event, done } = step(state, stream);
+      if (event !== undefined) write(stream, event);
+      if (done) return end();
+      if (empty !== undefined && !empty(state)) stopWaiting();
     };
 
     async function refresh(): Promise<void> {
@@ -142,9 +157,8 @@ export function createEventStreams(options: EventStreamOptions): EventStreams {
           again = false;
           const state = await callStore(read);
           if (!registry.has(stream)) return;
-          const { event, done } = step(state, stream);
-          if (event !== undefined) write(stream, event);
-          if (done) return end();
+          show(state);
+          if (ex.res.writableEnded) return;
         } while (again);
       } catch {
         // The store failed: end the stream; EventSource reconnects with Last-Event-ID and resumes.
@@ -183,9 +197,15 @@ export function createEventStreams(options: EventStreamOptions): EventStreams {
       ex.res.flushHeaders();
       registry.beating();
       started = true;
-      const { event, done } = step(state, stream);
-      if (event !== undefined) write(stream, event);
-      if (done) return end();
+      // EventSource reconnects once this ends, with Last-Event-ID: nothing is lost.
+      registry.after(stream, options.maxLifetimeMs, end);
+      if (empty?.(state))
+        stopWaiting = registry.after(stream, options.emptyWaitMs, () => {
+          write(stream, `event: timeout\ndata: ${emptyTimeout}\n\n`);
+          end();
+        });
+      show(state);
+      if (ex.res.writableEnded) return;
       if (again) void refresh();
     } catch (error) {
       remove();
@@ -254,8 +274,15 @@ export function createEventStreams(options: EventStreamOptions): EventStreams {
         return { event: `event: messages\nid: ${sent.join('.')}\ndata: ${data}\n\n`, done: allFinal(records) };
       },
       (records) => !newer(records) && allFinal(records),
+      (records) => records.length === 0,
     );
   }
+
+  /** The `timeout` event's data: an error body, as a 408 would carry it. */
+  const emptyTimeout = JSON.stringify({
+    reason: 'timeout',
+    message: `no message of this transaction was accepted within ${Math.round(options.emptyWaitMs / 1000)} s; relay it (POST /relay), then watch it again`,
+  });
 
   const routes: Route[] =
     changes === undefined

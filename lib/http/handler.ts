@@ -117,6 +117,8 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
     gasPaymentEnforcement: config.gasPaymentEnforcement,
     maxSubscribers: config.server.maxSubscribers,
     maxSubscribersPerClient: config.server.maxSubscribersPerClient,
+    maxLifetimeMs: config.server.streamMaxSeconds * 1000,
+    emptyWaitMs: config.server.txStreamWaitSeconds * 1000,
     clientOf,
     admit: fairness.read,
   });

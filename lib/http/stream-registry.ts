@@ -1,12 +1,13 @@
 /**
  * The open status streams of a server (docs/api.md#status-events): their places (bounded per
- * client and in all), what each follows, the one subscription to the change feed that wakes them,
+ * client, per IPv6 /56 and /48, and in all), what each follows, the one subscription to the change feed that wakes them,
  * the shared 15 s heartbeat, and the write that drops a client which does not read. The routes are
  * lib/http/events.ts's.
  */
 import type { ChangeFeed, OutboxChange } from '../change-feed.ts';
 import type { Clock } from '../clock.ts';
 import { RelayError } from '../errors.ts';
+import type { Client } from './client-address.ts';
 import type { Exchange } from './exchange.ts';
 
 export const HEARTBEAT_MS = 15_000;
@@ -24,12 +25,17 @@ export interface Stream {
 }
 
 export interface StreamRegistry {
-  /** Takes a place for a stream of `client` (throws the 429/503 that refuses it); returns its release. */
-  reserve(client: string): () => void;
+  /**
+   * Takes a place for a stream of `client` (throws the 429/503 that refuses it); returns its
+   * release. Each of the client's blocks holds at most `share` × maxSubscribersPerClient.
+   */
+  reserve(client: Client): () => void;
   /** Registers a stream (it then hears changes); `remove` undoes it. */
   add(stream: Stream): void;
   remove(stream: Stream): void;
   has(stream: Stream): boolean;
+  /** Runs `fn` after `ms` while `stream` is registered; returns its cancel (remove cancels it too). */
+  after(stream: Stream, ms: number, fn: () => void): () => void;
   /** Makes `stream` hear the changes naming `key`. */
   follow(stream: Stream, key: string): void;
   /** Starts the heartbeat if it is not running. */
@@ -51,6 +57,8 @@ export function createStreamRegistry(options: {
   const streams = new Set<Stream>();
   const byKey = new Map<string, Set<Stream>>();
   const perClient = new Map<string, number>();
+  /** The timers of each stream (its lifetime, a transaction stream's wait), cleared when it goes. */
+  const timers = new Map<Stream, Set<unknown>>();
   let unsubscribe: (() => void) | undefined;
   let heartbeat: unknown;
   let closed = false;
@@ -84,21 +92,27 @@ export function createStreamRegistry(options: {
         throw new RelayError('subscribers_full', 'too many status streams are open on this server; retry later', {
           retryAfterSeconds: RETRY_AFTER_SECONDS,
         });
-      const count = perClient.get(client) ?? 0;
-      if (count >= options.maxSubscribersPerClient)
+      for (const block of client) {
+        const count = perClient.get(block.key) ?? 0;
+        if (count < options.maxSubscribersPerClient * block.share) continue;
         throw new RelayError(
           'too_many_subscribers',
-          `this client has ${count} status streams open, the most allowed; close one first`,
+          block.scope === 'client'
+            ? `this client has ${count} status streams open, the most allowed; close one first`
+            : `this client's IPv6 /${block.scope} has ${count} status streams open, the most allowed; close one first`,
           { retryAfterSeconds: RETRY_AFTER_SECONDS },
         );
-      perClient.set(client, count + 1);
+      }
+      for (const block of client) perClient.set(block.key, (perClient.get(block.key) ?? 0) + 1);
       let released = false;
       return () => {
         if (released) return;
         released = true;
-        const left = (perClient.get(client) ?? 1) - 1;
-        if (left === 0) perClient.delete(client);
-        else perClient.set(client, left);
+        for (const block of client) {
+          const left = (perClient.get(block.key) ?? 1) - 1;
+          if (left === 0) perClient.delete(block.key);
+          else perClient.set(block.key, left);
+        }
       };
     },
     add(stream) {
@@ -106,6 +120,8 @@ export function createStreamRegistry(options: {
       unsubscribe ??= changes?.subscribe(onChange);
     },
     remove(stream) {
+      for (const timer of timers.get(stream) ?? []) clock.clearTimeout(timer);
+      timers.delete(stream);
       if (!streams.delete(stream)) return;
       for (const key of stream.keys) {
         const set = byKey.get(key);
@@ -120,6 +136,23 @@ export function createStreamRegistry(options: {
       }
     },
     has: (stream) => streams.has(stream),
+    after(stream, ms, fn) {
+      const own = timers.get(stream) ?? new Set<unknown>();
+      timers.set(stream, own);
+      const timer = clock.setTimeout(
+        () => {
+          own.delete(timer);
+          if (streams.has(stream)) fn();
+        },
+        ms,
+        { background: true },
+      );
+      own.add(timer);
+      return () => {
+        own.delete(timer);
+        clock.clearTimeout(timer);
+      };
+    },
     follow(stream, key) {
       if (stream.keys.has(key)) return;
       stream.keys.add(key);

@@ -83,6 +83,12 @@ async function until(check: () => boolean, what: string): Promise<void> {
   assert.ok(check(), what);
 }
 
+/** Waits (bounded, 20 s: EventSource waits about 3 s before it reconnects) until `check` holds. */
+async function untilLong(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  for (let i = 0; i < 400 && !(await check()); i++) await new Promise((r) => setTimeout(r, 50));
+  assert.ok(await check(), what);
+}
+
 describe('relayer-api/client in a real browser, on another origin', () => {
   test('watch(id) over EventSource: every status as the worker makes it, the end after delivered, no lookup polled', async (t) => {
     const { url, outbox, api: relayApi, lookups } = await api(t);
@@ -155,6 +161,51 @@ describe('relayer-api/client in a real browser, on another origin', () => {
     const lists = await p.evaluate<string[]>('window.lists');
     assert.equal(lists[0], '', 'nothing relayed yet');
     assert.equal(lists.at(-1), 'delivered,delivered');
+  });
+
+  test('watch(id) goes on across the end of a stream at server.streamMaxSeconds: EventSource resumes, each state once', async (t) => {
+    // docs/api.md#status-events: the server ends every stream after its lifetime (900 s, on its fake clock).
+    const { url, outbox, api: relayApi, lookups, clock } = await api(t);
+    const m = outboxMessage(8);
+    outbox.enqueue([m]);
+    const p = await page(url);
+    await p.evaluate(`window.seen = []; window.done = (async () => {
+      for await (const s of client.watch(${JSON.stringify(m.id)})) seen.push(s.status + '/' + s.attempts);
+      return 'ended';
+    })(); 1`);
+    await until(() => relayApi.streams() === 1, 'the page opened a stream');
+    await untilLong(async () => (await p.evaluate<string[]>('window.seen')).length === 1, 'the first state');
+    await clock.advance(900_000);
+    await until(() => relayApi.streams() === 0, 'the server ended it at its lifetime');
+    await untilLong(() => relayApi.streams() === 1, 'EventSource reconnected');
+    const [claimed] = outbox.claim(1, 60_000);
+    await untilLong(
+      async () => (await p.evaluate<string[]>('window.seen')).length >= 2,
+      'the change after the reconnection',
+    );
+    outbox.markDelivered(m.id, { lease: claimed.lease, destinationTxHash: DEST_TX });
+    assert.equal(await p.evaluate('window.done'), 'ended');
+    assert.deepEqual(await p.evaluate('window.seen'), ['queued/0', 'delivering/1', 'delivered/1']);
+    assert.equal(lookups(), 0, 'pushed, not polled: the end of a stream is not a refusal');
+  });
+
+  test("watchTx: a transaction stream the server ends with no message (txStreamWaitSeconds) is the API's timeout", async (t) => {
+    const { url, api: relayApi, clock } = await api(t);
+    const p = await page(url);
+    const result = p.evaluate<string>(`(async () => {
+      const lists = [];
+      try { for await (const list of client.watchTx('ethereum', ${JSON.stringify(outboxMessage(9).txHash)})) lists.push(list.length); }
+      catch (e) { return e.code + ' ' + e.status + ' ' + lists.join(',') + ' ' + e.message; }
+      return 'ended without an error';
+    })()`);
+    await until(() => relayApi.streams() === 1, 'the page opened a stream');
+    await clock.advance(120_000);
+    const bound = new Promise<string>((resolve) => setTimeout(() => resolve('no answer within 20 s'), 20_000).unref());
+    assert.equal(
+      await Promise.race([result, bound]),
+      'timeout 408 0 no message of this transaction was accepted within 120 s; relay it (POST /relay), then watch it again',
+    );
+    assert.equal(relayApi.streams(), 0, 'no reconnection');
   });
 
   test('without EventSource the client polls, and sees the same end', async (t) => {

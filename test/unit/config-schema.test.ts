@@ -76,6 +76,8 @@ function full(): Record<string, any> {
       readRateLimit: { burst: 60, perMinute: 600 },
       maxSubscribers: 100,
       maxSubscribersPerClient: 5,
+      streamMaxSeconds: 600,
+      txStreamWaitSeconds: 60,
     },
     worker: {
       host: '127.0.0.1',

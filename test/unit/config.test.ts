@@ -868,7 +868,7 @@ describe('config loader (docs/design.md#configuration)', () => {
       blacklist: [{ recipientAddress: '0x' + '22'.repeat(32) }],
       addressBlacklist: ['0x' + '33'.repeat(20)],
       relayApi: { ...DOCUMENTED_DEFAULTS.relayApi, rateLimit: { burst: 10, perMinute: 60 }, dedupCapacity: 100 },
-      server: { ...DOCUMENTED_DEFAULTS.server, corsOrigins: ['https://app.example.org'] },
+      server: { ...structuredClone(DOCUMENTED_DEFAULTS.server), corsOrigins: ['https://app.example.org'] },
       db: ':memory:',
     };
   }

@@ -181,7 +181,106 @@ describe('GET /relay/events?origin_chain=&tx_hash=', () => {
   });
 });
 
+/** Whether `stream` ends within 5 s of real time (a bound on a wait, not a measured time). */
+function endsSoon(stream: { ended: Promise<void> }): Promise<boolean> {
+  return Promise.race([
+    stream.ended.then(() => true),
+    new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 5_000).unref()),
+  ]);
+}
+
 describe('status stream bounds and shutdown', () => {
+  test('a transaction stream with no message ends after txStreamWaitSeconds with a timeout event; one with messages does not', async (t) => {
+    // docs/api.md#status-events: server.txStreamWaitSeconds (default 120 s) bounds an empty stream.
+    const { clock, outbox, api } = await setup(t, { txStreamWaitSeconds: 120, streamMaxSeconds: 900 });
+    const empty = await openEvents(api.url, `/relay/events?origin_chain=ethereum&tx_hash=${txHash(40)}`);
+    t.after(() => empty.close());
+    assert.deepEqual((await empty.next('the empty list')).json(), { messages: [] });
+    const hash = txHash(41);
+    const relayed = await openEvents(api.url, `/relay/events?origin_chain=ethereum&tx_hash=${hash}`);
+    t.after(() => relayed.close());
+    await relayed.next('the empty list');
+    await clock.advance(60_000);
+    outbox.enqueue([outboxMessage(41, undefined, { txHash: hash })]);
+    await relayed.next('the message');
+    await clock.advance(59_999);
+    assert.equal(empty.events.length, 1, 'still waiting 1 ms before the end of the wait');
+    await clock.advance(1);
+    const timeout = await empty.next('the timeout');
+    assert.equal(timeout.event, 'timeout');
+    assert.deepEqual(timeout.json(), {
+      reason: 'timeout',
+      message: 'no message of this transaction was accepted within 120 s; relay it (POST /relay), then watch it again',
+    });
+    assert.ok(await endsSoon(empty), 'the empty stream ended');
+    await clock.advance(600_000);
+    assert.equal(relayed.events.length, 2, 'a stream with a message does not time out');
+    assert.equal(api.api.streams(), 1, 'the stream with a message is open');
+  });
+
+  test('every stream ends after streamMaxSeconds; reconnecting with Last-Event-ID resumes where it was', async (t) => {
+    // docs/api.md#status-events: EventSource reconnects with the last id; nothing is lost, nothing sent twice.
+    const { clock, outbox, api } = await setup(t, { streamMaxSeconds: 900 });
+    const m = outboxMessage(42);
+    outbox.enqueue([m]);
+    const stream = await openEvents(api.url, `/relay/${m.id}/events`);
+    t.after(() => stream.close());
+    const first = await stream.next('the current status');
+    await clock.advance(899_999);
+    assert.equal(api.api.streams(), 1, 'open until its lifetime');
+    await clock.advance(1);
+    assert.ok(await endsSoon(stream), 'the stream ended at its lifetime');
+    assert.deepEqual(
+      stream.events.map((e) => e.event),
+      ['status'],
+      'ended without an event: a reconnection, not an error',
+    );
+    const again = await openEvents(api.url, `/relay/${m.id}/events`, { headers: { 'last-event-id': first.id! } });
+    t.after(() => again.close());
+    assert.equal(again.status, 200);
+    const [claimed] = outbox.claim(1, 60_000);
+    assert.equal((await again.next('the change after the id')).json().status, 'delivering');
+    outbox.markDelivered(m.id, { lease: claimed.lease, destinationTxHash: DEST_TX });
+    assert.equal((await again.next('delivered')).json().status, 'delivered');
+    assert.ok(await endsSoon(again), 'the end after delivered');
+  });
+
+  test('places are also bounded per IPv6 /56 and /48 (2× and 5× a client), through a trusted proxy', async (t) => {
+    // docs/api.md#per-client-limits: maxSubscribersPerClient 2 → a /56 holds 4, a /48 10.
+    const { outbox, api } = await setup(t, { maxSubscribersPerClient: 2, trustedProxies: ['127.0.0.0/8'] });
+    const m = outboxMessage(43);
+    outbox.enqueue([m]);
+    const open: Awaited<ReturnType<typeof openEvents>>[] = [];
+    t.after(() => {
+      for (const s of open) s.close();
+    });
+    const from = async (client: string) => {
+      const s = await openEvents(api.url, `/relay/${m.id}/events`, { headers: { 'x-forwarded-for': client } });
+      if (s.status === 200) open.push(s);
+      return s.status === 200 ? 200 : [s.status, JSON.parse(await s.text()).message];
+    };
+    assert.deepEqual([await from('2001:db8:1:1::1'), await from('2001:db8:1:1::2')], [200, 200]);
+    assert.deepEqual(await from('2001:db8:1:1::3'), [
+      429,
+      'this client has 2 status streams open, the most allowed; close one first',
+    ]);
+    assert.deepEqual([await from('2001:db8:1:2::1'), await from('2001:db8:1:2::1')], [200, 200], 'another /64');
+    assert.deepEqual(await from('2001:db8:1:3::1'), [
+      429,
+      "this client's IPv6 /56 has 4 status streams open, the most allowed; close one first",
+    ]);
+    // Other /56s of the same /48: 10 in the /48.
+    for (const client of ['2001:db8:1:100::1', '2001:db8:1:101::1', '2001:db8:1:200::1'])
+      for (let i = 0; i < 2; i++) assert.equal(await from(client), 200, client);
+    assert.equal(open.length, 10, '10 in the /48');
+    assert.deepEqual(await from('2001:db8:1:300::1'), [
+      429,
+      "this client's IPv6 /48 has 10 status streams open, the most allowed; close one first",
+    ]);
+    assert.equal(await from('2001:db8:2:300::1'), 200, 'another /48');
+    assert.equal(await from('192.0.2.1'), 200, 'an IPv4 client');
+  });
+
   test('beyond the subscriber limits 429 too_many_subscribers or 503 subscribers_full; a closed stream frees its place', async (t) => {
     // Beyond maxSubscribersPerClient 429 too_many_subscribers, beyond maxSubscribers 503 subscribers_full, both
     // with Retry-After.

@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import { describe, test } from 'node:test';
+import { parseConfig } from '../../lib/config.ts';
 import { createMemoryOutbox } from '../../lib/outbox/index.ts';
 import { createClientOf } from '../../lib/http/client-address.ts';
 import { rpcReceipt, txHash } from '../helpers/builders.ts';
@@ -90,21 +91,60 @@ describe('server.trustedProxies', () => {
     assert.equal((await from('192.0.2.9, 203.0.113.3')).status, 429, 'the same client, whatever it wrote first');
   });
 
-  test('an IPv6 client counts as its /64; an IPv4-mapped address as its IPv4 one; the walk stops at the first client', () => {
+  test('an IPv6 client counts as its /64, /56 and /48; an IPv4-mapped address as its IPv4 one; the walk stops at the first client', () => {
     const req = (remoteAddress: string, xff?: string) =>
       ({
         socket: { remoteAddress },
         headers: xff === undefined ? {} : { 'x-forwarded-for': xff },
       }) as unknown as IncomingMessage;
+    const keys = (client: ReturnType<ReturnType<typeof createClientOf>>) => client.map((b) => b.key);
     const plain = createClientOf([]);
-    assert.equal(plain(req('2001:db8:1:2::1')), plain(req('2001:db8:1:2:ffff::9')));
-    assert.notEqual(plain(req('2001:db8:1:2::1')), plain(req('2001:db8:1:3::1')));
-    assert.equal(plain(req('::ffff:192.0.2.1')), '192.0.2.1');
+    assert.deepEqual(plain(req('2001:db8:1:2::1')), [
+      { key: '2001:db8:1:2::/64', scope: 'client', share: 1 },
+      { key: '2001:db8:1:0::/56', scope: '56', share: 2 },
+      { key: '2001:db8:1::/48', scope: '48', share: 5 },
+    ]);
+    assert.deepEqual(keys(plain(req('2001:db8:1:2::1'))), keys(plain(req('2001:db8:1:2:ffff::9'))));
+    assert.deepEqual(keys(plain(req('2001:db8:1:2ff::1'))), [
+      '2001:db8:1:2ff::/64',
+      '2001:db8:1:200::/56',
+      '2001:db8:1::/48',
+    ]);
+    assert.deepEqual(keys(plain(req('::ffff:192.0.2.1'))), ['192.0.2.1']);
     const proxied = createClientOf(['::1', '10.0.0.0/8']);
-    assert.equal(proxied(req('::1', '192.0.2.1')), '192.0.2.1');
-    assert.equal(proxied(req('::1', 'garbage, 192.0.2.1, 10.0.0.5')), '192.0.2.1', 'what the client wrote is not read');
-    assert.equal(proxied(req('::1')), '0:0:0:0::/64', 'no header: the proxy asked itself');
-    assert.equal(proxied(req('192.0.2.50', '198.51.100.1')), '192.0.2.50', 'an untrusted peer');
+    assert.deepEqual(keys(proxied(req('::1', '192.0.2.1'))), ['192.0.2.1']);
+    assert.deepEqual(
+      keys(proxied(req('::1', 'garbage, 192.0.2.1, 10.0.0.5'))),
+      ['192.0.2.1'],
+      'what the client wrote is not read',
+    );
+    assert.deepEqual(keys(proxied(req('::1'))), ['0:0:0:0::/64', '0:0:0:0::/56', '0:0:0::/48'], 'no header: the proxy');
+    assert.deepEqual(keys(proxied(req('192.0.2.50', '198.51.100.1'))), ['192.0.2.50'], 'an untrusted peer');
+  });
+
+  test("an IPv6 /56 and /48 take 2× and 5× a client's bucket: a /48 of many /64s takes five clients' share", async (t) => {
+    const table: ReceiptTable = new Map();
+    const relayApi = { rateLimit: { burst: 100, perMinute: 1 }, clientRateLimit: { burst: 1, perMinute: 1 } };
+    const { url } = await startApi(t, {
+      config: testConfig({ relayApi, server: { trustedProxies: ['127.0.0.0/8'] } }),
+      fetch: fakeRpcFetch(table).fetch,
+    });
+    const from = async (client: string) => {
+      const res = await relayFrom(url, table, '127.0.0.1', { 'x-forwarded-for': client });
+      return res.status === 200 ? 200 : [res.status, res.json().message];
+    };
+    assert.deepEqual([await from('2001:db8:1:1::1'), await from('2001:db8:1:2::1')], [200, 200]);
+    assert.deepEqual(await from('2001:db8:1:3::1'), [
+      429,
+      "the relay rate limit of this client's IPv6 /56 is exceeded; retry after a short backoff",
+    ]);
+    assert.deepEqual([await from('2001:db8:1:100::1'), await from('2001:db8:1:101::1')], [200, 200]);
+    assert.equal(await from('2001:db8:1:200::1'), 200, 'the fifth client of the /48');
+    assert.deepEqual(await from('2001:db8:1:300::1'), [
+      429,
+      "the relay rate limit of this client's IPv6 /48 is exceeded; retry after a short backoff",
+    ]);
+    assert.equal(await from('2001:db8:2::1'), 200, 'another /48');
   });
 
   test('hops written address:port and [IPv6]:port are read; a hop the walk reaches that is no address is a 400', async (t) => {
@@ -140,6 +180,35 @@ describe('server.trustedProxies', () => {
 });
 
 describe('server.readRateLimit', () => {
+  test('on by default at 600 and 1 200 a minute: the 601st read at once is refused, null turns it off', async (t) => {
+    // docs/api.md#per-client-limits: a value no honest UI reaches (watch() polls every 3 s when it polls).
+    const clock = createFakeClock();
+    const outbox = createMemoryOutbox(clock);
+    const m = outboxMessage(2);
+    outbox.enqueue([m]);
+    const { url } = await startApi(t, { config: { ...testConfig(), server: parseConfig({}).server }, outbox, clock });
+    const statuses = new Map<number, number>();
+    for (let i = 0; i < 601; i++) {
+      const { status } = await httpRequest(url, { path: `/relay/${m.id}` });
+      statuses.set(status, (statuses.get(status) ?? 0) + 1);
+    }
+    assert.deepEqual(
+      [...statuses],
+      [
+        [200, 600],
+        [429, 1],
+      ],
+    );
+    await clock.advance(1_000);
+    assert.equal((await httpRequest(url, { path: `/relay/${m.id}` })).status, 200, '20 a second come back');
+    const off = await startApi(t, {
+      config: { ...testConfig(), server: parseConfig({ server: { readRateLimit: null } }).server },
+      outbox,
+      clock,
+    });
+    for (let i = 0; i < 601; i++) assert.equal((await httpRequest(off.url, { path: `/relay/${m.id}` })).status, 200);
+  });
+
   test("status reads and stream openings spend the client's read budget, apart from its relays", async (t) => {
     const clock = createFakeClock();
     const outbox = createMemoryOutbox(clock);
