@@ -91,7 +91,7 @@ describe('server.trustedProxies', () => {
     assert.equal((await from('192.0.2.9, 203.0.113.3')).status, 429, 'the same client, whatever it wrote first');
   });
 
-  test('an IPv6 client counts as its /64, /56 and /48; an IPv4-mapped address as its IPv4 one; the walk stops at the first client', () => {
+  test('an IPv6 client counts in its /64, /56 and /48; an IPv4-mapped address as its IPv4 one; the walk stops at the client', () => {
     const req = (remoteAddress: string, xff?: string) =>
       ({
         socket: { remoteAddress },
