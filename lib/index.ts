@@ -149,6 +149,7 @@ export {
   type MarkDeliveredOptions,
   type MarkFailedOptions,
   type MemoryOutbox,
+  type MemoryOutboxOptions,
   type MessageStatus,
   type Outbox,
   type OutboxMessage,

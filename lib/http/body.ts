@@ -2,6 +2,11 @@
  * Reads a request body up to a byte limit. A declared Content-Length over the limit is refused
  * before anything is read; a body that grows past the limit is refused as soon as it does, and the
  * rest is never buffered. Invalid UTF-8 is the client's error.
+ *
+ * Mounted behind a framework that has read the body already (docs/embedding.md#mounting-the-http-api):
+ * a `req.body` it left (Express's express.json() an object, a raw parser a string or bytes) is the
+ * body, under the same limit; a stream that ended with no `req.body` is refused at once, never
+ * waited on (no 'end' event would come).
  */
 import type { IncomingMessage } from 'node:http';
 import type { Clock } from '../clock.ts';
@@ -22,7 +27,14 @@ export function readJsonBody(req: IncomingMessage, limit: number): Promise<strin
   return readBody(req, limit);
 }
 
+/** Why a request whose body another handler read cannot be answered; said to the client and logged. */
+export const BODY_ALREADY_READ =
+  'the request body was read before the relay API handler: mount it before the body parser, or leave the parsed body in req.body';
+
 export function readBody(req: IncomingMessage, limit: number): Promise<string> {
+  const given = (req as IncomingMessage & { body?: unknown }).body;
+  if (given !== undefined) return bodyGiven(given, limit);
+  if (req.readableEnded) return Promise.reject(new RelayError('internal_error', BODY_ALREADY_READ));
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > limit) return Promise.reject(tooLarge(limit));
   return new Promise((resolve, reject) => {
@@ -61,6 +73,24 @@ export function readBody(req: IncomingMessage, limit: number): Promise<string> {
     req.on('error', onError);
     req.on('aborted', onAborted);
   });
+}
+
+/** The body a framework parsed: text and bytes as sent, anything else as its JSON. */
+function bodyGiven(given: unknown, limit: number): Promise<string> {
+  let bytes: Uint8Array;
+  if (typeof given === 'string') bytes = Buffer.from(given, 'utf8');
+  else if (given instanceof Uint8Array) bytes = given;
+  else {
+    const text = JSON.stringify(given);
+    if (text === undefined) return Promise.reject(new RelayError('invalid_request', 'request body is not JSON'));
+    bytes = Buffer.from(text, 'utf8');
+  }
+  if (bytes.length > limit) return Promise.reject(tooLarge(limit));
+  try {
+    return Promise.resolve(typeof given === 'string' ? given : decoder.decode(bytes));
+  } catch {
+    return Promise.reject(new RelayError('invalid_request', 'request body is not valid UTF-8'));
+  }
 }
 
 /**

@@ -22,6 +22,8 @@ export interface Exchange {
   matched?: { readonly allow: string; readonly probe?: boolean };
   /** Parsed only when the request line is not exactly a route's path. */
   url?: URL;
+  /** The request target below the handler's basePath (docs/embedding.md#mounting-the-http-api); req.url without one. */
+  target?: string;
   params: Record<string, string>;
   reason?: string;
   originChain?: string;

@@ -10,7 +10,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { systemClock, type Clock } from '../clock.ts';
-import { toRelayError } from '../errors.ts';
+import { InvalidArgumentError, RelayError, toRelayError } from '../errors.ts';
 import { silentLogger, type Logger } from '../log.ts';
 import { createRelayPipeline, type RelayPipeline } from '../pipeline.ts';
 import { createMemoryOutbox } from '../outbox/index.ts';
@@ -62,6 +62,12 @@ export interface RelayApiOptions {
   metrics?: MetricsRegistry;
   /** The OpenAPI document served at GET /openapi.json, if any. */
   openapi?: unknown;
+  /**
+   * A path prefix the API is served under (`/relayer`: POST /relayer/relay), stripped before
+   * routing; a request outside it answers 404 (docs/embedding.md#mounting-the-http-api). Not for
+   * Express's app.use(path, …), which strips its mount path itself.
+   */
+  basePath?: string;
 }
 
 export interface RelayApi {
@@ -83,7 +89,8 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
   const logger = options.logger ?? silentLogger;
   const metrics = options.metrics ?? createMetricsRegistry();
   const store = options.store;
-  const outbox = options.outbox ?? store?.outbox ?? createMemoryOutbox(clock);
+  const outbox = options.outbox ?? store?.outbox ?? createMemoryOutbox({ clock });
+  const below = basePathOf(options.basePath);
   const relayMetrics = createRelayMetrics(metrics, clock);
   const recorder = createExchangeRecorder({ clock, logger, metrics: relayMetrics });
   const pipeline =
@@ -156,6 +163,7 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
   ]);
 
   async function dispatch(ex: Exchange): Promise<void> {
+    if (below) ex.target = below(ex.req.url ?? '/');
     const route = findRoute(routes, ex);
     const allowedOrigin = cors.apply(ex);
     if (ex.req.method === 'OPTIONS') return cors.options(ex, route.allow, allowedOrigin);
@@ -189,5 +197,19 @@ export function createRelayApi(options: RelayApiOptions): RelayApi {
     inFlight: recorder.inFlight,
     streams: events.open,
     closeStreams: events.close,
+  };
+}
+
+/** The request target below `basePath` (`/base`, `/base/x`, `/base?q`), or not_found outside it. */
+function basePathOf(basePath: string | undefined): ((url: string) => string) | undefined {
+  if (basePath === undefined || basePath === '' || basePath === '/') return undefined;
+  if (typeof basePath !== 'string' || !/^(\/[A-Za-z0-9._~!$&'()*+,;=:@%-]+)+\/?$/.test(basePath))
+    throw new InvalidArgumentError(`basePath must be a path such as /relayer, got ${JSON.stringify(basePath)}`);
+  const base = basePath.replace(/\/$/, '');
+  return (url) => {
+    const rest = url.slice(base.length);
+    if (!url.startsWith(base) || (rest !== '' && rest[0] !== '/' && rest[0] !== '?'))
+      throw new RelayError('not_found', 'no such endpoint');
+    return rest === '' || rest[0] === '?' ? `/${rest}` : rest;
   };
 }

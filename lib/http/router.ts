@@ -68,7 +68,7 @@ export function compileRoutes(routes: readonly Route[]): RouteTable {
  * `url` when the line had to be parsed); `not_found` when there is none.
  */
 export function findRoute(table: RouteTable, ex: Exchange): CompiledRoute {
-  const target = ex.req.url ?? '/';
+  const target = ex.target ?? ex.req.url ?? '/';
   // A request line that is exactly a route (the usual case) has nothing to normalise or query.
   let found = table.exact(target);
   if (found === undefined) {

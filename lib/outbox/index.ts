@@ -29,4 +29,4 @@ export {
   validateOutboxBatch,
 } from './checks.ts';
 export { checkGasPayments, checkGasSpent, checkRequiredGas } from './gas-checks.ts';
-export { createMemoryOutbox, type MemoryOutbox } from './memory.ts';
+export { createMemoryOutbox, type MemoryOutbox, type MemoryOutboxOptions } from './memory.ts';

@@ -44,7 +44,17 @@ function toRecord(row: MemoryRow): OutboxRecord {
  */
 export type MemoryOutbox = Synchronous<Outbox> & Synchronous<VersionedReads> & { readonly changes: ChangeHub };
 
-export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
+export interface MemoryOutboxOptions {
+  /** Time for leases, retries and the journal (default: the system clock). */
+  clock?: Clock;
+}
+
+/** `createMemoryOutbox({ clock })`, as every factory takes its options (docs/embedding.md#options). */
+export function createMemoryOutbox(options?: MemoryOutboxOptions): MemoryOutbox;
+/** @deprecated Pass `{ clock }`: the positional clock works for this release only. */
+export function createMemoryOutbox(clock: Clock): MemoryOutbox;
+export function createMemoryOutbox(options: MemoryOutboxOptions | Clock = {}): MemoryOutbox {
+  const clock = isClock(options) ? options : (options.clock ?? systemClock);
   // `open` holds the queued and delivering rows, so claim() does not walk the delivered history.
   const rows = new Map<string, MemoryRow>();
   const open = new Map<string, MemoryRow>();
@@ -255,4 +265,8 @@ export function createMemoryOutbox(clock: Clock = systemClock): MemoryOutbox {
     open.set(row.id, row);
     changed([row]);
   }
+}
+
+function isClock(value: MemoryOutboxOptions | Clock): value is Clock {
+  return typeof (value as Partial<Clock>).now === 'function';
 }

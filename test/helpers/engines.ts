@@ -58,7 +58,7 @@ export const memoryEngine: Engine = {
   async open(clock, api = relayApiSettings()) {
     const merkle = createMemoryMerkleStore();
     return {
-      outbox: createMemoryOutbox(clock),
+      outbox: createMemoryOutbox({ clock }),
       merkle,
       merkleRowCount: async () => merkle.size(),
       dedup: createMemoryDedupStore({ clock, windowMs: api.dedupWindowSeconds * 1000, capacity: api.dedupCapacity }),

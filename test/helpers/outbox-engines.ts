@@ -22,7 +22,7 @@ export function outboxEngines(prefix: string): OutboxEngine[] {
   const shared = sharedSqlite(prefix);
   const schema = sharedPostgres();
   return [
-    { name: 'memory outbox', open: async (clock) => ({ outbox: createMemoryOutbox(clock), close() {} }) },
+    { name: 'memory outbox', open: async (clock) => ({ outbox: createMemoryOutbox({ clock }), close() {} }) },
     {
       name: 'SQLite outbox (file)',
       async open(clock) {

@@ -314,7 +314,7 @@ describe('dedup cache exhaustion (docs/design.md#deduplication)', () => {
     const clock = manualClock();
     const pipeline = createRelayPipeline({
       config,
-      queue: createMemoryOutbox(clock),
+      queue: createMemoryOutbox({ clock }),
       clock,
       fetchReceipt: async () => ({ success: true, logs: [] }),
     });

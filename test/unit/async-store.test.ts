@@ -61,7 +61,7 @@ function asyncStore(
   faults: Faults,
   calls: string[],
 ): RelayerStore & { memory: Outbox; rows: MerkleInsertion[]; cache: DedupStore } {
-  const memory = createMemoryOutbox(clock);
+  const memory = createMemoryOutbox({ clock });
   const cache = createMemoryDedupStore({ clock, windowMs: 300_000, capacity: 100 });
   const bucket = createTokenBucket({ clock, burst: 1000, perMinute: 1000 });
   const rows: MerkleInsertion[] = [];

@@ -72,7 +72,7 @@ const engines: Engine[] = [
   {
     name: 'memory outbox',
     async open(clock) {
-      const outbox = createMemoryOutbox(clock);
+      const outbox = createMemoryOutbox({ clock });
       return { outbox, other: outbox, close: async () => {} };
     },
   },

@@ -24,7 +24,7 @@ async function setup(
   server: NonNullable<Parameters<typeof testConfig>[0]>['server'] = {},
 ) {
   const clock = createFakeClock();
-  const outbox = createMemoryOutbox(clock);
+  const outbox = createMemoryOutbox({ clock });
   const api = await startApi(t, {
     config: testConfig({ server: { corsOrigins: ['http://ui.test'], ...server } }),
     outbox,

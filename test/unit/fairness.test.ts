@@ -211,7 +211,7 @@ describe('server.readRateLimit', () => {
 
   test("status reads and stream openings spend the client's read budget, apart from its relays", async (t) => {
     const clock = createFakeClock();
-    const outbox = createMemoryOutbox(clock);
+    const outbox = createMemoryOutbox({ clock });
     const m = outboxMessage(1);
     outbox.enqueue([m]);
     const table: ReceiptTable = new Map();

@@ -50,7 +50,7 @@ before(async (root) => {
   const logger = createLogger({ level: 'debug', write: (line) => logLines.push(line) });
   ({ server, port } = await startApi(t, {
     config,
-    outbox: createMemoryOutbox(clock),
+    outbox: createMemoryOutbox({ clock }),
     merkle: store.merkle,
     clock,
     fetch,

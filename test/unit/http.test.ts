@@ -38,7 +38,7 @@ interface Harness extends StartedApi<FakeClock> {
 async function start(t: TestContext, configOverrides: Parameters<typeof testConfig>[0] = {}): Promise<Harness> {
   const clock = createFakeClock();
   const table: ReceiptTable = new Map();
-  const outbox = createMemoryOutbox(clock);
+  const outbox = createMemoryOutbox({ clock });
   const { store, release } = await shared.lease(clock);
   const { fetch } = fakeRpcFetch(table);
   const api = await startApi(t, { config: testConfig(configOverrides), outbox, merkle: store.merkle, clock, fetch });

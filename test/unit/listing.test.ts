@@ -18,7 +18,7 @@ const AUTH = { authorization: `Bearer ${TOKEN}` };
 /** An outbox holding message 1 (to ethereum, failed), 2 (to base, queued), 3 (to base, delivered). */
 async function stocked() {
   const clock = createFakeClock();
-  const outbox = createMemoryOutbox(clock);
+  const outbox = createMemoryOutbox({ clock });
   outbox.enqueue([
     outboxMessage(1, clock.now() - 3000, { destination: 1 }),
     outboxMessage(2, clock.now() - 2000),

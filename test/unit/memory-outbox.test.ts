@@ -25,14 +25,14 @@ function msg(n: number, overrides: Partial<OutboxMessage> = {}): OutboxMessage {
 
 describe('memory outbox (docs/design.md#enqueue, #storage)', () => {
   it('docs/design.md#enqueue: enqueue stores a batch and returns how many were new', () => {
-    const outbox = createMemoryOutbox(createFakeClock());
+    const outbox = createMemoryOutbox({ clock: createFakeClock() });
     assert.equal(outbox.enqueue([msg(1), msg(2)]), 2);
     assert.equal(outbox.depth(), 2);
     assert.deepEqual(outbox.get(msg(1).id), queuedRecord(msg(1)));
   });
 
   it('docs/design.md#enqueue: idempotent by message id: a resubmission stores nothing twice', () => {
-    const outbox = createMemoryOutbox(createFakeClock());
+    const outbox = createMemoryOutbox({ clock: createFakeClock() });
     outbox.enqueue([msg(1), msg(2)]);
     assert.equal(outbox.enqueue([msg(2, { enqueuedAt: T0 + 999 }), msg(3)]), 1);
     assert.equal(outbox.depth(), 3);
@@ -40,13 +40,13 @@ describe('memory outbox (docs/design.md#enqueue, #storage)', () => {
   });
 
   it('a duplicate id inside one batch is stored once', () => {
-    const outbox = createMemoryOutbox(createFakeClock());
+    const outbox = createMemoryOutbox({ clock: createFakeClock() });
     assert.equal(outbox.enqueue([msg(1), msg(1)]), 1);
     assert.equal(outbox.depth(), 1);
   });
 
   it('an empty batch stores nothing', () => {
-    const outbox = createMemoryOutbox(createFakeClock());
+    const outbox = createMemoryOutbox({ clock: createFakeClock() });
     assert.equal(outbox.enqueue([]), 0);
     assert.equal(outbox.depth(), 0);
   });
@@ -64,7 +64,7 @@ describe('memory outbox (docs/design.md#enqueue, #storage)', () => {
   ];
   for (const [name, overrides] of invalid) {
     it(`docs/design.md#enqueue atomic: a batch with ${name} stores nothing at all`, () => {
-      const outbox = createMemoryOutbox(createFakeClock());
+      const outbox = createMemoryOutbox({ clock: createFakeClock() });
       assert.throws(
         () => outbox.enqueue([msg(1), msg(2, overrides)]),
         (e) => e instanceof InvalidArgumentError && /^batch\[1\]/.test(e.message),
@@ -75,7 +75,7 @@ describe('memory outbox (docs/design.md#enqueue, #storage)', () => {
   }
 
   it('claim takes queued messages oldest first, honouring the limit', () => {
-    const outbox = createMemoryOutbox(createFakeClock());
+    const outbox = createMemoryOutbox({ clock: createFakeClock() });
     outbox.enqueue([msg(3), msg(1)]);
     outbox.enqueue([msg(2)]);
     assert.deepEqual(
@@ -90,7 +90,7 @@ describe('memory outbox (docs/design.md#enqueue, #storage)', () => {
   });
 
   it('equal enqueue times keep enqueue order', () => {
-    const outbox = createMemoryOutbox(createFakeClock());
+    const outbox = createMemoryOutbox({ clock: createFakeClock() });
     outbox.enqueue([msg(9, { enqueuedAt: T0 }), msg(4, { enqueuedAt: T0 }), msg(7, { enqueuedAt: T0 })]);
     assert.deepEqual(
       (outbox.claim(10, 1_000) as { nonce: number }[]).map((m) => m.nonce),
@@ -100,7 +100,7 @@ describe('memory outbox (docs/design.md#enqueue, #storage)', () => {
 
   it('markDelivered stamps the clock time, reports changes, ignores unknown and repeated ids', async () => {
     const clock = createFakeClock(T0);
-    const outbox = createMemoryOutbox(clock);
+    const outbox = createMemoryOutbox({ clock });
     outbox.enqueue([msg(1), msg(2), msg(3)]);
     const [one, two] = outbox.claim(2, 60_000) as ClaimedMessage[];
     await clock.advance(5_000);
@@ -127,7 +127,7 @@ describe('memory outbox (docs/design.md#enqueue, #storage)', () => {
   });
 
   it('a delivered message re-enqueued is not stored again nor made claimable again', () => {
-    const outbox = createMemoryOutbox(createFakeClock());
+    const outbox = createMemoryOutbox({ clock: createFakeClock() });
     outbox.enqueue([msg(1)]);
     const [claimed] = outbox.claim(1, 60_000) as ClaimedMessage[];
     assert.equal(outbox.markDelivered(msg(1).id, { destinationTxHash: DEST, lease: claimed.lease }), true);
@@ -137,7 +137,7 @@ describe('memory outbox (docs/design.md#enqueue, #storage)', () => {
   });
 
   it('stored rows are copies: mutating the input or an output changes nothing inside', () => {
-    const outbox = createMemoryOutbox(createFakeClock());
+    const outbox = createMemoryOutbox({ clock: createFakeClock() });
     const input = msg(1);
     outbox.enqueue([input]);
     input.raw[0] = 0xee;
@@ -148,5 +148,20 @@ describe('memory outbox (docs/design.md#enqueue, #storage)', () => {
     const again = outbox.get(input.id) as { raw: Uint8Array; destination: number };
     assert.equal(again.raw[0], 3);
     assert.equal(again.destination, 8453);
+  });
+});
+
+describe('createMemoryOutbox options (docs/embedding.md#options)', () => {
+  it('takes { clock } as every factory takes its options; the positional clock still works', async () => {
+    for (const make of [
+      (clock: ReturnType<typeof createFakeClock>) => createMemoryOutbox({ clock }),
+      (clock: ReturnType<typeof createFakeClock>) => createMemoryOutbox(clock),
+    ]) {
+      const clock = createFakeClock(T0);
+      const outbox = make(clock);
+      outbox.enqueue([msg(1)]);
+      const [claimed] = outbox.claim(1, 5_000);
+      assert.equal(claimed.claimedUntil, T0 + 5_000, 'the lease runs on the given clock');
+    }
   });
 });

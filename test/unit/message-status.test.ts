@@ -404,7 +404,7 @@ for (const engine of ENGINES) {
 describe('message status endpoints: store faults and bare queues', () => {
   test('docs/design.md#storage: a store that fails a lookup answers 503 store_unavailable with Retry-After, and nothing leaks', async (t) => {
     const clock = createFakeClock();
-    const memory = createMemoryOutbox(clock);
+    const memory = createMemoryOutbox({ clock });
     const broken: Outbox = {
       ...memory,
       enqueue: (batch) => memory.enqueue(batch),
@@ -433,7 +433,7 @@ describe('message status endpoints: store faults and bare queues', () => {
 
   test("an embedder's bare queue (enqueue only): the lookups are 404 not_found, the liveness probe still answers", async (t) => {
     const clock = createFakeClock();
-    const memory = createMemoryOutbox(clock);
+    const memory = createMemoryOutbox({ clock });
     const queue: RelayQueue = { enqueue: (batch) => memory.enqueue(batch) };
     const { url } = await startApi(t, { outbox: queue, clock, fetch: fakeRpcFetch(new Map()).fetch });
     assertError(await httpRequest(url, { path: `/relay/0x${'ab'.repeat(32)}` }), 404, 'not_found');

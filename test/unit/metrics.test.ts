@@ -224,7 +224,7 @@ describe('GET /metrics over HTTP: the relay API metrics move', () => {
       ...base,
       chains: { ...base.chains, ethereum: { ...base.chains.ethereum, rpcUrls: [SECRET_URL, GOOD_URL] } },
     };
-    const outbox = createMemoryOutbox(clock);
+    const outbox = createMemoryOutbox({ clock });
     const { url } = await startApi(t, { config, clock, fetch, outbox, merkle: store.merkle });
     const scrape = async () => {
       const res = await httpRequest(url, { path: '/metrics' });

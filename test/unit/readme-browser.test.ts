@@ -41,7 +41,7 @@ const AsyncFunction = Object.getPrototypeOf(async () => {}).constructor as new (
 test('docs/browser.md: the browser example relays a transaction and follows its messages to delivered', async (t) => {
   // Also when rate limited and when resubmitted.
   const clock = createFakeClock();
-  const outbox = createMemoryOutbox(clock);
+  const outbox = createMemoryOutbox({ clock });
   const table: ReceiptTable = new Map();
   const config = testConfig({ relayApi: { rateLimit: { burst: 1, perMinute: 60 } } });
   const { url } = await startApi(t, { config, outbox, clock, fetch: fakeRpcFetch(table).fetch });

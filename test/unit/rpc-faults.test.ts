@@ -48,7 +48,7 @@ async function start(
     chains: { ...base.chains, ethereum: { ...base.chains.ethereum, rpcUrls } },
     ...(receiptTimeoutSeconds === undefined ? {} : { relayApi: { ...base.relayApi, receiptTimeoutSeconds } }),
   });
-  const outbox = createMemoryOutbox(clock);
+  const outbox = createMemoryOutbox({ clock });
   const api = await startApi(t, { config, outbox, clock, fetch: transport.fetch(t) });
   return { ...api, outbox, relay: (hash) => api.relay({ origin_chain: 'ethereum', tx_hash: hash }) };
 }

@@ -57,7 +57,7 @@ function setUp(
   } = {},
 ) {
   const clock = createFakeClock(T0);
-  const outbox: Outbox = createMemoryOutbox(clock);
+  const outbox: Outbox = createMemoryOutbox({ clock });
   outbox.enqueue([
     {
       id: ID,

@@ -88,7 +88,7 @@ interface Rig {
 
 function rig(messages = 1): Rig {
   const clock = createFakeClock(T0);
-  const outbox = createMemoryOutbox(clock);
+  const outbox = createMemoryOutbox({ clock });
   outbox.enqueue(
     Array.from({ length: messages }, (_, i) => ({
       id: idOf(i + 1),
