@@ -28,3 +28,15 @@ export {
   type MakeOutbox,
   type OutboxHarness,
 } from './outbox-contract/context.ts';
+export { createFakeNode, type FakeNode, type FakeNodeOptions, type NodeFault } from './fake-node.ts';
+export {
+  burnMessageV2,
+  cctpV2Message,
+  DEFAULT_MAILBOX,
+  dispatchLog,
+  messageSentLog,
+  rpcReceipt,
+  transferLogs,
+  type CctpFields,
+  type RpcLog,
+} from './receipts.ts';

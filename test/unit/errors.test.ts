@@ -130,6 +130,8 @@ test('every throw in lib/ comes from the error family', () => {
     'lib/node/rpc-transport.ts': 4,
     'lib/node/rpc-response.ts': 2,
     'lib/testing/outbox-contract/enqueue.ts': 1,
+    // The test tooling's fake node fails as the global fetch does, for the same reason as the transport.
+    'lib/testing/fake-node.ts': 1,
   };
   const found: Record<string, number> = {};
   const root = new URL('../../lib/', import.meta.url);
