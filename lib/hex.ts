@@ -2,6 +2,7 @@
  * Bytes are Uint8Array inside the library; hex only at the edges. Also the scalar checks every
  * input edge shares: JSON objects, uint32, hex of a length, address words and EIP-55.
  */
+import { InvalidArgumentError } from './errors.ts';
 import { keccak256 } from './keccak.ts';
 
 const HEX_CHARS = '0123456789abcdef';
@@ -23,10 +24,21 @@ for (let i = 0; i < 16; i++) {
 }
 
 /**
- * Parses 0x-prefixed hex (any case, even length). Returns undefined on anything else, so callers
- * decide which error that is.
+ * Parses 0x-prefixed hex (any case, even length): the bytes, or an InvalidArgumentError naming what
+ * is wrong (as viem's hexToBytes throws). Inside the library, `parseHex` reads untrusted hex and
+ * lets its caller decide which error that is.
  */
-export function hexToBytes(hex: string): Uint8Array | undefined {
+export function hexToBytes(hex: string): Uint8Array {
+  const bytes = parseHex(hex);
+  if (bytes === undefined) {
+    const what = typeof hex !== 'string' ? typeof hex : hex.length > 80 ? `${hex.slice(0, 80)}…` : hex;
+    throw new InvalidArgumentError(`hexToBytes: not 0x-prefixed hex of whole bytes: ${what}`);
+  }
+  return bytes;
+}
+
+/** Parses 0x-prefixed hex (any case, even length); undefined on anything else. */
+export function parseHex(hex: string): Uint8Array | undefined {
   if (typeof hex !== 'string' || hex.length < 2 || hex.length % 2 !== 0) return undefined;
   if (hex.charCodeAt(0) !== 48 || (hex.charCodeAt(1) | 0x20) !== 120) return undefined; // "0x" / "0X"
   const length = (hex.length - 2) >> 1;

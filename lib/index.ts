@@ -179,9 +179,11 @@ export {
 } from './validate.ts';
 export {
   createLogger,
+  fromPinoLogger,
   isLogLevel,
   silentLogger,
   LOG_LEVELS,
+  type FieldsFirstLogger,
   type Logger,
   type LoggerOptions,
   type LogLevel,

@@ -45,3 +45,21 @@ export function createLogger(options: LoggerOptions): Logger {
 }
 
 export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+
+/** A logger that takes the fields first, as pino's `info(obj, msg)` (docs/embedding.md#options). */
+export interface FieldsFirstLogger {
+  debug(fields: Record<string, unknown>, msg: string): void;
+  info(fields: Record<string, unknown>, msg: string): void;
+  warn(fields: Record<string, unknown>, msg: string): void;
+  error(fields: Record<string, unknown>, msg: string): void;
+}
+
+/** The package's Logger (`info(msg, fields)`) writing to a pino-style one: `logger: fromPinoLogger(pino())`. */
+export function fromPinoLogger(target: FieldsFirstLogger): Logger {
+  return {
+    debug: (msg, fields) => target.debug({ ...fields }, msg),
+    info: (msg, fields) => target.info({ ...fields }, msg),
+    warn: (msg, fields) => target.warn({ ...fields }, msg),
+    error: (msg, fields) => target.error({ ...fields }, msg),
+  };
+}

@@ -10,7 +10,7 @@
  */
 import { sleep, systemClock } from './clock.ts';
 import { RelayError, RpcError, type RpcFailureCode } from './errors.ts';
-import { hexToBytes, isHexOfLength, isPlainObject } from './hex.ts';
+import { parseHex, isHexOfLength, isPlainObject } from './hex.ts';
 import {
   causeText,
   classifyFailure,
@@ -75,7 +75,7 @@ function parseLog(value: unknown): Log {
   if (!isHexOfLength(address, 20)) fail('malformed_receipt', 'malformed receipt log address');
   if (!Array.isArray(topics) || topics.length > 4) fail('malformed_receipt', 'malformed receipt log topics');
   for (const t of topics) if (!isHexOfLength(t, 32)) fail('malformed_receipt', 'malformed receipt log topics');
-  const bytes = typeof data === 'string' ? hexToBytes(data) : undefined;
+  const bytes = typeof data === 'string' ? parseHex(data) : undefined;
   if (!bytes) fail('malformed_receipt', 'malformed receipt log data');
   const log: Log = {
     address: address.toLowerCase(),

@@ -45,8 +45,14 @@ export interface ValidRelayRequest {
   txHash: string;
 }
 
-/** POST /relay body (docs/api.md#post-relay, docs/design.md#check-order). */
-export function validateRelayRequest(body: unknown, chains: ReadonlyMap<string, ChainConfig>): ValidRelayRequest {
+/**
+ * POST /relay body (docs/api.md#post-relay, docs/design.md#check-order). `chains` is the config's
+ * own `chains` object (or a Map of it); only its own keys name chains, never a prototype's.
+ */
+export function validateRelayRequest(
+  body: unknown,
+  chains: ReadonlyMap<string, ChainConfig> | Readonly<Record<string, ChainConfig>>,
+): ValidRelayRequest {
   if (!isPlainObject(body)) throw invalid('request body must be a JSON object');
   const originChain = own(body, 'origin_chain');
   const txHash = own(body, 'tx_hash');
@@ -66,7 +72,12 @@ export function validateRelayRequest(body: unknown, chains: ReadonlyMap<string, 
   if (!txHash.startsWith('0x') || !isHexOfLength(lower, 32)) {
     throw invalid('tx_hash must be 0x followed by 64 hex digits');
   }
-  const chain = chains.get(originChain);
+  const chain =
+    chains instanceof Map
+      ? chains.get(originChain)
+      : Object.hasOwn(chains, originChain)
+        ? (chains as Readonly<Record<string, ChainConfig>>)[originChain]
+        : undefined;
   if (chain === undefined) {
     throw invalid(
       `origin_chain ${quoteForMessage(originChain)} is not a chain known to this relayer; GET /chains lists the chains it knows`,

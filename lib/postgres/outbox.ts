@@ -16,7 +16,7 @@
  * same way.
  */
 import type { Clock } from '../clock.ts';
-import { bytesToHex, hexToBytes } from '../hex.ts';
+import { bytesToHex, parseHex } from '../hex.ts';
 import {
   checkClaim,
   claimedMessage,
@@ -72,7 +72,7 @@ function nowSql(n: number): string {
 }
 
 export function toRecord(row: Row): OutboxRecord {
-  return recordFromRow(row, hexToBytes(`0x${row.raw}`)!);
+  return recordFromRow(row, parseHex(`0x${row.raw}`)!);
 }
 
 /**

@@ -3,7 +3,7 @@
  * and keccak code so `relayer-api/testing` needs nothing outside the package; the package's tests
  * check each builder against viem's encoding (test/unit/testing-messages.test.ts).
  */
-import { bytesToHex, hexToBytes, joinBytes } from '../hex.ts';
+import { bytesToHex, parseHex, joinBytes } from '../hex.ts';
 import { InvalidArgumentError, OutOfRangeError } from '../errors.ts';
 import { keccak256 } from '../keccak.ts';
 
@@ -25,7 +25,7 @@ export const DEFAULT_RECIPIENT = '0x2222222222222222222222222222222222222222';
 
 /** The bytes of 0x-hex, or an InvalidArgumentError naming `what`. */
 export function bytesOf(hex: string, what: string): Uint8Array {
-  const bytes = hexToBytes(hex);
+  const bytes = parseHex(hex);
   if (bytes === undefined) throw new InvalidArgumentError(`${what}: not 0x-prefixed hex of whole bytes: ${hex}`);
   return bytes;
 }

@@ -30,7 +30,7 @@ import {
   processGasLimit,
   type GasPaid,
 } from '../gas-policy.ts';
-import { hexToBytes } from '../hex.ts';
+import { parseHex } from '../hex.ts';
 import { parseHyperlaneMessage } from '../message.ts';
 import type { ClaimedMessage } from '../outbox/index.ts';
 import type { GasPaymentEnforcement } from '../types.ts';
@@ -84,7 +84,7 @@ export function createGasGate(o: GasGateOptions): DeliveryPolicy {
     const found: GasPayment[] = [];
     for (const [tx, txLogs] of byTx) {
       const parsed = txLogs.map((l) => {
-        const data = hexToBytes(l.data);
+        const data = parseHex(l.data);
         if (!data) throw new DeliveryError('rpc', 'eth_getLogs answered a log with malformed data');
         return {
           address: l.address.toLowerCase(),

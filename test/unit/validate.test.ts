@@ -281,3 +281,23 @@ describe('request validation (docs/api.md#post-relay, docs/design.md#check-order
     seen.expectBoth(20);
   });
 });
+
+describe('validateRelayRequest takes what the config holds (docs/embedding.md#options)', () => {
+  test("the config's chains object or a Map of it; a prototype's key is no chain", () => {
+    const { chains } = testConfig();
+    const tx = `0x${'ab'.repeat(32)}`;
+    const fromObject = validateRelayRequest({ origin_chain: 'ethereum', tx_hash: tx }, chains);
+    assert.equal(fromObject.chain, chains.ethereum);
+    assert.deepEqual(
+      validateRelayRequest({ origin_chain: 'ethereum', tx_hash: tx }, new Map(Object.entries(chains))),
+      fromObject,
+    );
+    for (const name of ['constructor', '__proto__', 'toString', 'hasOwnProperty']) {
+      assert.throws(
+        () => validateRelayRequest({ origin_chain: name, tx_hash: tx }, chains),
+        (e: RelayError) => e.code === 'invalid_request',
+        name,
+      );
+    }
+  });
+});

@@ -13,7 +13,7 @@
  * again), and at most `background` of them are kept.
  */
 import type { Clock } from '../../clock.ts';
-import { bytesToHex, hexToBytes } from '../../hex.ts';
+import { bytesToHex, parseHex } from '../../hex.ts';
 import { keccak256 } from '../../keccak.ts';
 import { DeliveryError } from '../errors.ts';
 import type { OffchainReader } from '../metadata.ts';
@@ -59,7 +59,7 @@ function busy(detail: string): DeliveryError {
  */
 function keyOf(revert: string, ism: string, message: string | undefined): string {
   const of = (hex: string) => {
-    const bytes = hexToBytes(hex);
+    const bytes = parseHex(hex);
     return bytes ? bytesToHex(keccak256(bytes)) : hex;
   };
   return message === undefined ? `${ism.toLowerCase()}:${of(revert)}` : `message:${of(message)}`;

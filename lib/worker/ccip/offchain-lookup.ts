@@ -2,7 +2,7 @@
  * EIP-3668's `OffchainLookup` revert, decoded strictly (docs/delivery.md, CCIP-read): what the
  * recipient's ISM reverts with to name the gateways that hold its metadata.
  */
-import { bytesToHex, hexToBytes, joinBytes } from '../../hex.ts';
+import { bytesToHex, parseHex, joinBytes } from '../../hex.ts';
 import { keccak256 } from '../../keccak.ts';
 
 export type Hex = `0x${string}`;
@@ -94,7 +94,7 @@ function encodeArguments(
  * URLs that are not UTF-8. Strict by re-encoding: what is accepted is exactly what Solidity emits.
  */
 export function decodeOffchainLookup(revertData: Hex): OffchainLookup | null {
-  const data = hexToBytes(revertData);
+  const data = parseHex(revertData);
   if (!data || data.length < 4 + 5 * WORD) return null;
   for (let i = 0; i < 4; i++) if (data[i] !== SELECTOR[i]) return null;
   const body = data.subarray(4);
