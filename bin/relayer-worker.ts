@@ -216,6 +216,9 @@ async function main(): Promise<void> {
     delete process.env.RELAYER_SIGNER_KEY;
     const keyProblem = key ? signerKeyProblem(key) : undefined;
     if (keyProblem !== undefined) fail(2, keyProblem);
+    // What the worker refuses to start without (docs/configuration.md#stated-gas-policy).
+    const unstated = unstatedPolicy(config);
+    if (unstated.length > 0) fail(2, unstated.join(`\n${PROGRAM}: `));
     process.stdout.write(
       configSummary(PROGRAM, flags.config, config, config.worker, [
         `signer key: ${key ? 'set' : 'not set (RELAYER_SIGNER_KEY is needed to run)'}`,

@@ -47,9 +47,10 @@ export function signerKeyProblem(key: string): string | undefined {
 /** relayer-worker --check-config: who pays for gas, and each destination's fee ceiling. */
 export function workerPolicyLines(config: RelayerConfig): string[] {
   const gas = config.gasPaymentEnforcement ?? [];
-  const caps = config.relayChains.map(
-    (name) => `${name} ${config.chains[name].transactionOverrides?.gasPriceCap ?? 'none'}`,
-  );
+  const caps = config.relayChains.map((name) => {
+    const cap = config.chains[name].transactionOverrides?.gasPriceCap;
+    return `${name} ${cap === undefined ? 'not set' : cap === null ? 'none (no ceiling, stated)' : cap}`;
+  });
   return [
     `gas payment enforcement: ${gas.length === 0 ? 'not set (the signer pays for every delivery)' : gas.map((e) => e.type).join(', ')}`,
     `fee ceilings (transactionOverrides.gasPriceCap, wei): ${caps.join(', ')}`,

@@ -94,6 +94,14 @@ test('docs/configuration.md#relayer-worker: a signer key in the wrong form is to
   assert.match(unset.stdout, /signer key: not set \(RELAYER_SIGNER_KEY is needed to run\)/);
 });
 
+test('docs/configuration.md#stated-gas-policy: the worker check refuses what the worker refuses to start without', () => {
+  const result = run('relayer-worker', ['--check-config', '--db', join(dir, 'never.db')]);
+  assert.equal(result.code, 2, result.stdout);
+  assert.match(result.stderr, /^relayer-worker: gasPaymentEnforcement is not set/);
+  assert.match(result.stderr, /\nrelayer-worker: chains\.ethereum\.transactionOverrides\.gasPriceCap is not set/);
+  assert.ok(!existsSync(join(dir, 'never.db')));
+});
+
 test('docs/configuration.md#command-line: a port in use exits 1 naming --port and the config key', async () => {
   const blocker = createServer();
   await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
