@@ -301,6 +301,15 @@ async function main(): Promise<void> {
   });
   const running = worker.run();
   relayer.watch.start();
+  // A signer lease lost (another worker took the key over): the worker has stopped sending; exit 1.
+  void running.then(async () => {
+    const lost = relayer.signers.lost();
+    if (lost === undefined) return;
+    relayer.watch.stop();
+    await ops.close();
+    await store.close();
+    process.exit(1);
+  });
   // A store that stopped on its own (the SQLite worker thread died) fails every claim from then
   // on: exit 1 so that a supervisor restarts the worker. Messages it held go back to others when
   // their leases end.

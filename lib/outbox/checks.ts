@@ -20,6 +20,7 @@ import type {
   ListOptions,
   MessageStatus,
   RequeueFailedOptions,
+  SignerKey,
 } from './types.ts';
 
 /** last_error is shown by GET /relay/{id}: a worker's multi-kilobyte RPC error is cut here. */
@@ -185,10 +186,51 @@ export function checkBroadcast(
     throw new InvalidArgumentError(
       `recordBroadcast: raw must be the signed transaction as lower-case 0x-hex, at most ${MAX_RAW_TRANSACTION_LENGTH} characters`,
     );
-  const broadcast = { ...slot, messageId: b.messageId, hash: b.hash, raw: b.raw };
+  const broadcast: Broadcast = { ...slot, messageId: b.messageId, hash: b.hash, raw: b.raw };
+  if (b.signerLease !== undefined) broadcast.signerLease = checkLease(b.signerLease, 'recordBroadcast(signerLease)');
   if (fence === undefined) return { broadcast, fence: null };
   checkLeaseMs('recordBroadcast', fence?.leaseMs);
   return { broadcast, fence: { lease: checkLease(fence.lease, 'recordBroadcast'), leaseMs: fence.leaseMs } };
+}
+
+/** Throws on an invalid signer key (chain id, lower-case signer address). */
+export function checkSignerKey(key: SignerKey, method: string): SignerKey {
+  const { chainId, signer } = checkSlot({ ...key, nonce: 0 }, method);
+  return { chainId, signer };
+}
+
+/** Throws on invalid acquireSignerLease arguments: the holder is printable ASCII, 1..200 characters (it is logged). */
+export function checkAcquireSigner(key: SignerKey, holder: unknown, leaseMs: number): SignerKey & { holder: string } {
+  const checked = checkSignerKey(key, 'acquireSignerLease');
+  checkLeaseMs('acquireSignerLease', leaseMs);
+  if (typeof holder !== 'string' || !/^[\x20-\x7e]{1,200}$/.test(holder))
+    throw new InvalidArgumentError('acquireSignerLease: holder must be printable ASCII, 1 to 200 characters');
+  return { ...checked, holder };
+}
+
+/** Throws on invalid renewSignerLease / releaseSignerLease arguments (leaseMs for a renewal). */
+export function checkSignerLease(
+  key: SignerKey,
+  lease: unknown,
+  method: string,
+  leaseMs?: number,
+): SignerKey & { lease: string } {
+  const checked = checkSignerKey(key, method);
+  if (leaseMs !== undefined || method === 'renewSignerLease') checkLeaseMs(method, leaseMs);
+  return { ...checked, lease: checkLease(lease, method) };
+}
+
+/**
+ * Whether a broadcast may be recorded given the signer's lease row (docs/delivery.md#one-worker-per-key):
+ * under a lease, only while that lease is the row's; without one, only while no live lease holds the signer.
+ */
+export function signerLeaseAllows(
+  row: { lease: string; expiresAt: number } | undefined,
+  lease: string | undefined,
+  now: number,
+): boolean {
+  if (lease !== undefined) return row !== undefined && row.lease === lease;
+  return row === undefined || row.expiresAt <= now;
 }
 
 /** Throws on an invalid closeSlot outcome. */

@@ -6,7 +6,7 @@
  */
 import type { Clock } from '../clock.ts';
 import { checkBroadcast, checkJournalFilter, checkSlot, checkSlotOutcome } from './checks.ts';
-import type { JournalEntry, Outbox, Slot, SlotOutcome, Synchronous } from './types.ts';
+import type { Broadcast, JournalEntry, Outbox, Slot, SlotOutcome, Synchronous } from './types.ts';
 
 interface JournalRow extends JournalEntry {
   /** Set once its slot is settled. */
@@ -21,6 +21,7 @@ type Journal = Pick<Synchronous<Outbox>, 'recordBroadcast' | 'forgetBroadcast' |
 export function createMemoryJournal(
   clock: Clock,
   held: (id: string, lease: string) => { claimedUntil: number | null } | undefined,
+  signerAllows: (b: Broadcast) => boolean = () => true,
 ): Journal & {
   /** markDelivered's part: the open slot of message `id` holding `hash` is settled, `hash` mined. */
   settleDelivered(id: string, hash: string): void;
@@ -58,6 +59,7 @@ export function createMemoryJournal(
 
     recordBroadcast(b, f) {
       const { broadcast, fence } = checkBroadcast(b, f);
+      if (!signerAllows(broadcast)) return false;
       if (journal.has(broadcast.hash)) return true;
       if (fence) {
         const row = held(broadcast.messageId, fence.lease);
@@ -66,7 +68,8 @@ export function createMemoryJournal(
       } else if (!openEntries().some((e) => sameSlot(e, broadcast) && e.messageId === broadcast.messageId)) {
         return false;
       }
-      journal.set(broadcast.hash, { ...broadcast, sentAt: clock.now(), outcome: null, closedAt: null });
+      const { signerLease: _lease, ...stored } = broadcast;
+      journal.set(broadcast.hash, { ...stored, sentAt: clock.now(), outcome: null, closedAt: null });
       return true;
     },
 

@@ -22,6 +22,7 @@ import type { VersionedReads } from './versioned.ts';
 import { createVersioning, versionedReads } from './versioning.ts';
 import { createMemoryJournal } from './memory-journal.ts';
 import { createMemoryGasPayments } from './memory-gas-payments.ts';
+import { createMemorySignerLeases } from './memory-signers.ts';
 
 interface MemoryRow extends OutboxRecord {
   lease: string | null;
@@ -59,7 +60,8 @@ export function createMemoryOutbox(options: MemoryOutboxOptions | Clock = {}): M
   const rows = new Map<string, MemoryRow>();
   const open = new Map<string, MemoryRow>();
   const { changes, changed } = createVersioning();
-  const { settleDelivered, ...journal } = createMemoryJournal(clock, (id, lease) => held(id, lease));
+  const { allows, ...signers } = createMemorySignerLeases(clock);
+  const { settleDelivered, ...journal } = createMemoryJournal(clock, (id, lease) => held(id, lease), allows);
   const payments = createMemoryGasPayments(
     (id) => rows.get(id),
     (ids) =>
@@ -228,6 +230,7 @@ export function createMemoryOutbox(options: MemoryOutboxOptions | Clock = {}): M
     },
 
     ...journal,
+    ...signers,
     list(opts) {
       const { status, destination, limit } = checkList(opts);
       return select(

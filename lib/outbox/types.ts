@@ -112,6 +112,12 @@ export interface Broadcast {
   hash: string;
   /** The signed transaction (0x-hex), to broadcast again as it is. */
   raw: string;
+  /**
+   * The signer lease (acquireSignerLease) it is sent under (docs/delivery.md#one-worker-per-key):
+   * recorded only while that lease is the signer's on this chain (lapsed or not, as long as nobody
+   * took it over). Without one, recorded only while no live lease holds the signer.
+   */
+  signerLease?: string;
 }
 
 /** A journal entry as stored: when it was recorded, and whether its slot is settled. */
@@ -138,6 +144,25 @@ export interface BroadcastFence {
   lease: string;
   leaseMs: number;
 }
+
+/** A signer on a chain: what one signer lease covers (docs/delivery.md#one-worker-per-key). */
+export interface SignerKey {
+  /** The EVM chain id. */
+  chainId: number;
+  /** The signer's address, lower-case 0x + 40 hex. */
+  signer: string;
+}
+
+/** A signer lease as stored: who holds it, until when (ms, the store's clock); lapsed once expiresAt <= now. */
+export interface SignerLease extends SignerKey {
+  holder: string;
+  expiresAt: number;
+}
+
+/** acquireSignerLease's answer: the lease, or who holds the signer and until when. */
+export type SignerLeaseAnswer =
+  | { acquired: true; lease: string; expiresAt: number }
+  | { acquired: false; holder: string; expiresAt: number };
 
 export interface ClaimOptions {
   /**
@@ -232,7 +257,8 @@ export interface Outbox extends RelayQueue, GasPaymentStore, GasBookStore {
    * lease it renews to now + leaseMs in the same write; false: not recorded, do not broadcast.
    * Without `fence` (a replacement, or the same bytes again): only when the slot (chain, signer,
    * nonce) already has an open broadcast for the same message. Recording a hash already in the
-   * journal changes nothing and answers true.
+   * journal changes nothing and answers true. First of all, in the same write, the signer lease
+   * (Broadcast.signerLease): refused, nothing is recorded and the answer is false.
    */
   recordBroadcast(b: Broadcast, fence?: BroadcastFence): boolean | Promise<boolean>;
   /**
@@ -249,6 +275,22 @@ export interface Outbox extends RelayQueue, GasPaymentStore, GasBookStore {
   openBroadcasts(
     of: { messageId: string } | { chainId: number; signer: string },
   ): JournalEntry[] | Promise<JournalEntry[]>;
+  /**
+   * One worker per key (docs/delivery.md#one-worker-per-key): takes the lease of `key` for
+   * `holder` (printable text, 1..200 characters) for `leaseMs` when nobody holds it, its lease
+   * lapsed (expiresAt <= now) or `holder` holds it already (renewed, same lease). Otherwise it
+   * answers who holds it and until when, changing nothing.
+   */
+  acquireSignerLease(key: SignerKey, holder: string, leaseMs: number): SignerLeaseAnswer | Promise<SignerLeaseAnswer>;
+  /**
+   * expiresAt = now + leaseMs for the holder of `lease` only; like extend(), also when it lapsed
+   * and nobody took it over since. false: another lease holds the signer, or it was released.
+   */
+  renewSignerLease(key: SignerKey, lease: string, leaseMs: number): boolean | Promise<boolean>;
+  /** Ends `lease` now (a clean stop): the next acquirer takes the signer at once. false: not this lease's. */
+  releaseSignerLease(key: SignerKey, lease: string): boolean | Promise<boolean>;
+  /** Every signer lease, lapsed ones included (the last holder), by chain id then signer. */
+  signerLeases(): SignerLease[] | Promise<SignerLease[]>;
   /** What is stuck, for an operator: the records selected, oldest enqueuedAt first (ties in enqueue order). */
   list(opts?: ListOptions): OutboxRecord[] | Promise<OutboxRecord[]>;
   /** requeue() for every failed message selected, oldest first; the ids requeued, in that order. */

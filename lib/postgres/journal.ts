@@ -14,6 +14,7 @@ import {
   type Outbox,
 } from '../outbox/index.ts';
 import { nowSql, run, type PgPool } from './pool.ts';
+import { signerAllowsSql } from './signer-leases.ts';
 
 type Journal = Pick<Outbox, 'recordBroadcast' | 'forgetBroadcast' | 'closeSlot' | 'openBroadcasts'>;
 
@@ -31,17 +32,19 @@ export function createPostgresJournal({
   // One statement: the fence (the message delivering under the lease, renewed) or, without a
   // lease ($8 null), an open broadcast of the same slot for the same message; then the insert.
   // A hash already present answers true and changes nothing.
+  // The signer lease first ($10, null: none): refused, nothing is renewed nor recorded.
   const recordSql = `
-    WITH known AS (SELECT 1 FROM ${s}.outbox_journal WHERE hash = $1),
+    WITH signer_ok AS (SELECT ${signerAllowsSql(s, 3, 4, 10, 7)} AS ok),
+    known AS (SELECT 1 FROM ${s}.outbox_journal WHERE hash = $1 AND (SELECT ok FROM signer_ok)),
     fence AS (
       UPDATE ${s}.outbox SET claimed_until = ${nowSql(7)} + $9
-      WHERE $8::text IS NOT NULL AND NOT EXISTS (SELECT 1 FROM known)
+      WHERE (SELECT ok FROM signer_ok) AND $8::text IS NOT NULL AND NOT EXISTS (SELECT 1 FROM known)
         AND id = $2 AND status = 'delivering' AND lease = $8
       RETURNING 1
     ),
     slot AS (
       SELECT 1 FROM ${s}.outbox_journal
-      WHERE $8::text IS NULL AND chain_id = $3 AND signer = $4 AND nonce = $5 AND message_id = $2 AND closed_at IS NULL
+      WHERE (SELECT ok FROM signer_ok) AND $8::text IS NULL AND chain_id = $3 AND signer = $4 AND nonce = $5 AND message_id = $2 AND closed_at IS NULL
       LIMIT 1
     ),
     inserted AS (
@@ -70,6 +73,7 @@ export function createPostgresJournal({
         now(),
         fence?.lease ?? null,
         fence?.leaseMs ?? null,
+        x.signerLease ?? null,
       ]);
       return rows[0].recorded;
     },

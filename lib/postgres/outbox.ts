@@ -34,6 +34,7 @@ import {
 import { batchPaymentColumns, createPostgresGasPayments, gasPaymentInsertSql } from './gas-payments.ts';
 import { createPostgresJournal } from './journal.ts';
 import { createPostgresListing } from './outbox-listing.ts';
+import { createPostgresSignerLeases } from './signer-leases.ts';
 import { run, type PgPool } from './pool.ts';
 
 /**
@@ -245,6 +246,7 @@ export function createPostgresOutbox(pool: PgPool, s: string, clock?: Clock): Po
       return rowCount === 1;
     },
     ...createPostgresJournal({ pool, schema: s, now }),
+    ...createPostgresSignerLeases(pool, s, now),
     ...createPostgresListing({ pool, schema: s, columns: columns('o'), toRecord, redriveSet: REDRIVE_SET }),
   };
 }

@@ -14,6 +14,7 @@ import { SchemaVersionError, InvalidArgumentError } from '../errors.ts';
 import { MAX_DESTINATION_TX_HASH_LENGTH, MAX_ERROR_LENGTH, MAX_RAW_TRANSACTION_LENGTH } from '../outbox/index.ts';
 import { gasBookMigration, gasPaymentsMigration } from './gas-payments.ts';
 import type { PgPool } from './pool.ts';
+import { signerLeasesMigration } from './signer-leases.ts';
 import { clientBucketsMigration, gasBookPushMigration, statusPushMigration } from './schema-push.ts';
 
 const HEX_ID = (column: string) => `${column} ~ '^0x[0-9a-f]{64}$'`;
@@ -185,6 +186,9 @@ export const MIGRATIONS: readonly ((s: string) => string)[] = [
 
   // 11: gas-book changes and payments raise the version (lib/postgres/schema-push.ts).
   gasBookPushMigration,
+
+  // 12: signer leases (docs/delivery.md#one-worker-per-key): lib/postgres/signer-leases.ts.
+  signerLeasesMigration,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

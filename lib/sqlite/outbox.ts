@@ -16,26 +16,23 @@
 import type { DatabaseSync } from 'node:sqlite';
 import type { Clock } from '../clock.ts';
 import {
-  checkBroadcast,
   checkClaim,
   claimedMessage,
   checkExtend,
-  checkJournalFilter,
   checkMarkDelivered,
   checkMarkFailed,
-  checkSlot,
-  checkSlotOutcome,
   newLease,
   recordFromRow,
   validateOutboxBatch,
   type Outbox,
-  type JournalEntry,
   type Synchronous,
   type OutboxRecord,
   type OutboxRow,
 } from '../outbox/index.ts';
 import { createSqliteGasPayments } from './gas-payments.ts';
+import { createSqliteJournal } from './journal.ts';
 import { createSqliteListing } from './outbox-listing.ts';
+import { createSqliteSignerLeases } from './signer-leases.ts';
 import type { Transaction } from './transaction.ts';
 
 export interface Row extends OutboxRow {
@@ -45,7 +42,6 @@ export interface Row extends OutboxRow {
 export const COLUMNS =
   'id, origin_chain, tx_hash, origin, destination, nonce, raw, enqueued_at, status, attempts, lease_expiries, last_error, ' +
   'delivered_at, destination_tx_hash, claimed_until, retry_at, failures, pending_since, polls, required_gas, gas_spent, gas_spent_wei';
-const JOURNAL_COLUMNS = 'message_id AS messageId, chain_id AS chainId, signer, nonce, hash, raw, sent_at AS sentAt';
 
 /**
  * Rows claim() may take at `now` (the first term lets the planner use the outbox_open index); the
@@ -108,45 +104,8 @@ export function createSqliteOutbox(db: DatabaseSync, transaction: Transaction, c
     `UPDATE outbox SET status = 'failed', last_error = :error, claimed_until = NULL, lease = NULL, ${STATE} ` +
       "WHERE id = :id AND status = 'delivering' AND lease = :lease",
   );
-  const journalHas = db.prepare('SELECT 1 FROM outbox_journal WHERE hash = ?');
-  const fenced = db.prepare(
-    "UPDATE outbox SET claimed_until = :until WHERE id = :id AND status = 'delivering' AND lease = :lease",
-  );
-  const slotOpenFor = db.prepare(
-    'SELECT 1 FROM outbox_journal WHERE chain_id = :chainId AND signer = :signer AND nonce = :nonce ' +
-      'AND message_id = :messageId AND closed_at IS NULL LIMIT 1',
-  );
-  const journalInsert = db.prepare(
-    'INSERT INTO outbox_journal (hash, message_id, chain_id, signer, nonce, raw, sent_at) ' +
-      'VALUES (:hash, :messageId, :chainId, :signer, :nonce, :raw, :now)',
-  );
-  const journalForget = db.prepare('DELETE FROM outbox_journal WHERE hash = ? AND closed_at IS NULL');
-  const journalClose = db.prepare(
-    "UPDATE outbox_journal SET closed_at = :now, outcome = CASE WHEN :dropped THEN 'dropped' " +
-      "WHEN hash = :hash THEN 'mined' ELSE 'replaced' END " +
-      'WHERE chain_id = :chainId AND signer = :signer AND nonce = :nonce AND closed_at IS NULL',
-  );
-  // The slot holding the delivering transaction, settled with the delivery (markDelivered).
-  const settleDelivered = db.prepare(
-    "UPDATE outbox_journal SET closed_at = :now, outcome = CASE WHEN hash = :hash THEN 'mined' ELSE 'replaced' END " +
-      'WHERE closed_at IS NULL AND (chain_id, signer, nonce) = ' +
-      '(SELECT chain_id, signer, nonce FROM outbox_journal WHERE hash = :hash AND message_id = :id AND closed_at IS NULL)',
-  );
-  const journalOfMessage = db.prepare(
-    `SELECT ${JOURNAL_COLUMNS} FROM outbox_journal WHERE message_id = ? AND closed_at IS NULL ORDER BY rowid`,
-  );
-  const journalOfSigner = db.prepare(
-    `SELECT ${JOURNAL_COLUMNS} FROM outbox_journal WHERE chain_id = ? AND signer = ? AND closed_at IS NULL ORDER BY rowid`,
-  );
-  const journalEntry = (row: JournalEntry): JournalEntry => ({
-    messageId: row.messageId,
-    chainId: Number(row.chainId),
-    signer: row.signer,
-    nonce: Number(row.nonce),
-    hash: row.hash,
-    raw: row.raw,
-    sentAt: row.sentAt,
-  });
+  const signers = createSqliteSignerLeases(db, transaction, clock);
+  const { settleDelivered, ...journal } = createSqliteJournal(db, transaction, clock, signers.allows);
   const redrive = db.prepare(
     "UPDATE outbox SET status = 'queued', retry_at = NULL, lease_expiries = 0, failures = 0, pending_since = NULL, polls = 0 " +
       "WHERE id = ? AND status = 'failed'",
@@ -224,7 +183,7 @@ export function createSqliteOutbox(db: DatabaseSync, transaction: Transaction, c
         const now = clock.now();
         const { changes } = deliver.run({ id: message, now, hash: destinationTxHash, lease: held });
         if (Number(changes) !== 1) return false;
-        settleDelivered.run({ id: message, now, hash: destinationTxHash.toLowerCase() });
+        settleDelivered(message, destinationTxHash, now);
         return true;
       });
     },
@@ -249,50 +208,11 @@ export function createSqliteOutbox(db: DatabaseSync, transaction: Transaction, c
     gasPayments: payments.gasPayments,
     addGasSpent: payments.addGasSpent,
     setRequiredGas: payments.setRequiredGas,
-    recordBroadcast(b, f) {
-      const { broadcast, fence } = checkBroadcast(b, f);
-      return transaction(() => {
-        if (journalHas.get(broadcast.hash)) return true;
-        const now = clock.now();
-        if (fence) {
-          const { changes } = fenced.run({ id: broadcast.messageId, lease: fence.lease, until: now + fence.leaseMs });
-          if (Number(changes) !== 1) return false;
-        } else if (
-          !slotOpenFor.get({
-            chainId: broadcast.chainId,
-            signer: broadcast.signer,
-            nonce: broadcast.nonce,
-            messageId: broadcast.messageId,
-          })
-        ) {
-          return false;
-        }
-        journalInsert.run({ ...broadcast, now });
-        return true;
-      });
-    },
-    forgetBroadcast(hash) {
-      return Number(journalForget.run(String(hash).toLowerCase()).changes) === 1;
-    },
-    closeSlot(s, o) {
-      const slot = checkSlot(s, 'closeSlot');
-      const outcome = checkSlotOutcome(o);
-      const { changes } = journalClose.run({
-        ...slot,
-        now: clock.now(),
-        dropped: outcome.outcome === 'dropped' ? 1 : 0,
-        hash: outcome.outcome === 'mined' ? outcome.hash : null,
-      });
-      return Number(changes);
-    },
-    openBroadcasts(of) {
-      const filter = checkJournalFilter(of);
-      const rows =
-        'messageId' in filter
-          ? journalOfMessage.all(filter.messageId)
-          : journalOfSigner.all(filter.chainId, filter.signer);
-      return (rows as unknown as JournalEntry[]).map(journalEntry);
-    },
+    ...journal,
+    acquireSignerLease: signers.acquireSignerLease,
+    renewSignerLease: signers.renewSignerLease,
+    releaseSignerLease: signers.releaseSignerLease,
+    signerLeases: signers.signerLeases,
     ...createSqliteListing({ db, transaction, columns: COLUMNS, toRecord, redrive }),
   };
 }

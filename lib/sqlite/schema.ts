@@ -204,6 +204,19 @@ export const MIGRATIONS: readonly string[] = [
      UPDATE outbox SET version = (SELECT max(version) FROM outbox) + 1
        WHERE id = NEW.message_id AND destination = NEW.destination;
    END;`,
+
+  // 11: signer leases (docs/delivery.md#one-worker-per-key): one row per (chain, signer), the
+  // worker holding it and until when; a row outlives its release (lapsed, with its last holder).
+  // The journal refuses a broadcast of a signer whose live lease is another's. The same columns
+  // and CHECKs as PostgreSQL's migration 12.
+  `CREATE TABLE signer_leases (
+     chain_id INTEGER NOT NULL CHECK (chain_id BETWEEN 0 AND 9007199254740991),
+     signer TEXT NOT NULL CHECK (length(signer) = 42 AND substr(signer, 1, 2) = '0x' AND unhex(substr(signer, 3)) IS NOT NULL AND lower(signer) = signer),
+     holder TEXT NOT NULL CHECK (length(holder) BETWEEN 1 AND 200),
+     lease TEXT NOT NULL CHECK (length(lease) BETWEEN 1 AND 200),
+     expires_at REAL NOT NULL,
+     PRIMARY KEY (chain_id, signer)
+   ) STRICT, WITHOUT ROWID;`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

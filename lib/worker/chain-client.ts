@@ -1,6 +1,8 @@
 /**
  * The viem client of one configured chain (docs/delivery.md#transactions): its RPC URLs in order,
- * each request bounded, and the chain id from the config or, when the config has none, from the node.
+ * each request bounded, the chain id from the config or, when the config has none, from the node,
+ * and `eth_sendRawTransaction` refused unless `mayBroadcast` says this worker holds the signer's
+ * lease there (docs/delivery.md#one-worker-per-key).
  */
 import {
   createPublicClient,
@@ -14,6 +16,7 @@ import {
 } from 'viem';
 import { ConfigError } from '../errors.ts';
 import type { RelayerConfig } from '../types.ts';
+import { sendGuard } from './signer-lease.ts';
 
 /** Per JSON-RPC request to a chain's node. */
 export const RPC_TIMEOUT_MS = 10_000;
@@ -21,9 +24,12 @@ export const RPC_TIMEOUT_MS = 10_000;
 /** The viem client for one configured chain, over its RPC URLs in order. */
 export async function chainClient(
   chain: RelayerConfig['chains'][string],
+  mayBroadcast: (chainId: number) => boolean = () => true,
 ): Promise<{ publicClient: PublicClient; viemChain: Chain }> {
   const transports = chain.rpcUrls.map((url) => http(url, { retryCount: 0, timeout: RPC_TIMEOUT_MS }));
-  const transport = transports.length === 1 ? transports[0] : fallback(transports, { retryCount: 0 });
+  const any = transports.length === 1 ? transports[0] : fallback(transports, { retryCount: 0 });
+  let known: number | undefined;
+  const transport = sendGuard(any, () => known !== undefined && mayBroadcast(known));
   let id = chain.chainId;
   if (id === undefined) {
     try {
@@ -35,6 +41,7 @@ export async function chainClient(
       );
     }
   }
+  known = id;
   const viemChain = defineChain({
     id,
     name: chain.name,

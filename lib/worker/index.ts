@@ -28,6 +28,7 @@ import { createWorkerWatch, type WatchedChain, type WorkerWatch } from './watch.
 import { createWorkerMetrics, type WorkerMetrics } from './ops.ts';
 import { createSignerReporter } from './signer-metrics.ts';
 import { createTransactionSender } from './tx/sender.ts';
+import { workerSignerHolds, type NamedSignerKey, type SignerHolds } from './signer-lease.ts';
 import type { Destination } from './types.ts';
 
 export { createDeliveryWorker, type DeliveryWorker, type DeliveryWorkerOptions } from './loop/worker.ts';
@@ -124,6 +125,12 @@ export interface RelayerWorkerOptions {
   /** Queued + delivering, for the heartbeat (the outbox's depth()). */
   depth?: () => Promise<number>;
   /**
+   * This process in the signer leases (docs/delivery.md#one-worker-per-key): printable text, at
+   * most 200 characters, unique among the workers; default the host name, the process id and a
+   * random suffix.
+   */
+  holder?: string;
+  /**
    * What wakes the loop on new work (docs/delivery.md#throughput): default the outbox's change
    * feed (`outbox.changes`); null polls every worker.pollMs only.
    */
@@ -138,6 +145,11 @@ export interface RelayerWorker {
   address: Hex;
   /** Chain ids and balances of the destinations, and the heartbeat (lib/worker/watch.ts). */
   watch: WorkerWatch;
+  /**
+   * The signer leases of this worker (docs/delivery.md#one-worker-per-key): `run()` waits until it
+   * holds every destination's, and stops when one is lost (`lost()` then says why).
+   */
+  signers: Pick<SignerHolds, 'holder' | 'lost' | 'lease'>;
 }
 
 /**
@@ -175,9 +187,16 @@ export async function createRelayerWorker(options: RelayerWorkerOptions): Promis
   let worker: DeliveryWorker | undefined;
   const metrics = createWorkerMetrics({ inFlight: () => worker?.inFlight() ?? 0 });
   const signers = createSignerReporter(metrics.registry, logger);
+  const signer = account.address.toLowerCase();
+  const keys: NamedSignerKey[] = [];
+  // One worker per key (docs/delivery.md#one-worker-per-key): nothing is broadcast for a chain
+  // without this signer's lease there.
+  let stop = async () => {};
+  const holds = workerSignerHolds({ ...options, logger, keys, onLost: () => void stop() });
   for (const name of config.relayChains) {
     const chain = config.chains[name];
-    const { publicClient, viemChain } = await chainClient(chain);
+    const { publicClient, viemChain } = await chainClient(chain, (id) => holds.mayBroadcast(id, signer));
+    keys.push({ name, chainId: viemChain.id, signer });
     // Each URL asked on its own: a fallback transport would hide a second node of another chain.
     watched.push({
       name,
@@ -195,7 +214,7 @@ export async function createRelayerWorker(options: RelayerWorkerOptions): Promis
       publicClient,
       account,
       chain: viemChain,
-      journal: outbox,
+      journal: holds.journal(outbox),
       clock: options.clock,
       onRecovered: (nonce, outcome, detail) =>
         logger.info('journal', { destination: name, nonce, outcome, detail: describe(detail) }),
@@ -244,8 +263,18 @@ export async function createRelayerWorker(options: RelayerWorkerOptions): Promis
     stopGraceMs: w.stopGraceSeconds * 1000,
     changes: options.changes,
   });
-  // Background gateway lookups end with the worker.
-  worker = { ...loop, stop: () => loop.stop().finally(() => lookups.close()) };
+  // Nothing starts before every signer lease is held; background gateway lookups and the leases end with the worker.
+  const stopping = new AbortController();
+  stop = () => {
+    stopping.abort();
+    return loop.stop().finally(() => Promise.all([lookups.close(), holds.release()]));
+  };
+  worker = {
+    ...loop,
+    run: async () => ((await holds.acquire(stopping.signal)) ? loop.run() : undefined),
+    runOnce: async () => ((await holds.acquire(stopping.signal)) ? loop.runOnce() : []),
+    stop,
+  };
   const watch = createWorkerWatch({
     chains: watched,
     clock: options.clock ?? systemClock,
@@ -265,5 +294,5 @@ export async function createRelayerWorker(options: RelayerWorkerOptions): Promis
     "The signer's balance on each destination at the last check (start, then every heartbeat), in wei.",
     () => watch.balances(),
   );
-  return { worker, metrics, destinations, address: account.address, watch };
+  return { worker, metrics, destinations, address: account.address, watch, signers: holds };
 }

@@ -16,6 +16,7 @@ import { leasesSection } from './leases.ts';
 import { listingSection } from './listing.ts';
 import { outcomesSection } from './outcomes.ts';
 import { retriesSection } from './retries.ts';
+import { signersSection } from './signers.ts';
 
 /** The sections' names. */
 export type OutboxContractSection =
@@ -26,7 +27,8 @@ export type OutboxContractSection =
   | 'listing'
   | 'outcomes'
   | 'concurrency'
-  | 'journal';
+  | 'journal'
+  | 'signers';
 
 /** The sections, by name, in the order they run. */
 export const OUTBOX_CONTRACT_SECTIONS: Readonly<Record<OutboxContractSection, ContractSection>> = {
@@ -38,6 +40,7 @@ export const OUTBOX_CONTRACT_SECTIONS: Readonly<Record<OutboxContractSection, Co
   outcomes: outcomesSection,
   concurrency: concurrencySection,
   journal: journalSection,
+  signers: signersSection,
 };
 
 export interface OutboxContractOptions {

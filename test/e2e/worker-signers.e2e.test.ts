@@ -1,0 +1,154 @@
+/**
+ * One worker per key (docs/delivery.md#one-worker-per-key) with real relayer-worker processes on
+ * anvil and the real Mailbox: two, then three processes with one signing key on one SQLite file.
+ * Each process reaches the node through a proxy of its own that lists every JSON-RPC method it
+ * forwards, so the node side says who broadcast what; the chain says what was delivered, once.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { privateKeyToAddress } from 'viem/accounts';
+import type { Hex } from 'viem';
+import type { OutboxMessage } from '../../lib/outbox/index.ts';
+import { openSqliteStore, type SqliteStore } from '../../lib/sqlite/index.ts';
+import { MAILBOX_ABI } from '../../lib/worker/metadata.ts';
+import { startRpcProxy, type RpcProxy } from '../helpers/chain/rpc-proxy.ts';
+import {
+  devKey,
+  killWorkers,
+  startWorker,
+  startWorkerBench,
+  until,
+  type WorkerBench,
+  type WorkerProcess,
+} from '../helpers/chain/worker-chain.ts';
+import { waitForLine } from '../helpers/processes.ts';
+
+const KEY_INDEX = 8;
+const SIGNER = privateKeyToAddress(devKey(KEY_INDEX)).toLowerCase();
+/** Short, so the SIGKILLed holder's lease lapses within the test; renewed every third of it. */
+const LEASE_SECONDS = 5;
+
+let bench: WorkerBench;
+let store: SqliteStore;
+let db: string;
+const proxies: RpcProxy[] = [];
+
+before(async () => {
+  bench = await startWorkerBench();
+  db = join(bench.dir, 'signers.db');
+  store = await openSqliteStore(db);
+});
+after(async () => {
+  await killWorkers();
+  await store?.close();
+  await Promise.all(proxies.map((p) => p.close()));
+  await bench?.stop();
+});
+
+/** A config whose chains are reached through a proxy of their own; the fee policy stated, as a worker needs. */
+async function proxiedConfig(): Promise<{ config: string; proxy: RpcProxy }> {
+  const proxy = await startRpcProxy(bench.anvil.rpcUrl);
+  proxies.push(proxy);
+  const path = bench.writeConfig(db, { leaseSeconds: LEASE_SECONDS });
+  const config = JSON.parse(readFileSync(path, 'utf8'));
+  for (const chain of Object.values(config.chains) as Record<string, unknown>[]) {
+    chain.rpcUrls = [{ http: proxy.url }];
+    chain.transactionOverrides = { gasPriceCap: '1000000000000' };
+  }
+  config.gasPaymentEnforcement = [{ type: 'none' }];
+  writeFileSync(path, JSON.stringify(config));
+  return { config: path, proxy };
+}
+
+const broadcasts = (proxy: RpcProxy) => proxy.methods().filter((m) => m === 'eth_sendRawTransaction').length;
+
+async function deliverAll(messages: readonly OutboxMessage[], what: string): Promise<void> {
+  await store.outbox.enqueue(messages);
+  await until(
+    async () => {
+      for (const m of messages) if ((await store.outbox.get(m.id))?.status !== 'delivered') return false;
+      return true;
+    },
+    what,
+    60_000,
+  );
+}
+
+/** The holder id a worker logged when it took the lease. */
+async function holderOf(worker: WorkerProcess, message: 'signer lease taken' | 'signer lease taken over') {
+  const [line] = await waitForLine(worker, new RegExp(`\\{[^\\n]*"msg":"${message}"[^\\n]*\\}`), 30_000);
+  const parsed = JSON.parse(line) as { holder: string; signer: string; chain_id: number };
+  assert.equal(parsed.signer, SIGNER);
+  return parsed;
+}
+
+/** Waits for `worker` to say that `holder` holds the key, and returns what it said. */
+async function waitsFor(worker: WorkerProcess, holder: string): Promise<{ holder: string; expires_at: string }> {
+  const [line] = await waitForLine(worker, /\{[^\n]*"msg":"signer held by another worker; waiting"[^\n]*\}/, 30_000);
+  const said = JSON.parse(line) as { holder: string; expires_at: string; signer: string };
+  assert.equal(said.holder, holder, 'it names the holder');
+  assert.equal(said.signer, SIGNER);
+  assert.ok(Date.parse(said.expires_at) > Date.now() - 60_000, `an expiry: ${said.expires_at}`);
+  return said;
+}
+
+describe('e2e: one worker per key', { timeout: 300_000 }, () => {
+  test('docs/delivery.md#one-worker-per-key: a second process with the key waits and broadcasts nothing; it takes over after a stop and after a SIGKILL', async () => {
+    const a = await proxiedConfig();
+    const b = await proxiedConfig();
+    const c = await proxiedConfig();
+    const first = await startWorker(a.config, { keyIndex: KEY_INDEX });
+    const { holder: firstHolder } = await holderOf(first, 'signer lease taken');
+    const second = await startWorker(b.config, { keyIndex: KEY_INDEX });
+    await waitsFor(second, firstHolder);
+
+    // The holder delivers; the waiting process sends nothing, whatever it sees in the outbox.
+    const batch1 = await bench.dispatch(6);
+    await deliverAll(batch1, 'the first worker delivers the first batch');
+    assert.equal(broadcasts(b.proxy), 0, 'the waiting process broadcast nothing');
+    assert.ok(broadcasts(a.proxy) >= batch1.length, 'the holder broadcast them');
+    assert.ok(!b.proxy.methods().includes('eth_estimateGas'), 'nor did it simulate: it claimed nothing');
+
+    // A clean stop releases the lease: the second takes over at its next look.
+    assert.equal(await first.stop('SIGTERM'), 0);
+    const sentByFirst = broadcasts(a.proxy);
+    const takeover = await holderOf(second, 'signer lease taken over');
+    const third = await startWorker(c.config, { keyIndex: KEY_INDEX });
+    await waitsFor(third, takeover.holder);
+    const batch2 = await bench.dispatch(4);
+    await deliverAll(batch2, 'the second worker delivers after the takeover');
+    assert.ok(broadcasts(b.proxy) >= batch2.length);
+    assert.equal(broadcasts(a.proxy), sentByFirst, 'the stopped one sent nothing more');
+    assert.equal(broadcasts(c.proxy), 0, 'the third waits and sends nothing');
+
+    // SIGKILL releases nothing: the third takes over once the lease lapses.
+    await second.stop('SIGKILL');
+    await holderOf(third, 'signer lease taken over');
+    const batch3 = await bench.dispatch(4);
+    await deliverAll(batch3, 'the third worker delivers after the lapse');
+    assert.ok(broadcasts(c.proxy) >= batch3.length);
+    assert.equal(await third.stop('SIGTERM'), 0);
+
+    // The chain: every message delivered once, one nonce per message, nothing left in the pool.
+    const logs = await bench.chain.publicClient.getContractEvents({
+      address: bench.destination.mailbox,
+      abi: MAILBOX_ABI,
+      eventName: 'ProcessId',
+      fromBlock: 0n,
+    });
+    const all = [...batch1, ...batch2, ...batch3];
+    for (const m of all) {
+      const found = logs.filter((l) => (l.args as { messageId: Hex }).messageId.toLowerCase() === m.id);
+      assert.equal(found.length, 1, `${m.id} delivered once`);
+    }
+    const address = SIGNER as Hex;
+    const [mined, pending] = await Promise.all([
+      bench.chain.publicClient.getTransactionCount({ address, blockTag: 'latest' }),
+      bench.chain.publicClient.getTransactionCount({ address, blockTag: 'pending' }),
+    ]);
+    assert.equal(mined, all.length, 'one nonce per message');
+    assert.equal(pending, mined, 'the pool is empty');
+  });
+});
