@@ -3,6 +3,9 @@
  * record and lifecycle, and the Outbox interface every engine implements.
  */
 import type { GasBookStore, GasPayment, GasPaymentStore } from '../gas-payment.ts';
+import type { SignerKey, SignerLease, SignerLeaseAnswer } from './signer-types.ts';
+
+export type { SignerKey, SignerLease, SignerLeaseAnswer };
 /** A message as it is stored in the relay outbox. */
 export interface OutboxMessage {
   id: string;
@@ -144,25 +147,6 @@ export interface BroadcastFence {
   lease: string;
   leaseMs: number;
 }
-
-/** A signer on a chain: what one signer lease covers (docs/delivery.md#one-worker-per-key). */
-export interface SignerKey {
-  /** The EVM chain id. */
-  chainId: number;
-  /** The signer's address, lower-case 0x + 40 hex. */
-  signer: string;
-}
-
-/** A signer lease as stored: who holds it, until when (ms, the store's clock); lapsed once expiresAt <= now. */
-export interface SignerLease extends SignerKey {
-  holder: string;
-  expiresAt: number;
-}
-
-/** acquireSignerLease's answer: the lease, or who holds the signer and until when. */
-export type SignerLeaseAnswer =
-  | { acquired: true; lease: string; expiresAt: number }
-  | { acquired: false; holder: string; expiresAt: number };
 
 export interface ClaimOptions {
   /**

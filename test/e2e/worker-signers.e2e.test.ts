@@ -95,7 +95,7 @@ async function waitsFor(worker: WorkerProcess, holder: string): Promise<{ holder
 }
 
 describe('e2e: one worker per key', { timeout: 300_000 }, () => {
-  test('docs/delivery.md#one-worker-per-key: a second process with the key waits and broadcasts nothing; it takes over after a stop and after a SIGKILL', async () => {
+  test('docs/delivery.md#one-worker-per-key: a second process with the key sends nothing; takes over after SIGTERM and SIGKILL', async () => {
     const a = await proxiedConfig();
     const b = await proxiedConfig();
     const c = await proxiedConfig();

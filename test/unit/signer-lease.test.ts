@@ -143,7 +143,7 @@ test('docs/delivery.md#one-worker-per-key: a holder whose renewals fail past the
   await a.release();
 });
 
-test('docs/delivery.md#one-worker-per-key: the node client refuses eth_sendRawTransaction without the lease, and passes it with', async () => {
+test('docs/delivery.md#one-worker-per-key: the node client refuses eth_sendRawTransaction without the lease, passes it with', async () => {
   const asked: string[] = [];
   let held = false;
   const transport = sendGuard(
