@@ -8,7 +8,8 @@
  *
  * `relayer-worker requeue <message_id>` puts a failed message (a dead letter) back in the queue,
  * `requeue --status failed` every failed one; `relayer-worker list` shows what is stuck
- * (docs/design.md#listing-and-bulk-requeue).
+ * (docs/design.md#listing-and-bulk-requeue); `relayer-worker signers` shows each signer's nonces,
+ * lease and open transactions (docs/workers.md#signers).
  */
 // First: on a Node too old for the rest, this prints what is needed and exits (see the file).
 import './lib/node-version.ts';
@@ -26,6 +27,7 @@ const HELP = `Usage: relayer-worker [options]
        relayer-worker list [--status STATUS] [--destination NAME] [--limit N] [--config FILE] [--db FILE|URL]
        relayer-worker requeue <message_id> [--config FILE] [--db FILE|URL]
        relayer-worker requeue --status failed [--destination NAME] [--config FILE] [--db FILE|URL]
+       relayer-worker signers [--format text|json] [--signer ADDRESS[,ADDRESS…]] [--config FILE] [--db FILE|URL]
 
 Delivers the messages relayer-server accepted: claims them from the relayer's database, builds
 the ISM metadata (empty for NULL ISMs, routing ISMs followed, CCIP-read per EIP-3668 for the CCTP
@@ -42,6 +44,11 @@ Commands:
                           was requeued, 1 if it is unknown or not failed
   requeue --status failed put every failed message (of --destination NAME) back in the queue;
                           prints each id and the count, exit 0
+  signers                 per destination and signer: the node's latest and pending nonce, who
+                          holds the signer lease, every open transaction of the journal (nonce,
+                          message, hashes, fees, age) and STUCK where the node holds none of a
+                          slot's transactions. Lists the signers that held a lease, and --signer
+                          ones; --format json for the JSON of GET /signers on the ops port
 
 Options:
   --config FILE       the relayer-server's JSON configuration: chains (RPC URLs, Mailboxes),
@@ -191,16 +198,38 @@ async function requeue(
   }
 }
 
+/** `relayer-worker signers`: the signers' state, read from the nodes and the outbox (docs/workers.md#signers). */
+async function signers(config: RelayerConfig, flags: Record<string, unknown>, logger: Logger): Promise<number> {
+  const format = (flags.format as string | undefined) ?? 'text';
+  if (format !== 'text' && format !== 'json') return fail(2, '--format must be text or json');
+  const named = flags.signer === undefined ? [] : String(flags.signer).split(',');
+  for (const address of named)
+    if (!/^0x[0-9a-fA-F]{40}$/.test(address)) return fail(2, '--signer must be 0x + 40 hex (several: comma-separated)');
+  const mod = await loadWorkerModule();
+  const store = await openRelayerStore(config, logger, { existing: true });
+  try {
+    const views = await mod.reportSigners({ config, outbox: store.outbox, signers: named });
+    process.stdout.write(format === 'json' ? `${JSON.stringify(views, null, 2)}\n` : mod.formatSignerView(views));
+    if (views.length === 0)
+      process.stderr.write('no signer: none has held a lease on these destinations; --signer ADDRESS names one\n');
+    return 0;
+  } catch (error) {
+    return fail(1, redactUrls((error as Error).message));
+  } finally {
+    await store.close();
+  }
+}
+
 async function main(): Promise<void> {
   const cli = readCommandLine({
     help: HELP,
     positionals: ([command]) => {
       // A stray database URL (a forgotten --db) must not be echoed with its password.
-      if (command !== undefined && command !== 'requeue' && command !== 'list')
+      if (command !== undefined && command !== 'requeue' && command !== 'list' && command !== 'signers')
         throw new CommandLineError(2, `unknown command ${JSON.stringify(redactUrls(command).slice(0, 64))}\n\n${HELP}`);
     },
     listen: (config) => config.worker,
-    flags: ['status', 'destination', 'limit'],
+    flags: ['status', 'destination', 'limit', 'format', 'signer'],
   });
   if (cli === undefined) return;
   const { positionals, flags, config, logger, sink } = cli;
@@ -209,6 +238,17 @@ async function main(): Promise<void> {
   const own = ['status', 'destination', 'limit'].filter((name) => flags[name] !== undefined);
   if ((command === undefined || (command === 'requeue' && own.includes('limit'))) && own.length > 0)
     fail(2, `--${own[0]} is a flag of ${command === undefined ? 'list and requeue' : 'list'}\n\n${HELP}`);
+  // --format and --signer belong to signers, which takes none of the others.
+  const viewFlags = ['format', 'signer'].filter((name) => flags[name] !== undefined);
+  if (command !== 'signers' && viewFlags.length > 0) fail(2, `--${viewFlags[0]} is a flag of signers\n\n${HELP}`);
+  if (command === 'signers' && own.length > 0) fail(2, `--${own[0]} is a flag of list and requeue\n\n${HELP}`);
+  if (command === 'signers') {
+    sink.flush();
+    if (positionals.length !== 1)
+      return fail(2, 'usage: relayer-worker signers [--format text|json] [--signer ADDRESS]');
+    process.exitCode = await signers(config, flags, logger);
+    return;
+  }
 
   if (flags['check-config']) {
     if (command !== undefined) fail(2, `--check-config checks what relayer-worker runs with, not ${command}`);
@@ -284,6 +324,7 @@ async function main(): Promise<void> {
       return true;
     },
     depth: async () => outbox.depth(),
+    signers: () => relayer.signersView(),
   });
   let address: Awaited<ReturnType<typeof ops.listen>>;
   try {

@@ -29,6 +29,7 @@ import { createWorkerMetrics, type WorkerMetrics } from './ops.ts';
 import { createSignerReporter } from './signer-metrics.ts';
 import { createTransactionSender } from './tx/sender.ts';
 import { workerSignerHolds, type NamedSignerKey, type SignerHolds } from './signer-lease.ts';
+import { signerView, type SignerView, type SignerViewChain } from './signers-view.ts';
 import type { Destination } from './types.ts';
 
 export { createDeliveryWorker, type DeliveryWorker, type DeliveryWorkerOptions } from './loop/worker.ts';
@@ -86,6 +87,17 @@ export type { CcipReadAttempt } from './ccip/read.ts';
 export type { LocalAddresses, TargetRefusal } from './ccip/target.ts';
 export type { Hex } from './ccip/offchain-lookup.ts';
 export type { TopUpSearchOptions } from './top-ups.ts';
+export {
+  formatSignerView,
+  reportSigners,
+  signerView,
+  type BroadcastView,
+  type SignerView,
+  type SignerViewChain,
+  type SignerViewOutbox,
+  type SlotNodeState,
+  type SlotView,
+} from './signers-view.ts';
 export {
   createWorkerWatch,
   type ChainState,
@@ -150,6 +162,8 @@ export interface RelayerWorker {
    * holds every destination's, and stops when one is lost (`lost()` then says why).
    */
   signers: Pick<SignerHolds, 'holder' | 'lost' | 'lease'>;
+  /** The signers' state on every destination (docs/workers.md#signers): what `GET /signers` serves. */
+  signersView(): Promise<SignerView[]>;
 }
 
 /**
@@ -189,6 +203,7 @@ export async function createRelayerWorker(options: RelayerWorkerOptions): Promis
   const signers = createSignerReporter(metrics.registry, logger);
   const signer = account.address.toLowerCase();
   const keys: NamedSignerKey[] = [];
+  const viewChains: SignerViewChain[] = [];
   // One worker per key (docs/delivery.md#one-worker-per-key): nothing is broadcast for a chain
   // without this signer's lease there.
   let stop = async () => {};
@@ -197,6 +212,7 @@ export async function createRelayerWorker(options: RelayerWorkerOptions): Promis
     const chain = config.chains[name];
     const { publicClient, viemChain } = await chainClient(chain, (id) => holds.mayBroadcast(id, signer));
     keys.push({ name, chainId: viemChain.id, signer });
+    viewChains.push({ name, chainId: viemChain.id, publicClient });
     // Each URL asked on its own: a fallback transport would hide a second node of another chain.
     watched.push({
       name,
@@ -294,5 +310,7 @@ export async function createRelayerWorker(options: RelayerWorkerOptions): Promis
     "The signer's balance on each destination at the last check (start, then every heartbeat), in wei.",
     () => watch.balances(),
   );
-  return { worker, metrics, destinations, address: account.address, watch, signers: holds };
+  const signersView = () =>
+    signerView({ outbox, chains: viewChains, signers: [signer], now: (options.clock ?? systemClock).now() });
+  return { worker, metrics, destinations, address: account.address, watch, signers: holds, signersView };
 }

@@ -1,7 +1,8 @@
 /**
  * relayer-worker's own HTTP endpoint (docs/design.md#delivery), on its own
- * port: `GET /metrics` (Prometheus text) and `GET /ready` (200 `ready` while the outbox's store
- * answers and the loop runs, else 503). Everything else is 404; only GET and HEAD are served.
+ * port: `GET /metrics` (Prometheus text), `GET /ready` (200 `ready` while the outbox's store
+ * answers and the loop runs, else 503) and `GET /signers` (the signers' state as JSON,
+ * docs/workers.md#signers). Everything else is 404; only GET and HEAD are served.
  */
 import type { Server } from 'node:http';
 import { listenOn } from '../node/listen.ts';
@@ -80,6 +81,8 @@ export interface OpsServerOptions {
   ready(): Promise<boolean | string>;
   /** Messages queued or delivering in the outbox, read at scrape time. */
   depth?: () => Promise<number>;
+  /** The signers' state (docs/workers.md#signers), served as JSON on `GET /signers`. */
+  signers?: () => Promise<unknown>;
 }
 
 export interface OpsServer {
@@ -114,6 +117,9 @@ export function createOpsServer(options: OpsServerOptions): OpsServer {
           res
             .writeHead(ok === true ? 200 : 503, { 'content-type': 'text/plain' })
             .end(ok === true ? 'ready\n' : `${reason}\n`);
+        } else if (path === '/signers' && options.signers) {
+          const view = await options.signers();
+          res.writeHead(200, { 'content-type': 'application/json' }).end(`${JSON.stringify(view, null, 2)}\n`);
         } else {
           res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
         }

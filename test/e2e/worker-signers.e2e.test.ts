@@ -5,25 +5,29 @@
  * forwards, so the node side says who broadcast what; the chain says what was delivered, once.
  */
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { privateKeyToAddress } from 'viem/accounts';
-import type { Hex } from 'viem';
+import { privateKeyToAccount, privateKeyToAddress } from 'viem/accounts';
+import { keccak256, type Hex } from 'viem';
 import type { OutboxMessage } from '../../lib/outbox/index.ts';
 import { openSqliteStore, type SqliteStore } from '../../lib/sqlite/index.ts';
 import { MAILBOX_ABI } from '../../lib/worker/metadata.ts';
+import type { SignerView } from '../../lib/worker/signers-view.ts';
 import { startRpcProxy, type RpcProxy } from '../helpers/chain/rpc-proxy.ts';
 import {
+  DESTINATION,
   devKey,
   killWorkers,
   startWorker,
   startWorkerBench,
   until,
+  WORKER_BIN,
   type WorkerBench,
   type WorkerProcess,
 } from '../helpers/chain/worker-chain.ts';
-import { waitForLine } from '../helpers/processes.ts';
+import { REPO_ROOT, spawnTracked, waitForLine } from '../helpers/processes.ts';
 
 const KEY_INDEX = 8;
 const SIGNER = privateKeyToAddress(devKey(KEY_INDEX)).toLowerCase();
@@ -85,11 +89,15 @@ async function holderOf(worker: WorkerProcess, message: 'signer lease taken' | '
 }
 
 /** Waits for `worker` to say that `holder` holds the key, and returns what it said. */
-async function waitsFor(worker: WorkerProcess, holder: string): Promise<{ holder: string; expires_at: string }> {
+async function waitsFor(
+  worker: WorkerProcess,
+  holder: string,
+  signer = SIGNER,
+): Promise<{ holder: string; expires_at: string }> {
   const [line] = await waitForLine(worker, /\{[^\n]*"msg":"signer held by another worker; waiting"[^\n]*\}/, 30_000);
   const said = JSON.parse(line) as { holder: string; expires_at: string; signer: string };
   assert.equal(said.holder, holder, 'it names the holder');
-  assert.equal(said.signer, SIGNER);
+  assert.equal(said.signer, signer);
   assert.ok(Date.parse(said.expires_at) > Date.now() - 60_000, `an expiry: ${said.expires_at}`);
   return said;
 }
@@ -150,5 +158,136 @@ describe('e2e: one worker per key', { timeout: 300_000 }, () => {
     ]);
     assert.equal(mined, all.length, 'one nonce per message');
     assert.equal(pending, mined, 'the pool is empty');
+  });
+});
+
+/** Runs `relayer-worker signers` to its end. */
+async function signersCli(
+  config: string,
+  args: string[] = [],
+): Promise<{ code: number | null; stdout: string; output: string }> {
+  const child = spawnTracked(process.execPath, [WORKER_BIN, 'signers', '--config', config, ...args], {
+    cwd: REPO_ROOT,
+  });
+  let stdout = '';
+  child.child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+  const [code] = (await once(child.child, 'exit')) as [number | null];
+  return { code, stdout, output: child.output() };
+}
+
+describe('e2e: the signers view', { timeout: 300_000 }, () => {
+  test('docs/workers.md#signers: a journal slot the node no longer holds shows as STUCK, in the CLI and on the ops port', async () => {
+    const key = devKey(9);
+    const account = privateKeyToAccount(key);
+    const signer = account.address.toLowerCase();
+    const chainId = bench.anvil.chainId;
+    const { config } = await proxiedConfig();
+    // A message claimed by this test, which holds the signer's lease as a worker would.
+    const [m] = await bench.dispatch(1);
+    await store.outbox.enqueue([m]);
+    const claimed = (await store.outbox.claim(10, 60_000)).find((c) => c.id === m.id);
+    assert.ok(claimed);
+    const lease = await store.outbox.acquireSignerLease({ chainId, signer }, 'test holder', 120_000);
+    assert.ok(lease.acquired);
+    const latest = await bench.chain.publicClient.getTransactionCount({ address: account.address });
+    const signed = async (nonce: number) => {
+      const raw = (
+        await account.signTransaction({
+          chainId,
+          type: 'eip1559',
+          to: account.address,
+          value: 0n,
+          gas: 21_000n,
+          nonce,
+          maxFeePerGas: 30_000_000_000n,
+          maxPriorityFeePerGas: 2_000_000_000n,
+        })
+      ).toLowerCase() as Hex;
+      return { raw, hash: keccak256(raw) };
+    };
+    const first = await signed(latest);
+    const second = await signed(latest + 1);
+    await bench.chain.setAutomine(false);
+    try {
+      for (const [t, nonce] of [
+        [first, latest],
+        [second, latest + 1],
+      ] as const) {
+        const recorded = await store.outbox.recordBroadcast(
+          { messageId: m.id, chainId, signer, nonce, hash: t.hash, raw: t.raw, signerLease: lease.lease },
+          { lease: claimed.lease, leaseMs: 60_000 },
+        );
+        assert.equal(recorded, true);
+        await bench.chain.rpc('eth_sendRawTransaction', [t.raw]);
+      }
+      // The node loses the lowest one (a restart, another node behind a balancer): a gap. anvil
+      // drops the one behind it with it (it depended on it).
+      await bench.chain.rpc('anvil_dropTransaction', [first.hash]);
+
+      const text = await signersCli(config);
+      assert.equal(text.code, 0, text.output);
+      const head = `${DESTINATION.name} (chain ${chainId}) signer ${signer}: latest nonce ${latest}, pending ${latest}, 2 open slots, lease held by "test holder" until `;
+      assert.ok(text.stdout.includes(head), text.stdout);
+      assert.match(text.stdout, new RegExp(`STUCK at nonce ${latest}: later transactions wait behind it`));
+      assert.match(
+        text.stdout,
+        new RegExp(`nonce ${latest}  missing \\(STUCK\\): the node holds none of its transactions  message ${m.id}`),
+      );
+      assert.match(text.stdout, new RegExp(`${first.hash}  maxFee 30 gwei  tip 2 gwei  sent \\S+  node: not known`));
+      assert.match(text.stdout, new RegExp(`nonce ${latest + 1}  missing: the node holds none of its transactions`));
+
+      const json = await signersCli(config, ['--format', 'json']);
+      assert.equal(json.code, 0, json.output);
+      const views = JSON.parse(json.stdout) as SignerView[];
+      const view = views.find((v) => v.signer === signer);
+      assert.ok(view, json.stdout);
+      assert.equal(view.stuckAt, latest);
+      assert.deepEqual(
+        view.slots.map((s) => [
+          s.nonce,
+          s.state,
+          s.messageId,
+          s.broadcasts.map((b) => [b.hash, b.known, b.maxFeePerGas, b.maxPriorityFeePerGas]),
+        ]),
+        [
+          [latest, 'missing', m.id, [[first.hash, false, '30000000000', '2000000000']]],
+          [latest + 1, 'missing', m.id, [[second.hash, false, '30000000000', '2000000000']]],
+        ],
+      );
+      assert.deepEqual(view.lease && { holder: view.lease.holder, live: view.lease.live }, {
+        holder: 'test holder',
+        live: true,
+      });
+
+      // A worker with this key waits for the test's lease; its ops port shows the same stuck slot.
+      const worker = await startWorker(config, { keyIndex: 9 });
+      await waitsFor(worker, 'test holder', signer);
+      const served = (await (await fetch(`${worker.opsUrl}/signers`)).json()) as SignerView[];
+      const mine = served.find((v) => v.signer === signer);
+      assert.equal(mine?.stuckAt, latest, JSON.stringify(served));
+      assert.equal(mine?.slots[0].state, 'missing');
+      assert.equal(await worker.stop('SIGTERM'), 0);
+
+      // The same bytes again: the gap is filled, nothing is stuck.
+      for (const t of [first, second]) await bench.chain.rpc('eth_sendRawTransaction', [t.raw]);
+      const healed = JSON.parse((await signersCli(config, ['--format', 'json'])).stdout) as SignerView[];
+      const after = healed.find((v) => v.signer === signer);
+      assert.equal(after?.stuckAt, null);
+      assert.deepEqual(
+        after?.slots.map((s) => s.state),
+        ['pending', 'pending'],
+      );
+      assert.equal(after?.pending, latest + 2);
+    } finally {
+      await bench.chain.mineBlock();
+      await bench.chain.setAutomine(true);
+    }
+    // Mined: the slots show as used on chain until a worker settles them.
+    const mined = JSON.parse((await signersCli(config, ['--format', 'json'])).stdout) as SignerView[];
+    assert.deepEqual(
+      mined.find((v) => v.signer === signer)?.slots.map((s) => s.state),
+      ['mined', 'mined'],
+    );
+    await store.outbox.releaseSignerLease({ chainId, signer }, lease.lease);
   });
 });

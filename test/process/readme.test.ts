@@ -69,6 +69,10 @@ const NOT_RUN_HERE = new Map<string, string>([
     'npm run worker -- requeue --status failed --destination base --config relayer.json',
     'test/process/worker-bin.test.ts runs requeue --status failed --destination',
   ],
+  [
+    'npm run worker -- signers --config relayer.json --db postgres://relayer:relayer@127.0.0.1:54329/postgres',
+    'test/e2e/worker-signers.e2e.test.ts runs signers (text and json) on anvil with a stuck nonce',
+  ],
   ['npm install', 'the shared node_modules of this checkout stands for it'],
   ['npm test', 'this is npm test'],
   [
