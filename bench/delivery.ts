@@ -34,6 +34,12 @@
  * its messages paid on Hyperlane's real InterchainGasPaymaster (bench/delivery-gas.ts); the ratios
  * of its msg/s and p50 to the plain 1 worker's are printed.
  *
+ * BENCH_DELIVERY_FAULTS=1 adds a contender: 1 worker with its defaults behind a proxy that answers
+ * 15 % of its eth_sendRawTransaction "already known" after forwarding, cuts 10 % after forwarding
+ * and refuses 5 % without forwarding, while the signer's lowest pending transaction is dropped from
+ * anvil's pool every BENCH_DELIVERY_DROP_EVERY_S seconds (default 3; bench/delivery-faults.ts); its
+ * msg/s against the floor, and how many blocks each gap took to heal (p50, max).
+ *
  * Environment: BENCH_DELIVERY_COUNT (200), BENCH_DELIVERY_RATE (20 per second),
  * BENCH_DELIVERY_WORKERS (1,2), BENCH_DELIVERY_TIMEOUT_S (120), BENCH_DELIVERY_WORKER_CONFIG
  * (JSON merged into the worker section, to try a setting; the default run sets none).
@@ -56,6 +62,7 @@ import { devKey, startWorker, startWorkerBench, type WorkerBench } from '../test
 import { deployTestRecipient } from '../test/helpers/chain/isms.ts';
 import { compiledContract } from '../test/helpers/chain/solidity.ts';
 import { GAS, setUpGasMode, type GasMode } from './delivery-gas.ts';
+import { setUpFaultMode, type FaultMode } from './delivery-faults.ts';
 import { printTable, provenance } from './lib.ts';
 
 const COUNT = Number(process.env.BENCH_DELIVERY_COUNT ?? 200);
@@ -65,6 +72,7 @@ const TIMEOUT_MS = Number(process.env.BENCH_DELIVERY_TIMEOUT_S ?? 120) * 1000;
 const POSTGRES = process.env.BENCH_DELIVERY_DB === 'postgres';
 const HOSTILE = Number(process.env.BENCH_DELIVERY_HOSTILE ?? 0);
 const CCIP = process.env.BENCH_DELIVERY_CCIP === '1';
+const FAULTS = process.env.BENCH_DELIVERY_FAULTS === '1';
 const WORKER_CONFIG = JSON.parse(process.env.BENCH_DELIVERY_WORKER_CONFIG ?? '{}') as Record<string, unknown>;
 
 interface Result {
@@ -217,23 +225,29 @@ async function workers(
   hostile?: { messages: OutboxMessage[]; origin: string },
   allowOrigins: string[] = [],
   gas?: GasMode,
+  faults?: FaultMode,
 ): Promise<Result> {
   const { db, store } = await freshOutbox(bench, pgServer, `delivery-${n}-${round}`);
   const origins = [...allowOrigins, ...(hostile ? [hostile.origin] : [])];
   const allow = origins.length > 0 ? { ccipReadAllowOrigins: origins } : {};
   const section = { pollMs: undefined, ...allow, ...WORKER_CONFIG };
-  const config = gas ? gas.writeConfig(db, section) : bench.writeConfig(db, section);
+  const config = gas
+    ? gas.writeConfig(db, section)
+    : faults
+      ? faults.writeConfig(db, section)
+      : bench.writeConfig(db, section);
   // Keys 1..8 (9 is the floor's): a fresh pair of signers for each contender.
-  const procs = await Promise.all(
-    Array.from({ length: n }, (_, k) => startWorker(config, { keyIndex: 1 + ((round * 2 + k) % 8) })),
-  );
+  const keys = Array.from({ length: n }, (_, k) => 1 + ((round * 2 + k) % 8));
+  const procs = await Promise.all(keys.map((keyIndex) => startWorker(config, { keyIndex })));
   try {
+    faults?.startDrops(privateKeyToAccount(devKey(keys[0])).address);
     if (hostile) await store.outbox.enqueue(hostile.messages.map((m) => ({ ...m, enqueuedAt: Date.now() })));
     const enqueues: Promise<unknown>[] = [];
     await offerAtRate(messages.length, (i) => {
       enqueues.push(Promise.resolve(store.outbox.enqueue([{ ...messages[i], enqueuedAt: Date.now() }])));
     });
     await Promise.all(enqueues);
+    faults?.endDrops();
     const deadline = Date.now() + TIMEOUT_MS;
     const done = async () => {
       if (!hostile) return (await store.outbox.depth()) === 0;
@@ -249,6 +263,14 @@ async function workers(
         spans.push({ offeredAt: r.enqueuedAt, deliveredAt: r.deliveredAt });
     }
     if (gas) console.log(await gas.checked(store.outbox, messages));
+    if (faults) {
+      const { faults: f, heal } = await faults.stop();
+      const p = (q: number) => heal.blocks[Math.min(heal.blocks.length - 1, Math.ceil(q * heal.blocks.length) - 1)];
+      console.log(
+        `faults: ${f.sends} eth_sendRawTransaction, ${f.alreadyKnown} "already known" after forwarding, ${f.cut} cut after forwarding, ${f.refused} refused unforwarded; ` +
+          `${heal.drops} lowest pending dropped, ${heal.healed} healed, in blocks p50 ${p(0.5) ?? '-'}, max ${heal.blocks.at(-1) ?? '-'}`,
+      );
+    }
     const settings = Object.keys(WORKER_CONFIG).length === 0 ? 'defaults' : JSON.stringify(WORKER_CONFIG);
     const on = pgServer ? ', PostgreSQL' : '';
     if (hostile) {
@@ -261,7 +283,9 @@ async function workers(
       ? `, ${hostile.messages.length} hostile messages first`
       : gas
         ? `, onChainFeeQuoting (paid ${gas.paid} gas each on the IGP)`
-        : '';
+        : faults
+          ? ', faults at the proxy rates + drops'
+          : '';
     return result(`${n} relayer-worker${n === 1 ? '' : 's'}, ${settings}${on}${with_}`, messages.length, spans);
   } finally {
     await Promise.all(procs.map((p) => p.stop()));
@@ -298,11 +322,12 @@ async function main(): Promise<void> {
   const bench = await startWorkerBench();
   const pgServer = POSTGRES ? await startEmbeddedPostgres({ password: 'bench' }) : undefined;
   try {
-    const rounds: { kind: 'floor' | 'workers'; n?: number; hostile?: boolean; gas?: boolean }[] = [
+    const rounds: { kind: 'floor' | 'workers'; n?: number; hostile?: boolean; gas?: boolean; faults?: boolean }[] = [
       { kind: 'floor' },
       ...WORKERS.map((n) => ({ kind: 'workers' as const, n })),
       ...(HOSTILE > 0 ? [{ kind: 'workers' as const, n: 1, hostile: true }] : []),
       ...(GAS ? [{ kind: 'workers' as const, n: 1, gas: true }] : []),
+      ...(FAULTS ? [{ kind: 'workers' as const, n: 1, faults: true }] : []),
     ];
     // The messages' recipient: the TestRecipient behind the NULL ISM, or (BENCH_DELIVERY_CCIP) one
     // behind a CCIP-read ISM whose gateway answers at once.
@@ -334,6 +359,7 @@ async function main(): Promise<void> {
     // block a second would take minutes).
     await bench.chain.rpc('evm_setAutomine', [false]);
     await bench.chain.rpc('evm_setIntervalMining', [1]);
+    const faultMode = FAULTS ? await setUpFaultMode(bench) : undefined;
     const results: Result[] = [];
     for (const [i, r] of rounds.entries()) {
       const res =
@@ -348,6 +374,7 @@ async function main(): Promise<void> {
               r.hostile ? hostile : undefined,
               honestOrigins,
               r.gas ? gas : undefined,
+              r.faults ? faultMode : undefined,
             );
       console.log(
         `${res.name}: ${res.delivered}/${res.offered} delivered in ${res.seconds.toFixed(1)} s, ` +

@@ -1,0 +1,193 @@
+/**
+ * BENCH_DELIVERY_FAULTS=1 (bench/delivery.ts): one more contender, 1 relayer-worker with its
+ * defaults behind a JSON-RPC proxy that misbehaves at fixed rates on `eth_sendRawTransaction`, as a
+ * flaky provider does (docs/delivery.md#transactions):
+ * - 15 %: forwarded to the node, then answered `already known` (an error) instead of the hash;
+ * - 10 %: forwarded, then the connection is cut before the answer;
+ * - 5 %: refused (a JSON-RPC error) without being forwarded;
+ * and, while the load is offered, every BENCH_DELIVERY_DROP_EVERY_S seconds (default 3) when no
+ * earlier gap is open, the signer's lowest pending transaction is removed from anvil's pool with `anvil_dropTransaction` (a node restart, a load
+ * balancer switching nodes, txpool eviction). Each drop opens a gap; it is healed once the node
+ * holds a transaction at that nonce again, or has mined one there. Heal times are in blocks: the
+ * head when healed minus the head at the drop.
+ *
+ * The draws come from a seeded generator (BENCH_DELIVERY_SEED, default 1), so two runs fault the
+ * same share of sends; which sends depends on their order.
+ */
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { readFileSync, writeFileSync } from 'node:fs';
+import type { WorkerBench } from '../test/helpers/chain/worker-chain.ts';
+
+export const FAULT_RATES = { alreadyKnown: 0.15, cut: 0.1, refused: 0.05 } as const;
+const DROP_EVERY_MS = Number(process.env.BENCH_DELIVERY_DROP_EVERY_S ?? 3) * 1000;
+
+/** mulberry32: a small seeded generator, good enough to pick which sends to fault. */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+async function body(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+export interface FaultCounts {
+  sends: number;
+  alreadyKnown: number;
+  cut: number;
+  refused: number;
+}
+
+export interface HealSummary {
+  drops: number;
+  healed: number;
+  /** Blocks from the drop to the heal, of the healed ones, sorted. */
+  blocks: number[];
+}
+
+export interface FaultMode {
+  /** The bench's config with every chain's RPC URL pointed at the proxy. */
+  writeConfig(db: string, section: Record<string, unknown>): string;
+  /** Starts the drops of `signer`'s lowest pending transaction (one gap open at a time). */
+  startDrops(signer: string): void;
+  /** No more drops (the offered load has been enqueued); the gaps still open are watched until stop(). */
+  endDrops(): void;
+  /** Stops the drops and says how the gaps healed, and what the proxy did. */
+  stop(): Promise<{ faults: FaultCounts; heal: HealSummary }>;
+}
+
+export async function setUpFaultMode(
+  bench: WorkerBench,
+  seed = Number(process.env.BENCH_DELIVERY_SEED ?? 1),
+): Promise<FaultMode> {
+  const random = seeded(seed);
+  const target = bench.anvil.rpcUrl;
+  const faults: FaultCounts = { sends: 0, alreadyKnown: 0, cut: 0, refused: 0 };
+  const forward = (text: string) =>
+    fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body: text });
+  const server: Server = createServer(async (req, res) => {
+    try {
+      const text = await body(req);
+      let call: { id?: unknown; method?: unknown } | undefined;
+      try {
+        const parsed = JSON.parse(text);
+        if (!Array.isArray(parsed)) call = parsed;
+      } catch {}
+      if (call?.method === 'eth_sendRawTransaction') {
+        faults.sends++;
+        const r = random();
+        const error = (message: string) =>
+          res
+            .writeHead(200, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ jsonrpc: '2.0', id: call.id, error: { code: -32000, message } }));
+        if (r < FAULT_RATES.refused) {
+          faults.refused++;
+          return error('transaction refused by the proxy');
+        }
+        if (r < FAULT_RATES.refused + FAULT_RATES.cut) {
+          faults.cut++;
+          await (await forward(text)).text();
+          res.socket?.destroy();
+          return;
+        }
+        if (r < FAULT_RATES.refused + FAULT_RATES.cut + FAULT_RATES.alreadyKnown) {
+          faults.alreadyKnown++;
+          await (await forward(text)).text();
+          return error('already known');
+        }
+      }
+      const upstream = await forward(text);
+      res.writeHead(upstream.status, { 'content-type': 'application/json' }).end(await upstream.text());
+    } catch {
+      if (!res.headersSent) res.writeHead(502);
+      res.end();
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const proxyUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  const open = new Map<number, bigint>(); // dropped nonce -> head at the drop
+  const heal: HealSummary = { drops: 0, healed: 0, blocks: [] };
+  let timer: ReturnType<typeof setInterval> | undefined;
+  let watcher: Promise<void> | undefined;
+  let stopped = false;
+
+  async function pool(signer: string): Promise<Map<number, string>> {
+    const content = (await bench.chain.rpc('txpool_content')) as {
+      pending: Record<string, Record<string, { hash: string }>>;
+      queued: Record<string, Record<string, { hash: string }>>;
+    };
+    const out = new Map<number, string>();
+    for (const part of [content.pending, content.queued])
+      for (const [from, txs] of Object.entries(part ?? {}))
+        if (from.toLowerCase() === signer) for (const [n, tx] of Object.entries(txs)) out.set(Number(n), tx.hash);
+    return out;
+  }
+
+  async function drop(signer: string): Promise<void> {
+    const held = await pool(signer);
+    const lowest = Math.min(...held.keys());
+    // One gap at a time: a drop while another is open measures nothing more.
+    if (!Number.isFinite(lowest) || open.size > 0) return;
+    const head = await bench.chain.publicClient.getBlockNumber({ cacheTime: 0 });
+    await bench.chain.rpc('anvil_dropTransaction', [held.get(lowest)]);
+    open.set(lowest, head);
+    heal.drops++;
+  }
+
+  async function watch(signer: string): Promise<void> {
+    while (!stopped) {
+      if (open.size > 0) {
+        const [head, mined, held] = await Promise.all([
+          bench.chain.publicClient.getBlockNumber({ cacheTime: 0 }),
+          bench.chain.publicClient.getTransactionCount({ address: signer as `0x${string}`, blockTag: 'latest' }),
+          pool(signer),
+        ]);
+        for (const [nonce, at] of open) {
+          if (nonce < mined || held.has(nonce)) {
+            open.delete(nonce);
+            heal.healed++;
+            heal.blocks.push(Number(head - at));
+          }
+        }
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
+  return {
+    writeConfig(db, section) {
+      const path = bench.writeConfig(db, section);
+      const config = JSON.parse(readFileSync(path, 'utf8'));
+      for (const chain of Object.values(config.chains) as { rpcUrls: unknown }[]) chain.rpcUrls = [{ http: proxyUrl }];
+      writeFileSync(path, JSON.stringify(config));
+      return path;
+    },
+    startDrops(signer) {
+      const s = signer.toLowerCase();
+      timer = setInterval(() => void drop(s).catch(() => {}), DROP_EVERY_MS);
+      watcher = watch(s);
+    },
+    endDrops() {
+      clearInterval(timer);
+    },
+    async stop() {
+      clearInterval(timer);
+      stopped = true;
+      await watcher;
+      server.closeAllConnections();
+      server.close();
+      heal.blocks.sort((a, b) => a - b);
+      return { faults: { ...faults }, heal };
+    },
+  };
+}
