@@ -87,17 +87,9 @@ export type { CcipReadAttempt } from './ccip/read.ts';
 export type { LocalAddresses, TargetRefusal } from './ccip/target.ts';
 export type { Hex } from './ccip/offchain-lookup.ts';
 export type { TopUpSearchOptions } from './top-ups.ts';
-export {
-  formatSignerView,
-  reportSigners,
-  signerView,
-  type BroadcastView,
-  type SignerView,
-  type SignerViewChain,
-  type SignerViewOutbox,
-  type SlotNodeState,
-  type SlotView,
-} from './signers-view.ts';
+export { formatSignerView, reportSigners, signerView } from './signers-view.ts';
+export type * from './signers-view.ts';
+export type * from './signer-lease.ts';
 export {
   createWorkerWatch,
   type ChainState,
@@ -136,11 +128,7 @@ export interface RelayerWorkerOptions {
   localAddresses?: LocalAddresses;
   /** Queued + delivering, for the heartbeat (the outbox's depth()). */
   depth?: () => Promise<number>;
-  /**
-   * This process in the signer leases (docs/delivery.md#one-worker-per-key): printable text, at
-   * most 200 characters, unique among the workers; default the host name, the process id and a
-   * random suffix.
-   */
+  /** This process in the signer leases (docs/delivery.md#one-worker-per-key); default host, pid and a random suffix. */
   holder?: string;
   /**
    * What wakes the loop on new work (docs/delivery.md#throughput): default the outbox's change
@@ -157,10 +145,7 @@ export interface RelayerWorker {
   address: Hex;
   /** Chain ids and balances of the destinations, and the heartbeat (lib/worker/watch.ts). */
   watch: WorkerWatch;
-  /**
-   * The signer leases of this worker (docs/delivery.md#one-worker-per-key): `run()` waits until it
-   * holds every destination's, and stops when one is lost (`lost()` then says why).
-   */
+  /** Its signer leases (docs/delivery.md#one-worker-per-key): run() waits for all; a loss stops it (lost() says why). */
   signers: Pick<SignerHolds, 'holder' | 'lost' | 'lease'>;
   /** The signers' state on every destination (docs/workers.md#signers): what `GET /signers` serves. */
   signersView(): Promise<SignerView[]>;
@@ -204,8 +189,7 @@ export async function createRelayerWorker(options: RelayerWorkerOptions): Promis
   const signer = account.address.toLowerCase();
   const keys: NamedSignerKey[] = [];
   const viewChains: SignerViewChain[] = [];
-  // One worker per key (docs/delivery.md#one-worker-per-key): nothing is broadcast for a chain
-  // without this signer's lease there.
+  // Nothing is broadcast for a chain without this signer's lease there (docs/delivery.md#one-worker-per-key).
   let stop = async () => {};
   const holds = workerSignerHolds({ ...options, logger, keys, onLost: () => void stop() });
   for (const name of config.relayChains) {

@@ -10,7 +10,7 @@ import type { LogLevel } from '../../lib/log.ts';
 import { createMemoryOutbox } from '../../lib/outbox/index.ts';
 import { fencedJournal, holdSigners, sendGuard } from '../../lib/worker/signer-lease.ts';
 import { createFakeClock, type FakeClock } from '../helpers/fake-clock.ts';
-import { outboxMessage } from '../helpers/outbox-contract.ts';
+import { outboxMessage } from '../../lib/testing/outbox-contract/context.ts';
 
 const SIGNER = '0x70997970c51812dc3a010c7d01b50e0d17dc79c8';
 const KEYS = [
