@@ -88,8 +88,8 @@ export type { LocalAddresses, TargetRefusal } from './ccip/target.ts';
 export type { Hex } from './ccip/offchain-lookup.ts';
 export type { TopUpSearchOptions } from './top-ups.ts';
 export { formatSignerView, reportSigners, signerView } from './signers-view.ts';
-export type * from './signers-view.ts';
-export type * from './signer-lease.ts';
+export type { BroadcastView, SignerView, SignerViewChain, SignerViewOutbox, SlotView } from './signers-view.ts';
+export type { SignerHolds, NamedSignerKey, SignerLeaseStore, SlotNodeState } from './signer-exports.ts';
 export {
   createWorkerWatch,
   type ChainState,
