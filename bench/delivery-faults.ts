@@ -1,7 +1,7 @@
 /**
  * BENCH_DELIVERY_FAULTS=1 (bench/delivery.ts): one more contender, 1 relayer-worker with its
  * defaults behind a JSON-RPC proxy that misbehaves at fixed rates on `eth_sendRawTransaction`, as a
- * flaky provider does (docs/delivery.md#transactions):
+ * flaky provider does (docs/transactions.md#transactions):
  * - 15 %: forwarded to the node, then answered `already known` (an error) instead of the hash;
  * - 10 %: forwarded, then the connection is cut before the answer;
  * - 5 %: refused (a JSON-RPC error) without being forwarded;

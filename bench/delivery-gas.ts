@@ -1,6 +1,6 @@
 /**
  * `BENCH_DELIVERY_GAS=1 npm run bench:delivery`: the delivery bench with gas payment enforcement on
- * (docs/delivery.md#gas-payment-enforcement), for bench/delivery.ts. One more contender, 1 worker
+ * (docs/gas.md#gas-payment-enforcement), for bench/delivery.ts. One more contender, 1 worker
  * under `gasPaymentEnforcement: [{type: "onChainFeeQuoting"}]` (gasFraction 1/2, the default) with
  * the origin chain's `interchainGasPaymaster` set: Hyperlane's real InterchainGasPaymaster and
  * StorageGasOracle (test/helpers/chain/igp.ts) on the bench's anvil. Each of its messages is paid

@@ -24,7 +24,7 @@
  * BENCH_DELIVERY_HOSTILE=N adds a contender: 1 worker given N hostile messages first (their
  * recipient's CCIP-read ISM names a gateway on loopback that accepts and never answers, allowed in
  * worker.ccipReadAllowOrigins), then the same offered load; its p50/p99 are of the others only,
- * and the ratio of its p50 to the plain 1 worker's is printed (docs/delivery.md#time-budget).
+ * and the ratio of its p50 to the plain 1 worker's is printed (docs/hostile-recipients.md#time-budget).
  *
  * BENCH_DELIVERY_CCIP=1 sends every contender's messages to a recipient whose ISM is a CCIP-read
  * ISM too (the same stand-in, which accepts any metadata), naming a loopback gateway that answers

@@ -1,5 +1,5 @@
 /**
- * What the gas book costs the store per delivery (docs/delivery.md#gas-already-spent): under
+ * What the gas book costs the store per delivery (docs/gas.md#gas-already-spent): under
  * onChainFeeQuoting the worker writes the required gas once per message (setRequiredGas, not
  * awaited) before its send, besides the delivery's own writes (here markDelivered). Both contenders take the same claimed
  * messages through `CONCURRENCY` concurrent loops, as the worker's slots do: markDelivered alone,

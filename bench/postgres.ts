@@ -1,5 +1,5 @@
 /**
- * Replicas on PostgreSQL (docs/design.md#replicas): POST /relay req/s with one and with two
+ * Replicas on PostgreSQL (docs/replicas.md#how-replicas-agree): POST /relay req/s with one and with two
  * replicas sharing one database (dedup, token bucket and outbox all in PostgreSQL), against the
  * same server on its per-process engines (memory) and on the SQLite outbox, all measured in this
  * run; and GET /relay (liveness) latency while the database is down, against the same replica
@@ -199,7 +199,7 @@ async function commitLatency(url: string, n = 200): Promise<{ durableMs: number;
  * The hot path's two statements, one at a time, with `live` unexpired dedup rows in the table:
  * median ms of 50 admits far from the capacity, of 50 near it (a store whose capacity is live + 51:
  * the last one fills it), of 50 refused `cache_full` (a store whose capacity is live: each sweeps
- * the expired rows and asks again, docs/design.md#capacity-on-postgresql) and of 50 completes.
+ * the expired rows and asks again, docs/replicas.md#capacity-on-postgresql) and of 50 completes.
  * The capacity check reads the row count the database keeps, so none of them should grow with
  * `live`.
  */

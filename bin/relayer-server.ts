@@ -105,7 +105,7 @@ async function main(): Promise<void> {
     import('../lib/http/server.ts'),
   ]);
   const store = await openRelayerStore(config, logger);
-  // RPC calls over node:http with keep-alive pools per origin (docs/configuration.md#rpc-transport).
+  // RPC calls over node:http with keep-alive pools per origin (docs/rpc.md#rpc-transport).
   const rpcTransport = createRpcTransport();
   const relay = createRelayServer({
     config,

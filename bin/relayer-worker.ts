@@ -8,7 +8,7 @@
  *
  * `relayer-worker requeue <message_id>` puts a failed message (a dead letter) back in the queue,
  * `requeue --status failed` every failed one; `relayer-worker list` shows what is stuck
- * (docs/design.md#listing-and-bulk-requeue); `relayer-worker signers` shows each signer's nonces,
+ * (docs/outbox.md#listing-and-bulk-requeue); `relayer-worker signers` shows each signer's nonces,
  * lease and open transactions (docs/workers.md#signers).
  */
 // First: on a Node too old for the rest, this prints what is needed and exits (see the file).

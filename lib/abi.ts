@@ -1,6 +1,6 @@
 /**
  * Strict decoding of the EVM logs the relay reads: Hyperlane `Dispatch` and CCTP `MessageSent`,
- * and the InterchainGasPaymaster's `GasPayment` (docs/delivery.md#gas-payment-enforcement).
+ * and the InterchainGasPaymaster's `GasPayment` (docs/gas.md#gas-payment-enforcement).
  *
  * Strict means every byte is accounted for: exact topic count, clean high bytes in indexed words,
  * the single ABI offset equal to 32, a length that fits, zero padding to a word boundary and

@@ -1,5 +1,5 @@
 /**
- * The outbox's change feed (docs/design.md#change-feed): "these
+ * The outbox's change feed (docs/outbox.md#change-feed): "these
  * messages changed, these transactions got new messages", pushed by the engine that saw the write,
  * whoever wrote it. The status streams follow it instead of reading the outbox on a timer; a
  * delivery worker can follow it to wake on new work. Each engine feeds one hub: the memory outbox

@@ -71,7 +71,7 @@ export type ClientFailureCode = 'network_error' | 'bad_response' | 'deadline_exc
 export type UsageCode = 'invalid_argument' | 'out_of_range';
 
 /**
- * How a send failed (lib/worker/tx/sender.ts; docs/delivery.md#transactions):
+ * How a send failed (lib/worker/tx/sender.ts; docs/transactions.md#transactions):
  * - `revert`: the call reverts (simulation, or the mined transaction); `reason` says why when the
  *   contract said (Error(string), Panic, or a custom error decoded with `errorAbi`).
  * - `out-of-gas`: the node cannot find a gas limit that works, or the mined transaction used all
@@ -96,7 +96,7 @@ export type TransactionFailureCode = 'revert' | 'out-of-gas' | 'insufficient-fun
  *   itself cannot be followed (its sender is not the contract asked, no http(s) URL).
  * - `forbidden`: a gateway URL's host is, or resolves to, an address that is not public (loopback,
  *   private, link-local, …) and its origin is not allowed: no gateway was asked
- *   (docs/delivery.md#hostile-recipients). Its own delivery failure kind, so a metric shows it.
+ *   (docs/hostile-recipients.md#hostile-recipients). Its own delivery failure kind, so a metric shows it.
  */
 export type CcipReadFailureCode = 'pending' | 'unavailable' | 'refused' | 'malformed' | 'forbidden';
 
@@ -109,7 +109,7 @@ export type CcipReadFailureCode = 'pending' | 'unavailable' | 'refused' | 'malfo
  * - `gas_payment`: the message's gas payment does not meet its policy yet; `fee`: the base fee is
  *   above the chain's gasPriceCap. Both wait (checked again with backoff, not counted); an unpaid
  *   message is final after the gas payment deadline.
- * - `busy`: slow gateways (docs/delivery.md#slow-gateways): every gateway lookup slot of the worker
+ * - `busy`: slow gateways (docs/hostile-recipients.md#slow-gateways): every gateway lookup slot of the worker
  *   is in use, or the message's lookup outlasted worker.ccipReadHoldSeconds and goes on in the
  *   background: asked again later, not counted.
  * - `gas`: the estimate exceeds transactionGasLimit: nothing is sent; a counted failure.

@@ -1,5 +1,5 @@
 /**
- * The fee ceiling of the transactions the worker signs (docs/delivery.md#hostile-recipients):
+ * The fee ceiling of the transactions the worker signs (docs/hostile-recipients.md#hostile-recipients):
  * `chains.NAME.transactionOverrides.gasPriceCap`, and replacements that escalate but never above
  * min(3 × the node's fresh suggestion, cap). Pure arithmetic on wei (bigint), for the transaction
  * sender to call; the rule of the bound is Hyperlane's escalator

@@ -1,5 +1,5 @@
 /**
- * Gas payments (docs/delivery.md#gas-payment-enforcement): the InterchainGasPaymaster's `GasPayment`
+ * Gas payments (docs/gas.md#gas-payment-enforcement): the InterchainGasPaymaster's `GasPayment`
  * logs for a message, as the server finds them in a `POST /relay` receipt and the worker finds
  * later ones (top-ups) with `eth_getLogs`, and what they add up to. As in Hyperlane's relayer a
  * payment counts for its (message id, destination) only, so a payment for another destination does
@@ -35,7 +35,7 @@ export interface GasPaymentStore {
 }
 
 /**
- * Gas the relayer already spent on a message (docs/delivery.md#gas-already-spent): one of its own `process`
+ * Gas the relayer already spent on a message (docs/gas.md#gas-already-spent): one of its own `process`
  * transactions that was mined and did not deliver the message (reverted, or ran out of gas), as
  * its receipt says. Hyperlane's relayer keeps the same per message (`gas_used`, `tokens_used`) and
  * deducts it from the gas paid for before the next estimate is judged.

@@ -1,5 +1,5 @@
 /**
- * Gas payment enforcement (docs/delivery.md#gas-payment-enforcement, docs/configuration.md): who
+ * Gas payment enforcement (docs/gas.md#gas-payment-enforcement, docs/configuration.md): who
  * pays for a message's delivery gas. The config's `gasPaymentEnforcement` is an ordered list of
  * policies, each with an optional MatchingList (lib/policy.ts's grammar); the first that matches a
  * message decides. The policies and their arithmetic are those of Hyperlane's relayer
@@ -156,9 +156,9 @@ export const MIN_ESTIMATE = 21_000n;
 /**
  * The check made before anything is spent on a message (no gateway request, no estimate): under
  * `minimum`, whether the payments, less `spentWei` (what the relayer's own reverted transactions
- * for it cost, docs/delivery.md#gas-already-spent), meet it; under `onChainFeeQuoting`, whether a payment exists
+ * for it cost, docs/gas.md#gas-already-spent), meet it; under `onChainFeeQuoting`, whether a payment exists
  * (the amount is checked against the estimate by `checkGasPaymentForEstimate`) and, given
- * `spentGas` (docs/delivery.md#gas-already-spent), whether the gas paid for and not spent could
+ * `spentGas` (docs/gas.md#gas-already-spent), whether the gas paid for and not spent could
  * meet even the smallest estimate (MIN_ESTIMATE × n / d): a message paid for too little gas, or
  * whose reverted transactions used up its payment, waits without a gateway request or an
  * estimate, as an unpaid one does.

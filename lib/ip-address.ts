@@ -1,5 +1,5 @@
 /**
- * IP addresses as text, parsed and classified (docs/delivery.md, Hostile recipients): which
+ * IP addresses as text, parsed and classified (docs/hostile-recipients.md, Hostile recipients): which
  * addresses a relayer may connect to when a stranger names them. Pure: no DNS, no sockets.
  *
  * Parsing accepts every spelling a URL's host may use, because a URL is where the addresses come

@@ -1,6 +1,6 @@
 /**
  * What GET /relay/{message_id} and GET /relay?origin_chain=&tx_hash= answer for one outbox record
- * (docs/design.md#http-surface, #message-lifecycle): snake_case like the rest of the API, times
+ * (docs/design.md#http-surface, docs/outbox.md#message-lifecycle): snake_case like the rest of the API, times
  * as ISO 8601 UTC strings with milliseconds (what a browser's `new Date()` parses, and
  * unambiguous in a log), no raw bytes and no lease (a worker's token is not public).
  */
@@ -28,7 +28,7 @@ export interface MessageStatusJson extends MessageSummary {
 }
 
 /**
- * `gas_payment` (docs/delivery.md#gas-payment-enforcement): amounts as decimal strings (they are
+ * `gas_payment` (docs/gas.md#gas-payment-enforcement): amounts as decimal strings (they are
  * uint256). `policy` null: no `gasPaymentEnforcement` entry matches the message.
  */
 export interface GasPaymentJson {
@@ -43,7 +43,7 @@ export interface GasPaymentJson {
   required_payment: string | null;
   /** `onChainFeeQuoting`: the gas required at the worker's last estimate; null before one, and under other policies. */
   required_gas_amount: string | null;
-  /** Destination gas the relayer's own mined transactions of the message spent without delivering it (docs/delivery.md#gas-already-spent). */
+  /** Destination gas the relayer's own mined transactions of the message spent without delivering it (docs/gas.md#gas-already-spent). */
   gas_spent: string;
   /** What that gas cost on the destination chain, in wei. */
   gas_spent_wei: string;

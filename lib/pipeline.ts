@@ -32,7 +32,7 @@ export interface RelayPipelineOptions {
   fetch?: RpcFetch;
   /** Replaces the JSON-RPC receipt fetcher altogether. */
   fetchReceipt?: ReceiptSource;
-  /** Replaces the per-process dedup cache (e.g. with a shared store, docs/design.md#replicas). */
+  /** Replaces the per-process dedup cache (e.g. with a shared store, docs/replicas.md#how-replicas-agree). */
   dedup?: DedupStore;
   /** Replaces the per-process token bucket. */
   rateLimiter?: RateLimiter;
@@ -188,7 +188,7 @@ export function createRelayPipeline(options: RelayPipelineOptions): RelayPipelin
 
   /**
    * The receipt's GasPayment logs of the chain's InterchainGasPaymaster that pay for the accepted
-   * messages (docs/delivery.md#gas-payment-enforcement), stored with them.
+   * messages (docs/gas.md#gas-payment-enforcement), stored with them.
    */
   function gasPayments(receipt: Receipt, chain: ChainConfig, txHash: string, messages: HyperlaneMessage[]) {
     if (chain.interchainGasPaymaster === undefined || messages.length === 0) return [];

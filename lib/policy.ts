@@ -1,23 +1,6 @@
 /**
- * Message policy (docs/design.md#policy, #configuration): whitelist → blacklist → address
- * blacklist → destination, and the one grammar of its rules: the loader (lib/config.ts) and
- * createPolicy read them with the same functions, so both accept exactly the same rules.
- *
- * Matching follows the Hyperlane relayer's MatchingList
- * (hyperlane-monorepo rust/main/agents/relayer/src/settings/matching_list.rs):
- * - a list matches when any rule matches; a rule matches when every field it names matches;
- * - a missing field or "*" is a wildcard, so an empty rule `{}` matches every message;
- * - an empty list behaves as "no list": the whitelist then lets everything through and the
- *   blacklist blocks nothing (the reference's `msg_matches(msg, default)`);
- * - a field given as an empty array (`[]`) matches nothing (the reference's empty `Enumerated`);
- * - ids and addresses are compared as 32-byte words (a 20-byte address is left-padded);
- * - bodyRegex is an unanchored search over the body's lower-case hex without `0x`.
- * The grammar (docs/configuration.md) is the strictest the reference and
- * docs/design.md#configuration document, so a typo is refused rather than matching nothing or
- * everything. Deviations: addresses are hex only (the reference also takes base58/bech32, non-EVM
- * chains we do not serve); regexes use JavaScript syntax with the `u` flag, not Rust's `regex`
- * crate (the common subset is the same; JavaScript adds backreferences and lookaround, so a
- * pathological pattern can backtrack: patterns come from the operator's config, not from requests).
+ * Message policy, whitelist → blacklist → address blacklist → destination, and the one grammar of
+ * its rules, shared by the config loader and createPolicy (docs/design.md#policy, #configuration).
  */
 import { ConfigError, RelayError } from './errors.ts';
 import { address20, array, integer, join, object, string, word32 } from './fields.ts';

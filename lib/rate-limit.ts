@@ -2,7 +2,7 @@
  * Global rate limit for POST /relay (docs/design.md#rate-limit): a token bucket that
  * starts full with `burst` tokens and refills continuously at `perMinute` per minute, capped at
  * `burst`. An interface so a shared store can replace it when running several replicas
- * (docs/design.md#replicas).
+ * (docs/replicas.md#how-replicas-agree).
  */
 import type { Clock } from './clock.ts';
 import { RelayError, secondsToWait, OutOfRangeError } from './errors.ts';

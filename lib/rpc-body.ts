@@ -2,7 +2,7 @@
  * The answer lib/rpc.ts reads from its `fetch`, and its body read within a byte bound. A fetch
  * answers a WHATWG `Response`, whose body is a stream; a transport may instead answer a
  * `ChunkedResponse`, whose body it hands over chunk by chunk without a stream
- * (docs/configuration.md#rpc-transport). Both are read under the same rules: the declared and
+ * (docs/rpc.md#rpc-transport). Both are read under the same rules: the declared and
  * the received length are bounded, an abort of the attempt stops the read at once, and whatever
  * is left unread is cancelled, so the transport drops the connection.
  */

@@ -157,7 +157,7 @@ export interface RelayerConfig {
   server: ServerConfig;
   worker: WorkerConfig;
   /**
-   * Who pays for delivery gas (docs/delivery.md#gas-payment-enforcement): the first entry whose
+   * Who pays for delivery gas (docs/gas.md#gas-payment-enforcement): the first entry whose
    * matching list matches decides. Absent or empty: a worker refuses to start
    * (docs/configuration.md#stated-gas-policy); the server then shows every message as payable.
    */

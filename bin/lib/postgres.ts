@@ -1,5 +1,5 @@
 /**
- * The commands' PostgreSQL wiring (docs/design.md#the-server-binary, #postgresql, #replicas):
+ * The commands' PostgreSQL wiring (docs/design.md#the-server-binary, #postgresql, docs/replicas.md#how-replicas-agree):
  * a `postgres://` database URL opens a `pg` pool and the shared store on it. `pg` is an optional
  * peer dependency, loaded only here and only for such a URL, so a SQLite-only install never needs
  * it.
@@ -151,7 +151,7 @@ export async function openPostgresFromUrl(
   }
   const pool = new pg.Pool(configs.pool);
   // The change feed's LISTEN connection, opened at its first follower: not one of pool_size's
-  // (docs/design.md#change-feed), so a pool of one still serves requests while a stream listens.
+  // (docs/outbox.md#change-feed), so a pool of one still serves requests while a stream listens.
   const listenPool = new pg.Pool(configs.listen);
   // An idle connection the server dropped (a restart, a failover): the pool opens a new one.
   const onPoolError = (error: Error) =>

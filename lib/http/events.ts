@@ -1,32 +1,6 @@
 /**
- * Status events (docs/api.md#status-events): Server-Sent Events of one message's status
- * (GET /relay/{message_id}/events) or of one transaction's messages (GET /relay/events?
- * origin_chain=&tx_hash=). The current state at once, then every change of it, the stream ending
- * after a final status; a comment every 15 s keeps proxies from closing an idle stream.
- *
- * Streams follow the outbox's change feed (lib/change-feed.ts): a change that names a followed
- * message or transaction makes that stream read its state again (one read at a time per stream,
- * changes meanwhile folded into the next), and an event is sent only when the version grew. No
- * stream reads the outbox on a timer.
- *
- * Each event is what GET /relay/{message_id} (or GET /relay?…) answers at that moment, `gas_payment`
- * included: the versioned reads bring a message's payments in the same statement as its record, so
- * an event costs one read, and a gas-book change or a top-up raises the version like a status
- * change does (docs/design.md#change-feed).
- *
- * Event ids are change versions (lib/outbox/versioned.ts VersionedRecord): a message stream's id is
- * its message's version, a transaction stream's the versions of its messages in enqueue order,
- * joined by '.'. A client that reconnects with Last-Event-ID gets the current state at once if
- * anything changed since, nothing if not, and 204 (EventSource stops reconnecting) when the state
- * it saw was already final. Events carry whole states, not differences, so the last event a client
- * received always holds every change up to its id: a reconnection loses nothing, though states
- * that came and went while it was away are not replayed.
- *
- * Bounds: streams per client (and IPv6 /56 and /48) and in all (429 too_many_subscribers, 503
- * subscribers_full, with Retry-After); every stream ends after `maxLifetimeMs` (EventSource
- * resumes with Last-Event-ID), a transaction stream with no message after `emptyWaitMs` (a
- * `timeout` event); a client that does not read is dropped once 64 KiB wait unsent; close() ends
- * every stream (SIGTERM), so the server's shutdown never waits on them.
+ * Status events: GET /relay/{message_id}/events and GET /relay/events?origin_chain=&tx_hash=
+ * (docs/api.md#status-events), each stream following the outbox's change feed (docs/outbox.md#change-feed).
  */
 import type { IncomingMessage } from 'node:http';
 import type { ChangeFeed } from '../change-feed.ts';

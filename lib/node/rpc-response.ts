@@ -2,7 +2,7 @@
  * The answer of relayer-api/server's RPC transport (lib/node/rpc-transport.ts): a node:http
  * response as the core's `ChunkedResponse` (lib/rpc-body.ts), its status and headers as received
  * and its body handed to the core's bounded reader chunk by chunk, without a WHATWG stream
- * (docs/configuration.md#rpc-transport).
+ * (docs/rpc.md#rpc-transport).
  *
  * Failures keep the global fetch's shape, so the core classes them alike: a TypeError "fetch
  * failed" with the Node error (its `code`, such as ECONNRESET) as its `cause`.

@@ -1,25 +1,6 @@
 /**
  * The JSON-RPC transport relayer-server gives the core: a `fetch`-like function on node:http and
- * node:https, with one keep-alive Agent per RPC origin (docs/configuration.md#rpc-transport).
- *
- * The core (lib/rpc.ts) keeps speaking `fetch`: it sets the attempt timeout through the request's
- * signal, reads the body through its size-bounded reader and classes the failures. This transport
- * only carries the bytes, and does so the way the global fetch does for everything the core
- * relies on:
- * - a rejected promise (TypeError "fetch failed", the Node error as its `cause`, so its `code`
- *   such as ECONNREFUSED classes the failure) for a failure before the response's headers;
- * - otherwise the status and headers as received, and the body handed to the core's bounded reader
- *   chunk by chunk without a WHATWG stream (lib/node/rpc-response.ts): an HTTP error is the
- *   core's to judge, and the core's reader stops at its byte bound;
- * - an aborted signal destroys the request and its socket (a socket is never reused after an
- *   abort or a cancelled body) and rejects with the signal's reason;
- * - credentials in the URL ("https://user:key@host/…") go out as HTTP Basic auth, and no error it
- *   makes carries the URL.
- * Unlike fetch it follows no redirect (an RPC endpoint that redirects answers "HTTP 30x": the
- * configured URL is wrong, and a redirect would carry the Basic credentials elsewhere), asks for no
- * compression, and decodes gzip, deflate or br only when a server sends it anyway.
- *
- * node:http and the Agent are Node's; ./server has no other dependency.
+ * node:https, one keep-alive Agent per RPC origin (docs/rpc.md#rpc-transport).
  */
 import type { Agent as HttpAgentType, RequestOptions } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';

@@ -221,7 +221,7 @@ export function checkSignerLease(
 }
 
 /**
- * Whether a broadcast may be recorded given the signer's lease row (docs/delivery.md#one-worker-per-key):
+ * Whether a broadcast may be recorded given the signer's lease row (docs/transactions.md#one-worker-per-key):
  * under a lease, only while that lease is the row's; without one, only while no live lease holds the signer.
  */
 export function signerLeaseAllows(

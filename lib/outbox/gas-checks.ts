@@ -1,6 +1,6 @@
 /**
  * The checks of the gas payments and the gas book every outbox engine shares
- * (docs/delivery.md#gas-payment-enforcement, #gas-already-spent), so all three refuse the same calls
+ * (docs/gas.md#gas-payment-enforcement, #gas-already-spent), so all three refuse the same calls
  * with the same errors.
  */
 import { InvalidArgumentError } from '../errors.ts';

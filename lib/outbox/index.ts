@@ -1,5 +1,5 @@
 /**
- * The relay outbox (docs/design.md#enqueue, #storage, #message-lifecycle): its types
+ * The relay outbox (docs/design.md#enqueue, #storage, docs/outbox.md#message-lifecycle): its types
  * (lib/outbox/types.ts), the argument checks every engine shares (lib/outbox/checks.ts) and the
  * in-memory engine (lib/outbox/memory.ts). The parts import each other directly, never this index.
  */

@@ -1,5 +1,5 @@
 /**
- * Gas payments and the gas book in the in-memory outbox (docs/delivery.md#gas-payment-enforcement,
+ * Gas payments and the gas book in the in-memory outbox (docs/gas.md#gas-payment-enforcement,
  * #gas-already-spent): payments by `txHash:logIndex` and spends by `txHash`, so each is kept once;
  * a spend and the required gas are written on the message's row. Copies in and out, like the
  * engine's rows.
@@ -13,7 +13,7 @@ type GasMethods = 'addGasPayments' | 'gasPayments' | 'addGasSpent' | 'setRequire
 /**
  * `rowOf`: the engine's row of a (lower-case) id, written in place. `touched`: the messages whose
  * `gas_payment` changed (a new payment for their destination, a spend, the required gas), after
- * each call that changed some (docs/design.md#change-feed).
+ * each call that changed some (docs/outbox.md#change-feed).
  */
 export function createMemoryGasPayments(
   rowOf: (id: string) => OutboxRecord | undefined,

@@ -1,5 +1,5 @@
 /**
- * The transaction journal of the in-memory outbox (docs/delivery.md#the-transaction-journal): one
+ * The transaction journal of the in-memory outbox (docs/transactions.md#the-transaction-journal): one
  * entry per signed transaction, in recording order, open until its slot (chain, signer, nonce) is
  * settled. `held` is the outbox's own lease check: a first broadcast is recorded only under the
  * message's lease, which the record renews.

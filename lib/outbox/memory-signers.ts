@@ -1,5 +1,5 @@
 /**
- * Signer leases of the in-memory outbox (docs/delivery.md#one-worker-per-key): one row per
+ * Signer leases of the in-memory outbox (docs/transactions.md#one-worker-per-key): one row per
  * (chain, signer), kept after a release (lapsed, with its last holder) so the view still lists it.
  */
 import type { Clock } from '../clock.ts';

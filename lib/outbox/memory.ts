@@ -41,7 +41,7 @@ function toRecord(row: MemoryRow): OutboxRecord {
 
 /**
  * The in-memory outbox answers synchronously. Its change feed publishes each write as it returns
- * (docs/design.md#change-feed).
+ * (docs/outbox.md#change-feed).
  */
 export type MemoryOutbox = Synchronous<Outbox> & Synchronous<VersionedReads> & { readonly changes: ChangeHub };
 

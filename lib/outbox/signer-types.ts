@@ -1,8 +1,8 @@
 /**
- * The signer lease's types (docs/delivery.md#one-worker-per-key): one worker per (chain, signer),
+ * The signer lease's types (docs/transactions.md#one-worker-per-key): one worker per (chain, signer),
  * held in the outbox beside the message leases (lib/outbox/types.ts, Outbox.acquireSignerLease).
  */
-/** A signer on a chain: what one signer lease covers (docs/delivery.md#one-worker-per-key). */
+/** A signer on a chain: what one signer lease covers (docs/transactions.md#one-worker-per-key). */
 export interface SignerKey {
   /** The EVM chain id. */
   chainId: number;

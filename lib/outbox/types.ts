@@ -1,5 +1,5 @@
 /**
- * The relay outbox's types (docs/design.md#enqueue, #storage, #message-lifecycle): a message, its
+ * The relay outbox's types (docs/design.md#enqueue, #storage, docs/outbox.md#message-lifecycle): a message, its
  * record and lifecycle, and the Outbox interface every engine implements.
  */
 import type { GasBookStore, GasPayment, GasPaymentStore } from '../gas-payment.ts';
@@ -22,7 +22,7 @@ export interface OutboxMessage {
   gasPayments?: readonly GasPayment[]; // in the same receipt, stored with it (lib/gas-payment.ts)
 }
 
-/** Where a message is in its life (docs/design.md#message-lifecycle). */
+/** Where a message is in its life (docs/outbox.md#message-lifecycle). */
 export type MessageStatus = 'queued' | 'delivering' | 'delivered' | 'failed';
 
 /** An outbox row with its lifecycle: what `get`, `byTx` and the status endpoints read. */
@@ -55,7 +55,7 @@ export interface OutboxRecord extends OutboxMessage {
   pendingSince: number | null;
   /** Polls of a proof that was not ready. */
   polls: number;
-  /** `onChainFeeQuoting`: the gas required at the message's last estimate, null before one (docs/delivery.md#gas-already-spent). */
+  /** `onChainFeeQuoting`: the gas required at the message's last estimate, null before one (docs/gas.md#gas-already-spent). */
   requiredGas: bigint | null;
   /** Gas used by the relayer's own mined transactions of this message that did not deliver it (GasBookStore). */
   gasSpent: bigint;
@@ -98,7 +98,7 @@ export type MarkFailedOptions =
   | { error: string; final: true; lease: string; state?: AttemptState };
 
 /**
- * One signed transaction of the journal (docs/delivery.md#the-transaction-journal): recorded
+ * One signed transaction of the journal (docs/transactions.md#the-transaction-journal): recorded
  * before it is broadcast, so the next holder of the message, or the same signer after a restart,
  * knows what may still land. A nonce of a signer on a chain is a slot; a replacement adds a
  * broadcast to the same slot.
@@ -116,7 +116,7 @@ export interface Broadcast {
   /** The signed transaction (0x-hex), to broadcast again as it is. */
   raw: string;
   /**
-   * The signer lease (acquireSignerLease) it is sent under (docs/delivery.md#one-worker-per-key):
+   * The signer lease (acquireSignerLease) it is sent under (docs/transactions.md#one-worker-per-key):
    * recorded only while that lease is the signer's on this chain (lapsed or not, as long as nobody
    * took it over). Without one, recorded only while no live lease holds the signer.
    */
@@ -161,7 +161,7 @@ export interface ClaimOptions {
 }
 
 /**
- * Which messages list() and requeueFailed() take (docs/design.md#listing-and-bulk-requeue): to one
+ * Which messages list() and requeueFailed() take (docs/outbox.md#listing-and-bulk-requeue): to one
  * destination domain or all, at most `limit` (1..MAX_LIST_LIMIT; list's default DEFAULT_LIST_LIMIT,
  * requeueFailed's MAX_LIST_LIMIT: call again for the rest).
  */
@@ -185,7 +185,7 @@ export interface RelayQueue {
 }
 
 /**
- * The outbox (docs/design.md#leases): the queue, its readers (the status endpoints) and its
+ * The outbox (docs/outbox.md#leases): the queue, its readers (the status endpoints) and its
  * consumers (delivery workers). Time comes from the engine's injected Clock.
  */
 export interface Outbox extends RelayQueue, GasPaymentStore, GasBookStore {
@@ -235,7 +235,7 @@ export interface Outbox extends RelayQueue, GasPaymentStore, GasBookStore {
   requeue(id: string): boolean | Promise<boolean>;
 
   /**
-   * The transaction journal (docs/delivery.md#the-transaction-journal). Records `b` before it is
+   * The transaction journal (docs/transactions.md#the-transaction-journal). Records `b` before it is
    * broadcast. With `fence` (the first broadcast at a nonce): only while the message is
    * delivering under `fence.lease` (expired or not, as long as nobody claimed it since), whose
    * lease it renews to now + leaseMs in the same write; false: not recorded, do not broadcast.
@@ -260,7 +260,7 @@ export interface Outbox extends RelayQueue, GasPaymentStore, GasBookStore {
     of: { messageId: string } | { chainId: number; signer: string },
   ): JournalEntry[] | Promise<JournalEntry[]>;
   /**
-   * One worker per key (docs/delivery.md#one-worker-per-key): takes the lease of `key` for
+   * One worker per key (docs/transactions.md#one-worker-per-key): takes the lease of `key` for
    * `holder` (printable text, 1..200 characters) for `leaseMs` when nobody holds it, its lease
    * lapsed (expiresAt <= now) or `holder` holds it already (renewed, same lease). Otherwise it
    * answers who holds it and until when, changing nothing.

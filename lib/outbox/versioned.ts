@@ -1,5 +1,5 @@
 /**
- * The outbox's status-push side (docs/design.md#change-feed): records with their change version,
+ * The outbox's status-push side (docs/outbox.md#change-feed): records with their change version,
  * the versioned reads, and an outbox that can be followed.
  */
 import type { ChangeFeed } from '../change-feed.ts';
@@ -7,7 +7,7 @@ import type { GasPayment } from '../gas-payment.ts';
 import type { OutboxRecord } from './types.ts';
 
 /**
- * A record with its change version, for status push (docs/design.md#change-feed): the version
+ * A record with its change version, for status push (docs/outbox.md#change-feed): the version
  * grows with every change of what the message's status shows (its status, attempts, last_error,
  * destination_tx_hash, and its gas_payment: a new payment for its destination, the required gas,
  * the gas spent; an engine may count per message or share one counter among all), and with

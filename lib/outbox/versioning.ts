@@ -1,5 +1,5 @@
 /**
- * The in-memory outbox's change versions and feed (docs/design.md#change-feed): one counter for
+ * The in-memory outbox's change versions and feed (docs/outbox.md#change-feed): one counter for
  * the whole outbox, as the SQLite store keeps, advanced only for what a status shows.
  */
 import { createChangeHub, txKey, type ChangeHub } from '../change-feed.ts';

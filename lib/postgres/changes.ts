@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL store's change feed (docs/design.md#change-feed): one connection per replica
+ * The PostgreSQL store's change feed (docs/outbox.md#change-feed): one connection per replica
  * LISTENs on the outbox's channel, whatever the number of followers, and hands on what the
  * outbox's triggers NOTIFY at each commit (schema migration 4): enqueues by any replica, claims
  * and outcomes by any relayer-worker.

@@ -1,5 +1,5 @@
 /**
- * Group commit for the relay hot path on PostgreSQL (docs/design.md, "Coalesced statements"):
+ * Group commit for the relay hot path on PostgreSQL (docs/replicas.md, "Coalesced statements"):
  * calls that arrive while enough statements of their kind are in flight wait in a queue, and the
  * next statement carries every call waiting (up to a bound) instead of one each. Idle, a call goes
  * out alone at once, in the statement it always had; under concurrency N relays share one

@@ -1,27 +1,6 @@
 /**
- * POST /relay deduplication shared by every replica (docs/design.md#deduplication, #replicas):
- * one row per key in the `dedup` table. A reservation is one statement: insert the key, or take
- * over its row only if that row has expired, so of N replicas reserving the same key at once
- * exactly one gets it (PostgreSQL serialises them on the primary key; the losers see the winner's
- * row).
- *
- * A pending reservation expires `pendingMs` after it was made (receiptTimeoutSeconds + 5 s): a
- * replica that dies mid-request holds its key no longer than that. A committed one expires one
- * window after the commit. Commit and release name the reservation's token, so a stale
- * reservation (expired, the key reserved again by someone else) cannot touch the new one.
- *
- * Capacity (docs/design.md#capacity-on-postgresql): a reservation is refused with `cache_full`
- * when `capacity` unexpired rows exist. The check reads `dedup_rows`, the table's row count kept
- * by triggers on every insert and delete (schema.ts migration 5), so it costs the same with ten
- * rows or a million, where counting the live rows grew with them. That count holds expired rows
- * too until a sweep deletes them: a reservation it refuses sweeps at once and tries again. Read
- * in the statement's snapshot and not serialised against other replicas' inserts, so under
- * concurrency the table may exceed the capacity by the number of reservations racing; it bounds
- * the table, it is not a quota.
- *
- * Releases and sweeps commit asynchronously, as reservations do: the row count's triggers lock its
- * row until commit, and a reservation should not wait for another statement's disk flush. One lost
- * in a database crash leaves a pending row that expires on its own (pendingMs).
+ * POST /relay deduplication shared by every replica, one row per key in the `dedup` table, its
+ * capacity read from a row count kept by triggers (docs/replicas.md#how-replicas-agree, #capacity-on-postgresql).
  */
 import type { Clock } from '../clock.ts';
 import { cacheFull, checkDedupLimits, duplicateTx } from '../dedup.ts';

@@ -1,5 +1,5 @@
 /**
- * Gas payments on PostgreSQL (docs/delivery.md#gas-payment-enforcement): the `gas_payments` table
+ * Gas payments on PostgreSQL (docs/gas.md#gas-payment-enforcement): the `gas_payments` table
  * beside the outbox, one row per GasPayment log (tx hash, log index). A batch's payments are
  * written by a data-modifying CTE of the statement that inserts its messages (lib/postgres/outbox.ts),
  * so both commit together; top-ups and reads go through the two methods below.
@@ -47,7 +47,7 @@ export function gasPaymentInsertSql(s: string, first: number): string {
 
 /**
  * Outbox.addGasPayments and Outbox.gasPayments on schema `s`, and the gas book
- * (docs/delivery.md#gas-already-spent): addGasSpent is one statement, the new `gas_spent` rows (by
+ * (docs/gas.md#gas-already-spent): addGasSpent is one statement, the new `gas_spent` rows (by
  * tx hash, of messages the outbox holds) and their sums added to the messages' rows together.
  */
 export function createPostgresGasPayments(
@@ -127,7 +127,7 @@ export function gasPaymentsMigration(s: string): string {
 }
 
 /**
- * The gas book (lib/postgres/schema.ts, migration 10; docs/delivery.md#gas-already-spent): on the
+ * The gas book (lib/postgres/schema.ts, migration 10; docs/gas.md#gas-already-spent): on the
  * message's row the gas required at its last estimate and what its reverted transactions spent,
  * summed; one `gas_spent` row per such transaction. The same columns and CHECKs as the SQLite
  * store's migration 9.

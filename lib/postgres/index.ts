@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL store (`relayer-api/postgres`, docs/design.md#postgresql, #replicas): outbox,
+ * The PostgreSQL store (`relayer-api/postgres`, docs/design.md#postgresql, docs/replicas.md#how-replicas-agree): outbox,
  * merkle insertions, dedup reservations and the global token bucket in one database, shared by
  * every replica, so N `relayer-server` processes behind one load balancer behave as one server.
  *
@@ -65,7 +65,7 @@ export interface PostgresStoreOptions {
   /**
    * Where the change feed takes its LISTEN connection (default `pool`). A pool of its own keeps
    * that connection out of the statements' pool, so even a pool of one serves requests while a
-   * status stream listens (docs/design.md#change-feed); the commands give it one. Ended by its owner.
+   * status stream listens (docs/outbox.md#change-feed); the commands give it one. Ended by its owner.
    */
   listenPool?: PgPool;
 }

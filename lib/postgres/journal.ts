@@ -1,5 +1,5 @@
 /**
- * The transaction journal of the outbox on PostgreSQL (docs/delivery.md#the-transaction-journal):
+ * The transaction journal of the outbox on PostgreSQL (docs/transactions.md#the-transaction-journal):
  * `outbox_journal`, one row per signed transaction, recorded before its broadcast. The first
  * broadcast of a nonce is recorded in the statement that checks and renews the message's lease;
  * a replacement only beside an open broadcast of the same slot. Checked by the helpers every

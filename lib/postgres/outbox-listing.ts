@@ -1,5 +1,5 @@
 /**
- * The operator's side of the PostgreSQL outbox (docs/design.md#listing-and-bulk-requeue): list()
+ * The operator's side of the PostgreSQL outbox (docs/outbox.md#listing-and-bulk-requeue): list()
  * and requeueFailed(), beside the consumer API of lib/postgres/outbox.ts, which hands in how it
  * reads a row and how requeue() sets one back to queued, so both requeue the same way.
  */

@@ -1,5 +1,5 @@
 /**
- * The relay outbox (docs/design.md#enqueue, #postgresql, #message-lifecycle) on PostgreSQL,
+ * The relay outbox (docs/design.md#enqueue, #postgresql, docs/outbox.md#message-lifecycle) on PostgreSQL,
  * shared by every replica and every delivery worker. A batch is one INSERT … ON CONFLICT (id) DO
  * NOTHING over unnest()ed arrays: atomic, idempotent by id (also within the batch), one round
  * trip. claim() picks rows with FOR UPDATE SKIP LOCKED inside the UPDATE that leases them, so

@@ -1,5 +1,5 @@
 /**
- * The statements that carry several relays at once (coalesce.ts, docs/design.md#coalesced-statements):
+ * The statements that carry several relays at once (coalesce.ts, docs/replicas.md#coalesced-statements):
  * the same work as relay.ts's admit and complete, each relay answered from its own row.
  */
 import { UNIT } from '../rate-limit.ts';

@@ -1,25 +1,6 @@
 /**
- * POST /relay's hot path on PostgreSQL (docs/design.md, Storage; lib/store.ts RelayAdmission):
- * two round trips and one durable commit per accepted relay, where the separate stores take four
- * statements and three commits.
- *
- * 1. admit: the token bucket's UPDATE and the dedup reservation's INSERT in one statement (a CTE),
- *    committed with synchronous_commit = off. The capacity check reads the dedup row count (one
- *    row, kept by triggers: schema.ts migration 5). A reservation lost in a database crash only lets an
- *    identical request in again, whose messages the outbox keeps once (idempotent by id); tokens
- *    lost the same way were already not worth an fsync (rate-limit.ts). A refusal (rate limit,
- *    live reservation) is decided by this one statement; only a reservation refused for a row
- *    that committed after the statement's snapshot, or for capacity, asks once more why.
- * 2. complete: the outbox rows and the reservation's commit in one statement, durable (the 200
- *    promises the messages are stored).
- * Under concurrency the admits of several relays share one statement, and their completes another,
- * with one commit (coalesce.ts, relay-many.ts, docs/design.md#coalesced-statements).
- * The semantics are dedup.ts's and rate-limit.ts's, statement for statement; the contract suites
- * run the pipeline on both forms.
- *
- * Each is one named statement (pool.ts, prepared): a connection parses and plans it once. Step 1's
- * asynchronous commit is asked for inside the statement, by set_config('synchronous_commit', 'off',
- * true) (SET LOCAL's function form: it lasts until the statement's implicit transaction commits).
+ * POST /relay's hot path on PostgreSQL: admit and complete, two statements and one durable commit
+ * per accepted relay (docs/design.md#postgresql; shared by concurrent relays: docs/replicas.md#coalesced-statements).
  */
 import { systemClock, type Clock } from '../clock.ts';
 import { RelayError } from '../errors.ts';

@@ -3,7 +3,7 @@
  * order): the outbox's change version and NOTIFY triggers, and the per-client token buckets.
  */
 
-// Migration 6, status push (docs/design.md#change-feed). `version` counts the
+// Migration 6, status push (docs/outbox.md#change-feed). `version` counts the
 // changes of what a status shows (status, attempts, last_error, destination_tx_hash), per
 // message: the row lock orders them. After each statement that inserted rows, or changed a
 // version, the outbox NOTIFYs its channel (outboxChannel) with the message ids, and for inserts

@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL schema (docs/design.md#postgresql, #replicas), versioned: migration N (1-based)
+ * The PostgreSQL schema (docs/design.md#postgresql, docs/replicas.md#how-replicas-agree), versioned: migration N (1-based)
  * takes the store from version N-1 to N, each in its own transaction together with the version
  * bump. Append new migrations; never edit a released one.
  *
@@ -22,7 +22,7 @@ const UINT32 = (column: string) => `${column} BETWEEN 0 AND 4294967295`;
 
 /** Each migration is SQL for the schema `s` (already quoted). */
 export const MIGRATIONS: readonly ((s: string) => string)[] = [
-  // 1: merkle insertions, the outbox with its lifecycle (docs/design.md#message-lifecycle), dedup
+  // 1: merkle insertions, the outbox with its lifecycle (docs/outbox.md#message-lifecycle), dedup
   // reservations, token buckets.
   (s) => `
   CREATE TABLE ${s}.merkle_insertions (
@@ -99,7 +99,7 @@ export const MIGRATIONS: readonly ((s: string) => string)[] = [
   // 4: the delivery worker's attempt state in columns (docs/delivery.md#retries-pending-proofs-dead-letters),
   // read back until now from the end of last_error ("(failures F/M; pending since <ISO>, poll P)"),
   // which existing rows are read from once here; and the transaction journal
-  // (docs/delivery.md#the-transaction-journal): one row per signed transaction, recorded before
+  // (docs/transactions.md#the-transaction-journal): one row per signed transaction, recorded before
   // its broadcast, open until its slot (chain, signer, nonce) is settled. The same columns and
   // CHECKs as the SQLite table's migration 6.
   (s) => `
@@ -132,7 +132,7 @@ export const MIGRATIONS: readonly ((s: string) => string)[] = [
   // 5: the number of dedup rows (live, and expired until a sweep deletes them), kept by statement
   // triggers on every insert and delete, whoever sends it. The capacity check reads this one row
   // instead of counting the live rows, whose cost grew with them
-  // (docs/design.md#capacity-on-postgresql). The table is locked against writes while the
+  // (docs/replicas.md#capacity-on-postgresql). The table is locked against writes while the
   // existing rows are counted, so no insert falls between the count and the triggers.
   (s) => `
   LOCK TABLE ${s}.dedup IN SHARE ROW EXCLUSIVE MODE;
@@ -175,19 +175,19 @@ export const MIGRATIONS: readonly ((s: string) => string)[] = [
   CREATE TRIGGER dedup_rows_truncate AFTER TRUNCATE ON ${s}.dedup
     FOR EACH STATEMENT EXECUTE FUNCTION ${s}.dedup_rows_truncated();`,
 
-  // 8: gas payments (docs/delivery.md#gas-payment-enforcement), beside the outbox: lib/postgres/gas-payments.ts.
+  // 8: gas payments (docs/gas.md#gas-payment-enforcement), beside the outbox: lib/postgres/gas-payments.ts.
   gasPaymentsMigration,
 
   // 9: per-client token buckets (lib/postgres/schema-push.ts).
   clientBucketsMigration,
 
-  // 10: the gas book (docs/delivery.md#gas-already-spent): lib/postgres/gas-payments.ts.
+  // 10: the gas book (docs/gas.md#gas-already-spent): lib/postgres/gas-payments.ts.
   gasBookMigration,
 
   // 11: gas-book changes and payments raise the version (lib/postgres/schema-push.ts).
   gasBookPushMigration,
 
-  // 12: signer leases (docs/delivery.md#one-worker-per-key): lib/postgres/signer-leases.ts.
+  // 12: signer leases (docs/transactions.md#one-worker-per-key): lib/postgres/signer-leases.ts.
   signerLeasesMigration,
 ];
 

@@ -1,5 +1,5 @@
 /**
- * Signer leases on PostgreSQL (docs/delivery.md#one-worker-per-key): `signer_leases` (migration
+ * Signer leases on PostgreSQL (docs/transactions.md#one-worker-per-key): `signer_leases` (migration
  * 12), one row per (chain, signer), kept after a release (lapsed, with its last holder). acquire
  * is one INSERT … ON CONFLICT DO UPDATE … WHERE: the row's lock serialises workers of every
  * replica, and only a lapsed lease, or the holder's own, is taken. Time is the database's clock

@@ -1,5 +1,5 @@
 /**
- * The outbox's versioned reads on PostgreSQL (docs/design.md#change-feed): get and byTx with each
+ * The outbox's versioned reads on PostgreSQL (docs/outbox.md#change-feed): get and byTx with each
  * row's change version, which schema migrations 6 and 11's triggers keep, and the message's gas
  * payments read in the same statement (what a status event shows: docs/api.md#status-events).
  */

@@ -1,5 +1,5 @@
 /**
- * The SQLite store's change watcher (docs/design.md#change-feed), run by its worker thread: what
+ * The SQLite store's change watcher (docs/outbox.md#change-feed), run by its worker thread: what
  * changed in the outbox since the last look, whoever committed it. `PRAGMA data_version` changes
  * when another connection (a relayer-worker process, another server on the same file) commits; the
  * store's own commits do not change it, so the worker looks again after each of its own write

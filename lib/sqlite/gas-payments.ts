@@ -1,9 +1,9 @@
 /**
- * Gas payments on node:sqlite (docs/delivery.md#gas-payment-enforcement): the `gas_payments` table
+ * Gas payments on node:sqlite (docs/gas.md#gas-payment-enforcement): the `gas_payments` table
  * beside the outbox, one row per GasPayment log (tx hash, log index), amounts as decimal text
  * (uint256). `add` runs inside the outbox's enqueue transaction, so a batch's payments commit with
  * its messages; top-ups and reads go through the two Outbox methods. The gas book
- * (docs/delivery.md#gas-already-spent): a spend is a `gas_spent` row (by tx hash) and its amounts
+ * (docs/gas.md#gas-already-spent): a spend is a `gas_spent` row (by tx hash) and its amounts
  * added to the message's row in the same transaction, summed here as bigints (SQLite's integers
  * stop at 2^63).
  */

@@ -1,9 +1,9 @@
 /**
- * The transaction journal of the outbox on node:sqlite (docs/delivery.md#the-transaction-journal):
+ * The transaction journal of the outbox on node:sqlite (docs/transactions.md#the-transaction-journal):
  * `outbox_journal` (migration 6), one row per signed transaction, recorded before its broadcast.
  * The first broadcast of a nonce is recorded in the transaction that checks and renews the
  * message's lease, a replacement only beside an open broadcast of the same slot, and either only
- * under the signer's lease (lib/sqlite/signer-leases.ts, docs/delivery.md#one-worker-per-key).
+ * under the signer's lease (lib/sqlite/signer-leases.ts, docs/transactions.md#one-worker-per-key).
  */
 import type { DatabaseSync } from 'node:sqlite';
 import type { Clock } from '../clock.ts';

@@ -1,5 +1,5 @@
 /**
- * The operator's side of the SQLite outbox (docs/design.md#listing-and-bulk-requeue): list() and
+ * The operator's side of the SQLite outbox (docs/outbox.md#listing-and-bulk-requeue): list() and
  * requeueFailed(), beside the consumer API of lib/sqlite/outbox.ts, which hands in how it reads a
  * row and requeue()'s own statement, so both requeue the same way.
  */

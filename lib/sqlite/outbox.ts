@@ -1,5 +1,5 @@
 /**
- * The relay outbox (docs/design.md#enqueue, #sqlite, #message-lifecycle) on node:sqlite: one row
+ * The relay outbox (docs/design.md#enqueue, #sqlite, docs/outbox.md#message-lifecycle) on node:sqlite: one row
  * per message id, inserted with ON CONFLICT (id) DO NOTHING so a resubmission stores nothing
  * twice; each batch in one transaction. A batch is first checked by the memory outbox's
  * validateOutboxBatch (ids and tx hashes lower-case, domains and nonce uint32…), so both stores

@@ -48,7 +48,7 @@ export const MIGRATIONS: readonly string[] = [
    ) STRICT;
    CREATE INDEX outbox_pending ON outbox (enqueued_at) WHERE delivered_at IS NULL;`,
 
-  // 3: message lifecycle (docs/design.md#message-lifecycle). The table is rebuilt, not altered,
+  // 3: message lifecycle (docs/outbox.md#message-lifecycle). The table is rebuilt, not altered,
   // because ALTER TABLE cannot add the table CHECKs tying status to its columns. Rows keep their
   // rowid (arrival order) and become 'delivered' or 'queued' as their delivered_at says. Open
   // rows (queued, delivering) are indexed by age for claim() and depth(); byTx reads the (chain,
@@ -109,7 +109,7 @@ export const MIGRATIONS: readonly string[] = [
   // 6: the delivery worker's attempt state in columns (docs/delivery.md#retries-pending-proofs-dead-letters),
   // read back until now from the end of last_error ("(failures F/M; pending since <ISO>, poll P)"),
   // which existing rows are read from once here; and the transaction journal
-  // (docs/delivery.md#the-transaction-journal): one row per signed transaction, recorded before
+  // (docs/transactions.md#the-transaction-journal): one row per signed transaction, recorded before
   // its broadcast, open until its slot (chain, signer, nonce) is settled. The same columns and
   // CHECKs as PostgreSQL's migration 4.
   `ALTER TABLE outbox ADD COLUMN failures INTEGER NOT NULL DEFAULT 0 CHECK (failures >= 0);
@@ -136,7 +136,7 @@ export const MIGRATIONS: readonly string[] = [
    CREATE INDEX outbox_journal_message ON outbox_journal (message_id) WHERE closed_at IS NULL;
    CREATE INDEX outbox_journal_slot ON outbox_journal (chain_id, signer, nonce) WHERE closed_at IS NULL;`,
 
-  // 7: the change version of status push (lib/outbox.ts VersionedRecord, docs/design.md#change-feed).
+  // 7: the change version of status push (lib/outbox.ts VersionedRecord, docs/outbox.md#change-feed).
   // One counter for the whole file: every insert, and every update that changes what a status
   // shows, gives the row the next number. SQLite has one writer at a time, so the numbers follow
   // the commit order and the store's watcher finds everything committed since its last look as
@@ -154,7 +154,7 @@ export const MIGRATIONS: readonly string[] = [
      UPDATE outbox SET version = (SELECT max(version) FROM outbox) + 1 WHERE rowid = NEW.rowid;
    END;`,
 
-  // 8: gas payments (docs/delivery.md#gas-payment-enforcement): the InterchainGasPaymaster's
+  // 8: gas payments (docs/gas.md#gas-payment-enforcement): the InterchainGasPaymaster's
   // GasPayment logs for a message, one row per log (transaction hash, log index), beside the
   // outbox rather than in it. Amounts are uint256, so decimal text. The same columns and CHECKs
   // as PostgreSQL's migration 8.
@@ -169,7 +169,7 @@ export const MIGRATIONS: readonly string[] = [
    ) STRICT, WITHOUT ROWID;
    CREATE INDEX gas_payments_message ON gas_payments (message_id);`,
 
-  // 9: the gas book (docs/delivery.md#gas-already-spent): on the message's row the gas
+  // 9: the gas book (docs/gas.md#gas-already-spent): on the message's row the gas
   // onChainFeeQuoting required at its last estimate (NULL before one) and the gas (and wei) its
   // reverted transactions spent, summed; beside it one row per such transaction, by hash, so a
   // receipt seen twice counts once. Decimal text like the payments. Existing rows start with
@@ -205,7 +205,7 @@ export const MIGRATIONS: readonly string[] = [
        WHERE id = NEW.message_id AND destination = NEW.destination;
    END;`,
 
-  // 11: signer leases (docs/delivery.md#one-worker-per-key): one row per (chain, signer), the
+  // 11: signer leases (docs/transactions.md#one-worker-per-key): one row per (chain, signer), the
   // worker holding it and until when; a row outlives its release (lapsed, with its last holder).
   // The journal refuses a broadcast of a signer whose live lease is another's. The same columns
   // and CHECKs as PostgreSQL's migration 12.

@@ -1,5 +1,5 @@
 /**
- * Signer leases on node:sqlite (docs/delivery.md#one-worker-per-key): `signer_leases` (migration
+ * Signer leases on node:sqlite (docs/transactions.md#one-worker-per-key): `signer_leases` (migration
  * 11), one row per (chain, signer), kept after a release (lapsed, with its last holder). acquire
  * reads and writes in one IMMEDIATE transaction, which holds the database's write lock, so two
  * workers on one file never both take a signer; renew and release are single conditional UPDATEs

@@ -1,5 +1,5 @@
 /**
- * The outbox's versioned reads on node:sqlite (docs/design.md#change-feed): get and byTx with
+ * The outbox's versioned reads on node:sqlite (docs/outbox.md#change-feed): get and byTx with
  * each row's change version, which schema migrations 7 and 10's triggers keep, and the message's
  * gas payments read in the same statement (what a status event shows: docs/api.md#status-events).
  * A table of its own for the store's worker, beside the outbox's.

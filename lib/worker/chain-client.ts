@@ -1,8 +1,8 @@
 /**
- * The viem client of one configured chain (docs/delivery.md#transactions): its RPC URLs in order,
+ * The viem client of one configured chain (docs/transactions.md#transactions): its RPC URLs in order,
  * each request bounded, the chain id from the config or, when the config has none, from the node,
  * and `eth_sendRawTransaction` refused unless `mayBroadcast` says this worker holds the signer's
- * lease there (docs/delivery.md#one-worker-per-key).
+ * lease there (docs/transactions.md#one-worker-per-key).
  */
 import {
   createPublicClient,

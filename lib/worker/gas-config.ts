@@ -1,5 +1,5 @@
 /**
- * The gas gate of a relayer config (docs/delivery.md#gas-payment-enforcement): its
+ * The gas gate of a relayer config (docs/gas.md#gas-payment-enforcement): its
  * gasPaymentEnforcement and transactionGasLimit, the outbox's stored payments, and each origin
  * chain's InterchainGasPaymaster read over that chain's RPC URLs for top-ups.
  */
@@ -13,7 +13,7 @@ import type { DeliveryOutbox, DeliveryPolicy } from './types.ts';
 
 /**
  * The outbox a relayer worker is given: the delivery API and, for gas payment enforcement, its
- * payments and gas book (docs/delivery.md#gas-already-spent).
+ * payments and gas book (docs/gas.md#gas-already-spent).
  */
 export type RelayerWorkerOutbox = DeliveryOutbox & Partial<GasPaymentStore> & Partial<GasBookStore>;
 

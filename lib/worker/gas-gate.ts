@@ -1,6 +1,6 @@
 /**
  * Gas payment enforcement and the gas limit in the delivery loop
- * (docs/delivery.md#gas-payment-enforcement): the pure policy of lib/gas-policy.ts applied to the
+ * (docs/gas.md#gas-payment-enforcement): the pure policy of lib/gas-policy.ts applied to the
  * payments stored with a message, and to the ones made later (top-ups) that the origin chain's
  * InterchainGasPaymaster logged, found with `eth_getLogs` (topic1 = the message id) and stored.
  *
@@ -9,7 +9,7 @@
  *   `onChainFeeQuoting`, some gas left after what was spent). An unpaid message costs no gateway
  *   request and no estimate.
  * - Once `process` is estimated: `onChainFeeQuoting`'s gas check (the gas paid for, less what the
- *   relayer's own reverted transactions already spent, docs/delivery.md#gas-already-spent), the
+ *   relayer's own reverted transactions already spent, docs/gas.md#gas-already-spent), the
  *   required gas kept with the message, and the gas limit to sign (processGasLimit: the estimate
  *   plus the margin, or the gas paid for and not spent, never above `transactionGasLimit`; an
  *   estimate above it is not sent).

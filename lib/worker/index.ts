@@ -128,7 +128,7 @@ export interface RelayerWorkerOptions {
   localAddresses?: LocalAddresses;
   /** Queued + delivering, for the heartbeat (the outbox's depth()). */
   depth?: () => Promise<number>;
-  /** This process in the signer leases (docs/delivery.md#one-worker-per-key); default host, pid and a random suffix. */
+  /** This process in the signer leases (docs/transactions.md#one-worker-per-key); default host, pid and a random suffix. */
   holder?: string;
   /**
    * What wakes the loop on new work (docs/delivery.md#throughput): default the outbox's change
@@ -145,7 +145,7 @@ export interface RelayerWorker {
   address: Hex;
   /** Chain ids and balances of the destinations, and the heartbeat (lib/worker/watch.ts). */
   watch: WorkerWatch;
-  /** Its signer leases (docs/delivery.md#one-worker-per-key): run() waits for all; a loss stops it (lost() says why). */
+  /** Its signer leases (docs/transactions.md#one-worker-per-key): run() waits for all; a loss stops it (lost() says why). */
   signers: Pick<SignerHolds, 'holder' | 'lost' | 'lease'>;
   /** The signers' state on every destination (docs/workers.md#signers): what `GET /signers` serves. */
   signersView(): Promise<SignerView[]>;
@@ -189,7 +189,7 @@ export async function createRelayerWorker(options: RelayerWorkerOptions): Promis
   const signer = account.address.toLowerCase();
   const keys: NamedSignerKey[] = [];
   const viewChains: SignerViewChain[] = [];
-  // Nothing is broadcast for a chain without this signer's lease there (docs/delivery.md#one-worker-per-key).
+  // Nothing is broadcast for a chain without this signer's lease there (docs/transactions.md#one-worker-per-key).
   let stop = async () => {};
   const holds = workerSignerHolds({ ...options, logger, keys, onLost: () => void stop() });
   for (const name of config.relayChains) {

@@ -1,5 +1,5 @@
 /**
- * One worker per key (docs/delivery.md#one-worker-per-key): before a worker sends anything for a
+ * One worker per key (docs/transactions.md#one-worker-per-key): before a worker sends anything for a
  * (destination chain, signer) it takes that signer's lease in the outbox, and keeps it renewed a
  * third of the way through. A second process with the same key waits, saying who holds it and
  * until when, and sends nothing; when the holder stops (it releases the lease) or dies (its lease

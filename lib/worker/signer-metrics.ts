@@ -1,5 +1,5 @@
 /**
- * What the transaction senders tell (docs/delivery.md#gaps), as log lines and metrics: one info
+ * What the transaction senders tell (docs/transactions.md#gaps), as log lines and metrics: one info
  * line per broadcast, replacement, re-broadcast and gap, with the chain, the signer, the nonce,
  * the hash, the fees and the message; counters of re-broadcasts, replacements and gaps healed; and
  * the age of the lowest nonce each signer has open, read at scrape time.

@@ -1,5 +1,5 @@
 /**
- * Where the worker looks for gas payments made after intake (top-ups), docs/delivery.md#top-ups:
+ * Where the worker looks for gas payments made after intake (top-ups), docs/gas.md#top-ups:
  * the origin chain's InterchainGasPaymaster logs, read with `eth_getLogs` in block ranges of at most
  * `chains.NAME.index.chunk` blocks, never "from the start of the chain" (most providers refuse
  * large ranges, and a range they accept can still answer too many logs to read).

@@ -15,7 +15,7 @@ import type {
 import type { TransactionJournal } from './tx/journal.ts';
 import type { SimulateResult } from './tx/types.ts';
 
-/** What the loop needs of the outbox: its consumer API and the transaction journal (docs/design.md, Leases). */
+/** What the loop needs of the outbox: its consumer API and the transaction journal (docs/outbox.md, Leases). */
 export interface DeliveryOutbox extends TransactionJournal {
   claim(
     limit: number,
@@ -55,7 +55,7 @@ export interface ProcessOptions {
 export type Resumed = Processed | { status: 'dropped' } | { status: 'open'; detail: string };
 
 /**
- * The operator's limits on what a delivery may cost (docs/delivery.md#hostile-recipients), asked by
+ * The operator's limits on what a delivery may cost (docs/hostile-recipients.md#hostile-recipients), asked by
  * the loop before anything is spent on a message and once its `process` is estimated
  * (lib/worker/gas-gate.ts builds the one from a relayer config).
  */

@@ -1,9 +1,9 @@
 /**
- * Gas payments at intake, end to end (docs/delivery.md#gas-payment-enforcement): Hyperlane's real
+ * Gas payments at intake, end to end (docs/gas.md#gas-payment-enforcement): Hyperlane's real
  * InterchainGasPaymaster and StorageGasOracle on anvil, transfers that pay it in the same
  * transaction (paid, unpaid, underpaid, paid for another destination) and a top-up sent later,
  * relayed by the real bin/relayer-server.ts; GET /relay/{id} shows what the paymaster logged.
- * Then the gas book in the delivery worker (docs/delivery.md#gas-already-spent), under
+ * Then the gas book in the delivery worker (docs/gas.md#gas-already-spent), under
  * onChainFeeQuoting: GET /relay/{id} shows the gas the worker's estimate required, and the gas a
  * transaction of ours spent when a recipient made it revert once mined, deducted from the gas paid
  * for; under minimum, the wei it cost deducted from the payment. Expected amounts come from the paymaster's own quote, the GasPayment logs decoded by viem,
@@ -395,7 +395,7 @@ describe('the gas book in the delivery worker: onChainFeeQuoting and minimum on 
     });
   });
   test('minimum: the wei a reverted transaction of ours cost comes off the payment; the message waits for a top-up', async () => {
-    // docs/delivery.md#gas-already-spent. Paid 1 gwei over the minimum; our transaction reverts
+    // docs/gas.md#gas-already-spent. Paid 1 gwei over the minimum; our transaction reverts
     // when mined and costs far more than that (gasUsed × its effective gas price, from the receipt).
     const [m] = await bench.dispatch(1, minimumSwitch);
     await paymaster.topUp(m.id as Hex, DESTINATION.domain, MINIMUM_GAS + 1n);

@@ -1,5 +1,5 @@
 /**
- * lib/worker/tx/sender.ts against a real node (anvil) and the real Mailbox (docs/delivery.md,
+ * lib/worker/tx/sender.ts against a real node (anvil) and the real Mailbox (docs/transactions.md,
  * Transactions): a transaction held unmined is replaced with bumped fees and the replacement's
  * receipt returned; concurrent sends take consecutive nonces; a nonce used behind the sender's
  * back is re-read; simulation surfaces the Mailbox's revert reasons. Waiting runs on the injected
@@ -197,7 +197,7 @@ describe('e2e: transaction sender on anvil (lib/worker/tx/sender.ts)', { timeout
       'no other receipt is read',
     );
     // The head is read to wait for the next block after the read that found no receipt (at most
-    // once here: none when the look at the head already shows the nonce used, docs/delivery.md#gaps),
+    // once here: none when the look at the head already shows the nonce used, docs/transactions.md#gaps),
     // never to count the depth of one confirmation.
     assert.ok(asked.filter((m) => m === 'eth_blockNumber').length <= receipts.nulls, asked.join(', '));
     const tx = await chain.publicClient.getTransaction({ hash: receipt.transactionHash });
@@ -275,7 +275,7 @@ describe('e2e: transaction sender on anvil (lib/worker/tx/sender.ts)', { timeout
   });
 
   test('gasPriceCap: a base fee above it waits (fee), nothing signed; then nothing signed above it, replacements too', async () => {
-    // docs/delivery.md#hostile-recipients: the cap bounds the first send and every replacement
+    // docs/hostile-recipients.md#hostile-recipients: the cap bounds the first send and every replacement
     // (min(3 × the fresh suggestion, cap)); a replacement that cannot fit is not made.
     const gwei = 1_000_000_000n;
     const cap = 3n * gwei;

@@ -192,7 +192,7 @@ describe('e2e: relayer-worker on the CCTP V2 route, through CCIP-read', { timeou
     }
   });
 
-  test('docs/delivery.md#ccip-read-to-public-addresses-only: CCIP-read URLs naming a loopback address are refused unsent', async (t) => {
+  test('docs/hostile-recipients.md#ccip-read-to-public-addresses-only: CCIP-read URLs at a loopback address are refused unsent', async (t) => {
     // The router's URLs name a loopback canary, in every spelling: each is refused without a request
     // (forbidden, counted, final after maxAttempts) and the canary hears nothing; origins that are allowed
     // reach it.

@@ -1,6 +1,6 @@
 /**
  * The delivery worker against a node whose replies lie or get lost, and against a worker killed
- * with a transaction pending (docs/delivery.md#the-transaction-journal, #transactions, #nonces),
+ * with a transaction pending (docs/transactions.md#the-transaction-journal, #transactions, #nonces),
  * judged by the chain: each message delivered once and sent under one nonce (every signed
  * transaction that reached the node is decoded back to its message), no reverted transaction,
  * the signer's nonces used without a gap, its pool empty and the journal settled at the end.
@@ -223,7 +223,7 @@ describe('e2e: the worker against a lying node and a killed worker (the chain is
     // shell, a backup) while the process transaction waits in the pool; then it is mined, and the
     // worker's markDelivered (and its lease renewals) answer SQLITE_BUSY. The worker records it
     // again once the store answers, in the same attempt, without counting a failure
-    // (docs/delivery.md#the-transaction-journal).
+    // (docs/transactions.md#the-transaction-journal).
     await scenario(
       'store-locked.db',
       6,

@@ -1,5 +1,5 @@
 /**
- * Gaps on anvil with the worker's defaults (docs/delivery.md#gaps): no timer of the worker is
+ * Gaps on anvil with the worker's defaults (docs/transactions.md#gaps): no timer of the worker is
  * shortened (replaceAfterBlocks, replaceAfterSeconds, retries, polls are its own); only the chain's
  * block time is the test's (a block every 2 s, mined by the test so that a drop happens between two
  * blocks). The destination is reached through the lying JSON-RPC proxy (test/helpers/chain/lying-rpc.ts):
@@ -164,7 +164,7 @@ const metric = (w: InProcessWorker, name: string) =>
     .filter((l) => l.startsWith(name))
     .reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
 
-describe('e2e: gaps healed with the worker defaults, the chain as the judge (docs/delivery.md#gaps)', {
+describe('e2e: gaps healed with the worker defaults, the chain as the judge (docs/transactions.md#gaps)', {
   timeout: 600_000,
 }, () => {
   test('the lowest pending transaction dropped three times: each gap filled within 2 blocks by the same bytes', async () => {

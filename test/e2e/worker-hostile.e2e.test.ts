@@ -1,5 +1,5 @@
 /**
- * The delivery worker against senders who do not pay and recipients who cost (docs/delivery.md#hostile-recipients),
+ * The delivery worker against senders who do not pay and recipients who cost (docs/hostile-recipients.md#hostile-recipients),
  * on anvil with Hyperlane's real Mailbox, InterchainGasPaymaster and StorageGasOracle: unpaid and
  * underpaid messages wait (nothing sent) and one topped up later is delivered, the top-up found with
  * eth_getLogs; a recipient whose handle burns gas above transactionGasLimit is never sent; a message
@@ -159,7 +159,7 @@ describe('e2e: hostile input to the delivery worker on anvil', { timeout: 120_00
     assert.equal(r.failures, 0, `our mined revert was not counted as a failure (${r.lastError})`);
     assert.equal(r.attempts, 1, 'decided in the attempt whose transaction reverted');
     // Our transaction, mined after theirs in the same block, reverted: its gas is in the gas book
-    // (docs/delivery.md#gas-already-spent), as the chain's receipt says.
+    // (docs/gas.md#gas-already-spent), as the chain's receipt says.
     const { blockNumber } = await bench.chain.publicClient.getTransactionReceipt({ hash: theirs });
     const block = await bench.chain.publicClient.getBlock({ blockNumber, includeTransactions: true });
     const ours = block.transactions.find((tx) => tx.from.toLowerCase() === worker.address.toLowerCase());

@@ -1,5 +1,5 @@
 /**
- * One worker per key (docs/delivery.md#one-worker-per-key) with real relayer-worker processes on
+ * One worker per key (docs/transactions.md#one-worker-per-key) with real relayer-worker processes on
  * anvil and the real Mailbox: two, then three processes with one signing key on one SQLite file.
  * Each process reaches the node through a proxy of its own that lists every JSON-RPC method it
  * forwards, so the node side says who broadcast what; the chain says what was delivered, once.
@@ -103,7 +103,7 @@ async function waitsFor(
 }
 
 describe('e2e: one worker per key', { timeout: 300_000 }, () => {
-  test('docs/delivery.md#one-worker-per-key: a second process with the key sends nothing; takes over after SIGTERM and SIGKILL', async () => {
+  test('docs/transactions.md#one-worker-per-key: a second process on the key sends nothing; takes over after SIGTERM and SIGKILL', async () => {
     const a = await proxiedConfig();
     const b = await proxiedConfig();
     const c = await proxiedConfig();

@@ -1,5 +1,5 @@
 /**
- * Slow gateways never hold the slots other messages need (docs/delivery.md#slow-gateways), on anvil
+ * Slow gateways never hold the slots other messages need (docs/hostile-recipients.md#slow-gateways), on anvil
  * with the real Mailbox: a worker of one slot is given two messages whose CCIP-read ISM names a
  * loopback gateway that accepts and never answers, then three that need no gateway. Each hanging
  * lookup leaves the slot after worker.ccipReadHoldSeconds and goes on in the background; the three
@@ -50,7 +50,7 @@ describe('e2e: slow CCIP-read gateways on anvil', { timeout: 90_000 }, () => {
     await bench?.stop();
   });
 
-  test('docs/delivery.md#slow-gateways: at concurrency 1 never-answering lookups leave the slot; the others are delivered', async () => {
+  test('docs/hostile-recipients.md#slow-gateways: at concurrency 1 silent lookups leave the slot; the others are delivered', async () => {
     const ismC = compiledContract('HangingCcipReadIsm');
     const ism = await bench.chain.deploy(ismC.abi, ismC.bytecode, [[`${origin}/{sender}/{data}.json`]]);
     const hostile = await bench.dispatch(2, await deployTestRecipient(bench.chain, ism));

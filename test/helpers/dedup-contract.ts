@@ -1,5 +1,5 @@
 /**
- * The DedupStore contract (lib/dedup.ts, docs/design.md#deduplication, #replicas), one suite run
+ * The DedupStore contract (lib/dedup.ts, docs/design.md#deduplication, docs/replicas.md#how-replicas-agree), one suite run
  * against every engine (test/unit/store-contracts.test.ts): the per-process cache and PostgreSQL. Time
  * is a fake clock the engine was given, so windows and expiries are crossed without waiting.
  */
@@ -78,7 +78,7 @@ export function dedupContract(name: string, settings: DedupContractSettings, mak
       await h.dedup.reserve(KEY);
     });
 
-    test('docs/design.md#replicas: a pending key is duplicate_tx, and expires pendingMs after the reservation', async () => {
+    test('docs/replicas.md#how-replicas-agree: a pending key is duplicate_tx, and expires pendingMs after the reservation', async () => {
       // So a dead request cannot hold it.
       await h.dedup.reserve(KEY); // never settled, like a replica killed mid-request
       await h.clock.advance(pendingMs - 1);
@@ -134,7 +134,7 @@ export function dedupContract(name: string, settings: DedupContractSettings, mak
       assert.equal(await h.dedup.size(), 0);
     });
 
-    test('docs/design.md#replicas: of many concurrent reservations of one key exactly one succeeds, the others are duplicate_tx', async () => {
+    test('docs/replicas.md#how-replicas-agree: of concurrent reservations of a key exactly one succeeds, the rest are duplicate_tx', async () => {
       const results = await Promise.allSettled(Array.from({ length: 12 }, async () => h.dedup.reserve(KEY)));
       assert.equal(results.filter((r) => r.status === 'fulfilled').length, 1);
       for (const r of results) {

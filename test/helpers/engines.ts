@@ -46,7 +46,7 @@ export interface Engine {
   name: string;
   /** Whether the engine has its own dedup store and rate limiter (shared between replicas). */
   limits: boolean;
-  /** How long a dedup reservation not yet committed lives on this engine (docs/design.md#replicas). */
+  /** How long a dedup reservation not yet committed lives on this engine (docs/replicas.md#how-replicas-agree). */
   dedupPendingMs(api: RelayApiSettings): number;
   open(clock: FakeClock, api?: RelayApiSettings): Promise<OpenedEngine>;
 }
@@ -125,7 +125,7 @@ const sharedSchema = sharedPostgres();
 export const postgresEngine: Engine = {
   name: 'PostgreSQL',
   limits: true,
-  // A pending reservation lives the receipt timeout + 5 s (docs/design.md#replicas).
+  // A pending reservation lives the receipt timeout + 5 s (docs/replicas.md#how-replicas-agree).
   dedupPendingMs: (api) => api.receiptTimeoutSeconds * 1000 + 5_000,
   async open(clock, api = relayApiSettings()) {
     const { pool, schema, release } = await sharedSchema.lease();

@@ -1,7 +1,7 @@
 /**
  * Every outbox engine (memory, SQLite on a file, PostgreSQL), each opened on the test's fake
  * clock, so the status endpoints and the client run on all of them
- * (docs/design.md#message-lifecycle). The SQLite store (one file) and the PostgreSQL schema are
+ * (docs/outbox.md#message-lifecycle). The SQLite store (one file) and the PostgreSQL schema are
  * shared by the tests of the test file and emptied for each (test/helpers/shared-sqlite.ts and
  * test/helpers/shared-postgres.ts say why that is safe), removed when the file's tests end.
  */

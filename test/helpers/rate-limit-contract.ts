@@ -1,5 +1,5 @@
 /**
- * The RateLimiter contract (lib/rate-limit.ts, docs/design.md#rate-limit, #replicas), one suite
+ * The RateLimiter contract (lib/rate-limit.ts, docs/design.md#rate-limit, docs/replicas.md#how-replicas-agree), one suite
  * run against every engine (test/unit/store-contracts.test.ts): the per-process bucket and PostgreSQL.
  */
 import assert from 'node:assert/strict';
@@ -74,7 +74,7 @@ export function rateLimitContract(name: string, make: MakeLimiter): void {
       assert.deepEqual(await h.limiter.take(), { ok: false, retryAfterSeconds: 30 });
     });
 
-    test('docs/design.md#replicas: concurrent takes never pass more than the tokens there are', async () => {
+    test('docs/replicas.md#how-replicas-agree: concurrent takes never pass more than the tokens there are', async () => {
       const h = await setup(7, 1);
       const results = await Promise.all(Array.from({ length: 20 }, async () => h.limiter.take()));
       assert.equal(results.filter((r) => r.ok).length, 7);

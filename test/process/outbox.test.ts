@@ -106,7 +106,7 @@ describe('SQLite outbox persistence', () => {
   });
 });
 
-describe('SQLite outbox across processes (docs/design.md#message-lifecycle)', () => {
+describe('SQLite outbox across processes (docs/outbox.md#message-lifecycle)', () => {
   const children = new Set<ChildProcess>();
   after(() => {
     for (const child of children) child.kill('SIGKILL');
@@ -148,7 +148,7 @@ describe('SQLite outbox across processes (docs/design.md#message-lifecycle)', ()
   });
 });
 
-describe('SQLite schema migration 3 (docs/design.md#message-lifecycle)', () => {
+describe('SQLite schema migration 3 (docs/outbox.md#message-lifecycle)', () => {
   test('a version-2 database keeps its rows, arrival order and delivery times; they become queued or delivered', async () => {
     const file = freshFile();
     const old = new DatabaseSync(file);
@@ -248,7 +248,7 @@ async function postgresSchemaFrom(version: number) {
   }
 }
 
-describe('outbox migrations for expired-lease counting (docs/design.md#leases)', () => {
+describe('outbox migrations for expired-lease counting (docs/outbox.md#leases)', () => {
   test('SQLite migration 5: rows of a version-4 file start with leaseExpiries 0; the table refuses a negative count', async () => {
     const { file, m } = sqliteFileAt(4);
     const store = await openSqliteStore(file, { clock: createFakeClock(1_700_000_001_000) });
@@ -285,7 +285,7 @@ describe('outbox migrations for expired-lease counting (docs/design.md#leases)',
   });
 });
 
-describe('outbox migrations of the gas book (docs/delivery.md#gas-already-spent)', () => {
+describe('outbox migrations of the gas book (docs/gas.md#gas-already-spent)', () => {
   test('SQLite migration 9: a version-8 row has nothing spent nor required; the columns refuse what is not a uint256', async () => {
     const { file, m } = sqliteFileAt(8);
     const store = await openSqliteStore(file, { clock: createFakeClock(1_700_000_001_000) });
@@ -375,7 +375,7 @@ describe('outbox migrations of status events with gas_payment (docs/api.md#statu
   });
 });
 
-describe('lease time is read where the lock is held, not when the call was sent (docs/design.md#leases)', () => {
+describe('lease time is read where the lock is held, not when the call was sent (docs/outbox.md#leases)', () => {
   test('SQLite: a claim that waited for the write lock gets its whole lease from when it got the lock', async () => {
     // The claim waits 300 ms; so do extend and markDelivered.
     const file = freshFile();

@@ -1,6 +1,6 @@
 /**
  * relayer-server on a PostgreSQL pool of one connection (`pool_size=1`): the change feed's LISTEN
- * has a connection of its own outside the pool (docs/design.md#change-feed), so a status stream
+ * has a connection of its own outside the pool (docs/outbox.md#change-feed), so a status stream
  * open does not leave requests waiting for the pool's only connection. The real bin on a database
  * of the suite's PostgreSQL server; the receipts from a fake JSON-RPC server over loopback; the
  * status changed by another connection, as a relayer-worker would.

@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL store (relayer-api/postgres, docs/design.md#postgresql, #replicas) beyond the
+ * The PostgreSQL store (relayer-api/postgres, docs/design.md#postgresql, docs/replicas.md#how-replicas-agree) beyond the
  * engine contracts (test/unit/store-contracts.test.ts): migrations under the advisory lock, restarts,
  * a database that goes away and comes back, and what its errors reveal. On a real server from npm.
  */
@@ -193,7 +193,7 @@ describe('PostgreSQL schema and migrations', () => {
     }
   });
 
-  test('docs/design.md#replicas: without an injected clock the database clock dates reservations (replicas agree)', async () => {
+  test('docs/replicas.md#how-replicas-agree: without an injected clock the database clock dates reservations (replicas agree)', async () => {
     const t = await testSchema();
     try {
       const store = await openPostgresStore(t.pool, { relayApi, schema: t.schema });

@@ -1,6 +1,6 @@
 /**
  * Several relayer-server replicas on one PostgreSQL database behave as one server
- * (docs/design.md#replicas): real `bin/relayer-server.ts` child processes, a real PostgreSQL
+ * (docs/replicas.md#how-replicas-agree): real `bin/relayer-server.ts` child processes, a real PostgreSQL
  * server from npm, the receipts from a fake JSON-RPC server over loopback. The database URL
  * reaches the replicas through RELAYER_DB, as an operator keeps a password out of the process list.
  *
@@ -21,7 +21,7 @@ import { startTestPostgres } from '../helpers/postgres.ts';
 import { launchRelayerServer, relayerServerRefusal, SERVER_BIN, type RelayerProcess } from '../helpers/server.ts';
 
 const RECEIPT_TIMEOUT_S = 2;
-/** docs/design.md#replicas: a pending reservation of a replica that died expires after receiptTimeoutSeconds + 5 s. */
+/** docs/replicas.md#how-replicas-agree: a pending reservation of a replica that died expires after receiptTimeoutSeconds + 5 s. */
 const PENDING_BOUND_MS = (RECEIPT_TIMEOUT_S + 5) * 1000;
 
 let server: EmbeddedPostgres;
@@ -90,7 +90,7 @@ after(async () => {
   await server?.remove();
 });
 
-describe('three replicas on one PostgreSQL database (docs/design.md#replicas)', () => {
+describe('three replicas on one PostgreSQL database (docs/replicas.md#how-replicas-agree)', () => {
   let three: Replica[];
   let db: pg.Pool;
 
@@ -274,7 +274,7 @@ describe('three replicas on one PostgreSQL database (docs/design.md#replicas)', 
   });
 });
 
-describe('the global rate limit across replicas (docs/design.md#replicas)', () => {
+describe('the global rate limit across replicas (docs/replicas.md#how-replicas-agree)', () => {
   test('burst B configured: across three replicas at most B requests pass, the rest are rate_limited', async () => {
     const BURST = 8;
     const url = await createDatabase('burst');
@@ -315,7 +315,7 @@ describe('relayer-server without the optional pg package (docs/design.md#postgre
   });
 });
 
-describe('the database password stays secret (docs/design.md#the-server-binary, #replicas)', () => {
+describe('the database password stays secret (docs/design.md#the-server-binary, docs/replicas.md#how-replicas-agree)', () => {
   test('no replica printed it, and a start-up failure shows the URL redacted', async () => {
     const password = new URL(server.url()).password;
     assert.ok(password.length >= 8);

@@ -254,11 +254,11 @@ describe('durability and schema', () => {
 });
 
 /**
- * The lease rules (docs/design.md#leases) on one SQLite file shared by two stores, as two
+ * The lease rules (docs/outbox.md#leases) on one SQLite file shared by two stores, as two
  * processes (a relayer-server and a worker, or two workers) share it: each store has its own
  * worker thread and connection, so what one claims the other sees only through the file.
  */
-describe('leases on one SQLite file, two stores (docs/design.md#leases)', () => {
+describe('leases on one SQLite file, two stores (docs/outbox.md#leases)', () => {
   const DEST_TX = `0x${'de'.repeat(32)}`;
 
   test('a live lease is exclusive across stores; once expired the other takes it over and the old lease is void', async () => {

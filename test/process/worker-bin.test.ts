@@ -274,7 +274,7 @@ test("docs/configuration.md#stated-gas-policy: each opt-out is warned at start; 
   });
 });
 
-test('docs/design.md#listing-and-bulk-requeue: list shows what is stuck; requeue --status failed puts it back', async () => {
+test('docs/outbox.md#listing-and-bulk-requeue: list shows what is stuck; requeue --status failed puts it back', async () => {
   // list filters, one line a message; requeue --status failed puts back every failed message of a destination.
   const db = join(dir, 'list.db');
   const config = join(dir, 'list.json');

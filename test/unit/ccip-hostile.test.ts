@@ -1,5 +1,5 @@
 /**
- * CCIP-read to public addresses only (docs/delivery.md#hostile-recipients): a stranger's ISM names
+ * CCIP-read to public addresses only (docs/hostile-recipients.md#hostile-recipients): a stranger's ISM names
  * the gateway URLs, so a URL at a loopback, private, link-local… address, in any spelling, or a
  * name resolving to one, is refused before any request, and the refusal says nothing per URL. The
  * connection goes to the address checked (no DNS rebinding), origins the operator allows are

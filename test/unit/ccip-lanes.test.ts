@@ -1,5 +1,5 @@
 /**
- * Slow gateways off the delivery loop's slots (docs/delivery.md#slow-gateways): a lookup holds its
+ * Slow gateways off the delivery loop's slots (docs/hostile-recipients.md#slow-gateways): a lookup holds its
  * message's slot for at most holdMs, then goes on in the background and the message is given back
  * (busy); its next claim takes the outcome; a message known to be slow starts in the background at
  * once. Driven with an injected clock and scripted readers: no gateway, no real waiting.
@@ -61,7 +61,7 @@ async function settleWithin(clock: FakeClock, ms: number, read: { state: { done:
   assert.ok(read.state.done, `settled within ${ms} ms`);
 }
 
-describe('CCIP-read lanes: slow lookups leave the slot (docs/delivery.md#slow-gateways)', () => {
+describe('CCIP-read lanes: slow lookups leave the slot (docs/hostile-recipients.md#slow-gateways)', () => {
   test('a lookup that answers within holdMs is answered in the slot, nothing left in the background', async () => {
     const r = rig();
     const a = start(r.lanes, 1);

@@ -1,6 +1,6 @@
 /**
  * Where a CCIP-read gateway URL may lead (lib/worker/ccip/target.ts,
- * docs/delivery.md#hostile-recipients): an origin in `worker.ccipReadAllowOrigins` is that origin
+ * docs/hostile-recipients.md#hostile-recipients): an origin in `worker.ccipReadAllowOrigins` is that origin
  * exactly, after URL normalisation. A host that merely begins with an allowed one
  * (`127.0.0.10`, `127.0.0.1.attacker.example`) or the same host on another port is held to the
  * public-address rule like any stranger's.
@@ -25,7 +25,7 @@ const resolve = resolverOf({
   'gw.example': ['93.184.215.14', '2606:2800:21f:cb07:6820:80da:af6b:8b2c'],
 });
 
-describe('worker.ccipReadAllowOrigins (docs/delivery.md#hostile-recipients)', () => {
+describe('worker.ccipReadAllowOrigins (docs/hostile-recipients.md#hostile-recipients)', () => {
   test('an allowed origin admits exactly itself: its host and port as written, in any spelling', async () => {
     const allowOrigins = normalizeOrigins(['http://127.0.0.1', 'http://gw.internal:8080/']);
     for (const url of ['http://127.0.0.1/x', 'http://2130706433:80/y', 'http://GW.internal:8080/z']) {
@@ -56,7 +56,7 @@ describe('worker.ccipReadAllowOrigins (docs/delivery.md#hostile-recipients)', ()
   });
 });
 
-describe('gateway targets (docs/delivery.md#hostile-recipients)', () => {
+describe('gateway targets (docs/hostile-recipients.md#hostile-recipients)', () => {
   const allowOrigins = normalizeOrigins([]);
   const texts = (check: Awaited<ReturnType<typeof checkGatewayTarget>>) =>
     check.ok ? check.target.addresses.map((a) => a.text) : check;

@@ -1,5 +1,5 @@
 /**
- * The outbox's change feed (lib/change-feed.ts, docs/design.md#change-feed) on every engine:
+ * The outbox's change feed (lib/change-feed.ts, docs/outbox.md#change-feed) on every engine:
  * enqueues, claims and outcomes are told with their ids (and the transactions of new messages),
  * a lease renewal is not, and each visible change raises the message's version. Writes by another
  * connection reach the feed: on SQLite another store on the same file (what a relayer-worker

@@ -1,7 +1,7 @@
 /**
  * Every citation resolves (docs/design.md#design-decisions: the repository stands alone). Comments, test
  * titles and messages in lib/, bin/, test/, bench/ and scripts/ cite the documents of this
- * repository, `docs/design.md#leases` style (or `docs/design.md, Leases`): the file must exist and
+ * repository, `docs/outbox.md#leases` style (or `docs/outbox.md, Leases`): the file must exist and
  * the section must be one of its headings, anchored the way GitHub anchors them. Citations of
  * documents that are not in the repository (the design draft, a shared folder, issue numbers,
  * numbered sections of the upstream specification) are refused: they cannot be followed by a
@@ -172,14 +172,14 @@ export function citationProblems(
       continue;
     }
     if (anchor !== undefined) {
-      // `docs/design.md#storage, #replicas`: the anchors that follow name sections of the same file.
+      // `docs/design.md#storage, docs/replicas.md#how-replicas-agree`: the anchors that follow name sections of the same file.
       const more = /^(?:(?:,\s*|\s+and\s+)#[\p{L}\p{N}_-]+)*/u.exec(text.slice(m.index + whole.length))![0];
       for (const a of [anchor, ...[...more.matchAll(/#([\p{L}\p{N}_-]+)/gu)].map((x) => x[1])]) {
         if (!anchors.has(a.toLowerCase())) report(m.index, `${path}#${a}: ${path} has no such section`);
       }
       continue;
     }
-    // `docs/design.md, Leases` or `docs/api.md, "POST /relay"`: the words after the comma name a heading.
+    // `docs/outbox.md, Leases` or `docs/api.md, "POST /relay"`: the words after the comma name a heading.
     if (!path.endsWith('.md')) continue;
     // The words may run onto the next line of a comment: join the lines without their comment marks.
     const after = text
@@ -199,7 +199,7 @@ export function citationProblems(
       if (!headings.some((h) => h.startsWith(q) && !/^[\p{L}\p{N}]/u.test(h.slice(q.length))))
         report(m.index, `${whole}, "${q}": ${path} has no such heading`);
     } else if (named) {
-      // `docs/design.md, Leases: a call without…`, or the first words of a heading
+      // `docs/outbox.md, Leases: a call without…`, or the first words of a heading
       // (`docs/api.md, GET /relay)` names "GET /relay, GET /ready").
       const phrase = named[1].split(/[);:]|\.(?:\s|$)/)[0].trim();
       const startsAHeading = headings.some(
@@ -381,7 +381,7 @@ describe('the repository cites only itself', () => {
     assert.deepEqual(problems, []);
   });
 
-  test('docs/design.md and docs/delivery.md have a section for each decision the code cites', () => {
+  test('docs/ has a section for each decision the code cites, one page a topic', () => {
     const anchors = anchorsOfFile('docs/design.md')!;
     for (const section of [
       'errors',
@@ -397,17 +397,23 @@ describe('the repository cites only itself', () => {
       'sqlite',
       'postgresql',
       'timeouts',
-      'replicas',
-      'message-lifecycle',
-      'leases',
       'delivery',
     ]) {
       assert.ok(anchors.has(section), `docs/design.md#${section}`);
     }
-    // Delivery has one home, docs/delivery.md: design.md's Delivery section points there.
-    const delivery = anchorsOfFile('docs/delivery.md')!;
-    for (const section of ['the-delivery-loop', 'retries-pending-proofs-dead-letters', 'ccip-read', 'transactions']) {
-      assert.ok(delivery.has(section), `docs/delivery.md#${section}`);
+    // One page a topic: the outbox, replicas, delivery and its transactions, hostile recipients, gas.
+    const pages: Array<[string, string[]]> = [
+      ['docs/outbox.md', ['message-lifecycle', 'leases', 'change-feed']],
+      ['docs/replicas.md', ['how-replicas-agree', 'capacity-on-postgresql', 'coalesced-statements']],
+      ['docs/delivery.md', ['the-delivery-loop', 'retries-pending-proofs-dead-letters', 'ccip-read']],
+      ['docs/transactions.md', ['transactions', 'gaps', 'the-transaction-journal', 'one-worker-per-key']],
+      ['docs/hostile-recipients.md', ['hostile-recipients', 'slow-gateways']],
+      ['docs/gas.md', ['gas-payment-enforcement', 'gas-already-spent', 'gas-limit-and-fee-ceiling']],
+    ];
+    for (const [page, sections] of pages) {
+      const anchors = anchorsOfFile(page)!;
+      assert.ok(anchors, `${page} exists`);
+      for (const section of sections) assert.ok(anchors.has(section), `${page}#${section}`);
     }
     assert.equal(relative(root, join(root, 'docs', 'design.md')), join('docs', 'design.md'));
   });

@@ -438,7 +438,7 @@ for (const engine of ENGINES) {
       }
     });
 
-    test('docs/design.md#client, #message-lifecycle: waitForDelivery polls until the message is delivered, reporting changes', async () => {
+    test('docs/design.md#client, docs/outbox.md#message-lifecycle: waitForDelivery polls until delivered, reporting changes', async () => {
       // It polls until a worker marks the message delivered, reporting each change.
       const h = await start(engine);
       try {
@@ -470,7 +470,7 @@ for (const engine of ENGINES) {
       }
     });
 
-    test('docs/design.md#client, #message-lifecycle: waitForDelivery resolves with a failed message, or gives up at its deadline', async () => {
+    test('docs/design.md#client, docs/outbox.md#message-lifecycle: waitForDelivery ends on a failed message or at its deadline', async () => {
       // It gives up with deadline_exceeded; an unknown id throws at once.
       const h = await start(engine);
       try {

@@ -122,7 +122,7 @@ test('every throw in lib/ comes from the error family', () => {
   // No new Error/TypeError/RangeError, no class extending Error outside lib/errors.ts.
   // The one exception, on purpose: relayer-server's RPC transport rejects exactly as the global
   // fetch does (a plain TypeError 'fetch failed', the reason as its cause), so the core classes its
-  // failures by the same rules whichever fetch it is given (docs/configuration.md#rpc-transport).
+  // failures by the same rules whichever fetch it is given (docs/rpc.md#rpc-transport).
   // The other, in the test tooling: the outbox contract's element whose getter throws a plain Error,
   // since an engine must store nothing whatever an element throws (docs/design.md#enqueue).
   // Anything else fails this test.

@@ -1,5 +1,5 @@
 /**
- * The fee ceiling (docs/delivery.md#hostile-recipients): `gasPriceCap` on a first send, and
+ * The fee ceiling (docs/hostile-recipients.md#hostile-recipients): `gasPriceCap` on a first send, and
  * replacements bounded by min(3 × the fresh suggestion, cap). The escalation vectors are those of
  * Hyperlane's escalator tests (rust/main/lander/src/adapter/chains/ethereum/adapter/gas_price/
  * escalator.rs), with a 10 % bump as there; where Hyperlane keeps the old price because the bound

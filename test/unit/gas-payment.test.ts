@@ -1,5 +1,5 @@
 /**
- * The InterchainGasPaymaster's GasPayment logs (docs/delivery.md#gas-payment-enforcement): strict
+ * The InterchainGasPaymaster's GasPayment logs (docs/gas.md#gas-payment-enforcement): strict
  * decoding cross-checked against viem on random logs encoded by viem, the payments of a receipt
  * that count for a message (its destination only, each log once) and their sums.
  */

@@ -1,5 +1,5 @@
 /**
- * Gas payment enforcement's policy (docs/delivery.md#gas-payment-enforcement,
+ * Gas payment enforcement's policy (docs/gas.md#gas-payment-enforcement,
  * docs/configuration.md#gas-payment-enforcement): which entry applies to a message, and whether
  * what was paid meets it. The vectors are those of Hyperlane's relayer tests
  * (rust/main/agents/relayer/src/msg/gas_payment/mod.rs and policies/*.rs), named after them.
@@ -116,7 +116,7 @@ describe('checkGasPayment: before anything is spent on the message', () => {
   });
 });
 
-describe('checkGasPayment with the gas spent (docs/delivery.md#gas-already-spent)', () => {
+describe('checkGasPayment with the gas spent (docs/gas.md#gas-already-spent)', () => {
   const [quote, free] = entries([{ type: 'onChainFeeQuoting' }, { type: 'onChainFeeQuoting', gasFraction: '0/1' }]);
   const underpaid = (message: string) => ({ ok: false, reason: 'underpaid', message });
 
@@ -145,7 +145,7 @@ describe('checkGasPayment with the gas spent (docs/delivery.md#gas-already-spent
   });
 });
 
-describe('checkGasPayment: minimum counts the wei already spent (docs/delivery.md#gas-already-spent)', () => {
+describe('checkGasPayment: minimum counts the wei already spent (docs/gas.md#gas-already-spent)', () => {
   const [minimum1000, minimum0] = entries([
     { type: 'minimum', payment: 1000 },
     { type: 'minimum', payment: 0 },

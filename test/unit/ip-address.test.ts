@@ -1,5 +1,5 @@
 /**
- * IP addresses a stranger may name (docs/delivery.md, Hostile recipients): every spelling a URL
+ * IP addresses a stranger may name (docs/hostile-recipients.md, Hostile recipients): every spelling a URL
  * host accepts, classified by the IANA special-purpose registries. Spellings are cross-checked
  * against Node's WHATWG URL parser, ranges against ipaddr.js (an independent implementation of the
  * same registries), on the table and on random addresses.

@@ -132,7 +132,7 @@ for (const engine of ENGINES) {
       }
     });
 
-    test('docs/design.md#message-lifecycle: the answer follows the lifecycle', async (t) => {
+    test('docs/outbox.md#message-lifecycle: the answer follows the lifecycle', async (t) => {
       // Delivering with attempts, back to queued with last_error, delivered with its hash and time.
       const h = await start(t, engine);
       const { hash, ids } = await h.relayTransfers(2, 1, 7);
@@ -170,7 +170,7 @@ for (const engine of ENGINES) {
       });
     });
 
-    test("docs/delivery.md#gas-payment-enforcement: POST /relay stores the receipt's gas payments; GET shows them", async (t) => {
+    test("docs/gas.md#gas-payment-enforcement: POST /relay stores the receipt's gas payments; GET shows them", async (t) => {
       // GET shows paid and required, for each message its own.
       const h = await start(
         t,
@@ -208,7 +208,7 @@ for (const engine of ENGINES) {
         gas_spent_wei: '0',
       });
       // A reverted transaction of ours cost 3 × 10^14 wei: required is the minimum plus that
-      // (docs/delivery.md#gas-already-spent), so paid < required says the message waits.
+      // (docs/gas.md#gas-already-spent), so paid < required says the message waits.
       await h.outbox.addGasSpent([{ messageId: ids[0], txHash: txHash(31), gasUsed: 21_000n, cost: 3n * 10n ** 14n }]);
       const spent = await shown(ids[0]);
       assert.deepEqual([spent.payment, spent.required_payment], [String(10n ** 15n), String(13n * 10n ** 14n)]);
@@ -232,7 +232,7 @@ for (const engine of ENGINES) {
       assert.deepEqual((await h.outbox.gasPayments([ids[0], ids[1], ids[2]])).length, 2, 'only what counts is stored');
     });
 
-    test('docs/delivery.md#gas-already-spent: gas_payment shows the required gas once estimated, and the gas spent', async (t) => {
+    test('docs/gas.md#gas-already-spent: gas_payment shows the required gas once estimated, and the gas spent', async (t) => {
       const quoting = { type: 'onChainFeeQuoting', gasFraction: { numerator: 1n, denominator: 2n } } as const;
       const h = await start(t, engine, undefined, withPaymaster([{ ...quoting, matchingList: [] }]));
       const { hash, ids } = await h.relayTransfers(32, 2, 80);
@@ -253,7 +253,7 @@ for (const engine of ENGINES) {
       );
     });
 
-    test('docs/delivery.md#gas-already-spent: required_gas_amount is null under a policy other than onChainFeeQuoting', async (t) => {
+    test('docs/gas.md#gas-already-spent: required_gas_amount is null under a policy other than onChainFeeQuoting', async (t) => {
       const h = await start(t, engine, undefined, withPaymaster([{ type: 'minimum', payment: 1n, matchingList: [] }]));
       const { ids } = await h.relayTransfers(34, 1, 90);
       // Stored under an earlier configuration: not what this policy requires.
@@ -263,7 +263,7 @@ for (const engine of ENGINES) {
       assert.equal(shown.required_payment, '1');
     });
 
-    test('docs/delivery.md#gas-payment-enforcement: a malformed GasPayment log of the paymaster is 500 and stores nothing', async (t) => {
+    test('docs/gas.md#gas-payment-enforcement: a malformed GasPayment log of the paymaster is 500 and stores nothing', async (t) => {
       const h = await start(t, engine, undefined, withPaymaster([]));
       const hash = txHash(31);
       const id = messageId(hyperlaneMessage({ nonce: 70, origin: 1, destination: 8453 }));
@@ -275,7 +275,7 @@ for (const engine of ENGINES) {
       assert.deepEqual(await h.outbox.gasPayments([id]), []);
     });
 
-    test('docs/design.md#message-lifecycle: a message the worker gave up on answers failed', async (t) => {
+    test('docs/outbox.md#message-lifecycle: a message the worker gave up on answers failed', async (t) => {
       const h = await start(t, engine);
       const { hash, ids } = await h.relayTransfers(3, 1, 1);
       const [claimed] = await h.outbox.claim(1, 60_000);

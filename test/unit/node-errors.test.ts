@@ -1,5 +1,5 @@
 /**
- * What a node said, sorted (docs/delivery.md#transactions): a revert is told by its data or class
+ * What a node said, sorted (docs/transactions.md#transactions): a revert is told by its data or class
  * before the node's words are read, because the reason after "execution reverted:" is the
  * contract's text, which anyone deploying a recipient writes. The errors are viem's own, from a
  * viem client asking a JSON-RPC server on a loopback port that answers as geth does.

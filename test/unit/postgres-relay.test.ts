@@ -239,7 +239,7 @@ describe('PostgreSQL hot path of POST /relay (docs/design.md, Storage)', () => {
   });
 
   for (const way of ['admission', 'dedup store'] as const) {
-    test(`docs/design.md#capacity-on-postgresql (${way}): a row count kept by every write says when the table is full`, async (t) => {
+    test(`docs/replicas.md#capacity-on-postgresql (${way}): a row count kept by every write says when the table is full`, async (t) => {
       // No reservation counts the live rows; the row count kept by every insert and delete says when the table
       // is full, at once across replicas.
       const db = await testSchema();
@@ -448,7 +448,7 @@ async function coalescing(t: { after(fn: () => unknown): void }, burst = 1000) {
 const ALONE = /UPDATE "[^"]+"\.dedup SET committed = true, expires_at = .* WHERE key = \$2 AND token = \$3/s;
 const TOGETHER = /FROM unnest\(\$1::text\[\], \$2::uuid\[\], \$3::float8\[\]\)/;
 
-describe('completes coalesced into shared statements (docs/design.md#coalesced-statements)', () => {
+describe('completes coalesced into shared statements (docs/replicas.md#coalesced-statements)', () => {
   test('twelve relays completing at once: two statements go out alone, the ten waiting share the third', async (t) => {
     // Alone again afterwards, the statement of today.
     const h = await coalescing(t);
@@ -484,7 +484,7 @@ describe('completes coalesced into shared statements (docs/design.md#coalesced-s
     assert.equal(await h.reservation(13), true);
   });
 
-  test('docs/delivery.md#gas-payment-enforcement: the gas payments of the messages commit with them', async (t) => {
+  test('docs/gas.md#gas-payment-enforcement: the gas payments of the messages commit with them', async (t) => {
     // Alone and in a shared statement.
     const h = await coalescing(t);
     const admitted = await h.admit(4);
@@ -594,7 +594,7 @@ const ADMIT_ALONE = /^\s*WITH async AS \(SELECT set_config\('synchronous_commit'
 const ADMIT_TOGETHER = /FROM unnest\(\$2::text\[\]\) WITH ORDINALITY/;
 const reasonOf = (r: AdmittedRelay | RelayError) => (r instanceof Error ? r.reason : 'admitted');
 
-describe('admits coalesced into shared statements (docs/design.md#coalesced-statements)', () => {
+describe('admits coalesced into shared statements (docs/replicas.md#coalesced-statements)', () => {
   test('twelve admits at once: two alone, ten in one statement, each with its own reservation', async (t) => {
     // Tokens are in arrival order within the statement.
     // burst 6: the first admit (it counts the live rows, alone) and five more get a token.

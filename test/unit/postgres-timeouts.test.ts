@@ -156,7 +156,7 @@ describe('server-side limits on every request connection (docs/operations.md)', 
   }
 
   test('pool_size=1: the change feed listens on a connection of its own, and statements still run and are heard', async () => {
-    // docs/design.md#change-feed: relayer-server and relayer-worker open the store this way.
+    // docs/outbox.md#change-feed: relayer-server and relayer-worker open the store this way.
     const database = `pool_one_${randomBytes(4).toString('hex')}`;
     await admin.query(`CREATE DATABASE ${database}`);
     cleanups.push(() => admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`));

@@ -1,6 +1,6 @@
 /**
  * The keep-alive node:http transport relayer-server gives the core (lib/node/rpc-transport.ts,
- * docs/configuration.md#rpc-transport): what it adds to the core's fetch path. The outcomes of
+ * docs/rpc.md#rpc-transport): what it adds to the core's fetch path. The outcomes of
  * every RPC fault (timeouts, resets, HTTP errors, bounded bodies, redaction) are the same suites
  * as the global fetch's: test/unit/rpc-faults.test.ts and test/unit/rpc-diagnostics.test.ts run both.
  *
@@ -72,7 +72,7 @@ async function until(condition: () => boolean, what: string): Promise<void> {
 
 const signal = () => new AbortController().signal;
 
-describe('node:http RPC transport (docs/configuration.md#rpc-transport)', () => {
+describe('node:http RPC transport (docs/rpc.md#rpc-transport)', () => {
   const transport = createRpcTransport({ maxSocketsPerOrigin: 4 });
   after(() => transport.close());
   const rpc = createRpcClient({ fetch: transport.fetch });

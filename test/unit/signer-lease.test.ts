@@ -1,5 +1,5 @@
 /**
- * The worker's hold on its signer leases (lib/worker/signer-lease.ts, docs/delivery.md#one-worker-per-key)
+ * The worker's hold on its signer leases (lib/worker/signer-lease.ts, docs/transactions.md#one-worker-per-key)
  * on the in-memory outbox and a fake clock: who waits and what it logs, the takeover, a lease lost
  * to another worker, and the node client that refuses to broadcast without the lease.
  */
@@ -44,7 +44,7 @@ function holds(outbox: ReturnType<typeof createMemoryOutbox>, clock: FakeClock, 
   return { h, lines: l.lines, lost };
 }
 
-test('docs/delivery.md#one-worker-per-key: a second holder waits, says who holds the key, and takes over at the release', async () => {
+test('docs/transactions.md#one-worker-per-key: a second holder waits, says who holds the key, and takes over at the release', async () => {
   const clock = createFakeClock(1_700_000_000_000);
   const outbox = createMemoryOutbox(clock);
   const a = holds(outbox, clock, 'worker-a');
@@ -89,7 +89,7 @@ test('docs/delivery.md#one-worker-per-key: a second holder waits, says who holds
   await b.h.release();
 });
 
-test('docs/delivery.md#one-worker-per-key: a holder whose renewals fail past the lease loses it, and its records are refused', async () => {
+test('docs/transactions.md#one-worker-per-key: a holder whose renewals fail past the lease loses it; its records are refused', async () => {
   const clock = createFakeClock(1_700_000_000_000);
   const outbox = createMemoryOutbox(clock);
   let down = false;
@@ -143,7 +143,7 @@ test('docs/delivery.md#one-worker-per-key: a holder whose renewals fail past the
   await a.release();
 });
 
-test('docs/delivery.md#one-worker-per-key: the node client refuses eth_sendRawTransaction without the lease, passes it with', async () => {
+test('docs/transactions.md#one-worker-per-key: the client refuses eth_sendRawTransaction without the lease, passes it with', async () => {
   const asked: string[] = [];
   let held = false;
   const transport = sendGuard(

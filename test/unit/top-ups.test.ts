@@ -1,5 +1,5 @@
 /**
- * The worker's search for gas payment top-ups (lib/worker/top-ups.ts, docs/delivery.md#top-ups):
+ * The worker's search for gas payment top-ups (lib/worker/top-ups.ts, docs/gas.md#top-ups):
  * bounded block ranges, new blocks first and then back toward the origin transaction, at most
  * `maxRequests` requests per check, nothing read twice and nothing skipped, a failure half-way
  * resumed where it stopped. Against a scripted origin node; the real node: test/e2e/worker-hostile.
@@ -41,7 +41,7 @@ function node(o: { origin: bigint | undefined; head: bigint; chunk?: number }) {
 
 const keep = async () => {};
 
-describe('top-up search (docs/delivery.md#top-ups)', () => {
+describe('top-up search (docs/gas.md#top-ups)', () => {
   test('newest range first, then back toward the origin block, at most maxRequests per check', async () => {
     const n = node({ origin: 5_000n, head: 10_000n, chunk: 1_000 });
     const search = createTopUpSearch({ maxRequests: 3 });

@@ -1,5 +1,5 @@
 /**
- * What a followed slot does at a new head (lib/worker/tx/gaps.ts, docs/delivery.md#gaps): the
+ * What a followed slot does at a new head (lib/worker/tx/gaps.ts, docs/transactions.md#gaps): the
  * rules one by one, then a property over a model of a node (mined count, pool, geth's pending
  * count that stops at a gap) and the journal, driven with random sends (accepted, refused, outcome
  * unknown), replacements, drops from the pool, mined blocks and restarts, where every head runs the rules for
@@ -26,7 +26,7 @@ const look = (l: Partial<SlotLook>): SlotLook => ({
   ...l,
 });
 
-describe('gaps: the move of a slot at a new head (docs/delivery.md#gaps)', () => {
+describe('gaps: the move of a slot at a new head (docs/transactions.md#gaps)', () => {
   test('the nonce the chain expects, lost by the node: re-broadcast at once, whatever its age', () => {
     assert.deepEqual(nextMove(look({ known: false }), view({}), RULES), { do: 'rebroadcast' });
     assert.deepEqual(nextMove(look({ known: true }), view({}), RULES), { do: 'wait' });
@@ -236,7 +236,7 @@ function run(steps: Step[]): void {
     assert.ok(freed.includes(n), `nonce ${n} above the mined count is neither mined nor free: skipped`);
 }
 
-describe('gaps: healing over random sends, replacements, drops, blocks and restarts (docs/delivery.md#gaps)', () => {
+describe('gaps: healing over random sends, replacements, drops, blocks and restarts (docs/transactions.md#gaps)', () => {
   test('no nonce held by two live transactions; once sends stop, every gap is filled and nothing is skipped', () => {
     // endOnFailure: a counterexample is reported as found (sequences are at most 40 steps), not shrunk for minutes.
     fc.assert(

@@ -147,7 +147,7 @@ function setUp(
   return { clock, outbox, chain, mine, filters, calls, signed, worker, row, retried, setEstimate };
 }
 
-describe('gas payment in the delivery loop (docs/delivery.md#gas-payment-enforcement)', () => {
+describe('gas payment in the delivery loop (docs/gas.md#gas-payment-enforcement)', () => {
   test('unpaid: waits before metadata or estimate, not counted; a top-up found with eth_getLogs is stored, then delivered', async () => {
     const s = setUp({ enforcement: [{ type: 'minimum', payment: 1000n, matchingList: [] }] });
     const delays: number[] = [];
@@ -226,7 +226,7 @@ describe('gas payment in the delivery loop (docs/delivery.md#gas-payment-enforce
   });
 });
 
-describe('gas already spent and the required gas (docs/delivery.md#gas-already-spent)', () => {
+describe('gas already spent and the required gas (docs/gas.md#gas-already-spent)', () => {
   const quoting: GasPaymentEnforcement = {
     type: 'onChainFeeQuoting',
     gasFraction: { numerator: 1n, denominator: 2n },
@@ -417,7 +417,7 @@ describe('gas already spent and the required gas (docs/delivery.md#gas-already-s
   });
 });
 
-describe('transactionGasLimit in the delivery loop (docs/delivery.md#hostile-recipients)', () => {
+describe('transactionGasLimit in the delivery loop (docs/hostile-recipients.md#hostile-recipients)', () => {
   test('an estimate above it is not sent (a counted failure, gas); no gas limit signed above it', async () => {
     const s = setUp({ transactionGasLimit: 1_000_000n, estimate: 1_000_001n });
     const [result] = await s.worker.runOnce();

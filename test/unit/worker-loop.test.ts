@@ -739,7 +739,7 @@ describe('delivery errors (lib/worker/errors.ts)', () => {
   });
 });
 
-describe('delivery loop: slow gateways (docs/delivery.md#slow-gateways)', () => {
+describe('delivery loop: slow gateways (docs/hostile-recipients.md#slow-gateways)', () => {
   test('messages whose gateways never answer do not hold every slot: the others are delivered meanwhile', async () => {
     // Concurrency 2, so one gateway lookup at a time (concurrency − 1). Messages 1 and 2 name gateways
     // that never answer; 3 and 4 need none. 2 finds the lookup slot taken and is given back (busy).

@@ -1,6 +1,6 @@
 /**
  * What a node's refusal of a call or a send means to the sender (lib/worker/tx/node-errors.ts,
- * docs/delivery.md#transactions), and the broadcast that acts on it (lib/worker/tx/broadcast.ts).
+ * docs/transactions.md#transactions), and the broadcast that acts on it (lib/worker/tx/broadcast.ts).
  * The node is a JSON-RPC server on 127.0.0.1 answering in the words real nodes use (geth's
  * core/txpool errors, OpenEthereum's "already imported"); the errors are viem's own, from its
  * http transport. "Already known" says the node holds this very transaction: it is sent, whatever
@@ -94,7 +94,7 @@ async function refusedWith(words: string): Promise<unknown> {
   );
 }
 
-describe('node errors (docs/delivery.md#transactions)', () => {
+describe('node errors (docs/transactions.md#transactions)', () => {
   before(start);
   after(stop);
 

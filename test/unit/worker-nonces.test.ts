@@ -1,5 +1,5 @@
 /**
- * The nonce book of one signer on one chain (lib/worker/tx/nonces.ts, docs/delivery.md#nonces),
+ * The nonce book of one signer on one chain (lib/worker/tx/nonces.ts, docs/transactions.md#nonces),
  * checked against a model of a node and the journal over random interleavings of sends (accepted,
  * refused, outcome unknown), replacements, drops from the pool, mined blocks, restarts, slots
  * resumed from the journal (hold) and nonces used by another sender: no nonce is handed out while
@@ -173,7 +173,7 @@ function run(steps: Step[]): void {
   assert.equal(w.mined, book.state().next, 'no nonce skipped: the mined count is the top');
 }
 
-describe('nonce book (docs/delivery.md#nonces)', () => {
+describe('nonce book (docs/transactions.md#nonces)', () => {
   test('over interleavings of send / fail / replace / drop / restart / resume, no nonce is held twice and none is skipped', () => {
     // Held twice: by two live transactions.
     fc.assert(

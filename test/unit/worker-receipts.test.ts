@@ -1,6 +1,6 @@
 /**
  * What a mined transaction of a message spent without delivering it, as the transaction sender
- * records it in the gas book (lib/worker/tx/receipts.ts recordSpent; docs/delivery.md#gas-already-spent):
+ * records it in the gas book (lib/worker/tx/receipts.ts recordSpent; docs/gas.md#gas-already-spent):
  * the receipt's amounts bounded by what was signed, nothing for a success or a journal without a
  * gas book; and the sender's look at another signer's journaled slot (inspect) records a revert
  * before it closes the slot. The node is a scripted JSON-RPC transport; transactions are signed by
@@ -47,7 +47,7 @@ function journal(withBook = true) {
   return { j, calls, spends };
 }
 
-describe('what a reverted transaction spent (docs/delivery.md#gas-already-spent)', () => {
+describe('what a reverted transaction spent (docs/gas.md#gas-already-spent)', () => {
   test("recordSpent keeps the receipt's gasUsed and gasUsed × effectiveGasPrice, ids lower-cased", async () => {
     const { j, spends } = journal();
     await recordSpent(j, ID.toUpperCase().replace('0X', '0x'), receipt({}), SIGNED);

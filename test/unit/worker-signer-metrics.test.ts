@@ -1,6 +1,6 @@
 /**
  * The transaction senders' events as log lines and metrics (lib/worker/signer-metrics.ts,
- * docs/delivery.md#gaps): one info line per event with the chain, signer, nonce, hash, fees (as
+ * docs/transactions.md#gaps): one info line per event with the chain, signer, nonce, hash, fees (as
  * decimal strings) and message; re-broadcasts, replacements by reason and gaps healed by how
  * counted; the age of each signer's lowest open nonce read at scrape time.
  */
@@ -14,7 +14,7 @@ const SIGNER = `0x${'a1'.repeat(20)}`;
 const HASH = `0x${'b2'.repeat(32)}` as const;
 const MESSAGE = `0x${'c3'.repeat(32)}`;
 
-test('docs/delivery.md#gaps: each sender event is one info line and counted; the lowest open nonce age is a gauge', () => {
+test('docs/transactions.md#gaps: each sender event is one info line and counted; the lowest open nonce age is a gauge', () => {
   const lines: [string, Record<string, unknown> | undefined][] = [];
   const logger: Logger = {
     debug: () => {},

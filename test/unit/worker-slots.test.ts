@@ -1,6 +1,6 @@
 /**
  * The journal's open slots as an operator reads them (lib/worker/tx/slots.ts,
- * docs/delivery.md#gaps): grouped by chain, signer and nonce, lowest first, each with its message,
+ * docs/transactions.md#gaps): grouped by chain, signer and nonce, lowest first, each with its message,
  * every hash oldest first, the newest transaction's fees decoded from its signed bytes (signed here
  * by viem, an independent implementation), and its age.
  */
@@ -28,7 +28,7 @@ async function entry(nonce: number, messageId: string, maxFeePerGas: bigint, sen
   return { messageId, chainId: 31337, signer, nonce, hash: keccak256(raw), raw, sentAt };
 }
 
-test('docs/delivery.md#gaps: openSlots lists each open nonce once, lowest first, with its hashes, newest fees and age', async () => {
+test('docs/transactions.md#gaps: openSlots lists each open nonce once, lowest first, with its hashes, newest fees and age', async () => {
   const a = `0x${'aa'.repeat(32)}`;
   const b = `0x${'bb'.repeat(32)}`;
   const entries = [await entry(8, b, 30n, 2_000), await entry(7, a, 10n, 1_000), await entry(7, a, 12n, 1_500)];

@@ -1,5 +1,5 @@
 /**
- * The outbox contract: racing claimers and holders (docs/design.md#leases).
+ * The outbox contract: racing claimers and holders (docs/outbox.md#leases).
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -7,7 +7,7 @@ import { type ContractContext, outboxMessage, LEASE, DEST_TX, id, ids } from './
 import { deadLetterError } from '../../outbox/index.ts';
 
 export function concurrencySection(ctx: ContractContext): void {
-  test('docs/design.md#leases: concurrent claimers never hand out a message twice, and all are claimed', async () => {
+  test('docs/outbox.md#leases: concurrent claimers never hand out a message twice, and all are claimed', async () => {
     // Many claim() calls race on the same queue.
     const N = 60;
     await ctx.h.outbox.enqueue(Array.from({ length: N }, (_, i) => outboxMessage(i + 1)));
@@ -42,7 +42,7 @@ export function concurrencySection(ctx: ContractContext): void {
     }
   });
 
-  test('docs/design.md#leases: racing claimers dead-letter or claim each expired message once, never both', async () => {
+  test('docs/outbox.md#leases: racing claimers dead-letter or claim each expired message once, never both', async () => {
     // Claimers with and without maxAttempts race on expired messages.
     const N = 30;
     await ctx.h.outbox.enqueue(Array.from({ length: N }, (_, i) => outboxMessage(i + 1)));
@@ -89,7 +89,7 @@ export function concurrencySection(ctx: ContractContext): void {
     }
   });
 
-  test("docs/design.md#leases: claim and a lease-holder's markDelivered racing: the message ends delivered once, never reclaimed", async () => {
+  test("docs/outbox.md#leases: claim and a lease-holder's markDelivered racing: the message ends delivered once, never reclaimed", async () => {
     await ctx.h.outbox.enqueue(Array.from({ length: 20 }, (_, i) => outboxMessage(i + 1)));
     const claimed = await ctx.h.outbox.claim(20, 1_000);
     await ctx.clock.advance(1_000); // every lease expired: claimers and late holders now race

@@ -122,7 +122,7 @@ export function enqueueSection(ctx: ContractContext): void {
     assert.equal((await ctx.h.outbox.get(id(1)))?.deliveredAt, at);
   });
 
-  test('docs/design.md#leases: a claimed or failed message enqueued again keeps its status and attempts', async () => {
+  test('docs/outbox.md#leases: a claimed or failed message enqueued again keeps its status and attempts', async () => {
     await ctx.h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
     await ctx.h.outbox.claim(1, LEASE);
     const [two] = await ctx.h.outbox.claim(1, LEASE);

@@ -1,5 +1,5 @@
 /**
- * The outbox contract: gas payments stored with their messages, and the gas book (docs/delivery.md#gas-payment-enforcement, #gas-already-spent).
+ * The outbox contract: gas payments stored with their messages, and the gas book (docs/gas.md#gas-payment-enforcement, #gas-already-spent).
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -9,7 +9,7 @@ import { InvalidArgumentError } from '../../errors.ts';
 import { txHash } from '../messages.ts';
 
 export function gasSection(ctx: ContractContext): void {
-  // docs/delivery.md#gas-payment-enforcement: the payments stored with their messages.
+  // docs/gas.md#gas-payment-enforcement: the payments stored with their messages.
   const payment = (n: number, logIndex: number, over: Partial<GasPayment> = {}): GasPayment => ({
     messageId: id(n),
     destination: 8453,
@@ -22,7 +22,7 @@ export function gasSection(ctx: ContractContext): void {
   const sorted = (list: GasPayment[]) =>
     [...list].sort((a, b) => a.txHash.localeCompare(b.txHash) || a.logIndex - b.logIndex);
 
-  test("docs/delivery.md#gas-payment-enforcement: enqueue stores a message's gas payments; gasPayments reads them back by id", async () => {
+  test("docs/gas.md#gas-payment-enforcement: enqueue stores a message's gas payments; gasPayments reads them back by id", async () => {
     // gasPayments finds them by message id in any case.
     const big = payment(1, 3, { gasAmount: 2n ** 256n - 1n, payment: 2n ** 255n + 7n, destination: 4_294_967_295 });
     assert.equal(
@@ -47,7 +47,7 @@ export function gasSection(ctx: ContractContext): void {
     assert.deepEqual(await ctx.h.outbox.get(id(1)), queuedRecord(outboxMessage(1)));
   });
 
-  test('docs/delivery.md#gas-payment-enforcement: each (tx hash, log index) is stored once', async () => {
+  test('docs/gas.md#gas-payment-enforcement: each (tx hash, log index) is stored once', async () => {
     // Once: on a resubmission, for the same log twice in a batch, and for a top-up seen twice.
     await ctx.h.outbox.enqueue([{ ...outboxMessage(1), gasPayments: [payment(1, 1), payment(1, 1)] }]);
     assert.equal(await ctx.h.outbox.enqueue([{ ...outboxMessage(1), gasPayments: [payment(1, 1)] }]), 0);
@@ -60,7 +60,7 @@ export function gasSection(ctx: ContractContext): void {
     assert.deepEqual(sorted(await ctx.h.outbox.gasPayments([id(1)])), sorted([payment(1, 1), topUp]));
   });
 
-  test('docs/delivery.md#gas-payment-enforcement: a batch with a bad payment stores nothing, messages included', async () => {
+  test('docs/gas.md#gas-payment-enforcement: a batch with a bad payment stores nothing, messages included', async () => {
     // addGasPayments refuses a batch with a bad payment whole too.
     const bad: [string, Partial<GasPayment>][] = [
       ['messageId', { messageId: '0x1234' }],
@@ -92,7 +92,7 @@ export function gasSection(ctx: ContractContext): void {
     assert.deepEqual(await ctx.h.outbox.gasPayments([id(1), id(2)]), []);
   });
 
-  // docs/delivery.md#gas-already-spent: the gas book, on the message's record.
+  // docs/gas.md#gas-already-spent: the gas book, on the message's record.
   const spend = (n: number, tx: number, gasUsed: bigint, cost = gasUsed * 7n): GasSpend => ({
     messageId: id(n),
     txHash: txHash(tx),
@@ -104,7 +104,7 @@ export function gasSection(ctx: ContractContext): void {
     return r && { requiredGas: r.requiredGas, gasSpent: r.gasSpent, gasSpentWei: r.gasSpentWei };
   };
 
-  test('docs/delivery.md#gas-already-spent: setRequiredGas keeps the last required gas, says when it changed', async () => {
+  test('docs/gas.md#gas-already-spent: setRequiredGas keeps the last required gas, says when it changed', async () => {
     await ctx.h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
     assert.deepEqual(await book(1), { requiredGas: null, gasSpent: 0n, gasSpentWei: 0n });
     // The id in any case; the same value again is no change; a uint256 is kept whole.
@@ -135,7 +135,7 @@ export function gasSection(ctx: ContractContext): void {
     assert.equal((await ctx.h.outbox.get(id(2)))?.requiredGas, null);
   });
 
-  test('docs/delivery.md#gas-already-spent: addGasSpent adds each transaction once to its message, exactly', async () => {
+  test('docs/gas.md#gas-already-spent: addGasSpent adds each transaction once to its message, exactly', async () => {
     await ctx.h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
     // Amounts beyond 2^63 (SQLite's integers) and 2^53 (a double) are summed exactly.
     const big = 2n ** 64n + 1n;
@@ -175,7 +175,7 @@ export function gasSection(ctx: ContractContext): void {
     });
   });
 
-  test('docs/delivery.md#gas-already-spent: a spend of an unknown message is not kept; a bad spend stores nothing', async () => {
+  test('docs/gas.md#gas-already-spent: a spend of an unknown message is not kept; a bad spend stores nothing', async () => {
     assert.equal(await ctx.h.outbox.addGasSpent([spend(1, 101, 50_000n)]), 0, 'message 1 is not in the outbox');
     await ctx.h.outbox.enqueue([outboxMessage(1)]);
     assert.deepEqual(await book(1), { requiredGas: null, gasSpent: 0n, gasSpentWei: 0n });
@@ -202,7 +202,7 @@ export function gasSection(ctx: ContractContext): void {
     assert.equal(await ctx.h.outbox.addGasSpent([spend(1, 105, 1n)]), 1);
   });
 
-  test('docs/delivery.md#gas-already-spent: one transaction recorded over two connections at once counts once', async () => {
+  test('docs/gas.md#gas-already-spent: one transaction recorded over two connections at once counts once', async () => {
     if (!ctx.h.connect) return;
     await ctx.h.outbox.enqueue([outboxMessage(1)]);
     const other = await ctx.h.connect();

@@ -1,5 +1,5 @@
 /**
- * The outbox contract: the transaction journal (docs/delivery.md#the-transaction-journal).
+ * The outbox contract: the transaction journal (docs/transactions.md#the-transaction-journal).
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -22,7 +22,7 @@ export function journalSection(ctx: ContractContext): void {
   });
   const hashes = (entries: readonly { hash: string }[]) => entries.map((e) => e.hash);
 
-  test('docs/delivery.md#the-transaction-journal: a first broadcast is recorded under the live lease, which it renews', async () => {
+  test('docs/transactions.md#the-transaction-journal: a first broadcast is recorded under the live lease, which it renews', async () => {
     // Without the live lease nothing is recorded.
     await ctx.h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
     const [m] = await ctx.h.outbox.claim(1, 5_000);
@@ -61,7 +61,7 @@ export function journalSection(ctx: ContractContext): void {
     );
   });
 
-  test('docs/delivery.md#the-transaction-journal: a replacement is recorded only beside an open broadcast', async () => {
+  test('docs/transactions.md#the-transaction-journal: a replacement is recorded only beside an open broadcast', async () => {
     // A replacement (no lease) needs an open broadcast of the same slot and message.
     await ctx.h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
     const [m] = await ctx.h.outbox.claim(1, LEASE);
@@ -81,7 +81,7 @@ export function journalSection(ctx: ContractContext): void {
     assert.equal(await ctx.h.outbox.recordBroadcast(broadcast(1, 4, 3)), true);
   });
 
-  test('docs/delivery.md#the-transaction-journal: forgetBroadcast, closeSlot and openBroadcasts', async () => {
+  test('docs/transactions.md#the-transaction-journal: forgetBroadcast, closeSlot and openBroadcasts', async () => {
     // forgetBroadcast drops a refused broadcast; closeSlot settles a slot; openBroadcasts lists what may
     // still land, by message or by signer, oldest first.
     await ctx.h.outbox.enqueue([outboxMessage(1), outboxMessage(2), outboxMessage(3)]);
@@ -133,7 +133,7 @@ export function journalSection(ctx: ContractContext): void {
     );
   });
 
-  test("docs/delivery.md#the-transaction-journal: markDelivered settles the delivering transaction's slot, only that one", async () => {
+  test("docs/transactions.md#the-transaction-journal: markDelivered settles the delivering transaction's slot, only that one", async () => {
     // In the same write as the delivery.
     await ctx.h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
     const [m1, m2] = await ctx.h.outbox.claim(2, LEASE);
@@ -161,7 +161,7 @@ export function journalSection(ctx: ContractContext): void {
     assert.deepEqual(hashes(await ctx.h.outbox.openBroadcasts({ messageId: id(2) })), [broadcast(2, 1).hash]);
   });
 
-  test('docs/delivery.md#the-transaction-journal: invalid journal arguments throw and record nothing', async () => {
+  test('docs/transactions.md#the-transaction-journal: invalid journal arguments throw and record nothing', async () => {
     await ctx.h.outbox.enqueue([outboxMessage(1)]);
     const [m] = await ctx.h.outbox.claim(1, LEASE);
     const fence = { lease: m.lease, leaseMs: LEASE };

@@ -1,5 +1,5 @@
 /**
- * The outbox contract: claim and extend (docs/design.md#leases).
+ * The outbox contract: claim and extend (docs/outbox.md#leases).
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -7,7 +7,7 @@ import { type ContractContext, queuedRecord, outboxMessage, T0, LEASE, DEST_TX, 
 import type { OutboxRecord } from '../../outbox/index.ts';
 
 export function leasesSection(ctx: ContractContext): void {
-  test('docs/design.md#leases: claim takes queued messages oldest first, a batch in its own order', async () => {
+  test('docs/outbox.md#leases: claim takes queued messages oldest first, a batch in its own order', async () => {
     await ctx.h.outbox.enqueue([outboxMessage(5, T0 + 300)]);
     await ctx.h.outbox.enqueue([outboxMessage(9, T0 + 100), outboxMessage(3, T0 + 100), outboxMessage(4, T0 + 100)]);
     await ctx.h.outbox.enqueue([outboxMessage(1, T0 + 200)]);
@@ -19,7 +19,7 @@ export function leasesSection(ctx: ContractContext): void {
     }
   });
 
-  test('docs/design.md#leases: claim(limit) returns at most limit messages, the oldest; the rest stay claimable', async () => {
+  test('docs/outbox.md#leases: claim(limit) returns at most limit messages, the oldest; the rest stay claimable', async () => {
     await ctx.h.outbox.enqueue([1, 2, 3, 4].map((n) => outboxMessage(n)));
     assert.deepEqual(ids(await ctx.h.outbox.claim(2, LEASE)), [id(1), id(2)]);
     assert.deepEqual(await ctx.h.outbox.claim(0, LEASE), []);
@@ -27,7 +27,7 @@ export function leasesSection(ctx: ContractContext): void {
     assert.deepEqual(await ctx.h.outbox.claim(100, LEASE), [], 'all four are held');
   });
 
-  test('docs/design.md#leases: claim leases a message to the caller with a lease token; get shows it without the token', async () => {
+  test('docs/outbox.md#leases: claim leases a message to the caller with a lease token; get shows it without the token', async () => {
     // The claimed record: delivering, claimedUntil = now + leaseMs, attempts + 1, a lease token.
     const m = outboxMessage(1);
     await ctx.h.outbox.enqueue([m]);
@@ -48,7 +48,7 @@ export function leasesSection(ctx: ContractContext): void {
     assert.deepEqual(await ctx.h.outbox.claim(10, 5_000), [], 'a live lease is not claimable');
   });
 
-  test('docs/design.md#leases: an expired lease makes the message claimable again, with a new lease, and the old lease is void', async () => {
+  test('docs/outbox.md#leases: an expired lease makes the message claimable again, with a new lease, and the old lease is void', async () => {
     await ctx.h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
     const [first] = await ctx.h.outbox.claim(1, 5_000);
     await ctx.clock.advance(4_999);
@@ -72,7 +72,7 @@ export function leasesSection(ctx: ContractContext): void {
     assert.equal((await ctx.h.outbox.get(id(1)))?.status, 'delivered');
   });
 
-  test('docs/design.md#leases: a lease that expired but was not taken over still lets its holder mark the outcome', async () => {
+  test('docs/outbox.md#leases: a lease that expired but was not taken over still lets its holder mark the outcome', async () => {
     await ctx.h.outbox.enqueue([outboxMessage(1)]);
     const [claimed] = await ctx.h.outbox.claim(1, 1_000);
     await ctx.clock.advance(60_000);
@@ -80,7 +80,7 @@ export function leasesSection(ctx: ContractContext): void {
     assert.deepEqual(await ctx.h.outbox.claim(10, 1_000), []);
   });
 
-  test('docs/design.md#leases: extend renews a live lease for its holder only: claimedUntil = now + leaseMs', async () => {
+  test('docs/outbox.md#leases: extend renews a live lease for its holder only: claimedUntil = now + leaseMs', async () => {
     await ctx.h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
     const [held] = await ctx.h.outbox.claim(1, 5_000);
     await ctx.clock.advance(4_000);
@@ -105,7 +105,7 @@ export function leasesSection(ctx: ContractContext): void {
     assert.equal(await ctx.h.outbox.extend(id(1), held.lease, 5_000), false, 'delivered');
   });
 
-  test('docs/design.md#leases: extend is refused once the lease was taken over, or the message failed or went back to the queue', async () => {
+  test('docs/outbox.md#leases: extend is refused once the lease was taken over, or the message failed or went back to the queue', async () => {
     await ctx.h.outbox.enqueue([outboxMessage(1), outboxMessage(2), outboxMessage(3)]);
     const [first, _two, three] = await ctx.h.outbox.claim(3, 1_000);
     await ctx.clock.advance(1_000);
@@ -132,7 +132,7 @@ export function leasesSection(ctx: ContractContext): void {
     assert.equal(await ctx.h.outbox.extend(id(1), second.lease, 60_000), true, 'the new holder may');
   });
 
-  test('docs/design.md#leases: an expired lease is claimed in age order among queued messages', async () => {
+  test('docs/outbox.md#leases: an expired lease is claimed in age order among queued messages', async () => {
     await ctx.h.outbox.enqueue([outboxMessage(1), outboxMessage(2), outboxMessage(3)]);
     await ctx.h.outbox.claim(2, 1_000); // 1 and 2
     await ctx.clock.advance(1_000);

@@ -1,5 +1,5 @@
 /**
- * The outbox contract: list and requeueFailed (docs/design.md#listing-and-bulk-requeue).
+ * The outbox contract: list and requeueFailed (docs/outbox.md#listing-and-bulk-requeue).
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -7,7 +7,7 @@ import { type ContractContext, queuedRecord, outboxMessage, T0, LEASE, DEST_TX, 
 import { InvalidArgumentError, OutOfRangeError } from '../../errors.ts';
 
 export function listingSection(ctx: ContractContext): void {
-  test('docs/design.md#listing-and-bulk-requeue: list filters by status and destination, oldest first, at most limit', async () => {
+  test('docs/outbox.md#listing-and-bulk-requeue: list filters by status and destination, oldest first, at most limit', async () => {
     // Without a status, list gives every message not delivered.
     await ctx.h.outbox.enqueue([
       outboxMessage(6, T0 + 60, { destination: 10 }),
@@ -55,7 +55,7 @@ export function listingSection(ctx: ContractContext): void {
     assert.equal(queued.retryAt, ctx.clock.now() + 60_000);
   });
 
-  test('docs/design.md#listing-and-bulk-requeue: requeueFailed puts back every failed message, as requeue does', async () => {
+  test('docs/outbox.md#listing-and-bulk-requeue: requeueFailed puts back every failed message, as requeue does', async () => {
     // Of one destination when given, oldest first, at most limit.
     await ctx.h.outbox.enqueue(
       [1, 2, 3, 4].map((n) => outboxMessage(n, T0 + n, { destination: n % 2 === 0 ? 10 : 8453 })),
@@ -80,7 +80,7 @@ export function listingSection(ctx: ContractContext): void {
     assert.deepEqual(ids(await ctx.h.outbox.claim(10, LEASE)), [id(1), id(2), id(3)], 'claimable at once');
   });
 
-  test('docs/design.md#listing-and-bulk-requeue: list and requeueFailed refuse bad options and change nothing', async () => {
+  test('docs/outbox.md#listing-and-bulk-requeue: list and requeueFailed refuse bad options and change nothing', async () => {
     await ctx.h.outbox.enqueue([outboxMessage(1)]);
     const [m] = await ctx.h.outbox.claim(1, LEASE);
     await ctx.h.outbox.markFailed(m.id, { error: 'x', final: true, lease: m.lease });

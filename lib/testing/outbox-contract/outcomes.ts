@@ -1,5 +1,5 @@
 /**
- * The outbox contract: markDelivered, markFailed and argument checks (docs/design.md#leases).
+ * The outbox contract: markDelivered, markFailed and argument checks (docs/outbox.md#leases).
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -8,7 +8,7 @@ import { MAX_ERROR_LENGTH } from '../../outbox/index.ts';
 import { InvalidArgumentError, OutOfRangeError } from '../../errors.ts';
 
 export function outcomesSection(ctx: ContractContext): void {
-  test('docs/design.md#leases: markDelivered: delivering -> delivered with the destination tx hash; depth drops', async () => {
+  test('docs/outbox.md#leases: markDelivered: delivering -> delivered with the destination tx hash; depth drops', async () => {
     // delivered at the clock's time.
     await ctx.h.outbox.enqueue([1, 2, 3].map((n) => outboxMessage(n)));
     const claimed = await claimAll(ctx.h.outbox);
@@ -30,7 +30,7 @@ export function outcomesSection(ctx: ContractContext): void {
     assert.deepEqual(ids(await claimAll(ctx.h.outbox)), [id(1), id(3)]);
   });
 
-  test('docs/design.md#leases: markDelivered counts only changes', async () => {
+  test('docs/outbox.md#leases: markDelivered counts only changes', async () => {
     // Unknown ids are ignored; a second mark keeps the first time and hash.
     await ctx.h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
     const [first1, first2] = await claimAll(ctx.h.outbox);
@@ -50,7 +50,7 @@ export function outcomesSection(ctx: ContractContext): void {
     assert.deepEqual(await claimAll(ctx.h.outbox), []);
   });
 
-  test('docs/design.md#leases: markDelivered needs the claim', async () => {
+  test('docs/outbox.md#leases: markDelivered needs the claim', async () => {
     // A queued message is not delivered by any lease; a wrong lease changes nothing.
     await ctx.h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
     assert.equal(await ctx.h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: 'not-a-lease' }), false);
@@ -73,7 +73,7 @@ export function outcomesSection(ctx: ContractContext): void {
     assert.equal((await ctx.h.outbox.get(id(1)))?.deliveredAt, ctx.clock.now());
   });
 
-  test('docs/design.md#leases: the lease is required: a call without it throws InvalidArgumentError', async () => {
+  test('docs/outbox.md#leases: the lease is required: a call without it throws InvalidArgumentError', async () => {
     // It also leaves another worker's live claim alone.
     await ctx.h.outbox.enqueue([outboxMessage(1)]);
     const [held] = await ctx.h.outbox.claim(1, LEASE);
@@ -94,7 +94,7 @@ export function outcomesSection(ctx: ContractContext): void {
     assert.equal(await ctx.h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: held.lease }), true);
   });
 
-  test('docs/design.md#leases: markFailed with retryAt: delivering -> queued with lastError, not claimable before retryAt', async () => {
+  test('docs/outbox.md#leases: markFailed with retryAt: delivering -> queued with lastError, not claimable before retryAt', async () => {
     // attempts keep counting.
     await ctx.h.outbox.enqueue([outboxMessage(1)]);
     const [claimed] = await ctx.h.outbox.claim(1, LEASE);
@@ -131,7 +131,7 @@ export function outcomesSection(ctx: ContractContext): void {
     assert.equal(done?.retryAt, null);
   });
 
-  test('docs/design.md#leases: markFailed with a retryAt already past makes the message claimable at once', async () => {
+  test('docs/outbox.md#leases: markFailed with a retryAt already past makes the message claimable at once', async () => {
     await ctx.h.outbox.enqueue([outboxMessage(1)]);
     const [claimed] = await ctx.h.outbox.claim(1, LEASE);
     assert.equal(
@@ -145,7 +145,7 @@ export function outcomesSection(ctx: ContractContext): void {
     assert.deepEqual(ids(await claimAll(ctx.h.outbox)), [id(1)]);
   });
 
-  test('docs/design.md#leases: markFailed final: delivering -> failed, out of depth and of claim, terminal', async () => {
+  test('docs/outbox.md#leases: markFailed final: delivering -> failed, out of depth and of claim, terminal', async () => {
     await ctx.h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
     const [claimed] = await ctx.h.outbox.claim(1, LEASE);
     assert.equal(
@@ -174,7 +174,7 @@ export function outcomesSection(ctx: ContractContext): void {
     assert.equal((await ctx.h.outbox.get(id(1)))?.status, 'failed');
   });
 
-  test('docs/design.md#leases: markFailed only applies to a delivering message under the given lease', async () => {
+  test('docs/outbox.md#leases: markFailed only applies to a delivering message under the given lease', async () => {
     await ctx.h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
     assert.equal(
       await ctx.h.outbox.markFailed(id(99), { error: 'x', final: true, lease: 'not-a-lease' }),
@@ -204,7 +204,7 @@ export function outcomesSection(ctx: ContractContext): void {
     assert.equal((await ctx.h.outbox.get(id(1)))?.lastError, null);
   });
 
-  test(`docs/design.md#leases: markFailed keeps the first ${MAX_ERROR_LENGTH} characters of a long error`, async () => {
+  test(`docs/outbox.md#leases: markFailed keeps the first ${MAX_ERROR_LENGTH} characters of a long error`, async () => {
     await ctx.h.outbox.enqueue([outboxMessage(1)]);
     const [claimed] = await ctx.h.outbox.claim(1, LEASE);
     const long = 'e'.repeat(MAX_ERROR_LENGTH - 1) + '\u{1F600}' + 'tail';
@@ -215,7 +215,7 @@ export function outcomesSection(ctx: ContractContext): void {
     assert.equal((await ctx.h.outbox.get(id(1)))?.lastError, 'e'.repeat(MAX_ERROR_LENGTH - 1), 'not half an emoji');
   });
 
-  test('docs/design.md#leases: invalid consumer arguments throw and change nothing', async () => {
+  test('docs/outbox.md#leases: invalid consumer arguments throw and change nothing', async () => {
     await ctx.h.outbox.enqueue([outboxMessage(1)]);
     for (const [limit, leaseMs] of [
       [-1, LEASE],

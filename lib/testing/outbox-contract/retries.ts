@@ -74,7 +74,7 @@ export function retriesSection(ctx: ContractContext): void {
     assert.equal(plain.lastChance, undefined, 'a claim without maxAttempts flags nothing');
   });
 
-  test('docs/design.md#leases: maxAttempts counts expired leases only', async () => {
+  test('docs/outbox.md#leases: maxAttempts counts expired leases only', async () => {
     // Retries recorded by markFailed and live leases never dead-letter.
     await ctx.h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
     for (let round = 1; round <= 4; round++) {
@@ -96,7 +96,7 @@ export function retriesSection(ctx: ContractContext): void {
     for (const m of held) assert.equal((await ctx.h.outbox.get(m.id))?.status, 'delivering');
   });
 
-  test('docs/design.md#leases: without maxAttempts expired leases are counted but never dead-letter', async () => {
+  test('docs/outbox.md#leases: without maxAttempts expired leases are counted but never dead-letter', async () => {
     // The count goes up only on a takeover.
     await ctx.h.outbox.enqueue([outboxMessage(1)]);
     for (let round = 0; round < 5; round++) {
@@ -115,7 +115,7 @@ export function retriesSection(ctx: ContractContext): void {
     assert.equal((await ctx.h.outbox.get(id(1)))?.lastError, deadLetterError(6, 5));
   });
 
-  test('docs/design.md#leases: requeue puts a failed message back to queued, claimable at once', async () => {
+  test('docs/outbox.md#leases: requeue puts a failed message back to queued, claimable at once', async () => {
     // attempts and lastError are kept, the expired-lease count is reset.
     await ctx.h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
     for (let round = 0; round < 3; round++) {
@@ -145,7 +145,7 @@ export function retriesSection(ctx: ContractContext): void {
     assert.equal(await ctx.h.outbox.requeue(id(99)), false, 'unknown');
   });
 
-  test('docs/design.md#leases: requeue re-drives a message its worker failed for good (markFailed final)', async () => {
+  test('docs/outbox.md#leases: requeue re-drives a message its worker failed for good (markFailed final)', async () => {
     await ctx.h.outbox.enqueue([outboxMessage(1)]);
     const [m] = await ctx.h.outbox.claim(1, LEASE);
     assert.equal(

@@ -1,5 +1,5 @@
 /**
- * The outbox contract: signer leases (docs/delivery.md#one-worker-per-key), one worker per (chain,
+ * The outbox contract: signer leases (docs/transactions.md#one-worker-per-key), one worker per (chain,
  * signer): taken by one holder, told to the others, lapsed and taken over, released, and the
  * journal's fence on them.
  */
@@ -19,10 +19,10 @@ export function signersSection(ctx: ContractContext): void {
     raw: `0x02f8${(n * 1_000 + nonce * 10 + replacement).toString(16).padStart(8, '0')}`,
   });
   const hashes = (entries: readonly { hash: string }[]) => entries.map((e) => e.hash);
-  // One worker per key (docs/delivery.md#one-worker-per-key): a signer lease per (chain, signer).
+  // One worker per key (docs/transactions.md#one-worker-per-key): a signer lease per (chain, signer).
   const signerKey = { chainId: 31337, signer: SIGNER };
 
-  test('docs/delivery.md#one-worker-per-key: a signer lease is taken by one holder; another is told who holds it until when', async () => {
+  test('docs/transactions.md#one-worker-per-key: a signer lease is taken by one holder; another is told who holds it until when', async () => {
     const first = await ctx.h.outbox.acquireSignerLease(signerKey, 'worker-a', 10_000);
     assert.ok(first.acquired);
     assert.equal(first.expiresAt, ctx.clock.now() + 10_000);
@@ -50,7 +50,7 @@ export function signersSection(ctx: ContractContext): void {
     ]);
   });
 
-  test('docs/delivery.md#one-worker-per-key: a lapsed signer lease is taken over; the old lease then renews nothing', async () => {
+  test('docs/transactions.md#one-worker-per-key: a lapsed signer lease is taken over; the old lease then renews nothing', async () => {
     const a = await ctx.h.outbox.acquireSignerLease(signerKey, 'worker-a', 10_000);
     assert.ok(a.acquired);
     assert.equal(await ctx.h.outbox.renewSignerLease(signerKey, 'not-the-lease', 10_000), false);
@@ -71,7 +71,7 @@ export function signersSection(ctx: ContractContext): void {
     assert.equal(again.acquired === false && again.holder, 'worker-b');
   });
 
-  test('docs/delivery.md#one-worker-per-key: a released signer lease is free at once and its lease is dead', async () => {
+  test('docs/transactions.md#one-worker-per-key: a released signer lease is free at once and its lease is dead', async () => {
     const b = await ctx.h.outbox.acquireSignerLease(signerKey, 'worker-b', 60_000);
     assert.ok(b.acquired);
     await ctx.clock.advance(1_000);
@@ -88,7 +88,7 @@ export function signersSection(ctx: ContractContext): void {
     assert.notEqual(a.lease, b.lease);
   });
 
-  test('docs/delivery.md#one-worker-per-key: the journal records a broadcast only under the signer lease that holds the signer', async () => {
+  test('docs/transactions.md#one-worker-per-key: the journal records a broadcast only under the signer lease that holds the signer', async () => {
     await ctx.h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
     const [m1, m2] = await ctx.h.outbox.claim(2, LEASE);
     const fence = (m: ClaimedMessage) => ({ lease: m.lease, leaseMs: LEASE });
@@ -140,7 +140,7 @@ export function signersSection(ctx: ContractContext): void {
     assert.equal(await ctx.h.outbox.recordBroadcast(broadcast(1, 0, 5)), true);
   });
 
-  test('docs/delivery.md#one-worker-per-key: invalid signer lease arguments throw and take nothing', async () => {
+  test('docs/transactions.md#one-worker-per-key: invalid signer lease arguments throw and take nothing', async () => {
     const calls = [
       () => ctx.h.outbox.acquireSignerLease(signerKey, '', 1_000),
       () => ctx.h.outbox.acquireSignerLease(signerKey, 'x'.repeat(201), 1_000),
@@ -160,7 +160,7 @@ export function signersSection(ctx: ContractContext): void {
     assert.deepEqual(await ctx.h.outbox.signerLeases(), []);
   });
 
-  test('docs/delivery.md#one-worker-per-key: holders racing for one signer, over every connection: exactly one takes it', async () => {
+  test('docs/transactions.md#one-worker-per-key: holders racing for one signer, over every connection: exactly one takes it', async () => {
     const others = ctx.h.connect ? await Promise.all([ctx.h.connect(), ctx.h.connect()]) : [];
     try {
       const outboxes = [ctx.h.outbox, ...others.map((o) => o.outbox)];

@@ -1,5 +1,5 @@
 /**
- * Slow gateways off the delivery loop's slots (docs/delivery.md#slow-gateways). A message holds a
+ * Slow gateways off the delivery loop's slots (docs/hostile-recipients.md#slow-gateways). A message holds a
  * loop slot while its attempt runs; a CCIP-read lookup may hold it for at most `holdMs`. A lookup
  * that has not finished by then is not abandoned: it goes on in the background (a request, not a
  * loop slot), the message is given back at once (DeliveryError `busy`, a wait that does not count)

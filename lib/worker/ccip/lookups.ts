@@ -4,7 +4,7 @@
  * per-URL timeout, per-attempt budget and allowed origins; then kept off the loop's slots when
  * its gateways are slow (lib/worker/ccip/lanes.ts: at most `ccipReadHoldSeconds` in a slot, the
  * rest in the background) and at most concurrency − 1 lookups in slots at once
- * (lib/worker/ccip/slots.ts), so slow gateways never hold every slot (docs/delivery.md#slow-gateways).
+ * (lib/worker/ccip/slots.ts), so slow gateways never hold every slot (docs/hostile-recipients.md#slow-gateways).
  */
 import type { Clock } from '../../clock.ts';
 import type { Logger } from '../../log.ts';

@@ -5,7 +5,7 @@
  * answer `data` is the ISM metadata handed to `Mailbox.process` unchanged.
  *
  * The gateways are named by the recipient's ISM, that is by whoever deployed the recipient, so
- * they are hostile (docs/delivery.md, Hostile recipients): only public addresses are asked, the
+ * they are hostile (docs/hostile-recipients.md, Hostile recipients): only public addresses are asked, the
  * connection goes to the address checked (lib/worker/ccip/target.ts, transport.ts), and a lookup
  * naming any other is refused before any request, saying nothing per URL. Every answer is
  * hostile too (lib/worker/ccip/gateway.ts): one timeout per URL (10 s), one time budget for the

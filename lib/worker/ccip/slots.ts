@@ -1,5 +1,5 @@
 /**
- * How many of a worker's messages may be in CCIP-read lookups at once (docs/delivery.md#slow-gateways):
+ * How many of a worker's messages may be in CCIP-read lookups at once (docs/hostile-recipients.md#slow-gateways):
  * at most `limit` (the worker uses concurrency − 1), so messages whose gateways never answer cannot
  * hold every slot of the loop. A message that finds every lookup slot in use does not wait holding
  * its loop slot: it is given back at once (DeliveryError `busy`, a wait that does not count) and

@@ -1,5 +1,5 @@
 /**
- * Where a CCIP-read gateway URL may lead (docs/delivery.md, Hostile recipients): the recipient's
+ * Where a CCIP-read gateway URL may lead (docs/hostile-recipients.md, Hostile recipients): the recipient's
  * ISM names the URL, so its host must be a public address, however it is spelled, and a name must
  * resolve to public addresses only, every one of them. The addresses checked are the ones the
  * connection then goes to (lib/worker/ccip/transport.ts), so a name that resolves differently a

@@ -1,6 +1,6 @@
 /**
  * The connection to a CCIP-read gateway goes to the address that was checked
- * (lib/worker/ccip/target.ts; docs/delivery.md, Hostile recipients). node:http(s) is given a
+ * (lib/worker/ccip/target.ts; docs/hostile-recipients.md, Hostile recipients). node:http(s) is given a
  * `lookup` that answers with the checked addresses only, so the name is not resolved a second
  * time: a DNS answer that changes between the check and the connection (rebinding) changes
  * nothing. The URL's host still names the request: the Host header and, for https, the TLS server

@@ -65,7 +65,7 @@ export function createRecorder(r: RecorderOptions): Recorder {
 
   /**
    * A delivery's record, tried again while the store fails (0.25 s doubling to 5 s) for at most a
-   * lease's time: a short outage costs no lease lapse (docs/delivery.md#the-transaction-journal).
+   * lease's time: a short outage costs no lease lapse (docs/transactions.md#the-transaction-journal).
    * false once given up (the lease lapses; the next claim finds the transaction in the journal), or
    * when the lease was lost meanwhile (its new holder records it).
    */

@@ -1,6 +1,6 @@
 /**
  * One broadcast (`eth_sendRawTransaction`) and what it did, decided from what the node holds
- * rather than from its reply (docs/delivery.md#transactions): the reply may be lost (a connection
+ * rather than from its reply (docs/transactions.md#transactions): the reply may be lost (a connection
  * cut after the node took the transaction, a timeout, a fallback moving on) or wrong (a proxy, a
  * node saying "already known" for the very transaction it has). So:
  * - accepted, or "already known" → sent;

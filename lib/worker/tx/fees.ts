@@ -1,5 +1,5 @@
 /**
- * Gas and fees for the transaction sender (docs/delivery.md, Transactions): the gas limit is the
+ * Gas and fees for the transaction sender (docs/transactions.md, Transactions): the gas limit is the
  * node's estimate plus a margin; EIP-1559 fees come from the node, at most the chain's gasPriceCap
  * (lib/fee-ceiling.ts; a replacement's bound is applied by lib/worker/tx/follow.ts).
  */

@@ -1,7 +1,7 @@
 /**
  * Following one slot (a nonce of the signer) until one of its transactions is mined with its
- * confirmations (docs/delivery.md#transactions): at every new head the node's state decides
- * (lib/worker/tx/gaps.ts, docs/delivery.md#gaps) whether the newest is given to the node again
+ * confirmations (docs/transactions.md#transactions): at every new head the node's state decides
+ * (lib/worker/tx/gaps.ts, docs/transactions.md#gaps) whether the newest is given to the node again
  * (the chain waits on this nonce and the node lost it), replaced with bumped fees (below the base
  * fee, or not mined for `replaceAfterBlocks` heads or `replaceAfterMs`), left waiting (behind a
  * gap), or whether a free nonce below it is filled with a zero-value self-transfer. A replacement
@@ -137,7 +137,7 @@ export async function trackSlot(
 }
 
 /**
- * The move at head `seen` (docs/delivery.md#gaps). Without a head yet (or a node that does not
+ * The move at head `seen` (docs/transactions.md#gaps). Without a head yet (or a node that does not
  * answer), only the wall-time rule: replaced `replaceAfterMs` after it was sent.
  */
 async function look(

@@ -1,5 +1,5 @@
 /**
- * What a followed slot does at a new head (docs/delivery.md#gaps), decided from the node's state
+ * What a followed slot does at a new head (docs/transactions.md#gaps), decided from the node's state
  * read once per head and signer (`HeadView`) and what the process knows of the slot: a pure
  * function, so the rules are checked on their own (test/unit/worker-gaps.test.ts).
  *
@@ -23,7 +23,7 @@
  * next 3 blocks is being outbid on its tip (or the node lost it): one block can be missed because
  * it was built before the transaction arrived, a second because it was full; a third is a pattern.
  * 3 blocks is 36 s on Ethereum, 6 s on a 2 s L2; each replacement raises the fees by
- * feeBumpPercent within min(3 × the node's suggestion, gasPriceCap) (docs/delivery.md#gaps).
+ * feeBumpPercent within min(3 × the node's suggestion, gasPriceCap) (docs/transactions.md#gaps).
  */
 export const DEFAULT_REPLACE_AFTER_BLOCKS = 3;
 

@@ -1,5 +1,5 @@
 /**
- * A look at a journaled slot of another signer (docs/delivery.md#the-transaction-journal): read
+ * A look at a journaled slot of another signer (docs/transactions.md#the-transaction-journal): read
  * from the node, recorded through lib/worker/tx/settle.ts when it ended, nothing signed. A slot
  * that may still land has its newest transaction given to the node again when the node lost it.
  */

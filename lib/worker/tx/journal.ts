@@ -1,5 +1,5 @@
 /**
- * Where the transaction sender records a broadcast before making it (docs/delivery.md#the-transaction-journal):
+ * Where the transaction sender records a broadcast before making it (docs/transactions.md#the-transaction-journal):
  * the outbox's journal, the same methods on every engine (lib/outbox.ts). A sender built without
  * one (a test, an embedder sending its own transactions) keeps an in-process journal: nothing
  * survives its process, and no lease fences its first broadcasts.
@@ -16,7 +16,7 @@ export interface TransactionJournal {
   closeSlot(slot: Slot, outcome: SlotOutcome): number | Promise<number>;
   openBroadcasts(of: { chainId: number; signer: string }): JournalEntry[] | Promise<JournalEntry[]>;
   /**
-   * The gas book (docs/delivery.md#gas-already-spent), when the journal is an outbox: what a
+   * The gas book (docs/gas.md#gas-already-spent), when the journal is an outbox: what a
    * message's mined transaction spent without delivering it, each hash counted once.
    */
   addGasSpent?(spends: readonly GasSpend[]): number | Promise<number>;

@@ -1,5 +1,5 @@
 /**
- * What a node said when a call or a send failed, as a TransactionError (docs/delivery.md,
+ * What a node said when a call or a send failed, as a TransactionError (docs/transactions.md,
  * Transactions). viem's errors are walked with its own `BaseError.walk()` and matched by class;
  * the node's words (viem's `details`) are read only where no class exists for what they say
  * ("already known": the node has the transaction). viem's messages carry the URL and the request:

@@ -1,5 +1,5 @@
 /**
- * The nonces of one signer on one chain (docs/delivery.md#nonces), after Hyperlane's Lander: the
+ * The nonces of one signer on one chain (docs/transactions.md#nonces), after Hyperlane's Lander: the
  * nonces between the node's mined count and an upper bound are each held by a transaction that
  * may still land, or free. A nonce is freed only when its broadcast certainly failed, and freed
  * nonces are handed out before new ones, so the sequence on chain has no gap; a nonce a live
@@ -32,7 +32,7 @@ export interface NonceBook {
   observe(mined: number): void;
   /**
    * Takes `nonce` if it is free (nothing that may still land holds it), to fill a gap with
-   * (docs/delivery.md#gaps); false when it is held or used.
+   * (docs/transactions.md#gaps); false when it is held or used.
    */
   claim(nonce: number): boolean;
   /** The lowest free nonce below `nonce` (a gap under a transaction holding `nonce`), or undefined. */

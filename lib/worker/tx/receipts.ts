@@ -1,5 +1,5 @@
 /**
- * Receipts for the transaction sender (docs/delivery.md, Transactions): whether one of a send's
+ * Receipts for the transaction sender (docs/transactions.md, Transactions): whether one of a send's
  * transactions is mined, failed or confirmed, and why a mined one reverted.
  */
 import {
@@ -86,7 +86,7 @@ const least = (a: bigint, b: bigint) => (a < b ? a : b);
 
 /**
  * Records in the journal's gas book what `mined`, a transaction of message `messageId`, spent
- * without delivering it (reverted or out of gas; docs/delivery.md#gas-already-spent). Called before
+ * without delivering it (reverted or out of gas; docs/gas.md#gas-already-spent). Called before
  * its slot is closed, so a worker that stops in between finds the receipt again; the book counts
  * each hash once. The receipt's amounts are bounded by what was signed, so a lying node cannot
  * inflate them: gasUsed by the gas limit, effectiveGasPrice by maxFeePerGas (that, when the

@@ -1,5 +1,5 @@
 /**
- * Landing a transaction on a destination chain (docs/delivery.md#transactions): simulate it first
+ * Landing a transaction on a destination chain (docs/transactions.md#transactions): simulate it first
  * (`eth_estimateGas`: a call that would revert is never signed), sign it here with a gas limit of
  * the estimate plus a margin and EIP-1559 fees from the node (lib/worker/tx/fees.ts) under a nonce
  * of the signer's book (lib/worker/tx/nonces.ts), record it in the journal before it goes out
@@ -45,7 +45,7 @@ export interface TransactionSenderOptions {
   gasMarginPercent?: number;
   /**
    * A transaction not mined this many heads after it was sent is replaced with bumped fees
-   * (docs/delivery.md#gaps). Default 3.
+   * (docs/transactions.md#gaps). Default 3.
    */
   replaceAfterBlocks?: number;
   /** A transaction not mined this long after it was sent is replaced too (whichever comes first). Default 60 000. */
@@ -72,7 +72,7 @@ export interface TransactionSenderOptions {
   timeoutMs?: number;
   /** Custom errors to decode revert reasons with (e.g. the ISM's and recipient's ABIs). */
   errorAbi?: Abi;
-  /** Told of every broadcast, replacement, re-broadcast and gap (docs/delivery.md#gaps), for logs and metrics. */
+  /** Told of every broadcast, replacement, re-broadcast and gap (docs/transactions.md#gaps), for logs and metrics. */
   onEvent?: (e: TxEvent) => void;
   /** Told what happened to a transaction the sender follows on its own (one found in the journal). */
   onRecovered?: (nonce: number, outcome: 'mined' | 'dropped' | 'failed', detail: string) => void;

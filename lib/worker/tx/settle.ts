@@ -1,9 +1,9 @@
 /**
- * The one place the end of a slot is recorded (docs/delivery.md#the-transaction-journal), as the
+ * The one place the end of a slot is recorded (docs/transactions.md#the-transaction-journal), as the
  * delivery loop records an attempt's outcome one level up (lib/worker/loop/record.ts): the
  * follower (lib/worker/tx/follow.ts) or a look at another signer's slot returns how it ended, and
  * `settle` writes it to the journal (the slot closed `mined` or `dropped`), the gas book (what a
- * mined transaction spent without delivering: docs/delivery.md#gas-already-spent) and the nonce
+ * mined transaction spent without delivering: docs/gas.md#gas-already-spent) and the nonce
  * book (the nonce used). A slot that timed out stays open: nothing is written.
  *
  * `endResult` turns the end into what `send` and `follow` return or throw.

@@ -1,5 +1,5 @@
 /**
- * One signer on one chain, as the transaction sender uses it (docs/delivery.md#nonces): its nonce
+ * One signer on one chain, as the transaction sender uses it (docs/transactions.md#nonces): its nonce
  * book (read once from the node's counts and the journal, then shared by every sender built on the
  * same client in this process), its signing, its journal records, and the slots being followed
  * (a second follower of a nonce joins the first).
@@ -36,7 +36,7 @@ interface Shared {
   following: Map<number, Promise<unknown>>;
   /** When each followed nonce was first sent (ms): the age of the lowest is a metric. */
   openSince: Map<number, number>;
-  /** Nonces whose transactions the node lost, being healed (docs/delivery.md#gaps). */
+  /** Nonces whose transactions the node lost, being healed (docs/transactions.md#gaps). */
   missing: Set<number>;
   /** The node's state at the last head asked for, shared by every slot of the signer. */
   view: { head: bigint; promise: Promise<HeadView> } | undefined;

@@ -1,5 +1,5 @@
 /**
- * The journal's open slots of a signer (docs/delivery.md#gaps), as the sender follows them and an
+ * The journal's open slots of a signer (docs/transactions.md#gaps), as the sender follows them and an
  * operator reads them: the journal's entries grouped by nonce, and each slot's transactions
  * decoded from their signed bytes (the call, gas and fees a replacement starts from).
  */

@@ -1,5 +1,5 @@
 /**
- * What flows through the transaction sender (docs/delivery.md#transactions), typed from the
+ * What flows through the transaction sender (docs/transactions.md#transactions), typed from the
  * simulation to the receipt: the request, its simulation (the gas limit a send signs), the fees,
  * and what a send ends with.
  */
@@ -33,7 +33,7 @@ export interface SendResult {
 }
 
 /**
- * What the sender did or found on the chain (docs/delivery.md#gaps), for logs and metrics: every
+ * What the sender did or found on the chain (docs/transactions.md#gaps), for logs and metrics: every
  * broadcast of a new transaction, every replacement, every re-broadcast of bytes the node lost,
  * and every gap (a nonce the chain waits on that the node holds nothing for).
  */

@@ -1,5 +1,5 @@
 /**
- * Hyperlane's real gas payment contracts on an anvil node (docs/delivery.md#gas-payment-enforcement):
+ * Hyperlane's real gas payment contracts on an anvil node (docs/gas.md#gas-payment-enforcement):
  * `StorageGasOracle` and `InterchainGasPaymaster` from @hyperlane-xyz/core (bytecode from their
  * typechain factories), the paymaster configured for the destination domains a test names, and
  * PaidTransferStandIn (test/helpers/chain/contracts/), a CCTP V2 transfer over the Mailbox that pays

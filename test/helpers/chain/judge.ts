@@ -1,6 +1,6 @@
 /**
  * The chain as the judge of a delivery run through the lying proxy (test/helpers/chain/lying-rpc.ts,
- * docs/delivery.md#nonces, #gaps): every signed transaction that reached the node decoded back to
+ * docs/transactions.md#nonces, #gaps): every signed transaction that reached the node decoded back to
  * its message (or recognised as a zero-value self-transfer filling a gap), the signer's pool, and
  * the judgement itself.
  */

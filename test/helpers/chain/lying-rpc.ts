@@ -1,5 +1,5 @@
 /**
- * A JSON-RPC proxy in front of anvil that lies about sends (docs/delivery.md#transactions: what
+ * A JSON-RPC proxy in front of anvil that lies about sends (docs/transactions.md#transactions: what
  * happened is decided from what the node holds, not from the reply). Each `eth_sendRawTransaction`
  * takes the next fault queued with `fault()`, if any:
  * - `already-known`: forwarded, then answered with the error a node gives for a transaction it
