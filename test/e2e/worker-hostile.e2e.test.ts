@@ -99,8 +99,13 @@ describe('e2e: hostile input to the delivery worker on anvil', { timeout: 120_00
       record(underpaid.id).lastError!,
       new RegExp(`^gas_payment: paid \\d+ wei, the minimum is ${minimum} wei`),
     );
+    // A message waiting for its payment is claimed again every pendingRetrySeconds to look for a
+    // top-up: it is 'delivering' while a look runs, so its waiting state is read between two looks.
+    await until(
+      () => [unpaid, underpaid].every((m) => record(m.id).status === 'queued'),
+      'both queued between two looks',
+    );
     for (const m of [unpaid, underpaid]) {
-      assert.equal(record(m.id).status, 'queued');
       assert.equal(record(m.id).failures, 0, 'waiting for a payment is not a failed attempt');
       assert.equal(await deliveredOnChain(m.id), false);
     }
@@ -111,7 +116,8 @@ describe('e2e: hostile input to the delivery worker on anvil', { timeout: 120_00
     await until(() => record(unpaid.id).status === 'delivered', 'the topped-up message delivered');
     assert.equal(await deliveredOnChain(unpaid.id), true);
     assert.equal((await outbox.gasPayments([unpaid.id])).length, 1, 'the top-up stored with the message');
-    assert.equal(record(underpaid.id).status, 'queued');
+    await until(() => record(underpaid.id).status === 'queued', 'the underpaid one still waiting, between two looks');
+    assert.equal(await deliveredOnChain(underpaid.id), false);
   });
 
   test('a recipient whose handle burns gas above transactionGasLimit is never sent', async () => {
