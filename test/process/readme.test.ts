@@ -104,10 +104,17 @@ const NOT_RUN_HERE = new Map<string, string>([
     'the flake hunt (CONTRIBUTING.md#finding-a-flaky-test) runs the whole suite, which cannot run inside itself',
   ],
   [
-    'cd /tmp/flake && for i in 1 2 3 4 5 6 7 8; do npm test > /tmp/flake-$i.log 2>&1 || echo "run $i failed"; done',
-    'the whole suite eight times: it cannot run inside itself',
+    'cd /tmp/flake && for i in $(seq 20); do npm test > /tmp/flake-$i.log 2>&1 || echo "run $i failed"; done',
+    'the whole suite twenty times: it cannot run inside itself',
   ],
-  ["grep -n '^✖' /tmp/flake-*.log", 'reads the logs of the flake hunt above'],
+  [
+    'awk \'/^test at /{at=$3; getline; sub(/ \\([0-9.]+ms\\)$/, ""); print at, $0}\' /tmp/flake-*.log | sort | uniq -c | sort -rn',
+    'reads the logs of the flake hunt above',
+  ],
+  [
+    'for i in $(seq 10); do npx node scripts/test.ts test/unit/hostile-http.test.ts > /tmp/one-$i.log 2>&1 || echo "run $i failed"; done',
+    'one file ten times under load: npm test runs test/unit/hostile-http.test.ts',
+  ],
   [
     'npm run demo        # end-to-end demo on two local chains: relay, then delivery',
     'test/e2e/demo.e2e.test.ts runs the demo itself',
