@@ -5,10 +5,10 @@
  * Run alone: node bench/decode.ts
  */
 import { decodeEventLog, keccak256 as viemKeccak, parseAbiItem, type Hex } from 'viem';
-import { decodeDispatchLog, type DispatchEvent } from '../lib/abi.ts';
-import { hexToBytes } from '../lib/hex.ts';
-import { keccak256 } from '../lib/keccak.ts';
-import { messageFromDispatch } from '../lib/message.ts';
+import { decodeDispatchLog, type DispatchEvent } from '../lib/codec/abi.ts';
+import { hexToBytes } from '../lib/codec/hex.ts';
+import { keccak256 } from '../lib/codec/keccak.ts';
+import { messageFromDispatch } from '../lib/codec/message.ts';
 import { dispatchLog, MAILBOX, messageId } from '../test/helpers/builders.ts';
 import { compare, formatOps, printTable, type BenchRow } from './lib.ts';
 

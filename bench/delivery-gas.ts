@@ -13,10 +13,10 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { encodeFunctionData, type Hex } from 'viem';
-import { gasPaymentsIn } from '../lib/gas-payment.ts';
-import { bytesToHex } from '../lib/hex.ts';
+import { gasPaymentsIn } from '../lib/gas/payment.ts';
+import { bytesToHex } from '../lib/codec/hex.ts';
 import type { OutboxMessage, OutboxRecord } from '../lib/outbox/index.ts';
-import { parseReceipt } from '../lib/receipt.ts';
+import { parseReceipt } from '../lib/rpc/receipt.ts';
 import { MAILBOX_ABI } from '../lib/worker/metadata.ts';
 import { DEV_ACCOUNT } from '../test/helpers/chain/clients.ts';
 import { deployGasPayment } from '../test/helpers/chain/igp.ts';

@@ -51,12 +51,12 @@ import { createPublicClient, encodeFunctionData, http, type Hash, type Hex } fro
 import { privateKeyToAccount } from 'viem/accounts';
 import type { OutboxMessage } from '../lib/outbox/index.ts';
 import { openSqliteStore, type SqliteStore } from '../lib/sqlite/index.ts';
-import { DEFAULTS } from '../lib/config.ts';
+import { DEFAULTS } from '../lib/config/parse.ts';
 import { silentLogger } from '../lib/log.ts';
 import { openPostgresFromUrl } from '../bin/lib/postgres.ts';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../scripts/embedded-postgres.ts';
 import { MAILBOX_ABI } from '../lib/worker/metadata.ts';
-import { bytesToHex } from '../lib/hex.ts';
+import { bytesToHex } from '../lib/codec/hex.ts';
 import { installExitCleanup } from '../test/helpers/processes.ts';
 import { devKey, startWorker, startWorkerBench, type WorkerBench } from '../test/helpers/chain/worker-chain.ts';
 import { deployTestRecipient } from '../test/helpers/chain/isms.ts';

@@ -11,10 +11,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { hexToBytes } from '../lib/hex.ts';
-import { parseHyperlaneMessage } from '../lib/message.ts';
+import { hexToBytes } from '../lib/codec/hex.ts';
+import { parseHyperlaneMessage } from '../lib/codec/message.ts';
 import type { Outbox, OutboxMessage } from '../lib/outbox/index.ts';
-import { DEFAULTS } from '../lib/config.ts';
+import { DEFAULTS } from '../lib/config/parse.ts';
 import { openPostgresStore } from '../lib/postgres/index.ts';
 import { openSqliteStore } from '../lib/sqlite/index.ts';
 import { startEmbeddedPostgres } from '../scripts/embedded-postgres.ts';

@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { keccak_256 } from '@noble/hashes/sha3.js';
-import { keccak256 } from '../lib/keccak.ts';
+import { keccak256 } from '../lib/codec/keccak.ts';
 import { compare, formatOps, printTable, type BenchRow } from './lib.ts';
 
 const SIZES: readonly [string, number][] = [

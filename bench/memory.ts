@@ -8,7 +8,7 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { createRelayPipeline } from '../lib/pipeline.ts';
+import { createRelayPipeline } from '../lib/relay/pipeline.ts';
 import { createMemoryOutbox } from '../lib/outbox/index.ts';
 import { testConfig } from '../test/helpers/config.ts';
 import { freshTxHash, load, POST_RELAY, startServer, type ServerHandle } from './load.ts';

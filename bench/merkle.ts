@@ -15,7 +15,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { Worker } from 'node:worker_threads';
 import { openSqliteStore } from '../lib/sqlite/index.ts';
 import { packMerkle } from '../lib/sqlite/merkle.ts';
-import { parseJsonBody, validateMerkleRequest } from '../lib/validate.ts';
+import { parseJsonBody, validateMerkleRequest } from '../lib/relay/validate.ts';
 import type { MerkleInsertion } from '../lib/types.ts';
 import { startServer } from './load.ts';
 import { formatOps, median, printTable, type BenchRow } from './lib.ts';

@@ -25,7 +25,7 @@ import { createRpcTransport } from '../lib/node/rpc-transport.ts';
 import { createRelayServer } from '../lib/http/server.ts';
 import { createLogger, silentLogger } from '../lib/log.ts';
 import { createMemoryOutbox } from '../lib/outbox/index.ts';
-import type { FetchLike, RpcFetch } from '../lib/rpc.ts';
+import type { FetchLike, RpcFetch } from '../lib/rpc/client.ts';
 import { openSqliteStore, type SqliteStore } from '../lib/sqlite/index.ts';
 import { MIGRATIONS } from '../lib/sqlite/schema.ts';
 import type { MerkleInsertion, RelayerConfig } from '../lib/types.ts';

@@ -26,7 +26,7 @@ import pg from 'pg';
 import { createRelayServer } from '../lib/http/server.ts';
 import { openPostgresStore } from '../lib/postgres/index.ts';
 import { openSqliteStore } from '../lib/sqlite/index.ts';
-import type { RelayerStore } from '../lib/store.ts';
+import type { RelayerStore } from '../lib/store/bundle.ts';
 import { startEmbeddedPostgres } from '../scripts/embedded-postgres.ts';
 import { launchBrowser } from '../test/helpers/browser.ts';
 import { testConfig } from '../test/helpers/config.ts';

@@ -13,10 +13,10 @@
  */
 // First: on a Node too old for the rest, this prints what is needed and exits (see the file).
 import './lib/node-version.ts';
-import { isHexOfLength } from '../lib/hex.ts';
+import { isHexOfLength } from '../lib/codec/hex.ts';
 import { LOG_LEVELS, type Logger } from '../lib/log.ts';
 import { redactDatabaseUrl, redactUrls } from '../lib/redact.ts';
-import { effectivePolicies, unstatedPolicy } from '../lib/stated-policy.ts';
+import { effectivePolicies, unstatedPolicy } from '../lib/config/stated-policy.ts';
 import type { RelayerConfig } from '../lib/types.ts';
 import { CommandLineError, readCommandLine } from './lib/command-line.ts';
 import { configSummary, listenFailure, signerKeyProblem, workerPolicyLines } from './lib/advice.ts';

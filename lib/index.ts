@@ -1,7 +1,7 @@
 /** relayer-api: the pure core. Web APIs only: no node:* import anywhere below this file. */
-export { keccak256 } from './keccak.ts';
-export { bytesToHex, hexToBytes } from './hex.ts';
-export * from './error-family.ts';
+export { keccak256 } from './codec/keccak.ts';
+export { bytesToHex, hexToBytes } from './codec/hex.ts';
+export * from './errors/family.ts';
 export {
   REASON_STATUS,
   retryAfterHeader,
@@ -20,7 +20,7 @@ export {
   type TransactionErrorKind,
   type TransactionFailureCode,
   type UsageCode,
-} from './errors.ts';
+} from './errors/classes.ts';
 export { systemClock, type Clock, type TimerOptions } from './clock.ts';
 export {
   DISPATCH_TOPIC,
@@ -32,15 +32,15 @@ export {
   type DispatchEvent,
   type GasPaymentEvent,
   type Log,
-} from './abi.ts';
-export { parseHyperlaneMessage, type HyperlaneMessage } from './message.ts';
+} from './codec/abi.ts';
+export { parseHyperlaneMessage, type HyperlaneMessage } from './codec/message.ts';
 export {
   DEFAULT_CCTP_V2_TRANSMITTER,
   DEFAULT_CCTP_V2_TRANSMITTERS,
   extractMessages,
   parseCctpV2Message,
   type CctpV2Message,
-} from './cctp.ts';
+} from './codec/cctp.ts';
 export {
   compileMatchingList,
   createPolicy,
@@ -49,7 +49,7 @@ export {
   type CompiledMatchingList,
   type MatchingRule,
   type PolicyConfig,
-} from './policy.ts';
+} from './relay/policy.ts';
 export {
   checkGasPayment,
   checkGasPaymentForEstimate,
@@ -61,7 +61,7 @@ export {
   type GasPaymentCheck,
   type GasPaymentShortfall,
   type GasPolicySelector,
-} from './gas-policy.ts';
+} from './gas/policy.ts';
 export {
   gasPaymentLogFilter,
   gasPaymentsIn,
@@ -71,9 +71,9 @@ export {
   type GasPaymentStore,
   type GasSpend,
   type PayableMessage,
-} from './gas-payment.ts';
-export { feesWithinCap, replacementFees, type FeeDecision, type Fees, type FeeWait } from './fee-ceiling.ts';
-export { addressRange, isPublicAddress, parseIpAddress, type AddressRange, type IpAddress } from './ip-address.ts';
+} from './gas/payment.ts';
+export { feesWithinCap, replacementFees, type FeeDecision, type Fees, type FeeWait } from './gas/fee-ceiling.ts';
+export { addressRange, isPublicAddress, parseIpAddress, type AddressRange, type IpAddress } from './net/ip-address.ts';
 export {
   createMemoryDedupStore,
   createDedupCache,
@@ -82,16 +82,16 @@ export {
   type MemoryDedupStore,
   type MemoryReservation,
   type Reservation,
-} from './dedup.ts';
+} from './relay/dedup.ts';
 export {
   createTokenBucket,
   type RateLimiter,
   type TakeResult,
   type TokenBucket,
   type TokenBucketOptions,
-} from './rate-limit.ts';
-export type { ClientRateLimiter } from './client-rate-limit.ts';
-export type { ChangeFeed, ChangeHub, ChangeListener, OutboxChange } from './change-feed.ts';
+} from './relay/rate-limit.ts';
+export type { ClientRateLimiter } from './relay/client-rate-limit.ts';
+export type { ChangeFeed, ChangeHub, ChangeListener, OutboxChange } from './outbox/change-feed.ts';
 export {
   callStore,
   isStoreUnavailable,
@@ -102,7 +102,7 @@ export {
   type AdmittedRelay,
   type RelayAdmission,
   type RelayerStore,
-} from './store.ts';
+} from './store/bundle.ts';
 export {
   createReceiptFetcher,
   parseReceipt,
@@ -110,7 +110,7 @@ export {
   type ReceiptFetchEvent,
   type ReceiptFetcherOptions,
   type ReceiptSource,
-} from './receipt.ts';
+} from './rpc/receipt.ts';
 export {
   hideUrls,
   redactDatabaseSecrets,
@@ -130,10 +130,10 @@ export {
   type RpcFetch,
   type RpcOptions,
   type RpcResponse,
-} from './rpc.ts';
-export type { RpcFailureClass } from './rpc-diagnostics.ts';
-export type { GasPaymentJson, MessagesOfTxJson, MessageStatusJson } from './message-status.ts';
-export { createMemoryMerkleStore, type MemoryMerkleStore } from './merkle.ts';
+} from './rpc/client.ts';
+export type { RpcFailureClass } from './rpc/diagnostics.ts';
+export type { GasPaymentJson, MessagesOfTxJson, MessageStatusJson } from './relay/message-status.ts';
+export { createMemoryMerkleStore, type MemoryMerkleStore } from './store/merkle.ts';
 export {
   claimedMessage,
   createMemoryOutbox,
@@ -165,13 +165,13 @@ export {
   type VersionedReads,
   type VersionedRecord,
 } from './outbox/index.ts';
-export { parseConfig, defaultConfig } from './config.ts';
+export { parseConfig, defaultConfig } from './config/parse.ts';
 export {
   createRelayPipeline,
   type RelayPipeline,
   type RelayPipelineOptions,
   type RelayCallOptions,
-} from './pipeline.ts';
+} from './relay/pipeline.ts';
 export {
   validateRelayRequest,
   validateMerkleRequest,
@@ -179,7 +179,7 @@ export {
   MAX_ORIGIN_CHAIN_BYTES,
   type MerkleRange,
   type ValidRelayRequest,
-} from './validate.ts';
+} from './relay/validate.ts';
 export {
   createLogger,
   fromPinoLogger,
@@ -198,4 +198,4 @@ export {
   policyOptOuts,
   unstatedPolicy,
   type DestinationPolicy,
-} from './stated-policy.ts';
+} from './config/stated-policy.ts';

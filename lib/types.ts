@@ -2,7 +2,7 @@
  * Types shared across the core and its adapters: the HTTP request and response bodies and the
  * configuration. Addresses and ids are lower-case 0x hex. A type one module owns lives there.
  */
-import type { MatchingRule } from './policy.ts';
+import type { MatchingRule } from './relay/policy.ts';
 
 /** POST /relay request body (docs/api.md#post-relay). */
 export interface RelayRequest {
@@ -171,7 +171,7 @@ export interface RelayerConfig {
 export type GasPolicyType = 'none' | 'minimum' | 'onChainFeeQuoting';
 
 /**
- * One entry of `gasPaymentEnforcement`, normalised (lib/gas-policy.ts reads and applies them).
+ * One entry of `gasPaymentEnforcement`, normalised (lib/gas/policy.ts reads and applies them).
  * `matchingList` empty = every message.
  */
 export type GasPaymentEnforcement =

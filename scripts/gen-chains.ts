@@ -1,5 +1,5 @@
 /**
- * Generates lib/chains.generated.ts, the built-in chain table of docs/design.md#configuration,
+ * Generates lib/config/chains.generated.ts, the built-in chain table of docs/design.md#configuration,
  * from the
  * @hyperlane-xyz/registry devDependency, so the published package carries the table and no
  * registry at run time.
@@ -40,7 +40,7 @@ function isDeployed(address: unknown): address is string {
   return typeof address === 'string' && /^0x[0-9a-fA-F]{40}$/.test(address) && !/^0x0{40}$/.test(address);
 }
 
-const OUTPUT = fileURLToPath(new URL('../lib/chains.generated.ts', import.meta.url));
+const OUTPUT = fileURLToPath(new URL('../lib/config/chains.generated.ts', import.meta.url));
 
 /** dist/chains of the installed registry (its package.json is not exported, its schema is). */
 function registryChainsDir(): string {
@@ -128,10 +128,10 @@ function main(): void {
   if (process.argv.includes('--check')) {
     const current = existsSync(OUTPUT) ? readFileSync(OUTPUT, 'utf8') : '';
     if (current !== text) {
-      console.error('lib/chains.generated.ts is stale: run `node scripts/gen-chains.ts`');
+      console.error('lib/config/chains.generated.ts is stale: run `node scripts/gen-chains.ts`');
       process.exit(1);
     }
-    console.log('lib/chains.generated.ts is up to date');
+    console.log('lib/config/chains.generated.ts is up to date');
     return;
   }
   writeFileSync(OUTPUT, text);

@@ -1,12 +1,12 @@
 /**
- * Generates lib/keccak-f.generated.ts: the Keccak-f[1600] permutation with every step unrolled
+ * Generates lib/codec/keccak-f.generated.ts: the Keccak-f[1600] permutation with every step unrolled
  * and the 50 state words held in local variables for all 24 rounds.
  *
  *   node scripts/gen-keccak.ts          writes the file
  *   node scripts/gen-keccak.ts --check  exits 1 when the file differs from what it would write
  *
  * Why generated: a permutation written with loops over a typed array (the first version of
- * lib/keccak.ts) spends most of its time loading and storing array elements; with the state in
+ * lib/codec/keccak.ts) spends most of its time loading and storing array elements; with the state in
  * locals V8 keeps it in registers and on the stack, 1.6x faster (bench/keccak.ts). Unrolled code
  * is long and its rotation amounts are bare numbers, so it is derived here from the definitions
  * in the Keccak reference (rho's (t + 1)(t + 2) / 2 along the (x, y) walk, pi's
@@ -18,7 +18,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-const OUTPUT = fileURLToPath(new URL('../lib/keccak-f.generated.ts', import.meta.url));
+const OUTPUT = fileURLToPath(new URL('../lib/codec/keccak-f.generated.ts', import.meta.url));
 const ROUNDS = 24;
 
 /** rho rotation and pi destination lane for every lane x + 5y (lane 0: no rotation, stays put). */
@@ -136,7 +136,7 @@ if (import.meta.main) {
     const current = readFileSync(OUTPUT, 'utf8');
     if (current !== text) {
       console.error(
-        'lib/keccak-f.generated.ts is not what scripts/gen-keccak.ts writes; run node scripts/gen-keccak.ts',
+        'lib/codec/keccak-f.generated.ts is not what scripts/gen-keccak.ts writes; run node scripts/gen-keccak.ts',
       );
       process.exit(1);
     }

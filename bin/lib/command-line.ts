@@ -6,8 +6,8 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { defaultConfig, parseConfig } from '../../lib/config.ts';
-import { ConfigError } from '../../lib/errors.ts';
+import { defaultConfig, parseConfig } from '../../lib/config/parse.ts';
+import { ConfigError } from '../../lib/errors/classes.ts';
 import { createLineSink, type LineSink } from '../../lib/node/log-sink.ts';
 import { createLogger, isLogLevel, LOG_LEVELS, type Logger, type LogLevel } from '../../lib/log.ts';
 import { redactUrls } from '../../lib/redact.ts';

@@ -4,7 +4,7 @@
  * 0; the store stopping: exit 1).
  */
 import type { Logger } from '../../lib/log.ts';
-import type { RelayerStore } from '../../lib/store.ts';
+import type { RelayerStore } from '../../lib/store/bundle.ts';
 import { redactUrls } from '../../lib/redact.ts';
 import { CommandLineError } from './command-line.ts';
 

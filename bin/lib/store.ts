@@ -6,7 +6,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { Logger } from '../../lib/log.ts';
-import type { RelayerStore } from '../../lib/store.ts';
+import type { RelayerStore } from '../../lib/store/bundle.ts';
 import { redactDatabaseSecrets, redactDatabaseUrl } from '../../lib/redact.ts';
 import type { RelayerConfig } from '../../lib/types.ts';
 import { isPostgresUrl, unsupportedDatabaseMessage, unsupportedDatabaseScheme } from '../../lib/postgres/url.ts';

@@ -15,8 +15,8 @@
  * wait are cancelled). Time comes from an injectable Clock, so tests drive the waits.
  */
 import { sleep, systemClock, type Clock } from '../clock.ts';
-import { RelayApiError, type ClientFailureCode, type Reason, InvalidArgumentError } from '../errors.ts';
-import type { GasPaymentJson, MessageStatusJson, MessagesOfTxJson } from '../message-status.ts';
+import { RelayApiError, type ClientFailureCode, type Reason, InvalidArgumentError } from '../errors/classes.ts';
+import type { GasPaymentJson, MessageStatusJson, MessagesOfTxJson } from '../relay/message-status.ts';
 import type { FetchLike, MessageSummary, RelayRequest, RelayResponse } from '../types.ts';
 import { createWatchers, positive, type WatchMethods } from './watch.ts';
 
@@ -34,7 +34,7 @@ export {
 };
 
 export type { FetchLike };
-export * from '../error-family.ts';
+export * from '../errors/family.ts';
 
 /** @deprecated The same type as FetchLike (one name for both entry points); kept for one release. */
 export type FetchFunction = FetchLike;

@@ -12,8 +12,8 @@
  * watchTx() then throws that RelayApiError (code `timeout`) instead of reconnecting.
  */
 import { sleep, type Clock } from '../clock.ts';
-import { OutOfRangeError, RelayApiError } from '../errors.ts';
-import type { MessageStatusJson } from '../message-status.ts';
+import { OutOfRangeError, RelayApiError } from '../errors/classes.ts';
+import type { MessageStatusJson } from '../relay/message-status.ts';
 
 /** What watch() needs of an EventSource (the browser's, or a polyfill's). */
 export interface EventSourceLike {

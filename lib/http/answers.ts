@@ -2,7 +2,7 @@
  * Writing answers: every answer carries the same security and tracing headers; every error is
  * JSON `{"reason","message"}` with `Retry-After` on each 408/429/503, and never a stack or cause.
  */
-import { retryAfterHeader, type RelayError } from '../errors.ts';
+import { retryAfterHeader, type RelayError } from '../errors/classes.ts';
 import type { Exchange } from './exchange.ts';
 
 export const JSON_TYPE = 'application/json';

@@ -3,7 +3,7 @@
  * (the operator keeps them on a private network).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { RelayError } from '../errors.ts';
+import { RelayError } from '../errors/classes.ts';
 import type { Exchange } from './exchange.ts';
 
 /** Throws `unauthorized` unless the request carries the admin token; a no-op without one. */

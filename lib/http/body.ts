@@ -10,7 +10,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Clock } from '../clock.ts';
-import { RelayError } from '../errors.ts';
+import { RelayError } from '../errors/classes.ts';
 
 const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 

@@ -13,9 +13,9 @@
  * every client behind that proxy in one bucket.
  */
 import type { IncomingMessage } from 'node:http';
-import { inBlock, parseAddressBlock, unmapped, type AddressBlock } from '../cidr.ts';
-import { RelayError } from '../errors.ts';
-import { parseIpAddress, type IpAddress } from '../ip-address.ts';
+import { inBlock, parseAddressBlock, unmapped, type AddressBlock } from '../net/cidr.ts';
+import { RelayError } from '../errors/classes.ts';
+import { parseIpAddress, type IpAddress } from '../net/ip-address.ts';
 
 /**
  * One block a request counts in: its key, the limit it is counted against (`client`: one IPv4

@@ -3,15 +3,15 @@
  * (docs/api.md#status-events), each stream following the outbox's change feed (docs/outbox.md#change-feed).
  */
 import type { IncomingMessage } from 'node:http';
-import type { ChangeFeed } from '../change-feed.ts';
-import { txKey } from '../change-feed.ts';
+import type { ChangeFeed } from '../outbox/change-feed.ts';
+import { txKey } from '../outbox/change-feed.ts';
 import type { Clock } from '../clock.ts';
-import { RelayError } from '../errors.ts';
-import { isHexOfLength } from '../hex.ts';
-import { createGasPolicySelector } from '../gas-policy.ts';
-import { versionedStatusJson } from '../message-status.ts';
+import { RelayError } from '../errors/classes.ts';
+import { isHexOfLength } from '../codec/hex.ts';
+import { createGasPolicySelector } from '../gas/policy.ts';
+import { versionedStatusJson } from '../relay/message-status.ts';
 import type { MessageStatus, Outbox, VersionedReads, VersionedRecord } from '../outbox/index.ts';
-import { callStore } from '../store.ts';
+import { callStore } from '../store/bundle.ts';
 import type { ChainConfig, GasPaymentEnforcement } from '../types.ts';
 import type { Client } from './client-address.ts';
 import type { Exchange } from './exchange.ts';

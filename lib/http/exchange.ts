@@ -6,9 +6,9 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Clock } from '../clock.ts';
-import type { RelayError } from '../errors.ts';
+import type { RelayError } from '../errors/classes.ts';
 import type { Logger } from '../log.ts';
-import type { ReceiptFetchEvent } from '../receipt.ts';
+import type { ReceiptFetchEvent } from '../rpc/receipt.ts';
 import type { RelayMetrics } from './relay-metrics.ts';
 
 /** Context of one request, for the log line and the metrics. */

@@ -9,11 +9,11 @@
  * and 5× a client's bucket (lib/http/client-address.ts): the first that refuses refuses the request.
  */
 import type { IncomingMessage } from 'node:http';
-import { createClientBuckets, type ClientRateLimiter } from '../client-rate-limit.ts';
+import { createClientBuckets, type ClientRateLimiter } from '../relay/client-rate-limit.ts';
 import type { Client, ClientBlock } from './client-address.ts';
 import type { Clock } from '../clock.ts';
-import { RelayError } from '../errors.ts';
-import { callStore, type RelayerStore } from '../store.ts';
+import { RelayError } from '../errors/classes.ts';
+import { callStore, type RelayerStore } from '../store/bundle.ts';
 import type { RateLimitConfig } from '../types.ts';
 import type { Exchange } from './exchange.ts';
 

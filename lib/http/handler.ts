@@ -10,13 +10,13 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { systemClock, type Clock } from '../clock.ts';
-import { InvalidArgumentError, RelayError, toRelayError } from '../errors.ts';
+import { InvalidArgumentError, RelayError, toRelayError } from '../errors/classes.ts';
 import { silentLogger, type Logger } from '../log.ts';
-import { createRelayPipeline, type RelayPipeline } from '../pipeline.ts';
+import { createRelayPipeline, type RelayPipeline } from '../relay/pipeline.ts';
 import { createMemoryOutbox } from '../outbox/index.ts';
-import type { RpcFetch } from '../rpc.ts';
+import type { RpcFetch } from '../rpc/client.ts';
 import type { Outbox, RelayQueue } from '../outbox/index.ts';
-import type { RelayerStore } from '../store.ts';
+import type { RelayerStore } from '../store/bundle.ts';
 import type { MerkleStore, RelayerConfig } from '../types.ts';
 import { sendError } from './answers.ts';
 import { authErrorHeaders, createAdminCheck } from './auth.ts';
@@ -42,7 +42,7 @@ export type { Exchange } from './exchange.ts';
 export interface RelayApiOptions {
   config: RelayerConfig;
   /**
-   * The storage bundle (lib/store.ts): outbox, merkle store, and the dedup store and rate limiter
+   * The storage bundle (lib/store/bundle.ts): outbox, merkle store, and the dedup store and rate limiter
    * when the engine shares them between replicas. `outbox` and `merkle` below override its parts.
    * GET /ready pings it.
    */

@@ -9,7 +9,7 @@ export {
   type Labels,
 } from '../node/metrics.ts';
 export type { EventOutbox } from './events.ts';
-export * from '../error-family.ts';
+export * from '../errors/family.ts';
 export { readBody } from './body.ts';
 export { createLineSink, type LineSink, type LineSinkOptions } from '../node/log-sink.ts';
 export { createRpcTransport, type RpcTransport, type RpcTransportOptions } from '../node/rpc-transport.ts';

@@ -4,12 +4,12 @@
  * never open: without an admin token configured it answers 404 saying how to turn it on, and with
  * one it needs `Authorization: Bearer <token>` (compared in constant time, lib/http/auth.ts).
  */
-import { RelayError } from '../errors.ts';
-import { decimal } from '../hex.ts';
-import { createGasPolicySelector } from '../gas-policy.ts';
-import { statusObjects } from '../message-status.ts';
+import { RelayError } from '../errors/classes.ts';
+import { decimal } from '../codec/hex.ts';
+import { createGasPolicySelector } from '../gas/policy.ts';
+import { statusObjects } from '../relay/message-status.ts';
 import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, type MessageStatus, type Outbox } from '../outbox/index.ts';
-import { callStore } from '../store.ts';
+import { callStore } from '../store/bundle.ts';
 import type { ChainConfig, GasPaymentEnforcement } from '../types.ts';
 import { sendJson } from './answers.ts';
 import { createAdminCheck } from './auth.ts';

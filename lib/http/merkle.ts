@@ -2,9 +2,9 @@
  * /merkle_tree_insertions (admin): POST stores insertion records of known chains (the others are
  * reported as skipped), GET lists one domain's range. Without a merkle store there is no route.
  */
-import { callStore } from '../store.ts';
+import { callStore } from '../store/bundle.ts';
 import type { MerkleStore } from '../types.ts';
-import { parseJsonBody, validateMerkleRange, validateMerkleRequest } from '../validate.ts';
+import { parseJsonBody, validateMerkleRange, validateMerkleRequest } from '../relay/validate.ts';
 import { sendJson } from './answers.ts';
 import type { AdminCheck } from './auth.ts';
 import { readJsonBody } from './body.ts';

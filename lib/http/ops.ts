@@ -1,6 +1,6 @@
 /** The operator's endpoints: GET /ready, /chains, /metrics and /openapi.json. */
 import type { Clock } from '../clock.ts';
-import { callStore, withDeadline, type RelayerStore } from '../store.ts';
+import { callStore, withDeadline, type RelayerStore } from '../store/bundle.ts';
 import type { RelayerConfig } from '../types.ts';
 import { JSON_TYPE, send, sendJson, sendText } from './answers.ts';
 import type { Exchange } from './exchange.ts';

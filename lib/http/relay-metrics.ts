@@ -4,8 +4,8 @@
  * that a store may answer asynchronously (sampled before each scrape, NaN when the store fails).
  */
 import type { Clock } from '../clock.ts';
-import type { ReceiptFetchEvent } from '../receipt.ts';
-import { isPromiseLike, withDeadline } from '../store.ts';
+import type { ReceiptFetchEvent } from '../rpc/receipt.ts';
+import { isPromiseLike, withDeadline } from '../store/bundle.ts';
 import type { Counter, Histogram, MetricsRegistry } from '../node/metrics.ts';
 
 /** What the relay API's gauges read at scrape time; a store-backed one may answer with a promise. */

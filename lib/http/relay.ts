@@ -3,7 +3,7 @@
  * probe, or the status lookup of lib/http/status.ts when its query names `origin_chain` or
  * `tx_hash`.
  */
-import type { RelayPipeline } from '../pipeline.ts';
+import type { RelayPipeline } from '../relay/pipeline.ts';
 import { sendJson, sendText } from './answers.ts';
 import { readJsonBody } from './body.ts';
 import type { Exchange } from './exchange.ts';

@@ -4,7 +4,7 @@
  * segment, found in `ex.params`. HEAD is served by GET without the body; OPTIONS answers from the
  * methods listed (lib/http/cors.ts adds the preflight headers).
  */
-import { RelayError } from '../errors.ts';
+import { RelayError } from '../errors/classes.ts';
 import type { Exchange } from './exchange.ts';
 
 export type RouteHandler = (ex: Exchange) => void | Promise<void>;

@@ -2,14 +2,14 @@
  * The message status lookups: GET /relay/{message_id} and GET /relay?origin_chain=&tx_hash=. They
  * exist only when the outbox can be read back (`get`, `byTx`).
  */
-import { RelayError } from '../errors.ts';
-import { isHexOfLength } from '../hex.ts';
-import { createGasPolicySelector } from '../gas-policy.ts';
-import { statusObjects } from '../message-status.ts';
+import { RelayError } from '../errors/classes.ts';
+import { isHexOfLength } from '../codec/hex.ts';
+import { createGasPolicySelector } from '../gas/policy.ts';
+import { statusObjects } from '../relay/message-status.ts';
 import type { Outbox, OutboxRecord } from '../outbox/index.ts';
-import { callStore } from '../store.ts';
+import { callStore } from '../store/bundle.ts';
 import type { ChainConfig, GasPaymentEnforcement } from '../types.ts';
-import { validateRelayRequest } from '../validate.ts';
+import { validateRelayRequest } from '../relay/validate.ts';
 import { sendJson } from './answers.ts';
 import type { Exchange } from './exchange.ts';
 import type { Route } from './router.ts';

@@ -4,9 +4,9 @@
  * the shared 15 s heartbeat, and the write that drops a client which does not read. The routes are
  * lib/http/events.ts's.
  */
-import type { ChangeFeed, OutboxChange } from '../change-feed.ts';
+import type { ChangeFeed, OutboxChange } from '../outbox/change-feed.ts';
 import type { Clock } from '../clock.ts';
-import { RelayError } from '../errors.ts';
+import { RelayError } from '../errors/classes.ts';
 import type { Client } from './client-address.ts';
 import type { Exchange } from './exchange.ts';
 
@@ -18,7 +18,7 @@ const RETRY_AFTER_SECONDS = 5;
 /** One open stream. */
 export interface Stream {
   ex: Exchange;
-  /** Keys it follows: message ids and transaction keys (lib/change-feed.ts txKey). */
+  /** Keys it follows: message ids and transaction keys (lib/outbox/change-feed.ts txKey). */
   keys: Set<string>;
   /** Called for a change naming one of its keys, or for `all`. */
   changed(): void;

@@ -3,7 +3,7 @@
  * and histograms with labels, and gauges read at scrape time. No dependency. The relay API's own
  * metric families are lib/http/relay-metrics.ts's; the worker's ops server uses this registry too.
  */
-import { InvalidArgumentError } from '../errors.ts';
+import { InvalidArgumentError } from '../errors/classes.ts';
 
 export type Labels = Record<string, string>;
 

@@ -1,6 +1,6 @@
 /**
  * The answer of relayer-api/server's RPC transport (lib/node/rpc-transport.ts): a node:http
- * response as the core's `ChunkedResponse` (lib/rpc-body.ts), its status and headers as received
+ * response as the core's `ChunkedResponse` (lib/rpc/body.ts), its status and headers as received
  * and its body handed to the core's bounded reader chunk by chunk, without a WHATWG stream
  * (docs/rpc.md#rpc-transport).
  *
@@ -10,10 +10,10 @@
 import type { IncomingMessage } from 'node:http';
 import { pipeline, type Readable, type Transform } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
-import type { BodySink, ChunkedBody, ChunkedResponse } from '../rpc-body.ts';
+import type { BodySink, ChunkedBody, ChunkedResponse } from '../rpc/body.ts';
 
 export function fetchFailed(cause: unknown): TypeError {
-  // The global fetch's shape: the reason is in `cause` (lib/rpc-diagnostics.ts classes it by its
+  // The global fetch's shape: the reason is in `cause` (lib/rpc/diagnostics.ts classes it by its
   // code). Node's messages name the host and port ("connect ECONNREFUSED 127.0.0.1:8545"), never
   // a path or key.
   return new TypeError('fetch failed', { cause });

@@ -4,7 +4,7 @@
  */
 import type { Agent as HttpAgentType, RequestOptions } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { basicAuthorization, type ChunkedResponse, type RpcFetch } from '../rpc.ts';
+import { basicAuthorization, type ChunkedResponse, type RpcFetch } from '../rpc/client.ts';
 import { fetchFailed, toRpcResponse } from './rpc-response.ts';
 
 // node:http as the CommonJS module, not an ES import (see lib/http/server.ts: a start-up cost).
@@ -31,8 +31,8 @@ export interface RpcTransportOptions {
 
 export interface RpcTransport {
   /**
-   * A `fetch` for lib/rpc.ts (`RpcOptions.fetch`, `createRelayServer({ fetch })`). It answers a
-   * ChunkedResponse (lib/rpc-body.ts), not a WHATWG Response: it is meant for the core only.
+   * A `fetch` for lib/rpc/client.ts (`RpcOptions.fetch`, `createRelayServer({ fetch })`). It answers a
+   * ChunkedResponse (lib/rpc/body.ts), not a WHATWG Response: it is meant for the core only.
    */
   fetch: RpcFetch;
   /** Sockets open per origin (scheme://host:port), for tests and diagnostics. */
@@ -99,7 +99,7 @@ export function createRpcTransport(opts: RpcTransportOptions = {}): RpcTransport
     if (url.protocol !== 'http:' && url.protocol !== 'https:')
       throw fetchFailed(new TypeError(`unsupported protocol ${url.protocol}`));
     const headers: Record<string, string> = {};
-    // As the global fetch path of lib/rpc.ts does (and curl): userinfo becomes Basic auth.
+    // As the global fetch path of lib/rpc/client.ts does (and curl): userinfo becomes Basic auth.
     const authorization = basicAuthorization(url);
     if (authorization !== undefined) headers.authorization = authorization;
     target = {

@@ -2,8 +2,8 @@
  * The argument checks every outbox engine shares (memory, SQLite, PostgreSQL), so they refuse the
  * same calls with the same errors (lib/outbox/types.ts re-exports them).
  */
-import { InvalidArgumentError, OutOfRangeError } from '../errors.ts';
-import { isHexOfLength, isUint } from '../hex.ts';
+import { InvalidArgumentError, OutOfRangeError } from '../errors/classes.ts';
+import { isHexOfLength, isUint } from '../codec/hex.ts';
 import { checkGasPayments } from './gas-checks.ts';
 import type {
   AttemptState,

@@ -3,9 +3,9 @@
  * (docs/gas.md#gas-payment-enforcement, #gas-already-spent), so all three refuse the same calls
  * with the same errors.
  */
-import { InvalidArgumentError } from '../errors.ts';
-import type { GasPayment, GasSpend } from '../gas-payment.ts';
-import { isHexOfLength, isUint } from '../hex.ts';
+import { InvalidArgumentError } from '../errors/classes.ts';
+import type { GasPayment, GasSpend } from '../gas/payment.ts';
+import { isHexOfLength, isUint } from '../codec/hex.ts';
 
 const UINT256_MAX = 2n ** 256n - 1n;
 const isUint256 = (value: unknown): value is bigint => typeof value === 'bigint' && value >= 0n && value <= UINT256_MAX;

@@ -1,7 +1,7 @@
 /**
  * The relay outbox (docs/design.md#enqueue, #storage, docs/outbox.md#message-lifecycle): its types
  * (lib/outbox/types.ts), the argument checks every engine shares (lib/outbox/checks.ts) and the
- * in-memory engine (lib/outbox/memory.ts). The parts import each other directly, never this index.
+ * in-memory engine (lib/outbox/memory/outbox.ts). The parts import each other directly, never this index.
  */
 export * from './types.ts';
 export * from './rows.ts';
@@ -33,4 +33,4 @@ export {
   validateOutboxBatch,
 } from './checks.ts';
 export { checkGasPayments, checkGasSpent, checkRequiredGas } from './gas-checks.ts';
-export { createMemoryOutbox, type MemoryOutbox, type MemoryOutboxOptions } from './memory.ts';
+export { createMemoryOutbox, type MemoryOutbox, type MemoryOutboxOptions } from './memory/outbox.ts';

@@ -2,7 +2,7 @@
  * The relay outbox's types (docs/design.md#enqueue, #storage, docs/outbox.md#message-lifecycle): a message, its
  * record and lifecycle, and the Outbox interface every engine implements.
  */
-import type { GasBookStore, GasPayment, GasPaymentStore } from '../gas-payment.ts';
+import type { GasBookStore, GasPayment, GasPaymentStore } from '../gas/payment.ts';
 import type { SignerKey, SignerLease, SignerLeaseAnswer } from './signer-types.ts';
 
 export type { SignerKey, SignerLease, SignerLeaseAnswer };
@@ -19,7 +19,7 @@ export interface OutboxMessage {
   raw: Uint8Array;
   /** Milliseconds since the epoch when it was enqueued. */
   enqueuedAt: number;
-  gasPayments?: readonly GasPayment[]; // in the same receipt, stored with it (lib/gas-payment.ts)
+  gasPayments?: readonly GasPayment[]; // in the same receipt, stored with it (lib/gas/payment.ts)
 }
 
 /** Where a message is in its life (docs/outbox.md#message-lifecycle). */

@@ -2,8 +2,8 @@
  * The outbox's status-push side (docs/outbox.md#change-feed): records with their change version,
  * the versioned reads, and an outbox that can be followed.
  */
-import type { ChangeFeed } from '../change-feed.ts';
-import type { GasPayment } from '../gas-payment.ts';
+import type { ChangeFeed } from './change-feed.ts';
+import type { GasPayment } from '../gas/payment.ts';
 import type { OutboxRecord } from './types.ts';
 
 /**
@@ -31,7 +31,7 @@ export interface VersionedReads {
   byTxVersioned(originChain: string, txHash: string): VersionedRecord[] | Promise<VersionedRecord[]>;
 }
 
-/** An outbox that can be followed: its change feed (lib/change-feed.ts) and versioned lookups. */
+/** An outbox that can be followed: its change feed (lib/outbox/change-feed.ts) and versioned lookups. */
 export interface OutboxWatch extends VersionedReads {
   readonly changes: ChangeFeed;
 }

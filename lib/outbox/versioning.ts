@@ -2,8 +2,8 @@
  * The in-memory outbox's change versions and feed (docs/outbox.md#change-feed): one counter for
  * the whole outbox, as the SQLite store keeps, advanced only for what a status shows.
  */
-import { createChangeHub, txKey, type ChangeHub } from '../change-feed.ts';
-import type { GasPayment } from '../gas-payment.ts';
+import { createChangeHub, txKey, type ChangeHub } from './change-feed.ts';
+import type { GasPayment } from '../gas/payment.ts';
 import type { OutboxRecord, Synchronous } from './types.ts';
 import type { VersionedReads } from './versioned.ts';
 

@@ -10,9 +10,9 @@
  * to 5 s) and, once it LISTENs again, publishes `all`, so every follower reads again what it
  * follows. Nothing committed while it was away is missed.
  */
-import { createChangeHub, type ChangeHub } from '../change-feed.ts';
+import { createChangeHub, type ChangeHub } from '../outbox/change-feed.ts';
 import { systemClock, type Clock } from '../clock.ts';
-import { InvalidArgumentError, StoreUnavailableError } from '../errors.ts';
+import { InvalidArgumentError, StoreUnavailableError } from '../errors/classes.ts';
 import type { PgPool, PgPoolClient } from './pool.ts';
 import { outboxChannel } from './schema-push.ts';
 

@@ -9,10 +9,10 @@
  * same as no row) and, beyond `maxClients` rows of the budget, the least recently used.
  */
 import type { Clock } from '../clock.ts';
-import type { ClientRateLimiter } from '../client-rate-limit.ts';
-import { DEFAULT_MAX_CLIENTS } from '../client-rate-limit.ts';
-import { InvalidArgumentError } from '../errors.ts';
-import { checkBucket, refused, UNIT } from '../rate-limit.ts';
+import type { ClientRateLimiter } from '../relay/client-rate-limit.ts';
+import { DEFAULT_MAX_CLIENTS } from '../relay/client-rate-limit.ts';
+import { InvalidArgumentError } from '../errors/classes.ts';
+import { checkBucket, refused, UNIT } from '../relay/rate-limit.ts';
 import { nowSql, prepared, run, type PgPool } from './pool.ts';
 import { bucketRefill, num } from './rate-limit.ts';
 

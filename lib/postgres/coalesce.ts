@@ -18,8 +18,8 @@
  * of the queue first, so no later statement writes it (its caller releases its reservation).
  */
 import type { Clock } from '../clock.ts';
-import type { RelayError } from '../errors.ts';
-import { StoreUnavailableError, toStoreError } from '../store.ts';
+import type { RelayError } from '../errors/classes.ts';
+import { StoreUnavailableError, toStoreError } from '../store/bundle.ts';
 
 /** How long a call may wait for a statement before it fails (as pg's default connection timeout). */
 export const DEFAULT_QUEUE_TIMEOUT_MS = 5_000;

@@ -3,10 +3,10 @@
  * capacity read from a row count kept by triggers (docs/replicas.md#how-replicas-agree, #capacity-on-postgresql).
  */
 import type { Clock } from '../clock.ts';
-import { cacheFull, checkDedupLimits, duplicateTx } from '../dedup.ts';
-import type { RelayError } from '../errors.ts';
+import { cacheFull, checkDedupLimits, duplicateTx } from '../relay/dedup.ts';
+import type { RelayError } from '../errors/classes.ts';
 import { nowSql, prepared, run, type PgPool } from './pool.ts';
-import { OutOfRangeError } from '../errors.ts';
+import { OutOfRangeError } from '../errors/classes.ts';
 
 /**
  * Why a reservation was refused, asked after the fact: the key's live row (`duplicate_tx` until it

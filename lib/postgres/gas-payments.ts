@@ -4,7 +4,7 @@
  * written by a data-modifying CTE of the statement that inserts its messages (lib/postgres/outbox.ts),
  * so both commit together; top-ups and reads go through the two methods below.
  */
-import { gasPaymentFromRow, type GasPayment, type GasPaymentRow } from '../gas-payment.ts';
+import { gasPaymentFromRow, type GasPayment, type GasPaymentRow } from '../gas/payment.ts';
 import {
   checkGasPayments,
   checkGasSpent,

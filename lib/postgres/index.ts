@@ -8,7 +8,7 @@
  * its statements, so a small pool (the default 10 of `pg`) serves hundreds of requests a second.
  */
 import type { Clock } from '../clock.ts';
-import type { RelayAdmission, RelayerStore } from '../store.ts';
+import type { RelayAdmission, RelayerStore } from '../store/bundle.ts';
 import type { RelayApiConfig } from '../types.ts';
 import { createPostgresChangeFeed, type PostgresChangeFeed } from './changes.ts';
 import { createPostgresClientBuckets } from './client-rate-limit.ts';
@@ -21,7 +21,7 @@ import { createPostgresAdmission } from './relay.ts';
 import { migrate, quoteSchema } from './schema.ts';
 import { createPostgresVersions, type PostgresVersions } from './versions.ts';
 
-export * from '../error-family.ts';
+export * from '../errors/family.ts';
 export { migrate, MIGRATIONS, SCHEMA_VERSION } from './schema.ts';
 export {
   DEFAULT_LOCK_TIMEOUT_MS,
@@ -72,7 +72,7 @@ export interface PostgresStoreOptions {
 
 export interface PostgresStore extends RelayerStore {
   /**
-   * The outbox and its change feed (lib/change-feed.ts), which holds one connection of `listenPool`
+   * The outbox and its change feed (lib/outbox/change-feed.ts), which holds one connection of `listenPool`
    * (default the pool) for LISTEN from its first ready() until close().
    */
   outbox: PostgresOutbox & PostgresVersions & { readonly changes: PostgresChangeFeed };

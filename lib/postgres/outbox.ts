@@ -16,7 +16,7 @@
  * same way.
  */
 import type { Clock } from '../clock.ts';
-import { bytesToHex, parseHex } from '../hex.ts';
+import { bytesToHex, parseHex } from '../codec/hex.ts';
 import {
   checkClaim,
   claimedMessage,

@@ -3,13 +3,13 @@
  * `connect()` → client with `query` and `release`), so `pg`, `pg-native` or a wrapper with the
  * same surface plugs in and the library itself has no runtime dependency.
  *
- * Every call goes through `run`, which maps the driver's failure as lib/store.ts's callStore does: a
+ * Every call goes through `run`, which maps the driver's failure as lib/store/bundle.ts's callStore does: a
  * database that cannot be used right now (by SQLSTATE, or a lost connection) is RelayError
  * `store_unavailable` (HTTP 503 with Retry-After), anything else (a CHECK violation, a bug)
  * `internal_error` (500). The driver's error is kept as `cause` for the logs; drivers do not put
  * the password in their messages, and the store never puts the connection string anywhere.
  */
-import { StoreUnavailableError, toStoreError } from '../store.ts';
+import { StoreUnavailableError, toStoreError } from '../store/bundle.ts';
 
 export interface PgQueryResult<Row> {
   rows: Row[];
@@ -87,7 +87,7 @@ export function prepared(text: string): (values: unknown[]) => PgQueryConfig {
 }
 
 /**
- * An error from the database carries a SQLSTATE (`code`), classified by lib/store.ts. A plain Error
+ * An error from the database carries a SQLSTATE (`code`), classified by lib/store/bundle.ts. A plain Error
  * without one is the driver's own word that the connection is gone or never came: `pg`'s
  * "Connection terminated unexpectedly", its client-side `query_timeout` ("Query read timeout") and
  * a pool out of connections ("timeout exceeded when trying to connect"). Those are unavailability;

@@ -4,13 +4,13 @@
  * concurrent takes, and each UPDATE re-reads the row as the previous one left it, so N replicas
  * together pass at most `burst` requests plus the refill — the limit configured, not N times it.
  *
- * Same arithmetic as lib/rate-limit.ts (tokens in 1/60 000ths, refill per ms = perMinute units),
+ * Same arithmetic as lib/relay/rate-limit.ts (tokens in 1/60 000ths, refill per ms = perMinute units),
  * in double precision; a clock that steps backwards neither drains nor refills the bucket.
  */
 import type { Clock } from '../clock.ts';
-import { checkBucket, refused, UNIT, type TakeResult } from '../rate-limit.ts';
+import { checkBucket, refused, UNIT, type TakeResult } from '../relay/rate-limit.ts';
 import { DATABASE_NOW_SQL, nowSql, run, type PgPool, type PgQueryResult } from './pool.ts';
-import { InvalidArgumentError, OutOfRangeError } from '../errors.ts';
+import { InvalidArgumentError, OutOfRangeError } from '../errors/classes.ts';
 
 export interface PostgresTokenBucketOptions {
   burst: number;

@@ -2,7 +2,7 @@
  * The statements that carry several relays at once (coalesce.ts, docs/replicas.md#coalesced-statements):
  * the same work as relay.ts's admit and complete, each relay answered from its own row.
  */
-import { UNIT } from '../rate-limit.ts';
+import { UNIT } from '../relay/rate-limit.ts';
 import { gasPaymentInsertSql } from './gas-payments.ts';
 import { outboxInsertSql } from './outbox.ts';
 import { prepared, nowSql, timeOrDatabaseNow, type PgQueryConfig } from './pool.ts';

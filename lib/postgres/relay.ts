@@ -3,19 +3,19 @@
  * per accepted relay (docs/design.md#postgresql; shared by concurrent relays: docs/replicas.md#coalesced-statements).
  */
 import { systemClock, type Clock } from '../clock.ts';
-import { RelayError } from '../errors.ts';
+import { RelayError } from '../errors/classes.ts';
 import { validateOutboxBatch, type OutboxMessage } from '../outbox/index.ts';
 import { coalesce, DEFAULT_QUEUE_TIMEOUT_MS } from './coalesce.ts';
-import { rateLimitedError, refused, UNIT } from '../rate-limit.ts';
-import type { AdmittedRelay, RelayAdmission } from '../store.ts';
+import { rateLimitedError, refused, UNIT } from '../relay/rate-limit.ts';
+import type { AdmittedRelay, RelayAdmission } from '../store/bundle.ts';
 import { nowSql, prepared, run, type PgPool, type PgQueryConfig } from './pool.ts';
 import { admitManySql, completeManySql, outboxWriteCtes } from './relay-many.ts';
 import { dedupRefusal, dedupReleaseSql, dedupSweepSql, pacedDedupSweep } from './dedup.ts';
 import { batchPaymentColumns } from './gas-payments.ts';
 import { outboxColumns } from './outbox.ts';
-import { duplicateTx } from '../dedup.ts';
+import { duplicateTx } from '../relay/dedup.ts';
 import { bucketUpdate, createBucketSql, num } from './rate-limit.ts';
-import { OutOfRangeError } from '../errors.ts';
+import { OutOfRangeError } from '../errors/classes.ts';
 
 export interface PostgresAdmissionOptions {
   bucket: { burst: number; perMinute: number; name?: string };

@@ -10,7 +10,7 @@
  *
  * Tables carry CHECK constraints mirroring the API's validation, like the SQLite store's.
  */
-import { SchemaVersionError, InvalidArgumentError } from '../errors.ts';
+import { SchemaVersionError, InvalidArgumentError } from '../errors/classes.ts';
 import { MAX_DESTINATION_TX_HASH_LENGTH, MAX_ERROR_LENGTH, MAX_RAW_TRANSACTION_LENGTH } from '../outbox/index.ts';
 import { gasBookMigration, gasPaymentsMigration } from './gas-payments.ts';
 import type { PgPool } from './pool.ts';
@@ -72,7 +72,7 @@ export const MIGRATIONS: readonly ((s: string) => string)[] = [
   );
   CREATE INDEX dedup_expiry ON ${s}.dedup (expires_at);
 
-  -- One row per bucket; units are tokens x 60 000 (see lib/rate-limit.ts).
+  -- One row per bucket; units are tokens x 60 000 (see lib/relay/rate-limit.ts).
   CREATE TABLE ${s}.token_buckets (
     name text PRIMARY KEY,
     units double precision NOT NULL,

@@ -3,7 +3,7 @@
  * row's change version, which schema migrations 6 and 11's triggers keep, and the message's gas
  * payments read in the same statement (what a status event shows: docs/api.md#status-events).
  */
-import { gasPaymentsFromJson, type GasPaymentRow } from '../gas-payment.ts';
+import { gasPaymentsFromJson, type GasPaymentRow } from '../gas/payment.ts';
 import type { Asynchronous, VersionedReads } from '../outbox/index.ts';
 import { columns, toRecord, type Row } from './outbox.ts';
 import { run, type PgPool } from './pool.ts';

@@ -7,7 +7,7 @@
  * every changed row the next number of one counter), through the version index.
  */
 import type { DatabaseSync } from 'node:sqlite';
-import { txKey } from '../change-feed.ts';
+import { txKey } from '../outbox/change-feed.ts';
 
 /** Rows read per query; a larger change is read in several. */
 const PAGE = 1_000;

@@ -12,8 +12,8 @@
  */
 import { Worker } from 'node:worker_threads';
 import type { Clock } from '../clock.ts';
-import { RelayError } from '../errors.ts';
-import { STORE_RETRY_AFTER_SECONDS, StoreUnavailableError } from '../store.ts';
+import { RelayError } from '../errors/classes.ts';
+import { STORE_RETRY_AFTER_SECONDS, StoreUnavailableError } from '../store/bundle.ts';
 import {
   deserializeError,
   type CallMessage,

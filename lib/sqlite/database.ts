@@ -11,7 +11,7 @@
  */
 import { DatabaseSync } from 'node:sqlite';
 import type { Clock } from '../clock.ts';
-import { SchemaVersionError } from '../errors.ts';
+import { SchemaVersionError } from '../errors/classes.ts';
 import { createSqliteMerkleTable, type MerkleTable } from './merkle.ts';
 import { createSqliteOutbox, type SqliteOutbox } from './outbox.ts';
 import { createSqliteVersions, type SqliteVersions } from './versions.ts';

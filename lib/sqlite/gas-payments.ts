@@ -8,7 +8,7 @@
  * stop at 2^63).
  */
 import type { DatabaseSync } from 'node:sqlite';
-import { gasPaymentFromRow, type GasPayment, type GasPaymentRow } from '../gas-payment.ts';
+import { gasPaymentFromRow, type GasPayment, type GasPaymentRow } from '../gas/payment.ts';
 import { checkGasPayments, checkGasSpent, checkRequiredGas, type Outbox, type Synchronous } from '../outbox/index.ts';
 import type { Transaction } from './transaction.ts';
 

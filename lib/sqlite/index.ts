@@ -7,10 +7,10 @@
  * fsync for all the writes waiting), each acknowledged only after the fsync that covers it, with
  * WAL and synchronous=FULL (lib/sqlite/database.ts). This module never loads node:sqlite itself.
  */
-import { createChangeHub, type ChangeHub } from '../change-feed.ts';
+import { createChangeHub, type ChangeHub } from '../outbox/change-feed.ts';
 import { systemClock, type Clock } from '../clock.ts';
-import { SchemaVersionError } from '../errors.ts';
-import type { RelayerStore } from '../store.ts';
+import { SchemaVersionError } from '../errors/classes.ts';
+import type { RelayerStore } from '../store/bundle.ts';
 import type { MerkleStore } from '../types.ts';
 import { startWorker, type Proxied } from './client.ts';
 import { packMerkle, type MerkleTable } from './merkle.ts';
@@ -19,13 +19,13 @@ import { SCHEMA_VERSION } from './schema.ts';
 import type { SqliteVersions } from './versions.ts';
 
 export { SCHEMA_VERSION, SchemaVersionError, type SqliteOutbox, type SqliteVersions, type Proxied };
-export * from '../error-family.ts';
+export * from '../errors/family.ts';
 
 /** The SQLite store: a RelayerStore, plus what tests and tools read directly. */
 export interface SqliteStore extends RelayerStore {
   /**
    * The outbox, every method of lib/sqlite/outbox.ts answered by the worker, and its change feed
-   * (lib/change-feed.ts): what the worker thread sees change in the file, whoever wrote it.
+   * (lib/outbox/change-feed.ts): what the worker thread sees change in the file, whoever wrote it.
    */
   outbox: Proxied<SqliteOutbox> & Proxied<SqliteVersions> & { readonly changes: ChangeHub };
   merkle: MerkleStore;

@@ -8,7 +8,7 @@
 import type { DatabaseSync } from 'node:sqlite';
 import type { MerkleInsertion } from '../types.ts';
 import type { Transaction } from './transaction.ts';
-import { InvalidArgumentError } from '../errors.ts';
+import { InvalidArgumentError } from '../errors/classes.ts';
 
 export interface MerkleTable {
   /** Writes every record in one transaction (all or none); a repeated (chain, leaf_index) replaces. Returns rows written. */

@@ -6,7 +6,7 @@
  * methods. Writes are group-committed (one transaction and one fsync for every write waiting, a
  * SAVEPOINT each); reads run at once, also while a write waits for a lock.
  */
-import * as errors from '../errors.ts';
+import * as errors from '../errors/classes.ts';
 import type { Tables } from './database.ts';
 
 export type Access = 'read' | 'write';
@@ -102,7 +102,7 @@ export type FromWorker =
 
 type ErrorClass = abstract new (...args: never[]) => Error;
 
-/** The classes an error keeps across the thread: every error class of lib/errors.ts, and the built-in ones. */
+/** The classes an error keeps across the thread: every error class of lib/errors/classes.ts, and the built-in ones. */
 const ERROR_CLASSES: ReadonlyMap<string, ErrorClass> = new Map(
   ([...Object.values(errors), Error, TypeError, RangeError, SyntaxError] as unknown[])
     .filter(

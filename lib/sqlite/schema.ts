@@ -7,7 +7,7 @@
  * a row the API would refuse.
  */
 import type { DatabaseSync } from 'node:sqlite';
-import { SchemaVersionError } from '../errors.ts';
+import { SchemaVersionError } from '../errors/classes.ts';
 import { MAX_DESTINATION_TX_HASH_LENGTH, MAX_ERROR_LENGTH, MAX_RAW_TRANSACTION_LENGTH } from '../outbox/index.ts';
 import { createTransaction, type Transaction } from './transaction.ts';
 

@@ -5,7 +5,7 @@
  * A table of its own for the store's worker, beside the outbox's.
  */
 import type { DatabaseSync } from 'node:sqlite';
-import { gasPaymentsFromJson } from '../gas-payment.ts';
+import { gasPaymentsFromJson } from '../gas/payment.ts';
 import { recordFromRow, type Synchronous, type VersionedReads, type VersionedRecord } from '../outbox/index.ts';
 import { COLUMNS, type Row } from './outbox.ts';
 

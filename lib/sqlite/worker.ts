@@ -29,7 +29,7 @@ import {
   type FromWorker,
   type ToWorker,
 } from './protocol.ts';
-import { InvalidArgumentError, StoreUnavailableError } from '../errors.ts';
+import { InvalidArgumentError, StoreUnavailableError } from '../errors/classes.ts';
 
 export interface WorkerOptions {
   path: string;

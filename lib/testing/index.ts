@@ -3,7 +3,7 @@
  * the outbox contract suite to check an outbox of one's own, a fake clock, and message builders.
  * Node only (node:test, node:assert); the other entry points never import it.
  */
-export * from '../error-family.ts';
+export * from '../errors/family.ts';
 export { createFakeClock, flushJobs, type FakeClock } from './clock.ts';
 export {
   DEFAULT_RECIPIENT,

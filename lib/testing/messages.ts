@@ -3,9 +3,9 @@
  * and keccak code so `relayer-api/testing` needs nothing outside the package; the package's tests
  * check each builder against viem's encoding (test/unit/testing-messages.test.ts).
  */
-import { bytesToHex, parseHex, joinBytes } from '../hex.ts';
-import { InvalidArgumentError, OutOfRangeError } from '../errors.ts';
-import { keccak256 } from '../keccak.ts';
+import { bytesToHex, parseHex, joinBytes } from '../codec/hex.ts';
+import { InvalidArgumentError, OutOfRangeError } from '../errors/classes.ts';
+import { keccak256 } from '../codec/keccak.ts';
 
 export interface MessageFields {
   /** Message.sol VERSION is 3; anything else only to test that it is refused. */

@@ -4,9 +4,9 @@
  * reads. Encoded with the package's own code; the package's tests check them against viem
  * (test/unit/testing-receipts.test.ts).
  */
-import { DISPATCH_TOPIC, MESSAGE_SENT_TOPIC } from '../abi.ts';
-import { DEFAULT_CCTP_V2_TRANSMITTER } from '../cctp.ts';
-import { bytesToHex, joinBytes } from '../hex.ts';
+import { DISPATCH_TOPIC, MESSAGE_SENT_TOPIC } from '../codec/abi.ts';
+import { DEFAULT_CCTP_V2_TRANSMITTER } from '../codec/cctp.ts';
+import { bytesToHex, joinBytes } from '../codec/hex.ts';
 import {
   bytesOf,
   DEFAULT_RECIPIENT,

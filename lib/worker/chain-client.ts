@@ -14,7 +14,7 @@ import {
   type Tokens,
   type Transport,
 } from 'viem';
-import { ConfigError } from '../errors.ts';
+import { ConfigError } from '../errors/classes.ts';
 import type { RelayerConfig } from '../types.ts';
 import { sendGuard } from './signer-lease.ts';
 

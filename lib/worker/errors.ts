@@ -1,6 +1,6 @@
 /**
  * Anything thrown while delivering, as the DeliveryError the loop records (docs/delivery.md). The
- * worker's error classes are members of the library's one error family, in lib/errors.ts (this
+ * worker's error classes are members of the library's one error family, in lib/errors/classes.ts (this
  * module re-exports them); their messages never carry RPC URLs, gateway URLs or keys.
  */
 import {
@@ -10,7 +10,7 @@ import {
   type DeliveryErrorKind,
   TransactionError,
   type TransactionErrorKind,
-} from '../errors.ts';
+} from '../errors/classes.ts';
 import { hideUrls } from '../redact.ts';
 
 export {

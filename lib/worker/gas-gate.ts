@@ -1,6 +1,6 @@
 /**
  * Gas payment enforcement and the gas limit in the delivery loop
- * (docs/gas.md#gas-payment-enforcement): the pure policy of lib/gas-policy.ts applied to the
+ * (docs/gas.md#gas-payment-enforcement): the pure policy of lib/gas/policy.ts applied to the
  * payments stored with a message, and to the ones made later (top-ups) that the origin chain's
  * InterchainGasPaymaster logged, found with `eth_getLogs` (topic1 = the message id) and stored.
  *
@@ -15,23 +15,23 @@
  *   estimate above it is not sent).
  * The stored payments are read first; the origin chain is asked only when they fall short.
  */
-import { DeliveryError } from '../errors.ts';
+import { DeliveryError } from '../errors/classes.ts';
 import {
   gasPaymentsIn,
   sumGasPayments,
   type GasBookStore,
   type GasPayment,
   type GasPaymentStore,
-} from '../gas-payment.ts';
+} from '../gas/payment.ts';
 import {
   checkGasPayment,
   checkGasPaymentForEstimate,
   createGasPolicySelector,
   processGasLimit,
   type GasPaid,
-} from '../gas-policy.ts';
-import { parseHex } from '../hex.ts';
-import { parseHyperlaneMessage } from '../message.ts';
+} from '../gas/policy.ts';
+import { parseHex } from '../codec/hex.ts';
+import { parseHyperlaneMessage } from '../codec/message.ts';
 import type { ClaimedMessage } from '../outbox/index.ts';
 import type { GasPaymentEnforcement } from '../types.ts';
 import { describe } from './errors.ts';

@@ -9,14 +9,14 @@
  */
 import { createPublicClient, http, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
-import type { ChangeFeed } from '../change-feed.ts';
+import type { ChangeFeed } from '../outbox/change-feed.ts';
 import { chainClient, RPC_TIMEOUT_MS } from './chain-client.ts';
-import { isHexOfLength } from '../hex.ts';
+import { isHexOfLength } from '../codec/hex.ts';
 import { redactUrls, urlForLog } from '../redact.ts';
 import { systemClock, type Clock } from '../clock.ts';
-import { InvalidArgumentError } from '../errors.ts';
+import { InvalidArgumentError } from '../errors/classes.ts';
 import { silentLogger, type Logger } from '../log.ts';
-import { assertStatedPolicy, effectiveTransactionGasLimit, policyOptOuts } from '../stated-policy.ts';
+import { assertStatedPolicy, effectiveTransactionGasLimit, policyOptOuts } from '../config/stated-policy.ts';
 import type { RelayerConfig } from '../types.ts';
 import type { LocalAddresses, Resolver } from './ccip/read.ts';
 import { createMailboxDestination } from './destination.ts';
@@ -43,7 +43,7 @@ export {
   policyOptOuts,
   unstatedPolicy,
   type DestinationPolicy,
-} from '../stated-policy.ts';
+} from '../config/stated-policy.ts';
 export type {
   DeliveryEvents,
   DeliveryOutbox,
@@ -82,7 +82,7 @@ export {
   DEFAULT_REPLACE_AFTER_BLOCKS,
 } from './tx/sender.ts';
 export { DeliveryError, type DeliveryErrorKind } from './errors.ts';
-export * from '../error-family.ts';
+export * from '../errors/family.ts';
 export type { CcipReadAttempt } from './ccip/read.ts';
 export type { LocalAddresses, TargetRefusal } from './ccip/target.ts';
 export type { Hex } from './ccip/offchain-lookup.ts';
@@ -157,7 +157,7 @@ export interface RelayerWorker {
  */
 export const gatewayForLog: (url: string) => string = urlForLog;
 
-/** 0x and 64 hex digits (lib/hex.ts's rule for 32 bytes; relayer-worker checks it before loading viem). */
+/** 0x and 64 hex digits (lib/codec/hex.ts's rule for 32 bytes; relayer-worker checks it before loading viem). */
 export function isPrivateKey(value: string): value is Hex {
   return isHexOfLength(value, 32);
 }

@@ -4,7 +4,7 @@
  * destination chain, what one delivery ends with, the events the metrics count.
  */
 import type { Hash, Hex } from 'viem';
-import type { ChangeFeed } from '../change-feed.ts';
+import type { ChangeFeed } from '../outbox/change-feed.ts';
 import type {
   BroadcastFence,
   ClaimedMessage,

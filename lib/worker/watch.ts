@@ -12,7 +12,7 @@
 import type { Clock } from '../clock.ts';
 import type { Logger } from '../log.ts';
 import { redactUrls } from '../redact.ts';
-import { causeText, classifyTransportFailure } from '../rpc-diagnostics.ts';
+import { causeText, classifyTransportFailure } from '../rpc/diagnostics.ts';
 
 /** One destination as the watch sees it. */
 export interface WatchedChain {
@@ -67,7 +67,7 @@ export interface WorkerWatch {
 }
 
 /**
- * What failed, in the server's words (lib/rpc-diagnostics.ts): viem says "HTTP request failed."
+ * What failed, in the server's words (lib/rpc/diagnostics.ts): viem says "HTTP request failed."
  * for a refused connection, a failed DNS lookup and an HTTP error alike; its cause chain and
  * status say which. Other messages are cut to their first line, URLs redacted (RPC URLs carry
  * API keys).

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import type { Address, Hash, Hex } from 'viem';
-import { bytesToHex } from '../../lib/hex.ts';
+import { bytesToHex } from '../../lib/codec/hex.ts';
 import { createMemoryOutbox, type OutboxRecord } from '../../lib/outbox/index.ts';
 import { DEV_ACCOUNT, FIXED_GAS } from '../helpers/chain/clients.ts';
 import { mailboxArtifact } from '../helpers/chain/hyperlane.ts';

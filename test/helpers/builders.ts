@@ -5,7 +5,7 @@
  */
 import { encodeAbiParameters, encodePacked, hexToBytes, keccak256, pad, toHex } from 'viem/utils';
 import type { Hex } from 'viem';
-import type { Log } from '../../lib/abi.ts';
+import type { Log } from '../../lib/codec/abi.ts';
 
 export const DISPATCH_TOPIC: Hex = '0x769f711d20c679153d382254f59892613b58a97cc876b249134ac25c80f9c814';
 export const MESSAGE_SENT_TOPIC: Hex = '0x8c5261668696ce22758910d05bab8f186d6eb247ceac2af2e82c7dc17669b036';
@@ -63,7 +63,7 @@ export interface RpcLog {
   [extra: string]: unknown;
 }
 
-/** The same log as the library reads it (lib/abi.ts Log): data as bytes. */
+/** The same log as the library reads it (lib/codec/abi.ts Log): data as bytes. */
 export function libraryLog(log: RpcLog): Log {
   return { address: log.address, topics: log.topics, data: hexToBytes(log.data as Hex) };
 }

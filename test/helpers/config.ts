@@ -14,7 +14,7 @@ import { CCTP_V2_TRANSMITTER, MAILBOX } from './builders.ts';
 export const BASE_MAILBOX = '0xeA87ae93Fa0019a82A727bfd3eBd1cFCa8f64f1D';
 
 /**
- * Every default as docs/configuration.md documents it, read from there (not from lib/config.ts),
+ * Every default as docs/configuration.md documents it, read from there (not from lib/config/parse.ts),
  * so that test/unit/config.test.ts compares the parser with the documentation: the example file of
  * docs/configuration.md#the-configuration-file spells out `relayApi`, `server` and `db`, and the
  * table of docs/configuration.md#the-worker-section gives the worker's defaults. Frozen to the

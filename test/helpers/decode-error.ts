@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { DecodeError } from '../../lib/errors.ts';
+import { DecodeError } from '../../lib/errors/classes.ts';
 
 /** Runs `fn`, which must throw a DecodeError, and returns its code (fails the test otherwise). */
 export function decodeCode(fn: () => unknown): string {

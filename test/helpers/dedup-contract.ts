@@ -1,11 +1,11 @@
 /**
- * The DedupStore contract (lib/dedup.ts, docs/design.md#deduplication, docs/replicas.md#how-replicas-agree), one suite run
+ * The DedupStore contract (lib/relay/dedup.ts, docs/design.md#deduplication, docs/replicas.md#how-replicas-agree), one suite run
  * against every engine (test/unit/store-contracts.test.ts): the per-process cache and PostgreSQL. Time
  * is a fake clock the engine was given, so windows and expiries are crossed without waiting.
  */
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, test } from 'node:test';
-import { RelayError } from '../../lib/errors.ts';
+import { RelayError } from '../../lib/errors/classes.ts';
 import type { FakeClock } from './fake-clock.ts';
 
 export interface DedupLike {

@@ -5,11 +5,11 @@
  * one entry here.
  */
 import pg from 'pg';
-import { createMemoryDedupStore, type DedupStore } from '../../lib/dedup.ts';
-import { createMemoryMerkleStore } from '../../lib/merkle.ts';
+import { createMemoryDedupStore, type DedupStore } from '../../lib/relay/dedup.ts';
+import { createMemoryMerkleStore } from '../../lib/store/merkle.ts';
 import { createMemoryOutbox, type Outbox } from '../../lib/outbox/index.ts';
 import { openPostgresStore, type PostgresStoreOptions } from '../../lib/postgres/index.ts';
-import { createTokenBucket, type RateLimiter } from '../../lib/rate-limit.ts';
+import { createTokenBucket, type RateLimiter } from '../../lib/relay/rate-limit.ts';
 import { openSqliteStore } from '../../lib/sqlite/index.ts';
 import type { MerkleStore } from '../../lib/types.ts';
 import type { FakeClock } from './fake-clock.ts';

@@ -3,7 +3,7 @@
  * one repeats), every call is recorded, and helpers build the usual answers as real Web API
  * `Response` objects, so the code under test reads them exactly as it reads a network response.
  */
-import type { FetchLike } from '../../lib/rpc.ts';
+import type { FetchLike } from '../../lib/rpc/client.ts';
 
 export interface FetchCall {
   url: string;

@@ -1,10 +1,10 @@
 /**
- * The RateLimiter contract (lib/rate-limit.ts, docs/design.md#rate-limit, docs/replicas.md#how-replicas-agree), one suite
+ * The RateLimiter contract (lib/relay/rate-limit.ts, docs/design.md#rate-limit, docs/replicas.md#how-replicas-agree), one suite
  * run against every engine (test/unit/store-contracts.test.ts): the per-process bucket and PostgreSQL.
  */
 import assert from 'node:assert/strict';
 import { afterEach, describe, test } from 'node:test';
-import type { TakeResult } from '../../lib/rate-limit.ts';
+import type { TakeResult } from '../../lib/relay/rate-limit.ts';
 import type { FakeClock } from './fake-clock.ts';
 
 export interface RateLimiterHarness {

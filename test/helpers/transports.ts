@@ -4,7 +4,7 @@
  * (lib/node/rpc-transport.ts). Each must show the same outcomes and failure classes.
  */
 import { createRpcTransport } from '../../lib/node/rpc-transport.ts';
-import type { RpcFetch } from '../../lib/rpc.ts';
+import type { RpcFetch } from '../../lib/rpc/client.ts';
 import type { Cleanup } from './server.ts';
 
 export interface TransportCase {

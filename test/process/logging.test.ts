@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test, type TestContext } from 'node:test';
 import { createLogger, isLogLevel, LOG_LEVELS, type LogLevel } from '../../lib/log.ts';
-import type { FetchLike } from '../../lib/rpc.ts';
+import type { FetchLike } from '../../lib/rpc/client.ts';
 import { openSqliteStore } from '../../lib/sqlite/index.ts';
 import type { RelayQueue } from '../../lib/outbox/index.ts';
 import { fileChains, testConfig } from '../helpers/config.ts';
@@ -229,7 +229,7 @@ describe('log level (docs/operations.md#logs)', () => {
   });
 
   test('over HTTP: at "warn" no request lines, but a store failure is still logged; at "debug" request lines appear', async (t) => {
-    // A connection reset: the store is unavailable (503), not faulty (lib/store.ts).
+    // A connection reset: the store is unavailable (503), not faulty (lib/store/bundle.ts).
     const failing: RelayQueue = {
       enqueue() {
         throw Object.assign(new Error('queue broke'), { code: 'ECONNRESET' });

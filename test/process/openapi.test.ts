@@ -8,9 +8,9 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { REASON_STATUS } from '../../lib/errors.ts';
+import { REASON_STATUS } from '../../lib/errors/classes.ts';
 import { openSqliteStore, type SqliteStore } from '../../lib/sqlite/index.ts';
-import { validateMerkleRequest, validateRelayRequest } from '../../lib/validate.ts';
+import { validateMerkleRequest, validateRelayRequest } from '../../lib/relay/validate.ts';
 import { testConfig } from '../helpers/config.ts';
 import { txHash } from '../helpers/builders.ts';
 import { httpRequest } from '../helpers/http.ts';
@@ -126,7 +126,7 @@ describe('docs/openapi.json is a valid OpenAPI 3.1 document', () => {
 });
 
 describe('the document covers every status, reason and header (docs/design.md#errors)', () => {
-  test('docs/design.md#errors: the Reason enum is exactly the reasons of lib/errors.ts', () => {
+  test('docs/design.md#errors: the Reason enum is exactly the reasons of lib/errors/classes.ts', () => {
     assert.deepEqual([...openapi.components.schemas.Reason.enum].sort(), Object.keys(REASON_STATUS).sort());
   });
 
@@ -209,7 +209,7 @@ describe('the document covers every status, reason and header (docs/design.md#er
     }
   });
 
-  test('docs/api.md#post-relay, #post-merkle_tree_insertions: the request schemas agree with lib/validate.ts', () => {
+  test('docs/api.md#post-relay, #post-merkle_tree_insertions: the request schemas agree with lib/relay/validate.ts', () => {
     // On valid and invalid bodies.
     const ajv = new Ajv2020({ strict: false });
     ajv.addSchema(openapi, 'doc');

@@ -18,12 +18,21 @@ const entries = Object.entries(pkg.exports as Record<string, { types: string; de
   (e): e is [string, { types: string; default: string }] => typeof e[1] === 'object',
 );
 
-/** The entry point a built file's exports belong to: the core's files and lib/outbox are `relayer-api`. */
+/** The entry point a built file's exports belong to: the core's files and folders (every folder of lib/ but an entry point's) are `relayer-api`. */
 function home(dist: string, file: string): string {
   const rel = posix.relative(join(dist, 'lib'), file);
   const folder = rel.includes('/') ? rel.split('/')[0] : '';
-  const byFolder: Record<string, string> = { http: './server', node: './server', outbox: '.', '': '.' };
-  return byFolder[folder] ?? `./${folder}`;
+  // The folders of an entry point of their own; every other folder of lib/ is the core's.
+  const byFolder: Record<string, string> = {
+    http: './server',
+    node: './server',
+    sqlite: './sqlite',
+    postgres: './postgres',
+    client: './client',
+    worker: './worker',
+    testing: './testing',
+  };
+  return byFolder[folder] ?? '.';
 }
 
 const work = mkdtempSync(join(tmpdir(), 'relayer-consumer-'));
@@ -127,7 +136,7 @@ test('docs/embedding.md#typescript: every type an exported signature uses is exp
 });
 
 test('docs/embedding.md#typescript: every entry point exports the whole error family, the same classes', async () => {
-  // BaseError and every class extending it (lib/errors.ts), so a catch tests instanceof with the
+  // BaseError and every class extending it (lib/errors/classes.ts), so a catch tests instanceof with the
   // entry point it calls.
   const core = await import('relayer-api');
   const family = Object.entries(core)

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
-import { InvalidArgumentError, RelayError, SchemaVersionError } from '../../lib/errors.ts';
+import { InvalidArgumentError, RelayError, SchemaVersionError } from '../../lib/errors/classes.ts';
 import { migrate, openPostgresStore, SCHEMA_VERSION, type PostgresStoreOptions } from '../../lib/postgres/index.ts';
 import { MIGRATIONS } from '../../lib/postgres/schema.ts';
 import { MAX_DESTINATION_TX_HASH_LENGTH, MAX_ERROR_LENGTH } from '../../lib/outbox/index.ts';

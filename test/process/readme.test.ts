@@ -92,7 +92,7 @@ const NOT_RUN_HERE = new Map<string, string>([
     'minutes per module, a mutant at a time; CONTRIBUTING.md#mutation-testing says when to run it',
   ],
   [
-    'npm run mutate -- --mutate lib/fee-ceiling.ts',
+    'npm run mutate -- --mutate lib/gas/fee-ceiling.ts',
     'mutation testing runs each mutant against the unit files (minutes): CONTRIBUTING.md#mutation-testing',
   ],
   [

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import type { Clock } from '../../lib/clock.ts';
 import { createLogger } from '../../lib/log.ts';
-import { createRelayPipeline } from '../../lib/pipeline.ts';
+import { createRelayPipeline } from '../../lib/relay/pipeline.ts';
 import { createMemoryOutbox } from '../../lib/outbox/index.ts';
 import type { RelayerConfig } from '../../lib/types.ts';
 import { fileChains, testConfig } from '../helpers/config.ts';

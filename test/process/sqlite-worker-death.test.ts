@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { after, describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
-import { RelayError } from '../../lib/errors.ts';
+import { RelayError } from '../../lib/errors/classes.ts';
 import { openSqliteStore } from '../../lib/sqlite/index.ts';
 import { spawnTracked } from '../helpers/processes.ts';
 import { testConfig } from '../helpers/config.ts';

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { decodeEventLog, encodeAbiParameters, parseAbi, toHex } from 'viem/utils';
 import type { Hex } from 'viem';
 import { keccak_256 } from '@noble/hashes/sha3.js';
-import { DecodeError } from '../../lib/errors.ts';
+import { DecodeError } from '../../lib/errors/classes.ts';
 import {
   DISPATCH_TOPIC,
   MESSAGE_SENT_TOPIC,
@@ -12,8 +12,8 @@ import {
   decodeMessageSentLog,
   decodeBytesData,
   type Log,
-} from '../../lib/abi.ts';
-import { bytesToHex, hexToBytes, joinBytes } from '../../lib/hex.ts';
+} from '../../lib/codec/abi.ts';
+import { bytesToHex, hexToBytes, joinBytes } from '../../lib/codec/hex.ts';
 import { decodeCode } from '../helpers/decode-error.ts';
 import { CCTP_V2_TRANSMITTER, dispatchLog, libraryLog, MAILBOX, messageSentLog } from '../helpers/builders.ts';
 import {

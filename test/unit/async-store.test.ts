@@ -1,5 +1,5 @@
 /**
- * Asynchronous stores (docs/design.md#storage, lib/store.ts): every store may answer with a
+ * Asynchronous stores (docs/design.md#storage, lib/store/bundle.ts): every store may answer with a
  * promise, and a store that fails makes the request 503 `store_unavailable` with Retry-After,
  * with nothing acknowledged and the dedup reservation released. GET /ready pings the store
  * bundle. The stores here are the in-memory engines behind promises, with failures switched on
@@ -7,12 +7,12 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test, type TestContext } from 'node:test';
-import type { DedupStore, Reservation } from '../../lib/dedup.ts';
-import { createMemoryDedupStore } from '../../lib/dedup.ts';
+import type { DedupStore, Reservation } from '../../lib/relay/dedup.ts';
+import { createMemoryDedupStore } from '../../lib/relay/dedup.ts';
 import { createMemoryOutbox, type Outbox, type RelayQueue } from '../../lib/outbox/index.ts';
-import { createRelayPipeline } from '../../lib/pipeline.ts';
-import { createTokenBucket, type RateLimiter } from '../../lib/rate-limit.ts';
-import { StoreUnavailableError, type RelayerStore } from '../../lib/store.ts';
+import { createRelayPipeline } from '../../lib/relay/pipeline.ts';
+import { createTokenBucket, type RateLimiter } from '../../lib/relay/rate-limit.ts';
+import { StoreUnavailableError, type RelayerStore } from '../../lib/store/bundle.ts';
 import type { MerkleInsertion, MerkleStore } from '../../lib/types.ts';
 import { testConfig } from '../helpers/config.ts';
 import { createFakeClock, type FakeClock } from '../helpers/fake-clock.ts';

@@ -10,7 +10,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { createServer as createTlsServer } from 'node:tls';
 import { describe, test, type TestContext } from 'node:test';
-import { parseIpAddress } from '../../lib/ip-address.ts';
+import { parseIpAddress } from '../../lib/net/ip-address.ts';
 import {
   ccipRead,
   CcipReadError,

@@ -15,12 +15,12 @@ import {
   DEFAULT_CCTP_V2_TRANSMITTERS,
   extractMessages,
   parseCctpV2Message,
-} from '../../lib/cctp.ts';
-import { defaultConfig } from '../../lib/config.ts';
-import { RelayError } from '../../lib/errors.ts';
-import { hexToBytes } from '../../lib/hex.ts';
-import type { Log } from '../../lib/abi.ts';
-import type { Receipt } from '../../lib/receipt.ts';
+} from '../../lib/codec/cctp.ts';
+import { defaultConfig } from '../../lib/config/parse.ts';
+import { RelayError } from '../../lib/errors/classes.ts';
+import { hexToBytes } from '../../lib/codec/hex.ts';
+import type { Log } from '../../lib/codec/abi.ts';
+import type { Receipt } from '../../lib/rpc/receipt.ts';
 import type { ChainConfig } from '../../lib/types.ts';
 import { decodeCode } from '../helpers/decode-error.ts';
 import * as fixtures from '../helpers/builders.ts';

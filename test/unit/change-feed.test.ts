@@ -1,5 +1,5 @@
 /**
- * The outbox's change feed (lib/change-feed.ts, docs/outbox.md#change-feed) on every engine:
+ * The outbox's change feed (lib/outbox/change-feed.ts, docs/outbox.md#change-feed) on every engine:
  * enqueues, claims and outcomes are told with their ids (and the transactions of new messages),
  * a lease renewal is not, and each visible change raises the message's version. Writes by another
  * connection reach the feed: on SQLite another store on the same file (what a relayer-worker
@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import pg from 'pg';
-import { txKey, type ChangeFeed, type OutboxChange } from '../../lib/change-feed.ts';
+import { txKey, type ChangeFeed, type OutboxChange } from '../../lib/outbox/change-feed.ts';
 import { createMemoryOutbox, type Outbox, type OutboxMessage, type OutboxWatch } from '../../lib/outbox/index.ts';
 import { openPostgresStore } from '../../lib/postgres/index.ts';
 import { openSqliteStore } from '../../lib/sqlite/index.ts';

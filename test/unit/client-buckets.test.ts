@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { createClientBuckets } from '../../lib/client-rate-limit.ts';
+import { createClientBuckets } from '../../lib/relay/client-rate-limit.ts';
 import { createPostgresClientBuckets } from '../../lib/postgres/client-rate-limit.ts';
 import { openPostgresStore } from '../../lib/postgres/index.ts';
 import { testConfig } from '../helpers/config.ts';

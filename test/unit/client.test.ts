@@ -16,7 +16,7 @@ import { createFakeClock, type FakeClock } from '../helpers/fake-clock.ts';
 import { outboxEngines, type OutboxEngine } from '../helpers/outbox-engines.ts';
 import { fakeRpcFetch, type ReceiptTable } from '../helpers/fake-rpc.ts';
 import { hyperlaneMessage, messageId, messageSentLog, rpcReceipt, transferLogs, txHash } from '../helpers/builders.ts';
-import { InvalidArgumentError, OutOfRangeError } from '../../lib/errors.ts';
+import { InvalidArgumentError, OutOfRangeError } from '../../lib/errors/classes.ts';
 
 const DEST_TX = '0x' + 'de'.repeat(32);
 

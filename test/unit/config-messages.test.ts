@@ -6,9 +6,9 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseConfig } from '../../lib/config.ts';
-import { ConfigError } from '../../lib/errors.ts';
-import { editDistance, nearest, UnknownKeyError } from '../../lib/fields.ts';
+import { parseConfig } from '../../lib/config/parse.ts';
+import { ConfigError } from '../../lib/errors/classes.ts';
+import { editDistance, nearest, UnknownKeyError } from '../../lib/config/fields.ts';
 
 const MAILBOX = '0x00000000000000000000000000000000000000a1';
 const chains = {

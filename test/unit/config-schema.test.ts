@@ -1,6 +1,6 @@
 /**
  * docs/configuration.md#the-configuration-file: docs/config.schema.json, the JSON Schema an editor
- * completes and checks a config file from, says what lib/config.ts accepts. At every object of a
+ * completes and checks a config file from, says what lib/config/parse.ts accepts. At every object of a
  * config that sets every key, the keys the schema lists are the keys the parser accepts (the parser's
  * refusal of an unknown key lists them: UnknownKeyError.allowed), and the other way round; a wrong
  * type at any leaf is refused by both; the example configs pass both. A key added to the parser
@@ -11,9 +11,9 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { parseConfig } from '../../lib/config.ts';
-import { ConfigError } from '../../lib/errors.ts';
-import { UnknownKeyError } from '../../lib/fields.ts';
+import { parseConfig } from '../../lib/config/parse.ts';
+import { ConfigError } from '../../lib/errors/classes.ts';
+import { UnknownKeyError } from '../../lib/config/fields.ts';
 
 const root = join(import.meta.dirname, '..', '..');
 type Schema = Record<string, any>;

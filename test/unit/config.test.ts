@@ -11,14 +11,14 @@ import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { getAddress, isAddress } from 'viem/utils';
-import { BUILTIN_CHAINS, REGISTRY_VERSION } from '../../lib/chains.generated.ts';
-import { DEFAULT_CCTP_V2_TRANSMITTER, DEFAULT_CCTP_V2_TRANSMITTERS } from '../../lib/cctp.ts';
-import { DEFAULTS, defaultConfig, parseConfig } from '../../lib/config.ts';
-import { BaseError, ConfigError } from '../../lib/errors.ts';
+import { BUILTIN_CHAINS, REGISTRY_VERSION } from '../../lib/config/chains.generated.ts';
+import { DEFAULT_CCTP_V2_TRANSMITTER, DEFAULT_CCTP_V2_TRANSMITTERS } from '../../lib/codec/cctp.ts';
+import { DEFAULTS, defaultConfig, parseConfig } from '../../lib/config/parse.ts';
+import { BaseError, ConfigError } from '../../lib/errors/classes.ts';
 import { createRelayApi } from '../../lib/http/handler.ts';
 import { createMemoryOutbox } from '../../lib/outbox/index.ts';
-import { createRelayPipeline } from '../../lib/pipeline.ts';
-import { createPolicy } from '../../lib/policy.ts';
+import { createRelayPipeline } from '../../lib/relay/pipeline.ts';
+import { createPolicy } from '../../lib/relay/policy.ts';
 import type { RelayerConfig } from '../../lib/types.ts';
 import { DOCUMENTED_DEFAULTS } from '../helpers/config.ts';
 import { CCTP_V2_TRANSMITTER, MAILBOX } from '../helpers/builders.ts';
@@ -697,7 +697,7 @@ describe('docs/design.md#configuration: the built-in default configuration', () 
     }
   });
 
-  test('docs/design.md#configuration: lib/chains.generated.ts is up to date with the installed registry', () => {
+  test('docs/design.md#configuration: lib/config/chains.generated.ts is up to date with the installed registry', () => {
     const script = fileURLToPath(new URL('../../scripts/gen-chains.ts', import.meta.url));
     const run = spawnSync(process.execPath, [script, '--check'], { encoding: 'utf8' });
     assert.equal(run.status, 0, run.stderr);

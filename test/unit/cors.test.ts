@@ -1,12 +1,12 @@
 /**
  * CORS (docs/operations.md#cors): browser UIs call POST /relay directly. An allowlist of origins
- * from server.corsOrigins (validated and normalised by lib/config.ts), preflight on every route,
+ * from server.corsOrigins (validated and normalised by lib/config/parse.ts), preflight on every route,
  * error answers readable by an allowed page, nothing for other origins, Vary: Origin.
  */
 import assert from 'node:assert/strict';
 import { after, describe, test, type TestContext } from 'node:test';
-import { parseConfig } from '../../lib/config.ts';
-import { ConfigError } from '../../lib/errors.ts';
+import { parseConfig } from '../../lib/config/parse.ts';
+import { ConfigError } from '../../lib/errors/classes.ts';
 import { openSqliteStore } from '../../lib/sqlite/index.ts';
 import type { RelayerConfig } from '../../lib/types.ts';
 import { testConfig } from '../helpers/config.ts';
@@ -225,7 +225,7 @@ describe('CORS allowlist (docs/operations.md#cors)', () => {
   });
 });
 
-describe('server.corsOrigins in the config file (lib/config.ts, docs/design.md#configuration)', () => {
+describe('server.corsOrigins in the config file (lib/config/parse.ts, docs/design.md#configuration)', () => {
   const chains = { ethereum: { domainId: 1, chainId: 1, mailbox: MAILBOX, rpcUrls: [{ http: 'http://127.0.0.1:1' }] } };
   const parse = (corsOrigins: unknown) => parseConfig({ chains, server: { corsOrigins } }).server.corsOrigins;
 

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { createMemoryDedupStore, type DedupStore, type Reservation } from '../../lib/dedup.ts';
-import { OutOfRangeError, RelayError } from '../../lib/errors.ts';
+import { createMemoryDedupStore, type DedupStore, type Reservation } from '../../lib/relay/dedup.ts';
+import { OutOfRangeError, RelayError } from '../../lib/errors/classes.ts';
 import { createFakeClock } from '../helpers/fake-clock.ts';
 
 // A real gc() for the memory measurement, without requiring --expose-gc on the command line.

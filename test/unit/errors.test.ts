@@ -14,8 +14,8 @@ import {
   SchemaVersionError,
   toRelayError,
   type Reason,
-} from '../../lib/errors.ts';
-import * as errorsModule from '../../lib/errors.ts';
+} from '../../lib/errors/classes.ts';
+import * as errorsModule from '../../lib/errors/classes.ts';
 import { CcipReadError, DeliveryError, TransactionError } from '../../lib/worker/errors.ts';
 
 test('every error the library throws on purpose is a BaseError told apart by class and code', () => {
@@ -112,14 +112,14 @@ test('docs/design.md#errors: kind and reason are deprecated getters that read co
   assert.deepEqual(relay.toJSON(), { reason: 'rate_limited', message: 'slow down' });
 });
 
-test("docs/design.md#errors: the worker's error classes live in lib/errors.ts with the rest of the family", () => {
+test("docs/design.md#errors: the worker's error classes live in lib/errors/classes.ts with the rest of the family", () => {
   assert.equal(CcipReadError, errorsModule.CcipReadError);
   assert.equal(DeliveryError, errorsModule.DeliveryError);
   assert.equal(TransactionError, errorsModule.TransactionError);
 });
 
 test('every throw in lib/ comes from the error family', () => {
-  // No new Error/TypeError/RangeError, no class extending Error outside lib/errors.ts.
+  // No new Error/TypeError/RangeError, no class extending Error outside lib/errors/classes.ts.
   // The one exception, on purpose: relayer-server's RPC transport rejects exactly as the global
   // fetch does (a plain TypeError 'fetch failed', the reason as its cause), so the core classes its
   // failures by the same rules whichever fetch it is given (docs/rpc.md#rpc-transport).
@@ -137,7 +137,7 @@ test('every throw in lib/ comes from the error family', () => {
   const root = new URL('../../lib/', import.meta.url);
   for (const entry of readdirSync(root, { recursive: true })) {
     const path = String(entry);
-    if (!path.endsWith('.ts') || path === 'errors.ts') continue;
+    if (!path.endsWith('.ts') || path === 'errors/classes.ts') continue;
     const text = readFileSync(new URL(path, root), 'utf8');
     const count = (
       text.match(/new (Error|TypeError|RangeError|SyntaxError)\(|extends (Error|TypeError|RangeError) \{/g) ?? []

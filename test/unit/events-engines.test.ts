@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import pg from 'pg';
-import type { GasPayment } from '../../lib/gas-payment.ts';
+import type { GasPayment } from '../../lib/gas/payment.ts';
 import type { Outbox, OutboxMessage } from '../../lib/outbox/index.ts';
 import { openPostgresStore } from '../../lib/postgres/index.ts';
 import { openSqliteStore } from '../../lib/sqlite/index.ts';

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import { describe, test } from 'node:test';
-import { parseConfig } from '../../lib/config.ts';
+import { parseConfig } from '../../lib/config/parse.ts';
 import { createMemoryOutbox } from '../../lib/outbox/index.ts';
 import { createClientOf } from '../../lib/http/client-address.ts';
 import { rpcReceipt, txHash } from '../helpers/builders.ts';

@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { feesWithinCap, replacementFees, type Fees } from '../../lib/fee-ceiling.ts';
+import { feesWithinCap, replacementFees, type Fees } from '../../lib/gas/fee-ceiling.ts';
 
 const fees = (maxFeePerGas: bigint, maxPriorityFeePerGas = 0n): Fees => ({ maxFeePerGas, maxPriorityFeePerGas });
 

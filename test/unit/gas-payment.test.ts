@@ -9,16 +9,16 @@ import { keccak_256 } from '@noble/hashes/sha3.js';
 import fc from 'fast-check';
 import type { Hex } from 'viem';
 import { decodeEventLog, encodeAbiParameters, encodeEventTopics, hexToBytes, pad, parseAbi, toHex } from 'viem/utils';
-import { decodeGasPaymentLog, GAS_PAYMENT_TOPIC, type Log } from '../../lib/abi.ts';
-import { DecodeError } from '../../lib/errors.ts';
+import { decodeGasPaymentLog, GAS_PAYMENT_TOPIC, type Log } from '../../lib/codec/abi.ts';
+import { DecodeError } from '../../lib/errors/classes.ts';
 import {
   gasPaymentLogFilter,
   gasPaymentsFromJson,
   gasPaymentsIn,
   sumGasPayments,
   type GasPayment,
-} from '../../lib/gas-payment.ts';
-import { bytesToHex } from '../../lib/hex.ts';
+} from '../../lib/gas/payment.ts';
+import { bytesToHex } from '../../lib/codec/hex.ts';
 import { hyperlaneArtifact } from '../helpers/chain/hyperlane.ts';
 import { BOUNDED } from '../helpers/properties.ts';
 

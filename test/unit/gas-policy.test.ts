@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { hexToBytes } from 'viem/utils';
-import { parseConfig } from '../../lib/config.ts';
+import { parseConfig } from '../../lib/config/parse.ts';
 import {
   checkGasPayment,
   checkGasPaymentForEstimate,
@@ -17,8 +17,8 @@ import {
   requiredGas,
   type GasPaid,
   type GasPaymentEnforcement,
-} from '../../lib/gas-policy.ts';
-import { parseHyperlaneMessage } from '../../lib/message.ts';
+} from '../../lib/gas/policy.ts';
+import { parseHyperlaneMessage } from '../../lib/codec/message.ts';
 import { hyperlaneMessage } from '../helpers/builders.ts';
 
 const SENDER = '0x5b61381fc9e58e70efc13a4a97516997019198ee';

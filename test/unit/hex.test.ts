@@ -1,12 +1,12 @@
 /**
- * lib/hex.ts's hexToBytes, the core's public parser (docs/design.md#package): bytes for 0x-hex of
+ * lib/codec/hex.ts's hexToBytes, the core's public parser (docs/design.md#package): bytes for 0x-hex of
  * whole bytes in either case (checked against viem), InvalidArgumentError for anything else.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { hexToBytes as viemHexToBytes } from 'viem/utils';
-import { InvalidArgumentError } from '../../lib/errors.ts';
-import { hexToBytes, parseHex } from '../../lib/hex.ts';
+import { InvalidArgumentError } from '../../lib/errors/classes.ts';
+import { hexToBytes, parseHex } from '../../lib/codec/hex.ts';
 
 test('docs/design.md#package: hexToBytes parses 0x-hex of whole bytes in either case, as viem does', () => {
   for (const hex of ['0x', '0x00', '0xdeadBEEF', '0X0a', `0x${'ab'.repeat(300)}`]) {

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import ipaddr from 'ipaddr.js';
-import { addressRange, isPublicAddress, parseIpAddress, type AddressRange } from '../../lib/ip-address.ts';
+import { addressRange, isPublicAddress, parseIpAddress, type AddressRange } from '../../lib/net/ip-address.ts';
 import { BOUNDED } from '../helpers/properties.ts';
 
 /** [spelling, canonical text, range]. */

@@ -10,8 +10,8 @@ import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { keccak_256 } from '@noble/hashes/sha3.js';
-import { keccak256 } from '../../lib/keccak.ts';
-import { InvalidArgumentError } from '../../lib/errors.ts';
+import { keccak256 } from '../../lib/codec/keccak.ts';
+import { InvalidArgumentError } from '../../lib/errors/classes.ts';
 
 const RATE = 136; // Keccak-256 absorbs 136-byte blocks; most bugs sit at multiples of it
 
@@ -129,7 +129,7 @@ test('docs/design.md#package, keccak256: input that is not a Uint8Array is rejec
   assert.throws(() => keccak256(new Uint32Array(4) as unknown as Uint8Array), InvalidArgumentError);
 });
 
-test('docs/design.md#package, keccak256: lib/keccak-f.generated.ts is what scripts/gen-keccak.ts derives', () => {
+test('docs/design.md#package, keccak256: lib/codec/keccak-f.generated.ts is what scripts/gen-keccak.ts derives', () => {
   // Exactly what it derives from the reference definitions.
   const script = fileURLToPath(new URL('../../scripts/gen-keccak.ts', import.meta.url));
   const run = spawnSync(process.execPath, [script, '--check'], { encoding: 'utf8' });

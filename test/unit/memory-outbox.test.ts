@@ -4,7 +4,7 @@ import { createMemoryOutbox } from '../../lib/outbox/index.ts';
 import type { ClaimedMessage, OutboxMessage } from '../../lib/outbox/index.ts';
 import { createFakeClock } from '../helpers/fake-clock.ts';
 import { queuedRecord } from '../../lib/testing/index.ts';
-import { InvalidArgumentError } from '../../lib/errors.ts';
+import { InvalidArgumentError } from '../../lib/errors/classes.ts';
 
 const T0 = 1_700_000_000_000;
 const DEST = '0x' + 'de'.repeat(32);

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import { createMetricsRegistry, DEFAULT_BUCKETS } from '../../lib/node/metrics.ts';
 import { createMemoryOutbox } from '../../lib/outbox/index.ts';
-import type { FetchLike } from '../../lib/rpc.ts';
+import type { FetchLike } from '../../lib/rpc/client.ts';
 import { openSqliteStore, type SqliteStore } from '../../lib/sqlite/index.ts';
 import { testConfig } from '../helpers/config.ts';
 import { createFakeClock } from '../helpers/fake-clock.ts';

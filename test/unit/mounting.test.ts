@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { test, type TestContext } from 'node:test';
 import express from 'express';
 import Fastify from 'fastify';
-import { InvalidArgumentError } from '../../lib/errors.ts';
+import { InvalidArgumentError } from '../../lib/errors/classes.ts';
 import { createRelayApi, type RelayApi } from '../../lib/http/handler.ts';
 import { BODY_ALREADY_READ } from '../../lib/http/body.ts';
 import { createMemoryOutbox } from '../../lib/outbox/index.ts';

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import * as core from '../../lib/index.ts';
 import type { FetchFunction, FetchLike as ClientFetchLike } from '../../lib/client/index.ts';
 import * as sqlite from '../../lib/sqlite/index.ts';
-import type { FetchLike } from '../../lib/rpc.ts';
+import type { FetchLike } from '../../lib/rpc/client.ts';
 
 test('the deprecated engine names are the renamed functions themselves', () => {
   assert.equal(typeof sqlite.openSqliteStore, 'function');

@@ -1,5 +1,5 @@
 /**
- * The relay pipeline as a whole (lib/pipeline.ts, docs/design.md#deduplication, #rate-limit) on
+ * The relay pipeline as a whole (lib/relay/pipeline.ts, docs/design.md#deduplication, #rate-limit) on
  * generated receipts: every outcome is a 200 whose messages are all enqueued with the pair kept,
  * or a RelayError with nothing enqueued and the reservation released.
  */
@@ -8,14 +8,14 @@ import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { toHex } from 'viem/utils';
 import type { Hex } from 'viem';
-import { DISPATCH_TOPIC } from '../../lib/abi.ts';
-import { extractMessages } from '../../lib/cctp.ts';
-import { RelayError } from '../../lib/errors.ts';
-import { hexToBytes } from '../../lib/hex.ts';
+import { DISPATCH_TOPIC } from '../../lib/codec/abi.ts';
+import { extractMessages } from '../../lib/codec/cctp.ts';
+import { RelayError } from '../../lib/errors/classes.ts';
+import { hexToBytes } from '../../lib/codec/hex.ts';
 import { createMemoryOutbox } from '../../lib/outbox/index.ts';
-import { createRelayPipeline } from '../../lib/pipeline.ts';
-import { parseReceipt } from '../../lib/receipt.ts';
-import type { Receipt } from '../../lib/receipt.ts';
+import { createRelayPipeline } from '../../lib/relay/pipeline.ts';
+import { parseReceipt } from '../../lib/rpc/receipt.ts';
+import type { Receipt } from '../../lib/rpc/receipt.ts';
 import { testConfig } from '../helpers/config.ts';
 import { dispatchLog, MAILBOX, messageSentLog, rpcReceipt, transferLogs, txHash } from '../helpers/builders.ts';
 import { bytes, mutate, mutation, RUNS, tally, u32, word } from '../helpers/properties.ts';

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ConfigError, RelayError } from '../../lib/errors.ts';
-import { hexToBytes } from '../../lib/hex.ts';
-import { parseConfig } from '../../lib/config.ts';
-import { compileMatchingList, createPolicy, matchesList, type MatchingRule } from '../../lib/policy.ts';
-import type { HyperlaneMessage } from '../../lib/message.ts';
+import { ConfigError, RelayError } from '../../lib/errors/classes.ts';
+import { hexToBytes } from '../../lib/codec/hex.ts';
+import { parseConfig } from '../../lib/config/parse.ts';
+import { compileMatchingList, createPolicy, matchesList, type MatchingRule } from '../../lib/relay/policy.ts';
+import type { HyperlaneMessage } from '../../lib/codec/message.ts';
 import type { ChainConfig, RelayerConfig } from '../../lib/types.ts';
 
 // Address used by the Hyperlane relayer's own MatchingList tests (matching_list.rs), checksummed.

@@ -17,9 +17,9 @@ import { silentLogger } from '../../lib/log.ts';
 import { sharedPostgresUrl, testSchema, uniqueSchemaName } from '../helpers/postgres.ts';
 import { startApi, type Cleanup } from '../helpers/server.ts';
 import { createFakeClock } from '../helpers/fake-clock.ts';
-import type { RelayError } from '../../lib/errors.ts';
+import type { RelayError } from '../../lib/errors/classes.ts';
 import { DEFAULT_QUEUE_TIMEOUT_MS } from '../../lib/postgres/coalesce.ts';
-import type { AdmittedRelay } from '../../lib/store.ts';
+import type { AdmittedRelay } from '../../lib/store/bundle.ts';
 import { outboxMessage, T0 } from '../../lib/testing/index.ts';
 
 /** A pool that records the text of every query sent through it (pooled clients included). */

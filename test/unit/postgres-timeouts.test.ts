@@ -15,7 +15,7 @@ import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { openPostgresFromUrl, postgresPoolConfigs } from '../../bin/lib/postgres.ts';
 import { silentLogger } from '../../lib/log.ts';
-import type { RelayError } from '../../lib/errors.ts';
+import type { RelayError } from '../../lib/errors/classes.ts';
 import { openPostgresStore, type PostgresStore } from '../../lib/postgres/index.ts';
 import { testConfig } from '../helpers/config.ts';
 import { outboxMessage } from '../../lib/testing/index.ts';
@@ -288,7 +288,7 @@ describe('the dedup reservation (lib/postgres/dedup.ts)', () => {
     } finally {
       holder.release();
     }
-    // The pipeline releases after a failed commit (lib/pipeline.ts): the key must be free again.
+    // The pipeline releases after a failed commit (lib/relay/pipeline.ts): the key must be free again.
     await reservation.release();
     const { rows } = await admin.query(`SELECT count(*)::integer AS n FROM "${schema}".dedup`);
     assert.equal(rows[0].n, 0, 'the release deleted the reservation');

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createTokenBucket, type TokenBucket } from '../../lib/rate-limit.ts';
+import { createTokenBucket, type TokenBucket } from '../../lib/relay/rate-limit.ts';
 import { createFakeClock } from '../helpers/fake-clock.ts';
-import { OutOfRangeError } from '../../lib/errors.ts';
+import { OutOfRangeError } from '../../lib/errors/classes.ts';
 
 function takeN(limiter: TokenBucket, n: number): number {
   let ok = 0;

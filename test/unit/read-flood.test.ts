@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { after, describe, test, type TestContext } from 'node:test';
 import { createMemoryOutbox } from '../../lib/outbox/index.ts';
 import { openSqliteStore } from '../../lib/sqlite/index.ts';
-import type { RelayerStore } from '../../lib/store.ts';
+import type { RelayerStore } from '../../lib/store/bundle.ts';
 import { openPostgresStore } from '../../lib/postgres/index.ts';
 import { testSchema } from '../helpers/postgres.ts';
 import { testConfig } from '../helpers/config.ts';

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { systemClock } from '../../lib/clock.ts';
-import { RelayError, RpcError, type RpcFailureCode } from '../../lib/errors.ts';
+import { RelayError, RpcError, type RpcFailureCode } from '../../lib/errors/classes.ts';
 import { redactUrl } from '../../lib/redact.ts';
 import {
   createReceiptFetcher,
@@ -12,7 +12,7 @@ import {
   type Receipt,
   type ReceiptFetchEvent,
   type ReceiptFetcherOptions,
-} from '../../lib/receipt.ts';
+} from '../../lib/rpc/receipt.ts';
 import type { ChainConfig } from '../../lib/types.ts';
 import { createFakeClock, type FakeClock } from '../helpers/fake-clock.ts';
 import {

@@ -13,9 +13,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
-import { RelayError } from '../../lib/errors.ts';
+import { RelayError } from '../../lib/errors/classes.ts';
 import { createLogger } from '../../lib/log.ts';
-import { createReceiptFetcher, type ReceiptFetchEvent } from '../../lib/receipt.ts';
+import { createReceiptFetcher, type ReceiptFetchEvent } from '../../lib/rpc/receipt.ts';
 import { testConfig } from '../helpers/config.ts';
 import { createFakeClock, type FakeClock } from '../helpers/fake-clock.ts';
 import { startFaultyRpcServer, type Fault, type FaultyRpcServer } from '../helpers/faulty-rpc.ts';

@@ -11,9 +11,9 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo, Socket } from 'node:net';
 import { after, describe, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
-import { RpcError } from '../../lib/errors.ts';
+import { RpcError } from '../../lib/errors/classes.ts';
 import { createRpcTransport } from '../../lib/node/rpc-transport.ts';
-import { classifyFailure, createRpcClient } from '../../lib/rpc.ts';
+import { classifyFailure, createRpcClient } from '../../lib/rpc/client.ts';
 
 interface Peer {
   url: string;

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MessageChannel } from 'node:worker_threads';
 import { after, test } from 'node:test';
-import * as errors from '../../lib/errors.ts';
+import * as errors from '../../lib/errors/classes.ts';
 import { openDatabase } from '../../lib/sqlite/database.ts';
 import { openSqliteStore } from '../../lib/sqlite/index.ts';
 import {
@@ -25,7 +25,7 @@ import { createFakeClock } from '../helpers/fake-clock.ts';
 const dir = mkdtempSync(join(tmpdir(), 'sqlite-protocol-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-/** One instance of every error class of lib/errors.ts, by class name. */
+/** One instance of every error class of lib/errors/classes.ts, by class name. */
 const samples: Record<string, () => Error> = {
   BaseError: () => new errors.BaseError('invalid_config', 'base'),
   RelayError: () => new errors.RelayError('rate_limited', 'slow down', { retryAfterSeconds: 7 }),
@@ -65,7 +65,7 @@ const errorClasses = (Object.entries(errors) as [string, unknown][]).filter(
     typeof entry[1] === 'function' && entry[1].prototype instanceof Error,
 );
 
-test('every error class of lib/errors.ts has a sample here (a new class must be added)', () => {
+test('every error class of lib/errors/classes.ts has a sample here (a new class must be added)', () => {
   assert.deepEqual(errorClasses.map(([name]) => name).sort(), Object.keys(samples).sort());
 });
 

@@ -1,8 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ConfigError } from '../../lib/errors.ts';
+import { ConfigError } from '../../lib/errors/classes.ts';
 import { createMemoryOutbox } from '../../lib/outbox/index.ts';
-import { effectivePolicies, policyOptOuts, unstatedPolicy, UnstatedPolicyError } from '../../lib/stated-policy.ts';
+import {
+  effectivePolicies,
+  policyOptOuts,
+  unstatedPolicy,
+  UnstatedPolicyError,
+} from '../../lib/config/stated-policy.ts';
 import { createRelayerWorker } from '../../lib/worker/index.ts';
 import type { RelayerConfig } from '../../lib/types.ts';
 import { noGasGateConfig, testConfig } from '../helpers/config.ts';

@@ -1,7 +1,7 @@
 /**
  * A store failure is 503 `store_unavailable` only when the store cannot be used right now; a
  * permanent fault (a constraint the row violates, a bug) is 500 `internal_error`, which a client
- * does not retry (docs/api.md, "Errors"; lib/store.ts). Through HTTP on both engines, with the
+ * does not retry (docs/api.md, "Errors"; lib/store/bundle.ts). Through HTTP on both engines, with the
  * faults made by the real database: a CHECK constraint added to the PostgreSQL table, a trigger
  * that refuses rows in the SQLite file. The 503 side on real databases: PostgreSQL's lock and
  * statement timeouts (test/unit/postgres-timeouts.test.ts), a database that is down
@@ -16,7 +16,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { after, describe, test, type TestContext } from 'node:test';
 import { openPostgresStore } from '../../lib/postgres/index.ts';
 import { openSqliteStore } from '../../lib/sqlite/index.ts';
-import { isStoreUnavailable, StoreUnavailableError, toStoreError, type RelayerStore } from '../../lib/store.ts';
+import { isStoreUnavailable, StoreUnavailableError, toStoreError, type RelayerStore } from '../../lib/store/bundle.ts';
 import { testConfig } from '../helpers/config.ts';
 import { createFakeClock } from '../helpers/fake-clock.ts';
 import { fakeRpcFetch, type ReceiptTable } from '../helpers/fake-rpc.ts';
@@ -142,7 +142,7 @@ for (const engine of ENGINES) {
   });
 }
 
-describe('the classification (lib/store.ts isStoreUnavailable)', () => {
+describe('the classification (lib/store/bundle.ts isStoreUnavailable)', () => {
   // SQLSTATEs from the PostgreSQL manual's appendix "PostgreSQL Error Codes".
   const unavailable: Array<[string, object]> = [
     ['08006 connection_failure', { code: '08006' }],

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { InvalidArgumentError, OutOfRangeError } from '../../lib/errors.ts';
+import { InvalidArgumentError, OutOfRangeError } from '../../lib/errors/classes.ts';
 import { hyperlaneMessage, messageId, txHash } from '../../lib/testing/messages.ts';
 import * as viemBuilt from '../helpers/builders.ts';
 

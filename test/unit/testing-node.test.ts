@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createRelayPipeline } from '../../lib/pipeline.ts';
+import { createRelayPipeline } from '../../lib/relay/pipeline.ts';
 import { createMemoryOutbox } from '../../lib/outbox/index.ts';
 import { createFakeClock } from '../../lib/testing/clock.ts';
 import { createFakeNode } from '../../lib/testing/fake-node.ts';

@@ -1,5 +1,5 @@
 /**
- * Request validation (lib/validate.ts, docs/api.md#post-relay, docs/design.md#check-order,
+ * Request validation (lib/relay/validate.ts, docs/api.md#post-relay, docs/design.md#check-order,
  * #merkle-tree-insertions): the JSON body reader, POST /relay and POST /merkle_tree_insertions
  * bodies and the GET range parameters, each against a model of the rule written independently, on
  * generated input. The HTTP suites check the same rules on the wire.
@@ -8,9 +8,14 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { toHex } from 'viem/utils';
-import { RelayError } from '../../lib/errors.ts';
+import { RelayError } from '../../lib/errors/classes.ts';
 import type { ChainConfig } from '../../lib/types.ts';
-import { parseJsonBody, validateMerkleRange, validateMerkleRequest, validateRelayRequest } from '../../lib/validate.ts';
+import {
+  parseJsonBody,
+  validateMerkleRange,
+  validateMerkleRequest,
+  validateRelayRequest,
+} from '../../lib/relay/validate.ts';
 import { testConfig } from '../helpers/config.ts';
 import { outcome, RUNS, tally } from '../helpers/properties.ts';
 

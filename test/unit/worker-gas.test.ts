@@ -9,8 +9,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { encodeAbiParameters, pad, toHex, type Hash, type Hex } from 'viem';
-import { GAS_PAYMENT_TOPIC } from '../../lib/abi.ts';
-import type { GasPaymentEnforcement } from '../../lib/gas-policy.ts';
+import { GAS_PAYMENT_TOPIC } from '../../lib/codec/abi.ts';
+import type { GasPaymentEnforcement } from '../../lib/gas/policy.ts';
 import { createMemoryOutbox, type Outbox, type OutboxRecord } from '../../lib/outbox/index.ts';
 import { createGasGate, type GasGateOptions, type OriginLog } from '../../lib/worker/gas-gate.ts';
 import { createDeliveryWorker } from '../../lib/worker/loop/worker.ts';

@@ -16,7 +16,7 @@ import type { SimulateResult } from '../../lib/worker/tx/sender.ts';
 import { limitLookups } from '../../lib/worker/ccip/slots.ts';
 import { offSlots } from '../../lib/worker/ccip/lookups.ts';
 import { createFakeClock, type FakeClock } from '../helpers/fake-clock.ts';
-import type { ChangeFeed, ChangeHub } from '../../lib/change-feed.ts';
+import type { ChangeFeed, ChangeHub } from '../../lib/outbox/change-feed.ts';
 
 const T0 = Date.UTC(2026, 10, 25, 12, 0, 0);
 const TX = `0x${'ab'.repeat(32)}` as Hash;

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { createPublicClient, custom, keccak256, type Hash, type Hex, type TransactionReceipt } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
-import type { GasSpend } from '../../lib/gas-payment.ts';
+import type { GasSpend } from '../../lib/gas/payment.ts';
 import { createMemoryOutbox, type JournalEntry } from '../../lib/outbox/index.ts';
 import type { TransactionJournal } from '../../lib/worker/tx/journal.ts';
 import { recordSpent } from '../../lib/worker/tx/receipts.ts';

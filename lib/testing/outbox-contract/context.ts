@@ -5,7 +5,7 @@
  */
 import type { ClaimedMessage, Outbox, OutboxMessage, OutboxRecord } from '../../outbox/index.ts';
 import type { FakeClock } from '../clock.ts';
-import { hexToBytes } from '../../hex.ts';
+import { hexToBytes } from '../../codec/hex.ts';
 import { hyperlaneMessage, messageId, txHash } from '../messages.ts';
 
 export interface OutboxHarness {

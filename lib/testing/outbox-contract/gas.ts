@@ -4,8 +4,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { type ContractContext, outboxMessage, queuedRecord, DEST_TX, id, claimAll } from './context.ts';
-import type { GasPayment, GasSpend } from '../../gas-payment.ts';
-import { InvalidArgumentError } from '../../errors.ts';
+import type { GasPayment, GasSpend } from '../../gas/payment.ts';
+import { InvalidArgumentError } from '../../errors/classes.ts';
 import { txHash } from '../messages.ts';
 
 export function gasSection(ctx: ContractContext): void {

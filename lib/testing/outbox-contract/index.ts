@@ -5,7 +5,7 @@
  * name in OutboxContractSection and one line in OUTBOX_CONTRACT_SECTIONS.
  */
 import { afterEach, beforeEach, describe } from 'node:test';
-import { InvalidArgumentError } from '../../errors.ts';
+import { InvalidArgumentError } from '../../errors/classes.ts';
 import { createFakeClock, type FakeClock } from '../clock.ts';
 import { concurrencySection } from './concurrency.ts';
 import { type ContractSection, type MakeOutbox, type OutboxHarness, T0 } from './context.ts';

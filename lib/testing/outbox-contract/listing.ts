@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { type ContractContext, queuedRecord, outboxMessage, T0, LEASE, DEST_TX, id, ids } from './context.ts';
-import { InvalidArgumentError, OutOfRangeError } from '../../errors.ts';
+import { InvalidArgumentError, OutOfRangeError } from '../../errors/classes.ts';
 
 export function listingSection(ctx: ContractContext): void {
   test('docs/outbox.md#listing-and-bulk-requeue: list filters by status and destination, oldest first, at most limit', async () => {

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { type ContractContext, outboxMessage, queuedRecord, LEASE, DEST_TX, id, ids, claimAll } from './context.ts';
 import { MAX_ERROR_LENGTH } from '../../outbox/index.ts';
-import { InvalidArgumentError, OutOfRangeError } from '../../errors.ts';
+import { InvalidArgumentError, OutOfRangeError } from '../../errors/classes.ts';
 
 export function outcomesSection(ctx: ContractContext): void {
   test('docs/outbox.md#leases: markDelivered: delivering -> delivered with the destination tx hash; depth drops', async () => {

@@ -5,7 +5,7 @@
  * an API key). Where the request may go is lib/worker/ccip/target.ts's decision, made before.
  */
 import type { Clock } from '../../clock.ts';
-import { isPlainObject, joinBytes } from '../../hex.ts';
+import { isPlainObject, joinBytes } from '../../codec/hex.ts';
 import { CcipReadError } from '../errors.ts';
 import type { Hex } from './offchain-lookup.ts';
 import type { GatewayTarget } from './target.ts';

@@ -13,8 +13,8 @@
  * again), and at most `background` of them are kept.
  */
 import type { Clock } from '../../clock.ts';
-import { bytesToHex, parseHex } from '../../hex.ts';
-import { keccak256 } from '../../keccak.ts';
+import { bytesToHex, parseHex } from '../../codec/hex.ts';
+import { keccak256 } from '../../codec/keccak.ts';
 import { DeliveryError } from '../errors.ts';
 import type { OffchainReader } from '../metadata.ts';
 

@@ -2,8 +2,8 @@
  * EIP-3668's `OffchainLookup` revert, decoded strictly (docs/delivery.md, CCIP-read): what the
  * recipient's ISM reverts with to name the gateways that hold its metadata.
  */
-import { bytesToHex, parseHex, joinBytes } from '../../hex.ts';
-import { keccak256 } from '../../keccak.ts';
+import { bytesToHex, parseHex, joinBytes } from '../../codec/hex.ts';
+import { keccak256 } from '../../codec/keccak.ts';
 
 export type Hex = `0x${string}`;
 

@@ -14,7 +14,7 @@
  * a URL may carry an API key.
  */
 import { systemClock, type Clock } from '../../clock.ts';
-import type { FetchLike } from '../../rpc.ts';
+import type { FetchLike } from '../../rpc/client.ts';
 import { CcipReadError, type CcipReadErrorKind } from '../errors.ts';
 import { askGateway, GatewayFailure, gatewayUrl, type GatewayUrl } from './gateway.ts';
 import { decodeOffchainLookup, type Hex, type OffchainLookup } from './offchain-lookup.ts';

@@ -16,7 +16,7 @@ import {
   parseIpAddress,
   type AddressRange,
   type IpAddress,
-} from '../../ip-address.ts';
+} from '../../net/ip-address.ts';
 
 /** One address a name resolves to, as node:dns `lookup({all: true})` lists them. */
 export interface ResolvedAddress {

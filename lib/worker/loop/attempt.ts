@@ -12,7 +12,7 @@
  * message someone else delivered first is delivered with that transaction, never failed.
  */
 import type { Hex } from 'viem';
-import { bytesToHex } from '../../hex.ts';
+import { bytesToHex } from '../../codec/hex.ts';
 import { deadLetterError, type ClaimedMessage } from '../../outbox/index.ts';
 import { DeliveryError, toDeliveryError } from '../errors.ts';
 import type { DeliveryOutbox, DeliveryPolicy, Destination } from '../types.ts';

@@ -11,7 +11,7 @@
  * whose transaction is out is followed to its receipt (bounded by stopGraceMs, after which its
  * lease lapses and the next holder finds the transaction in the journal).
  */
-import type { ChangeFeed } from '../../change-feed.ts';
+import type { ChangeFeed } from '../../outbox/change-feed.ts';
 import { systemClock, type Clock } from '../../clock.ts';
 import { silentLogger, type Logger } from '../../log.ts';
 import type { ClaimedMessage } from '../../outbox/index.ts';

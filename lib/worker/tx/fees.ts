@@ -1,10 +1,10 @@
 /**
  * Gas and fees for the transaction sender (docs/transactions.md, Transactions): the gas limit is the
  * node's estimate plus a margin; EIP-1559 fees come from the node, at most the chain's gasPriceCap
- * (lib/fee-ceiling.ts; a replacement's bound is applied by lib/worker/tx/follow.ts).
+ * (lib/gas/fee-ceiling.ts; a replacement's bound is applied by lib/worker/tx/follow.ts).
  */
 import type { Abi, Chain, PublicClient } from 'viem';
-import { feesWithinCap } from '../../fee-ceiling.ts';
+import { feesWithinCap } from '../../gas/fee-ceiling.ts';
 import { DeliveryError } from '../errors.ts';
 import { classify, transactionError } from './node-errors.ts';
 import type { Fees } from './types.ts';

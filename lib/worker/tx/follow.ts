@@ -12,7 +12,7 @@
  * goes out (lib/worker/tx/signer.ts `journaled`).
  */
 import type { Hash, Hex, TransactionReceipt } from 'viem';
-import { replacementFees } from '../../fee-ceiling.ts';
+import { replacementFees } from '../../gas/fee-ceiling.ts';
 import { broadcast, isKnown } from './broadcast.ts';
 import { cappedFees, nodeFees } from './fees.ts';
 import { nextMove, type Move } from './gaps.ts';

@@ -4,7 +4,7 @@
  * one (a test, an embedder sending its own transactions) keeps an in-process journal: nothing
  * survives its process, and no lease fences its first broadcasts.
  */
-import type { GasSpend } from '../../gas-payment.ts';
+import type { GasSpend } from '../../gas/payment.ts';
 import type { Broadcast, BroadcastFence, JournalEntry, Slot, SlotOutcome } from '../../outbox/index.ts';
 
 export type { Broadcast, BroadcastFence, JournalEntry, Slot, SlotOutcome };

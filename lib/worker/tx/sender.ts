@@ -13,7 +13,7 @@
  */
 import type { Abi, Address, Chain, Hash, Hex, LocalAccount, PublicClient } from 'viem';
 import { systemClock, type Clock } from '../../clock.ts';
-import { OutOfRangeError } from '../../errors.ts';
+import { OutOfRangeError } from '../../errors/classes.ts';
 import { DeliveryError, TransactionError } from '../errors.ts';
 import { basisPoints, bump, cappedFees } from './fees.ts';
 import { trackSlot, type FollowedSlot, type FollowSettings } from './follow.ts';

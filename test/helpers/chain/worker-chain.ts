@@ -11,8 +11,8 @@ import { encodeFunctionData, pad, toHex, type Address, type Hash, type Hex } fro
 import type { OutboxMessage } from '../../../lib/outbox/index.ts';
 import type { DeliveryOutbox, DeliveryWorker } from '../../../lib/worker/index.ts';
 import type { Logger } from '../../../lib/log.ts';
-import { parseHyperlaneMessage } from '../../../lib/message.ts';
-import { hexToBytes } from '../../../lib/hex.ts';
+import { parseHyperlaneMessage } from '../../../lib/codec/message.ts';
+import { hexToBytes } from '../../../lib/codec/hex.ts';
 import { noGasGate } from '../config.ts';
 import { ANVIL_DEV_KEYS, startAnvil, type Anvil } from './anvil.ts';
 import { connectChain, DEV_ACCOUNT, FIXED_GAS, type Chain } from './clients.ts';
@@ -230,7 +230,7 @@ export async function startInProcessWorker(
 ): Promise<InProcessWorker> {
   // Loaded on first use: the demo and the files that only spawn workers do not need them.
   const [{ parseConfig }, { createRelayerWorker }] = await Promise.all([
-    import('../../../lib/config.ts'),
+    import('../../../lib/config/parse.ts'),
     import('../../../lib/worker/index.ts'),
   ]);
   const config = parseConfig(JSON.parse(readFileSync(configPath, 'utf8')));
