@@ -26,20 +26,32 @@ import { globalSetup, globalTeardown } from '../test/helpers/global-setup.ts';
 
 const root = join(import.meta.dirname, '..');
 const cacheFile = join(root, '.cache', 'test-durations.json');
-/** The long files of a run without the cache, longest first (figures of a quiet 2-core run). */
+/**
+ * The long files of a run without the cache, longest first: the process and e2e files over 8 s and
+ * the unit files over 6 s in 1402cf8's quiet fresh-clone run (BENCHMARKS.md#test-suite).
+ */
 const KNOWN_LONG = [
+  'test/process/worker-bin.test.ts',
+  'test/e2e/worker-gaps.e2e.test.ts',
   'test/e2e/worker-faults.e2e.test.ts',
+  'test/process/outbox.test.ts',
   'test/e2e/worker-cctp.e2e.test.ts',
   'test/e2e/worker.e2e.test.ts',
-  'test/process/replicas.test.ts',
+  'test/e2e/worker-signers.e2e.test.ts',
   'test/process/crash.test.ts',
-  'test/process/outbox.test.ts',
-  'test/process/load.test.ts',
-  'test/process/worker-bin.test.ts',
+  'test/process/replicas.test.ts',
   'test/e2e/devnet.e2e.test.ts',
+  'test/process/install.test.ts',
+  'test/process/package-types.test.ts',
+  'test/process/readme.test.ts',
+  'test/unit/postgres-relay.test.ts',
+  'test/process/npm-signals.test.ts',
   'test/unit/rpc-faults.test.ts',
   'test/e2e/worker-hostile.e2e.test.ts',
-  'test/process/readme.test.ts',
+  'test/e2e/demo.e2e.test.ts',
+  'test/process/load.test.ts',
+  'test/process/bin.test.ts',
+  'test/unit/client.test.ts',
 ];
 
 const SHARDS = Number(process.env.RELAYER_TEST_SHARDS ?? 2);
