@@ -5,7 +5,7 @@
  * database: a transaction stream opened on one replica sees the relay accepted by the other and
  * every outcome a worker records on its own pool; and a client's relay bucket is one for both
  * replicas. How soon a change arrives is the feed's check interval (SQLite, 100 ms) or the commit's
- * notification (PostgreSQL) (docs/design.md#change-feed); the tests do not time it with the wall
+ * notification (PostgreSQL) (docs/outbox.md#change-feed); the tests do not time it with the wall
  * clock: a 1 s bound, measured in the shared test process on a loaded machine, failed at load 20.
  */
 import assert from 'node:assert/strict';
