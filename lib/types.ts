@@ -42,6 +42,10 @@ export interface ChainConfig {
   transactionOverrides?: TransactionOverrides;
   /** `index.chunk`: blocks per eth_getLogs request when the worker searches this chain for gas payment top-ups. */
   index?: { chunk?: number };
+  /** The MerkleTreeHook of this chain's Mailbox (multisig ISMs of messages from it), 20 bytes, lower-case. */
+  merkleTreeHook?: string;
+  /** The ValidatorAnnounce naming its validators' checkpoint storage, 20 bytes, lower-case. */
+  validatorAnnounce?: string;
 }
 
 /** `chains.NAME.transactionOverrides` (Hyperlane's key names). */
@@ -134,6 +138,11 @@ export interface WorkerConfig {
    * not public: gateways in your own network. Default none.
    */
   ccipReadAllowOrigins: string[];
+  /**
+   * Base URLs replacing the public S3 and GCS hosts for validators' checkpoints (path-style
+   * `{endpoint}/{bucket}/{key}`): S3-compatible stores, tests. Default: the public hosts.
+   */
+  checkpointEndpoints?: { s3?: string; gcs?: string };
   /** How long a message may wait for its gas payment before it is failed. */
   gasPaymentDeadlineHours: number;
   /** On SIGTERM, how long transactions already sent are followed before the worker exits. */
@@ -164,6 +173,11 @@ export interface RelayerConfig {
   gasPaymentEnforcement?: GasPaymentEnforcement[];
   /** No `process` transaction above this much gas; absent: 3 000 000; null: no limit (`"none"`). */
   transactionGasLimit?: bigint | null;
+  /**
+   * Whether validators' `file://` checkpoint locations are read (docs/isms.md#what-a-recipient-can-make-us-read):
+   * a recipient chooses its ISM, hence the validators and the locations. Default false.
+   */
+  allowLocalCheckpointSyncers?: boolean;
   /** SQLite file path or ":memory:". */
   db: string;
 }

@@ -50,6 +50,8 @@ const CHAIN_KEYS = [
   'interchainGasPaymaster',
   'transactionOverrides',
   'index',
+  'merkleTreeHook',
+  'validatorAnnounce',
 ] as const;
 
 /** Blocks per eth_getLogs request at most (a provider's limit is lower; this bounds a typo). */
@@ -134,6 +136,10 @@ function parseChain(name: string, value: unknown, key: string): ChainConfig {
   if (obj.transactionOverrides !== undefined)
     chain.transactionOverrides = parseTransactionOverrides(obj.transactionOverrides, join(key, 'transactionOverrides'));
   if (obj.index !== undefined) chain.index = parseIndex(obj.index, join(key, 'index'));
+  if (obj.merkleTreeHook !== undefined)
+    chain.merkleTreeHook = address20(obj.merkleTreeHook, join(key, 'merkleTreeHook'));
+  if (obj.validatorAnnounce !== undefined)
+    chain.validatorAnnounce = address20(obj.validatorAnnounce, join(key, 'validatorAnnounce'));
   return chain;
 }
 

@@ -9,6 +9,7 @@
 import { builtinChains, parseChains, parseRelayChains } from './chains.ts';
 import { parseServer, SERVER_DEFAULTS } from './server.ts';
 import { MAX_TIMER_SECONDS, optionalBucket, optionalInt, parseOrigin } from './values.ts';
+import { optionalBoolean, parseCheckpointEndpoints } from './checkpoints.ts';
 import { ConfigError } from '../errors/classes.ts';
 import { array, join, nonEmptyString, object, string } from './fields.ts';
 import { parseGasPaymentEnforcement } from '../gas/policy.ts';
@@ -53,6 +54,7 @@ export const DEFAULTS: {
     ccipReadBudgetSeconds: 30,
     ccipReadHoldSeconds: 2,
     ccipReadAllowOrigins: Object.freeze([]) as unknown as string[],
+    checkpointEndpoints: Object.freeze({}),
     gasPaymentDeadlineHours: 168,
     stopGraceSeconds: 30,
     heartbeatSeconds: 60,
@@ -97,7 +99,8 @@ function parseRelayApi(value: unknown, key: string): RelayApiConfig {
   };
 }
 
-const WORKER_LIMITS: Record<Exclude<keyof WorkerConfig, 'host' | 'ccipReadAllowOrigins'>, [number, number]> = {
+const WORKER_OTHER_KEYS = ['host', 'ccipReadAllowOrigins', 'checkpointEndpoints'] as const;
+const WORKER_LIMITS: Record<Exclude<keyof WorkerConfig, (typeof WORKER_OTHER_KEYS)[number]>, [number, number]> = {
   port: [0, 65_535],
   batch: [1, 1_000],
   concurrency: [1, 1_000],
@@ -126,7 +129,7 @@ const WORKER_LIMITS: Record<Exclude<keyof WorkerConfig, 'host' | 'ccipReadAllowO
 function parseWorker(value: unknown, key: string): WorkerConfig {
   const d = DEFAULTS.worker;
   const names = Object.keys(WORKER_LIMITS) as Array<keyof typeof WORKER_LIMITS>;
-  const obj = value === undefined ? {} : object(value, key, ['host', 'ccipReadAllowOrigins', ...names]);
+  const obj = value === undefined ? {} : object(value, key, [...WORKER_OTHER_KEYS, ...names]);
   const originsKey = join(key, 'ccipReadAllowOrigins');
   const worker = {
     ...d,
@@ -135,6 +138,7 @@ function parseWorker(value: unknown, key: string): WorkerConfig {
       obj.ccipReadAllowOrigins === undefined
         ? []
         : array(obj.ccipReadAllowOrigins, originsKey).map((o, i) => parseOrigin(o, `${originsKey}[${i}]`, false)),
+    checkpointEndpoints: parseCheckpointEndpoints(obj.checkpointEndpoints, join(key, 'checkpointEndpoints')),
   };
   for (const name of names) worker[name] = optionalInt(obj, name, key, d[name], ...WORKER_LIMITS[name]);
   if (worker.retryMaxSeconds < worker.retryBaseSeconds)
@@ -157,6 +161,7 @@ const TOP_KEYS = [
   'worker',
   'gasPaymentEnforcement',
   'transactionGasLimit',
+  'allowLocalCheckpointSyncers',
   'db',
 ] as const;
 
@@ -181,6 +186,7 @@ export function parseConfig(input: unknown): RelayerConfig {
       gasPaymentEnforcement: parseGasPaymentEnforcement(root.gasPaymentEnforcement, 'gasPaymentEnforcement'),
     }),
     transactionGasLimit: parseTransactionGasLimit(root.transactionGasLimit, 'transactionGasLimit'),
+    allowLocalCheckpointSyncers: optionalBoolean(root.allowLocalCheckpointSyncers, 'allowLocalCheckpointSyncers'),
     db: root.db === undefined ? DEFAULTS.db : nonEmptyString(root.db, 'db'),
   };
 }

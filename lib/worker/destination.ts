@@ -6,7 +6,7 @@
  */
 import { encodeFunctionData, type Address, type Hex, type PublicClient } from 'viem';
 import { DeliveryError } from './errors.ts';
-import { buildMetadata, MAILBOX_ABI, type OffchainReader } from './metadata.ts';
+import { buildMetadata, MAILBOX_ABI, type MultisigBuilder, type OffchainReader } from './metadata.ts';
 import type { TransactionSender } from './tx/sender.ts';
 import type { TransactionRequest } from './tx/types.ts';
 import type { Destination } from './types.ts';
@@ -18,10 +18,11 @@ export interface MailboxDestinationOptions {
   publicClient: PublicClient;
   sender: TransactionSender;
   offchain?: OffchainReader;
+  multisig?: MultisigBuilder;
 }
 
 export function createMailboxDestination(options: MailboxDestinationOptions): Destination {
-  const { name, domain, mailbox, publicClient, sender, offchain } = options;
+  const { name, domain, mailbox, publicClient, sender, offchain, multisig } = options;
   const processCall = (metadata: Hex, message: Hex): TransactionRequest => ({
     to: mailbox,
     data: encodeFunctionData({ abi: MAILBOX_ABI, functionName: 'process', args: [metadata, message] }),
@@ -57,9 +58,10 @@ export function createMailboxDestination(options: MailboxDestinationOptions): De
       return log.transactionHash;
     },
 
-    async metadata(message, signal) {
+    async metadata(message, signal, source) {
       const recipient = `0x${message.slice(2 + 2 * 45 + 24, 2 + 2 * 77)}` as Address;
-      const { metadata } = await buildMetadata({ publicClient, mailbox, message, recipient, offchain, signal });
+      const options = { publicClient, mailbox, message, recipient, offchain, multisig, source, signal };
+      const { metadata } = await buildMetadata(options);
       return metadata;
     },
 

@@ -27,6 +27,7 @@ import { createDeliveryWorker, type DeliveryWorker } from './loop/worker.ts';
 import { createWorkerWatch, type WatchedChain, type WorkerWatch } from './watch.ts';
 import { createWorkerMetrics, type WorkerMetrics } from './ops.ts';
 import { createSignerReporter } from './signer-metrics.ts';
+import { workerMultisig } from './ism/worker-multisig.ts';
 import { createTransactionSender } from './tx/sender.ts';
 import { workerSignerHolds, type NamedSignerKey, type SignerHolds } from './signer-lease.ts';
 import { signerView, type SignerView, type SignerViewChain } from './signers-view.ts';
@@ -192,9 +193,22 @@ export async function createRelayerWorker(options: RelayerWorkerOptions): Promis
   // Nothing is broadcast for a chain without this signer's lease there (docs/transactions.md#one-worker-per-key).
   let stop = async () => {};
   const holds = workerSignerHolds({ ...options, logger, keys, onLost: () => void stop() });
+  // One client per chain, shared by its destination and its checkpoints' origin reads.
+  const clients = new Map<string, ReturnType<typeof chainClient>>();
+  const clientOf = (chain: RelayerConfig['chains'][string]) => {
+    const found = clients.get(chain.name) ?? chainClient(chain, (id) => holds.mayBroadcast(id, signer));
+    clients.set(chain.name, found);
+    found.catch(() => clients.delete(chain.name));
+    return found;
+  };
+  const multisig = workerMultisig(config, {
+    clock: options.clock ?? systemClock,
+    logger,
+    client: async (chain) => (await clientOf(chain)).publicClient,
+  });
   for (const name of config.relayChains) {
     const chain = config.chains[name];
-    const { publicClient, viemChain } = await chainClient(chain, (id) => holds.mayBroadcast(id, signer));
+    const { publicClient, viemChain } = await clientOf(chain);
     keys.push({ name, chainId: viemChain.id, signer });
     viewChains.push({ name, chainId: viemChain.id, publicClient });
     // Each URL asked on its own: a fallback transport would hide a second node of another chain.
@@ -236,6 +250,7 @@ export async function createRelayerWorker(options: RelayerWorkerOptions): Promis
         publicClient,
         sender,
         offchain: lookups.read,
+        multisig,
       }),
     );
   }

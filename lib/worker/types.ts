@@ -72,8 +72,11 @@ export interface Destination {
   domain: number;
   /** The transaction that delivered `id` on this chain, or null while it is not delivered. */
   deliveredBy(id: Hex): Promise<Hash | null>;
-  /** The metadata the recipient's ISM wants (throws DeliveryError, CcipReadError). */
-  metadata(message: Hex, signal?: AbortSignal): Promise<Hex>;
+  /**
+   * The metadata the recipient's ISM wants (throws DeliveryError, CcipReadError); `source` (origin
+   * chain and dispatch transaction) locates the message in its origin's merkle tree (multisig ISMs).
+   */
+  metadata(message: Hex, signal?: AbortSignal, source?: { originChain: string; txHash: string }): Promise<Hex>;
   /** eth_estimateGas of process(metadata, message): throws on a revert (TransactionError kind revert). */
   simulate(metadata: Hex, message: Hex): Promise<SimulateResult>;
   /**

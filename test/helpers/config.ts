@@ -39,7 +39,8 @@ function readDocumentedDefaults(): Pick<RelayerConfig, 'relayApi' | 'server' | '
     const given = values.split(',').map((v) => v.trim());
     if (names.length === 0 || names.length !== given.length) throw new Error(`worker table row not understood: ${row}`);
     names.forEach((name, i) => {
-      worker[name] = /^\d+$/.test(given[i]) ? Number(given[i]) : given[i] === '`[]`' ? [] : given[i];
+      const literal = given[i] === '`[]`' ? [] : given[i] === '`{}`' ? {} : given[i];
+      worker[name] = /^\d+$/.test(given[i]) ? Number(given[i]) : literal;
     });
   }
   return { relayApi, server, worker: worker as unknown as RelayerConfig['worker'], db };

@@ -69,7 +69,7 @@ export async function attempt(c: AttemptContext, m: ClaimedMessage, hold: Hold):
       };
     await c.policy?.beforeMetadata(m);
     hold.check();
-    const metadata = await destination.metadata(message, hold.signal);
+    const metadata = await destination.metadata(message, hold.signal, { originChain: m.originChain, txHash: m.txHash });
     hold.check();
     let simulated: Awaited<ReturnType<Destination['simulate']>>;
     try {

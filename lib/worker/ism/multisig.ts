@@ -1,0 +1,105 @@
+/**
+ * Multisig ISMs (docs/isms.md#multisig): `validatorsAndThreshold(message)` on the destination,
+ * the message's leaf index in the origin's MerkleTreeHook (its `InsertedIntoTree` log in the
+ * dispatch transaction), then a quorum of the validators' signed checkpoints
+ * (lib/worker/ism/checkpoints.ts). MessageIdMultisig metadata (Hyperlane's
+ * MessageIdMultisigIsmMetadata): hook (bytes32) ‖ signed root ‖ uint32 signed index ‖ signatures
+ * (65 bytes each, in validator order).
+ */
+import { concat, decodeEventLog, keccak256, numberToHex, pad, type Address, type Hex, type PublicClient } from 'viem';
+import type { Clock } from '../../clock.ts';
+import { DeliveryError } from '../errors.ts';
+import { ISM_ABI, ISM_TYPE, MERKLE_TREE_HOOK_ABI } from './abi.ts';
+import type { MessageSource, MultisigBuilder } from './types.ts';
+import type { CheckpointReader, LookupBudget } from './checkpoints.ts';
+
+/** Hyperlane's relayer reads at most 50 validators per set. */
+export const MAX_VALIDATORS = 50;
+
+export interface OriginChain {
+  name: string;
+  domain: number;
+  publicClient: PublicClient;
+  merkleTreeHook: Address;
+  validatorAnnounce: Address;
+}
+
+export interface MultisigOptions {
+  /** The configured origin with a merkleTreeHook and a validatorAnnounce, by domain. */
+  origin(domain: number): Promise<OriginChain | undefined>;
+  checkpoints: CheckpointReader;
+  clock: Clock;
+  /** Per message: the time and the object reads its checkpoints may take. */
+  budgetMs: number;
+  maxObjects: number;
+}
+
+export function encodeMessageIdMetadata(hook: Hex, root: Hex, index: number, signatures: readonly Hex[]): Hex {
+  return concat([pad(hook, { size: 32 }), root, numberToHex(index, { size: 4 }), ...signatures]);
+}
+
+/** The leaf index of `id` in `hook`'s tree: its InsertedIntoTree log in the dispatch transaction. */
+export async function leafIndex(origin: OriginChain, source: MessageSource | undefined, id: Hex): Promise<number> {
+  if (!source) throw new DeliveryError('metadata', 'the dispatch transaction of the message is not known');
+  const receipt = await origin.publicClient.getTransactionReceipt({ hash: source.txHash as Hex });
+  for (const log of receipt.logs) {
+    if (log.address.toLowerCase() !== origin.merkleTreeHook.toLowerCase()) continue;
+    try {
+      const event = decodeEventLog({ abi: MERKLE_TREE_HOOK_ABI, topics: log.topics, data: log.data, strict: true });
+      if (event.eventName === 'InsertedIntoTree' && event.args.messageId.toLowerCase() === id.toLowerCase())
+        return event.args.index;
+    } catch {
+      // another event of the hook
+    }
+  }
+  throw new DeliveryError(
+    'metadata',
+    `the dispatch transaction has no InsertedIntoTree of the message by chains.${origin.name}.merkleTreeHook`,
+  );
+}
+
+export function createMultisigBuilder(o: MultisigOptions): MultisigBuilder {
+  return async (r) => {
+    const raw = r.message;
+    const domain = Number.parseInt(raw.slice(2 + 2 * 5, 2 + 2 * 9), 16);
+    const origin = await o.origin(domain);
+    if (!origin)
+      throw new DeliveryError(
+        'config',
+        `multisig ISM: no chain with merkleTreeHook and validatorAnnounce configured for origin domain ${domain}`,
+      );
+    const [validators, threshold] = await r.publicClient.readContract({
+      address: r.ism,
+      abi: ISM_ABI,
+      functionName: 'validatorsAndThreshold',
+      args: [raw],
+    });
+    if (threshold === 0 || threshold > validators.length)
+      throw new DeliveryError(
+        'unsupported',
+        `multisig ISM with threshold ${threshold} of ${validators.length} validators`,
+      );
+    if (validators.length > MAX_VALIDATORS)
+      throw new DeliveryError(
+        'unsupported',
+        `multisig ISM with ${validators.length} validators (at most ${MAX_VALIDATORS})`,
+      );
+    if (r.type === ISM_TYPE.MERKLE_ROOT_MULTISIG)
+      throw new DeliveryError('unsupported', `unsupported ISM type ${r.type} (merkle root multisig)`);
+    const id = keccak256(raw);
+    const index = await leafIndex(origin, r.source, id);
+    const hook = pad(origin.merkleTreeHook, { size: 32 });
+    r.shared.budget ??= { deadline: o.clock.now() + o.budgetMs, objects: o.maxObjects };
+    const budget: LookupBudget = r.shared.budget;
+    const quorum = await o.checkpoints.messageIdQuorum({
+      origin: { publicClient: origin.publicClient, domain, hook, validatorAnnounce: origin.validatorAnnounce },
+      validators,
+      threshold,
+      index,
+      messageId: id,
+      budget,
+      signal: r.signal,
+    });
+    return encodeMessageIdMetadata(hook, quorum.root, index, quorum.signatures);
+  };
+}

@@ -1,0 +1,53 @@
+/**
+ * What the parts of the metadata builder share (docs/isms.md#the-metadata-builder): its options,
+ * one message's build context, and the shapes of the injected multisig builder.
+ */
+import type { Address, Hex, PublicClient } from 'viem';
+import type { LookupBudget } from './checkpoints.ts';
+import type { ISM_TYPE } from './abi.ts';
+import type { OffchainReader } from './offchain.ts';
+
+/** Where the message was dispatched: its origin chain (config name) and dispatch transaction. */
+export interface MessageSource {
+  originChain: string;
+  txHash: string;
+}
+
+export interface MultisigRequest {
+  publicClient: PublicClient;
+  ism: Address;
+  type: typeof ISM_TYPE.MESSAGE_ID_MULTISIG | typeof ISM_TYPE.MERKLE_ROOT_MULTISIG;
+  message: Hex;
+  source?: MessageSource;
+  signal?: AbortSignal;
+  /** The same object for every multisig ISM of one message: what they share (their lookup budget). */
+  shared: { budget?: LookupBudget };
+}
+
+/** Builds a multisig ISM's metadata from its validators' checkpoints; throws DeliveryError (`pending` while too few signed). */
+export type MultisigBuilder = (request: MultisigRequest) => Promise<Hex>;
+
+export interface MetadataOptions {
+  publicClient: PublicClient;
+  mailbox: Address;
+  /** The raw Hyperlane message. */
+  message: Hex;
+  /** The message's recipient, 20 bytes. */
+  recipient: Address;
+  /** For CCIP_READ ISMs; without it they are `unsupported`. */
+  offchain?: OffchainReader;
+  /** For multisig ISMs; without it they are `unsupported`. */
+  multisig?: MultisigBuilder;
+  source?: MessageSource;
+  signal?: AbortSignal;
+  maxDepth?: number;
+  maxIsms?: number;
+}
+
+/** One message's build: its options and the ISMs visited so far. */
+export interface IsmContext extends MetadataOptions {
+  visited: number;
+  shared: { budget?: LookupBudget };
+}
+
+export type BuildIsm = (c: IsmContext, ism: Address, depth: number) => Promise<{ type: number; metadata: Hex }>;

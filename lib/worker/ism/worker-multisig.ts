@@ -1,0 +1,73 @@
+/**
+ * The worker's multisig builder, wired from its config (docs/isms.md#validators-and-checkpoints):
+ * origins are the chains with both `merkleTreeHook` and `validatorAnnounce`; checkpoints are read
+ * from the public S3 and GCS hosts or `worker.checkpointEndpoints`, `file://` only with
+ * `allowLocalCheckpointSyncers`; one message's reads share a budget of `worker.ccipReadBudgetSeconds`
+ * and MAX_OBJECTS_PER_MESSAGE objects.
+ */
+import type { Address, PublicClient } from 'viem';
+import type { Clock } from '../../clock.ts';
+import type { Logger } from '../../log.ts';
+import type { ChainConfig, RelayerConfig } from '../../types.ts';
+import type { MultisigBuilder } from './types.ts';
+import { createCheckpointReader, type CheckpointEvent } from './checkpoints.ts';
+import { readLocalObject } from './local-files.ts';
+import { createMultisigBuilder, type OriginChain } from './multisig.ts';
+import { createObjectReader } from './storage.ts';
+
+/** Objects (checkpoints, reorg flags, latest indexes) one message may read per attempt. */
+export const MAX_OBJECTS_PER_MESSAGE = 200;
+
+export interface WorkerMultisigOptions {
+  clock: Clock;
+  logger: Logger;
+  /** The viem client of a configured chain (the worker's, shared with its destination when it is one). */
+  client(chain: ChainConfig): Promise<PublicClient>;
+  fetch?: typeof fetch;
+  onEvent?: (event: CheckpointEvent) => void;
+}
+
+/** Undefined when no chain names both a merkleTreeHook and a validatorAnnounce (multisig ISMs are then unsupported). */
+export function workerMultisig(config: RelayerConfig, o: WorkerMultisigOptions): MultisigBuilder | undefined {
+  const byDomain = new Map<number, ChainConfig>();
+  for (const chain of Object.values(config.chains))
+    if (chain.merkleTreeHook && chain.validatorAnnounce) byDomain.set(chain.domainId, chain);
+  if (byDomain.size === 0) return undefined;
+  const origins = new Map<number, Promise<OriginChain>>();
+  const checkpoints = createCheckpointReader({
+    read: createObjectReader({ fetch: o.fetch, readFile: readLocalObject }),
+    clock: o.clock,
+    endpoints: config.worker.checkpointEndpoints,
+    allowLocal: config.allowLocalCheckpointSyncers === true,
+    onEvent: (event) => {
+      o.onEvent?.(event);
+      if (event.kind === 'bad_signature') o.logger.warn('checkpoint: bad signature', { validator: event.validator });
+      if (event.kind === 'refused')
+        o.logger.warn('checkpoint: location refused', { validator: event.validator, reason: event.reason });
+    },
+  });
+  return createMultisigBuilder({
+    origin(domain) {
+      const chain = byDomain.get(domain);
+      if (!chain) return Promise.resolve(undefined);
+      let found = origins.get(domain);
+      if (!found) {
+        found = o.client(chain).then((publicClient) => ({
+          name: chain.name,
+          domain,
+          publicClient,
+          merkleTreeHook: chain.merkleTreeHook as Address,
+          validatorAnnounce: chain.validatorAnnounce as Address,
+        }));
+        // A client that could not be made is asked for again next time.
+        found.catch(() => origins.delete(domain));
+        origins.set(domain, found);
+      }
+      return found;
+    },
+    checkpoints,
+    clock: o.clock,
+    budgetMs: config.worker.ccipReadBudgetSeconds * 1000,
+    maxObjects: MAX_OBJECTS_PER_MESSAGE,
+  });
+}
