@@ -144,7 +144,7 @@ describe('e2e: multisig and aggregation ISMs on anvil', { timeout: 120_000 }, ()
     await bench?.stop();
   });
 
-  test('docs/isms.md#multisig: MessageIdMultisig, aggregations and CCIP-read inside one are delivered; waits are waits', async () => {
+  test('docs/isms.md#multisig: both multisigs, aggregations and CCIP-read inside one are delivered; waits are waits', async () => {
     const messageId = await factories.messageId(
       v.map((x) => x.address),
       2,
@@ -182,10 +182,20 @@ describe('e2e: multisig and aggregation ISMs on anvil', { timeout: 120_000 }, ()
     });
     writeFileSync(join(dir, `${onlyLocal.index}_with_id.json`), localJson);
 
-    const all = [alone, byzantine, late, mainnet, viaCcip, onlyLocal];
+    // 7. MerkleRootMultisig 2 of 3: the proof from the origin's InsertedIntoTree logs.
+    const merkleRoot = await dispatchTo(
+      await factories.merkleRoot(
+        v.map((x) => x.address),
+        2,
+      ),
+    );
+    await publish(0, merkleRoot.m, merkleRoot.index, merkleRoot.root);
+    await publish(2, merkleRoot.m, merkleRoot.index, merkleRoot.root);
+
+    const all = [alone, byzantine, late, mainnet, viaCcip, onlyLocal, merkleRoot];
     outbox.enqueue(all.map((x) => x.m));
     worker = await startInProcessWorker(configFor(), outbox);
-    const ready = [alone, byzantine, mainnet, viaCcip];
+    const ready = [alone, byzantine, mainnet, viaCcip, merkleRoot];
     await until(
       () => ready.every((x) => record(x.m.id).status === 'delivered'),
       'the signed messages delivered',

@@ -6,23 +6,18 @@
  * MessageIdMultisigIsmMetadata): hook (bytes32) ‖ signed root ‖ uint32 signed index ‖ signatures
  * (65 bytes each, in validator order).
  */
-import { concat, decodeEventLog, keccak256, numberToHex, pad, type Address, type Hex, type PublicClient } from 'viem';
+import { concat, decodeEventLog, keccak256, numberToHex, pad, type Hex } from 'viem';
 import type { Clock } from '../../clock.ts';
 import { DeliveryError } from '../errors.ts';
 import { ISM_ABI, ISM_TYPE, MERKLE_TREE_HOOK_ABI } from './abi.ts';
-import type { MessageSource, MultisigBuilder } from './types.ts';
+import type { MessageSource, MultisigBuilder, OriginChain } from './types.ts';
+import { checkedProof, encodeMerkleRootMetadata, treeLeaves } from './merkle-root.ts';
 import type { CheckpointReader, LookupBudget } from './checkpoints.ts';
 
 /** Hyperlane's relayer reads at most 50 validators per set. */
 export const MAX_VALIDATORS = 50;
 
-export interface OriginChain {
-  name: string;
-  domain: number;
-  publicClient: PublicClient;
-  merkleTreeHook: Address;
-  validatorAnnounce: Address;
-}
+export type { OriginChain } from './types.ts';
 
 export interface MultisigOptions {
   /** The configured origin with a merkleTreeHook and a validatorAnnounce, by domain. */
@@ -38,8 +33,12 @@ export function encodeMessageIdMetadata(hook: Hex, root: Hex, index: number, sig
   return concat([pad(hook, { size: 32 }), root, numberToHex(index, { size: 4 }), ...signatures]);
 }
 
-/** The leaf index of `id` in `hook`'s tree: its InsertedIntoTree log in the dispatch transaction. */
-export async function leafIndex(origin: OriginChain, source: MessageSource | undefined, id: Hex): Promise<number> {
+/** The leaf index of `id` in `hook`'s tree (its InsertedIntoTree log in the dispatch transaction) and that block. */
+export async function leafIndex(
+  origin: OriginChain,
+  source: MessageSource | undefined,
+  id: Hex,
+): Promise<{ index: number; block: bigint }> {
   if (!source) throw new DeliveryError('metadata', 'the dispatch transaction of the message is not known');
   const receipt = await origin.publicClient.getTransactionReceipt({ hash: source.txHash as Hex });
   for (const log of receipt.logs) {
@@ -47,7 +46,7 @@ export async function leafIndex(origin: OriginChain, source: MessageSource | und
     try {
       const event = decodeEventLog({ abi: MERKLE_TREE_HOOK_ABI, topics: log.topics, data: log.data, strict: true });
       if (event.eventName === 'InsertedIntoTree' && event.args.messageId.toLowerCase() === id.toLowerCase())
-        return event.args.index;
+        return { index: event.args.index, block: receipt.blockNumber };
     } catch {
       // another event of the hook
     }
@@ -84,10 +83,9 @@ export function createMultisigBuilder(o: MultisigOptions): MultisigBuilder {
         'unsupported',
         `multisig ISM with ${validators.length} validators (at most ${MAX_VALIDATORS})`,
       );
-    if (r.type === ISM_TYPE.MERKLE_ROOT_MULTISIG)
-      throw new DeliveryError('unsupported', `unsupported ISM type ${r.type} (merkle root multisig)`);
     const id = keccak256(raw);
-    const index = await leafIndex(origin, r.source, id);
+    const at = await leafIndex(origin, r.source, id);
+    const index = at.index;
     const hook = pad(origin.merkleTreeHook, { size: 32 });
     r.shared.budget ??= { deadline: o.clock.now() + o.budgetMs, objects: o.maxObjects };
     const budget: LookupBudget = r.shared.budget;
@@ -100,6 +98,18 @@ export function createMultisigBuilder(o: MultisigOptions): MultisigBuilder {
       budget,
       signal: r.signal,
     });
-    return encodeMessageIdMetadata(hook, quorum.root, index, quorum.signatures);
+    if (r.type === ISM_TYPE.MESSAGE_ID_MULTISIG)
+      return encodeMessageIdMetadata(hook, quorum.root, index, quorum.signatures);
+    // Merkle root: the checkpoint at the message's own index, its root proved from the origin's logs.
+    const proof = checkedProof(await treeLeaves(origin, index, at.block), index, id, quorum.root);
+    const signatures = quorum.signatures;
+    return encodeMerkleRootMetadata({
+      hook,
+      leafIndex: index,
+      signedMessageId: id,
+      proof,
+      signedIndex: index,
+      signatures,
+    });
   };
 }

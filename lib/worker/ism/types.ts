@@ -7,6 +7,15 @@ import type { LookupBudget } from './checkpoints.ts';
 import type { ISM_TYPE } from './abi.ts';
 import type { OffchainReader } from './offchain.ts';
 
+/** A configured origin with a merkleTreeHook and a validatorAnnounce. */
+export interface OriginChain {
+  name: string;
+  domain: number;
+  publicClient: PublicClient;
+  merkleTreeHook: Address;
+  validatorAnnounce: Address;
+}
+
 /** Where the message was dispatched: its origin chain (config name) and dispatch transaction. */
 export interface MessageSource {
   originChain: string;

@@ -9,10 +9,10 @@ import type { Address, PublicClient } from 'viem';
 import type { Clock } from '../../clock.ts';
 import type { Logger } from '../../log.ts';
 import type { ChainConfig, RelayerConfig } from '../../types.ts';
-import type { MultisigBuilder } from './types.ts';
+import type { MultisigBuilder, OriginChain } from './types.ts';
 import { createCheckpointReader, type CheckpointEvent } from './checkpoints.ts';
 import { readLocalObject } from './local-files.ts';
-import { createMultisigBuilder, type OriginChain } from './multisig.ts';
+import { createMultisigBuilder } from './multisig.ts';
 import { createObjectReader } from './storage.ts';
 
 /** Objects (checkpoints, reorg flags, latest indexes) one message may read per attempt. */

@@ -16,6 +16,7 @@ import { hyperlaneArtifact } from './hyperlane.ts';
 export const validatorArtifacts = {
   announce: () => hyperlaneArtifact('isms/multisig/ValidatorAnnounce'),
   messageIdFactory: () => hyperlaneArtifact('isms/multisig/StaticMultisigIsm.sol/StaticMessageIdMultisigIsmFactory'),
+  merkleRootFactory: () => hyperlaneArtifact('isms/multisig/StaticMultisigIsm.sol/StaticMerkleRootMultisigIsmFactory'),
   aggregationFactory: () => hyperlaneArtifact('isms/aggregation/StaticAggregationIsmFactory'),
   ccipRead: () => hyperlaneArtifact('test/TestCcipReadIsm'),
 };
@@ -45,6 +46,7 @@ async function viaFactory(
 
 export interface IsmFactories {
   messageId(validators: Address[], threshold: number): Promise<Address>;
+  merkleRoot(validators: Address[], threshold: number): Promise<Address>;
   aggregation(modules: Address[], threshold: number): Promise<Address>;
 }
 
@@ -52,11 +54,15 @@ export async function deployIsmFactories(chain: Chain): Promise<IsmFactories> {
   const m = validatorArtifacts.messageIdFactory();
   const a = validatorArtifacts.aggregationFactory();
   const messageIdFactory = await chain.deploy(m.abi, m.bytecode);
+  const r = validatorArtifacts.merkleRootFactory();
+  const merkleRootFactory = await chain.deploy(r.abi, r.bytecode);
   const aggregationFactory = await chain.deploy(a.abi, a.bytecode);
   return {
     // The ISM checks signatures in its validator order; the factory keeps the order given.
     messageId: (validators, threshold) =>
       viaFactory(chain, messageIdFactory, validatorArtifacts.messageIdFactory, validators, threshold),
+    merkleRoot: (validators, threshold) =>
+      viaFactory(chain, merkleRootFactory, validatorArtifacts.merkleRootFactory, validators, threshold),
     aggregation: (modules, threshold) =>
       viaFactory(chain, aggregationFactory, validatorArtifacts.aggregationFactory, modules, threshold),
   };
