@@ -201,7 +201,10 @@ export async function createRelayerWorker(options: RelayerWorkerOptions): Promis
     found.catch(() => clients.delete(chain.name));
     return found;
   };
+  let worker: DeliveryWorker | undefined;
+  const metrics = createWorkerMetrics({ inFlight: () => worker?.inFlight() ?? 0 });
   const multisig = workerMultisig(config, {
+    registry: metrics.registry,
     clock: options.clock ?? systemClock,
     logger,
     client: async (chain) => (await clientOf(chain)).publicClient,

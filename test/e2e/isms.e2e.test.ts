@@ -158,9 +158,18 @@ describe('e2e: multisig and aggregation ISMs on anvil', { timeout: 120_000 }, ()
     await publish(0, byzantine.m, byzantine.index, keccak256('0xbad0'));
     await publish(1, byzantine.m, byzantine.index, byzantine.root);
     await publish(2, byzantine.m, byzantine.index, byzantine.root);
-    // 3. Below threshold: only validator 2 has signed; validator 0 publishes late.
+    // 3. Below threshold: only validator 2 has signed, validator 1's bucket holds a forgery (signed by
+    // another key); validator 0 publishes late.
     const late = await dispatchTo(messageId);
     await publish(2, late.m, late.index, late.root);
+    const forged = await local.sign({
+      domain: ORIGIN.domain,
+      hook: bench.origin.merkleTreeHook,
+      root: late.root,
+      index: late.index,
+      messageId: late.m.id as Hex,
+    });
+    bucket.put(buckets[1].bucket, `${buckets[1].folder}checkpoint_${late.index}_with_id.json`, forged);
     // 4. The mainnet default shape: Aggregation(2)[Routing(origin -> Aggregation(1)[MessageIdMultisig]), NULL].
     const inner = await factories.aggregation([messageId], 1);
     const routing = await deployRoutingIsm(bench.chain, new Map([[ORIGIN.domain, inner]]));
@@ -205,8 +214,16 @@ describe('e2e: multisig and aggregation ISMs on anvil', { timeout: 120_000 }, ()
 
     await until(() => /signatures: 1 of 2/.test(record(late.m.id).lastError ?? ''), 'the late one waiting');
     let r = record(late.m.id);
-    assert.equal(r.status, 'queued');
-    assert.match(r.lastError ?? '', /^pending: signatures: 1 of 2; validator 1 \(0x[0-9a-fA-F]{40}\): not signed yet/);
+    assert.notEqual(r.status, 'delivered', 'waiting (queued, or claimed again for its next look)');
+    assert.match(
+      r.lastError ?? '',
+      /^pending: signatures: 1 of 2; validator 1 \(0x[0-9a-fA-F]{40}\): not signed yet; validator 2 \(0x[0-9a-fA-F]{40}\): bad signature/,
+    );
+    const metrics = worker.metrics();
+    assert.match(metrics, /^relayer_worker_checkpoints_fetched_total\{storage="s3"\} [1-9]/m);
+    assert.match(metrics, /^relayer_worker_checkpoints_fetched_total\{storage="gcs"\} [1-9]/m);
+    assert.match(metrics, /^relayer_worker_checkpoint_bad_signatures_total [1-9]/m);
+    assert.match(metrics, /^relayer_worker_checkpoint_locations_refused_total [1-9]/m, 'file:// refused');
     assert.equal(r.failures, 0, 'waiting for signatures is not a failed attempt');
     await publish(0, late.m, late.index, late.root);
     await until(() => record(late.m.id).status === 'delivered', 'the late one delivered once signed', 30_000);

@@ -27,6 +27,8 @@ export interface MultisigOptions {
   /** Per message: the time and the object reads its checkpoints may take. */
   budgetMs: number;
   maxObjects: number;
+  /** Told when the validators' root is not the origin tree's (a metric). */
+  onMismatch?: () => void;
 }
 
 export function encodeMessageIdMetadata(hook: Hex, root: Hex, index: number, signatures: readonly Hex[]): Hex {
@@ -101,7 +103,14 @@ export function createMultisigBuilder(o: MultisigOptions): MultisigBuilder {
     if (r.type === ISM_TYPE.MESSAGE_ID_MULTISIG)
       return encodeMessageIdMetadata(hook, quorum.root, index, quorum.signatures);
     // Merkle root: the checkpoint at the message's own index, its root proved from the origin's logs.
-    const proof = checkedProof(await treeLeaves(origin, index, at.block), index, id, quorum.root);
+    const leaves = await treeLeaves(origin, index, at.block);
+    let proof: Hex[];
+    try {
+      proof = checkedProof(leaves, index, id, quorum.root);
+    } catch (error) {
+      o.onMismatch?.();
+      throw error;
+    }
     const signatures = quorum.signatures;
     return encodeMerkleRootMetadata({
       hook,

@@ -8,6 +8,7 @@
 import type { Address, PublicClient } from 'viem';
 import type { Clock } from '../../clock.ts';
 import type { Logger } from '../../log.ts';
+import type { MetricsRegistry } from '../../node/metrics.ts';
 import type { ChainConfig, RelayerConfig } from '../../types.ts';
 import type { MultisigBuilder, OriginChain } from './types.ts';
 import { createCheckpointReader, type CheckpointEvent } from './checkpoints.ts';
@@ -19,6 +20,8 @@ import { createObjectReader } from './storage.ts';
 export const MAX_OBJECTS_PER_MESSAGE = 200;
 
 export interface WorkerMultisigOptions {
+  /** The worker's metrics: checkpoints fetched per storage kind, bad signatures, refused locations, root mismatches. */
+  registry?: MetricsRegistry;
   clock: Clock;
   logger: Logger;
   /** The viem client of a configured chain (the worker's, shared with its destination when it is one). */
@@ -34,6 +37,7 @@ export function workerMultisig(config: RelayerConfig, o: WorkerMultisigOptions):
     if (chain.merkleTreeHook && chain.validatorAnnounce) byDomain.set(chain.domainId, chain);
   if (byDomain.size === 0) return undefined;
   const origins = new Map<number, Promise<OriginChain>>();
+  const count = o.registry ? checkpointCounters(o.registry) : undefined;
   const checkpoints = createCheckpointReader({
     read: createObjectReader({ fetch: o.fetch, readFile: readLocalObject }),
     clock: o.clock,
@@ -41,6 +45,7 @@ export function workerMultisig(config: RelayerConfig, o: WorkerMultisigOptions):
     allowLocal: config.allowLocalCheckpointSyncers === true,
     onEvent: (event) => {
       o.onEvent?.(event);
+      count?.(event);
       if (event.kind === 'bad_signature') o.logger.warn('checkpoint: bad signature', { validator: event.validator });
       if (event.kind === 'refused')
         o.logger.warn('checkpoint: location refused', { validator: event.validator, reason: event.reason });
@@ -69,5 +74,32 @@ export function workerMultisig(config: RelayerConfig, o: WorkerMultisigOptions):
     clock: o.clock,
     budgetMs: config.worker.ccipReadBudgetSeconds * 1000,
     maxObjects: MAX_OBJECTS_PER_MESSAGE,
+    onMismatch: () => count?.({ kind: 'root_mismatch' }),
   });
+}
+
+/** The counters of docs/isms.md#metrics, as one event sink. */
+function checkpointCounters(registry: MetricsRegistry): (event: CheckpointEvent | { kind: 'root_mismatch' }) => void {
+  const fetched = registry.counter(
+    'relayer_worker_checkpoints_fetched_total',
+    "Validators' checkpoint storage objects read, by storage kind (s3, gcs, file).",
+  );
+  const bad = registry.counter(
+    'relayer_worker_checkpoint_bad_signatures_total',
+    'Checkpoints whose signature is not their validator (skipped).',
+  );
+  const refused = registry.counter(
+    'relayer_worker_checkpoint_locations_refused_total',
+    'Validators whose every announced storage location was refused (file:// not allowed, malformed).',
+  );
+  const mismatch = registry.counter(
+    'relayer_worker_merkle_root_mismatches_total',
+    "Signed roots that the origin tree's proof did not reach (nothing sent).",
+  );
+  return (event) => {
+    if (event.kind === 'fetched') fetched.inc({ storage: event.storage });
+    else if (event.kind === 'bad_signature') bad.inc({});
+    else if (event.kind === 'refused') refused.inc({});
+    else mismatch.inc({});
+  };
 }
