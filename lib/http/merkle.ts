@@ -1,7 +1,9 @@
 /**
  * /merkle_tree_insertions (admin): POST stores insertion records of known chains (the others are
- * reported as skipped), GET lists one domain's range. Without a merkle store there is no route.
+ * reported as skipped), GET lists one domain's range. /merkle_proofs (admin): the proof of a leaf
+ * from the stored insertions (lib/store/merkle-proof.ts). Without a merkle store there is no route.
  */
+import { proofFromInsertions, validateProofQuery } from '../store/merkle-proof.ts';
 import { callStore } from '../store/bundle.ts';
 import type { MerkleStore } from '../types.ts';
 import { parseJsonBody, validateMerkleRange, validateMerkleRequest } from '../relay/validate.ts';
@@ -42,5 +44,15 @@ export function merkleRoutes(options: MerkleEndpointOptions): Route[] {
     sendJson(ex, 200, { merkle_tree_insertions: await callStore(() => store.listMerkle(domain, start, end)) });
   }
 
-  return [{ path: '/merkle_tree_insertions', GET: getMerkle, POST: postMerkle }];
+  async function getProof(ex: Exchange): Promise<void> {
+    requireAdmin(ex);
+    const q = validateProofQuery(query(ex));
+    const rows = await callStore(() => store.listMerkle(q.domain, 0, q.root));
+    sendJson(ex, 200, proofFromInsertions(rows, q));
+  }
+
+  return [
+    { path: '/merkle_tree_insertions', GET: getMerkle, POST: postMerkle },
+    { path: '/merkle_proofs', GET: getProof },
+  ];
 }
