@@ -17,18 +17,19 @@ import type { Address, Hash } from 'viem';
 import { redirectRemoteRouter, sendBridgeTransferMessage } from '../test/helpers/chain/cctp-bridge.ts';
 import { connectChain } from '../test/helpers/chain/clients.ts';
 
-const USAGE = `Usage: npm run devnet:send [-- --revert] [--dir DIR] [--timeout SECONDS]
+const USAGE = `Usage: npm run devnet:send [-- --revert | --multisig] [--dir DIR] [--timeout SECONDS]
 
 Sends one transfer through the running npm run devnet (its DIR, default .devnet), relays it with
 POST /relay and follows GET /relay/{id} until it is delivered, or failed with --revert (a recipient
-that always reverts).
+that always reverts). With --multisig the transfer's recipient is guarded by the mainnet ISM shape
+(aggregation, routing, multisig) and delivered with the devnet validators' signatures.
 `;
 
 interface DevnetState {
   api: string;
   config: string;
   origin: { name: string; chainId: number; rpc: string; mailbox: Address; router: Address; token: Address };
-  destination: { domain: number; router: Address; reverter: Address };
+  destination: { domain: number; router: Address; reverter: Address; multisig: Address };
 }
 
 interface MessageStatus {
@@ -43,6 +44,7 @@ function options() {
     const { values } = parseArgs({
       options: {
         revert: { type: 'boolean' },
+        multisig: { type: 'boolean' },
         dir: { type: 'string' },
         timeout: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
@@ -55,7 +57,14 @@ function options() {
     }
     const timeout = Number(values.timeout ?? 120);
     if (!Number.isInteger(timeout) || timeout < 1) throw new Error('--timeout must be a positive integer (seconds)');
-    return { revert: values.revert === true, dir: resolve(values.dir ?? '.devnet'), timeoutMs: timeout * 1000 };
+    if (values.revert && values.multisig) throw new Error('--revert and --multisig exclude each other');
+    const multisig = values.multisig === true;
+    return {
+      revert: values.revert === true,
+      multisig,
+      dir: resolve(values.dir ?? '.devnet'),
+      timeoutMs: timeout * 1000,
+    };
   } catch (error) {
     process.stderr.write(`devnet:send: ${(error as Error).message}\n\n${USAGE}`);
     process.exit(2);
@@ -72,7 +81,7 @@ function readState(dir: string): DevnetState {
 }
 
 async function main(): Promise<number> {
-  const { revert, dir, timeoutMs } = options();
+  const { revert, multisig, dir, timeoutMs } = options();
   const state = readState(dir);
   if (
     !(await fetch(`${state.api}/relay`).then(
@@ -93,12 +102,12 @@ async function main(): Promise<number> {
     amount: 1_000_000n,
   };
   let sent: { hash: Hash; id: Hash };
-  if (revert) {
+  if (revert || multisig) {
     const restore = await redirectRemoteRouter(
       chain,
       state.origin.router,
       state.destination.domain,
-      state.destination.reverter,
+      multisig ? state.destination.multisig : state.destination.reverter,
       state.destination.router,
     );
     try {
@@ -110,7 +119,7 @@ async function main(): Promise<number> {
     sent = await sendBridgeTransferMessage(chain, route as never, state.origin.mailbox, transfer);
   }
   process.stdout.write(
-    `sent 1 USDC from ${state.origin.name}: tx ${sent.hash}${revert ? ' (to a recipient that always reverts)' : ''}\n`,
+    `sent 1 USDC from ${state.origin.name}: tx ${sent.hash}${revert ? ' (to a recipient that always reverts)' : multisig ? ' (to a recipient behind the mainnet ISM shape)' : ''}\n`,
   );
 
   const res = await fetch(`${state.api}/relay`, {

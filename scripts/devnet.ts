@@ -24,6 +24,7 @@ import {
   startTwoChains,
   twoChainRelayerConfig,
 } from '../test/helpers/chain/local-chains.ts';
+import { startMultisigRoute } from '../test/helpers/chain/devnet-multisig.ts';
 import { startWorker } from '../test/helpers/chain/worker-chain.ts';
 import { launchRelayerServer } from '../test/helpers/server-process.ts';
 
@@ -35,7 +36,8 @@ const USAGE = `Usage: npm run devnet [-- --dir DIR] [--port N]
 A local network kept until Ctrl-C: two anvil chains with the Hyperlane Mailbox and the CCTP V2
 route, the local CCIP-read gateway, relayer-server and one relayer-worker. Its state (config,
 database, logs) is in DIR (default .devnet, emptied at start). Then, in another terminal:
-npm run devnet:send (one transfer, relayed and delivered), npm run devnet:send -- --revert.
+npm run devnet:send (one transfer, relayed and delivered), npm run devnet:send -- --revert,
+npm run devnet:send -- --multisig (through validators' signatures).
 `;
 
 function options(): { dir: string; port: number } {
@@ -88,13 +90,24 @@ async function main(): Promise<number> {
   try {
     const { origin, destination, route, gateway } = two;
     const reverter = await destination.chain.deploy([], ALWAYS_REVERTS_INIT_CODE);
+    // Validators signing the origin's tree into local directories; the mainnet ISM shape on the destination.
+    const { mailbox, merkleTreeHook, domain } = origin.hyperlane;
+    const multisig = await startMultisigRoute(
+      { chain: origin.chain, domain, mailbox, merkleTreeHook },
+      destination,
+      dir,
+    );
+    stops.push(async () => multisig.stop());
 
     const db = resolve(dir, 'relayer.db');
     const configFile = resolve(dir, 'relayer.json');
     const base = twoChainRelayerConfig(two, db);
+    Object.assign(base.chains[ORIGIN_CHAIN_NAME], { merkleTreeHook, validatorAnnounce: multisig.validatorAnnounce });
     // Failures come quickly here: three attempts a second apart, then failed.
     const worker = { ...base.worker, port: 0, pollMs: 200, maxAttempts: 3, retryBaseSeconds: 1, retryMaxSeconds: 2 };
-    writeFileSync(configFile, `${JSON.stringify({ ...base, server: { port }, worker }, null, 2)}\n`);
+    // The validators write file:// locations: a development setting (docs/isms.md#checkpoint-storage).
+    const config = { ...base, server: { port }, worker, allowLocalCheckpointSyncers: true };
+    writeFileSync(configFile, `${JSON.stringify(config, null, 2)}\n`);
     const adminToken = randomBytes(24).toString('hex');
 
     const serverLog = createWriteStream(resolve(dir, 'server.log'));
@@ -134,6 +147,7 @@ async function main(): Promise<number> {
         mailbox: destination.hyperlane.mailbox,
         router: route.destination.router,
         reverter,
+        multisig: multisig.recipient,
       },
     };
     writeFileSync(resolve(dir, 'devnet.json'), `${JSON.stringify(state, null, 2)}\n`);
@@ -155,6 +169,7 @@ async function main(): Promise<number> {
         ...aligned([
           [`npm run devnet:send${dirArg ? ` --${dirArg}` : ''}`, 'one transfer: relayed, delivered'],
           [`npm run devnet:send -- --revert${dirArg}`, 'to a recipient that always reverts: failed'],
+          [`npm run devnet:send -- --multisig${dirArg}`, "through the mainnet ISM shape, validators' signatures"],
         ]),
         `  npm run worker -- list --config ${cfg}`,
         `  npm run worker -- requeue --status failed --config ${cfg}`,

@@ -88,6 +88,12 @@ test('npm run devnet, devnet:send (delivered), devnet:send --revert (failed, lis
   assert.match(sent.output, new RegExp(`message ${id}: delivered`));
   assert.equal((await (await fetch(`${api}/relay/${id}`)).json()).status, 'delivered');
 
+  // docs/devnet.md#multisig: through the mainnet ISM shape with the devnet validators' signatures.
+  const viaMultisig = await npm(['devnet:send', '--', '--multisig', '--dir', dir]);
+  assert.equal(viaMultisig.code, 0, viaMultisig.output);
+  const [, multisigId] = viaMultisig.output.match(/relayed: message (0x[0-9a-f]{64})/) ?? [];
+  assert.match(viaMultisig.output, new RegExp(`message ${multisigId}: delivered`));
+
   const reverted = await npm(['devnet:send', '--', '--revert', '--dir', dir]);
   assert.equal(reverted.code, 0, reverted.output);
   const [, failedId] = reverted.output.match(/relayed: message (0x[0-9a-f]{64})/) ?? [];

@@ -50,6 +50,10 @@ const NOT_RUN_HERE = new Map<string, string>([
     'test/e2e/devnet.e2e.test.ts runs it against a devnet',
   ],
   [
+    'npm run devnet:send -- --multisig     # one through the mainnet ISM shape, signed by validators',
+    'test/e2e/devnet.e2e.test.ts runs it against a devnet',
+  ],
+  [
     'npm run worker -- list --config .devnet/relayer.json',
     'test/e2e/devnet.e2e.test.ts runs list on a devnet; test/process/worker-bin.test.ts each flag',
   ],
