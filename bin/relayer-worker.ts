@@ -300,6 +300,7 @@ async function main(): Promise<void> {
       config,
       outbox,
       signerKey: signerKey as `0x${string}`,
+      merkle: store.merkle,
       logger,
       depth: async () => outbox.depth(),
     });

@@ -17,7 +17,7 @@ import { systemClock, type Clock } from '../clock.ts';
 import { InvalidArgumentError } from '../errors/classes.ts';
 import { silentLogger, type Logger } from '../log.ts';
 import { assertStatedPolicy, effectiveTransactionGasLimit, policyOptOuts } from '../config/stated-policy.ts';
-import type { RelayerConfig } from '../types.ts';
+import type { MerkleStore, RelayerConfig } from '../types.ts';
 import type { LocalAddresses, Resolver } from './ccip/read.ts';
 import { createMailboxDestination } from './destination.ts';
 import { describe } from './errors.ts';
@@ -136,6 +136,8 @@ export interface RelayerWorkerOptions {
    * feed (`outbox.changes`); null polls every worker.pollMs only.
    */
   changes?: ChangeFeed | null;
+  /** The stored merkle tree insertions (relayer-worker passes its store's): MerkleRootMultisig proofs (docs/isms.md). */
+  merkle?: MerkleStore;
 }
 
 export interface RelayerWorker {
@@ -201,10 +203,9 @@ export async function createRelayerWorker(options: RelayerWorkerOptions): Promis
     found.catch(() => clients.delete(chain.name));
     return found;
   };
-  let worker: DeliveryWorker | undefined;
-  const metrics = createWorkerMetrics({ inFlight: () => worker?.inFlight() ?? 0 });
   const multisig = workerMultisig(config, {
     registry: metrics.registry,
+    merkle: options.merkle,
     clock: options.clock ?? systemClock,
     logger,
     client: async (chain) => (await clientOf(chain)).publicClient,

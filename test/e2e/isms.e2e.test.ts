@@ -16,7 +16,8 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { keccak256, type Address, type Hex } from 'viem';
 import { createMemoryOutbox, type OutboxMessage, type OutboxRecord } from '../../lib/outbox/index.ts';
-import { mailboxArtifact } from '../helpers/chain/hyperlane.ts';
+import { createMemoryMerkleStore } from '../../lib/merkle.ts';
+import { hyperlaneArtifact, mailboxArtifact } from '../helpers/chain/hyperlane.ts';
 import { deployNoopIsm, deployRoutingIsm, deployTestRecipient } from '../helpers/chain/isms.ts';
 import {
   deployIsmFactories,
@@ -201,9 +202,30 @@ describe('e2e: multisig and aggregation ISMs on anvil', { timeout: 120_000 }, ()
     await publish(0, merkleRoot.m, merkleRoot.index, merkleRoot.root);
     await publish(2, merkleRoot.m, merkleRoot.index, merkleRoot.root);
 
+    // The stored merkle tree insertions hold every leaf up to it, one of them forged: not used, the chain is.
+    const { abi: hookAbi } = hyperlaneArtifact('hooks/MerkleTreeHook');
+    const inserted = await bench.chain.publicClient.getContractEvents({
+      address: bench.origin.merkleTreeHook,
+      abi: hookAbi,
+      eventName: 'InsertedIntoTree',
+      fromBlock: 0n,
+    });
+    const merkle = createMemoryMerkleStore();
+    merkle.insertMerkle(
+      inserted.map((log, i) => {
+        const { messageId, index } = log.args as unknown as { messageId: Hex; index: number };
+        return {
+          chain: ORIGIN.domain,
+          insertion_block_number: Number(log.blockNumber),
+          leaf_index: index,
+          message_id: i === 1 ? keccak256('0xf0') : messageId,
+        };
+      }),
+    );
+
     const all = [alone, byzantine, late, mainnet, viaCcip, onlyLocal, merkleRoot];
     outbox.enqueue(all.map((x) => x.m));
-    worker = await startInProcessWorker(configFor(), outbox);
+    worker = await startInProcessWorker(configFor(), outbox, { merkle });
     const ready = [alone, byzantine, mainnet, viaCcip, merkleRoot];
     await until(
       () => ready.every((x) => record(x.m.id).status === 'delivered'),
@@ -224,6 +246,7 @@ describe('e2e: multisig and aggregation ISMs on anvil', { timeout: 120_000 }, ()
     assert.match(metrics, /^relayer_worker_checkpoints_fetched_total\{storage="gcs"\} [1-9]/m);
     assert.match(metrics, /^relayer_worker_checkpoint_bad_signatures_total [1-9]/m);
     assert.match(metrics, /^relayer_worker_checkpoint_locations_refused_total [1-9]/m, 'file:// refused');
+    assert.match(metrics, /^relayer_worker_stored_insertion_mismatches_total [1-9]/m, 'the forged stored leaf');
     assert.equal(r.failures, 0, 'waiting for signatures is not a failed attempt');
     await publish(0, late.m, late.index, late.root);
     await until(() => record(late.m.id).status === 'delivered', 'the late one delivered once signed', 30_000);

@@ -11,7 +11,7 @@ import type { Clock } from '../../clock.ts';
 import { DeliveryError } from '../errors.ts';
 import { ISM_ABI, ISM_TYPE, MERKLE_TREE_HOOK_ABI } from './abi.ts';
 import type { MessageSource, MultisigBuilder, OriginChain } from './types.ts';
-import { checkedProof, encodeMerkleRootMetadata, treeLeaves } from './merkle-root.ts';
+import { checkedProof, encodeMerkleRootMetadata, MAX_LEAVES, treeLeaves } from './merkle-root.ts';
 import type { CheckpointReader, LookupBudget } from './checkpoints.ts';
 
 /** Hyperlane's relayer reads at most 50 validators per set. */
@@ -29,6 +29,28 @@ export interface MultisigOptions {
   maxObjects: number;
   /** Told when the validators' root is not the origin tree's (a metric). */
   onMismatch?: () => void;
+  /** The stored merkle tree insertions of `domain`, leaves 0..upTo (POST /merkle_tree_insertions); optional. */
+  storedLeaves?: (domain: number, upTo: number) => Promise<readonly { leaf_index: number; message_id: string }[]>;
+  /** Told when the stored insertions do not give the signed root: they contradict the chain and are not used. */
+  onStoredMismatch?: (domain: number, index: number) => void;
+}
+
+/**
+ * The proof from the stored insertions when they hold every leaf 0..index and give the signed root
+ * (then they are the chain's: the validators signed the chain's root); undefined otherwise.
+ */
+async function storedProof(o: MultisigOptions, domain: number, index: number, id: Hex, root: Hex) {
+  if (!o.storedLeaves || index + 1 > MAX_LEAVES) return undefined;
+  const rows = await o.storedLeaves(domain, index).catch(() => []);
+  const leaves: Hex[] = [];
+  for (const row of rows) if (row.leaf_index === leaves.length) leaves.push(row.message_id as Hex);
+  if (leaves.length !== index + 1) return undefined;
+  try {
+    return checkedProof(leaves, index, id, root);
+  } catch {
+    o.onStoredMismatch?.(domain, index);
+    return undefined;
+  }
 }
 
 export function encodeMessageIdMetadata(hook: Hex, root: Hex, index: number, signatures: readonly Hex[]): Hex {
@@ -102,14 +124,17 @@ export function createMultisigBuilder(o: MultisigOptions): MultisigBuilder {
     });
     if (r.type === ISM_TYPE.MESSAGE_ID_MULTISIG)
       return encodeMessageIdMetadata(hook, quorum.root, index, quorum.signatures);
-    // Merkle root: the checkpoint at the message's own index, its root proved from the origin's logs.
-    const leaves = await treeLeaves(origin, index, at.block);
-    let proof: Hex[];
-    try {
-      proof = checkedProof(leaves, index, id, quorum.root);
-    } catch (error) {
-      o.onMismatch?.();
-      throw error;
+    // Merkle root: the checkpoint at the message's own index, its root proved from the stored
+    // insertions when they agree with it, else from the origin's logs.
+    let proof = await storedProof(o, domain, index, id, quorum.root);
+    if (!proof) {
+      const leaves = await treeLeaves(origin, index, at.block);
+      try {
+        proof = checkedProof(leaves, index, id, quorum.root);
+      } catch (error) {
+        o.onMismatch?.();
+        throw error;
+      }
     }
     const signatures = quorum.signatures;
     return encodeMerkleRootMetadata({

@@ -9,7 +9,7 @@ import type { Address, PublicClient } from 'viem';
 import type { Clock } from '../../clock.ts';
 import type { Logger } from '../../log.ts';
 import type { MetricsRegistry } from '../../node/metrics.ts';
-import type { ChainConfig, RelayerConfig } from '../../types.ts';
+import type { ChainConfig, MerkleStore, RelayerConfig } from '../../types.ts';
 import type { MultisigBuilder, OriginChain } from './types.ts';
 import { createCheckpointReader, type CheckpointEvent } from './checkpoints.ts';
 import { readLocalObject } from './local-files.ts';
@@ -27,6 +27,8 @@ export interface WorkerMultisigOptions {
   /** The viem client of a configured chain (the worker's, shared with its destination when it is one). */
   client(chain: ChainConfig): Promise<PublicClient>;
   fetch?: typeof fetch;
+  /** The stored merkle tree insertions: MerkleRootMultisig proofs from them when they agree with the signed root. */
+  merkle?: MerkleStore;
   onEvent?: (event: CheckpointEvent) => void;
 }
 
@@ -75,11 +77,18 @@ export function workerMultisig(config: RelayerConfig, o: WorkerMultisigOptions):
     budgetMs: config.worker.ccipReadBudgetSeconds * 1000,
     maxObjects: MAX_OBJECTS_PER_MESSAGE,
     onMismatch: () => count?.({ kind: 'root_mismatch' }),
+    storedLeaves: o.merkle ? async (domain, upTo) => o.merkle!.listMerkle(domain, 0, upTo) : undefined,
+    onStoredMismatch: (domain, index) => {
+      o.logger.warn('merkle: stored insertions contradict the signed root; the chain is used', { domain, index });
+      count?.({ kind: 'stored_mismatch' });
+    },
   });
 }
 
 /** The counters of docs/isms.md#metrics, as one event sink. */
-function checkpointCounters(registry: MetricsRegistry): (event: CheckpointEvent | { kind: 'root_mismatch' }) => void {
+function checkpointCounters(
+  registry: MetricsRegistry,
+): (event: CheckpointEvent | { kind: 'root_mismatch' | 'stored_mismatch' }) => void {
   const fetched = registry.counter(
     'relayer_worker_checkpoints_fetched_total',
     "Validators' checkpoint storage objects read, by storage kind (s3, gcs, file).",
@@ -96,10 +105,15 @@ function checkpointCounters(registry: MetricsRegistry): (event: CheckpointEvent 
     'relayer_worker_merkle_root_mismatches_total',
     "Signed roots that the origin tree's proof did not reach (nothing sent).",
   );
+  const stored = registry.counter(
+    'relayer_worker_stored_insertion_mismatches_total',
+    'Proofs for which the stored merkle tree insertions contradicted the signed root (the chain was used).',
+  );
   return (event) => {
     if (event.kind === 'fetched') fetched.inc({ storage: event.storage });
     else if (event.kind === 'bad_signature') bad.inc({});
     else if (event.kind === 'refused') refused.inc({});
+    else if (event.kind === 'stored_mismatch') stored.inc({});
     else mismatch.inc({});
   };
 }

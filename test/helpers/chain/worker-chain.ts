@@ -226,7 +226,7 @@ const inProcess = new Set<InProcessWorker>();
 export async function startInProcessWorker(
   configPath: string,
   outbox: DeliveryOutbox,
-  options: { keyIndex?: number; logger?: Logger } = {},
+  options: { keyIndex?: number; logger?: Logger; merkle?: import('../../../lib/types.ts').MerkleStore } = {},
 ): Promise<InProcessWorker> {
   // Loaded on first use: the demo and the files that only spawn workers do not need them.
   const [{ parseConfig }, { createRelayerWorker }] = await Promise.all([
@@ -239,6 +239,7 @@ export async function startInProcessWorker(
     outbox,
     signerKey: devKey(options.keyIndex ?? 1),
     logger: options.logger,
+    merkle: options.merkle,
   });
   const running = relayer.worker.run();
   const started: InProcessWorker = {
