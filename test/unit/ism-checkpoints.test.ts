@@ -59,7 +59,7 @@ function setup(objects: Map<string, string>) {
 
 const at = (i: number, name = `checkpoint_${index}_with_id.json`) => `http://store/val${i}/${name}`;
 
-test('docs/isms.md#validators-and-checkpoints: quorum by root in validator order; byzantine, forged and flagged validators skipped', async () => {
+test('docs/isms.md#validators-and-checkpoints: quorum by root, in validator order; byzantine, forged, flagged ones skipped', async () => {
   const objects = new Map([
     [at(0), await checkpoint(keys[0], { root: keccak256('0xbad') })],
     [at(1), await checkpoint(keys[0])],
