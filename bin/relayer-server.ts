@@ -34,6 +34,8 @@ Routes (every error is JSON {"reason","message"}; docs/api.md has the details):
   POST /merkle_tree_insertions         store merkle tree insertions (admin token if configured)
   GET  /merkle_tree_insertions?domain_id=&leaf_index_start=&leaf_index_end=
                                        list stored insertions (admin token if configured)
+  GET  /merkle_proofs?domain_id=&leaf_index=&root_index=
+                                       a stored leaf's proof and root (admin token if configured)
   GET  /metrics                        Prometheus metrics
   GET  /openapi.json                   the OpenAPI 3.1 document of this API
 

@@ -10,5 +10,8 @@ export {
   type MessageSource,
   type MetadataOptions,
   type MultisigBuilder,
+  type MultisigIsmType,
+  type MultisigRequest,
 } from './ism/build.ts';
+export type { LookupBudget } from './ism/checkpoints.ts';
 export { offchainLookupRevert, revertData, type OffchainReader } from './ism/offchain.ts';

@@ -44,6 +44,8 @@ function full(): Record<string, any> {
         cctpMessageTransmitter: [B],
         rpcUrls: [{ http: 'https://one.example' }],
         interchainGasPaymaster: B,
+        merkleTreeHook: A,
+        validatorAnnounce: B,
         transactionOverrides: { gasPriceCap: '100000000000' },
         index: { chunk: 1000, from: 0, mode: 'block' },
         name: 'one',
@@ -101,6 +103,7 @@ function full(): Record<string, any> {
       ccipReadBudgetSeconds: 20,
       ccipReadHoldSeconds: 1,
       ccipReadAllowOrigins: ['http://127.0.0.1:8080'],
+      checkpointEndpoints: { s3: 'http://127.0.0.1:9000', gcs: 'https://gcs.example/base' },
       gasPaymentDeadlineHours: 24,
       stopGraceSeconds: 10,
       heartbeatSeconds: 30,
@@ -112,6 +115,7 @@ function full(): Record<string, any> {
       { type: 'none', matchingList: [{ destinationDomain: 2 }] },
     ],
     transactionGasLimit: '3000000',
+    allowLocalCheckpointSyncers: false,
     db: './relayer.db',
   });
 }

@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { concat, keccak256, toHex, type Hex } from 'viem';
+import { OutOfRangeError } from '../../lib/errors.ts';
 import { proofOf, rootFromProof } from '../../lib/worker/ism/merkle-tree.ts';
 
 const zero: Hex[] = [toHex(0, { size: 32 })];
@@ -40,5 +41,5 @@ test('docs/isms.md#merkle-root-multisig: a proof does not lead to the root from 
   const { root, proof } = proofOf(leaves, 5);
   assert.notEqual(rootFromProof(leaves[4], proof, 5), root);
   assert.notEqual(rootFromProof(leaves[5], proof, 4), root);
-  assert.throws(() => proofOf(leaves, 13), RangeError);
+  assert.throws(() => proofOf(leaves, 13), OutOfRangeError);
 });

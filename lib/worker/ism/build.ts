@@ -29,6 +29,7 @@ export type {
   MessageSource,
   MetadataOptions,
   MultisigBuilder,
+  MultisigIsmType,
   MultisigRequest,
 } from './types.ts';
 

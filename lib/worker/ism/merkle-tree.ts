@@ -6,6 +6,7 @@
  * carries); `rootFromProof` is the ISM's branchRoot, to check a proof before anything is sent.
  */
 import { concat, keccak256, type Hex } from 'viem';
+import { OutOfRangeError } from '../../errors.ts';
 
 export const TREE_DEPTH = 32;
 
@@ -18,7 +19,7 @@ const ZERO_HASHES: Hex[] = (() => {
 /** The root of the tree holding `leaves` and the proof of leaf `index` (which must be one of them). */
 export function proofOf(leaves: readonly Hex[], index: number): { root: Hex; proof: Hex[] } {
   if (!Number.isInteger(index) || index < 0 || index >= leaves.length)
-    throw new RangeError('leaf index out of the tree');
+    throw new OutOfRangeError('leaf index out of the tree');
   const proof: Hex[] = [];
   let level: Hex[] = leaves.map((l) => l.toLowerCase() as Hex);
   let at = index;

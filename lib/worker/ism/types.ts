@@ -4,7 +4,6 @@
  */
 import type { Address, Hex, PublicClient } from 'viem';
 import type { LookupBudget } from './checkpoints.ts';
-import type { ISM_TYPE } from './abi.ts';
 import type { OffchainReader } from './offchain.ts';
 
 /** A configured origin with a merkleTreeHook and a validatorAnnounce. */
@@ -22,10 +21,13 @@ export interface MessageSource {
   txHash: string;
 }
 
+/** The module types a multisig builder serves: MERKLE_ROOT_MULTISIG (4) and MESSAGE_ID_MULTISIG (5) of ISM_TYPE. */
+export type MultisigIsmType = 4 | 5;
+
 export interface MultisigRequest {
   publicClient: PublicClient;
   ism: Address;
-  type: typeof ISM_TYPE.MESSAGE_ID_MULTISIG | typeof ISM_TYPE.MERKLE_ROOT_MULTISIG;
+  type: MultisigIsmType;
   message: Hex;
   source?: MessageSource;
   signal?: AbortSignal;

@@ -1,0 +1,91 @@
+/**
+ * What `relayer-api/worker` exports beside createRelayerWorker (lib/worker/index.ts): the loop, the
+ * destinations, the transaction sender, CCIP-read, the metadata builder and its ISM types
+ * (docs/isms.md#the-metadata-builder), the signers' view, the watch and the ops server.
+ */
+export { createDeliveryWorker, type DeliveryWorker, type DeliveryWorkerOptions } from './loop/worker.ts';
+export { createGasGate, type GasGateOptions, type OriginLog, type PaymentOrigin } from './gas-gate.ts';
+export type { RelayerWorkerOutbox } from './gas-config.ts';
+export { formatAttemptState, type AttemptState } from './loop/record.ts';
+export { WORKER_DEFAULTS } from './types.ts';
+export {
+  DEFAULT_TRANSACTION_GAS_LIMIT,
+  effectivePolicies,
+  policyOptOuts,
+  unstatedPolicy,
+  type DestinationPolicy,
+} from '../config/stated-policy.ts';
+export type {
+  DeliveryEvents,
+  DeliveryOutbox,
+  DeliveryResult,
+  DeliveryPolicy,
+  Destination,
+  Processed,
+  ProcessOptions,
+  Resumed,
+} from './types.ts';
+export { createNonceBook, type NonceBook, type NonceBookStart } from './tx/nonces.ts';
+export type { TransactionJournal } from './tx/journal.ts';
+export { openSlots, type OpenSlot } from './tx/slots.ts';
+export { createMailboxDestination, type MailboxDestinationOptions } from './destination.ts';
+export {
+  ccipRead,
+  CcipReadError,
+  decodeOffchainLookup,
+  type CcipReadOptions,
+  type CcipReadRefusal,
+  type OffchainLookup,
+  type ResolvedAddress,
+  type Resolver,
+} from './ccip/read.ts';
+export {
+  createTransactionSender,
+  TransactionError,
+  type SendOptions,
+  type SendResult,
+  type SimulateResult,
+  type SlotState,
+  type TransactionRequest,
+  type TransactionSender,
+  type TransactionSenderOptions,
+  type TxEvent,
+  DEFAULT_REPLACE_AFTER_BLOCKS,
+} from './tx/sender.ts';
+export { DeliveryError, type DeliveryErrorKind } from './errors.ts';
+export * from '../errors/family.ts';
+export type { CcipReadAttempt } from './ccip/read.ts';
+export type { LocalAddresses, TargetRefusal } from './ccip/target.ts';
+export type { Hex } from './ccip/offchain-lookup.ts';
+export type { TopUpSearchOptions } from './top-ups.ts';
+export { formatSignerView, reportSigners, signerView } from './signers-view.ts';
+export type { BroadcastView, SignerView, SignerViewChain, SignerViewOutbox, SlotView } from './signers-view.ts';
+export type { SignerHolds, NamedSignerKey, SignerLeaseStore, SlotNodeState } from './signer-exports.ts';
+export {
+  createWorkerWatch,
+  type ChainState,
+  type WatchedChain,
+  type WorkerWatch,
+  type WorkerWatchOptions,
+} from './watch.ts';
+export {
+  buildMetadata,
+  ISM_TYPE,
+  MAILBOX_ABI,
+  type LookupBudget,
+  type MessageSource,
+  type MetadataOptions,
+  type MultisigBuilder,
+  type MultisigIsmType,
+  type MultisigRequest,
+  type OffchainReader,
+} from './metadata.ts';
+export {
+  createOpsServer,
+  createWorkerMetrics,
+  DELIVERY_BUCKETS,
+  type OpsServer,
+  type OpsServerOptions,
+  type WorkerMetrics,
+  type WorkerMetricSources,
+} from './ops.ts';
