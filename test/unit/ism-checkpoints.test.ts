@@ -1,8 +1,9 @@
 /**
  * The quorum of validators' checkpoints (lib/worker/ism/checkpoints.ts, docs/isms.md#validators-and-checkpoints):
  * valid checkpoints grouped by root, the first root with `threshold` signatures in validator order;
- * a reorg flag, a forgery, another root or an exhausted lookup budget each only take that validator
- * out; too few is a `pending` wait naming each validator's reason. Checkpoints are signed by viem
+ * a forgery, another root or an exhausted lookup budget each only take that validator out; too few is
+ * a `pending` wait naming each validator's reason; a reorg flag in any validator's bucket refuses the
+ * build (as Hyperlane's relayer's MetadataBuildRefused::Reorg). Checkpoints are signed by viem
  * keys with the digest written here from CheckpointLib's formula; storage is an in-memory reader.
  */
 import assert from 'node:assert/strict';
@@ -59,7 +60,7 @@ function setup(objects: Map<string, string>) {
 
 const at = (i: number, name = `checkpoint_${index}_with_id.json`) => `http://store/val${i}/${name}`;
 
-test('docs/isms.md#validators-and-checkpoints: quorum by root, in validator order; byzantine, forged, flagged ones skipped', async () => {
+test('docs/isms.md#validators-and-checkpoints: quorum by root, in validator order; byzantine and forged ones skipped', async () => {
   const objects = new Map([
     [at(0), await checkpoint(keys[0], { root: keccak256('0xbad') })],
     [at(1), await checkpoint(keys[0])],
@@ -75,17 +76,39 @@ test('docs/isms.md#validators-and-checkpoints: quorum by root, in validator orde
     JSON.parse(objects.get(at(3))!).serialized_signature,
   ]);
 
-  objects.set(`http://store/val3/reorg_flag.json`, '{}');
+  objects.delete(at(3));
   await assert.rejects(
     reader.messageIdQuorum({ origin, validators, threshold: 2, index, messageId, budget: budget() }),
     (e: Error & { code?: string }) => {
       assert.equal(e.code, 'pending');
       assert.match(e.message, /^signatures: 1 of 2; /);
       assert.match(e.message, /validator 2 \(0x[0-9a-fA-F]{40}\): bad signature/);
-      assert.match(e.message, /validator 4 \(0x[0-9a-fA-F]{40}\): reorg flag set/);
+      assert.match(e.message, /validator 4 \(0x[0-9a-fA-F]{40}\): not signed yet/);
       return true;
     },
   );
+});
+
+test('docs/isms.md#validators-and-checkpoints: a reorg flag in one bucket refuses the build though the others reach quorum', async () => {
+  const objects = new Map([
+    [at(0), await checkpoint(keys[0])],
+    [at(1), await checkpoint(keys[1])],
+    [at(2), await checkpoint(keys[2])],
+    // Validator 4 signed nothing for this index, but reported a reorg of the origin.
+    [`http://store/val3/reorg_flag.json`, '{"checkpoint_index":5}'],
+  ]);
+  const { reader, origin, budget } = setup(objects);
+  await assert.rejects(
+    reader.messageIdQuorum({ origin, validators, threshold: 2, index, messageId, budget: budget() }),
+    (e: Error & { code?: string }) => {
+      assert.equal(e.code, 'pending', 'a wait until the flag is cleared, not a counted failure');
+      assert.match(e.message, /^validator 4 \(0x[0-9a-fA-F]{40}\) reported a reorg/);
+      return true;
+    },
+  );
+  objects.delete(`http://store/val3/reorg_flag.json`);
+  const q = await reader.messageIdQuorum({ origin, validators, threshold: 2, index, messageId, budget: budget() });
+  assert.equal(q.root, root, 'built once the flag is cleared');
 });
 
 test('docs/isms.md#checkpoint-storage: reads stop at the lookup budget; the validators left count as not read', async () => {

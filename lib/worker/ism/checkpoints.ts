@@ -5,7 +5,7 @@
  * within the message's lookup budget), its signature recovered and its fields checked; valid
  * checkpoints are grouped by root and the first root with `threshold` signatures wins, its
  * signatures in the ISM's validator order. Too few is a wait (`signatures: k of t …`), not a
- * failure. A bucket with a reorg flag is not used.
+ * failure. A bucket with a reorg flag refuses the build (a wait until its operator clears it).
  */
 import type { Address, Hex, PublicClient } from 'viem';
 import type { Clock } from '../../clock.ts';
@@ -71,6 +71,7 @@ export interface Quorum {
 }
 
 const DEFAULT_TIMEOUT_MS = 10_000;
+const REORG_FLAG = 'reorg flag set';
 const DEFAULT_MAX_BYTES = 50 * 1024;
 
 export interface CheckpointReader {
@@ -132,9 +133,9 @@ export function createCheckpointReader(o: CheckpointReaderOptions): CheckpointRe
     },
 
     async checkpoint(location, validator, expected, budget, signal) {
-      // A validator that reported a reorg is not trusted for this origin until its operator clears the flag.
+      // A validator that reported a reorg: its checkpoints are not used until its operator clears the flag.
       const flag = await reader.object(location, location.reorgFlagName, budget, signal);
-      if (flag !== undefined) return 'reorg flag set';
+      if (flag !== undefined) return REORG_FLAG;
       const text = await reader.object(location, location.checkpointName(expected.index), budget, signal);
       if (text === undefined) return undefined;
       const parsed = parseCheckpoint(text);
@@ -160,6 +161,14 @@ export function createCheckpointReader(o: CheckpointReaderOptions): CheckpointRe
           }
         }),
       );
+      // One flagged bucket refuses the build, whatever the others signed (Hyperlane's relayer refuses
+      // it too): the origin may have reorganised under the checkpoints (docs/isms.md#validators-and-checkpoints).
+      const flagged = results.indexOf(REORG_FLAG);
+      if (flagged >= 0)
+        throw new DeliveryError(
+          'pending',
+          `validator ${flagged + 1} (${validators[flagged]}) reported a reorg (${REORG_FLAG}): nothing is built from this ISM's checkpoints until its operator clears the flag`,
+        );
       return quorumOf(validators, threshold, results);
     },
   };
