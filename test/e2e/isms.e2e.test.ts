@@ -171,8 +171,13 @@ describe('e2e: multisig and aggregation ISMs on anvil', { timeout: 120_000 }, ()
       messageId: late.m.id as Hex,
     });
     bucket.put(buckets[1].bucket, `${buckets[1].folder}checkpoint_${late.index}_with_id.json`, forged);
-    // 4. The mainnet default shape: Aggregation(2)[Routing(origin -> Aggregation(1)[MessageIdMultisig]), NULL].
-    const inner = await factories.aggregation([messageId], 1);
+    // 4. The mainnet default shape:
+    // Aggregation(2)[Routing(origin -> Aggregation(1)[MessageIdMultisig, MerkleRootMultisig]), NULL].
+    const merkleRootIsm = await factories.merkleRoot(
+      v.map((x) => x.address),
+      2,
+    );
+    const inner = await factories.aggregation([messageId, merkleRootIsm], 1);
     const routing = await deployRoutingIsm(bench.chain, new Map([[ORIGIN.domain, inner]]));
     const mainnet = await dispatchTo(await factories.aggregation([routing, await deployNoopIsm(bench.chain)], 2));
     await publish(1, mainnet.m, mainnet.index, mainnet.root);
@@ -193,12 +198,7 @@ describe('e2e: multisig and aggregation ISMs on anvil', { timeout: 120_000 }, ()
     writeFileSync(join(dir, `${onlyLocal.index}_with_id.json`), localJson);
 
     // 7. MerkleRootMultisig 2 of 3: the proof from the origin's InsertedIntoTree logs.
-    const merkleRoot = await dispatchTo(
-      await factories.merkleRoot(
-        v.map((x) => x.address),
-        2,
-      ),
-    );
+    const merkleRoot = await dispatchTo(merkleRootIsm);
     await publish(0, merkleRoot.m, merkleRoot.index, merkleRoot.root);
     await publish(2, merkleRoot.m, merkleRoot.index, merkleRoot.root);
 
