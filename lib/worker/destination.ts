@@ -19,10 +19,12 @@ export interface MailboxDestinationOptions {
   sender: TransactionSender;
   offchain?: OffchainReader;
   multisig?: MultisigBuilder;
+  /** Told the end of every metadata build: `error`, or undefined when built (docs/isms.md#metrics). */
+  onMetadata?: (message: Hex, error: unknown) => void;
 }
 
 export function createMailboxDestination(options: MailboxDestinationOptions): Destination {
-  const { name, domain, mailbox, publicClient, sender, offchain, multisig } = options;
+  const { name, domain, mailbox, publicClient, sender, offchain, multisig, onMetadata } = options;
   const processCall = (metadata: Hex, message: Hex): TransactionRequest => ({
     to: mailbox,
     data: encodeFunctionData({ abi: MAILBOX_ABI, functionName: 'process', args: [metadata, message] }),
@@ -61,8 +63,14 @@ export function createMailboxDestination(options: MailboxDestinationOptions): De
     async metadata(message, signal, source) {
       const recipient = `0x${message.slice(2 + 2 * 45 + 24, 2 + 2 * 77)}` as Address;
       const options = { publicClient, mailbox, message, recipient, offchain, multisig, source, signal };
-      const { metadata } = await buildMetadata(options);
-      return metadata;
+      try {
+        const { metadata } = await buildMetadata(options);
+        onMetadata?.(message, undefined);
+        return metadata;
+      } catch (error) {
+        onMetadata?.(message, error);
+        throw error;
+      }
     },
 
     simulate(metadata, message) {

@@ -28,6 +28,7 @@ import { createWorkerWatch, type WatchedChain, type WorkerWatch } from './watch.
 import { createWorkerMetrics, type WorkerMetrics } from './ops.ts';
 import { createSignerReporter } from './signer-metrics.ts';
 import { workerMultisig } from './ism/worker-multisig.ts';
+import { awaitingSignaturesGauge } from './ism/awaiting.ts';
 import { createTransactionSender } from './tx/sender.ts';
 import { workerSignerHolds, type NamedSignerKey, type SignerHolds } from './signer-lease.ts';
 import { signerView, type SignerView, type SignerViewChain } from './signers-view.ts';
@@ -136,6 +137,9 @@ export async function createRelayerWorker(options: RelayerWorkerOptions): Promis
     logger,
     client: async (chain) => (await clientOf(chain)).publicClient,
   });
+  // Forgotten when not built again within two of the longest pending polls and a lookup budget.
+  const forgetMs = (2 * w.pendingRetryMaxSeconds + w.ccipReadBudgetSeconds) * 1000;
+  const onMetadata = awaitingSignaturesGauge(metrics.registry, { clock: options.clock ?? systemClock, forgetMs });
   for (const name of config.relayChains) {
     const chain = config.chains[name];
     const { publicClient, viemChain } = await clientOf(chain);
@@ -181,6 +185,7 @@ export async function createRelayerWorker(options: RelayerWorkerOptions): Promis
         sender,
         offchain: lookups.read,
         multisig,
+        onMetadata,
       }),
     );
   }

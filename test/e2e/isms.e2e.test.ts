@@ -248,8 +248,12 @@ describe('e2e: multisig and aggregation ISMs on anvil', { timeout: 120_000 }, ()
     assert.match(metrics, /^relayer_worker_checkpoint_locations_refused_total [1-9]/m, 'file:// refused');
     assert.match(metrics, /^relayer_worker_stored_insertion_mismatches_total [1-9]/m, 'the forged stored leaf');
     assert.equal(r.failures, 0, 'waiting for signatures is not a failed attempt');
+    const awaiting = (n: number) => () =>
+      new RegExp(`^relayer_worker_messages_awaiting_signatures ${n}$`, 'm').test(worker?.metrics() ?? '');
+    await until(awaiting(2), 'the late one and the file:// one awaiting signatures');
     await publish(0, late.m, late.index, late.root);
     await until(() => record(late.m.id).status === 'delivered', 'the late one delivered once signed', 30_000);
+    await until(awaiting(1), 'the late one no longer awaiting');
     assert.equal(await deliveredOnChain(late.m.id), true);
 
     r = record(onlyLocal.m.id);

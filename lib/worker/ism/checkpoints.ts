@@ -11,6 +11,7 @@ import type { Address, Hex, PublicClient } from 'viem';
 import type { Clock } from '../../clock.ts';
 import { DeliveryError, describe, scrub } from '../errors.ts';
 import { VALIDATOR_ANNOUNCE_ABI } from './abi.ts';
+import { shortOfQuorum } from './awaiting.ts';
 import { parseCheckpoint, verifyCheckpoint, type SignedCheckpoint } from './checkpoint.ts';
 import {
   parseLocation,
@@ -197,8 +198,10 @@ export function quorumOf(
   const why = results
     .map((r, i) => (typeof r === 'string' ? `validator ${i + 1} (${validators[i]}): ${r}` : undefined))
     .filter((s) => s !== undefined);
-  throw new DeliveryError(
-    'pending',
-    scrub(`signatures: ${best} of ${threshold}${why.length ? `; ${why.join('; ')}` : ''}`),
+  throw shortOfQuorum(
+    new DeliveryError(
+      'pending',
+      scrub(`signatures: ${best} of ${threshold}${why.length ? `; ${why.join('; ')}` : ''}`),
+    ),
   );
 }
