@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { keccak256, type Address, type Hex } from 'viem';
 import { createMemoryOutbox, type OutboxMessage, type OutboxRecord } from '../../lib/outbox/index.ts';
-import { createMemoryMerkleStore } from '../../lib/merkle.ts';
+import { createMemoryMerkleStore } from '../../lib/store/merkle.ts';
 import { hyperlaneArtifact, mailboxArtifact } from '../helpers/chain/hyperlane.ts';
 import { deployNoopIsm, deployRoutingIsm, deployTestRecipient } from '../helpers/chain/isms.ts';
 import {

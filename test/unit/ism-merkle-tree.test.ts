@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { concat, keccak256, toHex, type Hex } from 'viem';
-import { OutOfRangeError } from '../../lib/errors.ts';
+import { OutOfRangeError } from '../../lib/errors/classes.ts';
 import { proofOf, rootFromProof } from '../../lib/worker/ism/merkle-tree.ts';
 
 const zero: Hex[] = [toHex(0, { size: 32 })];

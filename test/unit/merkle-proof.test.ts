@@ -1,5 +1,5 @@
 /**
- * GET /merkle_proofs (lib/merkle-proof.ts, docs/api.md#get-merkle_proofs): the proof of a stored
+ * GET /merkle_proofs (lib/store/merkle-proof.ts, docs/api.md#get-merkle_proofs): the proof of a stored
  * leaf and the root of the stored tree 0..root_index, checked against a top-down recursive
  * computation of the depth-32 tree written here with viem's keccak256 from Merkle.sol's
  * definition (not the code under test); the query's rules; the admin token.
@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import { concat, keccak256, toHex, type Hex } from 'viem';
-import { createMemoryMerkleStore } from '../../lib/merkle.ts';
+import { createMemoryMerkleStore } from '../../lib/store/merkle.ts';
 import { testConfig } from '../helpers/config.ts';
 import { httpRequest } from '../helpers/http.ts';
 import { startApi } from '../helpers/server.ts';

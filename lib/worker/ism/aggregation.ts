@@ -10,7 +10,7 @@
  * concatenated. Start 0 means no metadata; an empty metadata (a NULL module) is a non-zero `[x, x]`.
  */
 import { encodeFunctionData, decodeFunctionResult, type Address, type Hex } from 'viem';
-import { bytesToHex, hexToBytes } from '../../hex.ts';
+import { bytesToHex, hexToBytes } from '../../codec/hex.ts';
 import { DeliveryError, describe, scrub, ShortWait, toDeliveryError } from '../errors.ts';
 import { ISM_ABI } from './abi.ts';
 import type { BuildIsm, IsmContext } from './types.ts';

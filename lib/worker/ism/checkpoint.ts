@@ -11,7 +11,7 @@
  * accepts (v 27/28, low s).
  */
 import { concat, encodePacked, keccak256, recoverMessageAddress, type Address, type Hex } from 'viem';
-import { isPlainObject } from '../../hex.ts';
+import { isPlainObject } from '../../codec/hex.ts';
 
 export interface SignedCheckpoint {
   hook: Hex;

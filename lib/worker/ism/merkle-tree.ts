@@ -6,7 +6,7 @@
  * carries); `rootFromProof` is the ISM's branchRoot, to check a proof before anything is sent.
  */
 import { concat, keccak256, type Hex } from 'viem';
-import { OutOfRangeError } from '../../errors.ts';
+import { OutOfRangeError } from '../../errors/classes.ts';
 
 export const TREE_DEPTH = 32;
 
