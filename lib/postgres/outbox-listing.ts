@@ -17,16 +17,25 @@ export interface PostgresListingParts<Row> {
   redriveSet: string;
 }
 
+/**
+ * list()'s statements (parameters: destination, limit, then the status), one per shape, so each
+ * reads its index in order and stops at the limit (docs/outbox.md#listing-and-bulk-requeue): a
+ * status through outbox_status, every one not delivered through outbox_undelivered (schema
+ * migration 13); neither grows with the delivered rows.
+ */
+export function listSql(s: string, columns: string): { status: string; undelivered: string } {
+  const order = 'AND ($1::bigint IS NULL OR o.destination = $1::bigint) ORDER BY o.enqueued_at, o.seq LIMIT $2';
+  return {
+    status: `SELECT ${columns} FROM ${s}.outbox o WHERE o.status = $3::text ${order}`,
+    undelivered: `SELECT ${columns} FROM ${s}.outbox o WHERE o.status <> 'delivered' ${order}`,
+  };
+}
+
 export function createPostgresListing<Row>(
   parts: PostgresListingParts<Row>,
 ): Pick<Asynchronous<Outbox>, 'list' | 'requeueFailed'> {
   const { pool, schema: s, columns, toRecord, redriveSet } = parts;
-  // No index serves `failed` (it is rare and read by people): listing it scans the table.
-  const listSql = `
-    SELECT ${columns} FROM ${s}.outbox o
-    WHERE (CASE WHEN $1::text IS NULL THEN o.status <> 'delivered' ELSE o.status = $1::text END)
-      AND ($2::bigint IS NULL OR o.destination = $2::bigint)
-    ORDER BY o.enqueued_at, o.seq LIMIT $3`;
+  const { status: statusSql, undelivered: undeliveredSql } = listSql(s, columns);
   // SKIP LOCKED: two operators requeueing at once never take the same row.
   const requeueFailedSql = `
     WITH picked AS (
@@ -42,7 +51,10 @@ export function createPostgresListing<Row>(
   return {
     async list(opts) {
       const { status, destination, limit } = checkList(opts);
-      const { rows } = await run<Row & object>(pool, listSql, [status, destination, limit]);
+      const { rows } =
+        status === null
+          ? await run<Row & object>(pool, undeliveredSql, [destination, limit])
+          : await run<Row & object>(pool, statusSql, [destination, limit, status]);
       return rows.map(toRecord);
     },
     async requeueFailed(opts) {

@@ -189,6 +189,14 @@ export const MIGRATIONS: readonly ((s: string) => string)[] = [
 
   // 12: signer leases (docs/transactions.md#one-worker-per-key): lib/postgres/signer-leases.ts.
   signerLeasesMigration,
+
+  // 13: indexes for an outbox of millions of rows (lib/postgres/outbox-listing.ts): the same as
+  // the SQLite table's migration 12. CREATE INDEX holds off writes to the table while it builds
+  // (seconds for a million rows), once, at the upgrade.
+  (s) => `
+  CREATE INDEX outbox_status ON ${s}.outbox (status, enqueued_at, seq);
+  CREATE INDEX outbox_undelivered ON ${s}.outbox (enqueued_at, seq) WHERE status <> 'delivered';
+  CREATE INDEX outbox_journal_closed ON ${s}.outbox_journal (closed_at) WHERE closed_at IS NOT NULL;`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -17,13 +17,24 @@ export interface SqliteListingParts<Row> {
   redrive: StatementSync;
 }
 
+/**
+ * list()'s statements, one per shape, so each reads its index in order and stops at the limit
+ * (docs/outbox.md#listing-and-bulk-requeue): a status through outbox_status, every one not
+ * delivered through outbox_undelivered (schema migration 12); neither grows with the delivered rows.
+ */
+export function listSql(columns: string): { status: string; undelivered: string } {
+  const order = 'AND (:destination IS NULL OR destination = :destination) ORDER BY enqueued_at, rowid LIMIT :limit';
+  return {
+    status: `SELECT ${columns} FROM outbox WHERE status = :status ${order}`,
+    undelivered: `SELECT ${columns} FROM outbox WHERE status <> 'delivered' ${order}`,
+  };
+}
+
 export function createSqliteListing<Row>(parts: SqliteListingParts<Row>) {
   const { db, transaction, columns, toRecord, redrive } = parts;
-  // No index serves `failed` (it is rare and read by people): it scans the table, in the store's thread.
-  const selectListed = db.prepare(
-    `SELECT ${columns} FROM outbox WHERE (CASE WHEN :status IS NULL THEN status <> 'delivered' ELSE status = :status END) ` +
-      'AND (:destination IS NULL OR destination = :destination) ORDER BY enqueued_at, rowid LIMIT :limit',
-  );
+  const sql = listSql(columns);
+  const selectStatus = db.prepare(sql.status);
+  const selectUndelivered = db.prepare(sql.undelivered);
   const selectFailed = db.prepare(
     "SELECT id FROM outbox WHERE status = 'failed' AND (:destination IS NULL OR destination = :destination) " +
       'ORDER BY enqueued_at, rowid LIMIT :limit',
@@ -31,7 +42,11 @@ export function createSqliteListing<Row>(parts: SqliteListingParts<Row>) {
   return {
     list(opts?: Parameters<typeof checkList>[0]): OutboxRecord[] {
       const { status, destination, limit } = checkList(opts);
-      return (selectListed.all({ status, destination, limit }) as unknown as Row[]).map(toRecord);
+      const rows =
+        status === null
+          ? selectUndelivered.all({ destination, limit })
+          : selectStatus.all({ status, destination, limit });
+      return (rows as unknown as Row[]).map(toRecord);
     },
     requeueFailed(opts?: Parameters<typeof checkRequeueFailed>[0]): string[] {
       const { destination, limit } = checkRequeueFailed(opts);

@@ -217,6 +217,16 @@ export const MIGRATIONS: readonly string[] = [
      expires_at REAL NOT NULL,
      PRIMARY KEY (chain_id, signer)
    ) STRICT, WITHOUT ROWID;`,
+
+  // 12: indexes for an outbox of millions of rows (BENCHMARKS.md#growth-node-benchgrowthts), so no
+  // path grows with the delivered rows: listing by status (outbox_status, also retention's way to
+  // the oldest delivered rows) and every status not delivered (outbox_undelivered) read their rows
+  // in order and stop at the limit, where both scanned the table; retention finds closed journal
+  // rows by age (outbox_journal_closed, for the retention setting). The same indexes as
+  // PostgreSQL's migration 13.
+  `CREATE INDEX outbox_status ON outbox (status, enqueued_at);
+   CREATE INDEX outbox_undelivered ON outbox (enqueued_at) WHERE status <> 'delivered';
+   CREATE INDEX outbox_journal_closed ON outbox_journal (closed_at) WHERE closed_at IS NOT NULL;`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
