@@ -12,7 +12,9 @@ import { readCommandLine } from './lib/command-line.ts';
 import { configSummary, listenFailure } from './lib/advice.ts';
 import { cliFail, runCommand, shutDownOnce } from './lib/lifecycle.ts';
 import { openRelayerStore } from './lib/store.ts';
-import { redactDatabaseUrl } from '../lib/redact.ts';
+import { systemClock } from '../lib/clock.ts';
+import { startRetention } from '../lib/outbox/retention.ts';
+import { redactDatabaseSecrets, redactDatabaseUrl } from '../lib/redact.ts';
 
 const HELP = `Usage: relayer-server [options]
 
@@ -139,6 +141,27 @@ async function main(): Promise<void> {
       { host: config.server.host, example: '"clientRateLimit": {"burst": 10, "perMinute": 10}' },
     );
   }
+  // docs/configuration.md#retention: old delivered messages and closed journal rows go, in batches.
+  const { retentionDays } = config.server;
+  const retention =
+    retentionDays === null
+      ? undefined
+      : startRetention({
+          prune: (opts) => store.outbox.prune(opts),
+          clock: systemClock,
+          retentionMs: retentionDays * 86_400_000,
+          onPruned: (pruned) =>
+            logger.info('pruned delivered messages and closed journal rows', {
+              ...pruned,
+              retention_days: retentionDays,
+            }),
+          onError: (error) => {
+            const e = error instanceof Error ? error : new Error(String(error));
+            logger.warn('pruning failed; trying again in a minute', {
+              error: redactDatabaseSecrets(`${e.name}: ${e.message.split('\n')[0]}`, config.db),
+            });
+          },
+        });
   logger.info('started', {
     chains: Object.keys(config.chains).length,
     relay_chains: config.relayChains.length,
@@ -153,6 +176,7 @@ async function main(): Promise<void> {
     stop: async () => {
       await relay.close(10_000);
       rpcTransport.close();
+      await retention?.stop();
       await store.close();
     },
     beforeExit: () => relay.close(10_000),

@@ -154,6 +154,8 @@ export {
   type Outbox,
   type OutboxMessage,
   type OutboxRecord,
+  type Pruned,
+  type PruneOptions,
   type RelayQueue,
   type RequeueFailedOptions,
   type SignerKey,

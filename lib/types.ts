@@ -90,6 +90,8 @@ export interface ServerConfig {
   streamMaxSeconds: number;
   /** Seconds a transaction's status stream waits for its first message before it ends. */
   txStreamWaitSeconds: number;
+  /** Days a delivered message and a closed journal row are kept; null: forever (docs/configuration.md#retention). */
+  retentionDays: number | null;
 }
 
 /** relayer-worker's section (docs/configuration.md, worker). Durations in the unit their name says. */

@@ -1,7 +1,8 @@
 /**
  * The `server` section of the configuration (docs/configuration.md): where `relayer-server`
  * listens, its admin token, CORS, body limits, trusted proxies, the read budget and the status
- * streams' bounds (docs/api.md#per-client-limits, docs/api.md#status-events).
+ * streams' bounds (docs/api.md#per-client-limits, docs/api.md#status-events), and how long delivered
+ * messages are kept (docs/configuration.md#retention).
  */
 import { parseAddressBlock } from '../net/cidr.ts';
 import { MAX_TIMER_SECONDS, optionalBucket, optionalInt, parseOrigin } from './values.ts';
@@ -22,6 +23,7 @@ export const SERVER_DEFAULTS: Readonly<ServerConfig> = Object.freeze({
   maxSubscribersPerClient: 20,
   streamMaxSeconds: 900,
   txStreamWaitSeconds: 120,
+  retentionDays: 7,
 });
 
 /** An address or CIDR block (lib/net/cidr.ts). */
@@ -62,6 +64,7 @@ export function parseServer(value: unknown, key: string): ServerConfig {
           'maxSubscribersPerClient',
           'streamMaxSeconds',
           'txStreamWaitSeconds',
+          'retentionDays',
         ]);
   const max = Number.MAX_SAFE_INTEGER;
   const corsKey = join(key, 'corsOrigins');
@@ -87,5 +90,8 @@ export function parseServer(value: unknown, key: string): ServerConfig {
     maxSubscribersPerClient: optionalInt(obj, 'maxSubscribersPerClient', key, d.maxSubscribersPerClient, 0, 1_000_000),
     streamMaxSeconds: optionalInt(obj, 'streamMaxSeconds', key, d.streamMaxSeconds, 1, MAX_TIMER_SECONDS),
     txStreamWaitSeconds: optionalInt(obj, 'txStreamWaitSeconds', key, d.txStreamWaitSeconds, 1, MAX_TIMER_SECONDS),
+    // null keeps everything, an explicit choice (docs/configuration.md#retention).
+    retentionDays:
+      obj.retentionDays === null ? null : optionalInt(obj, 'retentionDays', key, d.retentionDays ?? 7, 1, 36_500),
   };
 }

@@ -32,5 +32,16 @@ export {
   newLease,
   validateOutboxBatch,
 } from './checks.ts';
+export {
+  checkPrune,
+  MAX_PRUNE_LIMIT,
+  PRUNE_BATCH,
+  PRUNE_EVERY_MS,
+  startRetention,
+  type PruneOptions,
+  type Pruned,
+  type Retention,
+  type RetentionOptions,
+} from './retention.ts';
 export { checkGasPayments, checkGasSpent, checkRequiredGas } from './gas-checks.ts';
 export { createMemoryOutbox, type MemoryOutbox, type MemoryOutboxOptions } from './memory/outbox.ts';

@@ -2,6 +2,7 @@
  * The relay outbox's types (docs/design.md#enqueue, #storage, docs/outbox.md#message-lifecycle): a message, its
  * record and lifecycle, and the Outbox interface every engine implements.
  */
+import type { PruneOptions, Pruned } from './retention.ts';
 import type { GasBookStore, GasPayment, GasPaymentStore } from '../gas/payment.ts';
 import type { SignerKey, SignerLease, SignerLeaseAnswer } from './signer-types.ts';
 
@@ -279,6 +280,12 @@ export interface Outbox extends RelayQueue, GasPaymentStore, GasBookStore {
   list(opts?: ListOptions): OutboxRecord[] | Promise<OutboxRecord[]>;
   /** requeue() for every failed message selected, oldest first; the ids requeued, in that order. */
   requeueFailed(opts?: RequeueFailedOptions): string[] | Promise<string[]>;
+  /**
+   * Retention (docs/configuration.md#retention): deletes up to `limit` messages delivered before
+   * `before` (oldest enqueued first, with their gas payments and gas book rows) and up to `limit`
+   * journal rows closed before it, in one short transaction. Call again while either count is `limit`.
+   */
+  prune(opts: PruneOptions): Pruned | Promise<Pruned>;
 }
 
 /** `T`'s methods answering synchronously (node:sqlite, the in-memory engine). */

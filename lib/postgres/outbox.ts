@@ -34,6 +34,7 @@ import {
 import { batchPaymentColumns, createPostgresGasPayments, gasPaymentInsertSql } from './gas-payments.ts';
 import { createPostgresJournal } from './journal.ts';
 import { createPostgresListing } from './outbox-listing.ts';
+import { createPostgresPrune } from './retention.ts';
 import { createPostgresSignerLeases } from './signer-leases.ts';
 import { run, type PgPool } from './pool.ts';
 
@@ -248,5 +249,6 @@ export function createPostgresOutbox(pool: PgPool, s: string, clock?: Clock): Po
     ...createPostgresJournal({ pool, schema: s, now }),
     ...createPostgresSignerLeases(pool, s, now),
     ...createPostgresListing({ pool, schema: s, columns: columns('o'), toRecord, redriveSet: REDRIVE_SET }),
+    prune: createPostgresPrune(pool, s),
   };
 }

@@ -32,6 +32,7 @@ import {
 import { createSqliteGasPayments } from './gas-payments.ts';
 import { createSqliteJournal } from './journal.ts';
 import { createSqliteListing } from './outbox-listing.ts';
+import { createSqlitePrune } from './retention.ts';
 import { createSqliteSignerLeases } from './signer-leases.ts';
 import type { Transaction } from './transaction.ts';
 
@@ -214,5 +215,6 @@ export function createSqliteOutbox(db: DatabaseSync, transaction: Transaction, c
     releaseSignerLease: signers.releaseSignerLease,
     signerLeases: signers.signerLeases,
     ...createSqliteListing({ db, transaction, columns: COLUMNS, toRecord, redrive }),
+    prune: createSqlitePrune(db, transaction),
   };
 }

@@ -36,6 +36,7 @@ export const ACCESS = {
     signerLeases: 'read',
     list: 'read',
     requeueFailed: 'write',
+    prune: 'write',
   },
   merkle: { insert: 'write', insertPacked: 'write', list: 'read', count: 'read' },
   versions: { getVersioned: 'read', byTxVersioned: 'read' },

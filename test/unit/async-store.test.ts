@@ -85,6 +85,7 @@ function asyncStore(
     signerLeases: () => later(undefined, () => memory.signerLeases()),
     list: (opts) => later(undefined, () => memory.list(opts)),
     requeueFailed: (opts) => later(undefined, () => memory.requeueFailed(opts)),
+    prune: (opts) => later(undefined, () => memory.prune(opts)),
     addGasPayments: (payments) => later(undefined, () => memory.addGasPayments(payments)),
     gasPayments: (ids) => later(undefined, () => memory.gasPayments(ids)),
     addGasSpent: (spends) => later(undefined, () => memory.addGasSpent(spends)),

@@ -80,6 +80,7 @@ function full(): Record<string, any> {
       maxSubscribersPerClient: 5,
       streamMaxSeconds: 600,
       txStreamWaitSeconds: 60,
+      retentionDays: 30,
     },
     worker: {
       host: '127.0.0.1',

@@ -10,7 +10,9 @@ import { DatabaseSync } from 'node:sqlite';
 import { describe, test } from 'node:test';
 import { listSql as postgresListSql } from '../../lib/postgres/outbox-listing.ts';
 import { migrate as migratePostgres } from '../../lib/postgres/schema.ts';
+import { pruneSql } from '../../lib/postgres/retention.ts';
 import { listSql as sqliteListSql } from '../../lib/sqlite/outbox-listing.ts';
+import { PRUNE_SQL } from '../../lib/sqlite/retention.ts';
 import { migrate as migrateSqlite } from '../../lib/sqlite/schema.ts';
 import { testSchema } from '../helpers/postgres.ts';
 
@@ -33,6 +35,22 @@ describe('SQLite outbox query plans', () => {
     const plan = sqlitePlan(db, sqliteListSql('id').undelivered);
     assert.match(plan, /SCAN outbox USING INDEX outbox_undelivered/, plan);
     assert.doesNotMatch(plan, /TEMP B-TREE/, plan);
+  });
+
+  test('docs/configuration.md#retention: prune finds the oldest delivered messages through outbox_status, no sort', () => {
+    const plan = sqlitePlan(db, PRUNE_SQL.messages);
+    assert.match(plan, /SEARCH outbox USING INDEX outbox_status \(status=\? AND enqueued_at<\?\)/, plan);
+    assert.doesNotMatch(plan, /TEMP B-TREE/, plan);
+  });
+
+  test('docs/configuration.md#retention: prune finds the oldest closed journal rows through outbox_journal_closed', () => {
+    const plan = sqlitePlan(db, PRUNE_SQL.journal);
+    assert.match(
+      plan,
+      /SEARCH outbox_journal USING COVERING INDEX outbox_journal_closed \(closed_at>\? AND closed_at<\?\)/,
+      plan,
+    );
+    assert.doesNotMatch(plan, /TEMP B-TREE|SCAN outbox_journal/, plan);
   });
 });
 
@@ -72,6 +90,18 @@ describe('PostgreSQL outbox query plans', () => {
   test('docs/outbox.md#listing-and-bulk-requeue: list of every status not delivered reads outbox_undelivered, no sort', async () => {
     const plan = await postgresPlan((s) => postgresListSql(s, 'o.id').undelivered, 'bigint, integer', 'NULL, 100');
     assert.match(plan, /Index Scan using outbox_undelivered/, plan);
+    assert.doesNotMatch(plan, /Sort|Seq Scan/, plan);
+  });
+
+  test('docs/configuration.md#retention: prune finds the oldest delivered messages through outbox_status, no sort', async () => {
+    const plan = await postgresPlan((s) => pruneSql(s).messages, 'float8, integer', '1e12, 1000');
+    assert.match(plan, /Index Scan using outbox_status/, plan);
+    assert.doesNotMatch(plan, /Sort|Seq Scan/, plan);
+  });
+
+  test('docs/configuration.md#retention: prune finds the oldest closed journal rows through outbox_journal_closed', async () => {
+    const plan = await postgresPlan((s) => pruneSql(s).journal, 'float8, integer', '1e12, 1000');
+    assert.match(plan, /Index Scan using outbox_journal_closed/, plan);
     assert.doesNotMatch(plan, /Sort|Seq Scan/, plan);
   });
 });

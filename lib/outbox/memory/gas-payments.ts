@@ -21,10 +21,12 @@ export function createMemoryGasPayments(
 ): Pick<Synchronous<Outbox>, GasMethods> & {
   /** Stores `list` (already checked, as part of an enqueue); returns how many were new. */
   add(list: readonly GasPayment[]): number;
+  /** Retention: drops the payments and counted spends of messages `ids` (pruned). */
+  forget(ids: ReadonlySet<string>): void;
 } {
   const payments = new Map<string, GasPayment>();
-  /** The transactions whose spend is counted. */
-  const spent = new Set<string>();
+  /** The transactions whose spend is counted, and their message. */
+  const spent = new Map<string, string>();
   const add = (list: readonly GasPayment[]): number => {
     let added = 0;
     for (const p of list) {
@@ -37,6 +39,10 @@ export function createMemoryGasPayments(
   };
   return {
     add,
+    forget(ids) {
+      for (const [key, p] of payments) if (ids.has(p.messageId)) payments.delete(key);
+      for (const [hash, id] of spent) if (ids.has(id)) spent.delete(hash);
+    },
     addGasPayments(list) {
       checkGasPayments(list);
       const fresh = list.filter((p) => !payments.has(`${p.txHash}:${p.logIndex}`));
@@ -57,7 +63,7 @@ export function createMemoryGasPayments(
       for (const s of spends) {
         const row = rowOf(s.messageId);
         if (row === undefined || spent.has(s.txHash)) continue;
-        spent.add(s.txHash);
+        spent.set(s.txHash, row.id);
         row.gasSpent += s.gasUsed;
         row.gasSpentWei += s.cost;
         added++;

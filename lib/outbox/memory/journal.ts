@@ -25,6 +25,8 @@ export function createMemoryJournal(
 ): Journal & {
   /** markDelivered's part: the open slot of message `id` holding `hash` is settled, `hash` mined. */
   settleDelivered(id: string, hash: string): void;
+  /** prune()'s part: deletes up to `limit` rows closed before `before`, oldest closed first; how many. */
+  pruneJournal(before: number, limit: number): number;
 } {
   // In recording order (a Map keeps insertion order), by hash.
   const journal = new Map<string, JournalRow>();
@@ -52,6 +54,13 @@ export function createMemoryJournal(
   });
 
   return {
+    pruneJournal(before, limit) {
+      const old = [...journal.values()].filter((e) => e.closedAt !== null && e.closedAt < before);
+      old.sort((a, b) => a.closedAt! - b.closedAt!);
+      for (const e of old.slice(0, limit)) journal.delete(e.hash);
+      return Math.min(old.length, limit);
+    },
+
     settleDelivered(id, hash) {
       const sent = journal.get(hash.toLowerCase());
       if (sent && sent.messageId === id && sent.closedAt === null) settle(sent, { outcome: 'mined', hash: sent.hash });

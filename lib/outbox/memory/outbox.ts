@@ -17,6 +17,7 @@ import {
   newLease,
   validateOutboxBatch,
 } from '../checks.ts';
+import { checkPrune } from '../retention.ts';
 import type { Outbox, OutboxRecord, Synchronous } from '../types.ts';
 import type { VersionedReads } from '../versioned.ts';
 import { createVersioning, versionedReads } from '../versioning.ts';
@@ -61,7 +62,12 @@ export function createMemoryOutbox(options: MemoryOutboxOptions | Clock = {}): M
   const open = new Map<string, MemoryRow>();
   const { changes, changed } = createVersioning();
   const { allows, ...signers } = createMemorySignerLeases(clock);
-  const { settleDelivered, ...journal } = createMemoryJournal(clock, (id, lease) => held(id, lease), allows);
+  let arrivals = 0;
+  const { settleDelivered, pruneJournal, ...journal } = createMemoryJournal(
+    clock,
+    (id, lease) => held(id, lease),
+    allows,
+  );
   const payments = createMemoryGasPayments(
     (id) => rows.get(id),
     (ids) =>
@@ -110,7 +116,7 @@ export function createMemoryOutbox(options: MemoryOutboxOptions | Clock = {}): M
           gasSpent: 0n,
           gasSpentWei: 0n,
           lease: null,
-          seq: rows.size,
+          seq: arrivals++,
           version: 0,
           shown: '',
         };
@@ -246,6 +252,18 @@ export function createMemoryOutbox(options: MemoryOutboxOptions | Clock = {}): M
         redrive(row);
         return row.id;
       });
+    },
+
+    prune(opts) {
+      const { before, limit } = checkPrune(opts);
+      const old = select(
+        (r) => r.status === 'delivered' && r.deliveredAt! < before && r.enqueuedAt < before,
+        null,
+        limit,
+      );
+      for (const row of old) rows.delete(row.id);
+      payments.forget(new Set(old.map((row) => row.id)));
+      return { messages: old.length, journal: pruneJournal(before, limit) };
     },
   };
 

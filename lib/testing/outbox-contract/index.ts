@@ -15,6 +15,7 @@ import { journalSection } from './journal.ts';
 import { leasesSection } from './leases.ts';
 import { listingSection } from './listing.ts';
 import { outcomesSection } from './outcomes.ts';
+import { retentionSection } from './retention.ts';
 import { retriesSection } from './retries.ts';
 import { signersSection } from './signers.ts';
 
@@ -28,7 +29,8 @@ export type OutboxContractSection =
   | 'outcomes'
   | 'concurrency'
   | 'journal'
-  | 'signers';
+  | 'signers'
+  | 'retention';
 
 /** The sections, by name, in the order they run. */
 export const OUTBOX_CONTRACT_SECTIONS: Readonly<Record<OutboxContractSection, ContractSection>> = {
@@ -41,6 +43,7 @@ export const OUTBOX_CONTRACT_SECTIONS: Readonly<Record<OutboxContractSection, Co
   concurrency: concurrencySection,
   journal: journalSection,
   signers: signersSection,
+  retention: retentionSection,
 };
 
 export interface OutboxContractOptions {
