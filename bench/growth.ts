@@ -25,6 +25,7 @@ import { parseArgs } from 'node:util';
 import { DatabaseSync } from 'node:sqlite';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../scripts/embedded-postgres.ts';
 import { openSqliteStore } from '../lib/sqlite/index.ts';
+import { PRUNE_BATCH } from '../lib/outbox/retention.ts';
 import { openPostgresStore } from '../lib/postgres/index.ts';
 import { median, provenance } from './lib.ts';
 import { freshTxHash, startServer, UNLIMITED, type ServerHandle } from './load.ts';
@@ -38,6 +39,8 @@ const { values: args } = parseArgs({
   },
 });
 const SAMPLES = Number(args.samples);
+/** Batches of retention per size (each deletes PRUNE_BATCH of the 98 % delivered: 10^4 holds 49). */
+const PRUNE_SAMPLES = 20;
 const engines = args.engines!.split(',') as ('sqlite' | 'postgres')[];
 const sizesOf = (engine: string): number[] =>
   args.sizes !== undefined
@@ -71,6 +74,7 @@ interface Sized {
     claim(limit: number, leaseMs: number): Promise<readonly { id: string; lease: string }[]>;
     markFailed(id: string, opts: { lease: string; error: string; retryAt: number }): Promise<boolean>;
     list(opts: { status?: 'failed'; limit: number }): Promise<readonly unknown[]>;
+    prune(opts: { before: number; limit: number }): Promise<{ messages: number; journal: number }>;
     enqueue(batch: readonly unknown[]): Promise<number>;
     changes: { ready(): Promise<void>; subscribe(listener: (c: { ids: readonly string[] }) => void): () => void };
   };
@@ -339,6 +343,39 @@ async function measure(engine: 'sqlite' | 'postgres', pgServer: EmbeddedPostgres
         const s = sized[(k + i) % sized.length];
         await sample(s, samples.get(s.size)!, i);
       }
+    }
+    // Retention's batch (docs/configuration.md#retention), last: it deletes. PRUNE_BATCH delivered
+    // messages and as many closed journal rows a batch, the oldest, every size in turn; and
+    // POST /relay while the batches run back to back (the write lock taken one batch at a time).
+    for (let i = 0; i < PRUNE_SAMPLES; i++) {
+      for (const s of sized) {
+        const into = samples.get(s.size)!;
+        let pruned = { messages: 0, journal: 0 };
+        const ms = await timed(async () => (pruned = await s.outbox.prune({ before: Date.now(), limit: PRUNE_BATCH })));
+        if (pruned.messages !== PRUNE_BATCH) throw new Error(`prune deleted ${pruned.messages} messages`);
+        into.set('prune a batch', [...(into.get('prune a batch') ?? []), ms]);
+      }
+    }
+    for (const s of sized) {
+      const into = samples.get(s.size)!;
+      let pruning = true;
+      const background = (async () => {
+        while (pruning) await s.outbox.prune({ before: Date.now(), limit: PRUNE_BATCH });
+      })();
+      for (let i = 0; i < PRUNE_SAMPLES * 4; i++) {
+        const ms = await timed(async () =>
+          ok(
+            await fetch(`${s.server.url}/relay`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json' },
+              body: JSON.stringify({ origin_chain: 'ethereum', tx_hash: freshTxHash() }),
+            }),
+          ),
+        );
+        into.set('POST /relay while pruning', [...(into.get('POST /relay while pruning') ?? []), ms]);
+      }
+      pruning = false;
+      await background;
     }
     const paths = [...samples.get(sizes[0])!.keys()];
     const head = [

@@ -31,7 +31,7 @@ export function checkPrune(opts: PruneOptions): PruneOptions {
 }
 
 /** Rows of each kind one batch of the retention loop deletes. */
-export const PRUNE_BATCH = 1_000;
+export const PRUNE_BATCH = 200;
 /** How often the retention loop looks for old rows. */
 export const PRUNE_EVERY_MS = 60_000;
 
