@@ -34,6 +34,13 @@ export function checkPrune(opts: PruneOptions): PruneOptions {
 export const PRUNE_BATCH = 200;
 /** How often the retention loop looks for old rows. */
 export const PRUNE_EVERY_MS = 60_000;
+/**
+ * The pause between two batches of one look: a backlog (retention just turned on, or shortened)
+ * is worked off at most PRUNE_BATCH rows of each kind a second, and other writers have the store
+ * to themselves in between (on SQLite a batch holds the only write lock: 116-182 ms under load in
+ * BENCHMARKS.md#growth-node-benchgrowthts).
+ */
+export const PRUNE_PAUSE_MS = 1_000;
 
 export interface RetentionOptions {
   /** The outbox's prune(). */
@@ -58,14 +65,16 @@ export interface Retention {
 /**
  * The retention loop (docs/configuration.md#retention): at once, then every `everyMs`, deletes
  * batches of old rows until a batch deletes fewer than `batch` of both kinds. Each batch is one
- * call (one short transaction), and the next starts only once it has ended: other writers get the
- * store between two. Its timer is a background one (it keeps no process alive).
+ * call (one short transaction), and the next starts PRUNE_PAUSE_MS after it ended: other writers
+ * get the store between two. Its timers are background ones (they keep no process alive).
  */
 export function startRetention(options: RetentionOptions): Retention {
   const { clock, retentionMs, batch = PRUNE_BATCH, everyMs = PRUNE_EVERY_MS } = options;
   let stopped = false;
   let timer: unknown;
   let running: Promise<void> = Promise.resolve();
+  /** Ends the pause between two batches at once (stop()). */
+  let wake = () => {};
   const look = async () => {
     const total = { messages: 0, journal: 0 };
     try {
@@ -74,7 +83,11 @@ export function startRetention(options: RetentionOptions): Retention {
         const pruned = await options.prune({ before: clock.now() - retentionMs, limit: batch });
         total.messages += pruned.messages;
         total.journal += pruned.journal;
-        if (pruned.messages < batch && pruned.journal < batch) break;
+        if ((pruned.messages < batch && pruned.journal < batch) || stopped) break;
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+          timer = clock.setTimeout(resolve, PRUNE_PAUSE_MS, { background: true });
+        });
       }
     } catch (error) {
       options.onError?.(error);
@@ -87,6 +100,7 @@ export function startRetention(options: RetentionOptions): Retention {
     async stop() {
       stopped = true;
       clock.clearTimeout(timer);
+      wake();
       await running;
     },
   };

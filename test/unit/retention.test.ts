@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createMemoryOutbox, type Pruned, type PruneOptions } from '../../lib/outbox/index.ts';
-import { startRetention } from '../../lib/outbox/retention.ts';
+import { PRUNE_PAUSE_MS, startRetention } from '../../lib/outbox/retention.ts';
 import { outboxMessage } from '../../lib/testing/index.ts';
 import { createFakeClock } from '../helpers/fake-clock.ts';
 
@@ -46,12 +46,16 @@ test('docs/configuration.md#retention: the loop prunes rows older than the reten
   assert.equal(outbox.list({ status: 'delivered' }).length, 5);
   calls.length = 0;
   await clock.advance(60_000); // the next look: its cut is a minute after the delivery
+  assert.equal(calls.length, 1, 'a full batch, then a pause');
+  assert.equal(calls[0].before, clock.now() - DAY, 'the cut is the retention before now');
+  await clock.advance(PRUNE_PAUSE_MS - 1);
+  assert.equal(calls.length, 1, 'the next batch waits the whole pause');
+  await clock.advance(1 + PRUNE_PAUSE_MS);
   assert.deepEqual(
     calls.map((c) => c.limit),
     [2, 2, 2],
     'batches of 2 until one is not full: 2, 2, then 1',
   );
-  assert.equal(calls[0].before, clock.now() - DAY, 'the cut is the retention before now');
   assert.deepEqual(looks, [{ messages: 5, journal: 0 }], 'one report per look, with its totals');
   assert.deepEqual(outbox.list({ status: 'delivered' }), []);
   assert.equal(clock.keepingAlive(), 0, 'its timer keeps no process alive');
@@ -101,7 +105,7 @@ test('docs/configuration.md#retention: stop() waits for the batch in flight and 
   const stopping = retention.stop().then(() => (stopped = true));
   await clock.flush();
   assert.equal(stopped, false, 'the batch in flight is waited for');
-  release(); // a full batch: without stop() the loop would go on at once
+  release(); // a full batch: without stop() the loop would go on after its pause
   await stopping;
   await clock.advance(10 * 60_000);
   assert.equal(calls, 1, 'no batch after stop()');
