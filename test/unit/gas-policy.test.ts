@@ -13,6 +13,7 @@ import {
   checkGasPaymentForEstimate,
   createGasPolicySelector,
   needsPaymaster,
+  parseGasPaymentEnforcement,
   processGasLimit,
   requiredGas,
   type GasPaid,
@@ -281,6 +282,141 @@ describe('needsPaymaster: the origins a payment is asked from', () => {
     assert.equal(
       needsPaymaster(entries([{ type: 'minimum', payment: 1, matchingList: [{ originDomain: 2 }] }]), 1),
       undefined,
+    );
+  });
+});
+
+/**
+ * The config parser of `gasPaymentEnforcement` (docs/configuration.md#gas-payment-enforcement):
+ * what it accepts, and the exact key and text of what it refuses. Checked here, among the files
+ * `npm run mutate` runs for lib/gas/policy.ts (CONTRIBUTING.md#mutation-testing).
+ */
+describe('parseGasPaymentEnforcement: the entries as written', () => {
+  const KEY = 'gasPaymentEnforcement';
+  const parse = (list: unknown) => parseGasPaymentEnforcement(list, KEY);
+  const fraction = (gasFraction: string) => {
+    const [entry] = parse([{ type: 'onChainFeeQuoting', gasFraction }]);
+    assert.equal(entry.type, 'onChainFeeQuoting');
+    return entry.type === 'onChainFeeQuoting' ? entry.gasFraction : undefined;
+  };
+  const refused = (list: unknown, key: string, problem: string) =>
+    assert.throws(() => parse(list), { name: 'ConfigError', key, message: `${key}: ${problem}` });
+  const U64_MAX = '18446744073709551615'; // 2^64 - 1
+  const U64_OVER = '18446744073709551616'; // 2^64
+
+  test('every key an entry of each type may have, and what it reads', () => {
+    assert.deepEqual(parse([]), []);
+    assert.deepEqual(
+      parse([
+        { type: 'none', matchingList: [{ originDomain: 1 }] },
+        { type: 'minimum', payment: '7', matchingList: [] },
+        { type: 'onChainFeeQuoting', gasFraction: '3/4', matchingList: [{ destinationDomain: 2 }] },
+        { type: 'onChainFeeQuoting' },
+      ]),
+      [
+        { type: 'none', matchingList: [{ originDomain: 1 }] },
+        { type: 'minimum', payment: 7n, matchingList: [] },
+        {
+          type: 'onChainFeeQuoting',
+          gasFraction: { numerator: 3n, denominator: 4n },
+          matchingList: [{ destinationDomain: 2 }],
+        },
+        { type: 'onChainFeeQuoting', gasFraction: { numerator: 1n, denominator: 2n }, matchingList: [] },
+      ],
+    );
+  });
+
+  test("without type: an entry with payment is minimum, any other none (Hyperlane's rule)", () => {
+    assert.deepEqual(parse([{ payment: 5 }, {}, { matchingList: [] }]), [
+      { type: 'minimum', payment: 5n, matchingList: [] },
+      { type: 'none', matchingList: [] },
+      { type: 'none', matchingList: [] },
+    ]);
+  });
+
+  test('a key another type has is refused, naming the keys of this one', () => {
+    refused(
+      [{ type: 'none', gasFraction: '1/2' }],
+      `${KEY}[0].gasFraction`,
+      'unknown key; the keys here: type, matchingList',
+    );
+    refused(
+      [{ type: 'minimum', payment: 1, gasFraction: '1/2' }],
+      `${KEY}[0].gasFraction`,
+      'unknown key; the keys here: type, matchingList, payment',
+    );
+    refused(
+      [{ type: 'onChainFeeQuoting', payment: '1' }],
+      `${KEY}[0].payment`,
+      'unknown key; the keys here: type, matchingList, gasFraction',
+    );
+  });
+
+  test('the type, the payment and the matching list: exact key and text', () => {
+    refused({ type: 'none' }, KEY, 'expected an array, got a object');
+    refused([{ type: 'none' }, 'none'], `${KEY}[1]`, 'expected an object, got a string');
+    refused([{ type: 1 }], `${KEY}[0].type`, 'expected a string, got a number');
+    for (const type of ['onchainFeeQuoting', 'toString', '']) {
+      refused(
+        [{ type: 'none' }, { type }],
+        `${KEY}[1].type`,
+        `expected "none", "minimum" or "onChainFeeQuoting", got ${JSON.stringify(type)}`,
+      );
+    }
+    refused([{ type: 'minimum' }], `${KEY}[0].payment`, 'required (the minimum payment in wei)');
+    refused(
+      [{ type: 'minimum', payment: '-1' }],
+      `${KEY}[0].payment`,
+      'expected an integer or a decimal string, got "-1"',
+    );
+    refused([{ type: 'none', matchingList: 'x' }], `${KEY}[0].matchingList`, 'expected an array, got a string');
+  });
+
+  test('gasFraction: n/d, each from 0 (n) or 1 (d) to 2^64 - 1, spaces ignored', () => {
+    assert.deepEqual(fraction('0/1'), { numerator: 0n, denominator: 1n });
+    assert.deepEqual(fraction(' 3 / 4 '), { numerator: 3n, denominator: 4n });
+    assert.deepEqual(fraction('10/90'), { numerator: 10n, denominator: 90n });
+    assert.deepEqual(fraction(`${U64_MAX}/${U64_MAX}`), {
+      numerator: 2n ** 64n - 1n,
+      denominator: 2n ** 64n - 1n,
+    });
+    assert.deepEqual(fraction(`1/${U64_MAX}`), { numerator: 1n, denominator: 2n ** 64n - 1n });
+  });
+
+  test('gasFraction refused: exact key and text', () => {
+    const bad = [
+      '1/0',
+      '01/2',
+      '1/02',
+      '00/1',
+      '-1/2',
+      '1/-2',
+      'x1/2',
+      '1/2x',
+      '1/2/3',
+      '1',
+      '/2',
+      '1/',
+      '1.5/2',
+      'a/b',
+      '',
+      `${U64_OVER}/1`,
+      `1/${U64_OVER}`,
+      `99999999999999999999/1`,
+      `1/99999999999999999999`,
+      `1${U64_MAX}/1`,
+    ];
+    for (const gasFraction of bad) {
+      refused(
+        [{ type: 'none' }, { type: 'onChainFeeQuoting', gasFraction }],
+        `${KEY}[1].gasFraction`,
+        `expected "numerator/denominator" (e.g. "1/2", denominator not 0), got ${JSON.stringify(gasFraction)}`,
+      );
+    }
+    refused(
+      [{ type: 'onChainFeeQuoting', gasFraction: 3 }],
+      `${KEY}[0].gasFraction`,
+      'expected a string, got a number',
     );
   });
 });
