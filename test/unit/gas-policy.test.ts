@@ -41,7 +41,7 @@ describe('which entry applies: the first whose matching list matches', () => {
   test('no list, or an empty one: none for every message', () => {
     for (const list of [[], undefined]) {
       const select = createGasPolicySelector(list === undefined ? [] : entries(list));
-      assert.equal(select(message())?.type, 'none');
+      assert.deepEqual(select(message()), { type: 'none', matchingList: [] });
     }
   });
 

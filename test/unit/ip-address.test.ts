@@ -8,7 +8,13 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import ipaddr from 'ipaddr.js';
-import { addressRange, isPublicAddress, parseIpAddress, type AddressRange } from '../../lib/net/ip-address.ts';
+import {
+  addressRange,
+  connectionAddress,
+  isPublicAddress,
+  parseIpAddress,
+  type AddressRange,
+} from '../../lib/net/ip-address.ts';
 import { BOUNDED } from '../helpers/properties.ts';
 
 /** [spelling, canonical text, range]. */
@@ -255,5 +261,21 @@ describe('addressRange agrees with ipaddr.js', () => {
       }),
       { ...BOUNDED, numRuns: 20_000 },
     );
+  });
+});
+
+describe('connectionAddress: where a connection goes', () => {
+  test('the IPv4 address inside an IPv4-mapped or NAT64 one; any other address as it is', () => {
+    for (const [text, to] of [
+      ['::ffff:127.0.0.1', '127.0.0.1'],
+      ['64:ff9b::a00:1', '10.0.0.1'],
+    ]) {
+      assert.deepEqual(connectionAddress(parseIpAddress(text)!), parseIpAddress(to), text);
+    }
+    // 0.100.255.155 spells NAT64's first bytes: an IPv4 address is never unwrapped.
+    for (const text of ['1.2.3.4', '0.100.255.155', '2001:4860::1', '::1', '::ffff:0:7f00:1']) {
+      const address = parseIpAddress(text)!;
+      assert.deepEqual(connectionAddress(address), address, text);
+    }
   });
 });
