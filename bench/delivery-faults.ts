@@ -12,15 +12,21 @@
  * head when healed minus the head at the drop.
  *
  * The draws come from a seeded generator (BENCH_DELIVERY_SEED, default 1), so two runs fault the
- * same share of sends; which sends depends on their order.
+ * same share of sends; which sends depends on their order. BENCH_DELIVERY_FAULT_SCALE (default 1)
+ * multiplies the three rates, and BENCH_DELIVERY_DROP_EVERY_S=0 makes no drops: 0 and 0 measure the
+ * proxy alone. With BENCH_DELIVERY_LOG_DIR, every request through the proxy is written to
+ * proxy.log there (method, start and duration in ms, the fault applied), for timelines.
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { createWriteStream, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { WorkerBench } from '../test/helpers/chain/worker-chain.ts';
 
-export const FAULT_RATES = { alreadyKnown: 0.15, cut: 0.1, refused: 0.05 } as const;
+const SCALE = Number(process.env.BENCH_DELIVERY_FAULT_SCALE ?? 1);
+export const FAULT_RATES = { alreadyKnown: 0.15 * SCALE, cut: 0.1 * SCALE, refused: 0.05 * SCALE } as const;
 const DROP_EVERY_MS = Number(process.env.BENCH_DELIVERY_DROP_EVERY_S ?? 3) * 1000;
+const LOG_DIR = process.env.BENCH_DELIVERY_LOG_DIR;
 
 /** mulberry32: a small seeded generator, good enough to pick which sends to fault. */
 function seeded(seed: number): () => number {
@@ -74,10 +80,14 @@ export async function setUpFaultMode(
   const faults: FaultCounts = { sends: 0, alreadyKnown: 0, cut: 0, refused: 0 };
   const forward = (text: string) =>
     fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body: text });
+  const log = LOG_DIR ? createWriteStream(join(LOG_DIR, 'proxy.log')) : undefined;
   const server: Server = createServer(async (req, res) => {
+    const start = Date.now();
+    let fault = '';
+    let call: { id?: unknown; method?: unknown } | undefined;
+    if (log) res.once('close', () => log.write(`${start} ${Date.now() - start} ${String(call?.method)} ${fault}\n`));
     try {
       const text = await body(req);
-      let call: { id?: unknown; method?: unknown } | undefined;
       try {
         const parsed = JSON.parse(text);
         if (!Array.isArray(parsed)) call = parsed;
@@ -88,19 +98,22 @@ export async function setUpFaultMode(
         const error = (message: string) =>
           res
             .writeHead(200, { 'content-type': 'application/json' })
-            .end(JSON.stringify({ jsonrpc: '2.0', id: call.id, error: { code: -32000, message } }));
+            .end(JSON.stringify({ jsonrpc: '2.0', id: call?.id, error: { code: -32000, message } }));
         if (r < FAULT_RATES.refused) {
           faults.refused++;
+          fault = 'refused';
           return error('transaction refused by the proxy');
         }
         if (r < FAULT_RATES.refused + FAULT_RATES.cut) {
           faults.cut++;
+          fault = 'cut';
           await (await forward(text)).text();
           res.socket?.destroy();
           return;
         }
         if (r < FAULT_RATES.refused + FAULT_RATES.cut + FAULT_RATES.alreadyKnown) {
           faults.alreadyKnown++;
+          fault = 'already-known';
           await (await forward(text)).text();
           return error('already known');
         }
@@ -174,7 +187,7 @@ export async function setUpFaultMode(
     },
     startDrops(signer) {
       const s = signer.toLowerCase();
-      timer = setInterval(() => void drop(s).catch(() => {}), DROP_EVERY_MS);
+      if (DROP_EVERY_MS > 0) timer = setInterval(() => void drop(s).catch(() => {}), DROP_EVERY_MS);
       watcher = watch(s);
     },
     endDrops() {
@@ -186,6 +199,7 @@ export async function setUpFaultMode(
       await watcher;
       server.closeAllConnections();
       server.close();
+      log?.end();
       heal.blocks.sort((a, b) => a - b);
       return { faults: { ...faults }, heal };
     },

@@ -42,10 +42,13 @@
  *
  * Environment: BENCH_DELIVERY_COUNT (200), BENCH_DELIVERY_RATE (20 per second),
  * BENCH_DELIVERY_WORKERS (1,2), BENCH_DELIVERY_TIMEOUT_S (120), BENCH_DELIVERY_WORKER_CONFIG
- * (JSON merged into the worker section, to try a setting; the default run sets none).
+ * (JSON merged into the worker section, to try a setting; the default run sets none),
+ * BENCH_DELIVERY_LOG_DIR (unset: none; a folder: each worker's output, its info log lines, goes to
+ * worker-ROUND-K.log there, for per-message timelines).
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { createWriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { createPublicClient, encodeFunctionData, http, type Hash, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
@@ -73,6 +76,7 @@ const POSTGRES = process.env.BENCH_DELIVERY_DB === 'postgres';
 const HOSTILE = Number(process.env.BENCH_DELIVERY_HOSTILE ?? 0);
 const CCIP = process.env.BENCH_DELIVERY_CCIP === '1';
 const FAULTS = process.env.BENCH_DELIVERY_FAULTS === '1';
+const LOG_DIR = process.env.BENCH_DELIVERY_LOG_DIR;
 const WORKER_CONFIG = JSON.parse(process.env.BENCH_DELIVERY_WORKER_CONFIG ?? '{}') as Record<string, unknown>;
 
 interface Result {
@@ -239,6 +243,12 @@ async function workers(
   // Keys 1..8 (9 is the floor's): a fresh pair of signers for each contender.
   const keys = Array.from({ length: n }, (_, k) => 1 + ((round * 2 + k) % 8));
   const procs = await Promise.all(keys.map((keyIndex) => startWorker(config, { keyIndex })));
+  if (LOG_DIR)
+    for (const [k, p] of procs.entries()) {
+      const out = createWriteStream(join(LOG_DIR, `worker-${round}-${k}.log`));
+      p.child.stdout?.pipe(out);
+      p.child.stderr?.pipe(out);
+    }
   try {
     faults?.startDrops(privateKeyToAccount(devKey(keys[0])).address);
     if (hostile) await store.outbox.enqueue(hostile.messages.map((m) => ({ ...m, enqueuedAt: Date.now() })));
