@@ -57,7 +57,8 @@ export function createSignerReporter(registry: MetricsRegistry, logger: Logger):
     onEvent: (destination) => (e) => {
       if (e.kind === 'rebroadcast') {
         rebroadcasts.inc({ destination });
-        healed.inc({ destination, by: 'rebroadcast' });
+        // A later nonce the node lost with the gap's is not a gap of its own.
+        if (e.reason !== 'lost') healed.inc({ destination, by: 'rebroadcast' });
       } else if (e.kind === 'fill') healed.inc({ destination, by: 'self-transfer' });
       else if (e.kind === 'replacement') {
         const reason = e.reason === 'gap' ? 'gap' : (e.reason ?? 'time');

@@ -19,7 +19,8 @@ import { privateKeyToAddress } from 'viem/accounts';
 import type { OutboxMessage } from '../../lib/outbox/index.ts';
 import { openSqliteStore, type OpenSqliteStoreOptions, type SqliteStore } from '../../lib/sqlite/index.ts';
 import { MAILBOX_ABI } from '../../lib/worker/metadata.ts';
-import { startLyingRpc, type LyingRpc } from '../helpers/chain/lying-rpc.ts';
+import { SAME_BYTES_SENDS } from '../../lib/worker/tx/broadcast.ts';
+import { startLyingRpc, type LyingRpc, type SendFault } from '../helpers/chain/lying-rpc.ts';
 import {
   DESTINATION,
   devKey,
@@ -68,6 +69,8 @@ function config(db: string, worker: Record<string, unknown>): string {
 }
 
 const sends = (signer: Address) => signedSends(proxy, signer);
+/** A refusal the worker takes for one: each send of the same bytes refused (lib/worker/tx/broadcast.ts). */
+const refusal: SendFault[] = Array.from({ length: SAME_BYTES_SENDS }, () => 'refuse');
 const poolOf = (address: Address) => pool(bench, address);
 const deliveries = (id: string): Promise<Hash[]> => processTransactions(bench.chain, bench.destination.mailbox, id);
 
@@ -128,10 +131,11 @@ describe('e2e: the worker against a lying node and a killed worker (the chain is
   timeout: 240_000,
 }, () => {
   test('forwarded-then-failed sends and refusals: each message is sent under one nonce, delivered once, no gap', async () => {
-    // The faults: "already known" after forwarding, a connection cut after forwarding, a refusal.
+    // The faults: "already known" after forwarding, a connection cut after forwarding, a refusal
+    // (of every send of the same bytes: certainly not sent).
     await scenario('lies.db', 2, 6, false, async (s) => {
       await s.store.outbox.enqueue(s.messages);
-      proxy.fault('already-known', 'cut', 'refuse');
+      proxy.fault('already-known', 'cut', ...refusal);
       const worker = await inProcess(s, 2, { concurrency: 1, batch: 1 });
       try {
         await allDelivered(s, 'six deliveries');
@@ -170,8 +174,8 @@ describe('e2e: the worker against a lying node and a killed worker (the chain is
       const worker = await inProcess(s, 5, { replaceAfterSeconds: 1 });
       try {
         await until(async () => (await poolOf(s.signer))['0'] !== undefined, 'the first transaction pending');
-        // Its first two replacements fail: one refused, one whose connection is cut after it was sent.
-        proxy.fault('refuse', 'cut');
+        // Its first two replacements fail: one refused (each send of its bytes), one whose connection is cut after it was sent.
+        proxy.fault(...refusal, 'cut');
         await until(async () => proxy.pendingFaults() === 0, 'both failed replacements');
         const seen = (await sends(s.signer)).length;
         await until(async () => (await sends(s.signer)).length > seen, 'a later replacement');

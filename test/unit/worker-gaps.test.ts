@@ -28,7 +28,7 @@ const look = (l: Partial<SlotLook>): SlotLook => ({
 
 describe('gaps: the move of a slot at a new head (docs/transactions.md#gaps)', () => {
   test('the nonce the chain expects, lost by the node: re-broadcast at once, whatever its age', () => {
-    assert.deepEqual(nextMove(look({ known: false }), view({}), RULES), { do: 'rebroadcast' });
+    assert.deepEqual(nextMove(look({ known: false }), view({}), RULES), { do: 'rebroadcast', why: 'gap' });
     assert.deepEqual(nextMove(look({ known: true }), view({}), RULES), { do: 'wait' });
     // Lost and below the base fee: the same bytes could not be mined; replaced within the cap.
     assert.deepEqual(nextMove(look({ known: false, maxFeePerGas: 9n }), view({}), RULES), {
@@ -37,6 +37,7 @@ describe('gaps: the move of a slot at a new head (docs/transactions.md#gaps)', (
     });
     assert.deepEqual(nextMove(look({ known: false, maxFeePerGas: 9n }), view({ baseFee: 101n }), RULES), {
       do: 'rebroadcast',
+      why: 'gap',
     });
   });
 
@@ -57,6 +58,19 @@ describe('gaps: the move of a slot at a new head (docs/transactions.md#gaps)', (
       why: 'behind-gap',
     });
     assert.deepEqual(nextMove(stale, view({ pending: 9 }), RULES), { do: 'replace', why: 'below-base-fee' });
+  });
+
+  test('a later nonce the node lost too: the same bytes again at once, behind the gap or not; never a replacement', () => {
+    const lost = look({ nonce: 7, known: false, maxFeePerGas: 1n, blocksSince: 50n, msSince: 600_000 });
+    assert.deepEqual(nextMove(lost, view({ pending: 5 }), RULES), { do: 'rebroadcast', why: 'lost' });
+    assert.deepEqual(nextMove({ ...lost, missingBelow: true }, view({ pending: 9 }), RULES), {
+      do: 'rebroadcast',
+      why: 'lost',
+    });
+    assert.deepEqual(nextMove({ ...lost, known: true }, view({ pending: 5 }), RULES), {
+      do: 'wait',
+      why: 'behind-gap',
+    });
   });
 
   test('below the base fee: replaced at the next head, unless the base fee is above gasPriceCap', () => {
@@ -100,7 +114,7 @@ type Outcome = 'accepted' | 'refused' | 'unknown-in' | 'unknown-out';
 type Step =
   | { kind: 'send'; outcome: Outcome }
   | { kind: 'land'; pick: number }
-  | { kind: 'drop'; pick: number }
+  | { kind: 'drop'; pick: number; after: boolean }
   | { kind: 'replace'; pick: number }
   | { kind: 'head' }
   | { kind: 'mine' }
@@ -115,7 +129,10 @@ const step: fc.Arbitrary<Step> = fc.oneof(
     }),
   },
   { weight: 5, arbitrary: fc.record({ kind: fc.constant('land' as const), pick: fc.nat() }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('drop' as const), pick: fc.nat() }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({ kind: fc.constant('drop' as const), pick: fc.nat(), after: fc.boolean() }),
+  },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('replace' as const), pick: fc.nat() }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('head' as const) }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('mine' as const) }) },
@@ -151,7 +168,8 @@ function head(w: World, book: NonceBook): void {
       {
         nonce,
         maxFeePerGas: 1n,
-        known: nonce === w.mined ? w.pool.has(nonce) : undefined,
+        // The follower asks where the chain waits and for any transaction that missed a block (every slot here).
+        known: w.pool.has(nonce),
         blocksSince: 0n,
         msSince: 0,
         freedBelow: book.freedBelow(nonce),
@@ -198,8 +216,10 @@ function run(steps: Step[]): void {
         if (inflight.length > 0) land(s.pick % inflight.length);
         break;
       case 'drop': {
+        // One transaction, or (as anvil and a restarted node do) it and every later one of the signer.
         const nonce = [...w.pool][s.pick % Math.max(1, w.pool.size)];
-        if (nonce !== undefined) w.pool.delete(nonce);
+        if (nonce !== undefined)
+          for (const n of [...w.pool]) if (n === nonce || (s.after && n > nonce)) w.pool.delete(n);
         break;
       }
       case 'replace': {
@@ -223,9 +243,10 @@ function run(steps: Step[]): void {
     }
   }
   while (inflight.length > 0) land(0);
-  // Sends stop: each gap costs at most two blocks (a head that heals it, a block that mines it).
-  const gaps = book.state().next - w.mined;
-  for (let round = 0; round <= 2 * gaps && w.live.size > 0; round++) {
+  // Sends stop: a head gives the node back everything it lost, whatever the nonce, and fills the
+  // lowest free nonce; a block mines up to the next free one. So a round per free nonce, plus one.
+  const rounds = book.state().freed.length + 1;
+  for (let round = 0; round < rounds && w.live.size > 0; round++) {
     head(w, book);
     mine(w, book);
   }

@@ -17,6 +17,8 @@ import { classify } from '../../lib/worker/tx/node-errors.ts';
 
 /** What the node answers to eth_sendRawTransaction next: a JSON-RPC error with these words, or the hash. */
 let refusal: string | undefined;
+/** How many eth_sendRawTransaction are refused (with `refusal`) before the node accepts one. */
+let refusals = Number.POSITIVE_INFINITY;
 /** Whether eth_getTransactionByHash finds the transaction. */
 let lookupFinds = false;
 const calls: string[] = [];
@@ -45,9 +47,10 @@ async function start(): Promise<void> {
       const { id, method } = JSON.parse(body) as { id: number; method: string };
       calls.push(method);
       let reply: object;
-      if (method === 'eth_sendRawTransaction')
-        reply = refusal === undefined ? { result: hash } : { error: { code: -32000, message: refusal } };
-      else if (method === 'eth_getTransactionByHash') reply = { result: lookupFinds ? pendingTx() : null };
+      if (method === 'eth_sendRawTransaction') {
+        const refuse = refusal !== undefined && refusals-- > 0;
+        reply = refuse ? { error: { code: -32000, message: refusal } } : { result: hash };
+      } else if (method === 'eth_getTransactionByHash') reply = { result: lookupFinds ? pendingTx() : null };
       else reply = { error: { code: -32601, message: 'method not found' } };
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id, ...reply }));
     });
@@ -88,6 +91,7 @@ function pendingTx() {
 /** viem's error for the node refusing a send with `words`. */
 async function refusedWith(words: string): Promise<unknown> {
   refusal = words;
+  refusals = Number.POSITIVE_INFINITY;
   return client.request({ method: 'eth_sendRawTransaction', params: [raw] }).then(
     () => assert.fail('the node was to refuse'),
     (error: unknown) => error,
@@ -144,5 +148,22 @@ describe('node errors (docs/transactions.md#transactions)', () => {
     // The same refusal with the node holding the hash: it went out.
     lookupFinds = true;
     assert.equal(await broadcast(client, raw, hash), 'sent');
+  });
+
+  test('broadcast: a refusal in words nobody classifies gets the same bytes again, at most 3 sends, before it is one', async () => {
+    refusal = 'transaction refused by the proxy';
+    lookupFinds = false;
+    // Refused once, then accepted: sent, no nonce freed for a refusal a second send got past.
+    refusals = 1;
+    calls.length = 0;
+    assert.equal(await broadcast(client, raw, hash), 'sent');
+    assert.deepEqual(calls, ['eth_sendRawTransaction', 'eth_getTransactionByHash', 'eth_sendRawTransaction']);
+    // Refused every time: a refusal after 3 sends of the same bytes.
+    refusals = Number.POSITIVE_INFINITY;
+    calls.length = 0;
+    const outcome = await broadcast(client, raw, hash);
+    assert.ok(typeof outcome === 'object', String(outcome));
+    assert.equal(outcome.kind, 'rpc');
+    assert.equal(calls.filter((m) => m === 'eth_sendRawTransaction').length, 3);
   });
 });

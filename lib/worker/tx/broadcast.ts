@@ -8,8 +8,14 @@
  * - a failure the node did not answer (transport, timeout, HTTP error) and a hash it does not have
  *   → the same bytes once more; still no answer → unknown (it may have gone out: its nonce stays
  *   held and the follower replaces it at the same nonce if it does not show up);
- * - an answer refusing it (a JSON-RPC error) and a hash the node does not have → refused: it
- *   certainly did not go out, its nonce may be freed.
+ * - an answer refusing it for a reason the sender acts on (nonce, fees, funds, a revert: see
+ *   lib/worker/tx/node-errors.ts) and a hash the node does not have → refused: it certainly did not
+ *   go out, its nonce may be freed;
+ * - an answer refusing it in words nobody classifies (a proxy's or a load balancer's error, a node
+ *   that is busy) and a hash the node does not have → the same bytes again at once, up to
+ *   SAME_BYTES_SENDS sends in all (the same hash: nothing can land twice), then refused. A nonce
+ *   freed for such a refusal is a gap under every later send until the next head fills it, and the
+ *   message waits its retry backoff: a second send of the same bytes costs one request.
  */
 import { TransactionNotFoundError, type Hash, type Hex, type PublicClient } from 'viem';
 import { type Classified, classify } from './node-errors.ts';
@@ -31,8 +37,11 @@ export async function isKnown(publicClient: PublicClient, hash: Hash): Promise<b
   }
 }
 
+/** Sends of the same bytes a refusal in unclassified words (kind `rpc`) gets, in all. */
+export const SAME_BYTES_SENDS = 3;
+
 export async function broadcast(publicClient: PublicClient, raw: Hex, hash: Hash): Promise<BroadcastOutcome> {
-  for (let attempt = 0; ; attempt++) {
+  for (let attempt = 1; ; attempt++) {
     try {
       await publicClient.request({ method: 'eth_sendRawTransaction', params: [raw] });
       return 'sent';
@@ -41,8 +50,9 @@ export async function broadcast(publicClient: PublicClient, raw: Hex, hash: Hash
       if (c.kind === 'known') return 'sent';
       const known = await isKnown(publicClient, hash);
       if (known) return 'sent';
-      if (c.answered && known === false) return { ...c, cause: err };
-      if (attempt >= 1) return c.answered ? { ...c, cause: err } : 'unknown';
+      if (c.answered && known === false && c.kind !== 'rpc') return { ...c, cause: err };
+      if (attempt >= (c.answered && c.kind === 'rpc' ? SAME_BYTES_SENDS : 2))
+        return c.answered ? { ...c, cause: err } : 'unknown';
     }
   }
 }

@@ -121,8 +121,10 @@ export async function trackSlot(
       }
       if (move?.do === 'fill') void fillGap(c, s, move.nonce, onWait);
       let replaceWhy: string | undefined = move?.do === 'replace' ? move.why : undefined;
-      if (move?.do === 'rebroadcast' || replaceWhy === 'gap') await lost(c, slot);
-      if (move?.do === 'rebroadcast' && !(await heal(c, slot))) replaceWhy = 'gap';
+      const gap = (move?.do === 'rebroadcast' && move.why === 'gap') || replaceWhy === 'gap';
+      if (gap) await lost(c, slot);
+      // Lost bytes above the gap that the node refuses wait for the next head: nothing is replaced there.
+      if (move?.do === 'rebroadcast' && !(await heal(c, slot, move.why)) && gap) replaceWhy = 'gap';
       if (replaceWhy) {
         slot.sentAt = now;
         sentHead = seen;
@@ -157,7 +159,9 @@ async function look(
   const [book, shared] = await Promise.all([c.book(), c.shared()]);
   book.observe(view.mined);
   let known: boolean | undefined;
-  if (view.mined === t.nonce) {
+  // Asked where the chain waits, and for a transaction that missed a block: the node may have lost
+  // it with the one the chain waits on (a transaction mined at the next block is never asked about).
+  if (view.mined === t.nonce || (sentHead !== undefined && seen > sentHead)) {
     known = false;
     for (const hash of slot.hashes) {
       known = (await isKnown(c.publicClient, hash)) !== false;
@@ -198,15 +202,17 @@ async function lost(c: SignerContext, slot: FollowedSlot): Promise<void> {
 
 /**
  * The newest of a lost slot given to the node again, the same bytes (no new signature, nothing new
- * in the journal). false: the node refused them (their fees no longer do, say): the caller replaces it.
+ * in the journal); `why`: `gap` (the chain waits on its nonce) or `lost` (a later nonce the node
+ * lost too). false: the node refused them (their fees no longer do, say): at the gap the caller
+ * replaces it.
  */
-async function heal(c: SignerContext, slot: FollowedSlot): Promise<boolean> {
+async function heal(c: SignerContext, slot: FollowedSlot, why: 'gap' | 'lost'): Promise<boolean> {
   const { t } = slot;
   const outcome = await broadcast(c.publicClient, slot.raw, slot.hashes[0]);
   if (outcome !== 'sent' && outcome !== 'unknown') return false;
   (await c.shared()).missing.delete(t.nonce);
   const messageId = slot.filler ? undefined : slot.messageId;
-  await c.emit({ kind: 'rebroadcast', nonce: t.nonce, messageId, hash: slot.hashes[0], ...t.fees });
+  await c.emit({ kind: 'rebroadcast', nonce: t.nonce, messageId, hash: slot.hashes[0], ...t.fees, reason: why });
   return true;
 }
 

@@ -6,9 +6,14 @@
  * - The nonce is below the chain's mined count and none of the slot's transactions is mined: the
  *   nonce went to another transaction (`used`).
  * - The chain expects this nonce next and the node holds none of the slot's transactions: the
- *   newest is given to the node again as it was signed (`rebroadcast`; if the node refuses it, the
- *   caller replaces it), or replaced at once when its fees are below the head's base fee and the
- *   base fee is within gasPriceCap (`replace`, `gap`).
+ *   newest is given to the node again as it was signed (`rebroadcast`, `gap`; if the node refuses
+ *   it, the caller replaces it), or replaced at once when its fees are below the head's base fee
+ *   and the base fee is within gasPriceCap (`replace`, `gap`).
+ * - A later nonce whose transactions the node lost too (a node that drops a transaction drops those
+ *   queued behind it: anvil, a restarted node, a load balancer's other node): given to the node
+ *   again at the same head (`rebroadcast`, `lost`), the same bytes, behind a gap or not, so that
+ *   they are mined in the block that mines the gap's, not one nonce a block after it. Nothing is
+ *   replaced for it (a refusal waits for the next head).
  * - A nonce below is free (its broadcast certainly failed; nothing that may land holds it): it is
  *   filled (`fill`), else every later transaction waits behind it for ever.
  * - Behind a gap (a nonce below that the node's pool does not hold): nothing is replaced; fees
@@ -42,7 +47,10 @@ export interface SlotLook {
   nonce: number;
   /** The newest transaction's maxFeePerGas. */
   maxFeePerGas: bigint;
-  /** Whether the node holds one of the slot's transactions; asked only when the chain expects the nonce. */
+  /**
+   * Whether the node holds one of the slot's transactions; asked when the chain expects the nonce,
+   * or when the newest has waited a head without being mined.
+   */
   known?: boolean;
   /** Heads seen since the newest was sent. */
   blocksSince: bigint;
@@ -63,7 +71,7 @@ export interface ReplaceRules {
 export type Move =
   | { do: 'wait'; why?: 'behind-gap' | 'above-cap' }
   | { do: 'used' }
-  | { do: 'rebroadcast' }
+  | { do: 'rebroadcast'; why: 'gap' | 'lost' }
   | { do: 'fill'; nonce: number }
   | { do: 'replace'; why: 'below-base-fee' | 'blocks' | 'time' | 'gap' };
 
@@ -74,8 +82,10 @@ export function nextMove(look: SlotLook, view: HeadView, rules: ReplaceRules): M
   const aboveCap = rules.gasPriceCap !== undefined && view.baseFee !== undefined && view.baseFee > rules.gasPriceCap;
   if (look.nonce === view.mined) {
     // Lost bytes that could not be mined at this base fee anyway are replaced rather than sent again.
-    if (look.known === false) return belowBaseFee && !aboveCap ? { do: 'replace', why: 'gap' } : { do: 'rebroadcast' };
-  } else if (look.missingBelow || view.pending <= look.nonce) return { do: 'wait', why: 'behind-gap' };
+    if (look.known === false)
+      return belowBaseFee && !aboveCap ? { do: 'replace', why: 'gap' } : { do: 'rebroadcast', why: 'gap' };
+  } else if (look.known === false) return { do: 'rebroadcast', why: 'lost' };
+  else if (look.missingBelow || view.pending <= look.nonce) return { do: 'wait', why: 'behind-gap' };
   if (belowBaseFee) return aboveCap ? { do: 'wait', why: 'above-cap' } : { do: 'replace', why: 'below-base-fee' };
   if (look.blocksSince >= BigInt(rules.replaceAfterBlocks)) return { do: 'replace', why: 'blocks' };
   if (look.msSince >= rules.replaceAfterMs) return { do: 'replace', why: 'time' };

@@ -49,6 +49,9 @@ export interface TxEvent {
   maxPriorityFeePerGas?: bigint;
   /** The message its transactions deliver (none for a self-transfer filling a gap). */
   messageId?: string;
-  /** Why: the rule that replaced it (`below-base-fee`, `blocks`, `time`), what the gap is. */
+  /**
+   * Why: the rule that replaced it (`below-base-fee`, `blocks`, `time`, `gap`), what the gap is; for
+   * a re-broadcast `gap` (the chain waits on its nonce) or `lost` (a later nonce the node lost too).
+   */
   reason?: string;
 }

@@ -7,8 +7,8 @@
  * - `cut`: forwarded, then the connection is destroyed before any answer;
  * - `refuse`: not forwarded; answered with a JSON-RPC error (the node refused it);
  * - `nonce-too-low`: not forwarded; answered "nonce too low" (a stale or wrong node).
- * `refuseNonce(n)` refuses (as `refuse`) the next send at nonce `n`, whatever the queue holds: a
- * refusal below sends that go through, as concurrent sends meet it.
+ * `refuseNonce(n, times)` refuses (as `refuse`) the next `times` sends at nonce `n` (default 1),
+ * whatever the queue holds: a refusal below sends that go through, as concurrent sends meet it.
  * Every signed transaction that reached anvil is kept (`forwarded()`), to judge the worker by.
  *
  * The pending count (`eth_getTransactionCount` at `pending`) is answered as geth does: the mined
@@ -26,8 +26,8 @@ export interface LyingRpc {
   url: string;
   /** Queues faults for the next sends, in order. */
   fault(...faults: SendFault[]): void;
-  /** Refuses the next send at `nonce` (not forwarded), ahead of the queued faults. */
-  refuseNonce(nonce: number): void;
+  /** Refuses the next `times` sends at `nonce` (default 1; not forwarded), ahead of the queued faults. */
+  refuseNonce(nonce: number, times?: number): void;
   /** Faults queued and not yet applied (refusals by nonce included). */
   pendingFaults(): number;
   /** The signed transactions forwarded to anvil, in order. */
@@ -37,7 +37,8 @@ export interface LyingRpc {
 
 export async function startLyingRpc(target: string): Promise<LyingRpc> {
   const faults: SendFault[] = [];
-  const refuseAt = new Set<number>();
+  /** Nonce -> refusals left there. */
+  const refuseAt = new Map<number, number>();
   const forwarded: Hex[] = [];
   const forward = async (body: string) => {
     const upstream = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
@@ -83,7 +84,10 @@ export async function startLyingRpc(target: string): Promise<LyingRpc> {
       }
       const raw = call.params?.[0] as Hex;
       const nonce = parseTransaction(raw).nonce ?? -1;
-      const fault = refuseAt.delete(nonce) ? 'refuse' : faults.shift();
+      const left = refuseAt.get(nonce) ?? 0;
+      if (left > 1) refuseAt.set(nonce, left - 1);
+      else refuseAt.delete(nonce);
+      const fault = left > 0 ? 'refuse' : faults.shift();
       const error = (message: string, code = -32000) =>
         res
           .writeHead(200, { 'content-type': 'application/json' })
@@ -104,8 +108,8 @@ export async function startLyingRpc(target: string): Promise<LyingRpc> {
   return {
     url: `http://127.0.0.1:${port}`,
     fault: (...more) => void faults.push(...more),
-    refuseNonce: (nonce) => void refuseAt.add(nonce),
-    pendingFaults: () => faults.length + refuseAt.size,
+    refuseNonce: (nonce, times = 1) => void refuseAt.set(nonce, (refuseAt.get(nonce) ?? 0) + times),
+    pendingFaults: () => faults.length + [...refuseAt.values()].reduce((a, b) => a + b, 0),
     forwarded: () => [...forwarded],
     close: () =>
       new Promise((resolve) => {
