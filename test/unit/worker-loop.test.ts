@@ -16,6 +16,7 @@ import type { SimulateResult } from '../../lib/worker/tx/sender.ts';
 import { limitLookups } from '../../lib/worker/ccip/slots.ts';
 import { offSlots } from '../../lib/worker/ccip/lookups.ts';
 import { createFakeClock, type FakeClock } from '../helpers/fake-clock.ts';
+import { sleep } from '../../lib/clock.ts';
 import type { ChangeFeed, ChangeHub } from '../../lib/outbox/change-feed.ts';
 
 const T0 = Date.UTC(2026, 10, 25, 12, 0, 0);
@@ -493,6 +494,41 @@ describe('delivery loop', () => {
     assert.equal(row(r, idOf(1)).status, 'delivered');
     assert.equal(d.calls.process, 1);
     assert.equal(w.inFlight(), 0);
+  });
+
+  test('stop(): a transaction still unconfirmed after stopGraceMs stops being followed; its message is released', async () => {
+    const r = rig(1);
+    let looks = 0;
+    let following = false;
+    const d = scripted({
+      // A send following a transaction that is never mined: a look a second, as the sender does.
+      process: async (onWait) => {
+        following = true;
+        try {
+          for (;;) {
+            await onWait();
+            looks++;
+            await sleep(r.clock, 1_000);
+          }
+        } finally {
+          following = false;
+        }
+      },
+    });
+    const w = worker(r, d, { stopGraceMs: 3_000 });
+    const running = w.run();
+    await r.clock.advance(1_500);
+    assert.ok(following, 'the transaction is followed');
+    await settled(r.clock, w.stop());
+    await running;
+    assert.equal(following, false, 'the follow ended with stop()');
+    const before = looks;
+    await r.clock.advance(60_000);
+    assert.equal(looks, before, 'nothing looks at the transaction after stop()');
+    assert.equal(w.inFlight(), 0);
+    const released = row(r, idOf(1));
+    assert.equal(released.status, 'queued', 'released: the next holder finds the transaction in the journal');
+    assert.ok((released.retryAt ?? Infinity) <= r.clock.now() - 60_000, 'queued again at once, not after a backoff');
   });
 });
 

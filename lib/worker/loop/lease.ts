@@ -2,7 +2,10 @@
  * The loop's hold on one claimed message (docs/delivery.md#the-delivery-loop): the lease renewed a
  * third of the way through while anything is awaited, and what stops the attempt before it sends:
  * the worker stopping, a renewal refused (another worker holds the message), or no renewal
- * within the lease's time (the store failed: another worker may have claimed it meanwhile).
+ * within the lease's time (the store failed: another worker may have claimed it meanwhile). Once
+ * the worker has stopped (`ended`: its grace for transactions already sent is over), the wait hook
+ * throws DeliveryError `stopped`: whatever follows a transaction with it (the send, a self-transfer
+ * filling a gap it found) ends at its next look, leaving the slot open in the journal.
  */
 import type { Clock } from '../../clock.ts';
 import type { Logger } from '../../log.ts';
@@ -15,7 +18,10 @@ export interface Hold {
   readonly signal: AbortSignal;
   /** Set once a transaction of the message may be out: a stop then waits for it instead of releasing. */
   sent: boolean;
-  /** Renews the lease if a third of it has passed (the wait hook of a transaction being confirmed). */
+  /**
+   * Renews the lease if a third of it has passed (the wait hook of a transaction being confirmed);
+   * throws DeliveryError `stopped` once the worker has ended.
+   */
   keepAlive(): Promise<void>;
   /** Throws DeliveryError `stopped` if the attempt must not go on: released, or the lease not renewed in time. */
   check(): void;
@@ -31,8 +37,10 @@ export function holdLease(options: {
   leaseMs: number;
   logger: Logger;
   log: Record<string, unknown>;
+  /** Aborted when the worker has stopped for good (stop()'s grace over). */
+  ended?: AbortSignal;
 }): Hold {
-  const { outbox, message: m, clock, leaseMs, logger, log } = options;
+  const { outbox, message: m, clock, leaseMs, logger, log, ended } = options;
   const release = new AbortController();
   let reason = 'the worker is stopping';
   let renewedAt = clock.now();
@@ -49,6 +57,12 @@ export function holdLease(options: {
   };
 
   async function keepAlive(): Promise<void> {
+    if (ended?.aborted)
+      throw new DeliveryError('stopped', 'the worker stopped; its transaction is left to the journal');
+    await renew();
+  }
+
+  async function renew(): Promise<void> {
     if (lost || clock.now() - renewedAt < leaseMs / 3) return;
     const at = clock.now();
     try {
@@ -61,7 +75,7 @@ export function holdLease(options: {
   }
 
   const tick = () => {
-    timer = clock.setTimeout(() => void keepAlive().finally(() => !closed && tick()), Math.ceil(leaseMs / 3));
+    timer = clock.setTimeout(() => void renew().finally(() => !closed && tick()), Math.ceil(leaseMs / 3));
   };
   tick();
 

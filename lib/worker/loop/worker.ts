@@ -8,8 +8,10 @@
  * several sends to a chain are in flight together.
  *
  * Stop: no new claims; a message not yet sent is released (queued again at once, unchanged); one
- * whose transaction is out is followed to its receipt (bounded by stopGraceMs, after which its
- * lease lapses and the next holder finds the transaction in the journal).
+ * whose transaction is out is followed to its receipt, for stopGraceMs at most. Then the worker
+ * has ended: every follow still running ends at its next look (its wait hook throws: lease.ts),
+ * the message is released and the next holder finds the transaction in the journal; stop()
+ * resolves once they have (or after ENDING_MS more).
  */
 import type { ChangeFeed } from '../../outbox/change-feed.ts';
 import { systemClock, type Clock } from '../../clock.ts';
@@ -90,6 +92,8 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   const logger = options.logger ?? silentLogger;
   const events = options.events ?? {};
   const stopping = new AbortController();
+  /** Aborted once stop()'s grace is over: the follows of sent transactions end too. */
+  const ended = new AbortController();
   const held = new Map<string, { hold: Hold; promise: Promise<DeliveryResult> }>();
   let reachable = false;
   let running: Promise<void> | undefined;
@@ -133,7 +137,15 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   }
 
   function start(m: ClaimedMessage): Promise<DeliveryResult> {
-    const hold = holdLease({ outbox, message: m, clock, leaseMs: o.leaseMs, logger, log: { message_id: m.id } });
+    const hold = holdLease({
+      outbox,
+      message: m,
+      clock,
+      leaseMs: o.leaseMs,
+      logger,
+      log: { message_id: m.id },
+      ended: ended.signal,
+    });
     if (stopping.signal.aborted) hold.stop();
     const promise = deliver(m, hold).finally(() => held.delete(m.id));
     held.set(m.id, { hold, promise });
@@ -226,8 +238,13 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
         const grace = new Promise<void>((resolve) => (timer = clock.setTimeout(resolve, o.stopGraceMs)));
         await Promise.race([all, grace]);
         clock.clearTimeout(timer);
-        if (held.size > 0)
-          logger.warn('stopped with transactions still unconfirmed; their leases will lapse', { in_flight: held.size });
+        if (held.size === 0) return;
+        logger.warn('stopped with transactions still unconfirmed; left to the journal', { in_flight: held.size });
+        // Their follows end at their next look (a block, or pollMs) and release their messages.
+        ended.abort();
+        const ending = new Promise<void>((resolve) => (timer = clock.setTimeout(resolve, ENDING_MS)));
+        await Promise.race([all, ending]);
+        clock.clearTimeout(timer);
       })();
       return stopped;
     },
@@ -235,6 +252,9 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     storeReachable: () => reachable,
   };
 }
+
+/** After stop()'s grace, how long it waits for the follows it ended to let go of their messages. */
+const ENDING_MS = 5_000;
 
 function definedOnly<T extends object>(options: T): Partial<T> {
   return Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) as Partial<T>;
