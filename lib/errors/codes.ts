@@ -107,16 +107,17 @@ export type CcipReadFailureCode = 'pending' | 'unavailable' | 'refused' | 'malfo
  * - `pending`: the proof is not there yet (a CCIP-read gateway says the attestation is not ready).
  *   Polled again without counting toward maxAttempts, until the pending deadline.
  * - `gas_payment`: the message's gas payment does not meet its policy yet; `fee`: the base fee is
- *   above the chain's gasPriceCap. Both wait (checked again with backoff, not counted); an unpaid
- *   message is final after the gas payment deadline.
+ *   above the chain's gasPriceCap; `insufficient-funds`: the signer cannot pay for gas. They wait
+ *   (checked again with backoff, not counted); an unpaid message is final after the gas payment
+ *   deadline.
  * - `busy`: slow gateways (docs/hostile-recipients.md#slow-gateways): every gateway lookup slot of the worker
  *   is in use, or the message's lookup outlasted worker.ccipReadHoldSeconds and goes on in the
  *   background: asked again later, not counted.
  * - `gas`: the estimate exceeds transactionGasLimit: nothing is sent; a counted failure.
  * - `unsupported`, `config`: no retry can cure it (an ISM type the worker cannot satisfy, a
  *   destination it has no chain for): final at once.
- * - everything else (`rpc`, `revert`, `gateway`, `forbidden`, `out-of-gas`, `insufficient-funds`,
- *   `nonce`, `timeout`, `metadata`):
+ * - everything else (`rpc`, `revert`, `gateway`, `forbidden`, `out-of-gas`, `nonce`, `timeout`,
+ *   `metadata`):
  *   retried with backoff, final after maxAttempts.
  */
 export type DeliveryFailureCode =

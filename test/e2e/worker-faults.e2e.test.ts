@@ -294,6 +294,48 @@ describe('e2e: the worker against a lying node and a killed worker (the chain is
       { busyTimeoutMs: 200 },
     );
   });
+  test('a signer that cannot pay for gas: the message waits, not counted, its balance named; delivered once topped up', async () => {
+    // The node refuses the send "insufficient funds for gas * price + value": certainly not sent.
+    await scenario('broke.db', 1, 1, false, async (s) => {
+      const [m] = s.messages;
+      const funded = await bench.chain.publicClient.getBalance({ address: s.signer });
+      await bench.chain.rpc('anvil_setBalance', [s.signer, '0x3e8']);
+      const lines: [string, Record<string, unknown>][] = [];
+      const info = (msg: string, fields: Record<string, unknown> = {}) => void lines.push([msg, fields]);
+      const logger = { debug: () => {}, info, warn: info, error: info };
+      await s.store.outbox.enqueue(s.messages);
+      const worker = await startInProcessWorker(
+        config(join(bench.dir, 'unused.db'), { maxAttempts: 1 }),
+        s.store.outbox,
+        {
+          keyIndex: 1,
+          logger,
+        },
+      );
+      try {
+        await until(async () => (await s.store.outbox.get(m.id))?.lastError != null, 'the refused send recorded');
+        const record = await s.store.outbox.get(m.id);
+        assert.equal(record?.status, 'queued', `waits, not failed (maxAttempts 1): ${record?.lastError}`);
+        assert.equal(record?.failures, 0, 'not counted');
+        const signer = s.signer.toLowerCase();
+        assert.match(
+          record?.lastError ?? '',
+          new RegExp(`^insufficient-funds: .*signer ${signer} cannot pay for gas: balance 1000 wei`),
+        );
+        const line = lines.find(([msg]) => msg === 'waiting');
+        assert.ok(
+          line && String(line[1].error).includes(signer),
+          `a log line names the signer: ${JSON.stringify(lines)}`,
+        );
+        assert.deepEqual(await sends(s.signer), [], 'nothing reached the node');
+        await bench.chain.rpc('anvil_setBalance', [s.signer, `0x${funded.toString(16)}`]);
+        await allDelivered(s, 'delivered once the signer can pay');
+      } finally {
+        assert.equal(await worker.stop(), 0);
+      }
+    });
+  });
+
   test('a send mined after its worker was killed, its lease lapsing maxLeaseExpiries times: delivered by the last look', async () => {
     // worker.maxLeaseExpiries 1: the first lapse would have been the dead letter; the outbox hands
     // the message out once more flagged, and that worker finds the mined transaction in the journal

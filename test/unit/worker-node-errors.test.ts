@@ -122,6 +122,7 @@ describe('node errors (docs/transactions.md#transactions)', () => {
       ['replacement transaction underpriced', 'underpriced'],
       ['transaction underpriced: tip needed 1, tip permitted 0', 'underpriced'],
       ['gas required exceeds allowance (30000000)', 'out-of-gas'],
+      ['insufficient funds for gas * price + value: balance 1000, tx cost 21000000000000', 'insufficient-funds'],
       ['execution reverted', 'revert'],
       ['some other trouble', 'rpc'],
     ];

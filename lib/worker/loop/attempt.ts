@@ -106,7 +106,14 @@ export async function attempt(c: AttemptContext, m: ClaimedMessage, hold: Hold):
       if (by) return delivered(by, true);
     }
     if (failure.code === 'pending') return { kind: 'pending', failure };
-    if (failure.code === 'gas_payment' || failure.code === 'fee' || failure.code === 'busy')
+    // Waits that are not the message's fault: not counted, asked again with the pending backoff
+    // (a signer that cannot pay for gas is topped up by its operator: docs/delivery.md#retries-pending-proofs-dead-letters).
+    if (
+      failure.code === 'gas_payment' ||
+      failure.code === 'fee' ||
+      failure.code === 'busy' ||
+      failure.code === 'insufficient-funds'
+    )
       return { kind: 'wait', failure };
     return failure.final ? { kind: 'final', failure } : { kind: 'retry', failure };
   }

@@ -73,7 +73,10 @@ export function classify(err: unknown): Classified {
     return { kind: 'known', said, answered };
   if (is(NonceTooLowError) || /nonce too low/.test(words)) return { kind: 'nonce-low', said, answered };
   if (is(NonceTooHighError) || is(NonceMaxValueError)) return { kind: 'nonce', said, answered };
-  if (is(InsufficientFundsError)) return { kind: 'insufficient-funds', said, answered };
+  // geth, erigon, anvil: "insufficient funds for gas * price + value"; viem names the class only
+  // where it maps a send's error itself (not for eth_sendRawTransaction through request()).
+  if (is(InsufficientFundsError) || /insufficient funds/.test(words))
+    return { kind: 'insufficient-funds', said, answered };
   if (is(IntrinsicGasTooLowError) || /gas required exceeds allowance|out of gas/.test(words))
     return { kind: 'out-of-gas', said, answered };
   if (is(FeeCapTooLowError) || is(TipAboveFeeCapError) || /underpriced|fee too low/.test(words))

@@ -206,7 +206,7 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
         }
       }
       nonces.free(t.nonce);
-      throw transactionError(outcome, 'sending', errorAbi, outcome.cause, sent.hash);
+      throw await c.refusedError(outcome, t, sent.hash);
     }
   }
 

@@ -17,7 +17,8 @@ import {
 import type { Clock } from '../../clock.ts';
 import { broadcast, type BroadcastOutcome } from './broadcast.ts';
 import type { Broadcast, BroadcastFence, TransactionJournal } from './journal.ts';
-import { classify, transactionError } from './node-errors.ts';
+import { TransactionError } from '../errors.ts';
+import { type Classified, classify, transactionError } from './node-errors.ts';
 import { createNonceBook, type NonceBook } from './nonces.ts';
 import { perClient } from './per-client.ts';
 import type { HeadView } from './gaps.ts';
@@ -87,6 +88,11 @@ export interface SignerContext {
   headView(head: bigint): Promise<HeadView>;
   /** This signer's state shared by its slots in this process. */
   shared(): Promise<Shared>;
+  /**
+   * The TransactionError for a first broadcast of `t` the node refused; `insufficient-funds` says
+   * the signer, its balance (asked now) and what the transaction needs at most.
+   */
+  refusedError(outcome: Classified & { cause: unknown }, t: Signed, hash: Hash): Promise<TransactionError>;
   /** Tells the embedder (logs, metrics) what was done. */
   emit(e: Omit<TxEvent, 'chainId' | 'signer'>): Promise<void>;
   /** Joins the follower of `nonce` in this process, or starts it with `start`. */
@@ -198,6 +204,20 @@ export function signerContext(o: {
       return promise;
     },
     shared,
+    async refusedError(outcome, t, hash) {
+      if (outcome.kind !== 'insufficient-funds')
+        return transactionError(outcome, 'sending', errorAbi, outcome.cause, hash);
+      const balance = await publicClient.getBalance({ address }).then(
+        (wei) => `${wei} wei`,
+        () => 'unknown',
+      );
+      const needs = t.gas * t.fees.maxFeePerGas + (t.req.value ?? 0n);
+      return new TransactionError(
+        'insufficient-funds',
+        `sending: the signer ${address} cannot pay for gas: balance ${balance}, the transaction needs up to ${needs} wei (gas limit × maxFeePerGas + value); nothing sent, top the signer up`,
+        { cause: outcome.cause, hash },
+      );
+    },
     async emit(e) {
       onEvent?.({ ...e, chainId: await chainId(), signer: address });
     },
