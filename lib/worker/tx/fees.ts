@@ -1,12 +1,15 @@
 /**
  * Gas and fees for the transaction sender (docs/transactions.md, Transactions): the gas limit is the
  * node's estimate plus a margin; EIP-1559 fees come from the node, at most the chain's gasPriceCap
- * (lib/gas/fee-ceiling.ts; a replacement's bound is applied by lib/worker/tx/follow.ts).
+ * (lib/gas/fee-ceiling.ts; a replacement's bound is applied by lib/worker/tx/follow.ts). First sends
+ * on one node client share the node's suggestion for FEES_FRESH_MS (docs/delivery.md#throughput).
  */
 import type { Abi, Chain, PublicClient } from 'viem';
+import type { Clock } from '../../clock.ts';
 import { feesWithinCap } from '../../gas/fee-ceiling.ts';
 import { DeliveryError } from '../errors.ts';
 import { classify, transactionError } from './node-errors.ts';
+import { perClient } from './per-client.ts';
 import type { Fees } from './types.ts';
 
 export type { Fees } from './types.ts';
@@ -32,7 +35,43 @@ export async function nodeFees(publicClient: PublicClient, chain: Chain | undefi
 }
 
 /**
- * The fees of a first send: the node's, with maxFeePerGas at most `cap`. While the latest block's
+ * How long the node's fee suggestion is shared by the first sends on one node client: two reads
+ * (the latest block, eth_maxPriorityFeePerGas) one after the other, ahead of every broadcast, cost
+ * two round trips per message; sends that start together take one suggestion instead. Half a
+ * second spans at most one block change on a 1 s chain: the base fee rises at most 12.5 % a block
+ * and the suggestion's maxFeePerGas is 1.2 × the base fee plus the tip, so it still pays the base
+ * fee (and one below it is replaced at the next head: docs/delivery.md#gaps).
+ */
+export const FEES_FRESH_MS = 500;
+
+const quotes = perClient<Clock, { current?: { at: number; fees: Promise<Fees> } }>();
+
+/**
+ * The node's fees, read at most once per FEES_FRESH_MS per node client and clock (concurrent
+ * callers share one read; a failed read is not kept).
+ */
+export function sharedFees(
+  publicClient: PublicClient,
+  chain: Chain | undefined,
+  clock: Clock,
+  errorAbi?: Abi,
+): Promise<Fees> {
+  const slot = quotes(publicClient, clock, () => ({}));
+  const now = clock.now();
+  const held = slot.current;
+  if (held && now - held.at < FEES_FRESH_MS) return held.fees;
+  const fees = nodeFees(publicClient, chain, errorAbi);
+  const quote = { at: now, fees };
+  slot.current = quote;
+  fees.catch(() => {
+    if (slot.current === quote) slot.current = undefined;
+  });
+  return fees;
+}
+
+/**
+ * The fees of a first send: the node's (shared for FEES_FRESH_MS when `clock` is given), with
+ * maxFeePerGas at most `cap`. While the latest block's
  * base fee is above the cap nothing is signed: DeliveryError `fee`, a wait (the loop asks again later).
  */
 export async function cappedFees(
@@ -40,8 +79,11 @@ export async function cappedFees(
   chain: Chain | undefined,
   cap: bigint | undefined,
   errorAbi?: Abi,
+  clock?: Clock,
 ): Promise<Fees> {
-  const suggested = await nodeFees(publicClient, chain, errorAbi);
+  const suggested = await (clock
+    ? sharedFees(publicClient, chain, clock, errorAbi)
+    : nodeFees(publicClient, chain, errorAbi));
   if (cap === undefined || suggested.maxFeePerGas <= cap) return suggested;
   let baseFee: bigint;
   try {

@@ -273,7 +273,7 @@ async function fillGap(
     .followOnce(nonce, async () => {
       let fees: Fees;
       try {
-        fees = await cappedFees(c.publicClient, c.chain, s.gasPriceCap, c.errorAbi);
+        fees = await cappedFees(c.publicClient, c.chain, s.gasPriceCap, c.errorAbi, c.clock);
       } catch {
         book.free(nonce);
         return;

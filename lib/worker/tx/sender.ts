@@ -232,7 +232,7 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
     const { gas } = sendOpts.simulated ?? (await simulate(req));
     if (opts.maxGas !== undefined && gas > opts.maxGas)
       throw new DeliveryError('gas', `gas limit ${gas} exceeds transactionGasLimit ${opts.maxGas}: nothing sent`);
-    const fees = await cappedFees(publicClient, c.chain, opts.gasPriceCap, errorAbi);
+    const fees = await cappedFees(publicClient, c.chain, opts.gasPriceCap, errorAbi, clock);
     const { t, hash, raw } = await first(req, gas, fees, sendOpts.owner);
     const messageId = sendOpts.owner?.messageId;
     return followed(
