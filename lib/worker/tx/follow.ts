@@ -51,6 +51,8 @@ export interface FollowedSlot {
   sentAt: number;
   /** A self-transfer filling a gap: not in the journal (it delivers no message), nor its replacements. */
   filler?: boolean;
+  /** Broadcast just now: no block read before it can hold it, so the first look waits for the next head. */
+  fresh?: boolean;
 }
 
 /**
@@ -76,10 +78,13 @@ export async function trackSlot(
   const startedAt = c.clock.now();
   let rpcFailures = 0;
   let seenMined = false;
-  let sentHead: bigint | undefined;
   /** A receipt found by a look after the one at the top of the loop (not read again). */
   let found: TransactionReceipt | undefined;
   const heads = headsOf(c.publicClient, c.clock, s.headPollMs);
+  let sentHead = heads.latest();
+  // One receipt request fewer per send (docs/delivery.md#throughput).
+  if (slot.fresh) await heads.after(sentHead, s.pollMs);
+  else sentHead = undefined;
   for (;;) {
     // The head before the receipts are read: the wait below ends at the first block after it.
     const seen = heads.latest();

@@ -236,7 +236,7 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
     const { t, hash, raw } = await first(req, gas, fees, sendOpts.owner);
     const messageId = sendOpts.owner?.messageId;
     return followed(
-      { t, hashes: [hash], raw, messageId: messageId ?? hash, sentAt: clock.now() },
+      { t, hashes: [hash], raw, messageId: messageId ?? hash, sentAt: clock.now(), fresh: true },
       { onWait: sendOpts.onWait, messageId, settledByRecord: sendOpts.settledByRecord },
     );
   }
