@@ -44,7 +44,7 @@ describe('following a send (docs/delivery.md#throughput)', () => {
               receiptsAt.push(head);
               // Mined in block 11, the block after the broadcast.
               if (params[0] !== sent || head < 11) return null;
-              return { ...rpcReceipt(sent, []), blockNumber: '0xb' };
+              return { ...rpcReceipt(String(sent), []), blockNumber: '0xb' };
             }
             default:
               throw new Error(`unexpected ${method}`);

@@ -9,6 +9,7 @@ import type { Clock } from '../../clock.ts';
 import { feesWithinCap } from '../../gas/fee-ceiling.ts';
 import { DeliveryError } from '../errors.ts';
 import { classify, transactionError } from './node-errors.ts';
+import { headsOf } from './heads.ts';
 import { perClient } from './per-client.ts';
 import type { Fees } from './types.ts';
 
@@ -37,18 +38,25 @@ export async function nodeFees(publicClient: PublicClient, chain: Chain | undefi
 /**
  * How long the node's fee suggestion is shared by the first sends on one node client: two reads
  * (the latest block, eth_maxPriorityFeePerGas) one after the other, ahead of every broadcast, cost
- * two round trips per message; sends that start together take one suggestion instead. Half a
- * second spans at most one block change on a 1 s chain: the base fee rises at most 12.5 % a block
- * and the suggestion's maxFeePerGas is 1.2 × the base fee plus the tip, so it still pays the base
- * fee (and one below it is replaced at the next head: docs/delivery.md#gaps).
+ * two round trips per message; sends that start together take one suggestion instead. It is
+ * shared while the read is under way, and after it for FEES_FRESH_MS as long as the chain's head
+ * (as the sender's head watcher last read it: lib/worker/tx/heads.ts) is the one it was read at: a
+ * new block, or no head known, means a new read. Within one block the base fee does not move.
  */
 export const FEES_FRESH_MS = 500;
 
-const quotes = perClient<Clock, { current?: { at: number; fees: Promise<Fees> } }>();
+interface Quote {
+  at: number;
+  head: bigint | undefined;
+  done: boolean;
+  fees: Promise<Fees>;
+}
+
+const quotes = perClient<Clock, { current?: Quote }>();
 
 /**
- * The node's fees, read at most once per FEES_FRESH_MS per node client and clock (concurrent
- * callers share one read; a failed read is not kept).
+ * The node's fees, read once for concurrent callers and reused for FEES_FRESH_MS at the same head
+ * (per node client and clock; a failed read is not kept).
  */
 export function sharedFees(
   publicClient: PublicClient,
@@ -58,15 +66,21 @@ export function sharedFees(
 ): Promise<Fees> {
   const slot = quotes(publicClient, clock, () => ({}));
   const now = clock.now();
+  const head = headsOf(publicClient, clock).latest();
   const held = slot.current;
-  if (held && now - held.at < FEES_FRESH_MS) return held.fees;
-  const fees = nodeFees(publicClient, chain, errorAbi);
-  const quote = { at: now, fees };
+  const fresh = held && head !== undefined && held.head === head && now - held.at < FEES_FRESH_MS;
+  if (held && (!held.done || fresh)) return held.fees;
+  const quote: Quote = { at: now, head, done: false, fees: nodeFees(publicClient, chain, errorAbi) };
   slot.current = quote;
-  fees.catch(() => {
-    if (slot.current === quote) slot.current = undefined;
-  });
-  return fees;
+  quote.fees.then(
+    () => {
+      quote.done = true;
+    },
+    () => {
+      if (slot.current === quote) slot.current = undefined;
+    },
+  );
+  return quote.fees;
 }
 
 /**
