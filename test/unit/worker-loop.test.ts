@@ -496,6 +496,42 @@ describe('delivery loop', () => {
     assert.equal(w.inFlight(), 0);
   });
 
+  test('stop(): a follow started by a delivered send (a gap filler) ends with stop(), not at its own timeout', async () => {
+    const r = rig(1);
+    let filling = false;
+    let looks = 0;
+    const d = scripted({
+      // The send's follow found a free nonce below it and started a self-transfer with its wait hook.
+      process: async (onWait) => {
+        filling = true;
+        void (async () => {
+          try {
+            for (;;) {
+              await onWait();
+              looks++;
+              await sleep(r.clock, 1_000);
+            }
+          } catch {
+            filling = false;
+          }
+        })();
+        return { hash: TX, status: 'success' };
+      },
+    });
+    const w = worker(r, d);
+    const running = w.run();
+    await r.clock.advance(1_500);
+    assert.equal(row(r, idOf(1)).status, 'delivered');
+    assert.ok(filling, 'the filler is followed after the delivery');
+    await settled(r.clock, w.stop());
+    await running;
+    await r.clock.advance(2_000);
+    assert.equal(filling, false, 'the filler stopped being followed');
+    const before = looks;
+    await r.clock.advance(60_000);
+    assert.equal(looks, before, 'no look after stop()');
+  });
+
   test('stop(): a transaction still unconfirmed after stopGraceMs stops being followed; its message is released', async () => {
     const r = rig(1);
     let looks = 0;

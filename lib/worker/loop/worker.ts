@@ -238,10 +238,11 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
         const grace = new Promise<void>((resolve) => (timer = clock.setTimeout(resolve, o.stopGraceMs)));
         await Promise.race([all, grace]);
         clock.clearTimeout(timer);
+        // Follows still running end at their next look (a block, or pollMs): the sends held (they
+        // release their messages) and any they started (a self-transfer filling a gap).
+        ended.abort();
         if (held.size === 0) return;
         logger.warn('stopped with transactions still unconfirmed; left to the journal', { in_flight: held.size });
-        // Their follows end at their next look (a block, or pollMs) and release their messages.
-        ended.abort();
         const ending = new Promise<void>((resolve) => (timer = clock.setTimeout(resolve, ENDING_MS)));
         await Promise.race([all, ending]);
         clock.clearTimeout(timer);
