@@ -83,7 +83,7 @@ export async function trackSlot(
   const heads = headsOf(c.publicClient, c.clock, s.headPollMs);
   let sentHead = heads.latest();
   // One receipt request fewer per send (docs/delivery.md#throughput).
-  if (slot.fresh) await heads.after(sentHead, s.pollMs);
+  if (slot.fresh) await heads.after(sentHead, s.pollMs).then(onWait);
   else sentHead = undefined;
   for (;;) {
     // The head before the receipts are read: the wait below ends at the first block after it.
