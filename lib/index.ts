@@ -6,18 +6,15 @@ export {
   REASON_STATUS,
   retryAfterHeader,
   toRelayError,
-  type CcipReadErrorKind,
   type CcipReadFailureCode,
   type ClientFailureCode,
   type DecodeCode,
-  type DeliveryErrorKind,
   type DeliveryFailureCode,
   type ErrorCode,
   type Reason,
   type RelayApiErrorOptions,
   type RelayErrorOptions,
   type RpcFailureCode,
-  type TransactionErrorKind,
   type TransactionFailureCode,
   type UsageCode,
 } from './errors/classes.ts';
@@ -76,7 +73,6 @@ export { feesWithinCap, replacementFees, type FeeDecision, type Fees, type FeeWa
 export { addressRange, isPublicAddress, parseIpAddress, type AddressRange, type IpAddress } from './net/ip-address.ts';
 export {
   createMemoryDedupStore,
-  createDedupCache,
   type DedupCacheOptions,
   type DedupStore,
   type MemoryDedupStore,

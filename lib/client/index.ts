@@ -36,9 +36,6 @@ export {
 export type { FetchLike };
 export * from '../errors/family.ts';
 
-/** @deprecated The same type as FetchLike (one name for both entry points); kept for one release. */
-export type FetchFunction = FetchLike;
-
 export interface RelayClientOptions {
   /** Where the API is, e.g. "https://relayer.example.org" ("" in a page served by the relayer's host). */
   baseUrl: string;

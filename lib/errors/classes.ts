@@ -55,11 +55,6 @@ export class RelayError extends BaseError {
     this.retryAfterSeconds = options.retryAfterSeconds;
   }
 
-  /** @deprecated The same as `code` (the name the JSON body gives it); read `code`. */
-  get reason(): Reason {
-    return this.code;
-  }
-
   /** The JSON error body of docs/design.md#errors. Never includes the cause or a stack. */
   toJSON(): { reason: Reason; message: string } {
     return { reason: this.code, message: this.message };
@@ -166,14 +161,6 @@ export class RelayApiError extends BaseError {
     this.retryAfterSeconds = options.retryAfterSeconds;
     this.requestId = options.requestId;
   }
-
-  /**
-   * @deprecated The same as `code`: the API's reason (a newer server may send one this version
-   * does not list); read `code`.
-   */
-  get reason(): Reason | ClientFailureCode {
-    return this.code;
-  }
 }
 
 /**
@@ -214,18 +201,12 @@ export class StoreUnavailableError extends BaseError {
 }
 
 /** Why one delivery attempt did not deliver: the codes are listed at DeliveryFailureCode (lib/errors/codes.ts). */
-export type DeliveryErrorKind = DeliveryFailureCode;
-
 export class DeliveryError extends BaseError {
   override name = 'DeliveryError';
-  declare readonly code: DeliveryErrorKind;
+  declare readonly code: DeliveryFailureCode;
 
-  constructor(code: DeliveryErrorKind, message: string, options?: ErrorOptions) {
+  constructor(code: DeliveryFailureCode, message: string, options?: ErrorOptions) {
     super(code, message, options);
-  }
-  /** @deprecated The same as `code`; read `code`. */
-  get kind(): DeliveryErrorKind {
-    return this.code;
   }
   /** No retry can cure it. */
   get final(): boolean {
@@ -234,45 +215,31 @@ export class DeliveryError extends BaseError {
 }
 
 /** How a send failed: the codes are listed at TransactionFailureCode (lib/errors/codes.ts). */
-export type TransactionErrorKind = TransactionFailureCode;
-
 export class TransactionError extends BaseError {
   override name = 'TransactionError';
-  declare readonly code: TransactionErrorKind;
+  declare readonly code: TransactionFailureCode;
   /** For `revert`: the contract's reason when it gave one. */
   readonly reason?: string;
   /** The transaction concerned, once one was sent. */
   readonly hash?: `0x${string}`;
 
   constructor(
-    kind: TransactionErrorKind,
+    code: TransactionFailureCode,
     message: string,
     extra: { reason?: string; hash?: `0x${string}`; cause?: unknown } = {},
   ) {
-    super(kind, message, extra.cause === undefined ? undefined : { cause: extra.cause });
+    super(code, message, extra.cause === undefined ? undefined : { cause: extra.cause });
     if (extra.reason !== undefined) this.reason = extra.reason;
     if (extra.hash !== undefined) this.hash = extra.hash;
   }
-
-  /** @deprecated The same as `code`; read `code`. */
-  get kind(): TransactionErrorKind {
-    return this.code;
-  }
 }
-
-export type CcipReadErrorKind = CcipReadFailureCode;
 
 /** Why no metadata came back from CCIP-read: the codes are listed at CcipReadFailureCode (lib/errors/codes.ts). */
 export class CcipReadError extends BaseError {
   override name = 'CcipReadError';
-  declare readonly code: CcipReadErrorKind;
+  declare readonly code: CcipReadFailureCode;
 
-  constructor(code: CcipReadErrorKind, message: string, options?: ErrorOptions) {
+  constructor(code: CcipReadFailureCode, message: string, options?: ErrorOptions) {
     super(code, message, options);
-  }
-
-  /** @deprecated The same as `code`; read `code`. */
-  get kind(): CcipReadErrorKind {
-    return this.code;
   }
 }

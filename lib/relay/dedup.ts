@@ -165,6 +165,3 @@ export function createMemoryDedupStore(opts: DedupCacheOptions): MemoryDedupStor
     },
   };
 }
-
-/** @deprecated Renamed createMemoryDedupStore (`create…` builds an in-process engine); kept for one release. */
-export const createDedupCache = createMemoryDedupStore;

@@ -101,8 +101,3 @@ export async function openSqliteStore(path: string, options: OpenSqliteStoreOpti
     closed: worker.closed,
   };
 }
-
-/** @deprecated Renamed openSqliteStore (`open…Store` opens a database); kept for one release. */
-export const openStore = openSqliteStore;
-/** @deprecated Renamed OpenSqliteStoreOptions; kept for one release. */
-export type OpenStoreOptions = OpenSqliteStoreOptions;

@@ -5,21 +5,21 @@
  */
 import {
   CcipReadError,
-  type CcipReadErrorKind,
+  type CcipReadFailureCode,
   DeliveryError,
-  type DeliveryErrorKind,
+  type DeliveryFailureCode,
   TransactionError,
-  type TransactionErrorKind,
+  type TransactionFailureCode,
 } from '../errors/classes.ts';
 import { hideUrls } from '../redact.ts';
 
 export {
   CcipReadError,
-  type CcipReadErrorKind,
+  type CcipReadFailureCode,
   DeliveryError,
-  type DeliveryErrorKind,
+  type DeliveryFailureCode,
   TransactionError,
-  type TransactionErrorKind,
+  type TransactionFailureCode,
 };
 
 /**
@@ -72,7 +72,7 @@ export function quoteForeign(text: string): string {
 export class ForeignFailure extends DeliveryError {
   readonly source: ForeignSource;
 
-  constructor(kind: DeliveryErrorKind, source: ForeignSource, text: string, cause?: unknown) {
+  constructor(kind: DeliveryFailureCode, source: ForeignSource, text: string, cause?: unknown) {
     super(kind, quoteForeign(text), cause === undefined ? undefined : { cause });
     this.source = source;
   }

@@ -52,7 +52,7 @@ export {
   type TxEvent,
   DEFAULT_REPLACE_AFTER_BLOCKS,
 } from './tx/sender.ts';
-export { DeliveryError, type DeliveryErrorKind } from './errors.ts';
+export { DeliveryError, type DeliveryFailureCode } from './errors.ts';
 export * from '../errors/family.ts';
 export type { CcipReadAttempt } from './ccip/read.ts';
 export type { LocalAddresses, TargetRefusal } from './ccip/target.ts';

@@ -259,7 +259,7 @@ describe('e2e: Hyperlane TokenBridgeCctpV2 between two anvil nodes', { timeout: 
       receipt.transactionHash,
       message,
     );
-    await assert.rejects(dest.simulate(honest, forged), (e: Error & { kind?: string }) => e.kind === 'revert');
+    await assert.rejects(dest.simulate(honest, forged), (e: Error & { code?: string }) => e.code === 'revert');
     assert.equal(await delivered(id), false);
 
     const first = await processOnce(dest, honest, message);
@@ -343,12 +343,12 @@ describe('e2e: Hyperlane TokenBridgeCctpV2 between two anvil nodes', { timeout: 
     two.gateway.respond('pending-500', 1);
     await assert.rejects(
       ccipRead(lookup, { contract: router, allowOrigins }),
-      (e) => e instanceof CcipReadError && e.kind === 'pending',
+      (e) => e instanceof CcipReadError && e.code === 'pending',
     );
     two.gateway.respond('pending-404', 1);
     await assert.rejects(
       ccipRead(lookup, { contract: router, allowOrigins }),
-      (e) => e instanceof CcipReadError && e.kind === 'pending',
+      (e) => e instanceof CcipReadError && e.code === 'pending',
     );
     const metadata = await ccipRead(lookup, { contract: router, allowOrigins });
     // The GET form of the same service answers the same bytes.

@@ -141,7 +141,7 @@ describe('e2e: transaction sender on anvil (lib/worker/tx/sender.ts)', { timeout
     const badVersion = hyperlaneMessage({ version: 2, origin: 5, destination: LOCAL_DOMAIN, recipient });
     await assert.rejects(s.send({ to: hyperlane.mailbox, data: processCall('0x', badVersion) }), (e) => {
       assert.ok(e instanceof TransactionError);
-      assert.equal(e.kind, 'revert');
+      assert.equal(e.code, 'revert');
       assert.equal(e.reason, 'Mailbox: bad version');
       assert.doesNotMatch(e.message, /127\.0\.0\.1|http/);
       return true;
@@ -155,7 +155,7 @@ describe('e2e: transaction sender on anvil (lib/worker/tx/sender.ts)', { timeout
     assert.equal(receipt.gasUsed < gas, true);
     await assert.rejects(s.simulate({ to: hyperlane.mailbox, data: processCall('0x', message) }), (e) => {
       assert.ok(e instanceof TransactionError);
-      assert.equal(e.kind, 'revert');
+      assert.equal(e.code, 'revert');
       assert.equal(e.reason, 'Mailbox: already delivered');
       return true;
     });
@@ -329,7 +329,7 @@ describe('e2e: transaction sender on anvil (lib/worker/tx/sender.ts)', { timeout
       const timedOut = assert
         .rejects(
           s.send({ to: PAYEE, data: '0x', value: 30n }),
-          (e) => e instanceof TransactionError && e.kind === 'timeout',
+          (e) => e instanceof TransactionError && e.code === 'timeout',
         )
         .finally(() => (done = true));
       await untilWaiting(clock);
@@ -504,7 +504,7 @@ describe('e2e: transaction sender on anvil (lib/worker/tx/sender.ts)', { timeout
     down = true;
     const ended = assert.rejects(stuck, (e) => {
       assert.ok(e instanceof TransactionError);
-      assert.equal(e.kind, 'timeout');
+      assert.equal(e.code, 'timeout');
       assert.match(e.message, /not confirmed within 10000 ms .*the node failed \d+ polls/);
       assert.match(e.hash ?? '', /^0x[0-9a-f]{64}$/);
       return true;
@@ -575,7 +575,7 @@ describe('e2e: transaction sender on anvil (lib/worker/tx/sender.ts)', { timeout
     const s = createTransactionSender({ publicClient: down.publicClient, account: signer });
     await assert.rejects(s.simulate({ to: PAYEE, data: '0x' }), (e) => {
       assert.ok(e instanceof TransactionError);
-      assert.equal(e.kind, 'rpc');
+      assert.equal(e.code, 'rpc');
       assert.doesNotMatch(e.message, /secret-key|127\.0\.0\.1/);
       return true;
     });

@@ -55,11 +55,11 @@ export function dedupContract(name: string, settings: DedupContractSettings, mak
       await (await h.dedup.reserve(KEY)).commit();
       await h.clock.advance(1_000);
       const err = await refusal(h.dedup, KEY);
-      assert.equal(err.reason, 'duplicate_tx');
+      assert.equal(err.code, 'duplicate_tx');
       assert.equal(err.status, 429);
       assert.equal(err.retryAfterSeconds, Math.ceil((windowMs - 1_000) / 1000));
       await h.clock.advance(windowMs - 1_001);
-      assert.equal((await refusal(h.dedup, KEY)).reason, 'duplicate_tx');
+      assert.equal((await refusal(h.dedup, KEY)).code, 'duplicate_tx');
     });
 
     test('docs/design.md#deduplication: after the window the same key may be reserved again', async () => {
@@ -73,7 +73,7 @@ export function dedupContract(name: string, settings: DedupContractSettings, mak
       await h.clock.advance(Math.min(pendingMs, windowMs) - 1_000);
       await r.commit();
       await h.clock.advance(windowMs - 1);
-      assert.equal((await refusal(h.dedup, KEY)).reason, 'duplicate_tx');
+      assert.equal((await refusal(h.dedup, KEY)).code, 'duplicate_tx');
       await h.clock.advance(1);
       await h.dedup.reserve(KEY);
     });
@@ -82,7 +82,7 @@ export function dedupContract(name: string, settings: DedupContractSettings, mak
       // So a dead request cannot hold it.
       await h.dedup.reserve(KEY); // never settled, like a replica killed mid-request
       await h.clock.advance(pendingMs - 1);
-      assert.equal((await refusal(h.dedup, KEY)).reason, 'duplicate_tx');
+      assert.equal((await refusal(h.dedup, KEY)).code, 'duplicate_tx');
       await h.clock.advance(1);
       await h.dedup.reserve(KEY);
     });
@@ -90,7 +90,7 @@ export function dedupContract(name: string, settings: DedupContractSettings, mak
     test('docs/design.md#deduplication: a released reservation frees the key at once', async () => {
       await (await h.dedup.reserve(KEY)).release();
       await (await h.dedup.reserve(KEY)).commit();
-      assert.equal((await refusal(h.dedup, KEY)).reason, 'duplicate_tx');
+      assert.equal((await refusal(h.dedup, KEY)).code, 'duplicate_tx');
     });
 
     test('commit and release are idempotent; release after commit and commit after release do nothing', async () => {
@@ -98,7 +98,7 @@ export function dedupContract(name: string, settings: DedupContractSettings, mak
       await a.commit();
       await a.commit();
       await a.release();
-      assert.equal((await refusal(h.dedup, KEY)).reason, 'duplicate_tx');
+      assert.equal((await refusal(h.dedup, KEY)).code, 'duplicate_tx');
       const b = await h.dedup.reserve(key(2));
       await b.release();
       await b.commit();
@@ -111,7 +111,7 @@ export function dedupContract(name: string, settings: DedupContractSettings, mak
       await h.clock.advance(pendingMs);
       const fresh = await h.dedup.reserve(KEY);
       await stale.release();
-      assert.equal((await refusal(h.dedup, KEY)).reason, 'duplicate_tx', 'the stale release freed the new reservation');
+      assert.equal((await refusal(h.dedup, KEY)).code, 'duplicate_tx', 'the stale release freed the new reservation');
       await stale.commit();
       await fresh.release();
       await h.dedup.reserve(KEY); // the stale commit did not keep the key
@@ -138,7 +138,7 @@ export function dedupContract(name: string, settings: DedupContractSettings, mak
       const results = await Promise.allSettled(Array.from({ length: 12 }, async () => h.dedup.reserve(KEY)));
       assert.equal(results.filter((r) => r.status === 'fulfilled').length, 1);
       for (const r of results) {
-        if (r.status === 'rejected') assert.equal((r.reason as RelayError).reason, 'duplicate_tx');
+        if (r.status === 'rejected') assert.equal((r.reason as RelayError).code, 'duplicate_tx');
       }
     });
 
@@ -149,11 +149,11 @@ export function dedupContract(name: string, settings: DedupContractSettings, mak
         if (i === 0) await h.clock.advance(10_000);
       }
       const err = await refusal(h.dedup, key(capacity));
-      assert.equal(err.reason, 'cache_full');
+      assert.equal(err.code, 'cache_full');
       assert.equal(err.status, 503);
       assert.equal(err.retryAfterSeconds, Math.ceil((windowMs - 10_000) / 1000));
       // A duplicate of a live key is still duplicate_tx when full.
-      assert.equal((await refusal(h.dedup, key(1))).reason, 'duplicate_tx');
+      assert.equal((await refusal(h.dedup, key(1))).code, 'duplicate_tx');
       // Expired entries make room.
       await h.clock.advance(windowMs - 10_000);
       await h.dedup.reserve(key(capacity));
@@ -162,7 +162,7 @@ export function dedupContract(name: string, settings: DedupContractSettings, mak
     test('docs/design.md#deduplication: releasing makes room at once when full', async () => {
       const held = [];
       for (let i = 0; i < capacity; i++) held.push(await h.dedup.reserve(key(i)));
-      assert.equal((await refusal(h.dedup, key(capacity))).reason, 'cache_full');
+      assert.equal((await refusal(h.dedup, key(capacity))).code, 'cache_full');
       await held[0].release();
       await h.dedup.reserve(key(capacity));
     });

@@ -234,7 +234,7 @@ describe('relayer-api/client in a real browser, on another origin', () => {
     const p = await page(url);
     const unknown = await p.evaluate<string>(`(async () => {
       try { for await (const s of client.watch(${JSON.stringify(outboxMessage(6).id)})) return 'got ' + s.status; }
-      catch (e) { return e.reason + ' ' + e.status; }
+      catch (e) { return e.code + ' ' + e.status; }
     })()`);
     assert.equal(unknown, 'not_found 404');
     await p.evaluate(`window.done = (async () => {

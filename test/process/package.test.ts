@@ -165,7 +165,7 @@ test('docs/design.md#package: the built entry points export the documented API',
     requestId: 'r-1',
   });
   assert.deepEqual(
-    [apiError.status, apiError.reason, apiError.retryAfterSeconds, apiError.requestId],
+    [apiError.status, apiError.code, apiError.retryAfterSeconds, apiError.requestId],
     [429, 'rate_limited', 3, 'r-1'],
   );
   assert.ok(apiError instanceof Error);

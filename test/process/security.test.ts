@@ -326,7 +326,7 @@ describe('dedup cache exhaustion (docs/design.md#deduplication)', () => {
       try {
         await pipeline.relay({ origin_chain: 'ethereum', tx_hash: txHash(n) });
       } catch (error) {
-        outcome = (error as { reason: string }).reason;
+        outcome = (error as { code: string }).code;
       }
       counts[outcome] = (counts[outcome] ?? 0) + 1;
       maxSize = Math.max(maxSize, await pipeline.dedup.size());

@@ -63,7 +63,7 @@ function holdWriteLock(file: string): { release(): void } {
 function isStoreUnavailable(error: unknown): boolean {
   return (
     error instanceof RelayError &&
-    error.reason === 'store_unavailable' &&
+    error.code === 'store_unavailable' &&
     error.retryAfterSeconds === 1 &&
     /SQLite store stopped/.test(error.message)
   );

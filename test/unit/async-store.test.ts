@@ -334,7 +334,7 @@ describe('asynchronous stores behind the pipeline and the handler (docs/design.m
     });
     await assert.rejects(
       pipeline.relay({ origin_chain: 'ethereum', tx_hash: hash }).finally(() => order.push('rejected')),
-      (e: { reason?: string; status?: number }) => e.reason === 'store_unavailable' && e.status === 503,
+      (e: { code?: string; status?: number }) => e.code === 'store_unavailable' && e.status === 503,
     );
     assert.deepEqual(order, ['released', 'rejected']);
     assert.equal(cache.size(), 0);

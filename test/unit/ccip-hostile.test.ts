@@ -125,7 +125,7 @@ describe('CCIP-read refuses non-public gateways, in every spelling, before any r
       const error = await failure(
         ccipRead(lookup([url]), { contract: ISM, onRefused: (r) => refusals.push(r), resolve: resolverOf({}) }),
       );
-      assert.equal(error.kind, 'forbidden', url);
+      assert.equal(error.code, 'forbidden', url);
       assert.equal(error.message, REFUSED, url);
       assert.equal(refusals.length, 1, url);
       assert.equal(refusals[0].index, 0);
@@ -148,7 +148,7 @@ describe('CCIP-read refuses non-public gateways, in every spelling, before any r
         { contract: ISM, resolve, fetch: noFetch, onRefused: (r) => refusals.push(r) },
       ),
     );
-    assert.equal(error.kind, 'forbidden');
+    assert.equal(error.code, 'forbidden');
     assert.equal(error.message, REFUSED);
     assert.doesNotMatch(error.message, /gateway \d|intranet|10\.1|example/);
     assert.deepEqual(
@@ -170,7 +170,7 @@ describe('CCIP-read refuses non-public gateways, in every spelling, before any r
       const error = await failure(
         ccipRead(lookup([`https://${name}/x`]), { contract: ISM, resolve: resolverOf(table), fetch: noFetch }),
       );
-      assert.equal(error.kind, 'forbidden', name);
+      assert.equal(error.code, 'forbidden', name);
     }
     // All public: asked (through the caller's fetch here, since nothing public is reachable from a test).
     const asked: string[] = [];
@@ -190,7 +190,7 @@ describe('CCIP-read refuses non-public gateways, in every spelling, before any r
     const resolve = resolverOf({ localhost: ['93.184.215.14'], 'app.localhost': ['93.184.215.14'] });
     for (const url of ['http://localhost/x', 'http://app.localhost/x', 'http://127.0.0.1/x']) {
       const error = await failure(ccipRead(lookup([url]), { contract: ISM, resolve, fetch: noFetch }));
-      assert.equal(error.kind, 'forbidden', url);
+      assert.equal(error.code, 'forbidden', url);
     }
     assert.deepEqual(resolve.asked, []);
   });
@@ -214,7 +214,7 @@ describe('CCIP-read refuses non-public gateways, in every spelling, before any r
     const error = await failure(
       ccipRead(lookup(['https://nowhere.example/x', 'https://garbage.example/x']), { contract: ISM, resolve, fetch }),
     );
-    assert.equal(error.kind, 'unavailable');
+    assert.equal(error.code, 'unavailable');
     assert.equal(
       error.message,
       'CCIP-read unavailable: gateway 1 of 2 did not resolve; gateway 2 of 2 resolved to something other than an address',
@@ -223,7 +223,7 @@ describe('CCIP-read refuses non-public gateways, in every spelling, before any r
 
   test('the refusal is its own delivery failure kind (forbidden), so last_error and the metric label name it', () => {
     const delivery = toDeliveryError(new CcipReadError('forbidden', REFUSED));
-    assert.equal(delivery.kind, 'forbidden');
+    assert.equal(delivery.code, 'forbidden');
     assert.equal(delivery.final, false);
     assert.equal(delivery.message, REFUSED);
   });
@@ -247,7 +247,7 @@ describe('CCIP-read asks public gateways on ports 80 and 443 only, and never thi
       const error = await failure(
         ccipRead(lookup([url]), { contract: ISM, resolve, fetch: noFetch, onRefused: (r) => refusals.push(r) }),
       );
-      assert.equal(error.kind, 'forbidden', url);
+      assert.equal(error.code, 'forbidden', url);
       assert.equal(error.message, PORT_REFUSED, url);
       assert.deepEqual(
         refusals.map((r) => [r.index, r.range]),
@@ -315,7 +315,7 @@ describe('CCIP-read asks public gateways on ports 80 and 443 only, and never thi
           onRefused: (r) => refusals.push(r),
         }),
       );
-      assert.equal(error.kind, 'forbidden', url);
+      assert.equal(error.code, 'forbidden', url);
       assert.equal(error.message, REFUSED, url);
       assert.deepEqual(
         refusals.map((r) => r.range),
@@ -349,7 +349,7 @@ describe('worker.ccipReadAllowOrigins: gateways of your own, compared after URL 
     ];
     for (const url of other) {
       const error = await failure(ccipRead(lookup([url]), { contract: ISM, allowOrigins: [canary.origin] }));
-      assert.equal(error.kind, 'forbidden', url);
+      assert.equal(error.code, 'forbidden', url);
     }
     assert.equal(canary.requests.length, 9);
   });
@@ -462,13 +462,13 @@ describe('worker.ccipReadBudgetSeconds: one time budget per lookup', () => {
     await clock.flush();
     assert.ok(settled, 'the lookup ended when the 25 s were used up');
     const error = await result;
-    assert.equal(error.kind, 'unavailable');
+    assert.equal(error.code, 'unavailable');
     assert.equal(
       error.message,
       'CCIP-read unavailable (the 25 s time budget ran out): gateway 1 of 10 timed out after 10000 ms; gateway 2 of 10 timed out after 10000 ms; gateway 3 of 10 timed out after 5000 ms; 7 not asked',
     );
     assert.equal(hang.requests.length, 3);
-    assert.notEqual(toDeliveryError(error).kind, 'pending');
+    assert.notEqual(toDeliveryError(error).code, 'pending');
   });
 
   test('a "not ready" answer before the budget runs out keeps the lookup pending (not counted)', async (t) => {
@@ -493,12 +493,12 @@ describe('worker.ccipReadBudgetSeconds: one time budget per lookup', () => {
     await clock.flush();
     assert.ok(settled, 'the lookup ended when the 15 s were used up');
     const error = await result;
-    assert.equal(error.kind, 'pending');
+    assert.equal(error.code, 'pending');
     assert.match(
       error.message,
       /^CCIP-read pending \(proof not ready\) \(the 15 s time budget ran out\): gateway 1 of 3 answered HTTP 404/,
     );
-    assert.equal(toDeliveryError(error).kind, 'pending');
+    assert.equal(toDeliveryError(error).code, 'pending');
   });
 
   test('a resolver that never answers is bounded by the budget too', async () => {
@@ -514,7 +514,7 @@ describe('worker.ccipReadBudgetSeconds: one time budget per lookup', () => {
     );
     await clock.advance(30_000);
     const error = await result;
-    assert.equal(error.kind, 'unavailable');
+    assert.equal(error.code, 'unavailable');
     assert.equal(error.message, 'CCIP-read unavailable: the 30 s time budget ran out resolving the gateways');
     assert.equal(clock.pending(), 0);
   });

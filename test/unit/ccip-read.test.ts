@@ -190,7 +190,7 @@ async function rejectsWith(promise: Promise<unknown>, kind: string, message?: Re
     (e: unknown) => e,
   );
   assert.ok(error instanceof CcipReadError, String(error));
-  assert.equal(error.kind, kind, error.message);
+  assert.equal(error.code, kind, error.message);
   if (message) assert.match(error.message, message);
   // Gateways are named by position only: a URL may hold an API key.
   assert.doesNotMatch(error.message, /127\.0\.0\.1|secret-key|http:/);

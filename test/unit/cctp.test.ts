@@ -181,7 +181,7 @@ test('docs/design.md#extraction-and-eligibility: 11 Dispatch messages is too_man
   for (const logs of [eleven, eleven.filter((l) => l.address === MAILBOX)]) {
     assert.throws(
       () => extractMessages(ok(logs), chain, 10),
-      (error: unknown) => error instanceof RelayError && error.reason === 'too_many_messages' && error.status === 400,
+      (error: unknown) => error instanceof RelayError && error.code === 'too_many_messages' && error.status === 400,
     );
   }
 });

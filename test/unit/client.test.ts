@@ -167,7 +167,7 @@ const posts = (wire: Exchange[], hash?: string) =>
 function assertApiError(error: unknown, status: number, reason: string): RelayApiError {
   assert.ok(error instanceof RelayApiError, `a RelayApiError, got ${error}`);
   assert.equal(error.status, status);
-  assert.equal(error.reason, reason);
+  assert.equal(error.code, reason);
   assert.equal(error.code, reason);
   return error;
 }

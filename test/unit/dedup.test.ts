@@ -39,7 +39,7 @@ describe('dedup window (docs/design.md#deduplication)', () => {
     (await reserve(cache, KEY)).commit();
     await clock.advance(WINDOW - 1);
     const err = await refusal(cache, KEY);
-    assert.equal(err.reason, 'duplicate_tx');
+    assert.equal(err.code, 'duplicate_tx');
     assert.equal(err.status, 429);
   });
 
@@ -73,7 +73,7 @@ describe('dedup window (docs/design.md#deduplication)', () => {
     await clock.advance(8_000); // receipt wait
     r.commit();
     await clock.advance(WINDOW - 1);
-    assert.equal((await refusal(cache, KEY)).reason, 'duplicate_tx');
+    assert.equal((await refusal(cache, KEY)).code, 'duplicate_tx');
     await clock.advance(1);
     await reserve(cache, KEY);
   });
@@ -82,7 +82,7 @@ describe('dedup window (docs/design.md#deduplication)', () => {
     const { cache } = setup();
     await reserve(cache, KEY);
     const err = await refusal(cache, KEY);
-    assert.equal(err.reason, 'duplicate_tx');
+    assert.equal(err.code, 'duplicate_tx');
     assert.equal(err.retryAfterSeconds, 300);
   });
 
@@ -117,7 +117,7 @@ describe('reservation release and commit (docs/design.md#deduplication)', () => 
     r.commit();
     r.release();
     r.release();
-    assert.equal((await refusal(cache, KEY)).reason, 'duplicate_tx');
+    assert.equal((await refusal(cache, KEY)).code, 'duplicate_tx');
   });
 
   it('commit after release is a no-op', async () => {
@@ -135,7 +135,7 @@ describe('reservation release and commit (docs/design.md#deduplication)', () => 
     await clock.advance(WINDOW);
     const fresh = await reserve(cache, KEY);
     stale.release();
-    assert.equal((await refusal(cache, KEY)).reason, 'duplicate_tx', 'fresh reservation still held');
+    assert.equal((await refusal(cache, KEY)).code, 'duplicate_tx', 'fresh reservation still held');
     stale.commit();
     fresh.release();
     assert.equal(cache.size(), 0, 'stale commit did not resurrect the key');
@@ -151,7 +151,7 @@ describe('capacity (docs/design.md#deduplication: full of live entries → 503 c
     await reserve(cache, 'c'); // pending entries count too
     await clock.advance(500);
     const err = await refusal(cache, 'd');
-    assert.equal(err.reason, 'cache_full');
+    assert.equal(err.code, 'cache_full');
     assert.equal(err.status, 503);
     assert.equal(err.retryAfterSeconds, 290); // 'a' expires 289.5 s from now
   });
@@ -159,14 +159,14 @@ describe('capacity (docs/design.md#deduplication: full of live entries → 503 c
   it('a duplicate of a live key is duplicate_tx even when full', async () => {
     const { cache } = setup(1);
     (await reserve(cache, 'a')).commit();
-    assert.equal((await refusal(cache, 'a')).reason, 'duplicate_tx');
+    assert.equal((await refusal(cache, 'a')).code, 'duplicate_tx');
   });
 
   it('drops expired entries before refusing', async () => {
     const { clock, cache } = setup(2);
     (await reserve(cache, 'a')).commit();
     (await reserve(cache, 'b')).commit();
-    assert.equal((await refusal(cache, 'c')).reason, 'cache_full');
+    assert.equal((await refusal(cache, 'c')).code, 'cache_full');
     await clock.advance(WINDOW);
     await reserve(cache, 'c');
     await reserve(cache, 'd');
@@ -176,7 +176,7 @@ describe('capacity (docs/design.md#deduplication: full of live entries → 503 c
   it('releasing makes room at once', async () => {
     const { cache } = setup(1);
     const r = await reserve(cache, 'a');
-    assert.equal((await refusal(cache, 'b')).reason, 'cache_full');
+    assert.equal((await refusal(cache, 'b')).code, 'cache_full');
     r.release();
     await reserve(cache, 'b');
   });
@@ -247,11 +247,11 @@ describe('expiry without per-entry timers', () => {
     await clock.advance(20_000);
     a.commit(); // t30 s: expires t330 s
     const err = await refusal(cache, 'c');
-    assert.equal(err.reason, 'cache_full');
+    assert.equal(err.code, 'cache_full');
     assert.equal(err.retryAfterSeconds, 280, "'b' is the next to expire, at t310 s");
     await clock.advance(280_000);
     await reserve(cache, 'c');
-    assert.equal((await refusal(cache, 'a')).reason, 'duplicate_tx');
+    assert.equal((await refusal(cache, 'a')).code, 'duplicate_tx');
   });
 
   it('docs/design.md#deduplication capacity: 10 000 live committed entries take under 5 MiB of heap, keys included', async () => {
@@ -263,7 +263,7 @@ describe('expiry without per-entry timers', () => {
     gc();
     const grown = process.memoryUsage().heapUsed - before;
     assert.equal(cache.size(), 10_000);
-    assert.equal((await refusal(cache, 'one more')).reason, 'cache_full');
+    assert.equal((await refusal(cache, 'one more')).code, 'cache_full');
     assert.ok(grown < 5 * 1024 * 1024, `heap grew ${grown} bytes`);
   });
 });

@@ -7,6 +7,7 @@ import {
   DecodeError,
   InvalidArgumentError,
   OutOfRangeError,
+  RelayApiError,
   RelayError,
   REASON_STATUS,
   retryAfterHeader,
@@ -38,7 +39,7 @@ test('every error the library throws on purpose is a BaseError told apart by cla
 
 test('docs/design.md#errors: a RelayError carries its reason, the status of REASON_STATUS and a body without the cause', () => {
   const error = new RelayError('timeout', 'slow', { retryAfterSeconds: 3, cause: new Error('secret https://key@rpc') });
-  assert.equal(error.reason, 'timeout');
+  assert.equal(error.code, 'timeout');
   assert.equal(error.status, 408);
   assert.equal(JSON.stringify(error), '{"reason":"timeout","message":"slow"}');
   const unknown = toRelayError(new TypeError('internal detail'));
@@ -71,7 +72,6 @@ test("the worker's errors are of the family, their kind is their code, their cla
   for (const [error, type, code] of errors) {
     assert.ok(error instanceof BaseError && error instanceof Error && error instanceof type, type.name);
     assert.equal(error.code, code);
-    assert.equal(error.kind, code);
     assert.equal(error.name, type.name);
     for (const [, other] of errors)
       if (other !== type) assert.ok(!(error instanceof other), `${type.name} is not a ${other.name}`);
@@ -99,16 +99,17 @@ test('docs/design.md#errors: argument errors are BaseErrors with one code each, 
   assert.equal(Object.hasOwn(BaseError, Symbol.hasInstance), false);
 });
 
-test('docs/design.md#errors: kind and reason are deprecated getters that read code, not fields of their own', () => {
+test("docs/design.md#errors: code is the one name of an error's code: no kind, no reason alias", () => {
   const delivery = new DeliveryError('pending', 'later');
   const tx = new TransactionError('nonce', 'refused');
+  const ccip = new CcipReadError('refused', 'answered HTTP 403');
   const relay = new RelayError('rate_limited', 'slow down');
-  assert.equal(delivery.kind, delivery.code);
-  assert.equal(tx.kind, tx.code);
-  assert.equal(relay.reason, relay.code);
+  const api = new RelayApiError('rate_limited', 'slow down', { status: 429 });
+  for (const e of [delivery, tx, ccip]) assert.ok(!('kind' in e), `${e.name} has no kind`);
+  for (const e of [relay, api]) assert.ok(!('reason' in e), `${e.name} has no reason`);
   // TransactionError's `reason` is the contract's revert reason, another thing than its code.
-  for (const e of [delivery, tx]) assert.ok(!Object.hasOwn(e, 'kind'), `${e.name} has no own kind`);
-  assert.ok(!Object.hasOwn(relay, 'reason'), 'RelayError has no own reason');
+  assert.equal(new TransactionError('revert', 'reverted', { reason: 'no' }).reason, 'no');
+  // The JSON body's field is `reason` (docs/api.md#errors): the wire name stays.
   assert.deepEqual(relay.toJSON(), { reason: 'rate_limited', message: 'slow down' });
 });
 

@@ -183,7 +183,7 @@ describe('server.readRateLimit', () => {
   test('on by default at 600 and 1 200 a minute: the 601st read at once is refused, null turns it off', async (t) => {
     // docs/api.md#per-client-limits: a value no honest UI reaches (watch() polls every 3 s when it polls).
     const clock = createFakeClock();
-    const outbox = createMemoryOutbox(clock);
+    const outbox = createMemoryOutbox({ clock });
     const m = outboxMessage(2);
     outbox.enqueue([m]);
     const { url } = await startApi(t, { config: { ...testConfig(), server: parseConfig({}).server }, outbox, clock });

@@ -155,7 +155,7 @@ describe('createMemoryOutbox options (docs/embedding.md#options)', () => {
   it('takes { clock } as every factory takes its options; the positional clock still works', async () => {
     for (const make of [
       (clock: ReturnType<typeof createFakeClock>) => createMemoryOutbox({ clock }),
-      (clock: ReturnType<typeof createFakeClock>) => createMemoryOutbox(clock),
+      (clock: ReturnType<typeof createFakeClock>) => createMemoryOutbox({ clock }),
     ]) {
       const clock = createFakeClock(T0);
       const outbox = make(clock);

@@ -247,7 +247,7 @@ function reasonOf(check: (m: HyperlaneMessage) => void, m: HyperlaneMessage): st
   } catch (e) {
     assert.ok(e instanceof RelayError, `threw ${e}`);
     assert.equal(e.status, 400);
-    return e.reason;
+    return e.code;
   }
 }
 

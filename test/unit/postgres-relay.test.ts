@@ -258,7 +258,7 @@ describe('PostgreSQL hot path of POST /relay (docs/design.md, Storage)', () => {
       const key = (n: number) => `ethereum\n0x${n.toString(16).padStart(64, '0')}`;
       const reserve = (store: PostgresStore, n: number): Promise<{ release(): Promise<void> }> =>
         way === 'admission' ? store.admission.admit(key(n)) : store.dedup.reserve(key(n));
-      const cacheFull = (error: unknown) => (error as RelayError).reason === 'cache_full';
+      const cacheFull = (error: unknown) => (error as RelayError).code === 'cache_full';
       /** The kept count against an exact count of the table. */
       const rowCount = async () => {
         const { rows } = await db.pool.query(
@@ -420,7 +420,7 @@ async function coalescing(t: { after(fn: () => unknown): void }, burst = 1000) {
       await clock.advance(DEFAULT_QUEUE_TIMEOUT_MS - 1);
       assert.equal(failed(), undefined, 'still waiting');
       await clock.advance(1);
-      assert.equal(failed()?.reason, 'store_unavailable');
+      assert.equal(failed()?.code, 'store_unavailable');
       return { running, sent: recorded.texts.slice(from) };
     } finally {
       await holder.query('ROLLBACK');
@@ -531,7 +531,7 @@ describe('completes coalesced into shared statements (docs/replicas.md#coalesced
     results.forEach((r, i) => {
       if (i === 4) {
         assert.equal(r.status, 'rejected');
-        assert.equal(((r as PromiseRejectedResult).reason as RelayError).reason, 'internal_error');
+        assert.equal(((r as PromiseRejectedResult).reason as RelayError).code, 'internal_error');
       } else assert.equal(r.status, 'fulfilled', `relay ${i + 1}`);
     });
     const sent = h.completes(from);
@@ -555,7 +555,7 @@ describe('completes coalesced into shared statements (docs/replicas.md#coalesced
     const from = h.recorded.texts.length;
     const results = await h.completeAll(admitted);
     assert.deepEqual(
-      results.map((r) => (r.status === 'fulfilled' ? 'ok' : (r.reason as RelayError).reason)),
+      results.map((r) => (r.status === 'fulfilled' ? 'ok' : (r.reason as RelayError).code)),
       ['ok', 'ok', 'store_unavailable', 'store_unavailable', 'store_unavailable', 'store_unavailable'],
     );
     assert.equal(h.completes(from).length, 3, 'not sent again: a lost connection is every member’s answer');
@@ -592,7 +592,7 @@ describe('completes coalesced into shared statements (docs/replicas.md#coalesced
 
 const ADMIT_ALONE = /^\s*WITH async AS \(SELECT set_config\('synchronous_commit', 'off', true\)\),\s*room AS/;
 const ADMIT_TOGETHER = /FROM unnest\(\$2::text\[\]\) WITH ORDINALITY/;
-const reasonOf = (r: AdmittedRelay | RelayError) => (r instanceof Error ? r.reason : 'admitted');
+const reasonOf = (r: AdmittedRelay | RelayError) => (r instanceof Error ? r.code : 'admitted');
 
 describe('admits coalesced into shared statements (docs/replicas.md#coalesced-statements)', () => {
   test('twelve admits at once: two alone, ten in one statement, each with its own reservation', async (t) => {

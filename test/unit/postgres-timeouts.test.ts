@@ -283,7 +283,7 @@ describe('the dedup reservation (lib/postgres/dedup.ts)', () => {
     try {
       await holder.query('BEGIN');
       await holder.query(`SELECT * FROM "${schema}".dedup WHERE key = $1 FOR UPDATE`, [key]);
-      await assert.rejects(reservation.commit(), (e: RelayError) => e.reason === 'store_unavailable');
+      await assert.rejects(reservation.commit(), (e: RelayError) => e.code === 'store_unavailable');
       await holder.query('ROLLBACK');
     } finally {
       holder.release();
@@ -296,7 +296,7 @@ describe('the dedup reservation (lib/postgres/dedup.ts)', () => {
     await again.commit();
     await assert.rejects(
       store.dedup.reserve(key),
-      (e: RelayError) => e.reason === 'duplicate_tx',
+      (e: RelayError) => e.code === 'duplicate_tx',
       'a committed pair still refuses',
     );
   });

@@ -400,7 +400,7 @@ describe('receipt fetch: polling and the 10 s deadline (docs/design.md#receipt)'
     assert.equal(result.settled, true);
     const err = result.error;
     assert.ok(err instanceof RelayError);
-    assert.equal(err.reason, 'timeout');
+    assert.equal(err.code, 'timeout');
     assert.equal(err.status, 408);
     assert.equal(err.message, 'transaction receipt not found within 10 seconds');
     assert.equal(err.retryAfterSeconds, 10);
@@ -414,7 +414,7 @@ describe('receipt fetch: polling and the 10 s deadline (docs/design.md#receipt)'
     await h.clock.advance(10_000);
     const err = result.error;
     assert.ok(err instanceof RelayError);
-    assert.equal(err.reason, 'timeout');
+    assert.equal(err.code, 'timeout');
     assert.match(err.message, /RPC endpoints of chain testchain failed/);
     assert.match(err.message, /10 seconds/);
     assertNoSecret(err.message);
@@ -429,7 +429,7 @@ describe('receipt fetch: polling and the 10 s deadline (docs/design.md#receipt)'
     const result = track(h.fetcher(chain([URL_A]), TX));
     await h.clock.advance(10_000);
     assert.ok(result.error instanceof RelayError);
-    assert.equal(result.error.reason, 'timeout');
+    assert.equal(result.error.code, 'timeout');
     assert.equal(h.calls.calls[0].signal?.aborted, true);
   });
 

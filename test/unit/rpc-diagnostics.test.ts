@@ -210,7 +210,7 @@ describe('docs/operations.md#logs: transport failures are told apart by their ca
       await clock.advance(10_000);
       const error = await result;
       assert.ok(error instanceof RelayError);
-      assert.equal(error.reason, 'timeout');
+      assert.equal(error.code, 'timeout');
       assert.ok(error.message.endsWith(`(last attempt: ${summary})`), error.message);
       assert.equal(events[0].failure, failure);
       assertNoSecret(JSON.stringify(events) + error.message, name);

@@ -46,7 +46,7 @@ function holds(outbox: ReturnType<typeof createMemoryOutbox>, clock: FakeClock, 
 
 test('docs/transactions.md#one-worker-per-key: a second holder waits, says who holds the key, and takes over at the release', async () => {
   const clock = createFakeClock(1_700_000_000_000);
-  const outbox = createMemoryOutbox(clock);
+  const outbox = createMemoryOutbox({ clock });
   const a = holds(outbox, clock, 'worker-a');
   const b = holds(outbox, clock, 'worker-b');
   assert.equal(await a.h.acquire(new AbortController().signal), true);
@@ -91,7 +91,7 @@ test('docs/transactions.md#one-worker-per-key: a second holder waits, says who h
 
 test('docs/transactions.md#one-worker-per-key: a holder whose renewals fail past the lease loses it; its records are refused', async () => {
   const clock = createFakeClock(1_700_000_000_000);
-  const outbox = createMemoryOutbox(clock);
+  const outbox = createMemoryOutbox({ clock });
   let down = false;
   const flaky = {
     ...outbox,

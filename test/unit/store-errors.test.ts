@@ -181,14 +181,14 @@ describe('the classification (lib/store/bundle.ts isStoreUnavailable)', () => {
     test(`503: ${name}`, () => {
       assert.equal(isStoreUnavailable(error), true);
       const mapped = toStoreError(error);
-      assert.deepEqual([mapped.reason, mapped.status, mapped.retryAfterSeconds], ['store_unavailable', 503, 1]);
+      assert.deepEqual([mapped.code, mapped.status, mapped.retryAfterSeconds], ['store_unavailable', 503, 1]);
     });
   }
   for (const [name, error] of permanent) {
     test(`500: ${name}`, () => {
       assert.equal(isStoreUnavailable(error), false);
       const mapped = toStoreError(error);
-      assert.deepEqual([mapped.reason, mapped.status, mapped.retryAfterSeconds], ['internal_error', 500, undefined]);
+      assert.deepEqual([mapped.code, mapped.status, mapped.retryAfterSeconds], ['internal_error', 500, undefined]);
       assert.equal(mapped.cause, error, 'the cause is kept for the log');
     });
   }

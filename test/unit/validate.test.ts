@@ -39,7 +39,7 @@ describe('request validation (docs/api.md#post-relay, docs/design.md#check-order
         const result = outcome(() => parseJsonBody(t), RelayError);
         seen.add(result.ok);
         if (result.ok) assert.deepEqual(result.value, JSON.parse(t));
-        else assert.equal((result.error as RelayError).reason, 'invalid_request');
+        else assert.equal((result.error as RelayError).code, 'invalid_request');
       }),
       { ...RUNS, numRuns: 500 },
     );
@@ -118,7 +118,7 @@ describe('request validation (docs/api.md#post-relay, docs/design.md#check-order
         assert.equal(result.ok, expected !== undefined, JSON.stringify(body));
         seen.add(result.ok);
         if (result.ok) assert.deepEqual(result.value, expected);
-        else assert.equal((result.error as RelayError).reason, 'invalid_request');
+        else assert.equal((result.error as RelayError).code, 'invalid_request');
         assert.equal(({} as Record<string, unknown>).origin_chain, undefined, 'Object.prototype untouched');
       }),
       { ...RUNS, numRuns: 1000 },
@@ -231,7 +231,7 @@ describe('request validation (docs/api.md#post-relay, docs/design.md#check-order
     for (const [body, message] of cases) {
       assert.throws(
         () => validateRelayRequest(body, chains),
-        (e) => e instanceof RelayError && e.reason === 'invalid_request' && e.message === message,
+        (e) => e instanceof RelayError && e.code === 'invalid_request' && e.message === message,
         JSON.stringify(body),
       );
     }
@@ -249,7 +249,7 @@ describe('request validation (docs/api.md#post-relay, docs/design.md#check-order
         if (result.ok) {
           assert.deepEqual(result.value.records, expected);
           assert.equal(result.value.sent, (body as { merkle_tree_insertions: unknown[] }).merkle_tree_insertions);
-        } else assert.equal((result.error as RelayError).reason, 'invalid_request');
+        } else assert.equal((result.error as RelayError).code, 'invalid_request');
       }),
       { ...RUNS, numRuns: 1000 },
     );

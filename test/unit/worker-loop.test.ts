@@ -787,23 +787,23 @@ describe('delivery errors (lib/worker/errors.ts)', () => {
     const { TransactionError } = await import('../../lib/worker/tx/sender.ts');
     const { CcipReadError } = await import('../../lib/worker/ccip/read.ts');
     assert.equal(
-      toDeliveryError(new TransactionError('insufficient-funds', 'the signer cannot pay')).kind,
+      toDeliveryError(new TransactionError('insufficient-funds', 'the signer cannot pay')).code,
       'insufficient-funds',
     );
     const revert = toDeliveryError(
       new TransactionError('revert', 'reverted', { reason: 'Mailbox: already delivered' }),
     );
-    assert.deepEqual([revert.kind, revert.message], ['revert', '"Mailbox: already delivered"'], 'a reason is quoted');
-    assert.equal(toDeliveryError(new CcipReadError('pending', 'gateway 1 of 1 answered HTTP 404')).kind, 'pending');
+    assert.deepEqual([revert.code, revert.message], ['revert', '"Mailbox: already delivered"'], 'a reason is quoted');
+    assert.equal(toDeliveryError(new CcipReadError('pending', 'gateway 1 of 1 answered HTTP 404')).code, 'pending');
     const gateway = toDeliveryError(new CcipReadError('malformed', 'gateway 1 of 1 answered data that is not hex'));
     assert.deepEqual(
-      [gateway.kind, gateway.message],
+      [gateway.code, gateway.message],
       ['gateway', 'malformed: gateway 1 of 1 answered data that is not hex'],
     );
     const rpc = toDeliveryError(
       new Error('HTTP request failed. URL: https://user:secret@rpc.example/v2/KEY123 Status: 500'),
     );
-    assert.equal(rpc.kind, 'rpc');
+    assert.equal(rpc.code, 'rpc');
     assert.doesNotMatch(rpc.message, /secret|KEY123|rpc\.example/);
     assert.equal(scrub('see http://127.0.0.1:9/x?key=1 now'), 'see <url> now');
     assert.equal(new DeliveryError('unsupported', 'x').final, true);

@@ -52,11 +52,8 @@ export interface MemoryOutboxOptions {
 }
 
 /** `createMemoryOutbox({ clock })`, as every factory takes its options (docs/embedding.md#options). */
-export function createMemoryOutbox(options?: MemoryOutboxOptions): MemoryOutbox;
-/** @deprecated Pass `{ clock }`: the positional clock works for this release only. */
-export function createMemoryOutbox(clock: Clock): MemoryOutbox;
-export function createMemoryOutbox(options: MemoryOutboxOptions | Clock = {}): MemoryOutbox {
-  const clock = isClock(options) ? options : (options.clock ?? systemClock);
+export function createMemoryOutbox(options: MemoryOutboxOptions = {}): MemoryOutbox {
+  const clock = options.clock ?? systemClock;
   // `open` holds the queued and delivering rows, so claim() does not walk the delivered history.
   const rows = new Map<string, MemoryRow>();
   const open = new Map<string, MemoryRow>();
@@ -286,8 +283,4 @@ export function createMemoryOutbox(options: MemoryOutboxOptions | Clock = {}): M
     open.set(row.id, row);
     changed([row]);
   }
-}
-
-function isClock(value: MemoryOutboxOptions | Clock): value is Clock {
-  return typeof (value as Partial<Clock>).now === 'function';
 }

@@ -15,7 +15,7 @@
  */
 import { systemClock, type Clock } from '../../clock.ts';
 import type { FetchLike } from '../../rpc/client.ts';
-import { CcipReadError, type CcipReadErrorKind } from '../errors.ts';
+import { CcipReadError, type CcipReadFailureCode } from '../errors.ts';
 import { askGateway, GatewayFailure, gatewayUrl, type GatewayUrl } from './gateway.ts';
 import { decodeOffchainLookup, type Hex, type OffchainLookup } from './offchain-lookup.ts';
 import {
@@ -31,7 +31,7 @@ import {
 } from './target.ts';
 import { fetchTransport, pinnedTransport } from './transport.ts';
 
-export { CcipReadError, type CcipReadErrorKind } from '../errors.ts';
+export { CcipReadError, type CcipReadFailureCode } from '../errors.ts';
 export { decodeOffchainLookup, OFFCHAIN_LOOKUP_SELECTOR, type Hex, type OffchainLookup } from './offchain-lookup.ts';
 export type { LocalAddresses, ResolvedAddress, Resolver } from './target.ts';
 
@@ -232,7 +232,7 @@ export async function ccipRead(lookup: OffchainLookup, opts: CcipReadOptions): P
     }
   }
   if (!outOfTime && deadline - clock.now() <= 0 && outcomes.length > 0) outOfTime = true;
-  const kind: CcipReadErrorKind = pending ? 'pending' : malformed ? 'malformed' : 'unavailable';
+  const kind: CcipReadFailureCode = pending ? 'pending' : malformed ? 'malformed' : 'unavailable';
   const lead = kind === 'pending' ? 'CCIP-read pending (proof not ready)' : `CCIP-read ${kind}`;
   throw new CcipReadError(kind, `${lead}${outOfTime ? ` (${budgetText})` : ''}: ${outcomes.join('; ')}`);
 }

@@ -21,7 +21,7 @@ import {
   type Hash,
   type Hex,
 } from 'viem';
-import { TransactionError, type TransactionErrorKind } from '../errors.ts';
+import { TransactionError, type TransactionFailureCode } from '../errors.ts';
 
 /**
  * A failure sorted by what the sender does next: `known` (the node already has this very
@@ -31,7 +31,7 @@ import { TransactionError, type TransactionErrorKind } from '../errors.ts';
  * kind.
  */
 export interface Classified {
-  kind: TransactionErrorKind | 'known' | 'nonce-low' | 'underpriced';
+  kind: TransactionFailureCode | 'known' | 'nonce-low' | 'underpriced';
   /** The node's words (viem's `details`), for reasons; never the URL. */
   said: string;
   /** The node answered (a JSON-RPC error): what it refused, it did not take. Else the request may or may not have reached it. */

@@ -27,7 +27,7 @@ import { signerContext, type Signed, type SignerContext } from './signer.ts';
 import { bySlot, signedOf } from './slots.ts';
 import type { Fees, SendResult, SimulateResult, TransactionRequest, TxEvent } from './types.ts';
 
-export { TransactionError, type TransactionErrorKind } from '../errors.ts';
+export { TransactionError, type TransactionFailureCode } from '../errors.ts';
 export type { SendResult, SimulateResult, TransactionRequest, TxEvent } from './types.ts';
 export type { SlotState } from './inspect.ts';
 export { DEFAULT_REPLACE_AFTER_BLOCKS } from './gaps.ts';
