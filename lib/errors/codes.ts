@@ -74,16 +74,16 @@ export type UsageCode = 'invalid_argument' | 'out_of_range';
  * How a send failed (lib/worker/tx/sender.ts; docs/transactions.md#transactions):
  * - `revert`: the call reverts (simulation, or the mined transaction); `reason` says why when the
  *   contract said (Error(string), Panic, or a custom error decoded with `errorAbi`).
- * - `out-of-gas`: the node cannot find a gas limit that works, or the mined transaction used all
+ * - `out_of_gas`: the node cannot find a gas limit that works, or the mined transaction used all
  *   of its gas.
- * - `insufficient-funds`: the signer cannot pay for gas.
+ * - `insufficient_funds`: the signer cannot pay for gas.
  * - `nonce`: the nonce sequence could not be put right (nonce too high, or still too low after
  *   re-reading it from the node).
  * - `rpc`: the node is unreachable or answered something unexpected.
  * - `timeout`: the transaction was sent but not mined (with its confirmations) within `timeoutMs`;
  *   `hash` is the last one sent, which may still be mined.
  */
-export type TransactionFailureCode = 'revert' | 'out-of-gas' | 'insufficient-funds' | 'nonce' | 'rpc' | 'timeout';
+export type TransactionFailureCode = 'revert' | 'out_of_gas' | 'insufficient_funds' | 'nonce' | 'rpc' | 'timeout';
 
 /**
  * Why no metadata came back from CCIP-read (lib/worker/ccip/read.ts; docs/delivery.md#ccip-read):
@@ -107,7 +107,7 @@ export type CcipReadFailureCode = 'pending' | 'unavailable' | 'refused' | 'malfo
  * - `pending`: the proof is not there yet (a CCIP-read gateway says the attestation is not ready).
  *   Polled again without counting toward maxAttempts, until the pending deadline.
  * - `gas_payment`: the message's gas payment does not meet its policy yet; `fee`: the base fee is
- *   above the chain's gasPriceCap; `insufficient-funds`: the signer cannot pay for gas. They wait
+ *   above the chain's gasPriceCap; `insufficient_funds`: the signer cannot pay for gas. They wait
  *   (checked again with backoff, not counted); an unpaid message is final after the gas payment
  *   deadline.
  * - `busy`: slow gateways (docs/hostile-recipients.md#slow-gateways): every gateway lookup slot of the worker
@@ -116,7 +116,7 @@ export type CcipReadFailureCode = 'pending' | 'unavailable' | 'refused' | 'malfo
  * - `gas`: the estimate exceeds transactionGasLimit: nothing is sent; a counted failure.
  * - `unsupported`, `config`: no retry can cure it (an ISM type the worker cannot satisfy, a
  *   destination it has no chain for): final at once.
- * - everything else (`rpc`, `revert`, `gateway`, `forbidden`, `out-of-gas`, `nonce`, `timeout`,
+ * - everything else (`rpc`, `revert`, `gateway`, `forbidden`, `out_of_gas`, `nonce`, `timeout`,
  *   `metadata`):
  *   retried with backoff, final after maxAttempts.
  */

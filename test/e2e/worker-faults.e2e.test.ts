@@ -320,7 +320,7 @@ describe('e2e: the worker against a lying node and a killed worker (the chain is
         const signer = s.signer.toLowerCase();
         assert.match(
           record?.lastError ?? '',
-          new RegExp(`^insufficient-funds: .*signer ${signer} cannot pay for gas: balance 1000 wei`),
+          new RegExp(`^insufficient_funds: .*signer ${signer} cannot pay for gas: balance 1000 wei`),
         );
         const line = lines.find(([msg]) => msg === 'waiting');
         assert.ok(

@@ -66,7 +66,7 @@ test('docs/design.md#errors: 408, 429 and 503 answers carry Retry-After (whole s
 test("the worker's errors are of the family, their kind is their code, their class and name kept", () => {
   const errors = [
     [new DeliveryError('pending', 'proof not ready'), DeliveryError, 'pending'],
-    [new TransactionError('out-of-gas', 'out of gas'), TransactionError, 'out-of-gas'],
+    [new TransactionError('out_of_gas', 'out of gas'), TransactionError, 'out_of_gas'],
     [new CcipReadError('refused', 'answered HTTP 403'), CcipReadError, 'refused'],
   ] as const;
   for (const [error, type, code] of errors) {

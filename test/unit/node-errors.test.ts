@@ -71,6 +71,6 @@ describe('classify: revert data before text', () => {
     const known = await nodeSaying(t, { code: -32000, message: 'already known' });
     assert.equal(classify(await raw(known)).kind, 'known');
     const low = await nodeSaying(t, { code: -32000, message: 'nonce too low: next nonce 5, tx nonce 4' });
-    assert.equal(classify(await raw(low)).kind, 'nonce-low');
+    assert.equal(classify(await raw(low)).kind, 'nonce_low');
   });
 });

@@ -787,8 +787,8 @@ describe('delivery errors (lib/worker/errors.ts)', () => {
     const { TransactionError } = await import('../../lib/worker/tx/sender.ts');
     const { CcipReadError } = await import('../../lib/worker/ccip/read.ts');
     assert.equal(
-      toDeliveryError(new TransactionError('insufficient-funds', 'the signer cannot pay')).code,
-      'insufficient-funds',
+      toDeliveryError(new TransactionError('insufficient_funds', 'the signer cannot pay')).code,
+      'insufficient_funds',
     );
     const revert = toDeliveryError(
       new TransactionError('revert', 'reverted', { reason: 'Mailbox: already delivered' }),

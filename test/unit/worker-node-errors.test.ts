@@ -118,11 +118,11 @@ describe('node errors (docs/transactions.md#transactions)', () => {
 
   test('the other refusals a sender acts on keep their kinds; a non-viem error is an unanswered rpc failure', async () => {
     const cases: [string, string][] = [
-      ['nonce too low: next nonce 8, tx nonce 7', 'nonce-low'],
+      ['nonce too low: next nonce 8, tx nonce 7', 'nonce_low'],
       ['replacement transaction underpriced', 'underpriced'],
       ['transaction underpriced: tip needed 1, tip permitted 0', 'underpriced'],
-      ['gas required exceeds allowance (30000000)', 'out-of-gas'],
-      ['insufficient funds for gas * price + value: balance 1000, tx cost 21000000000000', 'insufficient-funds'],
+      ['gas required exceeds allowance (30000000)', 'out_of_gas'],
+      ['insufficient funds for gas * price + value: balance 1000, tx cost 21000000000000', 'insufficient_funds'],
       ['execution reverted', 'revert'],
       ['some other trouble', 'rpc'],
     ];
@@ -144,7 +144,7 @@ describe('node errors (docs/transactions.md#transactions)', () => {
     calls.length = 0;
     const outcome = await broadcast(client, raw, hash);
     assert.ok(typeof outcome === 'object', String(outcome));
-    assert.equal(outcome.kind, 'nonce-low');
+    assert.equal(outcome.kind, 'nonce_low');
     assert.deepEqual(calls, ['eth_sendRawTransaction', 'eth_getTransactionByHash']);
     // The same refusal with the node holding the hash: it went out.
     lookupFinds = true;

@@ -101,7 +101,7 @@ export async function attempt(c: AttemptContext, m: ClaimedMessage, hold: Hold):
       return { kind: 'released', reason: failure.code === 'stopped' ? failure.message : 'the worker is stopping' };
     // A transaction of ours was mined and reverted (or ran out of gas): someone else may have
     // delivered the message first. Then it is delivered with their transaction, never failed.
-    if (hold.sent && destination && (failure.code === 'revert' || failure.code === 'out-of-gas')) {
+    if (hold.sent && destination && (failure.code === 'revert' || failure.code === 'out_of_gas')) {
       const by = await destination.deliveredBy(id).catch(() => null);
       if (by) return delivered(by, true);
     }
@@ -112,7 +112,7 @@ export async function attempt(c: AttemptContext, m: ClaimedMessage, hold: Hold):
       failure.code === 'gas_payment' ||
       failure.code === 'fee' ||
       failure.code === 'busy' ||
-      failure.code === 'insufficient-funds'
+      failure.code === 'insufficient_funds'
     )
       return { kind: 'wait', failure };
     return failure.final ? { kind: 'final', failure } : { kind: 'retry', failure };

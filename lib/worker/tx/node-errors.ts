@@ -25,13 +25,13 @@ import { TransactionError, type TransactionFailureCode } from '../errors.ts';
 
 /**
  * A failure sorted by what the sender does next: `known` (the node already has this very
- * transaction: it is sent), `nonce-low` (the nonce is used: by one of ours that was mined, or by
+ * transaction: it is sent), `nonce_low` (the nonce is used: by one of ours that was mined, or by
  * another), `underpriced` (a transaction holds the nonce in the pool at higher fees, or the fees
  * are below what the node takes) are handled there; the rest become the TransactionError of their
  * kind.
  */
 export interface Classified {
-  kind: TransactionFailureCode | 'known' | 'nonce-low' | 'underpriced';
+  kind: TransactionFailureCode | 'known' | 'nonce_low' | 'underpriced';
   /** The node's words (viem's `details`), for reasons; never the URL. */
   said: string;
   /** The node answered (a JSON-RPC error): what it refused, it did not take. Else the request may or may not have reached it. */
@@ -71,14 +71,14 @@ export function classify(err: unknown): Classified {
   // viem files these under "nonce too low"; they say the node has this very transaction.
   if (/already known|already imported|known transaction|already in (?:the )?(?:tx)?pool/.test(words))
     return { kind: 'known', said, answered };
-  if (is(NonceTooLowError) || /nonce too low/.test(words)) return { kind: 'nonce-low', said, answered };
+  if (is(NonceTooLowError) || /nonce too low/.test(words)) return { kind: 'nonce_low', said, answered };
   if (is(NonceTooHighError) || is(NonceMaxValueError)) return { kind: 'nonce', said, answered };
   // geth, erigon, anvil: "insufficient funds for gas * price + value"; viem names the class only
   // where it maps a send's error itself (not for eth_sendRawTransaction through request()).
   if (is(InsufficientFundsError) || /insufficient funds/.test(words))
-    return { kind: 'insufficient-funds', said, answered };
+    return { kind: 'insufficient_funds', said, answered };
   if (is(IntrinsicGasTooLowError) || /gas required exceeds allowance|out of gas/.test(words))
-    return { kind: 'out-of-gas', said, answered };
+    return { kind: 'out_of_gas', said, answered };
   if (is(FeeCapTooLowError) || is(TipAboveFeeCapError) || /underpriced|fee too low/.test(words))
     return { kind: 'underpriced', said, answered };
   return { kind: 'rpc', said, answered };
@@ -119,12 +119,12 @@ export function transactionError(
         reason,
       });
     }
-    case 'out-of-gas':
-      return new TransactionError('out-of-gas', `${during}: out of gas`, extra);
-    case 'insufficient-funds':
-      return new TransactionError('insufficient-funds', `${during}: the signer cannot pay for gas`, extra);
+    case 'out_of_gas':
+      return new TransactionError('out_of_gas', `${during}: out of gas`, extra);
+    case 'insufficient_funds':
+      return new TransactionError('insufficient_funds', `${during}: the signer cannot pay for gas`, extra);
     case 'nonce':
-    case 'nonce-low':
+    case 'nonce_low':
       return new TransactionError('nonce', `${during}: nonce refused by the node`, extra);
     case 'underpriced':
       return new TransactionError('rpc', `${during}: fees refused by the node as too low`, extra);

@@ -62,7 +62,7 @@ export async function minedFailure(
   errorAbi: Abi | undefined,
 ): Promise<TransactionError> {
   const hash = mined.transactionHash;
-  if (mined.gasUsed >= gas) return new TransactionError('out-of-gas', 'the transaction ran out of gas', { hash });
+  if (mined.gasUsed >= gas) return new TransactionError('out_of_gas', 'the transaction ran out of gas', { hash });
   try {
     await publicClient.call({ account, to: req.to, data: req.data, value: req.value, blockNumber: mined.blockNumber });
   } catch (err) {

@@ -194,7 +194,7 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
         throw err;
       }
       const { outcome } = sent;
-      if (outcome.kind === 'nonce-low') {
+      if (outcome.kind === 'nonce_low') {
         // The node says the nonce is used: only what it has mined is believed. A nonce below its
         // mined count was used behind our back (the book moves past it); otherwise the reply was
         // wrong (a stale node) and the nonce is free again.

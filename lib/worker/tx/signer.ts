@@ -89,7 +89,7 @@ export interface SignerContext {
   /** This signer's state shared by its slots in this process. */
   shared(): Promise<Shared>;
   /**
-   * The TransactionError for a first broadcast of `t` the node refused; `insufficient-funds` says
+   * The TransactionError for a first broadcast of `t` the node refused; `insufficient_funds` says
    * the signer, its balance (asked now) and what the transaction needs at most.
    */
   refusedError(outcome: Classified & { cause: unknown }, t: Signed, hash: Hash): Promise<TransactionError>;
@@ -205,7 +205,7 @@ export function signerContext(o: {
     },
     shared,
     async refusedError(outcome, t, hash) {
-      if (outcome.kind !== 'insufficient-funds')
+      if (outcome.kind !== 'insufficient_funds')
         return transactionError(outcome, 'sending', errorAbi, outcome.cause, hash);
       const balance = await publicClient.getBalance({ address }).then(
         (wei) => `${wei} wei`,
@@ -213,7 +213,7 @@ export function signerContext(o: {
       );
       const needs = t.gas * t.fees.maxFeePerGas + (t.req.value ?? 0n);
       return new TransactionError(
-        'insufficient-funds',
+        'insufficient_funds',
         `sending: the signer ${address} cannot pay for gas: balance ${balance}, the transaction needs up to ${needs} wei (gas limit × maxFeePerGas + value); nothing sent, top the signer up`,
         { cause: outcome.cause, hash },
       );
