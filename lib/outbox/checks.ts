@@ -30,17 +30,17 @@ export const MAX_DESTINATION_TX_HASH_LENGTH = 256;
 /** A signed transaction in the journal, as hex: 256 KiB of bytes, far above a Mailbox delivery with CCIP-read metadata. */
 export const MAX_RAW_TRANSACTION_LENGTH = 2 + 2 * 256 * 1024;
 
-/** Checks claim()'s arguments (shared by every engine); returns maxAttempts or null. */
+/** Checks claim()'s arguments (shared by every engine); returns maxLeaseExpiries or null. */
 export function checkClaim(limit: number, leaseMs: number, opts?: ClaimOptions): number | null {
   if (!Number.isSafeInteger(limit) || limit < 0)
     throw new OutOfRangeError(`claim(limit): expected a non-negative integer, got ${limit}`);
   checkLeaseMs('claim', leaseMs);
   if (opts !== undefined && (typeof opts !== 'object' || opts === null))
     throw new InvalidArgumentError('claim(opts): expected an object');
-  const max = opts?.maxAttempts;
+  const max = opts?.maxLeaseExpiries;
   if (max === undefined) return null;
   if (!Number.isSafeInteger(max) || max < 1 || max > 2 ** 31 - 1) {
-    throw new OutOfRangeError(`claim(maxAttempts): expected a positive integer, got ${max}`);
+    throw new OutOfRangeError(`claim(maxLeaseExpiries): expected a positive integer, got ${max}`);
   }
   return max;
 }
@@ -96,18 +96,18 @@ function checkLeaseMs(method: string, leaseMs: unknown): asserts leaseMs is numb
 
 /**
  * The last look (docs/delivery.md#retries-pending-proofs-dead-letters): a message claimed with
- * `leaseExpiries` >= maxAttempts is handed out flagged `lastChance`; claim() dead-letters only an
+ * `leaseExpiries` >= maxLeaseExpiries is handed out flagged `lastChance`; claim() dead-letters only an
  * expired lease of such a claim. Every engine returns its claimed rows through this.
  */
-export function claimedMessage(record: OutboxRecord, lease: string, maxAttempts: number | null): ClaimedMessage {
-  return maxAttempts !== null && record.leaseExpiries >= maxAttempts
+export function claimedMessage(record: OutboxRecord, lease: string, maxLeaseExpiries: number | null): ClaimedMessage {
+  return maxLeaseExpiries !== null && record.leaseExpiries >= maxLeaseExpiries
     ? { ...record, lease, lastChance: true }
     : { ...record, lease };
 }
 
 /** The last_error of a message claim() dead-lettered after `expiries` expired leases. */
-export function deadLetterError(expiries: number, maxAttempts: number): string {
-  return `dead letter: its lease expired ${expiries} times with no outcome recorded (maxAttempts ${maxAttempts})`;
+export function deadLetterError(expiries: number, maxLeaseExpiries: number): string {
+  return `dead letter: its lease expired ${expiries} times with no outcome recorded (maxLeaseExpiries ${maxLeaseExpiries})`;
 }
 
 /** Throws on an invalid markDelivered call; returns the options to store. */

@@ -33,7 +33,7 @@ export interface OutboxRecord extends OutboxMessage {
   attempts: number;
   /**
    * Leases of this message that expired with no outcome recorded and were then taken over by a
-   * later claim() (its worker stopped mid-delivery). claim's `maxAttempts` dead-letters on this
+   * later claim() (its worker stopped mid-delivery). claim's `maxLeaseExpiries` dead-letters on this
    * count; requeue() resets it to 0.
    */
   leaseExpiries: number;
@@ -78,7 +78,7 @@ export interface ClaimedMessage extends OutboxRecord {
   lease: string;
   /**
    * The last look (docs/delivery.md#retries-pending-proofs-dead-letters): its leases expired
-   * `maxAttempts` times. The worker only follows the journal and checks whether it is delivered;
+   * `maxLeaseExpiries` times. The worker only follows the journal and checks whether it is delivered;
    * otherwise it fails it with deadLetterError's text. If this lease expires too, claim() dead-letters it.
    */
   lastChance?: true;
@@ -152,13 +152,13 @@ export interface BroadcastFence {
 export interface ClaimOptions {
   /**
    * Dead-letter threshold for workers that stop mid-delivery: a message whose lease expired this
-   * many times (`leaseExpiries` >= maxAttempts once claimed) is handed out once more flagged
+   * many times (`leaseExpiries` >= maxLeaseExpiries once claimed) is handed out once more flagged
    * `lastChance`; if a lease of it expires then, claim() does not hand it out again but makes it
    * `failed` with a `lastError` saying so (deadLetterError, leaseExpiries + 1). Only expired
    * leases count here; a worker's own failed attempts (markFailed with retryAt) are counted by
    * the worker from `attempts`. Omitted: expired leases are counted but never dead-letter.
    */
-  maxAttempts?: number;
+  maxLeaseExpiries?: number;
 }
 
 /**
@@ -201,7 +201,7 @@ export interface Outbox extends RelayQueue, GasPaymentStore, GasBookStore {
    * `leaseMs`. Claimable: queued with retryAt null or <= now, or delivering with an expired lease
    * (claimedUntil <= now). Each becomes delivering with claimedUntil = now + leaseMs, attempts + 1
    * (and leaseExpiries + 1 when it was taken over from an expired lease) and a fresh lease. Two
-   * concurrent claimers never get the same message. With `maxAttempts`, expired messages that
+   * concurrent claimers never get the same message. With `maxLeaseExpiries`, expired messages that
    * reached it are dead-lettered first (see ClaimOptions) and do not count toward `limit`.
    * `now` is read while the engine holds its lock (the database's clock on PostgreSQL).
    */

@@ -117,13 +117,13 @@ export function createPostgresOutbox(pool: PgPool, s: string, clock?: Clock): Po
   const insertSql = `WITH gas AS (${gasPaymentInsertSql(s, 9)}) ${outboxInsertSql(s, 1)}`;
   // One reading of the time for the whole claim (the CTE t is evaluated once). Picking with
   // SKIP LOCKED never waits for a lock, so it is read once the statement runs. `dead` fails the
-  // expired rows that reached maxAttempts ($4, null: none); `picked` leaves them out, since both
+  // expired rows that reached maxLeaseExpiries ($4, null: none); `picked` leaves them out, since both
   // see the same snapshot. Its text is deadLetterError's (lib/outbox/types.ts).
   const claimSql = `
     WITH t AS (SELECT ${nowSql(1)} AS now),
     dead AS (
       UPDATE ${s}.outbox d SET status = 'failed', lease_expiries = d.lease_expiries + 1, claimed_until = NULL, lease = NULL,
-        last_error = 'dead letter: its lease expired ' || (d.lease_expiries + 1) || ' times with no outcome recorded (maxAttempts ' || $4::integer || ')'
+        last_error = 'dead letter: its lease expired ' || (d.lease_expiries + 1) || ' times with no outcome recorded (maxLeaseExpiries ' || $4::integer || ')'
       WHERE d.id IN (
         SELECT q.id FROM ${s}.outbox q, t
         WHERE $4::integer IS NOT NULL AND q.status = 'delivering' AND q.claimed_until <= t.now AND q.lease_expiries >= $4::integer
@@ -206,12 +206,12 @@ export function createPostgresOutbox(pool: PgPool, s: string, clock?: Clock): Po
       return rows[0].n;
     },
     async claim(limit, leaseMs, opts) {
-      const maxAttempts = checkClaim(limit, leaseMs, opts);
+      const maxLeaseExpiries = checkClaim(limit, leaseMs, opts);
       if (limit === 0) return [];
-      const { rows } = await run<Row>(pool, claimSql, [now(), limit, leaseMs, maxAttempts]);
+      const { rows } = await run<Row>(pool, claimSql, [now(), limit, leaseMs, maxLeaseExpiries]);
       // RETURNING has no order: hand them out oldest first, like the other engines.
       rows.sort((a, b) => a.enqueued_at - b.enqueued_at || a.seq - b.seq);
-      return rows.map((row) => claimedMessage(toRecord(row), row.lease!, maxAttempts));
+      return rows.map((row) => claimedMessage(toRecord(row), row.lease!, maxLeaseExpiries));
     },
     async extend(id, lease, leaseMs) {
       const token = checkExtend(lease, leaseMs);

@@ -90,7 +90,7 @@ export const MIGRATIONS: readonly ((s: string) => string)[] = [
       CHECK (char_length(destination_tx_hash) BETWEEN 1 AND ${MAX_DESTINATION_TX_HASH_LENGTH});`,
 
   // 3: the count of expired leases taken over (lib/outbox/types.ts, leaseExpiries), on which claim's
-  // maxAttempts dead-letters a message whose workers keep stopping. Existing rows start at 0.
+  // maxLeaseExpiries dead-letters a message whose workers keep stopping. Existing rows start at 0.
   // The same column and CHECK as the SQLite table's migration 5.
   (s) => `
   ALTER TABLE ${s}.outbox ADD COLUMN lease_expiries integer NOT NULL DEFAULT 0

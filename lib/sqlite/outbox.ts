@@ -53,7 +53,7 @@ const CLAIMABLE =
   "((status = 'queued' AND (retry_at IS NULL OR retry_at <= :now)) OR (status = 'delivering' AND claimed_until <= :now))";
 const DEAD_LETTER =
   "UPDATE outbox SET status = 'failed', lease_expiries = lease_expiries + 1, claimed_until = NULL, lease = NULL, " +
-  "last_error = 'dead letter: its lease expired ' || (lease_expiries + 1) || ' times with no outcome recorded (maxAttempts ' || CAST(:max AS INTEGER) || ')' " +
+  "last_error = 'dead letter: its lease expired ' || (lease_expiries + 1) || ' times with no outcome recorded (maxLeaseExpiries ' || CAST(:max AS INTEGER) || ')' " +
   "WHERE status IN ('queued', 'delivering') AND status = 'delivering' AND claimed_until <= :now AND lease_expiries >= :max";
 
 function toRecord(row: Row): OutboxRecord {
@@ -148,13 +148,13 @@ export function createSqliteOutbox(db: DatabaseSync, transaction: Transaction, c
       return Number((countOpen.get() as { n: number }).n);
     },
     claim(limit, leaseMs, opts) {
-      const maxAttempts = checkClaim(limit, leaseMs, opts);
+      const maxLeaseExpiries = checkClaim(limit, leaseMs, opts);
       if (limit === 0) return [];
       return transaction(() => {
         // Read the time inside the lock: a claimer that waited for it must not judge leases by
         // the time it started waiting, nor get a lease shortened by the wait.
         const now = clock.now();
-        if (maxAttempts !== null) deadLetter.run({ now, max: maxAttempts });
+        if (maxLeaseExpiries !== null) deadLetter.run({ now, max: maxLeaseExpiries });
         const rows = selectClaimable.all({ now, limit }) as unknown as Row[];
         return rows.map((row) => {
           const token = newLease();
@@ -168,7 +168,7 @@ export function createSqliteOutbox(db: DatabaseSync, transaction: Transaction, c
             claimedUntil,
             retryAt: null,
           };
-          return claimedMessage(record, token, maxAttempts);
+          return claimedMessage(record, token, maxLeaseExpiries);
         });
       });
     },

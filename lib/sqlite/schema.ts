@@ -102,7 +102,7 @@ export const MIGRATIONS: readonly string[] = [
    ALTER TABLE merkle_insertions_v4 RENAME TO merkle_insertions;`,
 
   // 5: the count of expired leases taken over (lib/outbox/types.ts, leaseExpiries), on which claim's
-  // maxAttempts dead-letters a message whose workers keep stopping. Existing rows start at 0.
+  // maxLeaseExpiries dead-letters a message whose workers keep stopping. Existing rows start at 0.
   // The same column and CHECK as PostgreSQL's migration 3, so both refuse the same rows.
   `ALTER TABLE outbox ADD COLUMN lease_expiries INTEGER NOT NULL DEFAULT 0 CHECK (lease_expiries >= 0);`,
 

@@ -20,7 +20,7 @@ export interface DeliveryOutbox extends TransactionJournal {
   claim(
     limit: number,
     leaseMs: number,
-    options?: { maxAttempts?: number },
+    options?: { maxLeaseExpiries?: number },
   ): ClaimedMessage[] | Promise<ClaimedMessage[]>;
   extend(id: string, lease: string, leaseMs: number): boolean | Promise<boolean>;
   markDelivered(id: string, opts: MarkDeliveredOptions): boolean | Promise<boolean>;

@@ -942,7 +942,7 @@ describe('delivery loop: the last look before a dead letter (docs/delivery.md#re
   /** Message 1 claimed by `times` workers that each journaled a transaction and died before recording. */
   async function lapsed(r: Rig, times: number): Promise<void> {
     for (let i = 0; i < times; i++) {
-      const [m] = r.outbox.claim(1, 60_000, { maxAttempts: 3 }) as ClaimedMessage[];
+      const [m] = r.outbox.claim(1, 60_000, { maxLeaseExpiries: 3 }) as ClaimedMessage[];
       assert.equal(m.lastChance, undefined, `claim ${i + 1} is not the last look`);
       const entry = {
         messageId: m.id,
@@ -987,7 +987,7 @@ describe('delivery loop: the last look before a dead letter (docs/delivery.md#re
     assert.equal(second.outcome, 'failed');
     const record = row(r, idOf(1));
     assert.equal(record.status, 'failed');
-    assert.equal(record.lastError, 'dead letter: its lease expired 3 times with no outcome recorded (maxAttempts 3)');
+    assert.equal(record.lastError, 'dead letter: its lease expired 3 times with no outcome recorded (maxLeaseExpiries 3)');
     assert.equal(d.calls.deliveredBy, 1, 'delivered(id) asked before giving up');
     assert.equal(d.calls.process + d.calls.simulate + d.calls.metadata, 0, 'nothing new sent');
   });

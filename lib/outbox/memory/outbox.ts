@@ -140,7 +140,7 @@ export function createMemoryOutbox(options: MemoryOutboxOptions = {}): MemoryOut
     depth: () => open.size,
 
     claim(limit, leaseMs, opts) {
-      const maxAttempts = checkClaim(limit, leaseMs, opts);
+      const maxLeaseExpiries = checkClaim(limit, leaseMs, opts);
       if (limit === 0) return [];
       const now = clock.now();
       const claimable: MemoryRow[] = [];
@@ -149,11 +149,11 @@ export function createMemoryOutbox(options: MemoryOutboxOptions = {}): MemoryOut
         if (row.status === 'queued') {
           if (row.retryAt === null || row.retryAt <= now) claimable.push(row);
         } else if (row.claimedUntil! <= now) {
-          if (maxAttempts !== null && row.leaseExpiries >= maxAttempts) {
+          if (maxLeaseExpiries !== null && row.leaseExpiries >= maxLeaseExpiries) {
             // The dead letter: its workers kept stopping while holding it, its last look included.
             row.leaseExpiries++;
             row.status = 'failed';
-            row.lastError = deadLetterError(row.leaseExpiries, maxAttempts);
+            row.lastError = deadLetterError(row.leaseExpiries, maxLeaseExpiries);
             row.claimedUntil = null;
             row.lease = null;
             open.delete(row.id);
@@ -170,7 +170,7 @@ export function createMemoryOutbox(options: MemoryOutboxOptions = {}): MemoryOut
         row.retryAt = null;
         row.attempts++;
         row.lease = newLease();
-        return claimedMessage(toRecord(row), row.lease, maxAttempts);
+        return claimedMessage(toRecord(row), row.lease, maxLeaseExpiries);
       });
       changed([...dead, ...taken]);
       return claimed;

@@ -43,16 +43,16 @@ export function concurrencySection(ctx: ContractContext): void {
   });
 
   test('docs/outbox.md#leases: racing claimers dead-letter or claim each expired message once, never both', async () => {
-    // Claimers with and without maxAttempts race on expired messages.
+    // Claimers with and without maxLeaseExpiries race on expired messages.
     const N = 30;
     await ctx.h.outbox.enqueue(Array.from({ length: N }, (_, i) => outboxMessage(i + 1)));
     await ctx.h.outbox.claim(N, 1_000);
     await ctx.clock.advance(1_000);
     assert.equal((await ctx.h.outbox.claim(N, 1_000)).length, N, 'taken over once: one expired lease each');
     await ctx.clock.advance(1_000);
-    const last = await ctx.h.outbox.claim(N, 1_000, { maxAttempts: 2 });
+    const last = await ctx.h.outbox.claim(N, 1_000, { maxLeaseExpiries: 2 });
     assert.equal(last.filter((m) => m.lastChance).length, N, 'the second expiry: a last look each');
-    await ctx.clock.advance(1_000); // the last look's lease expired too: maxAttempts 2 dead-letters them
+    await ctx.clock.advance(1_000); // the last look's lease expired too: maxLeaseExpiries 2 dead-letters them
     const handles = [ctx.h.outbox];
     const extra: { close(): void | Promise<void> }[] = [];
     if (ctx.h.connect) {
@@ -66,7 +66,7 @@ export function concurrencySection(ctx: ContractContext): void {
       const results = await Promise.all(
         Array.from({ length: 12 }, (_, i) =>
           Promise.resolve().then(() =>
-            handles[i % handles.length].claim(3, 1_000, i % 3 === 0 ? undefined : { maxAttempts: 2 }),
+            handles[i % handles.length].claim(3, 1_000, i % 3 === 0 ? undefined : { maxLeaseExpiries: 2 }),
           ),
         ),
       );

@@ -231,11 +231,11 @@ export function outcomesSection(ctx: ContractContext): void {
         `claim(${limit}, ${leaseMs})`,
       );
     }
-    for (const maxAttempts of [0, -1, 1.5, Number.NaN, 2 ** 31]) {
+    for (const maxLeaseExpiries of [0, -1, 1.5, Number.NaN, 2 ** 31]) {
       await assert.rejects(
-        async () => ctx.h.outbox.claim(1, LEASE, { maxAttempts }),
+        async () => ctx.h.outbox.claim(1, LEASE, { maxLeaseExpiries }),
         OutOfRangeError,
-        `maxAttempts ${maxAttempts}`,
+        `maxLeaseExpiries ${maxLeaseExpiries}`,
       );
     }
     for (const leaseMs of [0, -1, 1.5, Number.NaN]) {

@@ -1,5 +1,5 @@
 /**
- * The outbox contract: the last look, maxAttempts, requeue and the attempt state (docs/delivery.md#retries-pending-proofs-dead-letters).
+ * The outbox contract: the last look, maxLeaseExpiries, requeue and the attempt state (docs/delivery.md#retries-pending-proofs-dead-letters).
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -7,12 +7,12 @@ import { type ContractContext, queuedRecord, outboxMessage, T0, LEASE, DEST_TX, 
 import { deadLetterError } from '../../outbox/index.ts';
 
 export function retriesSection(ctx: ContractContext): void {
-  test('docs/delivery.md#retries-pending-proofs-dead-letters: a message whose leases expired maxAttempts times gets a last look', async () => {
+  test('docs/delivery.md#retries-pending-proofs-dead-letters: leases expired maxLeaseExpiries times: one last look', async () => {
     // Handed out once more, flagged lastChance; if that lease expires too, it is the dead letter.
     await ctx.h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
     const leases: string[] = [];
     for (let round = 1; round <= 3; round++) {
-      const got = await ctx.h.outbox.claim(1, 1_000, { maxAttempts: 3 });
+      const got = await ctx.h.outbox.claim(1, 1_000, { maxLeaseExpiries: 3 });
       assert.deepEqual(ids(got), [id(1)], `round ${round}`);
       assert.equal(got[0].attempts, round);
       assert.equal(got[0].leaseExpiries, round - 1);
@@ -21,7 +21,7 @@ export function retriesSection(ctx: ContractContext): void {
       await ctx.clock.advance(1_000); // the worker holding it stopped
     }
     // The third lease expired: message 1 is handed out once more, flagged.
-    const [last] = await ctx.h.outbox.claim(1, 1_000, { maxAttempts: 3 });
+    const [last] = await ctx.h.outbox.claim(1, 1_000, { maxLeaseExpiries: 3 });
     assert.equal(last.id, id(1));
     assert.equal(last.lastChance, true);
     assert.equal(last.leaseExpiries, 3);
@@ -30,7 +30,7 @@ export function retriesSection(ctx: ContractContext): void {
     leases.push(last.lease);
     await ctx.clock.advance(1_000); // the last look's worker stopped too
     // Its lease expired as well: message 1 is the dead letter, and the claim hands out message 2.
-    assert.deepEqual(ids(await ctx.h.outbox.claim(1, 1_000, { maxAttempts: 3 })), [id(2)]);
+    assert.deepEqual(ids(await ctx.h.outbox.claim(1, 1_000, { maxLeaseExpiries: 3 })), [id(2)]);
     const dead = await ctx.h.outbox.get(id(1));
     assert.deepEqual(dead, {
       ...queuedRecord(outboxMessage(1)),
@@ -42,7 +42,11 @@ export function retriesSection(ctx: ContractContext): void {
     assert.match(dead!.lastError!, /lease expired 4 times/);
     assert.equal(await ctx.h.outbox.depth(), 1);
     await ctx.clock.advance(60_000);
-    assert.deepEqual(ids(await ctx.h.outbox.claim(10, 1_000)), [id(2)], 'not claimable, with or without maxAttempts');
+    assert.deepEqual(
+      ids(await ctx.h.outbox.claim(10, 1_000)),
+      [id(2)],
+      'not claimable, with or without maxLeaseExpiries',
+    );
     assert.equal(
       await ctx.h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: leases[3] }),
       false,
@@ -52,13 +56,13 @@ export function retriesSection(ctx: ContractContext): void {
   });
 
   test('docs/delivery.md#retries-pending-proofs-dead-letters: a last look that retried or waited is flagged again', async () => {
-    // Its leaseExpiries stays at maxAttempts: claimed from queued, it is still the last look.
+    // Its leaseExpiries stays at maxLeaseExpiries: claimed from queued, it is still the last look.
     await ctx.h.outbox.enqueue([outboxMessage(1)]);
     for (let round = 0; round < 2; round++) {
-      await ctx.h.outbox.claim(1, 1_000, { maxAttempts: 2 });
+      await ctx.h.outbox.claim(1, 1_000, { maxLeaseExpiries: 2 });
       await ctx.clock.advance(1_000);
     }
-    const [last] = await ctx.h.outbox.claim(1, 1_000, { maxAttempts: 2 });
+    const [last] = await ctx.h.outbox.claim(1, 1_000, { maxLeaseExpiries: 2 });
     assert.equal(last.lastChance, true);
     const error = 'pending: transaction 0x… may still land';
     assert.equal(
@@ -66,19 +70,19 @@ export function retriesSection(ctx: ContractContext): void {
       true,
     );
     await ctx.clock.advance(5);
-    const [again] = await ctx.h.outbox.claim(1, 1_000, { maxAttempts: 2 });
+    const [again] = await ctx.h.outbox.claim(1, 1_000, { maxLeaseExpiries: 2 });
     assert.deepEqual([again.id, again.lastChance, again.leaseExpiries], [id(1), true, 2]);
     assert.deepEqual(await ctx.h.outbox.claim(1, 1_000), [], 'held');
     await ctx.clock.advance(1_000);
     const [plain] = await ctx.h.outbox.claim(1, 1_000);
-    assert.equal(plain.lastChance, undefined, 'a claim without maxAttempts flags nothing');
+    assert.equal(plain.lastChance, undefined, 'a claim without maxLeaseExpiries flags nothing');
   });
 
-  test('docs/outbox.md#leases: maxAttempts counts expired leases only', async () => {
+  test('docs/outbox.md#leases: maxLeaseExpiries counts expired leases only', async () => {
     // Retries recorded by markFailed and live leases never dead-letter.
     await ctx.h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
     for (let round = 1; round <= 4; round++) {
-      const [m] = await ctx.h.outbox.claim(1, 1_000, { maxAttempts: 1 });
+      const [m] = await ctx.h.outbox.claim(1, 1_000, { maxLeaseExpiries: 1 });
       assert.equal(m.id, id(1), `round ${round}`);
       assert.equal(
         await ctx.h.outbox.markFailed(m.id, { error: 'rpc timeout', retryAt: ctx.clock.now(), lease: m.lease }),
@@ -87,16 +91,16 @@ export function retriesSection(ctx: ContractContext): void {
     }
     assert.equal((await ctx.h.outbox.get(id(1)))?.attempts, 4);
     assert.equal((await ctx.h.outbox.get(id(1)))?.leaseExpiries, 0);
-    // Held with live leases: a claim with maxAttempts 1 leaves them alone.
-    const held = await ctx.h.outbox.claim(2, 1_000, { maxAttempts: 1 });
+    // Held with live leases: a claim with maxLeaseExpiries 1 leaves them alone.
+    const held = await ctx.h.outbox.claim(2, 1_000, { maxLeaseExpiries: 1 });
     assert.deepEqual(ids(held), [id(1), id(2)]);
     await ctx.clock.advance(999);
-    assert.deepEqual(await ctx.h.outbox.claim(10, 1_000, { maxAttempts: 1 }), []);
-    assert.deepEqual(ids(await ctx.h.outbox.claim(10, 1_000)), [], 'no claim without maxAttempts either');
+    assert.deepEqual(await ctx.h.outbox.claim(10, 1_000, { maxLeaseExpiries: 1 }), []);
+    assert.deepEqual(ids(await ctx.h.outbox.claim(10, 1_000)), [], 'no claim without maxLeaseExpiries either');
     for (const m of held) assert.equal((await ctx.h.outbox.get(m.id))?.status, 'delivering');
   });
 
-  test('docs/outbox.md#leases: without maxAttempts expired leases are counted but never dead-letter', async () => {
+  test('docs/outbox.md#leases: without maxLeaseExpiries expired leases are counted but never dead-letter', async () => {
     // The count goes up only on a takeover.
     await ctx.h.outbox.enqueue([outboxMessage(1)]);
     for (let round = 0; round < 5; round++) {
@@ -107,11 +111,11 @@ export function retriesSection(ctx: ContractContext): void {
     const record = await ctx.h.outbox.get(id(1));
     assert.equal(record?.status, 'delivering');
     assert.equal(record?.leaseExpiries, 4, 'the fifth lease expired but nobody has taken it over yet');
-    // A later claim with maxAttempts sees the fifth expiry: 5 >= 5, the last look.
-    const [last] = await ctx.h.outbox.claim(1, 1_000, { maxAttempts: 5 });
+    // A later claim with maxLeaseExpiries sees the fifth expiry: 5 >= 5, the last look.
+    const [last] = await ctx.h.outbox.claim(1, 1_000, { maxLeaseExpiries: 5 });
     assert.equal(last.lastChance, true);
     await ctx.clock.advance(1_000);
-    assert.deepEqual(await ctx.h.outbox.claim(1, 1_000, { maxAttempts: 5 }), []);
+    assert.deepEqual(await ctx.h.outbox.claim(1, 1_000, { maxLeaseExpiries: 5 }), []);
     assert.equal((await ctx.h.outbox.get(id(1)))?.lastError, deadLetterError(6, 5));
   });
 
@@ -119,10 +123,10 @@ export function retriesSection(ctx: ContractContext): void {
     // attempts and lastError are kept, the expired-lease count is reset.
     await ctx.h.outbox.enqueue([outboxMessage(1), outboxMessage(2)]);
     for (let round = 0; round < 3; round++) {
-      await ctx.h.outbox.claim(1, 1_000, { maxAttempts: 2 });
+      await ctx.h.outbox.claim(1, 1_000, { maxLeaseExpiries: 2 });
       await ctx.clock.advance(1_000); // the third, the last look, lapses too
     }
-    assert.deepEqual(ids(await ctx.h.outbox.claim(1, 1_000, { maxAttempts: 2 })), [id(2)]);
+    assert.deepEqual(ids(await ctx.h.outbox.claim(1, 1_000, { maxLeaseExpiries: 2 })), [id(2)]);
     assert.equal((await ctx.h.outbox.get(id(1)))?.status, 'failed');
     assert.equal(await ctx.h.outbox.requeue(id(1).toUpperCase().replace('0X', '0x')), true);
     assert.deepEqual(await ctx.h.outbox.get(id(1)), {
@@ -132,8 +136,8 @@ export function retriesSection(ctx: ContractContext): void {
     });
     assert.equal(await ctx.h.outbox.depth(), 2);
     assert.equal(await ctx.h.outbox.requeue(id(1)), false, 'already queued');
-    // Not dead-lettered again at once by the next claim with the same maxAttempts.
-    const [again] = await ctx.h.outbox.claim(1, 1_000, { maxAttempts: 2 });
+    // Not dead-lettered again at once by the next claim with the same maxLeaseExpiries.
+    const [again] = await ctx.h.outbox.claim(1, 1_000, { maxLeaseExpiries: 2 });
     assert.equal(again.id, id(1));
     assert.equal(again.attempts, 4);
     assert.equal(again.leaseExpiries, 0);

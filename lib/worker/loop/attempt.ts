@@ -24,7 +24,7 @@ export interface AttemptContext {
   outbox: Pick<DeliveryOutbox, 'openBroadcasts'>;
   destination: Destination | undefined;
   leaseMs: number;
-  /** claim()'s maxAttempts: a `lastChance` message that is not delivered fails with deadLetterError's text. */
+  /** claim()'s maxLeaseExpiries: a `lastChance` message that is not delivered fails with deadLetterError's text. */
   maxLeaseExpiries: number;
   /** Gas payment and gas limit (lib/worker/gas-gate.ts); absent: none, the simulation's gas. */
   policy?: DeliveryPolicy;

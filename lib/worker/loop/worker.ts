@@ -111,7 +111,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   });
 
   async function claim(limit: number): Promise<ClaimedMessage[]> {
-    const claimed = await outbox.claim(limit, o.leaseMs, { maxAttempts: o.maxLeaseExpiries });
+    const claimed = await outbox.claim(limit, o.leaseMs, { maxLeaseExpiries: o.maxLeaseExpiries });
     reachable = true;
     const now = clock.now();
     const oldest = claimed.reduce((min, m) => Math.min(min, m.enqueuedAt), Infinity);
