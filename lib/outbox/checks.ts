@@ -15,8 +15,8 @@ import type {
   MarkFailedOptions,
   OutboxMessage,
   OutboxRecord,
-  Slot,
-  SlotOutcome,
+  NonceSlot,
+  NonceSlotOutcome,
   ListOptions,
   MessageStatus,
   RequeueFailedOptions,
@@ -162,7 +162,7 @@ function checkAttemptState(state: AttemptState): AttemptState {
 const isAddress = (value: unknown): value is string => typeof value === 'string' && /^0x[0-9a-f]{40}$/.test(value);
 
 /** Throws on an invalid slot (chain id, lower-case signer address, nonce). */
-export function checkSlot(slot: Slot, method: string): Slot {
+export function checkNonceSlot(slot: NonceSlot, method: string): NonceSlot {
   if (typeof slot !== 'object' || slot === null) throw new InvalidArgumentError(`${method}: expected an object`);
   if (!Number.isSafeInteger(slot.chainId) || slot.chainId < 0)
     throw new OutOfRangeError(`${method}: chainId must be a non-negative integer`);
@@ -177,7 +177,7 @@ export function checkBroadcast(
   b: Broadcast,
   fence: BroadcastFence | undefined,
 ): { broadcast: Broadcast; fence: BroadcastFence | null } {
-  const slot = checkSlot(b, 'recordBroadcast');
+  const slot = checkNonceSlot(b, 'recordBroadcast');
   if (!isHexOfLength(b.messageId, 32) || b.messageId !== b.messageId.toLowerCase())
     throw new InvalidArgumentError('recordBroadcast: messageId must be lower-case 0x + 64 hex');
   if (!isHexOfLength(b.hash, 32) || b.hash !== b.hash.toLowerCase())
@@ -195,7 +195,7 @@ export function checkBroadcast(
 
 /** Throws on an invalid signer key (chain id, lower-case signer address). */
 export function checkSignerKey(key: SignerKey, method: string): SignerKey {
-  const { chainId, signer } = checkSlot({ ...key, nonce: 0 }, method);
+  const { chainId, signer } = checkNonceSlot({ ...key, nonce: 0 }, method);
   return { chainId, signer };
 }
 
@@ -233,12 +233,14 @@ export function signerLeaseAllows(
   return row === undefined || row.expiresAt <= now;
 }
 
-/** Throws on an invalid closeSlot outcome. */
-export function checkSlotOutcome(outcome: SlotOutcome): SlotOutcome {
+/** Throws on an invalid closeNonceSlot outcome. */
+export function checkNonceSlotOutcome(outcome: NonceSlotOutcome): NonceSlotOutcome {
   if (outcome?.outcome === 'dropped') return { outcome: 'dropped' };
   if (outcome?.outcome === 'mined' && isHexOfLength(outcome.hash, 32) && outcome.hash === outcome.hash.toLowerCase())
     return { outcome: 'mined', hash: outcome.hash };
-  throw new InvalidArgumentError("closeSlot: outcome must be { outcome: 'mined', hash } or { outcome: 'dropped' }");
+  throw new InvalidArgumentError(
+    "closeNonceSlot: outcome must be { outcome: 'mined', hash } or { outcome: 'dropped' }",
+  );
 }
 
 /** Throws on an invalid openBroadcasts filter. */
@@ -250,7 +252,7 @@ export function checkJournalFilter(
     if (typeof of.messageId !== 'string') throw new InvalidArgumentError('openBroadcasts: messageId must be a string');
     return { messageId: of.messageId.toLowerCase() };
   }
-  const { chainId, signer } = checkSlot({ ...of, nonce: 0 }, 'openBroadcasts');
+  const { chainId, signer } = checkNonceSlot({ ...of, nonce: 0 }, 'openBroadcasts');
   return { chainId, signer };
 }
 

@@ -130,8 +130,8 @@ export interface JournalEntry extends Broadcast {
   sentAt: number;
 }
 
-/** A signer's nonce on a chain: what closeSlot settles. */
-export interface Slot {
+/** A signer's nonce on a chain: what closeNonceSlot settles. */
+export interface NonceSlot {
   chainId: number;
   signer: string;
   nonce: number;
@@ -141,7 +141,7 @@ export interface Slot {
  * How a slot ended: `mined` (one of its transactions is in a block: `hash`), `dropped` (the
  * nonce was used by a transaction not in the slot: none of its transactions can land).
  */
-export type SlotOutcome = { outcome: 'mined'; hash: string } | { outcome: 'dropped' };
+export type NonceSlotOutcome = { outcome: 'mined'; hash: string } | { outcome: 'dropped' };
 
 /** The lease a first broadcast is recorded under (recordBroadcast): renewed by the record. */
 export interface BroadcastFence {
@@ -219,7 +219,7 @@ export interface Outbox extends RelayQueue, GasPaymentStore, GasBookStore {
    * covered happened). A missing lease throws InvalidArgumentError; a wrong or stale one, an unknown, queued,
    * delivered or failed message: false, nothing changed. In the same write, the journal's open
    * slot of this message that holds `destinationTxHash` is settled `mined` (its other broadcasts
-   * `replaced`), so a delivery costs the store no separate closeSlot.
+   * `replaced`), so a delivery costs the store no separate closeNonceSlot.
    */
   markDelivered(id: string, opts: MarkDeliveredOptions): boolean | Promise<boolean>;
   /**
@@ -252,7 +252,7 @@ export interface Outbox extends RelayQueue, GasPaymentStore, GasBookStore {
    */
   forgetBroadcast(hash: string): boolean | Promise<boolean>;
   /** Settles every open broadcast of `slot`; returns how many. */
-  closeSlot(slot: Slot, outcome: SlotOutcome): number | Promise<number>;
+  closeNonceSlot(slot: NonceSlot, outcome: NonceSlotOutcome): number | Promise<number>;
   /**
    * Open broadcasts (of slots not settled), oldest first: a message's (`{ messageId }`), or a
    * signer's on a chain (`{ chainId, signer }`).

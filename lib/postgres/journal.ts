@@ -8,15 +8,15 @@
 import {
   checkBroadcast,
   checkJournalFilter,
-  checkSlot,
-  checkSlotOutcome,
+  checkNonceSlot,
+  checkNonceSlotOutcome,
   type JournalEntry,
   type Outbox,
 } from '../outbox/index.ts';
 import { nowSql, run, type PgPool } from './pool.ts';
 import { signerAllowsSql } from './signer-leases.ts';
 
-type Journal = Pick<Outbox, 'recordBroadcast' | 'forgetBroadcast' | 'closeSlot' | 'openBroadcasts'>;
+type Journal = Pick<Outbox, 'recordBroadcast' | 'forgetBroadcast' | 'closeNonceSlot' | 'openBroadcasts'>;
 
 /** The journal's methods on schema `s` (quoted); `now` is the injected clock's reading or null (the database's). */
 export function createPostgresJournal({
@@ -83,9 +83,9 @@ export function createPostgresJournal({
       ]);
       return rowCount === 1;
     },
-    async closeSlot(slot, o) {
-      const { chainId, signer, nonce } = checkSlot(slot, 'closeSlot');
-      const outcome = checkSlotOutcome(o);
+    async closeNonceSlot(slot, o) {
+      const { chainId, signer, nonce } = checkNonceSlot(slot, 'closeNonceSlot');
+      const outcome = checkNonceSlotOutcome(o);
       const { rowCount } = await run(pool, closeSql, [
         now(),
         chainId,

@@ -10,8 +10,8 @@ import type { Clock } from '../clock.ts';
 import {
   checkBroadcast,
   checkJournalFilter,
-  checkSlot,
-  checkSlotOutcome,
+  checkNonceSlot,
+  checkNonceSlotOutcome,
   type Broadcast,
   type JournalEntry,
   type Outbox,
@@ -21,7 +21,7 @@ import type { Transaction } from './transaction.ts';
 
 const JOURNAL_COLUMNS = 'message_id AS messageId, chain_id AS chainId, signer, nonce, hash, raw, sent_at AS sentAt';
 
-type Journal = Pick<Synchronous<Outbox>, 'recordBroadcast' | 'forgetBroadcast' | 'closeSlot' | 'openBroadcasts'>;
+type Journal = Pick<Synchronous<Outbox>, 'recordBroadcast' | 'forgetBroadcast' | 'closeNonceSlot' | 'openBroadcasts'>;
 
 export function createSqliteJournal(
   db: DatabaseSync,
@@ -36,7 +36,7 @@ export function createSqliteJournal(
   const fenced = db.prepare(
     "UPDATE outbox SET claimed_until = :until WHERE id = :id AND status = 'delivering' AND lease = :lease",
   );
-  const slotOpenFor = db.prepare(
+  const nonceSlotOpenFor = db.prepare(
     'SELECT 1 FROM outbox_journal WHERE chain_id = :chainId AND signer = :signer AND nonce = :nonce ' +
       'AND message_id = :messageId AND closed_at IS NULL LIMIT 1',
   );
@@ -86,7 +86,7 @@ export function createSqliteJournal(
           const { changes } = fenced.run({ id: broadcast.messageId, lease: fence.lease, until: now + fence.leaseMs });
           if (Number(changes) !== 1) return false;
         } else if (
-          !slotOpenFor.get({
+          !nonceSlotOpenFor.get({
             chainId: broadcast.chainId,
             signer: broadcast.signer,
             nonce: broadcast.nonce,
@@ -103,9 +103,9 @@ export function createSqliteJournal(
     forgetBroadcast(hash) {
       return Number(journalForget.run(String(hash).toLowerCase()).changes) === 1;
     },
-    closeSlot(s, o) {
-      const slot = checkSlot(s, 'closeSlot');
-      const outcome = checkSlotOutcome(o);
+    closeNonceSlot(s, o) {
+      const slot = checkNonceSlot(s, 'closeNonceSlot');
+      const outcome = checkNonceSlotOutcome(o);
       const { changes } = journalClose.run({
         ...slot,
         now: clock.now(),

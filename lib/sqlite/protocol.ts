@@ -28,7 +28,7 @@ export const ACCESS = {
     setRequiredGas: 'write',
     recordBroadcast: 'write',
     forgetBroadcast: 'write',
-    closeSlot: 'write',
+    closeNonceSlot: 'write',
     openBroadcasts: 'read',
     acquireSignerLease: 'write',
     renewSignerLease: 'write',

@@ -23,7 +23,7 @@ export {
 };
 
 /**
- * A `busy` wait known to end soon (every gateway lookup slot is taken, and each frees within
+ * A `busy` wait known to end soon (every gateway lookup permit is taken, and each frees within
  * worker.ccipReadHoldSeconds): the loop asks the message again after about `retryAfterMs` (half
  * of it random) instead of the pending backoff.
  */

@@ -27,7 +27,7 @@ export type {
 } from './types.ts';
 export { createNonceBook, type NonceBook, type NonceBookStart } from './tx/nonces.ts';
 export type { TransactionJournal } from './tx/journal.ts';
-export { openSlots, type OpenSlot } from './tx/slots.ts';
+export { openNonceSlots, type OpenNonceSlot } from './tx/slots.ts';
 export { createMailboxDestination, type MailboxDestinationOptions } from './destination.ts';
 export {
   ccipRead,
@@ -45,7 +45,7 @@ export {
   type SendOptions,
   type SendResult,
   type SimulateResult,
-  type SlotState,
+  type NonceSlotState,
   type TransactionRequest,
   type TransactionSender,
   type TransactionSenderOptions,
@@ -59,8 +59,8 @@ export type { LocalAddresses, TargetRefusal } from './ccip/target.ts';
 export type { Hex } from './ccip/offchain-lookup.ts';
 export type { TopUpSearchOptions } from './top-ups.ts';
 export { formatSignerView, reportSigners, signerView } from './signers-view.ts';
-export type { BroadcastView, SignerView, SignerViewChain, SignerViewOutbox, SlotView } from './signers-view.ts';
-export type { SignerHolds, NamedSignerKey, SignerLeaseStore, SlotNodeState } from './signer-exports.ts';
+export type { BroadcastView, SignerView, SignerViewChain, SignerViewOutbox, NonceSlotView } from './signers-view.ts';
+export type { SignerHolds, NamedSignerKey, SignerLeaseStore, NonceSlotNodeState } from './signer-exports.ts';
 export {
   createWorkerWatch,
   type ChainState,

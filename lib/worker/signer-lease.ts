@@ -191,7 +191,7 @@ export function fencedJournal(journal: TransactionJournal, holds: Pick<SignerHol
       return journal.recordBroadcast({ ...b, signerLease }, fence);
     },
     forgetBroadcast: (hash) => journal.forgetBroadcast(hash),
-    closeSlot: (slot, outcome) => journal.closeSlot(slot, outcome),
+    closeNonceSlot: (slot, outcome) => journal.closeNonceSlot(slot, outcome),
     openBroadcasts: (of) => journal.openBroadcasts(of),
     ...(journal.addGasSpent && { addGasSpent: journal.addGasSpent.bind(journal) }),
   };

@@ -36,12 +36,12 @@ export interface BroadcastView {
  * the node holds one of its transactions; `missing`: it holds none (stuck when at or above
  * `latest`); `unknown`: the node did not answer.
  */
-export type SlotNodeState = 'mined' | 'pending' | 'missing' | 'unknown';
+export type NonceSlotNodeState = 'mined' | 'pending' | 'missing' | 'unknown';
 
-export interface SlotView {
+export interface NonceSlotView {
   nonce: number;
   messageId: string;
-  state: SlotNodeState;
+  state: NonceSlotNodeState;
   /** Seconds since its first broadcast was recorded. */
   ageSeconds: number;
   broadcasts: BroadcastView[];
@@ -57,7 +57,7 @@ export interface SignerView {
   lease: { holder: string; expiresAt: string; live: boolean } | null;
   /** The lowest open nonce at or above `latest` whose transactions the node holds none of; null when none. */
   stuckAt: number | null;
-  slots: SlotView[];
+  slots: NonceSlotView[];
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -97,7 +97,7 @@ async function viewOf(
   ]);
   const byNonce = new Map<number, JournalEntry[]>();
   for (const e of entries) byNonce.set(e.nonce, [...(byNonce.get(e.nonce) ?? []), e]);
-  const slots: SlotView[] = [];
+  const slots: NonceSlotView[] = [];
   for (const [nonce, list] of [...byNonce].sort(([a], [b]) => a - b)) {
     const broadcasts: BroadcastView[] = await Promise.all(
       list.map(async (e) => {
@@ -107,7 +107,7 @@ async function viewOf(
         return { hash: e.hash, ...fees(e.raw), sentAt: iso(e.sentAt), known };
       }),
     );
-    const state: SlotNodeState =
+    const state: NonceSlotNodeState =
       latest !== null && nonce < latest
         ? 'mined'
         : broadcasts.some((b) => b.known)
@@ -163,7 +163,7 @@ export async function signerView(o: {
 
 const gwei = (wei: string | null) => (wei === null ? '?' : `${Number(BigInt(wei)) / 1e9} gwei`);
 const count = (n: number | null) => (n === null ? '? (no answer)' : String(n));
-const SLOT_WORDS: Record<SlotNodeState, string> = {
+const SLOT_WORDS: Record<NonceSlotNodeState, string> = {
   mined: 'nonce used on chain (settled at the next look)',
   pending: 'pending in the node',
   missing: 'the node holds none of its transactions',

@@ -19,8 +19,8 @@ import {
   RelayError,
   type Reason,
   type RequeueFailedOptions,
-  type Slot,
-  type SlotOutcome,
+  type NonceSlot,
+  type NonceSlotOutcome,
   StoreUnavailableError,
   type ValidRelayRequest,
   type LoggerOptions,
@@ -64,7 +64,7 @@ if (error instanceof SchemaVersionError || error instanceof StoreUnavailableErro
 // The outbox's methods in the types they are written with, not Parameters<Outbox['…']>.
 type Journal = {
   record: (b: Broadcast, fence?: BroadcastFence) => unknown;
-  close: (slot: Slot, outcome: SlotOutcome) => unknown;
+  close: (slot: NonceSlot, outcome: NonceSlotOutcome) => unknown;
   entries: JournalEntry[];
   spend: GasSpend;
   claim: ClaimOptions;

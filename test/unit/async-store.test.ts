@@ -77,7 +77,7 @@ function asyncStore(
     requeue: (id) => later(undefined, () => memory.requeue(id)),
     recordBroadcast: (b, fence) => later(undefined, () => memory.recordBroadcast(b, fence)),
     forgetBroadcast: (hash) => later(undefined, () => memory.forgetBroadcast(hash)),
-    closeSlot: (slot, outcome) => later(undefined, () => memory.closeSlot(slot, outcome)),
+    closeNonceSlot: (slot, outcome) => later(undefined, () => memory.closeNonceSlot(slot, outcome)),
     openBroadcasts: (of) => later(undefined, () => memory.openBroadcasts(of)),
     acquireSignerLease: (key, holder, ms) => later(undefined, () => memory.acquireSignerLease(key, holder, ms)),
     renewSignerLease: (key, lease, ms) => later(undefined, () => memory.renewSignerLease(key, lease, ms)),

@@ -10,13 +10,13 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { nextMove, type HeadView, type SlotLook } from '../../lib/worker/tx/gaps.ts';
+import { nextMove, type HeadView, type NonceSlotLook } from '../../lib/worker/tx/gaps.ts';
 import { createNonceBook, type NonceBook } from '../../lib/worker/tx/nonces.ts';
 import { RUNS } from '../helpers/properties.ts';
 
 const RULES = { replaceAfterBlocks: 3, replaceAfterMs: 60_000, gasPriceCap: 100n };
 const view = (v: Partial<HeadView>): HeadView => ({ head: 10n, mined: 5, pending: 8, baseFee: 10n, ...v });
-const look = (l: Partial<SlotLook>): SlotLook => ({
+const look = (l: Partial<NonceSlotLook>): NonceSlotLook => ({
   nonce: 5,
   maxFeePerGas: 20n,
   known: true,

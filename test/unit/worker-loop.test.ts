@@ -14,7 +14,7 @@ import type { DeliveryOutbox, Destination, Resumed } from '../../lib/worker/type
 import { CcipReadError, DeliveryError, TransactionError } from '../../lib/worker/errors.ts';
 import type { SimulateResult } from '../../lib/worker/tx/sender.ts';
 import { limitLookups } from '../../lib/worker/ccip/slots.ts';
-import { offSlots } from '../../lib/worker/ccip/lookups.ts';
+import { offDeliverySlots } from '../../lib/worker/ccip/lookups.ts';
 import { createFakeClock, type FakeClock } from '../helpers/fake-clock.ts';
 import { sleep } from '../../lib/clock.ts';
 import type { ChangeFeed, ChangeHub } from '../../lib/outbox/change-feed.ts';
@@ -113,7 +113,7 @@ function rig(messages = 1): Rig {
     markFailed: (id, opts) => outbox.markFailed(id, opts),
     recordBroadcast: (b, fence) => outbox.recordBroadcast(b, fence),
     forgetBroadcast: (hash) => outbox.forgetBroadcast(hash),
-    closeSlot: (slot, outcome) => outbox.closeSlot(slot, outcome),
+    closeNonceSlot: (slot, outcome) => outbox.closeNonceSlot(slot, outcome),
     openBroadcasts: (of) => outbox.openBroadcasts(of),
   };
   return { clock, outbox, extends: calls, consumer };
@@ -814,7 +814,7 @@ describe('delivery errors (lib/worker/errors.ts)', () => {
 describe('delivery loop: slow gateways (docs/hostile-recipients.md#slow-gateways)', () => {
   test('messages whose gateways never answer do not hold every slot: the others are delivered meanwhile', async () => {
     // Concurrency 2, so one gateway lookup at a time (concurrency − 1). Messages 1 and 2 name gateways
-    // that never answer; 3 and 4 need none. 2 finds the lookup slot taken and is given back (busy).
+    // that never answer; 3 and 4 need none. 2 finds the lookup permit taken and is given back (busy).
     const r = rig(4);
     const lookup = limitLookups(
       (_revert, _ism, signal) =>
@@ -841,17 +841,17 @@ describe('delivery loop: slow gateways (docs/hostile-recipients.md#slow-gateways
     const busy = row(r, idOf(2));
     assert.equal(busy.status, 'queued');
     assert.equal(busy.failures, 0, 'not counted');
-    assert.match(busy.lastError!, /^busy: all 1 gateway lookup slots of this worker are in use/);
+    assert.match(busy.lastError!, /^busy: all 1 gateway lookup permits of this worker are in use/);
     await w.stop();
     await running;
   });
 
-  test('a message that finds every lookup slot taken is asked again within holdMs, not after the pending backoff', async () => {
+  test('a message that finds every lookup permit taken is asked again within holdMs, not after the pending backoff', async () => {
     // Concurrency 2: one lookup in a slot at a time. Message 1's gateway never answers; message 2's
-    // answers at once but finds the lookup slot taken. That slot frees within holdMs (2 s), so 2 is
+    // answers at once but finds the lookup permit taken. That permit frees within holdMs (2 s), so 2 is
     // asked again after 1-2 s (1.5 s with random 0.5), not after the pending backoff (3.75 s here).
     const r = rig(2);
-    const lookups = offSlots(
+    const lookups = offDeliverySlots(
       (revert, _ism, signal) =>
         revert === '0x01'
           ? new Promise<Hex>((_resolve, reject) => signal?.addEventListener('abort', () => reject(signal.reason)))
@@ -873,7 +873,7 @@ describe('delivery loop: slow gateways (docs/hostile-recipients.md#slow-gateways
     const w = worker(r, d, { concurrency: 2, batch: 2 });
     const once = w.runOnce();
     await r.clock.flush();
-    assert.match(row(r, idOf(2)).lastError ?? '', /^busy: all 1 gateway lookup slots of this worker are in use/);
+    assert.match(row(r, idOf(2)).lastError ?? '', /^busy: all 1 gateway lookup permits of this worker are in use/);
     assert.equal(row(r, idOf(2)).retryAt, T0 + 1_500, 'asked again within holdMs');
     assert.equal(row(r, idOf(2)).failures, 0);
     await r.clock.advance(2_000);
@@ -889,11 +889,11 @@ describe('delivery loop: slow gateways (docs/hostile-recipients.md#slow-gateways
 
   test('at concurrency 1 never-answering lookups leave the slot after holdMs: other messages, CCIP-read too, get through', async () => {
     // Messages 1 and 2 name gateways that never answer; 3 needs none; 4's gateway answers at once.
-    // The worker's wiring (offSlots): a lookup holds the one slot for 2 s at most, then goes on in
+    // The worker's wiring (offDeliverySlots): a lookup holds the one slot for 2 s at most, then goes on in
     // the background and the message is given back, not counted.
     const r = rig(4);
     const hanging: AbortSignal[] = [];
-    const lookups = offSlots(
+    const lookups = offDeliverySlots(
       (revert, _ism, signal) =>
         revert === '0x01'
           ? new Promise<Hex>((_resolve, reject) => {
@@ -987,7 +987,10 @@ describe('delivery loop: the last look before a dead letter (docs/delivery.md#re
     assert.equal(second.outcome, 'failed');
     const record = row(r, idOf(1));
     assert.equal(record.status, 'failed');
-    assert.equal(record.lastError, 'dead letter: its lease expired 3 times with no outcome recorded (maxLeaseExpiries 3)');
+    assert.equal(
+      record.lastError,
+      'dead letter: its lease expired 3 times with no outcome recorded (maxLeaseExpiries 3)',
+    );
     assert.equal(d.calls.deliveredBy, 1, 'delivered(id) asked before giving up');
     assert.equal(d.calls.process + d.calls.simulate + d.calls.metadata, 0, 'nothing new sent');
   });

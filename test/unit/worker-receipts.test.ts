@@ -38,7 +38,7 @@ function journal(withBook = true) {
   const j: TransactionJournal = {
     recordBroadcast: () => true,
     forgetBroadcast: () => true,
-    closeSlot: () => (calls.push('closeSlot'), 1),
+    closeNonceSlot: () => (calls.push('closeNonceSlot'), 1),
     openBroadcasts: () => [],
     ...(withBook && {
       addGasSpent: (list: readonly GasSpend[]) => (calls.push('addGasSpent'), spends.push(...list), list.length),
@@ -119,7 +119,7 @@ describe('what a reverted transaction spent (docs/gas.md#gas-already-spent)', ()
     });
     const state = await sender.inspect([entry(first, ID), entry(replacement, ID)]);
     assert.deepEqual(state, { state: 'mined', hash: replacement.hash, status: 'reverted' });
-    assert.deepEqual(calls, ['addGasSpent', 'closeSlot'], 'recorded before the slot is closed');
+    assert.deepEqual(calls, ['addGasSpent', 'closeNonceSlot'], 'recorded before the slot is closed');
     // 200 000 used by the node's word, bounded by the 90 000 signed; 1 gwei each.
     assert.deepEqual(spends, [{ messageId: ID, txHash: replacement.hash, gasUsed: 90_000n, cost: 90_000n * GWEI }]);
 
@@ -131,7 +131,7 @@ describe('what a reverted transaction spent (docs/gas.md#gas-already-spent)', ()
       journal: ownerless.j,
     });
     await bare.inspect([entry(first, first.hash), entry(replacement, first.hash)]);
-    assert.deepEqual(ownerless.calls, ['closeSlot']);
+    assert.deepEqual(ownerless.calls, ['closeNonceSlot']);
   });
 
   test('following our own slot: a revert is recorded before the slot closes; a stop in between and a second look count once', async () => {
@@ -191,8 +191,8 @@ describe('what a reverted transaction spent (docs/gas.md#gas-already-spent)', ()
     const j: TransactionJournal = {
       recordBroadcast: () => true,
       forgetBroadcast: () => true,
-      closeSlot: () => {
-        calls.push('closeSlot');
+      closeNonceSlot: () => {
+        calls.push('closeNonceSlot');
         // The worker stops right after the spend is recorded, before the slot is closed.
         if (stops-- > 0) throw new Error('stopped');
         return 1;
@@ -205,7 +205,7 @@ describe('what a reverted transaction spent (docs/gas.md#gas-already-spent)', ()
       const sender = createTransactionSender({ publicClient, account: ours, journal: j, pollMs: 1, headPollMs: 1 });
       await assert.rejects(sender.follow([entry]));
     }
-    assert.deepEqual(calls, ['addGasSpent', 'closeSlot', 'addGasSpent', 'closeSlot']);
+    assert.deepEqual(calls, ['addGasSpent', 'closeNonceSlot', 'addGasSpent', 'closeNonceSlot']);
     const r = outbox.get(id)!;
     // 60 000 gas at 2 gwei, counted once.
     assert.deepEqual([r.gasSpent, r.gasSpentWei], [60_000n, 120_000n * GWEI]);

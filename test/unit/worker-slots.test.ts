@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { keccak256 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
-import { openSlots } from '../../lib/worker/tx/slots.ts';
+import { openNonceSlots } from '../../lib/worker/tx/slots.ts';
 import type { JournalEntry } from '../../lib/outbox/index.ts';
 
 const account = privateKeyToAccount(`0x${'11'.repeat(32)}`);
@@ -28,11 +28,11 @@ async function entry(nonce: number, messageId: string, maxFeePerGas: bigint, sen
   return { messageId, chainId: 31337, signer, nonce, hash: keccak256(raw), raw, sentAt };
 }
 
-test('docs/transactions.md#gaps: openSlots lists each open nonce once, lowest first, with its hashes, newest fees and age', async () => {
+test('docs/transactions.md#gaps: openNonceSlots lists each open nonce once, lowest first, with its hashes, newest fees and age', async () => {
   const a = `0x${'aa'.repeat(32)}`;
   const b = `0x${'bb'.repeat(32)}`;
   const entries = [await entry(8, b, 30n, 2_000), await entry(7, a, 10n, 1_000), await entry(7, a, 12n, 1_500)];
-  const slots = openSlots(entries, 5_000);
+  const slots = openNonceSlots(entries, 5_000);
   assert.deepEqual(
     slots.map((s) => [s.nonce, s.messageId, s.hashes, s.maxFeePerGas, s.maxPriorityFeePerGas, s.ageMs, s.lastSentAt]),
     [
@@ -40,5 +40,5 @@ test('docs/transactions.md#gaps: openSlots lists each open nonce once, lowest fi
       [8, b, [entries[0].hash], 30n, 1n, 3_000, 2_000],
     ],
   );
-  assert.deepEqual(openSlots([], 5_000), []);
+  assert.deepEqual(openNonceSlots([], 5_000), []);
 });

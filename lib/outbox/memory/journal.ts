@@ -5,8 +5,8 @@
  * message's lease, which the record renews.
  */
 import type { Clock } from '../../clock.ts';
-import { checkBroadcast, checkJournalFilter, checkSlot, checkSlotOutcome } from '../checks.ts';
-import type { Broadcast, JournalEntry, Outbox, Slot, SlotOutcome, Synchronous } from '../types.ts';
+import { checkBroadcast, checkJournalFilter, checkNonceSlot, checkNonceSlotOutcome } from '../checks.ts';
+import type { Broadcast, JournalEntry, Outbox, NonceSlot, NonceSlotOutcome, Synchronous } from '../types.ts';
 
 interface JournalRow extends JournalEntry {
   /** Set once its slot is settled. */
@@ -14,9 +14,10 @@ interface JournalRow extends JournalEntry {
   closedAt: number | null;
 }
 
-const sameSlot = (a: Slot, b: Slot) => a.chainId === b.chainId && a.signer === b.signer && a.nonce === b.nonce;
+const sameNonceSlot = (a: NonceSlot, b: NonceSlot) =>
+  a.chainId === b.chainId && a.signer === b.signer && a.nonce === b.nonce;
 
-type Journal = Pick<Synchronous<Outbox>, 'recordBroadcast' | 'forgetBroadcast' | 'closeSlot' | 'openBroadcasts'>;
+type Journal = Pick<Synchronous<Outbox>, 'recordBroadcast' | 'forgetBroadcast' | 'closeNonceSlot' | 'openBroadcasts'>;
 
 export function createMemoryJournal(
   clock: Clock,
@@ -32,11 +33,11 @@ export function createMemoryJournal(
   const journal = new Map<string, JournalRow>();
   const openEntries = (): JournalRow[] => [...journal.values()].filter((e) => e.closedAt === null);
   /** Settles every open broadcast of `slot`; how many. */
-  const settle = (slot: Slot, outcome: SlotOutcome): number => {
+  const settle = (slot: NonceSlot, outcome: NonceSlotOutcome): number => {
     const now = clock.now();
     let closed = 0;
     for (const e of openEntries()) {
-      if (!sameSlot(e, slot)) continue;
+      if (!sameNonceSlot(e, slot)) continue;
       e.outcome = outcome.outcome === 'dropped' ? 'dropped' : e.hash === outcome.hash ? 'mined' : 'replaced';
       e.closedAt = now;
       closed++;
@@ -74,7 +75,7 @@ export function createMemoryJournal(
         const row = held(broadcast.messageId, fence.lease);
         if (!row) return false;
         row.claimedUntil = clock.now() + fence.leaseMs;
-      } else if (!openEntries().some((e) => sameSlot(e, broadcast) && e.messageId === broadcast.messageId)) {
+      } else if (!openEntries().some((e) => sameNonceSlot(e, broadcast) && e.messageId === broadcast.messageId)) {
         return false;
       }
       const { signerLease: _lease, ...stored } = broadcast;
@@ -89,8 +90,8 @@ export function createMemoryJournal(
       return true;
     },
 
-    closeSlot(s, o) {
-      return settle(checkSlot(s, 'closeSlot'), checkSlotOutcome(o));
+    closeNonceSlot(s, o) {
+      return settle(checkNonceSlot(s, 'closeNonceSlot'), checkNonceSlotOutcome(o));
     },
 
     openBroadcasts(of) {

@@ -15,7 +15,7 @@ export function journalSection(ctx: ContractContext): void {
     hash: `0x${(n * 1_000 + nonce * 10 + replacement).toString(16).padStart(64, '0')}`,
     raw: `0x02f8${(n * 1_000 + nonce * 10 + replacement).toString(16).padStart(8, '0')}`,
   });
-  const slotOf = (b: { chainId: number; signer: string; nonce: number }) => ({
+  const nonceSlotOf = (b: { chainId: number; signer: string; nonce: number }) => ({
     chainId: b.chainId,
     signer: b.signer,
     nonce: b.nonce,
@@ -81,8 +81,8 @@ export function journalSection(ctx: ContractContext): void {
     assert.equal(await ctx.h.outbox.recordBroadcast(broadcast(1, 4, 3)), true);
   });
 
-  test('docs/transactions.md#the-transaction-journal: forgetBroadcast, closeSlot and openBroadcasts', async () => {
-    // forgetBroadcast drops a refused broadcast; closeSlot settles a slot; openBroadcasts lists what may
+  test('docs/transactions.md#the-transaction-journal: forgetBroadcast, closeNonceSlot and openBroadcasts', async () => {
+    // forgetBroadcast drops a refused broadcast; closeNonceSlot settles a slot; openBroadcasts lists what may
     // still land, by message or by signer, oldest first.
     await ctx.h.outbox.enqueue([outboxMessage(1), outboxMessage(2), outboxMessage(3)]);
     const claimed = await ctx.h.outbox.claim(3, LEASE);
@@ -110,11 +110,18 @@ export function journalSection(ctx: ContractContext): void {
     assert.equal(await ctx.h.outbox.forgetBroadcast(broadcast(3, 2).hash), false);
     // Nonce 1: the replacement was mined; nonce 0: used by a transaction not in the journal.
     assert.equal(
-      await ctx.h.outbox.closeSlot(slotOf(broadcast(2, 1)), { outcome: 'mined', hash: broadcast(2, 1, 1).hash }),
+      await ctx.h.outbox.closeNonceSlot(nonceSlotOf(broadcast(2, 1)), {
+        outcome: 'mined',
+        hash: broadcast(2, 1, 1).hash,
+      }),
       2,
     );
-    assert.equal(await ctx.h.outbox.closeSlot(slotOf(broadcast(1, 0)), { outcome: 'dropped' }), 1);
-    assert.equal(await ctx.h.outbox.closeSlot(slotOf(broadcast(1, 0)), { outcome: 'dropped' }), 0, 'settled once');
+    assert.equal(await ctx.h.outbox.closeNonceSlot(nonceSlotOf(broadcast(1, 0)), { outcome: 'dropped' }), 1);
+    assert.equal(
+      await ctx.h.outbox.closeNonceSlot(nonceSlotOf(broadcast(1, 0)), { outcome: 'dropped' }),
+      0,
+      'settled once',
+    );
     assert.deepEqual(await ctx.h.outbox.openBroadcasts(mine), []);
     assert.deepEqual(await ctx.h.outbox.openBroadcasts({ messageId: id(2) }), []);
     assert.deepEqual(hashes(await ctx.h.outbox.openBroadcasts({ messageId: id(3) })), [
@@ -178,9 +185,9 @@ export function journalSection(ctx: ContractContext): void {
       () => ctx.h.outbox.recordBroadcast({ ...good, messageId: 'x' }, fence),
       () => ctx.h.outbox.recordBroadcast(good, { lease: '', leaseMs: LEASE }),
       () => ctx.h.outbox.recordBroadcast(good, { lease: m.lease, leaseMs: 0 }),
-      () => ctx.h.outbox.closeSlot(slotOf(good), { outcome: 'mined' } as never),
-      () => ctx.h.outbox.closeSlot(slotOf(good), { outcome: 'lost' } as never),
-      () => ctx.h.outbox.closeSlot({ ...slotOf(good), signer: 'nobody' }, { outcome: 'dropped' }),
+      () => ctx.h.outbox.closeNonceSlot(nonceSlotOf(good), { outcome: 'mined' } as never),
+      () => ctx.h.outbox.closeNonceSlot(nonceSlotOf(good), { outcome: 'lost' } as never),
+      () => ctx.h.outbox.closeNonceSlot({ ...nonceSlotOf(good), signer: 'nobody' }, { outcome: 'dropped' }),
       () => ctx.h.outbox.openBroadcasts({ chainId: 1, signer: 'nobody' }),
     ];
     for (const call of calls) await assert.rejects(async () => call());

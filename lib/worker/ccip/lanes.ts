@@ -1,8 +1,8 @@
 /**
  * Slow gateways off the delivery loop's slots (docs/hostile-recipients.md#slow-gateways). A message holds a
- * loop slot while its attempt runs; a CCIP-read lookup may hold it for at most `holdMs`. A lookup
+ * delivery slot while its attempt runs; a CCIP-read lookup may hold it for at most `holdMs`. A lookup
  * that has not finished by then is not abandoned: it goes on in the background (a request, not a
- * loop slot), the message is given back at once (DeliveryError `busy`, a wait that does not count)
+ * delivery slot), the message is given back at once (DeliveryError `busy`, a wait that does not count)
  * and its next claim takes the outcome, an answer or a failure, which then counts as it would
  * have in the slot. The message is remembered as slow: its later lookups start in the background
  * directly, so a known-slow message never holds a slot again and a first-time or fast lookup never
@@ -20,7 +20,7 @@ import type { OffchainReader } from '../metadata.ts';
 
 export interface LaneOptions {
   clock: Clock;
-  /** How long a lookup may hold its message's loop slot; past it the lookup goes on in the background. */
+  /** How long a lookup may hold its message's delivery slot; past it the lookup goes on in the background. */
   holdMs: number;
   /** Lookups running in the background at once. */
   background: number;

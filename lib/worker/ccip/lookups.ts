@@ -59,20 +59,27 @@ export function workerLookups(w: WorkerConfig, o: WorkerLookupOptions): LanedRea
         }),
     });
   };
-  return offSlots(offchain, { clock: o.clock, concurrency: w.concurrency, holdMs: w.ccipReadHoldSeconds * 1000 });
+  return offDeliverySlots(offchain, {
+    clock: o.clock,
+    concurrency: w.concurrency,
+    holdMs: w.ccipReadHoldSeconds * 1000,
+  });
 }
 
 /**
  * `read` kept off a loop of `concurrency` slots: at most `holdMs` in a slot, then in the background
  * (at most max(4, concurrency) there); at most concurrency − 1 (at least 1) lookups in slots.
  */
-export function offSlots(read: OffchainReader, o: { clock: Clock; concurrency: number; holdMs: number }): LanedReader {
+export function offDeliverySlots(
+  read: OffchainReader,
+  o: { clock: Clock; concurrency: number; holdMs: number },
+): LanedReader {
   const lanes = laneLookups(read, {
     clock: o.clock,
     holdMs: o.holdMs,
     background: Math.max(MIN_BACKGROUND, o.concurrency),
     keepMs: KEEP_MS,
   });
-  // A lookup slot frees within holdMs: a message that found none taken is asked again that soon.
+  // A lookup permit frees within holdMs: a message that found none taken is asked again that soon.
   return { ...lanes, read: limitLookups(lanes.read, Math.max(1, o.concurrency - 1), o.holdMs) };
 }

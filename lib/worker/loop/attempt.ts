@@ -16,7 +16,7 @@ import { bytesToHex } from '../../codec/hex.ts';
 import { deadLetterError, type ClaimedMessage } from '../../outbox/index.ts';
 import { DeliveryError, toDeliveryError } from '../errors.ts';
 import type { DeliveryOutbox, DeliveryPolicy, Destination } from '../types.ts';
-import { bySlot } from '../tx/slots.ts';
+import { byNonceSlot } from '../tx/slots.ts';
 import type { Hold } from './lease.ts';
 import type { Outcome } from './outcome.ts';
 
@@ -48,7 +48,7 @@ export async function attempt(c: AttemptContext, m: ClaimedMessage, hold: Hold):
 
     // Only an earlier attempt can have journaled a transaction: a first claim has nothing to read.
     const journaled = m.attempts > 1 ? await c.outbox.openBroadcasts({ messageId: m.id }) : [];
-    for (const slot of bySlot(journaled)) {
+    for (const slot of byNonceSlot(journaled)) {
       // A transaction of this message may be out: a stop waits for it rather than releasing.
       hold.sent = true;
       const resumed = await destination.resume(slot, { onWait: hold.keepAlive });

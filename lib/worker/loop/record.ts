@@ -177,7 +177,7 @@ export function createRecorder(r: RecorderOptions): Recorder {
           );
           return final(m, name, failure.code, error, next, log);
         }
-        // A wait known to end soon (every lookup slot taken) says when to ask again.
+        // A wait known to end soon (every lookup permit taken) says when to ask again.
         const soon = failure instanceof ShortWait ? failure.retryAfterMs : undefined;
         const delay =
           soon === undefined ? backoff(o.pendingBaseMs, o.pendingMaxMs, next.polls) : backoff(soon, soon, 1);

@@ -7,7 +7,7 @@
  * gap), or whether a free nonce below it is filled with a zero-value self-transfer. A replacement
  * the node refuses leaves the others to land.
  *
- * It returns how the slot ended (`SlotEnd`) and writes nothing about that end: the sender records
+ * It returns how the slot ended (`FollowedEnd`) and writes nothing about that end: the sender records
  * it once (lib/worker/tx/settle.ts). What it writes is what every broadcast writes, before it
  * goes out (lib/worker/tx/signer.ts `journaled`).
  */
@@ -40,7 +40,7 @@ export interface FollowSettings {
 }
 
 /** A slot being followed: the newest transaction as signed, and every hash it was broadcast under. */
-export interface FollowedSlot {
+export interface FollowedTransaction {
   t: Signed;
   /** The slot's hashes, newest first. */
   hashes: Hash[];
@@ -63,17 +63,17 @@ export interface FollowedSlot {
  * - `dropped`: the nonce went to a transaction that is none of the slot's: nothing of it can land;
  * - `timeout`: the wait ended (`timeoutMs`) with the slot open: the next holder follows it.
  */
-export type SlotEnd =
+export type FollowedEnd =
   | { kind: 'mined'; receipt: TransactionReceipt; signed: { gas: bigint; maxFeePerGas: bigint } }
   | { kind: 'dropped' }
   | { kind: 'timeout'; message: string };
 
-export async function trackSlot(
+export async function followTransaction(
   c: SignerContext,
   s: FollowSettings,
-  slot: FollowedSlot,
+  slot: FollowedTransaction,
   onWait: (() => Promise<void>) | undefined,
-): Promise<SlotEnd> {
+): Promise<FollowedEnd> {
   const { t, hashes } = slot;
   const startedAt = c.clock.now();
   let rpcFailures = 0;
@@ -150,7 +150,7 @@ export async function trackSlot(
 async function look(
   c: SignerContext,
   s: FollowSettings,
-  slot: FollowedSlot,
+  slot: FollowedTransaction,
   seen: bigint | undefined,
   sentHead: bigint | undefined,
   now: number,
@@ -197,7 +197,7 @@ async function look(
  * The chain waits on this slot's nonce and the node holds none of its transactions: a gap, said
  * once when found (not again at every head while it lasts).
  */
-async function lost(c: SignerContext, slot: FollowedSlot): Promise<void> {
+async function lost(c: SignerContext, slot: FollowedTransaction): Promise<void> {
   const { missing } = await c.shared();
   if (missing.has(slot.t.nonce)) return;
   missing.add(slot.t.nonce);
@@ -211,7 +211,7 @@ async function lost(c: SignerContext, slot: FollowedSlot): Promise<void> {
  * lost too). false: the node refused them (their fees no longer do, say): at the gap the caller
  * replaces it.
  */
-async function heal(c: SignerContext, slot: FollowedSlot, why: 'gap' | 'lost'): Promise<boolean> {
+async function heal(c: SignerContext, slot: FollowedTransaction, why: 'gap' | 'lost'): Promise<boolean> {
   const { t } = slot;
   const outcome = await broadcast(c.publicClient, slot.raw, slot.hashes[0]);
   if (outcome !== 'sent' && outcome !== 'unknown') return false;
@@ -231,7 +231,7 @@ async function heal(c: SignerContext, slot: FollowedSlot, why: 'gap' | 'lost'): 
 async function replace(
   c: SignerContext,
   s: FollowSettings,
-  slot: FollowedSlot,
+  slot: FollowedTransaction,
   why: string,
 ): Promise<boolean | 'used'> {
   const { t } = slot;
@@ -292,7 +292,7 @@ async function fillGap(
       }
       await c.emit({ kind: 'fill', nonce, hash: sent.hash, ...fees });
       const slot = { t, hashes: [sent.hash], raw: sent.raw, messageId: sent.hash, sentAt: c.clock.now(), filler: true };
-      const end = await trackSlot(c, s, slot, onWait);
+      const end = await followTransaction(c, s, slot, onWait);
       if (end.kind !== 'timeout') book.consumed(nonce);
     })
     .catch(() => undefined);

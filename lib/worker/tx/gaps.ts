@@ -43,7 +43,7 @@ export interface HeadView {
   baseFee: bigint | undefined;
 }
 
-export interface SlotLook {
+export interface NonceSlotLook {
   nonce: number;
   /** The newest transaction's maxFeePerGas. */
   maxFeePerGas: bigint;
@@ -75,7 +75,7 @@ export type Move =
   | { do: 'fill'; nonce: number }
   | { do: 'replace'; why: 'below-base-fee' | 'blocks' | 'time' | 'gap' };
 
-export function nextMove(look: SlotLook, view: HeadView, rules: ReplaceRules): Move {
+export function nextMove(look: NonceSlotLook, view: HeadView, rules: ReplaceRules): Move {
   if (view.mined > look.nonce) return { do: 'used' };
   if (look.freedBelow !== undefined && look.freedBelow >= view.mined) return { do: 'fill', nonce: look.freedBelow };
   const belowBaseFee = view.baseFee !== undefined && look.maxFeePerGas < view.baseFee;

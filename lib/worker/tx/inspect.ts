@@ -11,16 +11,16 @@ import { settle } from './settle.ts';
 import { signedOf } from './slots.ts';
 
 /** Where a journaled slot of another signer stands (`inspect`). */
-export type SlotState =
+export type NonceSlotState =
   | { state: 'mined'; hash: Hash; status: 'success' | 'reverted' }
   | { state: 'dropped' }
   | { state: 'open'; nonce: number; hash: Hash };
 
-export async function inspectSlot(
+export async function inspectNonceSlot(
   publicClient: PublicClient,
   journal: TransactionJournal,
   entries: readonly JournalEntry[],
-): Promise<SlotState> {
+): Promise<NonceSlotState> {
   const hashes = entries.map((e) => e.hash as Hash).reverse();
   const newest = entries[entries.length - 1];
   const slot = { chainId: newest.chainId, signer: newest.signer, nonce: newest.nonce };

@@ -5,15 +5,15 @@
  * survives its process, and no lease fences its first broadcasts.
  */
 import type { GasSpend } from '../../gas/payment.ts';
-import type { Broadcast, BroadcastFence, JournalEntry, Slot, SlotOutcome } from '../../outbox/index.ts';
+import type { Broadcast, BroadcastFence, JournalEntry, NonceSlot, NonceSlotOutcome } from '../../outbox/index.ts';
 
-export type { Broadcast, BroadcastFence, JournalEntry, Slot, SlotOutcome };
+export type { Broadcast, BroadcastFence, JournalEntry, NonceSlot, NonceSlotOutcome };
 
 /** What the sender needs of the outbox's journal. */
 export interface TransactionJournal {
   recordBroadcast(b: Broadcast, fence?: BroadcastFence): boolean | Promise<boolean>;
   forgetBroadcast(hash: string): boolean | Promise<boolean>;
-  closeSlot(slot: Slot, outcome: SlotOutcome): number | Promise<number>;
+  closeNonceSlot(slot: NonceSlot, outcome: NonceSlotOutcome): number | Promise<number>;
   openBroadcasts(of: { chainId: number; signer: string }): JournalEntry[] | Promise<JournalEntry[]>;
   /**
    * The gas book (docs/gas.md#gas-already-spent), when the journal is an outbox: what a
@@ -25,16 +25,17 @@ export interface TransactionJournal {
 /** The in-process journal: every broadcast recorded, fenced or not. */
 export function createProcessJournal(now: () => number): TransactionJournal {
   const open = new Map<string, JournalEntry>();
-  const sameSlot = (a: Slot, b: Slot) => a.chainId === b.chainId && a.signer === b.signer && a.nonce === b.nonce;
+  const sameNonceSlot = (a: NonceSlot, b: NonceSlot) =>
+    a.chainId === b.chainId && a.signer === b.signer && a.nonce === b.nonce;
   return {
     recordBroadcast(b) {
       if (!open.has(b.hash)) open.set(b.hash, { ...b, sentAt: now() });
       return true;
     },
     forgetBroadcast: (hash) => open.delete(hash),
-    closeSlot(slot) {
+    closeNonceSlot(slot) {
       let closed = 0;
-      for (const [hash, e] of open) if (sameSlot(e, slot) && open.delete(hash)) closed++;
+      for (const [hash, e] of open) if (sameNonceSlot(e, slot) && open.delete(hash)) closed++;
       return closed;
     },
     openBroadcasts: ({ chainId, signer }) =>

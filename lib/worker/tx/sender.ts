@@ -16,20 +16,20 @@ import { systemClock, type Clock } from '../../clock.ts';
 import { OutOfRangeError } from '../../errors/classes.ts';
 import { DeliveryError, TransactionError } from '../errors.ts';
 import { basisPoints, bump, cappedFees } from './fees.ts';
-import { trackSlot, type FollowedSlot, type FollowSettings } from './follow.ts';
+import { followTransaction, type FollowedTransaction, type FollowSettings } from './follow.ts';
 import { DEFAULT_REPLACE_AFTER_BLOCKS } from './gaps.ts';
 import { HEAD_POLL_MS } from './heads.ts';
 import { createProcessJournal, type BroadcastFence, type JournalEntry, type TransactionJournal } from './journal.ts';
 import { classify, transactionError } from './node-errors.ts';
-import { inspectSlot, type SlotState } from './inspect.ts';
+import { inspectNonceSlot, type NonceSlotState } from './inspect.ts';
 import { endResult, settle } from './settle.ts';
 import { signerContext, type Signed, type SignerContext } from './signer.ts';
-import { bySlot, signedOf } from './slots.ts';
+import { byNonceSlot, signedOf } from './slots.ts';
 import type { Fees, SendResult, SimulateResult, TransactionRequest, TxEvent } from './types.ts';
 
 export { TransactionError, type TransactionFailureCode } from '../errors.ts';
 export type { SendResult, SimulateResult, TransactionRequest, TxEvent } from './types.ts';
-export type { SlotState } from './inspect.ts';
+export type { NonceSlotState } from './inspect.ts';
 export { DEFAULT_REPLACE_AFTER_BLOCKS } from './gaps.ts';
 
 export interface TransactionSenderOptions {
@@ -108,7 +108,7 @@ export interface TransactionSender {
    */
   follow(entries: readonly JournalEntry[], opts?: Pick<SendOptions, 'onWait' | 'settledByRecord'>): Promise<SendResult>;
   /** Where a journaled slot of another signer stands: read from the node, nothing sent. */
-  inspect(entries: readonly JournalEntry[]): Promise<SlotState>;
+  inspect(entries: readonly JournalEntry[]): Promise<NonceSlotState>;
   /**
    * Follows every open slot of this signer the journal holds, in the background; resolves with how
    * many. With `signal`: each follow ends at its next look after the abort (the worker stops),
@@ -211,12 +211,12 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
   }
 
   /** Follows `slot` to its end and records that end once (however many join the follow). */
-  async function followed(slot: FollowedSlot, o: FollowOptions): Promise<SendResult> {
+  async function followed(slot: FollowedTransaction, o: FollowOptions): Promise<SendResult> {
     const where = { chainId: await c.chainId(), signer: c.address, nonce: slot.t.nonce };
     open = (await c.shared()).openSince;
     const end = await c.followOnce(slot.t.nonce, async () => {
       open?.set(slot.t.nonce, o.firstSentAt ?? slot.sentAt);
-      const ended = await trackSlot(c, settings, slot, o.onWait).finally(() => open?.delete(slot.t.nonce));
+      const ended = await followTransaction(c, settings, slot, o.onWait).finally(() => open?.delete(slot.t.nonce));
       await settle(where, ended, {
         journal,
         book: await c.book(),
@@ -258,12 +258,12 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
     );
   }
 
-  const inspect = (entries: readonly JournalEntry[]) => inspectSlot(publicClient, journal, entries);
+  const inspect = (entries: readonly JournalEntry[]) => inspectNonceSlot(publicClient, journal, entries);
 
   async function recover(signal?: AbortSignal): Promise<number> {
     const open = await journal.openBroadcasts({ chainId: await c.chainId(), signer: c.address });
     const onWait = signal && (async () => signal.throwIfAborted());
-    const slots = bySlot(open);
+    const slots = byNonceSlot(open);
     for (const entries of slots) {
       const { nonce } = entries[0];
       follow(entries, onWait ? { onWait } : {}).then(

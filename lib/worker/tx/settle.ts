@@ -10,8 +10,8 @@
  */
 import type { Abi, Hash, LocalAccount, PublicClient } from 'viem';
 import { TransactionError } from '../errors.ts';
-import type { SlotEnd } from './follow.ts';
-import type { Slot, TransactionJournal } from './journal.ts';
+import type { FollowedEnd } from './follow.ts';
+import type { NonceSlot, TransactionJournal } from './journal.ts';
 import type { NonceBook } from './nonces.ts';
 import { minedFailure, recordSpent } from './receipts.ts';
 import type { Signed } from './signer.ts';
@@ -25,24 +25,24 @@ export interface SettleOptions {
   messageId?: string;
   /**
    * The caller records a successful delivery with the outbox's markDelivered, which settles the
-   * slot in the same write: no separate closeSlot then (one write fewer per delivery).
+   * slot in the same write: no separate closeNonceSlot then (one write fewer per delivery).
    */
   settledByRecord?: boolean;
 }
 
-export async function settle(slot: Slot, end: SlotEnd, o: SettleOptions): Promise<void> {
+export async function settle(slot: NonceSlot, end: FollowedEnd, o: SettleOptions): Promise<void> {
   switch (end.kind) {
     case 'mined': {
       const { receipt } = end;
       // Before the slot is closed: a worker that stops in between finds the receipt again.
       if (o.messageId !== undefined) await recordSpent(o.journal, o.messageId, receipt, end.signed);
       if (!o.settledByRecord || receipt.status !== 'success')
-        await o.journal.closeSlot(slot, { outcome: 'mined', hash: receipt.transactionHash.toLowerCase() });
+        await o.journal.closeNonceSlot(slot, { outcome: 'mined', hash: receipt.transactionHash.toLowerCase() });
       o.book?.consumed(slot.nonce);
       return;
     }
     case 'dropped':
-      await o.journal.closeSlot(slot, { outcome: 'dropped' });
+      await o.journal.closeNonceSlot(slot, { outcome: 'dropped' });
       o.book?.consumed(slot.nonce);
       return;
     case 'timeout':
@@ -52,7 +52,7 @@ export async function settle(slot: Slot, end: SlotEnd, o: SettleOptions): Promis
 
 /** What a send (or a follow) of `t` returns for `end`, or the TransactionError it throws. */
 export async function endResult(
-  end: SlotEnd,
+  end: FollowedEnd,
   t: Signed,
   firstHash: Hash,
   node: { publicClient: PublicClient; account: LocalAccount; errorAbi: Abi | undefined },

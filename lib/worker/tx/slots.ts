@@ -22,7 +22,7 @@ export function signedOf(entry: JournalEntry): Signed {
 }
 
 /** Open entries grouped by slot (chain, signer, nonce), each group oldest first, groups by lowest nonce. */
-export function bySlot(entries: readonly JournalEntry[]): JournalEntry[][] {
+export function byNonceSlot(entries: readonly JournalEntry[]): JournalEntry[][] {
   const groups = new Map<string, JournalEntry[]>();
   for (const e of entries) {
     const key = `${e.chainId}:${e.signer}:${e.nonce}`;
@@ -34,7 +34,7 @@ export function bySlot(entries: readonly JournalEntry[]): JournalEntry[][] {
 }
 
 /** One open slot of a signer on a chain, for an operator (`relayer-worker signers`) and logs. */
-export interface OpenSlot {
+export interface OpenNonceSlot {
   chainId: number;
   /** Lower-case. */
   signer: string;
@@ -58,8 +58,8 @@ export interface OpenSlot {
  * The open slots in `entries` (a signer's, from the journal's `openBroadcasts({ chainId, signer })`,
  * or several signers'), lowest nonce first per chain and signer, aged at `now`.
  */
-export function openSlots(entries: readonly JournalEntry[], now: number): OpenSlot[] {
-  return bySlot(entries)
+export function openNonceSlots(entries: readonly JournalEntry[], now: number): OpenNonceSlot[] {
+  return byNonceSlot(entries)
     .map((group) => {
       const first = group[0];
       const newest = group[group.length - 1];
