@@ -7,7 +7,7 @@ export { createDeliveryWorker, type DeliveryWorker, type DeliveryWorkerOptions }
 export { createGasGate, type GasGateOptions, type OriginLog, type PaymentOrigin } from './gas-gate.ts';
 export type { RelayerWorkerOutbox } from './gas-config.ts';
 export { formatAttemptState, type AttemptState } from './loop/record.ts';
-export { WORKER_DEFAULTS } from './types.ts';
+export { type DeliveryLoopConfig, WORKER_DEFAULTS } from './types.ts';
 export {
   DEFAULT_TRANSACTION_GAS_LIMIT,
   effectivePolicies,

@@ -4,6 +4,8 @@
  * destination chain, what one delivery ends with, the events the metrics count.
  */
 import type { Hash, Hex } from 'viem';
+import { DEFAULTS } from '../config/parse.ts';
+import type { WorkerConfig } from '../types.ts';
 import type { ChangeFeed } from '../outbox/change-feed.ts';
 import type {
   BroadcastFence,
@@ -112,22 +114,84 @@ export interface DeliveryEvents {
   claimed(count: number, oldestAgeSeconds: number): void;
 }
 
-export const WORKER_DEFAULTS = Object.freeze({
-  leaseMs: 60_000,
-  batch: 10,
-  concurrency: 32,
-  maxAttempts: 5,
-  maxLeaseExpiries: 5,
-  retryBaseMs: 5_000,
-  retryMaxMs: 600_000,
-  pendingBaseMs: 5_000,
-  pendingMaxMs: 60_000,
-  pendingDeadlineMs: 48 * 3_600_000,
-  /** From enqueue: how long a message may wait for its gas payment before it is failed (7 days). */
-  gasPaymentDeadlineMs: 7 * 24 * 3_600_000,
-  pollMs: 1_000,
-  stopGraceMs: 30_000,
-});
+/** The delivery loop's settings: the config's own keys, names and units (a config's `worker` section is one). */
+export type DeliveryLoopConfig = Pick<
+  WorkerConfig,
+  | 'leaseSeconds'
+  | 'batch'
+  | 'concurrency'
+  | 'maxAttempts'
+  | 'maxLeaseExpiries'
+  | 'retryBaseSeconds'
+  | 'retryMaxSeconds'
+  | 'pendingRetrySeconds'
+  | 'pendingRetryMaxSeconds'
+  | 'pendingDeadlineHours'
+  | 'gasPaymentDeadlineHours'
+  | 'pollMs'
+  | 'stopGraceSeconds'
+>;
 
-/** The loop's settings: WORKER_DEFAULTS with the options given. */
-export type WorkerSettings = { readonly [K in keyof typeof WORKER_DEFAULTS]: number };
+/** The keys of the config's `worker` section the delivery loop reads (docs/configuration.md#the-worker-section). */
+const LOOP_KEYS: readonly (keyof DeliveryLoopConfig)[] = [
+  'leaseSeconds',
+  'batch',
+  'concurrency',
+  'maxAttempts',
+  'maxLeaseExpiries',
+  'retryBaseSeconds',
+  'retryMaxSeconds',
+  'pendingRetrySeconds',
+  'pendingRetryMaxSeconds',
+  'pendingDeadlineHours',
+  'gasPaymentDeadlineHours',
+  'pollMs',
+  'stopGraceSeconds',
+];
+
+/** The loop's defaults: the config's (lib/config/parse.ts DEFAULTS.worker). */
+export const WORKER_DEFAULTS: Readonly<DeliveryLoopConfig> = Object.freeze(loopConfig(DEFAULTS.worker));
+
+/** The loop keys of a config's `worker` section (or of options that hold more). */
+export function loopConfig(worker: DeliveryLoopConfig): DeliveryLoopConfig;
+export function loopConfig(worker: Partial<DeliveryLoopConfig>): Partial<DeliveryLoopConfig>;
+export function loopConfig(worker: Partial<DeliveryLoopConfig>): Partial<DeliveryLoopConfig> {
+  const out: Partial<Record<keyof DeliveryLoopConfig, number>> = {};
+  for (const key of LOOP_KEYS) if (worker[key] !== undefined) out[key] = worker[key];
+  return out;
+}
+
+/** The loop's settings as its timers use them (ms), converted once from the config's units. */
+export interface WorkerSettings {
+  readonly leaseMs: number;
+  readonly batch: number;
+  readonly concurrency: number;
+  readonly maxAttempts: number;
+  readonly maxLeaseExpiries: number;
+  readonly retryBaseMs: number;
+  readonly retryMaxMs: number;
+  readonly pendingBaseMs: number;
+  readonly pendingMaxMs: number;
+  readonly pendingDeadlineMs: number;
+  readonly gasPaymentDeadlineMs: number;
+  readonly pollMs: number;
+  readonly stopGraceMs: number;
+}
+
+export function workerSettings(c: DeliveryLoopConfig): WorkerSettings {
+  return {
+    leaseMs: c.leaseSeconds * 1000,
+    batch: c.batch,
+    concurrency: c.concurrency,
+    maxAttempts: c.maxAttempts,
+    maxLeaseExpiries: c.maxLeaseExpiries,
+    retryBaseMs: c.retryBaseSeconds * 1000,
+    retryMaxMs: c.retryMaxSeconds * 1000,
+    pendingBaseMs: c.pendingRetrySeconds * 1000,
+    pendingMaxMs: c.pendingRetryMaxSeconds * 1000,
+    pendingDeadlineMs: c.pendingDeadlineHours * 3_600_000,
+    gasPaymentDeadlineMs: c.gasPaymentDeadlineHours * 3_600_000,
+    pollMs: c.pollMs,
+    stopGraceMs: c.stopGraceSeconds * 1000,
+  };
+}

@@ -137,7 +137,7 @@ function setUp(
     random: () => 1,
     policy,
     maxAttempts: 3,
-    gasPaymentDeadlineMs: 2 * HOUR,
+    gasPaymentDeadlineHours: 2,
     events: { retried: (_d, kind) => retried.push(kind) },
   });
   const row = () => outbox.get(ID) as OutboxRecord;

@@ -320,7 +320,7 @@ describe('delivery loop', () => {
       simulate: async () => Promise.reject(new TransactionError('revert', 'x', { reason: 'ISM: bad signature' })),
     });
     const randoms = [0, 1];
-    const w = worker(r, d, { maxAttempts: 3, retryBaseMs: 5_000, random: () => randoms.shift() ?? 0.5 });
+    const w = worker(r, d, { maxAttempts: 3, retryBaseSeconds: 5, random: () => randoms.shift() ?? 0.5 });
     const [first] = await w.runOnce();
     assert.equal(first.outcome, 'retry');
     let record = row(r, idOf(1));
@@ -365,7 +365,7 @@ describe('delivery loop', () => {
         throw new CcipReadError('pending', 'gateway 1 of 1 answered HTTP 404');
       },
     });
-    const w = worker(r, d, { maxAttempts: 2, random: () => 1, pendingDeadlineMs: 3_600_000 });
+    const w = worker(r, d, { maxAttempts: 2, random: () => 1, pendingDeadlineHours: 1 });
     const delays: number[] = [];
     for (let i = 0; i < 8; i++) {
       const before = r.clock.now();
@@ -431,7 +431,7 @@ describe('delivery loop', () => {
         return { hash: TX, status: 'success' };
       },
     });
-    const w = worker(r, d, { leaseMs: 30_000 });
+    const w = worker(r, d, { leaseSeconds: 30 });
     const done = w.runOnce();
     await r.clock.flush();
     assert.equal(d.calls.process, 1);
@@ -532,7 +532,7 @@ describe('delivery loop', () => {
     assert.equal(looks, before, 'no look after stop()');
   });
 
-  test('stop(): a transaction still unconfirmed after stopGraceMs stops being followed; its message is released', async () => {
+  test('stop(): a transaction still unconfirmed after stopGraceSeconds stops being followed; its message is released', async () => {
     const r = rig(1);
     let looks = 0;
     let following = false;
@@ -551,7 +551,7 @@ describe('delivery loop', () => {
         }
       },
     });
-    const w = worker(r, d, { stopGraceMs: 3_000 });
+    const w = worker(r, d, { stopGraceSeconds: 3 });
     const running = w.run();
     await r.clock.advance(1_500);
     assert.ok(following, 'the transaction is followed');
@@ -693,7 +693,7 @@ describe('delivery loop: leases, stops and the journal (docs/delivery.md#the-del
       outbox: failing,
       destinations: new Map([[2, first]]),
       clock: r.clock,
-      leaseMs: 30_000,
+      leaseSeconds: 30,
     });
     const one = w1.runOnce();
     await r.clock.flush();

@@ -8,7 +8,7 @@
  * several sends to a chain are in flight together.
  *
  * Stop: no new claims; a message not yet sent is released (queued again at once, unchanged); one
- * whose transaction is out is followed to its receipt, for stopGraceMs at most. Then the worker
+ * whose transaction is out is followed to its receipt, for stopGraceSeconds at most. Then the worker
  * has ended: every follow still running ends at its next look (its wait hook throws: lease.ts),
  * the message is released and the next holder finds the transaction in the journal; stop()
  * resolves once they have (or after ENDING_MS more).
@@ -19,8 +19,11 @@ import { silentLogger, type Logger } from '../../log.ts';
 import type { ClaimedMessage } from '../../outbox/index.ts';
 import { describe } from '../errors.ts';
 import {
+  loopConfig,
   WORKER_DEFAULTS,
+  workerSettings,
   type DeliveryEvents,
+  type DeliveryLoopConfig,
   type DeliveryOutbox,
   type DeliveryPolicy,
   type DeliveryResult,
@@ -30,7 +33,12 @@ import { attempt } from './attempt.ts';
 import { holdLease, type Hold } from './lease.ts';
 import { createRecorder } from './record.ts';
 
-export interface DeliveryWorkerOptions {
+/**
+ * The loop's settings are the config's `worker` keys, with their names and units
+ * (docs/configuration.md#the-worker-section): `createDeliveryWorker({ ...config.worker, outbox,
+ * destinations })`. Each is optional, its default the config's (WORKER_DEFAULTS).
+ */
+export interface DeliveryWorkerOptions extends Partial<DeliveryLoopConfig> {
   outbox: DeliveryOutbox;
   /** By Hyperlane domain. */
   destinations: ReadonlyMap<number, Destination>;
@@ -39,37 +47,10 @@ export interface DeliveryWorkerOptions {
   random?: () => number;
   logger?: Logger;
   events?: Partial<DeliveryEvents>;
-  /** How long a claim holds a message before another worker may take it (default 60 s). */
-  leaseMs?: number;
-  /** Messages per claim (default 10). */
-  batch?: number;
-  /** Messages delivered at once (default 32). */
-  concurrency?: number;
-  /** Failures (pending polls not counted) before a message is final (default 5). */
-  maxAttempts?: number;
-  /** Claims whose lease expired (the worker died) before the outbox gives a message up (default 5). */
-  maxLeaseExpiries?: number;
-  /** First retry delay, doubling per failure up to retryMaxMs (defaults 5 s, 10 min). */
-  retryBaseMs?: number;
-  retryMaxMs?: number;
-  /** First poll of a pending proof, doubling up to pendingMaxMs (defaults 5 s, 60 s). */
-  pendingBaseMs?: number;
-  pendingMaxMs?: number;
-  /** How long a proof may stay pending before the message is final (default 48 h). */
-  pendingDeadlineMs?: number;
-  /**
-   * Wait after a claim that found nothing (default 1 s), cut short by the change feed: a change
-   * (a message enqueued or changed) wakes the loop at once.
-   */
-  pollMs?: number;
   /** The outbox's change feed (default `outbox.changes`, which every engine has); null: poll only. */
   changes?: ChangeFeed | null;
-  /** From enqueue, how long a message may wait for its gas payment before it is failed (default 7 days). */
-  gasPaymentDeadlineMs?: number;
   /** Gas payment enforcement and the gas limit (lib/worker/gas-gate.ts); default none, the simulation's gas. */
   policy?: DeliveryPolicy;
-  /** How long stop() waits for transactions already sent (default 30 s). */
-  stopGraceMs?: number;
 }
 
 export interface DeliveryWorker {
@@ -77,7 +58,7 @@ export interface DeliveryWorker {
   run(): Promise<void>;
   /** One claim (up to `batch`, bounded by concurrency) and its deliveries; for tests and embedders. */
   runOnce(): Promise<DeliveryResult[]>;
-  /** Stops claiming, releases what is not sent, waits for what is (stopGraceMs). Idempotent. */
+  /** Stops claiming, releases what is not sent, waits for what is (stopGraceSeconds). Idempotent. */
   stop(): Promise<void>;
   /** Messages held right now. */
   inFlight(): number;
@@ -86,7 +67,7 @@ export interface DeliveryWorker {
 }
 
 export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWorker {
-  const o = { ...WORKER_DEFAULTS, ...definedOnly(options) };
+  const o = workerSettings({ ...WORKER_DEFAULTS, ...loopConfig(options) });
   const { outbox, destinations } = options;
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? silentLogger;
@@ -256,7 +237,3 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
 
 /** After stop()'s grace, how long it waits for the follows it ended to let go of their messages. */
 const ENDING_MS = 5_000;
-
-function definedOnly<T extends object>(options: T): Partial<T> {
-  return Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) as Partial<T>;
-}
