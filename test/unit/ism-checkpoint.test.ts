@@ -1,45 +1,31 @@
 /**
  * Validators' signed checkpoints (lib/worker/ism/checkpoint.ts): the domain hash against the
  * Hyperlane monorepo's vector (vectors/domainHash.json, as cited in docs/isms.md), checkpoints
- * signed by viem with the digest computed here from the CheckpointLib formula (not by the code
+ * signed by viem with the digest of test/helpers/chain/validators.ts (CheckpointLib's formula, not the code
  * under test), and every field of a checkpoint checked against what was expected.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { encodePacked, keccak256, pad, type Hex } from 'viem';
-import { privateKeyToAccount } from 'viem/accounts';
+import { keccak256, pad, type Hex } from 'viem';
 import {
   checkpointDomainHash,
   normalizeSignature,
   parseCheckpoint,
   verifyCheckpoint,
 } from '../../lib/worker/ism/checkpoint.ts';
+import { Validator } from '../helpers/chain/validators.ts';
 
 const KEY = '0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d' as const;
-const validator = privateKeyToAccount(KEY);
-const hook = pad('0x2222222222222222222222222222222222222222');
+const validator = new Validator(KEY);
 const root = keccak256('0x01');
 const messageId = keccak256('0x02');
 
-async function signed(over: { domain?: number; root?: Hex; index?: number; messageId?: Hex } = {}) {
-  const c = { domain: 1000, root, index: 7, messageId, ...over };
-  const domainHash = keccak256(encodePacked(['uint32', 'bytes32', 'string'], [c.domain, hook, 'HYPERLANE']));
-  const payload = keccak256(
-    encodePacked(['bytes32', 'bytes32', 'uint32', 'bytes32'], [domainHash, c.root, c.index, c.messageId]),
-  );
-  const signature = await validator.signMessage({ message: { raw: payload } });
-  return JSON.stringify({
-    value: {
-      checkpoint: { merkle_tree_hook_address: hook, mailbox_domain: c.domain, root: c.root, index: c.index },
-      message_id: c.messageId,
-    },
-    signature: {
-      r: signature.slice(0, 66),
-      s: `0x${signature.slice(66, 130)}`,
-      v: Number.parseInt(signature.slice(130), 16),
-    },
-    serialized_signature: signature,
-  });
+const ADDRESS = '0x2222222222222222222222222222222222222222' as const;
+const hook = pad(ADDRESS);
+
+/** The checkpoint JSON a Hyperlane validator writes, signed by the test helper's validator (viem). */
+function signed(over: { domain?: number; root?: Hex; index?: number; messageId?: Hex } = {}): Promise<string> {
+  return validator.sign({ domain: 1000, hook: ADDRESS, root, index: 7, messageId, ...over });
 }
 
 const expected = { validator: validator.address, domain: 1000, hook, index: 7, messageId };
@@ -58,7 +44,7 @@ test('docs/isms.md#validators-and-checkpoints: a checkpoint signed by the valida
 test('docs/isms.md#validators-and-checkpoints: another signer, domain, index, message or hook is refused', async () => {
   const c = parseCheckpoint(await signed());
   assert.ok(typeof c !== 'string');
-  const other = privateKeyToAccount('0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a');
+  const other = new Validator('0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a');
   assert.equal(await verifyCheckpoint(c, { ...expected, validator: other.address }), 'bad signature');
   assert.equal(await verifyCheckpoint(c, { ...expected, domain: 1001 }), 'another domain');
   assert.equal(await verifyCheckpoint(c, { ...expected, index: 8 }), 'another index');
