@@ -22,23 +22,12 @@ import type { AddressInfo } from 'node:net';
 import { createWriteStream, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { WorkerBench } from '../test/helpers/chain/worker-chain.ts';
+import { mulberry32 } from '../test/helpers/random.ts';
 
 const SCALE = Number(process.env.BENCH_DELIVERY_FAULT_SCALE ?? 1);
 export const FAULT_RATES = { alreadyKnown: 0.15 * SCALE, cut: 0.1 * SCALE, refused: 0.05 * SCALE } as const;
 const DROP_EVERY_MS = Number(process.env.BENCH_DELIVERY_DROP_EVERY_S ?? 3) * 1000;
 const LOG_DIR = process.env.BENCH_DELIVERY_LOG_DIR;
-
-/** mulberry32: a small seeded generator, good enough to pick which sends to fault. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 async function body(req: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];
@@ -75,7 +64,7 @@ export async function setUpFaultMode(
   bench: WorkerBench,
   seed = Number(process.env.BENCH_DELIVERY_SEED ?? 1),
 ): Promise<FaultMode> {
-  const random = seeded(seed);
+  const random = mulberry32(seed);
   const target = bench.anvil.rpcUrl;
   const faults: FaultCounts = { sends: 0, alreadyKnown: 0, cut: 0, refused: 0 };
   const forward = (text: string) =>

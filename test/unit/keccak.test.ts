@@ -12,23 +12,12 @@ import { fileURLToPath } from 'node:url';
 import { keccak_256 } from '@noble/hashes/sha3.js';
 import { keccak256 } from '../../lib/codec/keccak.ts';
 import { InvalidArgumentError } from '../../lib/errors/classes.ts';
+import { mulberry32 } from '../helpers/random.ts';
 
 const RATE = 136; // Keccak-256 absorbs 136-byte blocks; most bugs sit at multiples of it
 
 const hex = (bytes: Uint8Array): string => Buffer.from(bytes).toString('hex');
 const fromHex = (text: string): Uint8Array => new Uint8Array(Buffer.from(text, 'hex'));
-
-/** mulberry32: a small seeded PRNG, so that a failing random case can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
 
 function randomBytes(random: () => number, length: number): Uint8Array {
   const bytes = new Uint8Array(length);
@@ -78,7 +67,7 @@ test('docs/design.md#package, keccak256: original Keccak padding, not SHA3-256 (
 });
 
 test('docs/design.md#package, keccak256: every length 0..300 (across the 136-byte rate twice) matches @noble/hashes', () => {
-  const random = prng(0x6b656363);
+  const random = mulberry32(0x6b656363);
   for (let length = 0; length <= 300; length++) {
     const data = randomBytes(random, length);
     assert.equal(hex(keccak256(data)), hex(keccak_256(data)), `length ${length}`);
@@ -87,7 +76,7 @@ test('docs/design.md#package, keccak256: every length 0..300 (across the 136-byt
 
 test('docs/design.md#package, keccak256: 10 000 random inputs up to 2 KiB, at random byte offsets, match @noble/hashes', () => {
   const seed = 20240601;
-  const random = prng(seed);
+  const random = mulberry32(seed);
   for (let n = 0; n < 10_000; n++) {
     const length = Math.floor(random() * 2049);
     const offset = Math.floor(random() * 8); // aligned and unaligned views of a larger buffer
@@ -101,7 +90,7 @@ test('docs/design.md#package, keccak256: 10 000 random inputs up to 2 KiB, at ra
 });
 
 test('docs/design.md#package, keccak256: a subarray at any byte offset hashes like a copy of its bytes and is not modified', () => {
-  const random = prng(7);
+  const random = mulberry32(7);
   const parent = randomBytes(random, 2 * RATE + 64);
   const before = parent.slice();
   for (let offset = 0; offset < 12; offset++) {
