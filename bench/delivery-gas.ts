@@ -17,7 +17,7 @@ import { gasPaymentsIn } from '../lib/gas/payment.ts';
 import { bytesToHex } from '../lib/codec/hex.ts';
 import type { OutboxMessage, OutboxRecord } from '../lib/outbox/index.ts';
 import { parseReceipt } from '../lib/rpc/receipt.ts';
-import { MAILBOX_ABI } from '../lib/worker/metadata.ts';
+import { MAILBOX_ABI } from '../lib/worker/ism/metadata.ts';
 import { DEV_ACCOUNT } from '../test/helpers/chain/clients.ts';
 import { deployGasPayment } from '../test/helpers/chain/igp.ts';
 import { DESTINATION, ORIGIN, type WorkerBench } from '../test/helpers/chain/worker-chain.ts';

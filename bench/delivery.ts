@@ -58,7 +58,7 @@ import { DEFAULTS } from '../lib/config/parse.ts';
 import { silentLogger } from '../lib/log.ts';
 import { openPostgresFromUrl } from '../bin/lib/postgres.ts';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../scripts/embedded-postgres.ts';
-import { MAILBOX_ABI } from '../lib/worker/metadata.ts';
+import { MAILBOX_ABI } from '../lib/worker/ism/metadata.ts';
 import { bytesToHex } from '../lib/codec/hex.ts';
 import { installExitCleanup } from '../test/helpers/processes.ts';
 import { devKey, startWorker, startWorkerBench, type WorkerBench } from '../test/helpers/chain/worker-chain.ts';

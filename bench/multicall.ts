@@ -15,7 +15,7 @@
 import { encodeFunctionData, type Address, type Hex } from 'viem';
 import type { OutboxMessage } from '../lib/outbox/index.ts';
 import { bytesToHex } from '../lib/codec/hex.ts';
-import { MAILBOX_ABI } from '../lib/worker/metadata.ts';
+import { MAILBOX_ABI } from '../lib/worker/ism/metadata.ts';
 import { ALWAYS_REVERTS_INIT_CODE } from '../test/helpers/chain/cctp-bridge.ts';
 import { DEV_ACCOUNT } from '../test/helpers/chain/clients.ts';
 import { compiledContract } from '../test/helpers/chain/solidity.ts';

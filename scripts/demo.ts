@@ -15,7 +15,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Address } from 'viem';
-import { MAILBOX_ABI } from '../lib/worker/metadata.ts';
+import { MAILBOX_ABI } from '../lib/worker/ism/metadata.ts';
 import { sendBridgeTransferMessage } from '../test/helpers/chain/cctp-bridge.ts';
 import {
   DESTINATION_DOMAIN,

@@ -122,7 +122,7 @@ export function sumGasPayments(payments: readonly GasPayment[], message: Payable
 /**
  * The `eth_getLogs` filter for a message's payments on `paymaster` (topic1 = the message id,
  * topic2 = its destination) in blocks `fromBlock`..`toBlock`: how the worker finds top-ups made
- * after intake, one bounded range at a time (lib/worker/top-ups.ts).
+ * after intake, one bounded range at a time (lib/worker/gas/top-ups.ts).
  */
 export function gasPaymentLogFilter(
   paymaster: string,

@@ -32,7 +32,7 @@ function transportCode(error: unknown): string | undefined {
 /**
  * The class and phrase of a transport failure (the request got no HTTP answer) from the `code` on
  * its cause chain: "DNS lookup failed (ENOTFOUND)", "connection refused". The server's logs and the
- * worker's start-up check (lib/worker/watch.ts) say the same words.
+ * worker's start-up check (lib/worker/chain/watch.ts) say the same words.
  */
 export function classifyTransportFailure(cause: unknown): { failure: RpcFailureClass; summary: string } {
   const code = transportCode(cause) ?? '';

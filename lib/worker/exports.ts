@@ -4,8 +4,8 @@
  * (docs/isms.md#the-metadata-builder), the signers' view, the watch and the ops server.
  */
 export { createDeliveryWorker, type DeliveryWorker, type DeliveryWorkerOptions } from './loop/worker.ts';
-export { createGasGate, type GasGateOptions, type OriginLog, type PaymentOrigin } from './gas-gate.ts';
-export type { RelayerWorkerOutbox } from './gas-config.ts';
+export { createGasGate, type GasGateOptions, type OriginLog, type PaymentOrigin } from './gas/gate.ts';
+export type { RelayerWorkerOutbox } from './gas/config.ts';
 export { formatAttemptState, type AttemptState } from './loop/record.ts';
 export { type DeliveryLoopConfig, WORKER_DEFAULTS } from './types.ts';
 export {
@@ -28,7 +28,7 @@ export type {
 export { createNonceBook, type NonceBook, type NonceBookStart } from './tx/nonces.ts';
 export type { TransactionJournal } from './tx/journal.ts';
 export { openNonceSlots, type OpenNonceSlot } from './tx/slots.ts';
-export { createMailboxDestination, type MailboxDestinationOptions } from './destination.ts';
+export { createMailboxDestination, type MailboxDestinationOptions } from './chain/destination.ts';
 export {
   ccipRead,
   CcipReadError,
@@ -57,9 +57,9 @@ export * from '../errors/family.ts';
 export type { CcipReadAttempt } from './ccip/read.ts';
 export type { LocalAddresses, TargetRefusal } from './ccip/target.ts';
 export type { Hex } from './ccip/offchain-lookup.ts';
-export type { TopUpSearchOptions } from './top-ups.ts';
-export { formatSignerView, reportSigners, signerView } from './signers-view.ts';
-export type { BroadcastView, SignerView, SignerViewChain, SignerViewOutbox, NonceSlotView } from './signers-view.ts';
+export type { TopUpSearchOptions } from './gas/top-ups.ts';
+export { formatSignerView, reportSigners, signerView } from './ops/signers-view.ts';
+export type { BroadcastView, SignerView, SignerViewChain, SignerViewOutbox, NonceSlotView } from './ops/signers-view.ts';
 export type { SignerHolds, NamedSignerKey, SignerLeaseStore, NonceSlotNodeState } from './signer-exports.ts';
 export {
   createWorkerWatch,
@@ -67,7 +67,7 @@ export {
   type WatchedChain,
   type WorkerWatch,
   type WorkerWatchOptions,
-} from './watch.ts';
+} from './chain/watch.ts';
 export {
   buildMetadata,
   ISM_TYPE,
@@ -79,7 +79,7 @@ export {
   type MultisigIsmType,
   type MultisigRequest,
   type OffchainReader,
-} from './metadata.ts';
+} from './ism/metadata.ts';
 export {
   createOpsServer,
   createWorkerMetrics,
@@ -88,4 +88,4 @@ export {
   type OpsServerOptions,
   type WorkerMetrics,
   type WorkerMetricSources,
-} from './ops.ts';
+} from './ops/server.ts';

@@ -10,7 +10,7 @@
 import { createPublicClient, http, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import type { ChangeFeed } from '../outbox/change-feed.ts';
-import { chainClient, RPC_TIMEOUT_MS } from './chain-client.ts';
+import { chainClient, RPC_TIMEOUT_MS } from './chain/client.ts';
 import { isHexOfLength } from '../codec/hex.ts';
 import { redactUrls, urlForLog } from '../redact.ts';
 import { systemClock, type Clock } from '../clock.ts';
@@ -19,19 +19,19 @@ import { silentLogger, type Logger } from '../log.ts';
 import { assertStatedPolicy, effectiveTransactionGasLimit, policyOptOuts } from '../config/stated-policy.ts';
 import type { MerkleStore, RelayerConfig } from '../types.ts';
 import type { LocalAddresses, Resolver } from './ccip/read.ts';
-import { createMailboxDestination } from './destination.ts';
+import { createMailboxDestination } from './chain/destination.ts';
 import { describe } from './errors.ts';
 import { workerLookups } from './ccip/lookups.ts';
-import { relayerGasGate, type RelayerWorkerOutbox } from './gas-config.ts';
+import { relayerGasGate, type RelayerWorkerOutbox } from './gas/config.ts';
 import { createDeliveryWorker, type DeliveryWorker } from './loop/worker.ts';
-import { createWorkerWatch, type WatchedChain, type WorkerWatch } from './watch.ts';
-import { createWorkerMetrics, type WorkerMetrics } from './ops.ts';
-import { createSignerReporter } from './signer-metrics.ts';
+import { createWorkerWatch, type WatchedChain, type WorkerWatch } from './chain/watch.ts';
+import { createWorkerMetrics, type WorkerMetrics } from './ops/server.ts';
+import { createSignerReporter } from './ops/signer-metrics.ts';
 import { workerMultisig } from './ism/worker-multisig.ts';
 import { awaitingSignaturesGauge } from './ism/awaiting.ts';
 import { createTransactionSender } from './tx/sender.ts';
-import { workerSignerHolds, type NamedSignerKey, type SignerHolds } from './signer-lease.ts';
-import { signerView, type SignerView, type SignerViewChain } from './signers-view.ts';
+import { workerSignerHolds, type NamedSignerKey, type SignerHolds } from './chain/signer-lease.ts';
+import { signerView, type SignerView, type SignerViewChain } from './ops/signers-view.ts';
 import type { Destination } from './types.ts';
 
 export * from './exports.ts';
@@ -73,7 +73,7 @@ export interface RelayerWorker {
   destinations: ReadonlyMap<number, Destination>;
   /** The signer's address (safe to show). */
   address: Hex;
-  /** Chain ids and balances of the destinations, and the heartbeat (lib/worker/watch.ts). */
+  /** Chain ids and balances of the destinations, and the heartbeat (lib/worker/chain/watch.ts). */
   watch: WorkerWatch;
   /** Its signer leases (docs/transactions.md#one-worker-per-key): run() waits for all; a loss stops it (lost() says why). */
   signers: Pick<SignerHolds, 'holder' | 'lost' | 'lease'>;

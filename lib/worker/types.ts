@@ -1,6 +1,6 @@
 /**
  * What the delivery loop (lib/worker/loop/) and the destinations it delivers to
- * (lib/worker/destination.ts) agree on: the outbox's consumer API with its journal, one
+ * (lib/worker/chain/destination.ts) agree on: the outbox's consumer API with its journal, one
  * destination chain, what one delivery ends with, the events the metrics count.
  */
 import type { Hash, Hex } from 'viem';
@@ -59,7 +59,7 @@ export type Resumed = Processed | { status: 'dropped' } | { status: 'open'; deta
 /**
  * The operator's limits on what a delivery may cost (docs/hostile-recipients.md#hostile-recipients), asked by
  * the loop before anything is spent on a message and once its `process` is estimated
- * (lib/worker/gas-gate.ts builds the one from a relayer config).
+ * (lib/worker/gas/gate.ts builds the one from a relayer config).
  */
 export interface DeliveryPolicy {
   /** Throws DeliveryError `gas_payment` while the message's payment does not meet its policy. */
@@ -68,7 +68,7 @@ export interface DeliveryPolicy {
   gasLimit(m: ClaimedMessage, simulated: SimulateResult): Promise<SimulateResult>;
 }
 
-/** One destination chain as the loop sees it (lib/worker/destination.ts builds the real one). */
+/** One destination chain as the loop sees it (lib/worker/chain/destination.ts builds the real one). */
 export interface Destination {
   name: string;
   domain: number;
@@ -105,7 +105,7 @@ export type DeliveryResult =
   | { id: string; outcome: 'failed'; error: string; recorded: boolean }
   | { id: string; outcome: 'released'; recorded: boolean };
 
-/** What the ops server's /metrics reports (lib/worker/ops.ts). */
+/** What the ops server's /metrics reports (lib/worker/ops/server.ts). */
 export interface DeliveryEvents {
   delivered(destination: string, already: boolean, enqueuedToDeliveredSeconds: number): void;
   failed(destination: string, kind: string): void;

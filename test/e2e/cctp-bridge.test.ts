@@ -3,7 +3,7 @@
  * the test-side wire readers (and lib/worker for the destination side): a transferRemote leaves production's call
  * graph in the origin receipt, and `Mailbox.process` on the destination delivers it through the
  * bridge's CCTP ISM with the attestation the local gateway builds (test/helpers/chain/ccip-gateway.ts), sent
- * through the worker's destination (lib/worker/destination.ts).
+ * through the worker's destination (lib/worker/chain/destination.ts).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -24,7 +24,7 @@ import {
   type TransactionReceipt,
 } from 'viem';
 import { ccipRead, CcipReadError, decodeOffchainLookup } from '../../lib/worker/ccip/read.ts';
-import { ISM_ABI, ISM_TYPE as WORKER_ISM_TYPE, MAILBOX_ABI } from '../../lib/worker/metadata.ts';
+import { ISM_ABI, ISM_TYPE as WORKER_ISM_TYPE, MAILBOX_ABI } from '../../lib/worker/ism/metadata.ts';
 import { CCTP_SERVICE_ABI, cctpAttestationMetadata } from '../helpers/chain/ccip-gateway.ts';
 import {
   bridgeArtifacts,

@@ -18,7 +18,7 @@ import type { Address, Hash, Hex } from 'viem';
 import { privateKeyToAddress } from 'viem/accounts';
 import type { OutboxMessage } from '../../lib/outbox/index.ts';
 import { openSqliteStore, type OpenSqliteStoreOptions, type SqliteStore } from '../../lib/sqlite/index.ts';
-import { MAILBOX_ABI } from '../../lib/worker/metadata.ts';
+import { MAILBOX_ABI } from '../../lib/worker/ism/metadata.ts';
 import { SAME_BYTES_SENDS } from '../../lib/worker/tx/broadcast.ts';
 import { startLyingRpc, type LyingRpc, type SendFault } from '../helpers/chain/lying-rpc.ts';
 import {

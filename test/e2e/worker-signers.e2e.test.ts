@@ -13,8 +13,8 @@ import { privateKeyToAccount, privateKeyToAddress } from 'viem/accounts';
 import { keccak256, type Hex } from 'viem';
 import type { OutboxMessage } from '../../lib/outbox/index.ts';
 import { openSqliteStore, type SqliteStore } from '../../lib/sqlite/index.ts';
-import { MAILBOX_ABI } from '../../lib/worker/metadata.ts';
-import type { SignerView } from '../../lib/worker/signers-view.ts';
+import { MAILBOX_ABI } from '../../lib/worker/ism/metadata.ts';
+import type { SignerView } from '../../lib/worker/ops/signers-view.ts';
 import { startRpcProxy, type RpcProxy } from '../helpers/chain/rpc-proxy.ts';
 import {
   DESTINATION,

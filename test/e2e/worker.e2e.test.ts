@@ -23,7 +23,7 @@ import { openPostgresFromUrl } from '../../bin/lib/postgres.ts';
 import { silentLogger } from '../../lib/log.ts';
 import type { Outbox, OutboxMessage } from '../../lib/outbox/index.ts';
 import { openSqliteStore, type SqliteStore } from '../../lib/sqlite/index.ts';
-import { MAILBOX_ABI } from '../../lib/worker/metadata.ts';
+import { MAILBOX_ABI } from '../../lib/worker/ism/metadata.ts';
 import { DEFAULTS } from '../../lib/config/parse.ts';
 import { sharedPostgresUrl } from '../helpers/postgres.ts';
 import {

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { laneLookups, type LaneOptions } from '../../lib/worker/ccip/lanes.ts';
 import { CcipReadError, DeliveryError } from '../../lib/worker/errors.ts';
-import type { OffchainReader } from '../../lib/worker/metadata.ts';
+import type { OffchainReader } from '../../lib/worker/ism/metadata.ts';
 import { createFakeClock, type FakeClock } from '../helpers/fake-clock.ts';
 
 type Hex = `0x${string}`;

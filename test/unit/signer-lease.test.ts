@@ -1,5 +1,5 @@
 /**
- * The worker's hold on its signer leases (lib/worker/signer-lease.ts, docs/transactions.md#one-worker-per-key)
+ * The worker's hold on its signer leases (lib/worker/chain/signer-lease.ts, docs/transactions.md#one-worker-per-key)
  * on the in-memory outbox and a fake clock: who waits and what it logs, the takeover, a lease lost
  * to another worker, and the node client that refuses to broadcast without the lease.
  */
@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import { custom } from 'viem';
 import type { LogLevel } from '../../lib/log.ts';
 import { createMemoryOutbox } from '../../lib/outbox/index.ts';
-import { fencedJournal, holdSigners, sendGuard } from '../../lib/worker/signer-lease.ts';
+import { fencedJournal, holdSigners, sendGuard } from '../../lib/worker/chain/signer-lease.ts';
 import { createFakeClock, type FakeClock } from '../helpers/fake-clock.ts';
 import { outboxMessage } from '../../lib/testing/outbox-contract/context.ts';
 

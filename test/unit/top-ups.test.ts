@@ -1,5 +1,5 @@
 /**
- * The worker's search for gas payment top-ups (lib/worker/top-ups.ts, docs/gas.md#top-ups):
+ * The worker's search for gas payment top-ups (lib/worker/gas/top-ups.ts, docs/gas.md#top-ups):
  * bounded block ranges, new blocks first and then back toward the origin transaction, at most
  * `maxRequests` requests per check, nothing read twice and nothing skipped, a failure half-way
  * resumed where it stopped. Against a scripted origin node; the real node: test/e2e/worker-hostile.
@@ -9,7 +9,7 @@ import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { DeliveryError } from '../../lib/errors/classes.ts';
 import type { ClaimedMessage } from '../../lib/outbox/index.ts';
-import { createTopUpSearch, DEFAULT_LOG_CHUNK, type PaymentOrigin } from '../../lib/worker/top-ups.ts';
+import { createTopUpSearch, DEFAULT_LOG_CHUNK, type PaymentOrigin } from '../../lib/worker/gas/top-ups.ts';
 import { BOUNDED } from '../helpers/properties.ts';
 
 const M = {

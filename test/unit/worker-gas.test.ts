@@ -1,5 +1,5 @@
 /**
- * Gas payment enforcement and the gas limit in the delivery loop (lib/worker/gas-gate.ts with
+ * Gas payment enforcement and the gas limit in the delivery loop (lib/worker/gas/gate.ts with
  * lib/worker/loop/), on the in-memory outbox with a fake clock, against a scripted destination and
  * a scripted origin paymaster: an unpaid message waits before anything is spent on it, without
  * counting, is picked up once a top-up shows in eth_getLogs, and is failed at the deadline; the
@@ -12,7 +12,7 @@ import { encodeAbiParameters, pad, toHex, type Hash, type Hex } from 'viem';
 import { GAS_PAYMENT_TOPIC } from '../../lib/codec/abi.ts';
 import type { GasPaymentEnforcement } from '../../lib/gas/policy.ts';
 import { createMemoryOutbox, type Outbox, type OutboxRecord } from '../../lib/outbox/index.ts';
-import { createGasGate, type GasGateOptions, type OriginLog } from '../../lib/worker/gas-gate.ts';
+import { createGasGate, type GasGateOptions, type OriginLog } from '../../lib/worker/gas/gate.ts';
 import { createDeliveryWorker } from '../../lib/worker/loop/worker.ts';
 import type { SimulateResult } from '../../lib/worker/tx/sender.ts';
 import type { Destination, Processed } from '../../lib/worker/types.ts';

@@ -1,11 +1,11 @@
 /**
- * relayer-worker's ops server (lib/worker/ops.ts) over real HTTP on 127.0.0.1: /metrics is valid
+ * relayer-worker's ops server (lib/worker/ops/server.ts) over real HTTP on 127.0.0.1: /metrics is valid
  * Prometheus text (checked by the independent reader in helpers/prometheus.ts) carrying what the
  * loop reported, /ready follows the store, other paths and methods are refused.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createOpsServer, createWorkerMetrics } from '../../lib/worker/ops.ts';
+import { createOpsServer, createWorkerMetrics } from '../../lib/worker/ops/server.ts';
 import { parseExposition, sampleValue } from '../helpers/prometheus.ts';
 
 test('/metrics counts the deliveries and the outbox; /ready follows the store', async (t) => {

@@ -1,5 +1,5 @@
 /**
- * The transaction senders' events as log lines and metrics (lib/worker/signer-metrics.ts,
+ * The transaction senders' events as log lines and metrics (lib/worker/ops/signer-metrics.ts,
  * docs/transactions.md#gaps): one info line per event with the chain, signer, nonce, hash, fees (as
  * decimal strings) and message; re-broadcasts, replacements by reason and gaps healed by how
  * counted; the age of each signer's lowest open nonce read at scrape time.
@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Logger } from '../../lib/log.ts';
 import { createMetricsRegistry } from '../../lib/node/metrics.ts';
-import { createSignerReporter } from '../../lib/worker/signer-metrics.ts';
+import { createSignerReporter } from '../../lib/worker/ops/signer-metrics.ts';
 
 const SIGNER = `0x${'a1'.repeat(20)}`;
 const HASH = `0x${'b2'.repeat(32)}` as const;

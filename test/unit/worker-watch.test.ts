@@ -1,5 +1,5 @@
 /**
- * lib/worker/watch.ts (docs/delivery.md#start-up-checks-and-heartbeat): the destinations' chain
+ * lib/worker/chain/watch.ts (docs/delivery.md#start-up-checks-and-heartbeat): the destinations' chain
  * ids and the signer's balances, checked at start and with each heartbeat, on a fake clock with
  * nodes as functions. What the worker refuses at start, when /ready turns 503 and back, what the
  * heartbeat line says, and the balance warning below the floor.
@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { createPublicClient, http, HttpRequestError } from 'viem';
 import { createLogger } from '../../lib/log.ts';
-import { createWorkerWatch, type WatchedChain } from '../../lib/worker/watch.ts';
+import { createWorkerWatch, type WatchedChain } from '../../lib/worker/chain/watch.ts';
 import { createFakeClock } from '../helpers/fake-clock.ts';
 import { refusedPort } from '../helpers/refused-port.ts';
 

@@ -16,7 +16,7 @@ import type { Clock } from '../../clock.ts';
 import { bytesToHex, parseHex } from '../../codec/hex.ts';
 import { keccak256 } from '../../codec/keccak.ts';
 import { DeliveryError } from '../errors.ts';
-import type { OffchainReader } from '../metadata.ts';
+import type { OffchainReader } from '../ism/metadata.ts';
 
 export interface LaneOptions {
   clock: Clock;

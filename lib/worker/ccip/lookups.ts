@@ -11,7 +11,7 @@ import type { Logger } from '../../log.ts';
 import { urlForLog } from '../../redact.ts';
 import type { WorkerConfig } from '../../types.ts';
 import { DeliveryError } from '../errors.ts';
-import type { OffchainReader } from '../metadata.ts';
+import type { OffchainReader } from '../ism/metadata.ts';
 import { laneLookups, type LanedReader } from './lanes.ts';
 import { ccipRead, decodeOffchainLookup, type LocalAddresses, type Resolver } from './read.ts';
 import { limitLookups } from './slots.ts';

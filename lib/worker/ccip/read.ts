@@ -240,7 +240,7 @@ export async function ccipRead(lookup: OffchainLookup, opts: CcipReadOptions): P
 /**
  * The revert of `getOffchainVerifyInfo(message)` on `ism` followed to its metadata: decode the
  * OffchainLookup (anything else is `malformed`: the ISM is broken), then `ccipRead` with `ism` as
- * the contract asked. The shape of lib/worker/metadata.ts's OffchainReader.
+ * the contract asked. The shape of lib/worker/ism/metadata.ts's OffchainReader.
  */
 export function createOffchainReader(
   opts: Omit<CcipReadOptions, 'contract' | 'signal'> = {},

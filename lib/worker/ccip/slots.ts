@@ -7,7 +7,7 @@
  * ends or leaves it within that), leaving its delivery slot to messages that need no gateway.
  */
 import { DeliveryError, ShortWait } from '../errors.ts';
-import type { OffchainReader } from '../metadata.ts';
+import type { OffchainReader } from '../ism/metadata.ts';
 
 export function limitLookups(read: OffchainReader, limit: number, retryAfterMs?: number): OffchainReader {
   let active = 0;

@@ -26,7 +26,7 @@ export interface AttemptContext {
   leaseMs: number;
   /** claim()'s maxLeaseExpiries: a `lastChance` message that is not delivered fails with deadLetterError's text. */
   maxLeaseExpiries: number;
-  /** Gas payment and gas limit (lib/worker/gas-gate.ts); absent: none, the simulation's gas. */
+  /** Gas payment and gas limit (lib/worker/gas/gate.ts); absent: none, the simulation's gas. */
   policy?: DeliveryPolicy;
 }
 

@@ -49,7 +49,7 @@ export interface DeliveryWorkerOptions extends Partial<DeliveryLoopConfig> {
   events?: Partial<DeliveryEvents>;
   /** The outbox's change feed (default `outbox.changes`, which every engine has); null: poll only. */
   changes?: ChangeFeed | null;
-  /** Gas payment enforcement and the gas limit (lib/worker/gas-gate.ts); default none, the simulation's gas. */
+  /** Gas payment enforcement and the gas limit (lib/worker/gas/gate.ts); default none, the simulation's gas. */
   policy?: DeliveryPolicy;
 }
 

@@ -17,7 +17,7 @@ import {
 } from 'viem';
 import type { OutboxMessage } from '../../../lib/outbox/index.ts';
 import type { SqliteStore } from '../../../lib/sqlite/index.ts';
-import { MAILBOX_ABI } from '../../../lib/worker/metadata.ts';
+import { MAILBOX_ABI } from '../../../lib/worker/ism/metadata.ts';
 import { processTransactions } from './hyperlane.ts';
 import type { LyingRpc } from './lying-rpc.ts';
 import type { WorkerBench } from './worker-chain.ts';

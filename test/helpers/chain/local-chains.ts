@@ -9,7 +9,7 @@ import { deployCctpV2Route, type CctpV2Route } from './cctp-bridge.ts';
 import { startCcipGateway, type CcipGateway } from './ccip-gateway.ts';
 import type { Address } from 'viem';
 import type { Destination } from '../../../lib/worker/types.ts';
-import { createMailboxDestination } from '../../../lib/worker/destination.ts';
+import { createMailboxDestination } from '../../../lib/worker/chain/destination.ts';
 import { createTransactionSender } from '../../../lib/worker/tx/sender.ts';
 import { connectChain, type Chain } from './clients.ts';
 import { deployHyperlane, type HyperlaneDeployment } from './hyperlane.ts';
@@ -133,7 +133,7 @@ export function twoChainRelayerConfig(two: TwoChains, db: string) {
   };
 }
 
-/** The delivery worker's view of a node (lib/worker/destination.ts), signing here as the dev account. */
+/** The delivery worker's view of a node (lib/worker/chain/destination.ts), signing here as the dev account. */
 export function deliveryDestination(node: ChainNode, name = DESTINATION_CHAIN_NAME): Destination {
   const sender = createTransactionSender({
     publicClient: node.chain.publicClient,

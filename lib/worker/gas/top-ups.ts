@@ -11,9 +11,9 @@
  * request are stored, so a failure half-way loses nothing: the next check starts where it stopped.
  * A restart forgets the ranges: each message is searched again, from the newest blocks back.
  */
-import { DeliveryError } from '../errors/classes.ts';
-import { gasPaymentLogFilter } from '../gas/payment.ts';
-import type { ClaimedMessage } from '../outbox/index.ts';
+import { DeliveryError } from '../../errors/classes.ts';
+import { gasPaymentLogFilter } from '../../gas/payment.ts';
+import type { ClaimedMessage } from '../../outbox/index.ts';
 
 /** One log as `eth_getLogs` gives it (viem's getLogs shape, the fields read here). */
 export interface OriginLog {

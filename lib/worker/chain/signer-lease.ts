@@ -12,11 +12,11 @@
  * (`sendGuard`), and the loop does not start before every lease is held.
  */
 import type { Transport } from 'viem';
-import { sleep, systemClock, type Clock } from '../clock.ts';
-import type { Logger } from '../log.ts';
-import type { Outbox, SignerKey } from '../outbox/index.ts';
-import { DeliveryError, describe } from './errors.ts';
-import type { TransactionJournal } from './tx/journal.ts';
+import { sleep, systemClock, type Clock } from '../../clock.ts';
+import type { Logger } from '../../log.ts';
+import type { Outbox, SignerKey } from '../../outbox/index.ts';
+import { DeliveryError, describe } from '../errors.ts';
+import type { TransactionJournal } from '../tx/journal.ts';
 
 export type SignerLeaseStore = Pick<Outbox, 'acquireSignerLease' | 'renewSignerLease' | 'releaseSignerLease'>;
 

@@ -9,10 +9,10 @@
  * Nodes are asked through injected functions, so the checks run without viem and tests drive
  * them with a fake clock.
  */
-import type { Clock } from '../clock.ts';
-import type { Logger } from '../log.ts';
-import { redactUrls } from '../redact.ts';
-import { causeText, classifyTransportFailure } from '../rpc/diagnostics.ts';
+import type { Clock } from '../../clock.ts';
+import type { Logger } from '../../log.ts';
+import { redactUrls } from '../../redact.ts';
+import { causeText, classifyTransportFailure } from '../../rpc/diagnostics.ts';
 
 /** One destination as the watch sees it. */
 export interface WatchedChain {

@@ -4,12 +4,12 @@
  * chain's InterchainGasPaymaster read over that chain's RPC URLs for top-ups.
  */
 import { createPublicClient, fallback, http, TransactionReceiptNotFoundError, type Hex } from 'viem';
-import { InvalidArgumentError } from '../errors/classes.ts';
-import type { GasBookStore, GasPaymentStore } from '../gas/payment.ts';
-import { effectiveTransactionGasLimit } from '../config/stated-policy.ts';
-import type { RelayerConfig } from '../types.ts';
-import { createGasGate, type OriginLog, type PaymentOrigin } from './gas-gate.ts';
-import type { DeliveryOutbox, DeliveryPolicy } from './types.ts';
+import { InvalidArgumentError } from '../../errors/classes.ts';
+import type { GasBookStore, GasPaymentStore } from '../../gas/payment.ts';
+import { effectiveTransactionGasLimit } from '../../config/stated-policy.ts';
+import type { RelayerConfig } from '../../types.ts';
+import { createGasGate, type OriginLog, type PaymentOrigin } from './gate.ts';
+import type { DeliveryOutbox, DeliveryPolicy } from '../types.ts';
 
 /**
  * The outbox a relayer worker is given: the delivery API and, for gas payment enforcement, its

@@ -4,9 +4,9 @@
  * the hash, the fees and the message; counters of re-broadcasts, replacements and gaps healed; and
  * the age of the lowest nonce each signer has open, read at scrape time.
  */
-import type { Logger } from '../log.ts';
-import type { MetricsRegistry } from '../node/metrics.ts';
-import type { TxEvent } from './tx/types.ts';
+import type { Logger } from '../../log.ts';
+import type { MetricsRegistry } from '../../node/metrics.ts';
+import type { TxEvent } from '../tx/types.ts';
 
 /** What a gauge of the lowest open nonce reads from each destination's sender. */
 export interface OpenNonces {

@@ -5,9 +5,9 @@
  * docs/workers.md#signers). Everything else is 404; only GET and HEAD are served.
  */
 import type { Server } from 'node:http';
-import { listenOn } from '../node/listen.ts';
-import { createMetricsRegistry, type MetricsRegistry } from '../node/metrics.ts';
-import type { DeliveryEvents } from './types.ts';
+import { listenOn } from '../../node/listen.ts';
+import { createMetricsRegistry, type MetricsRegistry } from '../../node/metrics.ts';
+import type { DeliveryEvents } from '../types.ts';
 
 // node:http as the CommonJS module, not an ES import (see lib/http/server.ts: ~65 ms of CPU at start).
 const { createServer } = process.getBuiltinModule('node:http');

@@ -1,15 +1,15 @@
 /**
  * A destination chain for the delivery loop: its Mailbox read with viem, metadata by the
- * recipient's ISM (metadata.ts), `process` simulated and sent through the transaction sender of
- * its signer and chain (lib/worker/tx/sender.ts: the nonce book, the journal, replacements,
- * confirmations), and the message's journaled transactions followed or looked at.
+ * recipient's ISM (lib/worker/ism/metadata.ts), `process` simulated and sent through the
+ * transaction sender of its signer and chain (lib/worker/tx/sender.ts: the nonce book, the journal,
+ * replacements, confirmations), and the message's journaled transactions followed or looked at.
  */
 import { encodeFunctionData, type Address, type Hex, type PublicClient } from 'viem';
-import { DeliveryError } from './errors.ts';
-import { buildMetadata, MAILBOX_ABI, type MultisigBuilder, type OffchainReader } from './metadata.ts';
-import type { TransactionSender } from './tx/sender.ts';
-import type { TransactionRequest } from './tx/types.ts';
-import type { Destination } from './types.ts';
+import { DeliveryError } from '../errors.ts';
+import { buildMetadata, MAILBOX_ABI, type MultisigBuilder, type OffchainReader } from '../ism/metadata.ts';
+import type { TransactionSender } from '../tx/sender.ts';
+import type { TransactionRequest } from '../tx/types.ts';
+import type { Destination } from '../types.ts';
 
 export interface MailboxDestinationOptions {
   name: string;

@@ -14,8 +14,8 @@ import {
   type Tokens,
   type Transport,
 } from 'viem';
-import { ConfigError } from '../errors/classes.ts';
-import type { RelayerConfig } from '../types.ts';
+import { ConfigError } from '../../errors/classes.ts';
+import type { RelayerConfig } from '../../types.ts';
 import { sendGuard } from './signer-lease.ts';
 
 /** Per JSON-RPC request to a chain's node. */

@@ -7,10 +7,10 @@
  * `relayer-worker signers` prints it; the worker's ops port serves it as `GET /signers`.
  */
 import { parseTransaction, type Address, type Hash, type Hex, type PublicClient } from 'viem';
-import { systemClock, type Clock } from '../clock.ts';
-import type { JournalEntry, Outbox } from '../outbox/index.ts';
-import type { RelayerConfig } from '../types.ts';
-import { chainClient } from './chain-client.ts';
+import { systemClock, type Clock } from '../../clock.ts';
+import type { JournalEntry, Outbox } from '../../outbox/index.ts';
+import type { RelayerConfig } from '../../types.ts';
+import { chainClient } from '../chain/client.ts';
 
 export type SignerViewOutbox = Pick<Outbox, 'openBroadcasts'> & Partial<Pick<Outbox, 'signerLeases'>>;
 

@@ -15,28 +15,28 @@
  *   estimate above it is not sent).
  * The stored payments are read first; the origin chain is asked only when they fall short.
  */
-import { DeliveryError } from '../errors/classes.ts';
+import { DeliveryError } from '../../errors/classes.ts';
 import {
   gasPaymentsIn,
   sumGasPayments,
   type GasBookStore,
   type GasPayment,
   type GasPaymentStore,
-} from '../gas/payment.ts';
+} from '../../gas/payment.ts';
 import {
   checkGasPayment,
   checkGasPaymentForEstimate,
   createGasPolicySelector,
   processGasLimit,
   type GasPaid,
-} from '../gas/policy.ts';
-import { parseHex } from '../codec/hex.ts';
-import { parseHyperlaneMessage } from '../codec/message.ts';
-import type { ClaimedMessage } from '../outbox/index.ts';
-import type { GasPaymentEnforcement } from '../types.ts';
-import { describe } from './errors.ts';
+} from '../../gas/policy.ts';
+import { parseHex } from '../../codec/hex.ts';
+import { parseHyperlaneMessage } from '../../codec/message.ts';
+import type { ClaimedMessage } from '../../outbox/index.ts';
+import type { GasPaymentEnforcement } from '../../types.ts';
+import { describe } from '../errors.ts';
 import { createTopUpSearch, type OriginLog, type PaymentOrigin, type TopUpSearchOptions } from './top-ups.ts';
-import type { DeliveryPolicy } from './types.ts';
+import type { DeliveryPolicy } from '../types.ts';
 
 export type { OriginLog, PaymentOrigin } from './top-ups.ts';
 
@@ -50,7 +50,7 @@ export interface GasGateOptions {
   store: GasPaymentStore & Partial<Pick<GasBookStore, 'setRequiredGas'>>;
   /** By origin domain. */
   origins: ReadonlyMap<number, PaymentOrigin>;
-  /** How far one check searches for top-ups (lib/worker/top-ups.ts). */
+  /** How far one check searches for top-ups (lib/worker/gas/top-ups.ts). */
   topUps?: TopUpSearchOptions;
 }
 
