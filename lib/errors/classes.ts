@@ -5,19 +5,16 @@
  * RelayError is what the API answers with: its code is the `reason` of docs/api.md#errors,
  * docs/design.md#errors, and the HTTP status comes from one table so that no call site can pair a
  * reason with the wrong status. The delivery worker's errors (DeliveryError, TransactionError,
- * CcipReadError) are members too; lib/worker/errors.ts turns anything thrown while delivering into
- * a DeliveryError.
+ * CcipReadError) are members too, in lib/errors/worker.ts; lib/worker/errors.ts turns anything
+ * thrown while delivering into a DeliveryError.
  */
 import {
-  type CcipReadFailureCode,
   type ClientFailureCode,
   type DecodeCode,
-  type DeliveryFailureCode,
   type ErrorCode,
   REASON_STATUS,
   type Reason,
   type RpcFailureCode,
-  type TransactionFailureCode,
 } from './codes.ts';
 
 export * from './codes.ts';
@@ -197,49 +194,5 @@ export class StoreUnavailableError extends BaseError {
 
   constructor(message: string, options?: ErrorOptions) {
     super('store_unavailable', message, options);
-  }
-}
-
-/** Why one delivery attempt did not deliver: the codes are listed at DeliveryFailureCode (lib/errors/codes.ts). */
-export class DeliveryError extends BaseError {
-  override name = 'DeliveryError';
-  declare readonly code: DeliveryFailureCode;
-
-  constructor(code: DeliveryFailureCode, message: string, options?: ErrorOptions) {
-    super(code, message, options);
-  }
-  /** No retry can cure it. */
-  get final(): boolean {
-    return this.code === 'unsupported' || this.code === 'config';
-  }
-}
-
-/** How a send failed: the codes are listed at TransactionFailureCode (lib/errors/codes.ts). */
-export class TransactionError extends BaseError {
-  override name = 'TransactionError';
-  declare readonly code: TransactionFailureCode;
-  /** For `revert`: the contract's reason when it gave one. */
-  readonly reason?: string;
-  /** The transaction concerned, once one was sent. */
-  readonly hash?: `0x${string}`;
-
-  constructor(
-    code: TransactionFailureCode,
-    message: string,
-    extra: { reason?: string; hash?: `0x${string}`; cause?: unknown } = {},
-  ) {
-    super(code, message, extra.cause === undefined ? undefined : { cause: extra.cause });
-    if (extra.reason !== undefined) this.reason = extra.reason;
-    if (extra.hash !== undefined) this.hash = extra.hash;
-  }
-}
-
-/** Why no metadata came back from CCIP-read: the codes are listed at CcipReadFailureCode (lib/errors/codes.ts). */
-export class CcipReadError extends BaseError {
-  override name = 'CcipReadError';
-  declare readonly code: CcipReadFailureCode;
-
-  constructor(code: CcipReadFailureCode, message: string, options?: ErrorOptions) {
-    super(code, message, options);
   }
 }

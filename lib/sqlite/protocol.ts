@@ -7,6 +7,7 @@
  * SAVEPOINT each); reads run at once, also while a write waits for a lock.
  */
 import * as errors from '../errors/classes.ts';
+import * as workerErrors from '../errors/worker.ts';
 import type { Tables } from './database.ts';
 
 export type Access = 'read' | 'write';
@@ -103,9 +104,12 @@ export type FromWorker =
 
 type ErrorClass = abstract new (...args: never[]) => Error;
 
-/** The classes an error keeps across the thread: every error class of lib/errors/classes.ts, and the built-in ones. */
+/**
+ * The classes an error keeps across the thread: every error class of lib/errors/classes.ts and
+ * lib/errors/worker.ts, and the built-in ones.
+ */
 const ERROR_CLASSES: ReadonlyMap<string, ErrorClass> = new Map(
-  ([...Object.values(errors), Error, TypeError, RangeError, SyntaxError] as unknown[])
+  ([...Object.values(errors), ...Object.values(workerErrors), Error, TypeError, RangeError, SyntaxError] as unknown[])
     .filter(
       (value): value is ErrorClass =>
         typeof value === 'function' && (value === Error || value.prototype instanceof Error),

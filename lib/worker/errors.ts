@@ -1,16 +1,10 @@
 /**
  * Anything thrown while delivering, as the DeliveryError the loop records (docs/delivery.md). The
- * worker's error classes are members of the library's one error family, in lib/errors/classes.ts (this
- * module re-exports them); their messages never carry RPC URLs, gateway URLs or keys.
+ * worker's error classes are members of the library's one error family, in lib/errors/worker.ts
+ * (this module re-exports them); their messages never carry RPC URLs, gateway URLs or keys.
  */
-import {
-  CcipReadError,
-  type CcipReadFailureCode,
-  DeliveryError,
-  type DeliveryFailureCode,
-  TransactionError,
-  type TransactionFailureCode,
-} from '../errors/classes.ts';
+import type { CcipReadFailureCode, DeliveryFailureCode, TransactionFailureCode } from '../errors/codes.ts';
+import { CcipReadError, DeliveryError, TransactionError } from '../errors/worker.ts';
 import { hideUrls } from '../redact.ts';
 
 export {

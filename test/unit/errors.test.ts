@@ -16,7 +16,7 @@ import {
   toRelayError,
   type Reason,
 } from '../../lib/errors/classes.ts';
-import * as errorsModule from '../../lib/errors/classes.ts';
+import * as errorsModule from '../../lib/errors/worker.ts';
 import { CcipReadError, DeliveryError, TransactionError } from '../../lib/worker/errors.ts';
 
 test('every error the library throws on purpose is a BaseError told apart by class and code', () => {
@@ -113,7 +113,7 @@ test("docs/design.md#errors: code is the one name of an error's code: no kind, n
   assert.deepEqual(relay.toJSON(), { reason: 'rate_limited', message: 'slow down' });
 });
 
-test("docs/design.md#errors: the worker's error classes live in lib/errors/classes.ts with the rest of the family", () => {
+test("docs/design.md#errors: the worker's error classes are the family's, in lib/errors/worker.ts", () => {
   assert.equal(CcipReadError, errorsModule.CcipReadError);
   assert.equal(DeliveryError, errorsModule.DeliveryError);
   assert.equal(TransactionError, errorsModule.TransactionError);

@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MessageChannel } from 'node:worker_threads';
 import { after, test } from 'node:test';
-import * as errors from '../../lib/errors/classes.ts';
+import * as classes from '../../lib/errors/classes.ts';
+import * as workerErrors from '../../lib/errors/worker.ts';
 import { openDatabase } from '../../lib/sqlite/database.ts';
 import { openSqliteStore } from '../../lib/sqlite/index.ts';
 import {
@@ -25,7 +26,9 @@ import { createFakeClock } from '../helpers/fake-clock.ts';
 const dir = mkdtempSync(join(tmpdir(), 'sqlite-protocol-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-/** One instance of every error class of lib/errors/classes.ts, by class name. */
+const errors = { ...classes, ...workerErrors };
+
+/** One instance of every error class of lib/errors/classes.ts and lib/errors/worker.ts, by class name. */
 const samples: Record<string, () => Error> = {
   BaseError: () => new errors.BaseError('invalid_config', 'base'),
   RelayError: () => new errors.RelayError('rate_limited', 'slow down', { retryAfterSeconds: 7 }),
@@ -65,7 +68,7 @@ const errorClasses = (Object.entries(errors) as [string, unknown][]).filter(
     typeof entry[1] === 'function' && entry[1].prototype instanceof Error,
 );
 
-test('every error class of lib/errors/classes.ts has a sample here (a new class must be added)', () => {
+test('every error class of lib/errors/ has a sample here (a new class must be added)', () => {
   assert.deepEqual(errorClasses.map(([name]) => name).sort(), Object.keys(samples).sort());
 });
 
@@ -80,7 +83,7 @@ for (const [name, type] of errorClasses) {
     assert.equal(copy.message, original.message);
     const { cause: _a, ...fields } = { ...original };
     assert.deepEqual({ ...copy }, fields);
-    assert.equal((copy as errors.BaseError).code, (original as errors.BaseError).code);
+    assert.equal((copy as classes.BaseError).code, (original as classes.BaseError).code);
   });
 }
 

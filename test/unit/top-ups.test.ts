@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { DeliveryError } from '../../lib/errors/classes.ts';
+import { DeliveryError } from '../../lib/errors/worker.ts';
 import type { ClaimedMessage } from '../../lib/outbox/index.ts';
 import { createTopUpSearch, DEFAULT_LOG_CHUNK, type PaymentOrigin } from '../../lib/worker/gas/top-ups.ts';
 import { BOUNDED } from '../helpers/properties.ts';

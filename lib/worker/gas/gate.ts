@@ -15,7 +15,7 @@
  *   estimate above it is not sent).
  * The stored payments are read first; the origin chain is asked only when they fall short.
  */
-import { DeliveryError } from '../../errors/classes.ts';
+import { DeliveryError } from '../../errors/worker.ts';
 import {
   gasPaymentsIn,
   sumGasPayments,

@@ -11,7 +11,7 @@
  * request are stored, so a failure half-way loses nothing: the next check starts where it stopped.
  * A restart forgets the ranges: each message is searched again, from the newest blocks back.
  */
-import { DeliveryError } from '../../errors/classes.ts';
+import { DeliveryError } from '../../errors/worker.ts';
 import { gasPaymentLogFilter } from '../../gas/payment.ts';
 import type { ClaimedMessage } from '../../outbox/index.ts';
 
