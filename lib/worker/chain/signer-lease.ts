@@ -210,7 +210,7 @@ export function sendGuard(transport: Transport, allowed: () => boolean): Transpo
   }) as Transport;
 }
 
-/** What createRelayerWorker needs (lib/worker/index.ts). */
+/** What createRelayerWorker needs (lib/worker/wiring.ts). */
 export interface WorkerSignerHolds extends SignerHolds {
   /** The journal the senders record in: fenced by the leases. */
   journal(outbox: TransactionJournal): TransactionJournal;
