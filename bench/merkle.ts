@@ -3,11 +3,15 @@
  * SQLite file, synchronous=FULL), against the floor a user could write by hand: a node:sqlite
  * prepared INSERT loop in one transaction on a plain table, same pragmas, in this process.
  * A third contender, our store's insertMerkle called in-process, splits the HTTP + JSON +
- * validation cost from the cost of our table's STRICT/CHECK constraints.
+ * validation cost from the cost of our table's STRICT/CHECK constraints. `relayer-server` as
+ * `npm start` serves it (its config file, its SQLite store with the outbox beside the merkle
+ * table, its request log) runs in the same rounds, and every HTTP contender's CPU per request
+ * (all its threads, from /proc) is summed over the rounds: on a shared machine wall time also
+ * counts the slices the scheduler gave to others, CPU time much less.
  * Every run writes 10 000 new leaves (the tables grow as they would in service).
  * Run alone: node bench/merkle.ts
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,7 +21,8 @@ import { openSqliteStore } from '../lib/sqlite/index.ts';
 import { packMerkle } from '../lib/sqlite/merkle.ts';
 import { parseJsonBody, validateMerkleRequest } from '../lib/relay/validate.ts';
 import type { MerkleInsertion } from '../lib/types.ts';
-import { startServer } from './load.ts';
+import { fileChains } from '../test/helpers/config.ts';
+import { cpuSeconds, startRelayerServer, startServer } from './load.ts';
 import { formatOps, median, printTable, type BenchRow } from './lib.ts';
 
 const RECORDS = 10_000;
@@ -108,7 +113,7 @@ async function handoff(
       'packMerkle columns (buffer transferred)',
       () => {
         const p = packMerkle(rows)!;
-        return [p, [p.numbers.buffer]];
+        return [p, [p.numbers.buffer, p.ids.buffer]];
       },
     ],
   ];
@@ -140,16 +145,28 @@ export async function run(options: { rounds?: number } = {}): Promise<BenchRow[]
   const dir = mkdtempSync(join(tmpdir(), 'relayer-bench-merkle-'));
   const server = await startServer('relay', { merkle: true, log: true });
   const peer = await startServer('merkle-peer');
+  // The receipts' RPC is never asked: only the merkle endpoint is loaded.
+  writeFileSync(join(dir, 'config.json'), JSON.stringify({ chains: fileChains('http://127.0.0.1:9') }));
+  const served = await startRelayerServer([
+    '--config',
+    join(dir, 'config.json'),
+    '--port',
+    '0',
+    '--db',
+    join(dir, 'served.db'),
+  ]);
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   const peerAgent = new Agent({ keepAlive: true, maxSockets: 1 });
+  const servedAgent = new Agent({ keepAlive: true, maxSockets: 1 });
   const store = await openSqliteStore(join(dir, 'store.db'));
   const raw = rawLoop(join(dir, 'raw.db'));
   try {
     // Round 0 warms every contender up and is not counted.
     const data: MerkleInsertion[][] = [];
     const bodies: Buffer[] = [];
-    const times: Record<'http' | 'peer' | 'store' | 'raw' | 'parse', number[]> = {
+    const times: Record<'http' | 'served' | 'peer' | 'store' | 'raw' | 'parse', number[]> = {
       http: [],
+      served: [],
       peer: [],
       store: [],
       raw: [],
@@ -157,6 +174,10 @@ export async function run(options: { rounds?: number } = {}): Promise<BenchRow[]
     };
     /** Each counted round's peer time over ours: side by side, so a slow phase of the machine hits both. */
     const pairs: number[] = [];
+    const servedPairs: number[] = [];
+    /** CPU seconds each HTTP contender's process used in the counted rounds' requests. */
+    const cpu = { http: 0, served: 0, peer: 0 };
+    const pids = { http: server.pid, served: served.pid, peer: peer.pid };
     const measureRounds = async (from: number, to: number) => {
       for (let round = from; round <= to; round++) {
         data[round] = records(round);
@@ -168,6 +189,14 @@ export async function run(options: { rounds?: number } = {}): Promise<BenchRow[]
               const res = await post(server.url, agent, bodies[round]);
               if (res.status !== 200 || JSON.parse(res.text).count !== RECORDS)
                 throw new Error(`merkle POST: ${res.status} ${res.text.slice(0, 200)}`);
+            },
+          ],
+          [
+            'served',
+            async () => {
+              const res = await post(served.url, servedAgent, bodies[round]);
+              if (res.status !== 200 || JSON.parse(res.text).count !== RECORDS)
+                throw new Error(`relayer-server merkle POST: ${res.status} ${res.text.slice(0, 200)}`);
             },
           ],
           [
@@ -191,11 +220,17 @@ export async function run(options: { rounds?: number } = {}): Promise<BenchRow[]
         ];
         for (let k = 0; k < contenders.length; k++) {
           const [name, fn] = contenders[(round + k) % contenders.length];
+          const pid = name in pids ? pids[name as keyof typeof pids] : undefined;
+          const cpuBefore = pid === undefined ? 0 : cpuSeconds(pid);
           const start = performance.now();
           await fn();
           if (round > 0) times[name].push(performance.now() - start);
+          if (round > 0 && pid !== undefined) cpu[name as keyof typeof cpu] += cpuSeconds(pid) - cpuBefore;
         }
-        if (round > 0) pairs.push((times.peer.at(-1) as number) / (times.http.at(-1) as number));
+        if (round > 0) {
+          pairs.push((times.peer.at(-1) as number) / (times.http.at(-1) as number));
+          servedPairs.push((times.peer.at(-1) as number) / (times.served.at(-1) as number));
+        }
       }
     };
     await measureRounds(0, rounds);
@@ -209,6 +244,7 @@ export async function run(options: { rounds?: number } = {}): Promise<BenchRow[]
     }
     const rowsPerSecond = (ms: number[]) => (RECORDS * 1000) / median(ms);
     const http = rowsPerSecond(times.http);
+    const servedRate = rowsPerSecond(times.served);
     const byHand = rowsPerSecond(times.peer);
     const inStore = rowsPerSecond(times.store);
     const floor = rowsPerSecond(times.raw);
@@ -223,6 +259,12 @@ export async function run(options: { rounds?: number } = {}): Promise<BenchRow[]
           median(times.http).toFixed(1),
           formatOps(http),
           `${(http / floor).toFixed(2)}x`,
+        ],
+        [
+          'relayer-server as npm start serves it (SQLite store, request log)',
+          median(times.served).toFixed(1),
+          formatOps(servedRate),
+          `${(servedRate / floor).toFixed(2)}x`,
         ],
         [
           'peer over HTTP: node:http + node:sqlite, parse + insert on its main thread',
@@ -249,6 +291,22 @@ export async function run(options: { rounds?: number } = {}): Promise<BenchRow[]
           '',
         ],
       ],
+    );
+    // The same rounds three ways: the guard's median of round ratios, the ratio of the medians,
+    // and the ratio of CPU spent per request (the rounds' sums; /proc counts in 10 ms ticks).
+    const perRequest = (name: keyof typeof cpu) => (cpu[name] * 1000) / pairs.length;
+    console.log(`\n## The HTTP contenders against the peer, ${pairs.length} rounds`);
+    printTable(
+      ['contender', 'median of round ratios', 'ratio of medians', 'CPU ms per request', 'CPU ratio'],
+      (['http', 'served'] as const)
+        .map((name) => [
+          name === 'http' ? 'ours (bench child)' : 'relayer-server',
+          `${median(name === 'http' ? pairs : servedPairs).toFixed(2)}x`,
+          `${(median(times.peer) / median(times[name])).toFixed(2)}x`,
+          perRequest(name).toFixed(1),
+          `${(perRequest('peer') / perRequest(name)).toFixed(2)}x`,
+        ])
+        .concat([['peer', '', '', perRequest('peer').toFixed(1), '']]),
     );
     const forms = await handoff(data[1], rounds);
     console.log(`\n## Handing ${RECORDS} validated records to a worker thread, median of ${rounds}`);
@@ -278,8 +336,9 @@ export async function run(options: { rounds?: number } = {}): Promise<BenchRow[]
   } finally {
     agent.destroy();
     peerAgent.destroy();
+    servedAgent.destroy();
     await store.close();
-    await Promise.all([server.stop(), peer.stop()]);
+    await Promise.all([server.stop(), peer.stop(), served.stop()]);
     rmSync(dir, { recursive: true, force: true });
   }
 }

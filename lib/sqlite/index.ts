@@ -89,7 +89,12 @@ export async function openSqliteStore(path: string, options: OpenSqliteStoreOpti
         const packed = packMerkle(records);
         return packed === undefined
           ? table.insert(records)
-          : (worker.call('merkle', 'insertPacked', [packed], [packed.numbers.buffer]) as Promise<number>);
+          : (worker.call(
+              'merkle',
+              'insertPacked',
+              [packed],
+              [packed.numbers.buffer, packed.ids.buffer],
+            ) as Promise<number>);
       },
       listMerkle: table.list,
     },
