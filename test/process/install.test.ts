@@ -11,24 +11,13 @@ import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { INSTALL_FLAGS } from '../helpers/packed.ts';
+import { INSTALL_FLAGS, packedTarball } from '../helpers/packed.ts';
 import { onExitCleanup, REPO_ROOT, spawnTracked, stopProcess, waitForLine } from '../helpers/processes.ts';
 import { refusedPort } from '../helpers/refused-port.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'relayer-install-'));
 const forget = onExitCleanup(() => rmSync(dir, { recursive: true, force: true }));
 after(forget);
-
-/** npm on the Node that runs the tests (npm_execpath under npm test, else the npm on PATH). */
-function npm(args: string[], cwd: string): string {
-  const command = process.env.npm_execpath ? [process.execPath, process.env.npm_execpath] : ['npm'];
-  return execFileSync(command[0], [...command.slice(1), ...args], {
-    cwd,
-    encoding: 'utf8',
-    env: { ...process.env, PATH: path() },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-}
 
 /** Node 24's directory first, as a host's PATH would have it: the bins' `#!/usr/bin/env node` finds it. */
 function path(): string {
@@ -38,10 +27,9 @@ function path(): string {
 const prefix = join(dir, 'app');
 let tarball: string;
 let installOutput: string;
-before(() => {
-  // --silent: the JSON is all that goes to stdout; prepack's `tsc -b` is incremental (dist/ is up to date under npm test).
-  const packed = JSON.parse(npm(['pack', '--silent', '--json', '--pack-destination', dir], REPO_ROOT));
-  tarball = join(dir, packed[0].filename);
+before(async () => {
+  // The run's one tarball (test/helpers/packed.ts), shared with test/process/package-types.test.ts.
+  tarball = await packedTarball();
   mkdirSync(prefix);
   // --offline: the package has no dependency to fetch (viem and pg are optional peers).
   const result = spawnSync(

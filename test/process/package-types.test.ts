@@ -9,7 +9,8 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
-import { after, test } from 'node:test';
+import { after, before, test } from 'node:test';
+import { packedTarball } from '../helpers/packed.ts';
 import ts from 'typescript';
 
 const root = new URL('../..', import.meta.url).pathname;
@@ -38,15 +39,14 @@ function home(dist: string, file: string): string {
 const work = mkdtempSync(join(tmpdir(), 'relayer-consumer-'));
 after(() => rmSync(work, { recursive: true, force: true }));
 
+/** The run's one tarball (test/helpers/packed.ts), shared with test/process/install.test.ts. */
+let tarball: string;
+before(async () => {
+  tarball = await packedTarball();
+});
+
 /** A project outside the repository with the packed tarball installed as node_modules/relayer-api. */
 function consumerProject(): string {
-  const npm = process.env.npm_execpath ? [process.execPath, process.env.npm_execpath] : ['npm'];
-  const out = execFileSync(
-    npm[0],
-    [...npm.slice(1), 'pack', '--json', '--ignore-scripts', '--pack-destination', work],
-    { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] },
-  );
-  const tarball = join(work, (JSON.parse(out) as Array<{ filename: string }>)[0].filename);
   const installed = join(work, 'node_modules', 'relayer-api');
   mkdirSync(installed, { recursive: true });
   execFileSync('tar', ['-xzf', tarball, '-C', installed, '--strip-components=1']);
