@@ -27,32 +27,36 @@ import { globalSetup, globalTeardown } from '../test/helpers/global-setup.ts';
 const root = join(import.meta.dirname, '..');
 const cacheFile = join(root, '.cache', 'test-durations.json');
 /**
- * The long files of a run without the cache, longest first: the process and e2e files over 8 s and
- * the unit files over 6 s in 1402cf8's quiet fresh-clone run (BENCHMARKS.md#test-suite).
+ * What a run without the cache (a fresh clone) schedules by: the seconds the long files took in a
+ * quiet fresh-clone run (BENCHMARKS.md#test-suite), and DEFAULT_MS for every other file. Every
+ * file needs an estimate: the shards are balanced by them, and with none the unit files without
+ * a figure all went to one shard (one process ran 86 of the 87 unit files, one after the other).
  */
-const KNOWN_LONG = [
-  'test/process/worker-bin.test.ts',
-  'test/e2e/worker-gaps.e2e.test.ts',
-  'test/e2e/worker-faults.e2e.test.ts',
-  'test/process/outbox.test.ts',
-  'test/e2e/worker-cctp.e2e.test.ts',
-  'test/e2e/worker.e2e.test.ts',
-  'test/e2e/worker-signers.e2e.test.ts',
-  'test/process/crash.test.ts',
-  'test/process/replicas.test.ts',
-  'test/e2e/devnet.e2e.test.ts',
-  'test/process/install.test.ts',
-  'test/process/package-types.test.ts',
-  'test/process/readme.test.ts',
-  'test/unit/postgres-relay.test.ts',
-  'test/process/npm-signals.test.ts',
-  'test/unit/rpc-faults.test.ts',
-  'test/e2e/worker-hostile.e2e.test.ts',
-  'test/e2e/demo.e2e.test.ts',
-  'test/process/load.test.ts',
-  'test/process/bin.test.ts',
-  'test/unit/client.test.ts',
-];
+const KNOWN_LONG: Record<string, number> = {
+  'test/process/worker-bin.test.ts': 43,
+  'test/e2e/worker-gaps.e2e.test.ts': 40,
+  'test/e2e/worker-faults.e2e.test.ts': 32,
+  'test/process/outbox.test.ts': 30,
+  'test/e2e/worker-cctp.e2e.test.ts': 24,
+  'test/e2e/worker.e2e.test.ts': 24,
+  'test/e2e/worker-signers.e2e.test.ts': 22,
+  'test/process/crash.test.ts': 22,
+  'test/process/replicas.test.ts': 22,
+  'test/e2e/devnet.e2e.test.ts': 17,
+  'test/process/install.test.ts': 14,
+  'test/process/package-types.test.ts': 14,
+  'test/process/readme.test.ts': 12,
+  'test/unit/postgres-relay.test.ts': 10,
+  'test/process/npm-signals.test.ts': 10,
+  'test/unit/rpc-faults.test.ts': 8,
+  'test/e2e/worker-hostile.e2e.test.ts': 8,
+  'test/e2e/demo.e2e.test.ts': 8,
+  'test/process/load.test.ts': 8,
+  'test/process/bin.test.ts': 8,
+  'test/unit/client.test.ts': 6,
+};
+/** The estimate of a file without a figure: about the mean of a unit file in a quiet run. */
+const DEFAULT_MS = 1000;
 
 const SHARDS = Number(process.env.RELAYER_TEST_SHARDS ?? 2);
 
@@ -70,8 +74,8 @@ const files = globSync(patterns, { cwd: root }).sort();
 /** The files of test/unit/: they share SHARDS processes. */
 const isShared = (file: string) => SHARDS > 0 && file.startsWith('test/unit/');
 const saved = savedDurations();
-const before = saved ?? new Map(KNOWN_LONG.map((file, i) => [file, KNOWN_LONG.length - i]));
-const estimate = (file: string) => before.get(file) ?? 0;
+const before = saved ?? new Map(Object.entries(KNOWN_LONG).map(([file, s]) => [file, s * 1000]));
+const estimate = (file: string) => before.get(file) ?? DEFAULT_MS;
 
 /** The shared files in SHARDS entry files, balanced by duration (the longest into the shortest shard). */
 const shardDir = join(root, '.cache', 'test-shards');
@@ -97,8 +101,7 @@ for (const shard of shards.filter((s) => s.files.length > 0)) {
     shard.entry,
     `import { runShared } from ${JSON.stringify(runner)};\nawait runShared(${JSON.stringify(list)}, ${JSON.stringify(root)});\n`,
   );
-  // Without saved figures the shards go first: together they hold half the run's tests.
-  entries.set(shard.entry, saved ? shard.ms : Number.MAX_SAFE_INTEGER);
+  entries.set(shard.entry, shard.ms);
 }
 const ordered = [...entries.keys()].sort((a, b) => (entries.get(b) ?? 0) - (entries.get(a) ?? 0));
 
