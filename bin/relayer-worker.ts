@@ -18,9 +18,11 @@ import { LOG_LEVELS, type Logger } from '../lib/log.ts';
 import { redactDatabaseUrl, redactUrls } from '../lib/redact.ts';
 import { effectivePolicies, unstatedPolicy } from '../lib/config/stated-policy.ts';
 import type { RelayerConfig } from '../lib/types.ts';
-import { CommandLineError, readCommandLine } from './lib/command-line.ts';
+import { createLineSink, type LineSink } from '../lib/node/log-sink.ts';
+import { createLogger } from '../lib/log.ts';
+import { CommandLineError, parseCommandLine } from './lib/command-line.ts';
 import { configSummary, listenFailure, signerKeyProblem, workerPolicyLines } from './lib/advice.ts';
-import { cliFail, runCommand, shutDownOnce } from './lib/lifecycle.ts';
+import { runCommand, shutDownOnce } from './lib/lifecycle.ts';
 import { openRelayerStore } from './lib/store.ts';
 
 const HELP = `Usage: relayer-worker [options]
@@ -77,7 +79,16 @@ invalid config, an unstated gas policy or fee ceiling, or a missing key, 1 when 
 `;
 
 const PROGRAM = 'relayer-worker';
-const fail = (code: number, message: string): never => cliFail(PROGRAM, code, message);
+/** A refused start or command: runCommand prints `relayer-worker: MESSAGE` on stderr and exits with `code`. */
+const fail = (code: number, message: string): never => {
+  throw new CommandLineError(code, message);
+};
+
+/** Where a command writes: the process's stdout and stderr, or a test's (test/process/worker-bin.test.ts). */
+export interface WorkerIo {
+  stdout: { write(text: string): unknown };
+  stderr: { write(text: string): unknown };
+}
 
 /** lib/worker loads viem; without it installed, say so instead of a module-resolution trace. */
 async function loadWorkerModule(): Promise<typeof import('../lib/worker/index.ts')> {
@@ -118,7 +129,12 @@ function age(ms: number): string {
   return `${Math.floor(s / 86_400)}d${Math.floor((s % 86_400) / 3600)}h`;
 }
 
-async function list(config: RelayerConfig, flags: Record<string, unknown>, logger: Logger): Promise<number> {
+async function list(
+  config: RelayerConfig,
+  flags: Record<string, unknown>,
+  logger: Logger,
+  io: WorkerIo,
+): Promise<number> {
   const status = flags.status as string | undefined;
   if (status !== undefined && !(STATUSES as readonly string[]).includes(status))
     return fail(2, `--status must be one of ${STATUSES.join(', ')}`);
@@ -141,8 +157,8 @@ async function list(config: RelayerConfig, flags: Record<string, unknown>, logge
       const error = r.lastError === null ? '-' : JSON.stringify(redactUrls(r.lastError));
       text += `${r.id}  ${r.status}  attempts=${r.attempts}  age=${age(now - r.enqueuedAt)}  to=${names.get(r.destination) ?? r.destination}  last_error=${error}\n`;
     }
-    process.stdout.write(text);
-    process.stderr.write(
+    io.stdout.write(text);
+    io.stderr.write(
       `${records.length} message${records.length === 1 ? '' : 's'}${records.length === limit ? ` (the first ${limit}: --limit for more)` : ''}\n`,
     );
     return 0;
@@ -151,7 +167,12 @@ async function list(config: RelayerConfig, flags: Record<string, unknown>, logge
   }
 }
 
-async function requeueFailed(config: RelayerConfig, flags: Record<string, unknown>, logger: Logger): Promise<number> {
+async function requeueFailed(
+  config: RelayerConfig,
+  flags: Record<string, unknown>,
+  logger: Logger,
+  io: WorkerIo,
+): Promise<number> {
   if (flags.status !== 'failed')
     return fail(2, 'requeue --status: only failed messages are requeued (--status failed)');
   const destination = destinationOf(config, flags.destination as string | undefined);
@@ -160,11 +181,11 @@ async function requeueFailed(config: RelayerConfig, flags: Record<string, unknow
     let count = 0;
     for (;;) {
       const ids = await store.outbox.requeueFailed({ destination, limit: 1000 });
-      if (ids.length > 0) process.stdout.write(ids.map((id) => `requeued ${id}\n`).join(''));
+      if (ids.length > 0) io.stdout.write(ids.map((id) => `requeued ${id}\n`).join(''));
       count += ids.length;
       if (ids.length < 1000) break;
     }
-    process.stderr.write(`requeued ${count} failed message${count === 1 ? '' : 's'}\n`);
+    io.stderr.write(`requeued ${count} failed message${count === 1 ? '' : 's'}\n`);
     return 0;
   } finally {
     await store.close();
@@ -176,8 +197,9 @@ async function requeue(
   positionals: string[],
   flags: Record<string, unknown>,
   logger: Logger,
+  io: WorkerIo,
 ): Promise<number> {
-  if (positionals.length === 1 && flags.status !== undefined) return requeueFailed(config, flags, logger);
+  if (positionals.length === 1 && flags.status !== undefined) return requeueFailed(config, flags, logger, io);
   const id = positionals[1];
   if (positionals.length !== 2 || !isHexOfLength(id, 32) || flags.status !== undefined)
     return fail(2, 'usage: relayer-worker requeue <message_id> (0x + 64 hex), or requeue --status failed');
@@ -186,10 +208,10 @@ async function requeue(
     const { outbox } = store;
     const before = await outbox.get(id);
     if (await outbox.requeue(id)) {
-      process.stdout.write(`requeued ${id.toLowerCase()} (attempts so far ${before?.attempts ?? 0})\n`);
+      io.stdout.write(`requeued ${id.toLowerCase()} (attempts so far ${before?.attempts ?? 0})\n`);
       return 0;
     }
-    process.stderr.write(
+    io.stderr.write(
       `relayer-worker: not requeued: ${before ? `message ${id.toLowerCase()} is ${before.status}, not failed` : `no message ${id.toLowerCase()}`}\n`,
     );
     return 1;
@@ -199,7 +221,12 @@ async function requeue(
 }
 
 /** `relayer-worker signers`: the signers' state, read from the nodes and the outbox (docs/workers.md#signers). */
-async function signers(config: RelayerConfig, flags: Record<string, unknown>, logger: Logger): Promise<number> {
+async function signers(
+  config: RelayerConfig,
+  flags: Record<string, unknown>,
+  logger: Logger,
+  io: WorkerIo,
+): Promise<number> {
   const format = (flags.format as string | undefined) ?? 'text';
   if (format !== 'text' && format !== 'json') return fail(2, '--format must be text or json');
   const named = flags.signer === undefined ? [] : String(flags.signer).split(',');
@@ -209,9 +236,9 @@ async function signers(config: RelayerConfig, flags: Record<string, unknown>, lo
   const store = await openRelayerStore(config, logger, { existing: true });
   try {
     const views = await mod.reportSigners({ config, outbox: store.outbox, signers: named });
-    process.stdout.write(format === 'json' ? `${JSON.stringify(views, null, 2)}\n` : mod.formatSignerView(views));
+    io.stdout.write(format === 'json' ? `${JSON.stringify(views, null, 2)}\n` : mod.formatSignerView(views));
     if (views.length === 0)
-      process.stderr.write('no signer: none has held a lease on these destinations; --signer ADDRESS names one\n');
+      io.stderr.write('no signer: none has held a lease on these destinations; --signer ADDRESS names one\n');
     return 0;
   } catch (error) {
     return fail(1, redactUrls((error as Error).message));
@@ -220,19 +247,52 @@ async function signers(config: RelayerConfig, flags: Record<string, unknown>, lo
   }
 }
 
-async function main(): Promise<void> {
-  const cli = readCommandLine({
-    help: HELP,
-    positionals: ([command]) => {
-      // A stray database URL (a forgotten --db) must not be echoed with its password.
-      if (command !== undefined && command !== 'requeue' && command !== 'list' && command !== 'signers')
-        throw new CommandLineError(2, `unknown command ${JSON.stringify(redactUrls(command).slice(0, 64))}\n\n${HELP}`);
+/** A worker past every start-up check (the chain's included), ready to serve and run. */
+export interface CheckedWorker {
+  config: RelayerConfig;
+  logger: Logger;
+  mod: typeof import('../lib/worker/index.ts');
+  store: Awaited<ReturnType<typeof openRelayerStore>>;
+  relayer: Awaited<ReturnType<typeof import('../lib/worker/index.ts').createRelayerWorker>>;
+}
+
+/**
+ * relayer-worker's command line `args` with the environment `env` (RELAYER_SIGNER_KEY is read and
+ * deleted from it), up to the start of the worker: -h, list, requeue, signers and --check-config
+ * run to their end (their exit code is returned); for the worker itself, every start-up check
+ * (flags, config, gas policy, key, viem, database, the destinations' nodes) is made and the worker
+ * returned, not yet running. A refusal throws CommandLineError (runCommand prints it and exits).
+ * Log lines go to `sink`, what a command prints to `io`.
+ */
+export async function workerCommand(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  io: WorkerIo,
+  sink: LineSink,
+): Promise<number | CheckedWorker> {
+  const cli = parseCommandLine(
+    {
+      help: HELP,
+      positionals: ([command]) => {
+        // A stray database URL (a forgotten --db) must not be echoed with its password.
+        if (command !== undefined && command !== 'requeue' && command !== 'list' && command !== 'signers')
+          throw new CommandLineError(
+            2,
+            `unknown command ${JSON.stringify(redactUrls(command).slice(0, 64))}\n\n${HELP}`,
+          );
+      },
+      listen: (config) => config.worker,
+      flags: ['status', 'destination', 'limit', 'format', 'signer'],
     },
-    listen: (config) => config.worker,
-    flags: ['status', 'destination', 'limit', 'format', 'signer'],
-  });
-  if (cli === undefined) return;
-  const { positionals, flags, config, logger, sink } = cli;
+    args,
+    env,
+  );
+  if (cli === 'help') {
+    io.stdout.write(HELP);
+    return 0;
+  }
+  const { positionals, flags, config } = cli;
+  const logger = createLogger({ level: cli.level, write: sink.write });
   const command = positionals[0];
   // --status, --destination and --limit belong to list and requeue.
   const own = ['status', 'destination', 'limit'].filter((name) => flags[name] !== undefined);
@@ -246,46 +306,43 @@ async function main(): Promise<void> {
     sink.flush();
     if (positionals.length !== 1)
       return fail(2, 'usage: relayer-worker signers [--format text|json] [--signer ADDRESS]');
-    process.exitCode = await signers(config, flags, logger);
-    return;
+    return await signers(config, flags, logger, io);
   }
 
   if (flags['check-config']) {
     if (command !== undefined) fail(2, `--check-config checks what relayer-worker runs with, not ${command}`);
-    const key = process.env.RELAYER_SIGNER_KEY;
-    delete process.env.RELAYER_SIGNER_KEY;
+    const key = env.RELAYER_SIGNER_KEY;
+    delete env.RELAYER_SIGNER_KEY;
     const keyProblem = key ? signerKeyProblem(key) : undefined;
     if (keyProblem !== undefined) fail(2, keyProblem);
     // What the worker refuses to start without (docs/configuration.md#stated-gas-policy).
     const unstated = unstatedPolicy(config);
     if (unstated.length > 0) fail(2, unstated.join(`\n${PROGRAM}: `));
-    process.stdout.write(
+    io.stdout.write(
       configSummary(PROGRAM, flags.config, config, config.worker, [
         `signer key: ${key ? 'set' : 'not set (RELAYER_SIGNER_KEY is needed to run)'}`,
         ...workerPolicyLines(config),
       ]),
     );
-    return;
+    return 0;
   }
   if (command === 'list') {
     sink.flush();
     if (positionals.length !== 1)
       return fail(2, 'usage: relayer-worker list [--status S] [--destination NAME] [--limit N]');
-    process.exitCode = await list(config, flags, logger);
-    return;
+    return await list(config, flags, logger, io);
   }
   if (command === 'requeue') {
     sink.flush();
-    process.exitCode = await requeue(config, positionals, flags, logger);
-    return;
+    return await requeue(config, positionals, flags, logger, io);
   }
 
   // No silent unsafe default (docs/configuration.md#stated-gas-policy): one line per missing key.
   const unstated = unstatedPolicy(config);
   if (unstated.length > 0) fail(2, unstated.join(`\n${PROGRAM}: `));
   // Read once and removed from the environment: nothing this process starts inherits it.
-  const signerKey = process.env.RELAYER_SIGNER_KEY;
-  delete process.env.RELAYER_SIGNER_KEY;
+  const signerKey = env.RELAYER_SIGNER_KEY;
+  delete env.RELAYER_SIGNER_KEY;
   if (!signerKey) return fail(2, 'RELAYER_SIGNER_KEY is not set: the key (0x + 64 hex) that signs Mailbox.process');
   // The key's form is checked before viem is loaded: a wrong key is refused at once.
   const keyProblem = signerKeyProblem(signerKey);
@@ -315,6 +372,20 @@ async function main(): Promise<void> {
     await store.close();
     return fail(2, refusals.join('\n'));
   }
+  return { config, logger, mod, store, relayer };
+}
+
+async function main(): Promise<void> {
+  // Whatever waits in the sink is written on exit.
+  const sink = createLineSink(process.stdout);
+  process.on('exit', () => sink.flush());
+  const checked = await workerCommand(process.argv.slice(2), process.env, process, sink);
+  if (typeof checked === 'number') {
+    process.exitCode = checked;
+    return;
+  }
+  const { config, logger, mod, store, relayer } = checked;
+  const outbox = store.outbox;
   const { worker } = relayer;
   const ops = mod.createOpsServer({
     metrics: relayer.metrics,
@@ -371,4 +442,5 @@ async function main(): Promise<void> {
   sink.flush();
 }
 
-await runCommand(PROGRAM, main);
+// Run as a command; imported (by a test), it only exports workerCommand.
+if (import.meta.main) await runCommand(PROGRAM, main);

@@ -2,6 +2,11 @@
  * bin/relayer-worker.ts's command line, without a chain (test/e2e/worker*.e2e.test.ts run it
  * delivering on anvil): --help, refusals (exit 2) that never echo the key, viem missing (exit 1
  * with what to install), RELAYER_DB, and `requeue` on a real SQLite file.
+ *
+ * Each kind of ending goes through a real process at least once (`run`: a refusal printed and its
+ * exit code, a command's exit code, a start, a signal, a dead store); the other cases of a kind run
+ * the same code in this process (`inProcess`: workerCommand, what the bin runs before it serves),
+ * which saves a process start and the loading of lib/ each (BENCHMARKS.md#test-suite).
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
@@ -18,6 +23,8 @@ import { startFakeRpcServer, type FakeRpcServer } from '../helpers/fake-rpc.ts';
 import { sharedPostgresUrl } from '../helpers/postgres.ts';
 import { spawnTracked, stopProcess, waitForLine } from '../helpers/processes.ts';
 import { REPO_ROOT } from '../helpers/server.ts';
+import { createLineSink } from '../../lib/node/log-sink.ts';
+import { CommandLineError } from '../../bin/lib/command-line.ts';
 
 const BIN = join(REPO_ROOT, 'bin', 'relayer-worker.ts');
 const dir = mkdtempSync(join(tmpdir(), 'relayer-worker-bin-'));
@@ -70,6 +77,38 @@ async function run(
   return { code, output: child.output() };
 }
 
+/**
+ * `run` in this process: bin/relayer-worker.ts's workerCommand with `args` and `env` only, its
+ * output (log lines, stdout, stderr) in one string as the child's would be. A refusal ends as the
+ * bin ends it (runCommand: `relayer-worker: MESSAGE`, its exit code); a worker that passed every
+ * start-up check is closed again, code null.
+ */
+async function inProcess(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ code: number | null; output: string }> {
+  const { workerCommand } = await import('../../bin/relayer-worker.ts');
+  let output = '';
+  const stream = { write: (text: string) => (output += text) };
+  const sink = createLineSink(stream);
+  let code: number | null;
+  let refusal = '';
+  try {
+    const checked = await workerCommand(args, { ...env }, { stdout: stream, stderr: stream }, sink);
+    if (typeof checked === 'number') code = checked;
+    else {
+      await checked.store.close();
+      code = null;
+    }
+  } catch (error) {
+    if (!(error instanceof CommandLineError)) throw error;
+    code = error.exitCode;
+    refusal = `relayer-worker: ${error.message}\n`;
+  }
+  sink.flush();
+  return { code, output: output + refusal };
+}
+
 test('--help prints the usage (commands, RELAYER_SIGNER_KEY, RELAYER_DB) and exits 0', async () => {
   const { code, output } = await run(['--help']);
   assert.equal(code, 0);
@@ -86,7 +125,7 @@ test('without RELAYER_SIGNER_KEY, or with one that is not 0x + 64 hex, it refuse
   assert.equal(missing.code, 2);
   assert.match(missing.output, /RELAYER_SIGNER_KEY is not set/);
   const bad = `${KEY}ff`;
-  const wrong = await run(['--config', config, '--db', db, '--port', '0'], { RELAYER_SIGNER_KEY: bad });
+  const wrong = await inProcess(['--config', config, '--db', db, '--port', '0'], { RELAYER_SIGNER_KEY: bad });
   assert.equal(wrong.code, 2);
   assert.match(wrong.output, /RELAYER_SIGNER_KEY must be 0x followed by 64 hex digits/);
   assert.ok(!wrong.output.includes(bad.slice(2, 20)), 'the key is not echoed');
@@ -94,15 +133,15 @@ test('without RELAYER_SIGNER_KEY, or with one that is not 0x + 64 hex, it refuse
 
 test('bad flags, an unknown command, an invalid config: exit 2 naming the problem', async () => {
   assert.equal((await run(['--bogus'])).code, 2);
-  const unknown = await run(['deliver']);
+  const unknown = await inProcess(['deliver']);
   assert.equal(unknown.code, 2);
   assert.match(unknown.output, /unknown command "deliver"/);
   const config = join(dir, 'bad.json');
   writeFileSync(config, JSON.stringify({ worker: { maxAttempt: 3 } }));
-  const invalid = await run(['--config', config], { RELAYER_SIGNER_KEY: KEY });
+  const invalid = await inProcess(['--config', config], { RELAYER_SIGNER_KEY: KEY });
   assert.equal(invalid.code, 2);
   assert.match(invalid.output, /invalid config: worker\.maxAttempt/);
-  const requeue = await run(['requeue', '0x1234']);
+  const requeue = await inProcess(['requeue', '0x1234']);
   assert.equal(requeue.code, 2);
   assert.match(requeue.output, /usage: relayer-worker requeue <message_id>/);
 });
@@ -153,7 +192,7 @@ test('requeue on the database named by RELAYER_DB: a failed message back to queu
   const again = await run(['requeue', id], { RELAYER_DB: db });
   assert.equal(again.code, 1);
   assert.match(again.output, new RegExp(`not requeued: message ${id} is queued, not failed`));
-  const unknown = await run(['requeue', `0x${'33'.repeat(32)}`], { RELAYER_DB: db });
+  const unknown = await inProcess(['requeue', `0x${'33'.repeat(32)}`], { RELAYER_DB: db });
   assert.equal(unknown.code, 1);
   assert.match(unknown.output, /not requeued: no message 0x3333/);
   const check = await openSqliteStore(db);
@@ -189,7 +228,7 @@ test('docs/configuration.md#stated-gas-policy: no stated gas policy or fee ceili
   ]);
   assert.equal(existsSync(join(dir, 'not-there')), false, 'refused before the database');
   // An empty list states nothing either; a policy and a cap on every relay chain start (the database is next).
-  const empty = await run(['--config', config('empty.json', { gasPaymentEnforcement: [] }), '--db', missingDb], {
+  const empty = await inProcess(['--config', config('empty.json', { gasPaymentEnforcement: [] }), '--db', missingDb], {
     RELAYER_SIGNER_KEY: KEY,
   });
   assert.equal(empty.code, 2, empty.output);
@@ -201,7 +240,7 @@ test('docs/configuration.md#stated-gas-policy: no stated gas policy or fee ceili
   const withCap = JSON.parse(readFileSync(stated, 'utf8'));
   withCap.chains.local.transactionOverrides = { gasPriceCap: 'none' };
   writeFileSync(stated, JSON.stringify(withCap));
-  const next = await run(['--config', stated, '--db', missingDb], { RELAYER_SIGNER_KEY: KEY });
+  const next = await inProcess(['--config', stated, '--db', missingDb], { RELAYER_SIGNER_KEY: KEY });
   assert.equal(next.code, 2, next.output);
   assert.match(next.output, /database \S+not-there\/x\.db does not exist/, 'past the policy check');
 });
@@ -346,7 +385,7 @@ test('docs/outbox.md#listing-and-bulk-requeue: list shows what is stuck; requeue
   );
   assert.ok(!listed.output.includes('SECRET'), 'URLs cut to their origin');
   assert.match(listed.output, /^4 messages$/m);
-  const filtered = await run([
+  const filtered = await inProcess([
     'list',
     '--status',
     'failed',
@@ -375,12 +414,12 @@ test('docs/outbox.md#listing-and-bulk-requeue: list shows what is stuck; requeue
     [['requeue', '--status', 'queued'], /only failed messages are requeued/],
     [['--status', 'failed'], /--status is a flag of list and requeue/],
   ] as const) {
-    const refused = await run([...args, '--config', config, '--db', db], { RELAYER_SIGNER_KEY: KEY });
+    const refused = await inProcess([...args, '--config', config, '--db', db], { RELAYER_SIGNER_KEY: KEY });
     assert.equal(refused.code, 2, `${args.join(' ')}: ${refused.output}`);
     assert.match(refused.output, problem);
   }
 
-  const requeued = await run([
+  const requeued = await inProcess([
     'requeue',
     '--status',
     'failed',
@@ -394,7 +433,7 @@ test('docs/outbox.md#listing-and-bulk-requeue: list shows what is stuck; requeue
   assert.equal(requeued.code, 0, requeued.output);
   assert.match(requeued.output, new RegExp(`requeued ${one.id}\nrequeued ${three.id}\n`));
   assert.match(requeued.output, /requeued 2 failed messages/);
-  const after = await run(['list', '--status', 'failed', '--config', config, '--db', db]);
+  const after = await inProcess(['list', '--status', 'failed', '--config', config, '--db', db]);
   assert.deepEqual(
     after.output
       .split('\n')
@@ -414,18 +453,18 @@ test("docs/delivery.md#start-up-checks-and-heartbeat: a database that does not e
   assert.match(typo.output, /database \S+nope\/x\.db does not exist: .*give relayer-server's database/);
   assert.equal(existsSync(join(dir, 'nope')), false, 'no directory created');
   for (const command of [['list'], ['requeue', '--status', 'failed']]) {
-    const refused = await run([...command, '--config', config, '--db', missing]);
+    const refused = await inProcess([...command, '--config', config, '--db', missing]);
     assert.equal(refused.code, 2, `${command[0]}: ${refused.output}`);
     assert.equal(existsSync(join(dir, 'nope')), false);
   }
-  const memory = await run(['--config', config, '--db', ':memory:'], { RELAYER_SIGNER_KEY: KEY });
+  const memory = await inProcess(['--config', config, '--db', ':memory:'], { RELAYER_SIGNER_KEY: KEY });
   assert.equal(memory.code, 2);
   assert.match(memory.output, /:memory: is an empty database/);
   const other = join(dir, 'other.db');
   const db = new DatabaseSync(other);
   db.exec('CREATE TABLE notes (text TEXT)');
   db.close();
-  const foreign = await run(['--config', config, '--db', other], { RELAYER_SIGNER_KEY: KEY });
+  const foreign = await inProcess(['--config', config, '--db', other], { RELAYER_SIGNER_KEY: KEY });
   assert.equal(foreign.code, 2, foreign.output);
   assert.match(foreign.output, /other\.db \(\/\S+\) has no relayer schema: not relayer-server's database/);
 });
@@ -441,7 +480,7 @@ test('docs/delivery.md#start-up-checks-and-heartbeat: a PostgreSQL database with
     const fresh = new URL(url.href);
     fresh.pathname = `/${name}`;
     for (const command of [['list'], []]) {
-      const refused = await run([...command, '--config', localConfig('pg.json', [rpc.url]), '--db', fresh.href], {
+      const refused = await inProcess([...command, '--config', localConfig('pg.json', [rpc.url]), '--db', fresh.href], {
         RELAYER_SIGNER_KEY: KEY,
       });
       assert.equal(refused.code, 2, refused.output);
@@ -477,9 +516,12 @@ test('docs/delivery.md#start-up-checks-and-heartbeat: a destination on another c
     wrong.output,
     /chains\.local: the RPC node http:\/\/127\.0\.0\.1:\d+ answers chain id 31337, the config says 8453/,
   );
-  const silent = await run(['--config', localConfig('silent.json', ['http://127.0.0.1:1/v2/SECRET']), '--db', db], {
-    RELAYER_SIGNER_KEY: KEY,
-  });
+  const silent = await inProcess(
+    ['--config', localConfig('silent.json', ['http://127.0.0.1:1/v2/SECRET']), '--db', db],
+    {
+      RELAYER_SIGNER_KEY: KEY,
+    },
+  );
   assert.equal(silent.code, 2, silent.output);
   assert.match(silent.output, /chains\.local: no RPC node answered eth_chainId \(http:\/\/127\.0\.0\.1:1: /);
   assert.doesNotMatch(silent.output, /SECRET/, 'URLs cut to their origin');
