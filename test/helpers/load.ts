@@ -81,6 +81,7 @@ export async function startLoadTarget(
   const probe = ['--expose-gc', '--import', new URL('./memory-probe.ts', import.meta.url).pathname];
   const started = performance.now();
   const probes: MemoryProbe[] = [];
+  // A server that does not start leaves no fake RPC listening: it would keep the test process alive.
   const server = await launchRelayerServer(['--log-level', 'warn'], {
     config,
     nodeArgs: options.probeMemory ? probe : [],
@@ -97,6 +98,9 @@ export async function startLoadTarget(
         loopDelayMaxMs: m.loopDelayMaxMs,
       });
     },
+  }).catch(async (error: unknown) => {
+    await rpc.close();
+    throw error;
   });
   const { url } = server;
   const pid = server.child.pid!;
