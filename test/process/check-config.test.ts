@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { listenFailure } from '../../bin/lib/advice.ts';
+import { workerInProcess } from '../helpers/worker-command.ts';
 import { REPO_ROOT } from '../helpers/processes.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'relayer-check-config-'));
@@ -69,7 +70,7 @@ test('docs/configuration.md#command-line: an invalid config exits 2 with the fix
   assert.ok(!existsSync(db));
 });
 
-test('docs/configuration.md#relayer-worker: a signer key in the wrong form is told which form it has, never echoed', () => {
+test('docs/configuration.md#relayer-worker: a signer key in the wrong form is told which form it has, never echoed', async () => {
   const cases: Array<[string, RegExp]> = [
     ['7e'.repeat(32), /it has the 64 digits without 0x; write 0x before them$/],
     ['0x70997970C51812dc3A010C7d01b50e0d17dc79C8', /this looks like an address \(20 bytes\), not a key/],
@@ -79,10 +80,13 @@ test('docs/configuration.md#relayer-worker: a signer key in the wrong form is to
   ];
   // A config that states the gas policy, which a worker checks before the key.
   const config = join(REPO_ROOT, 'examples', 'devnet.json');
-  for (const [key, message] of cases) {
+  // The first case of each mode through the process, the others in this process (workerInProcess: the
+  // bin's own workerCommand; BENCHMARKS.md#test-suite).
+  for (const [i, [key, message]] of cases.entries()) {
     for (const args of [['--check-config'], ['--db', join(dir, 'never.db')]]) {
       args.push('--config', config);
-      const result = run('relayer-worker', args, { RELAYER_SIGNER_KEY: key });
+      const env = { RELAYER_SIGNER_KEY: key };
+      const result = i === 0 ? run('relayer-worker', args, env) : await workerInProcess(args, env);
       assert.equal(result.code, 2, `${args[0]}: ${result.stderr}`);
       assert.match(result.stderr.trimEnd(), message);
       assert.match(result.stderr, /^relayer-worker: RELAYER_SIGNER_KEY must be 0x followed by 64 hex digits/);

@@ -5,7 +5,7 @@
  *
  * Each kind of ending goes through a real process at least once (`run`: a refusal printed and its
  * exit code, a command's exit code, a start, a signal, a dead store); the other cases of a kind run
- * the same code in this process (`inProcess`: workerCommand, what the bin runs before it serves),
+ * the same code in this process (`inProcess`: test/helpers/worker-command.ts),
  * which saves a process start and the loading of lib/ each (BENCHMARKS.md#test-suite).
  */
 import assert from 'node:assert/strict';
@@ -23,8 +23,7 @@ import { startFakeRpcServer, type FakeRpcServer } from '../helpers/fake-rpc.ts';
 import { sharedPostgresUrl } from '../helpers/postgres.ts';
 import { spawnTracked, stopProcess, waitForLine } from '../helpers/processes.ts';
 import { REPO_ROOT } from '../helpers/server.ts';
-import { createLineSink } from '../../lib/node/log-sink.ts';
-import { CommandLineError } from '../../bin/lib/command-line.ts';
+import { workerInProcess as inProcess } from '../helpers/worker-command.ts';
 
 const BIN = join(REPO_ROOT, 'bin', 'relayer-worker.ts');
 const dir = mkdtempSync(join(tmpdir(), 'relayer-worker-bin-'));
@@ -75,38 +74,6 @@ async function run(
   });
   const [code] = (await once(child.child, 'exit')) as [number | null];
   return { code, output: child.output() };
-}
-
-/**
- * `run` in this process: bin/relayer-worker.ts's workerCommand with `args` and `env` only, its
- * output (log lines, stdout, stderr) in one string as the child's would be. A refusal ends as the
- * bin ends it (runCommand: `relayer-worker: MESSAGE`, its exit code); a worker that passed every
- * start-up check is closed again, code null.
- */
-async function inProcess(
-  args: string[],
-  env: NodeJS.ProcessEnv = {},
-): Promise<{ code: number | null; output: string }> {
-  const { workerCommand } = await import('../../bin/relayer-worker.ts');
-  let output = '';
-  const stream = { write: (text: string) => (output += text) };
-  const sink = createLineSink(stream);
-  let code: number | null;
-  let refusal = '';
-  try {
-    const checked = await workerCommand(args, { ...env }, { stdout: stream, stderr: stream }, sink);
-    if (typeof checked === 'number') code = checked;
-    else {
-      await checked.store.close();
-      code = null;
-    }
-  } catch (error) {
-    if (!(error instanceof CommandLineError)) throw error;
-    code = error.exitCode;
-    refusal = `relayer-worker: ${error.message}\n`;
-  }
-  sink.flush();
-  return { code, output: output + refusal };
 }
 
 test('--help prints the usage (commands, RELAYER_SIGNER_KEY, RELAYER_DB) and exits 0', async () => {
