@@ -7,9 +7,11 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { PublicClient } from 'viem';
+import { createPublicClient, custom, type PublicClient } from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
 import { cappedFees, FEES_FRESH_MS, sharedFees } from '../../lib/worker/tx/fees.ts';
 import { headsOf } from '../../lib/worker/tx/heads.ts';
+import { createTransactionSender } from '../../lib/worker/tx/sender.ts';
 import { createFakeClock } from '../helpers/fake-clock.ts';
 
 /** A node whose fee suggestion rises by 1 wei at each read; `fail` makes the next read fail. */
@@ -75,5 +77,50 @@ describe('fees of first sends (docs/delivery.md#throughput)', () => {
     await cappedFees(n.client, undefined, 10_000n);
     await cappedFees(n.client, undefined, 10_000n);
     assert.equal(n.reads, 6);
+  });
+});
+
+describe('requests before a broadcast (docs/delivery.md#throughput)', () => {
+  test("simulate asks eth_estimateGas alone, and the send's fee read runs beside it, not after it", async () => {
+    const clock = createFakeClock(0);
+    const asked: string[] = [];
+    let estimated: ((gas: string) => void) | undefined;
+    const publicClient = createPublicClient({
+      transport: custom({
+        async request({ method }: { method: string }) {
+          if (method !== 'eth_blockNumber') asked.push(method);
+          switch (method) {
+            case 'eth_blockNumber':
+              return '0xa';
+            case 'eth_estimateGas':
+              return new Promise<string>((resolve) => (estimated = resolve));
+            case 'eth_getBlockByNumber':
+              return { number: '0xa', hash: `0x${'0b'.repeat(32)}`, baseFeePerGas: '0x10', transactions: [] };
+            case 'eth_maxPriorityFeePerGas':
+              return '0x1';
+            default:
+              throw new Error(`unexpected ${method}`);
+          }
+        },
+      }),
+    });
+    await readHead(publicClient, clock);
+    const account = privateKeyToAccount(`0x${'ad'.repeat(32)}`);
+    const sender = createTransactionSender({ publicClient, account, clock });
+    const simulating = sender.simulate({ to: `0x${'66'.repeat(20)}`, data: '0x' });
+    for (let i = 0; i < 50 && (estimated === undefined || asked.length < 3); i++)
+      await new Promise((resolve) => setImmediate(resolve));
+    assert.ok(estimated, 'the estimate was asked');
+    assert.deepEqual(
+      [...asked].sort(),
+      ['eth_estimateGas', 'eth_getBlockByNumber', 'eth_maxPriorityFeePerGas'],
+      'while the estimate is out, the fees are read beside it; nothing fills the request in (eth_fillTransaction, nonce)',
+    );
+    estimated('0x5208');
+    assert.deepEqual(await simulating, { estimate: 21_000n, gas: 25_200n });
+    // The send that follows takes those fees: no second read at the same head.
+    const fees = await cappedFees(publicClient, undefined, 10n ** 9n, undefined, clock);
+    assert.equal(fees.maxPriorityFeePerGas, 1n);
+    assert.equal(asked.length, 3, `no more requests: ${asked.join(', ')}`);
   });
 });

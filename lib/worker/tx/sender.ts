@@ -15,7 +15,7 @@ import type { Abi, Address, Chain, Hash, Hex, LocalAccount, PublicClient } from 
 import { systemClock, type Clock } from '../../clock.ts';
 import { OutOfRangeError } from '../../errors/classes.ts';
 import { DeliveryError, TransactionError } from '../errors.ts';
-import { basisPoints, bump, cappedFees } from './fees.ts';
+import { basisPoints, bump, cappedFees, sharedFees } from './fees.ts';
 import { followTransaction, type FollowedTransaction, type FollowSettings } from './follow.ts';
 import { DEFAULT_REPLACE_AFTER_BLOCKS } from './gaps.ts';
 import { HEAD_POLL_MS } from './heads.ts';
@@ -43,10 +43,7 @@ export interface TransactionSenderOptions {
   clock?: Clock;
   /** Gas limit = estimate * (100 + margin) / 100. Default 20. */
   gasMarginPercent?: number;
-  /**
-   * A transaction not mined this many heads after it was sent is replaced with bumped fees
-   * (docs/transactions.md#gaps). Default 3.
-   */
+  /** A transaction not mined this many heads after it was sent is replaced (docs/transactions.md#gaps). Default 3. */
   replaceAfterBlocks?: number;
   /** A transaction not mined this long after it was sent is replaced too (whichever comes first). Default 60 000. */
   replaceAfterMs?: number;
@@ -149,9 +146,13 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
   let open: Map<number, number> | undefined;
 
   async function simulate(req: TransactionRequest): Promise<SimulateResult> {
+    // The send's fee read starts beside the estimate, shared (docs/delivery.md#throughput).
+    sharedFees(publicClient, c.chain, clock, errorAbi).catch(() => {});
     let estimate: bigint;
     try {
-      estimate = await publicClient.estimateGas({ account, to: req.to, data: req.data, value: req.value });
+      // `prepare: false`: eth_estimateGas alone (viem fills a local account's request first otherwise).
+      const { to, data, value } = req;
+      estimate = await publicClient.estimateGas({ account, to, data, value, prepare: false });
     } catch (err) {
       throw transactionError(classify(err), 'simulation', errorAbi, err);
     }
