@@ -180,6 +180,7 @@ export async function createRelayerWorker(options: RelayerWorkerOptions): Promis
         offchain: lookups.read,
         multisig,
         onMetadata,
+        clock: options.clock,
       }),
     );
   }

@@ -146,6 +146,22 @@ function worker(r: Rig, destination: Destination, options: Partial<DeliveryWorke
 }
 
 describe('delivery loop', () => {
+  test("the recipient's ISM is read beside delivered(id), not after it; with a gas payment policy only once paid", async () => {
+    for (const policy of [
+      undefined,
+      { beforeMetadata: async () => {}, gasLimit: async (_m: unknown, s: SimulateResult) => s },
+    ]) {
+      const r = rig();
+      const order: string[] = [];
+      const d = scripted({ deliveredBy: () => (order.push('deliveredBy'), null) });
+      d.prefetch = () => order.push('prefetch');
+      const [result] = await worker(r, d, { policy }).runOnce();
+      assert.equal(result.outcome, 'delivered');
+      // docs/delivery.md#throughput: the ISM reads start before delivered(id) is asked, both fresh.
+      assert.deepEqual(order, policy ? ['deliveredBy'] : ['prefetch', 'deliveredBy']);
+    }
+  });
+
   test('delivers: simulate, then process; recorded with its transaction; the delivered event carries enqueue→delivered seconds', async () => {
     const r = rig();
     const d = scripted({});

@@ -5,8 +5,11 @@
  * replacements, confirmations), and the message's journaled transactions followed or looked at.
  */
 import { encodeFunctionData, type Address, type Hex, type PublicClient } from 'viem';
+import { systemClock, type Clock } from '../../clock.ts';
 import { DeliveryError } from '../errors.ts';
+import { createIsmReads } from '../ism/head-reads.ts';
 import { buildMetadata, MAILBOX_ABI, type MultisigBuilder, type OffchainReader } from '../ism/metadata.ts';
+import { headsOf } from '../tx/heads.ts';
 import type { TransactionSender } from '../tx/sender.ts';
 import type { TransactionRequest } from '../tx/types.ts';
 import type { Destination } from '../types.ts';
@@ -21,10 +24,18 @@ export interface MailboxDestinationOptions {
   multisig?: MultisigBuilder;
   /** Told the end of every metadata build: `error`, or undefined when built (docs/isms.md#metrics). */
   onMetadata?: (message: Hex, error: unknown) => void;
+  /** The sender's clock: ISM reads are shared at the head its head watcher read (lib/worker/tx/heads.ts). */
+  clock?: Clock;
 }
+
+/** The message's recipient (bytes 45..77 of a Hyperlane message, the last 20 of them). */
+const recipientOf = (message: Hex) => `0x${message.slice(2 + 2 * 45 + 24, 2 + 2 * 77)}` as Address;
 
 export function createMailboxDestination(options: MailboxDestinationOptions): Destination {
   const { name, domain, mailbox, publicClient, sender, offchain, multisig, onMetadata } = options;
+  const clock = options.clock ?? systemClock;
+  const heads = headsOf(publicClient, clock);
+  const reads = createIsmReads({ publicClient, mailbox, head: () => heads.latest(), now: () => clock.now() });
   const processCall = (metadata: Hex, message: Hex): TransactionRequest => ({
     to: mailbox,
     data: encodeFunctionData({ abi: MAILBOX_ABI, functionName: 'process', args: [metadata, message] }),
@@ -60,9 +71,16 @@ export function createMailboxDestination(options: MailboxDestinationOptions): De
       return log.transactionHash;
     },
 
+    prefetch(message) {
+      reads
+        .recipientIsm(recipientOf(message))
+        .then((ism) => reads.moduleType(ism))
+        .catch(() => {});
+    },
+
     async metadata(message, signal, source) {
-      const recipient = `0x${message.slice(2 + 2 * 45 + 24, 2 + 2 * 77)}` as Address;
-      const options = { publicClient, mailbox, message, recipient, offchain, multisig, source, signal };
+      const recipient = recipientOf(message);
+      const options = { publicClient, mailbox, message, recipient, offchain, multisig, source, signal, reads };
       try {
         const { metadata } = await buildMetadata(options);
         onMetadata?.(message, undefined);

@@ -35,12 +35,14 @@ export type {
 
 /** The ISM that verifies `message` (the recipient's) and the metadata it needs. */
 export async function buildMetadata(options: MetadataOptions): Promise<{ ism: Address; type: number; metadata: Hex }> {
-  const ism = await options.publicClient.readContract({
-    address: options.mailbox,
-    abi: MAILBOX_ABI,
-    functionName: 'recipientIsm',
-    args: [options.recipient],
-  });
+  const ism = options.reads
+    ? await options.reads.recipientIsm(options.recipient)
+    : await options.publicClient.readContract({
+        address: options.mailbox,
+        abi: MAILBOX_ABI,
+        functionName: 'recipientIsm',
+        args: [options.recipient],
+      });
   const built = await buildIsm({ ...options, visited: 0, shared: {} }, ism, 0);
   return { ism, ...built };
 }
@@ -53,7 +55,9 @@ export const buildIsm: BuildIsm = async (c, ism, depth) => {
   if (++c.visited > maxIsms) throw new DeliveryError('unsupported', `more than ${maxIsms} ISMs for one message`);
   c.signal?.throwIfAborted();
   const { publicClient, message } = c;
-  const type = await publicClient.readContract({ address: ism, abi: ISM_ABI, functionName: 'moduleType' });
+  const type = c.reads
+    ? await c.reads.moduleType(ism)
+    : await publicClient.readContract({ address: ism, abi: ISM_ABI, functionName: 'moduleType' });
   switch (type) {
     case ISM_TYPE.NULL:
       return { type, metadata: '0x' };

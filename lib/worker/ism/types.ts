@@ -4,6 +4,7 @@
  */
 import type { Address, Hex, PublicClient } from 'viem';
 import type { LookupBudget } from './checkpoints.ts';
+import type { IsmReads } from './head-reads.ts';
 import type { OffchainReader } from './offchain.ts';
 
 /** A configured origin with a merkleTreeHook and a validatorAnnounce. */
@@ -51,6 +52,8 @@ export interface MetadataOptions {
   multisig?: MultisigBuilder;
   source?: MessageSource;
   signal?: AbortSignal;
+  /** The recipient's ISM and module types, shared per head (lib/worker/ism/head-reads.ts); default: read each time. */
+  reads?: IsmReads;
   maxDepth?: number;
   maxIsms?: number;
 }

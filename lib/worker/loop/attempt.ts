@@ -59,6 +59,9 @@ export async function attempt(c: AttemptContext, m: ClaimedMessage, hold: Hold):
       hold.sent = false;
     }
 
+    // The recipient's ISM is read beside delivered(id) (docs/delivery.md#throughput), unless a gas
+    // payment policy must pass first: an unpaid message runs no code of its recipient.
+    if (!c.policy && !m.lastChance) destination.prefetch?.(message);
     const prior = await destination.deliveredBy(id);
     if (prior) return delivered(prior, true);
     // Its leases lapsed maxLeaseExpiries times: neither delivered nor pending, it fails now.
