@@ -15,12 +15,19 @@
  * same share of sends; which sends depends on their order. BENCH_DELIVERY_FAULT_SCALE (default 1)
  * multiplies the three rates, and BENCH_DELIVERY_DROP_EVERY_S=0 makes no drops: 0 and 0 measure the
  * proxy alone. With BENCH_DELIVERY_LOG_DIR, every request through the proxy is written to
- * proxy.log there (method, start and duration in ms, the fault applied), for timelines.
+ * proxy-faults.log (proxy-clean.log: the proxy without faults) there (method, start and duration
+ * in ms, the fault applied), for timelines.
+ *
+ * The proxy runs in a child process of its own (BENCH_DELIVERY_PROXY=inline: in the bench's
+ * process, as before), and the same proxy faulting nothing is a contender too: the fair floor for
+ * what the faults cost is the same worker through the same hop without them.
  */
+import { fork } from 'node:child_process';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createWriteStream, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { WorkerBench } from '../test/helpers/chain/worker-chain.ts';
 import { mulberry32 } from '../test/helpers/random.ts';
 
@@ -28,6 +35,9 @@ const SCALE = Number(process.env.BENCH_DELIVERY_FAULT_SCALE ?? 1);
 export const FAULT_RATES = { alreadyKnown: 0.15 * SCALE, cut: 0.1 * SCALE, refused: 0.05 * SCALE } as const;
 const DROP_EVERY_MS = Number(process.env.BENCH_DELIVERY_DROP_EVERY_S ?? 3) * 1000;
 const LOG_DIR = process.env.BENCH_DELIVERY_LOG_DIR;
+/** BENCH_DELIVERY_PROXY=inline runs the proxy in the bench's own process, as before (for an A/B). */
+const INLINE = process.env.BENCH_DELIVERY_PROXY === 'inline';
+const CHILD = 'lying-proxy-child';
 
 async function body(req: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];
@@ -60,16 +70,24 @@ export interface FaultMode {
   stop(): Promise<{ faults: FaultCounts; heal: HealSummary }>;
 }
 
-export async function setUpFaultMode(
-  bench: WorkerBench,
-  seed = Number(process.env.BENCH_DELIVERY_SEED ?? 1),
-): Promise<FaultMode> {
+interface Rates {
+  alreadyKnown: number;
+  cut: number;
+  refused: number;
+}
+
+/** The lying proxy itself, in this process: forwards to `target`, faulting eth_sendRawTransaction at `rates`. */
+async function startProxy(
+  target: string,
+  rates: Rates,
+  seed: number,
+  logPath: string | undefined,
+): Promise<{ port: number; faults: FaultCounts; close(): void }> {
   const random = mulberry32(seed);
-  const target = bench.anvil.rpcUrl;
   const faults: FaultCounts = { sends: 0, alreadyKnown: 0, cut: 0, refused: 0 };
   const forward = (text: string) =>
     fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body: text });
-  const log = LOG_DIR ? createWriteStream(join(LOG_DIR, 'proxy.log')) : undefined;
+  const log = logPath ? createWriteStream(logPath) : undefined;
   const server: Server = createServer(async (req, res) => {
     const start = Date.now();
     let fault = '';
@@ -88,19 +106,19 @@ export async function setUpFaultMode(
           res
             .writeHead(200, { 'content-type': 'application/json' })
             .end(JSON.stringify({ jsonrpc: '2.0', id: call?.id, error: { code: -32000, message } }));
-        if (r < FAULT_RATES.refused) {
+        if (r < rates.refused) {
           faults.refused++;
           fault = 'refused';
           return error('transaction refused by the proxy');
         }
-        if (r < FAULT_RATES.refused + FAULT_RATES.cut) {
+        if (r < rates.refused + rates.cut) {
           faults.cut++;
           fault = 'cut';
           await (await forward(text)).text();
           res.socket?.destroy();
           return;
         }
-        if (r < FAULT_RATES.refused + FAULT_RATES.cut + FAULT_RATES.alreadyKnown) {
+        if (r < rates.refused + rates.cut + rates.alreadyKnown) {
           faults.alreadyKnown++;
           fault = 'already-known';
           await (await forward(text)).text();
@@ -115,7 +133,88 @@ export async function setUpFaultMode(
     }
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const proxyUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    port: (server.address() as AddressInfo).port,
+    faults,
+    close() {
+      server.closeAllConnections();
+      server.close();
+      log?.end();
+    },
+  };
+}
+
+/**
+ * The proxy in a child process of its own (the default), so that it does not share an event loop
+ * with the bench's offering, polling and drops: on a loaded machine a shared loop delays every
+ * request of the worker through it. The child answers 'stop' with its counts and exits.
+ */
+async function startProxyChild(
+  target: string,
+  rates: Rates,
+  seed: number,
+  logPath: string | undefined,
+): Promise<{ port: number; stop(): Promise<FaultCounts> }> {
+  const child = fork(
+    fileURLToPath(import.meta.url),
+    [CHILD, target, JSON.stringify(rates), String(seed), logPath ?? ''],
+    {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    },
+  );
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', (code) => reject(new Error(`the proxy child exited with ${code}`)));
+    child.once('message', (m: { port: number }) => resolve(m.port));
+  });
+  return {
+    port,
+    stop: () =>
+      new Promise<FaultCounts>((resolve) => {
+        child.once('message', (m: { faults: FaultCounts }) => resolve(m.faults));
+        child.send('stop');
+      }),
+  };
+}
+
+if (process.argv[2] === CHILD) {
+  const [target, rates, seed, logPath] = process.argv.slice(3);
+  const proxy = await startProxy(target, JSON.parse(rates), Number(seed), logPath || undefined);
+  process.on('disconnect', () => process.exit(0));
+  process.on('message', (m) => {
+    if (m !== 'stop') return;
+    proxy.close();
+    process.send?.({ faults: proxy.faults }, () => process.disconnect());
+  });
+  process.send?.({ port: proxy.port });
+}
+
+/**
+ * A proxy in front of the bench's anvil; `faulty` false: the same proxy (its own process, the
+ * same hop) faulting nothing and dropping nothing, the fair floor for what the faults cost.
+ */
+export async function setUpFaultMode(
+  bench: WorkerBench,
+  faulty = true,
+  seed = Number(process.env.BENCH_DELIVERY_SEED ?? 1),
+): Promise<FaultMode> {
+  const rates = faulty ? FAULT_RATES : { alreadyKnown: 0, cut: 0, refused: 0 };
+  const dropEveryMs = faulty ? DROP_EVERY_MS : 0;
+  const target = bench.anvil.rpcUrl;
+  const logPath = LOG_DIR ? join(LOG_DIR, `proxy-${faulty ? 'faults' : 'clean'}.log`) : undefined;
+  let faults: FaultCounts | undefined;
+  let stopProxy: () => Promise<FaultCounts>;
+  let port: number;
+  if (INLINE) {
+    const proxy = await startProxy(target, rates, seed, logPath);
+    port = proxy.port;
+    stopProxy = async () => (proxy.close(), { ...proxy.faults });
+  } else {
+    const proxy = await startProxyChild(target, rates, seed, logPath);
+    port = proxy.port;
+    stopProxy = proxy.stop;
+  }
+  const proxyUrl = `http://127.0.0.1:${port}`;
 
   const open = new Map<number, bigint>(); // dropped nonce -> head at the drop
   const heal: HealSummary = { drops: 0, healed: 0, blocks: [] };
@@ -176,7 +275,7 @@ export async function setUpFaultMode(
     },
     startDrops(signer) {
       const s = signer.toLowerCase();
-      if (DROP_EVERY_MS > 0) timer = setInterval(() => void drop(s).catch(() => {}), DROP_EVERY_MS);
+      if (dropEveryMs > 0) timer = setInterval(() => void drop(s).catch(() => {}), dropEveryMs);
       watcher = watch(s);
     },
     endDrops() {
@@ -186,11 +285,9 @@ export async function setUpFaultMode(
       clearInterval(timer);
       stopped = true;
       await watcher;
-      server.closeAllConnections();
-      server.close();
-      log?.end();
+      faults ??= await stopProxy();
       heal.blocks.sort((a, b) => a - b);
-      return { faults: { ...faults }, heal };
+      return { faults, heal };
     },
   };
 }

@@ -38,7 +38,9 @@
  * 15 % of its eth_sendRawTransaction "already known" after forwarding, cuts 10 % after forwarding
  * and refuses 5 % without forwarding, while the signer's lowest pending transaction is dropped from
  * anvil's pool every BENCH_DELIVERY_DROP_EVERY_S seconds (default 3; bench/delivery-faults.ts); its
- * msg/s against the floor, and how many blocks each gap took to heal (p50, max).
+ * msg/s against the floor, and how many blocks each gap took to heal (p50, max). It comes with one
+ * more contender, the same worker through the same proxy (its own process) faulting nothing: the
+ * ratio of the two is what the faults cost, apart from the proxy's hop.
  *
  * Environment: BENCH_DELIVERY_COUNT (200), BENCH_DELIVERY_RATE (20 per second),
  * BENCH_DELIVERY_WORKERS (1,2), BENCH_DELIVERY_TIMEOUT_S (120), BENCH_DELIVERY_WORKER_CONFIG
@@ -230,6 +232,7 @@ async function workers(
   allowOrigins: string[] = [],
   gas?: GasMode,
   faults?: FaultMode,
+  proxied = false,
 ): Promise<Result> {
   const { db, store } = await freshOutbox(bench, pgServer, `delivery-${n}-${round}`);
   const origins = [...allowOrigins, ...(hostile ? [hostile.origin] : [])];
@@ -276,10 +279,11 @@ async function workers(
     if (faults) {
       const { faults: f, heal } = await faults.stop();
       const p = (q: number) => heal.blocks[Math.min(heal.blocks.length - 1, Math.ceil(q * heal.blocks.length) - 1)];
-      console.log(
-        `faults: ${f.sends} eth_sendRawTransaction, ${f.alreadyKnown} "already known" after forwarding, ${f.cut} cut after forwarding, ${f.refused} refused unforwarded; ` +
-          `${heal.drops} lowest pending dropped, ${heal.healed} healed, in blocks p50 ${p(0.5) ?? '-'}, max ${heal.blocks.at(-1) ?? '-'}`,
-      );
+      if (!proxied)
+        console.log(
+          `faults: ${f.sends} eth_sendRawTransaction, ${f.alreadyKnown} "already known" after forwarding, ${f.cut} cut after forwarding, ${f.refused} refused unforwarded; ` +
+            `${heal.drops} lowest pending dropped, ${heal.healed} healed, in blocks p50 ${p(0.5) ?? '-'}, max ${heal.blocks.at(-1) ?? '-'}`,
+        );
     }
     const settings = Object.keys(WORKER_CONFIG).length === 0 ? 'defaults' : JSON.stringify(WORKER_CONFIG);
     const on = pgServer ? ', PostgreSQL' : '';
@@ -293,9 +297,11 @@ async function workers(
       ? `, ${hostile.messages.length} hostile messages first`
       : gas
         ? `, onChainFeeQuoting (paid ${gas.paid} gas each on the IGP)`
-        : faults
-          ? ', faults at the proxy rates + drops'
-          : '';
+        : proxied
+          ? ', through the proxy, no faults'
+          : faults
+            ? ', faults at the proxy rates + drops'
+            : '';
     return result(`${n} relayer-worker${n === 1 ? '' : 's'}, ${settings}${on}${with_}`, messages.length, spans);
   } finally {
     await Promise.all(procs.map((p) => p.stop()));
@@ -330,14 +336,27 @@ async function main(): Promise<void> {
       (Object.keys(WORKER_CONFIG).length > 0 ? `; worker config ${JSON.stringify(WORKER_CONFIG)}` : ''),
   );
   const bench = await startWorkerBench();
+  let cleanProxy: FaultMode | undefined;
   const pgServer = POSTGRES ? await startEmbeddedPostgres({ password: 'bench' }) : undefined;
   try {
-    const rounds: { kind: 'floor' | 'workers'; n?: number; hostile?: boolean; gas?: boolean; faults?: boolean }[] = [
+    const rounds: {
+      kind: 'floor' | 'workers';
+      n?: number;
+      hostile?: boolean;
+      gas?: boolean;
+      faults?: boolean;
+      proxied?: boolean;
+    }[] = [
       { kind: 'floor' },
       ...WORKERS.map((n) => ({ kind: 'workers' as const, n })),
       ...(HOSTILE > 0 ? [{ kind: 'workers' as const, n: 1, hostile: true }] : []),
       ...(GAS ? [{ kind: 'workers' as const, n: 1, gas: true }] : []),
-      ...(FAULTS ? [{ kind: 'workers' as const, n: 1, faults: true }] : []),
+      ...(FAULTS
+        ? [
+            { kind: 'workers' as const, n: 1, proxied: true },
+            { kind: 'workers' as const, n: 1, faults: true },
+          ]
+        : []),
     ];
     // The messages' recipient: the TestRecipient behind the NULL ISM, or (BENCH_DELIVERY_CCIP) one
     // behind a CCIP-read ISM whose gateway answers at once.
@@ -370,6 +389,7 @@ async function main(): Promise<void> {
     await bench.chain.rpc('evm_setAutomine', [false]);
     await bench.chain.rpc('evm_setIntervalMining', [1]);
     const faultMode = FAULTS ? await setUpFaultMode(bench) : undefined;
+    cleanProxy = FAULTS ? await setUpFaultMode(bench, false) : undefined;
     const results: Result[] = [];
     for (const [i, r] of rounds.entries()) {
       const res =
@@ -384,7 +404,8 @@ async function main(): Promise<void> {
               r.hostile ? hostile : undefined,
               honestOrigins,
               r.gas ? gas : undefined,
-              r.faults ? faultMode : undefined,
+              r.faults ? faultMode : r.proxied ? cleanProxy : undefined,
+              r.proxied,
             );
       console.log(
         `${res.name}: ${res.delivered}/${res.offered} delivered in ${res.seconds.toFixed(1)} s, ` +
@@ -402,9 +423,22 @@ async function main(): Promise<void> {
         );
     }
     const plainOne = results.find(
-      (_r, i) => rounds[i].kind === 'workers' && rounds[i].n === 1 && !rounds[i].hostile && !rounds[i].gas,
+      (_r, i) =>
+        rounds[i].kind === 'workers' &&
+        rounds[i].n === 1 &&
+        !rounds[i].hostile &&
+        !rounds[i].gas &&
+        !rounds[i].faults &&
+        !rounds[i].proxied,
     );
     const paid = results.find((_r, i) => rounds[i].gas);
+    const viaProxy = results.find((_r, i) => rounds[i].proxied);
+    const faulted = results.find((_r, i) => rounds[i].faults);
+    if (viaProxy && faulted)
+      console.log(
+        `faults + drops / the same proxy without faults: msg/s ${(faulted.rate / viaProxy.rate).toFixed(2)}x; ` +
+          `the proxy without faults / 1 worker direct: ${plainOne ? (viaProxy.rate / plainOne.rate).toFixed(2) : '-'}x`,
+      );
     if (plainOne && paid)
       console.log(
         `onChainFeeQuoting / plain 1 worker: msg/s ${(paid.rate / plainOne.rate).toFixed(2)}x, p50 ${(paid.p50 / plainOne.p50).toFixed(2)}x`,
@@ -425,6 +459,7 @@ async function main(): Promise<void> {
     gateway?.closeAllConnections();
     gateway?.close();
     answering?.close();
+    await cleanProxy?.stop();
     await bench.stop();
     await pgServer?.remove();
   }
