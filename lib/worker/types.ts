@@ -75,10 +75,11 @@ export interface Destination {
   /** The transaction that delivered `id` on this chain, or null while it is not delivered. */
   deliveredBy(id: Hex): Promise<Hash | null>;
   /**
-   * Starts reading what `metadata` reads first (the recipient's ISM, its module type), shared per
-   * head, so that it runs beside `deliveredBy` (docs/delivery.md#throughput); never throws.
+   * Reads what `metadata` reads first (the recipient's ISM, its module type), shared per head, so
+   * that it runs beside `deliveredBy` (docs/delivery.md#throughput). Resolves with the metadata when
+   * it needs no other request (a NULL ISM: `0x`), else undefined; never rejects.
    */
-  prefetch?(message: Hex): void;
+  prefetch?(message: Hex): Promise<Hex | undefined>;
   /**
    * The metadata the recipient's ISM wants (throws DeliveryError, CcipReadError); `source` (origin
    * chain and dispatch transaction) locates the message in its origin's merkle tree (multisig ISMs).

@@ -128,8 +128,9 @@ describe('ISM reads per head (docs/delivery.md#throughput)', () => {
     });
     // A Hyperlane message: version, nonce, origin, sender, destination, then the recipient (bytes 45..77).
     const message = `0x${'00'.repeat(45)}${'00'.repeat(12)}${RECIPIENT.slice(2)}` as Hex;
-    destination.prefetch?.(message);
+    const prefetched = destination.prefetch?.(message);
     assert.equal(await destination.metadata(message), '0x');
+    assert.equal(await prefetched, '0x', "a NULL ISM's metadata comes with the prefetch");
     assert.deepEqual(calls, ['recipientIsm', 'moduleType@A'], 'one read each for the prefetch and the build');
     // The recipient moves to ISM B in block 11: the build at that head reads it, and fails on its type.
     ism = ISM_B;
@@ -137,6 +138,7 @@ describe('ISM reads per head (docs/delivery.md#throughput)', () => {
     const next = headsOf(publicClient, clock).after(10n, 1_000);
     await clock.advance(250);
     await next;
+    assert.equal(await destination.prefetch?.(message), undefined, 'another type: built by metadata()');
     await assert.rejects(destination.metadata(message), /unsupported ISM type 3/);
     assert.deepEqual(calls.slice(2), ['recipientIsm', 'moduleType@B']);
   });

@@ -146,20 +146,50 @@ function worker(r: Rig, destination: Destination, options: Partial<DeliveryWorke
 }
 
 describe('delivery loop', () => {
-  test("the recipient's ISM is read beside delivered(id), not after it; with a gas payment policy only once paid", async () => {
-    for (const policy of [
-      undefined,
-      { beforeMetadata: async () => {}, gasLimit: async (_m: unknown, s: SimulateResult) => s },
-    ]) {
+  test('a NULL-ISM message is simulated beside delivered(id); other ISMs build after it; with a gas policy nothing before', async () => {
+    const policy = { beforeMetadata: async () => {}, gasLimit: async (_m: unknown, s: SimulateResult) => s };
+    for (const [isNull, withPolicy, expected] of [
+      [true, false, ['prefetch', 'deliveredBy', 'simulate', 'answered']],
+      [false, false, ['prefetch', 'deliveredBy', 'answered', 'metadata', 'simulate']],
+      [true, true, ['deliveredBy', 'answered', 'metadata', 'simulate']],
+    ] as const) {
       const r = rig();
       const order: string[] = [];
-      const d = scripted({ deliveredBy: () => (order.push('deliveredBy'), null) });
-      d.prefetch = () => order.push('prefetch');
-      const [result] = await worker(r, d, { policy }).runOnce();
+      const d = scripted({
+        metadata: async () => (order.push('metadata'), '0x'),
+        simulate: async () => (order.push('simulate'), SIMULATED),
+      });
+      // delivered(id) answers after a few turns of the event loop, as a node does.
+      d.deliveredBy = async () => {
+        order.push('deliveredBy');
+        for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+        order.push('answered');
+        return null;
+      };
+      d.prefetch = async () => (order.push('prefetch'), isNull ? '0x' : undefined);
+      const [result] = await worker(r, d, withPolicy ? { policy } : {}).runOnce();
       assert.equal(result.outcome, 'delivered');
-      // docs/delivery.md#throughput: the ISM reads start before delivered(id) is asked, both fresh.
-      assert.deepEqual(order, policy ? ['deliveredBy'] : ['prefetch', 'deliveredBy']);
+      // docs/delivery.md#throughput: the ISM reads, and a NULL ISM's simulation, run beside delivered(id).
+      assert.deepEqual(order, expected, `NULL ISM ${isNull}, policy ${withPolicy}`);
+      assert.equal(d.calls.process, 1);
     }
+  });
+
+  test('a message delivered already: its early simulation reverting is no failure, and nothing is sent', async () => {
+    const ELSEWHERE = `0x${'cd'.repeat(32)}` as Hash;
+    const r = rig();
+    const d = scripted({
+      deliveredBy: () => ELSEWHERE,
+      simulate: async () => {
+        throw new TransactionError('revert', 'simulation reverted: Mailbox: already delivered');
+      },
+    });
+    d.prefetch = async () => '0x';
+    const [result] = await worker(r, d).runOnce();
+    assert.deepEqual(result, { id: idOf(1), outcome: 'delivered', txHash: ELSEWHERE, already: true, recorded: true });
+    assert.deepEqual(d.calls, { deliveredBy: 1, metadata: 0, simulate: 1, process: 0 });
+    // The revert nobody awaited is handled: an unhandled rejection would fail this test (and crash a worker).
+    for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
   });
 
   test('delivers: simulate, then process; recorded with its transaction; the delivered event carries enqueue→delivered seconds', async () => {

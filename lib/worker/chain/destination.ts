@@ -8,7 +8,7 @@ import { encodeFunctionData, type Address, type Hex, type PublicClient } from 'v
 import { systemClock, type Clock } from '../../clock.ts';
 import { DeliveryError } from '../errors.ts';
 import { createIsmReads } from '../ism/head-reads.ts';
-import { buildMetadata, MAILBOX_ABI, type MultisigBuilder, type OffchainReader } from '../ism/metadata.ts';
+import { buildMetadata, ISM_TYPE, MAILBOX_ABI, type MultisigBuilder, type OffchainReader } from '../ism/metadata.ts';
 import { headsOf } from '../tx/heads.ts';
 import type { TransactionSender } from '../tx/sender.ts';
 import type { TransactionRequest } from '../tx/types.ts';
@@ -71,11 +71,16 @@ export function createMailboxDestination(options: MailboxDestinationOptions): De
       return log.transactionHash;
     },
 
-    prefetch(message) {
-      reads
-        .recipientIsm(recipientOf(message))
-        .then((ism) => reads.moduleType(ism))
-        .catch(() => {});
+    async prefetch(message) {
+      try {
+        const type = await reads.moduleType(await reads.recipientIsm(recipientOf(message)));
+        if (type !== ISM_TYPE.NULL) return undefined;
+        // A NULL ISM's metadata is empty (docs/isms.md#the-metadata-builder): nothing more to ask.
+        onMetadata?.(message, undefined);
+        return '0x';
+      } catch {
+        return undefined;
+      }
     },
 
     async metadata(message, signal, source) {

@@ -16,6 +16,7 @@ import { bytesToHex } from '../../codec/hex.ts';
 import { deadLetterError, type ClaimedMessage } from '../../outbox/index.ts';
 import { DeliveryError, toDeliveryError } from '../errors.ts';
 import type { DeliveryOutbox, DeliveryPolicy, Destination } from '../types.ts';
+import type { SimulateResult } from '../tx/types.ts';
 import { byNonceSlot } from '../tx/slots.ts';
 import type { Hold } from './lease.ts';
 import type { Outcome } from './outcome.ts';
@@ -39,6 +40,23 @@ async function afterRevert(destination: Destination, id: Hex, hash: string): Pro
   return { kind: 'retry', failure: new DeliveryError('revert', `process reverted in ${hash}`) };
 }
 
+/** The metadata when the destination has it without another request, and the simulation started with it. */
+function ahead(
+  d: Destination,
+  message: Hex,
+): Promise<{ metadata: Hex; simulated: Promise<SimulateResult> } | undefined> {
+  return (d.prefetch?.(message) ?? Promise.resolve(undefined)).then(
+    (metadata) => {
+      if (metadata === undefined) return undefined;
+      const simulated = d.simulate(metadata, message);
+      // Awaited only if the message is not delivered yet; a revert is handled there.
+      simulated.catch(() => {});
+      return { metadata, simulated };
+    },
+    () => undefined,
+  );
+}
+
 export async function attempt(c: AttemptContext, m: ClaimedMessage, hold: Hold): Promise<Outcome> {
   const { destination } = c;
   const id = m.id as Hex;
@@ -59,9 +77,11 @@ export async function attempt(c: AttemptContext, m: ClaimedMessage, hold: Hold):
       hold.sent = false;
     }
 
-    // The recipient's ISM is read beside delivered(id) (docs/delivery.md#throughput), unless a gas
-    // payment policy must pass first: an unpaid message runs no code of its recipient.
-    if (!c.policy && !m.lastChance) destination.prefetch?.(message);
+    // Beside delivered(id) (docs/delivery.md#throughput): the recipient's ISM is read and, when its
+    // metadata needs no other request (a NULL ISM), `process` simulated; unless a gas payment policy
+    // must pass first (an unpaid message runs no code of its recipient). Nothing is sent before
+    // delivered(id) answers.
+    const early = !c.policy && !m.lastChance ? ahead(destination, message) : undefined;
     const prior = await destination.deliveredBy(id);
     if (prior) return delivered(prior, true);
     // Its leases lapsed maxLeaseExpiries times: neither delivered nor pending, it fails now.
@@ -72,11 +92,14 @@ export async function attempt(c: AttemptContext, m: ClaimedMessage, hold: Hold):
       };
     await c.policy?.beforeMetadata(m);
     hold.check();
-    const metadata = await destination.metadata(message, hold.signal, { originChain: m.originChain, txHash: m.txHash });
+    const built = await early;
+    const metadata =
+      built?.metadata ??
+      (await destination.metadata(message, hold.signal, { originChain: m.originChain, txHash: m.txHash }));
     hold.check();
-    let simulated: Awaited<ReturnType<Destination['simulate']>>;
+    let simulated: SimulateResult;
     try {
-      simulated = await destination.simulate(metadata, message);
+      simulated = await (built?.simulated ?? destination.simulate(metadata, message));
     } catch (error) {
       const failure = toDeliveryError(error);
       if (failure.code === 'revert' && /already delivered/i.test(failure.message)) {
