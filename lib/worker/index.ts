@@ -95,6 +95,7 @@ export {
   type MultisigRequest,
   type OffchainReader,
 } from './ism/metadata.ts';
+export { createIsmReads, ISM_FRESH_MS, type IsmReads } from './ism/head-reads.ts';
 export {
   createOpsServer,
   createWorkerMetrics,
