@@ -6,7 +6,7 @@
  */
 import autocannon, { type Request, type Result } from 'autocannon';
 import { fork, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { median } from './lib.ts';
 import type { RelayChildOptions } from './server-child.ts';
@@ -103,6 +103,40 @@ export function cpuSeconds(pid: number): number {
   } catch {
     return NaN;
   }
+}
+
+/** The database server's processes: the postmaster (the parent of a backend) and its children. */
+let postmaster = 0;
+export async function findPostmaster(url: string): Promise<void> {
+  const { default: pg } = await import('pg');
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  const { rows } = await client.query('SELECT pg_backend_pid() AS pid');
+  postmaster = Number(readFileSync(`/proc/${rows[0].pid}/stat`, 'utf8').split(') ')[1].split(' ')[1]);
+  await client.end();
+}
+
+/** CPU seconds each of the database's processes has used so far, by pid, from /proc (Linux). */
+export function databaseCpu(): Map<number, number> {
+  const used = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const fields = readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1].split(' ');
+      if (Number(entry) === postmaster || Number(fields[1]) === postmaster)
+        used.set(Number(entry), (Number(fields[11]) + Number(fields[12])) / 100);
+    } catch {
+      // The process ended meanwhile.
+    }
+  }
+  return used;
+}
+
+/** CPU seconds the database used since `before` (a process that ended meanwhile is not counted). */
+export function databaseCpuSince(before: Map<number, number>): number {
+  let sum = 0;
+  for (const [pid, seconds] of databaseCpu()) sum += seconds - (before.get(pid) ?? 0);
+  return sum;
 }
 
 /** What one autocannon run gave: req/s, latency (ms), answers by status code, failed requests. */

@@ -6,17 +6,36 @@
  * `pg_stat_activity`'s wait event (none: running on a CPU or waiting for the client), and, for a
  * backend waiting on a lock, which lock from `pg_locks` (`object` on the database class is the
  * NOTIFY queue's lock, `transactionid`/`tuple` a row another transaction holds). Prints req/s
- * (the ratio to one replica, measured in the same run, rounds alternating) and the share of
- * samples per wait.
+ * (the ratio to one replica, measured in the same run, rounds alternating), the share of
+ * samples per wait, the CPU per request of the replicas' processes and of the database's (from
+ * /proc), and how busy the machine's cores were meanwhile (all processes, /proc/stat): when the
+ * cores are busy throughout, replicas that cost more CPU per request cannot serve more.
  *
  *   node bench/postgres-waits.ts [--replicas 1,2,3] [--seconds 5] [--rounds 3]
  */
 import autocannon from 'autocannon';
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { startEmbeddedPostgres } from '../scripts/embedded-postgres.ts';
 import { median, provenance } from './lib.ts';
-import { POST_RELAY, startServer, UNLIMITED, type ServerHandle } from './load.ts';
+import {
+  cpuSeconds,
+  databaseCpu,
+  databaseCpuSince,
+  findPostmaster,
+  POST_RELAY,
+  startServer,
+  UNLIMITED,
+  type ServerHandle,
+} from './load.ts';
+
+/** The machine's busy and total CPU ticks so far (every core, every process), from /proc/stat. */
+function machineTicks(): { busy: number; total: number } {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  const total = fields.reduce((a, b) => a + b, 0);
+  return { busy: total - fields[3] - (fields[4] ?? 0), total }; // idle, iowait
+}
 
 const { values: args } = parseArgs({
   options: {
@@ -37,6 +56,7 @@ await server.start();
 const replicas: ServerHandle[] = [];
 try {
   const url = server.url();
+  await findPostmaster(url);
   for (let i = 0; i < Math.max(...counts); i++)
     replicas.push(await startServer('relay', { relayApi: UNLIMITED, postgres: url, distinctMessages: true }));
   const sampler = new pg.Client({ connectionString: url });
@@ -55,6 +75,8 @@ try {
     for (const { wait } of rows) waits.set(wait, (waits.get(wait) ?? 0) + 1);
   };
   const rps = new Map<number, number[]>();
+  /** Per replica count and round: server and database CPU µs per request, the cores' busy share. */
+  const cpu = new Map<number, { server: number; database: number; busy: number }[]>();
   const waits = new Map<number, Map<string, number>>();
   for (let r = 0; r < ROUNDS; r++) {
     for (const n of r % 2 === 0 ? counts : [...counts].reverse()) {
@@ -68,6 +90,9 @@ try {
           await new Promise((resolve) => setTimeout(resolve, 10));
         }
       })();
+      const server0 = running.reduce((sum, s) => sum + cpuSeconds(s.pid), 0);
+      const database0 = databaseCpu();
+      const ticks0 = machineTicks();
       const results = await Promise.all(
         running.map((s) =>
           autocannon({
@@ -78,9 +103,21 @@ try {
           }),
         ),
       );
+      const ticks1 = machineTicks();
+      const serverSeconds = running.reduce((sum, s) => sum + cpuSeconds(s.pid), 0) - server0;
+      const databaseSeconds = databaseCpuSince(database0);
       sampling = false;
       await sampled;
       const ok = results.reduce((sum, res) => sum + (res['2xx'] ?? 0), 0);
+      const answered = results.reduce((sum, res) => sum + res.requests.total, 0);
+      cpu.set(n, [
+        ...(cpu.get(n) ?? []),
+        {
+          server: (serverSeconds / answered) * 1e6,
+          database: (databaseSeconds / answered) * 1e6,
+          busy: (ticks1.busy - ticks0.busy) / (ticks1.total - ticks0.total),
+        },
+      ]);
       const errors = results.reduce((sum, res) => sum + res.non2xx + res.errors, 0);
       if (errors > 0) console.log(`  ${n} replicas: ${errors} answers not 2xx or errors`);
       rps.set(n, [...(rps.get(n) ?? []), ok / SECONDS]);
@@ -89,9 +126,9 @@ try {
   await sampler.end();
   const one = median(rps.get(counts[0])!);
   console.log(
-    `\n| replicas | POST /relay req/s (median of ${ROUNDS}) | ratio to ${counts[0]} | backend samples: share per wait |`,
+    `\n| replicas | POST /relay req/s (median of ${ROUNDS}) | ratio to ${counts[0]} | server / database CPU µs per request | cores busy | backend samples: share per wait |`,
   );
-  console.log('|---|---|---|---|');
+  console.log('|---|---|---|---|---|---|');
   for (const n of counts) {
     const into = waits.get(n)!;
     const total = [...into.values()].reduce((a, b) => a + b, 0);
@@ -100,8 +137,11 @@ try {
       .slice(0, 6)
       .map(([wait, k]) => `${wait} ${((100 * k) / total).toFixed(0)} %`)
       .join('; ');
+    const c = cpu.get(n)!;
+    const used = `${median(c.map((x) => x.server)).toFixed(0)} / ${median(c.map((x) => x.database)).toFixed(0)}`;
+    const busy = `${(100 * median(c.map((x) => x.busy))).toFixed(0)} %`;
     console.log(
-      `| ${n} | ${median(rps.get(n)!).toFixed(0)} | ${(median(rps.get(n)!) / one).toFixed(2)}x | ${shares} |`,
+      `| ${n} | ${median(rps.get(n)!).toFixed(0)} | ${(median(rps.get(n)!) / one).toFixed(2)}x | ${used} | ${busy} | ${shares} |`,
     );
   }
   console.log(`\nend: ${provenance('node bench/postgres-waits.ts')}`);

@@ -10,7 +10,7 @@
  */
 import autocannon, { type Request } from 'autocannon';
 import { startEmbeddedPostgres } from '../scripts/embedded-postgres.ts';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileChains } from '../test/helpers/config.ts';
@@ -18,6 +18,9 @@ import { formatOps, median, printTable, type BenchRow } from './lib.ts';
 import {
   allOk,
   cpuSeconds,
+  databaseCpu,
+  databaseCpuSince,
+  findPostmaster,
   medianRun,
   POST_RELAY,
   type Run,
@@ -42,40 +45,6 @@ function medianCpuRun(runs: readonly CpuRun[]): CpuRun {
     serverCpu: median(runs.map((r) => r.serverCpu)),
     databaseCpu: median(runs.map((r) => r.databaseCpu)),
   };
-}
-
-/** The database server's processes: the postmaster (the parent of a backend) and its children. */
-let postmaster = 0;
-async function findPostmaster(url: string): Promise<void> {
-  const { default: pg } = await import('pg');
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  const { rows } = await client.query('SELECT pg_backend_pid() AS pid');
-  postmaster = Number(readFileSync(`/proc/${rows[0].pid}/stat`, 'utf8').split(') ')[1].split(' ')[1]);
-  await client.end();
-}
-
-/** CPU seconds each of the database's processes has used so far, by pid, from /proc (Linux). */
-function databaseCpu(): Map<number, number> {
-  const used = new Map<number, number>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const fields = readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1].split(' ');
-      if (Number(entry) === postmaster || Number(fields[1]) === postmaster)
-        used.set(Number(entry), (Number(fields[11]) + Number(fields[12])) / 100);
-    } catch {
-      // The process ended meanwhile.
-    }
-  }
-  return used;
-}
-
-/** CPU seconds the database used since `before` (a process that ended meanwhile is not counted). */
-function databaseCpuSince(before: Map<number, number>): number {
-  let sum = 0;
-  for (const [pid, seconds] of databaseCpu()) sum += seconds - (before.get(pid) ?? 0);
-  return sum;
 }
 
 /** One autocannon run per server, all at the same time; req/s summed, latency of the first. */
@@ -260,7 +229,7 @@ async function admitLatency(
         const t0 = performance.now();
         const error = await full.admission.admit(nextKey()).then(
           () => new Error('admitted past the capacity'),
-          (e: { reason?: string }) => (e.reason === 'cache_full' ? undefined : e),
+          (e: { code?: string }) => (e.code === 'cache_full' ? undefined : e),
         );
         if (error !== undefined) throw error;
         refused.push(performance.now() - t0);
