@@ -47,7 +47,12 @@ function records(round: number): MerkleInsertion[] {
   return out;
 }
 
-function post(url: string, agent: Agent, body: Buffer): Promise<{ status: number; text: string }> {
+/**
+ * One POST; a request on a kept-alive socket the server closed meanwhile (its 5 s keep-alive
+ * timeout can pass between two rounds on a loaded machine: EPIPE or ECONNRESET on a reused
+ * socket) is sent once more on a new one, as Node's documentation advises (`reusedSocket`).
+ */
+function post(url: string, agent: Agent, body: Buffer, retried = false): Promise<{ status: number; text: string }> {
   const target = new URL('/merkle_tree_insertions', url);
   return new Promise((resolve, reject) => {
     const req = request(
@@ -66,7 +71,11 @@ function post(url: string, agent: Agent, body: Buffer): Promise<{ status: number
         res.on('error', reject);
       },
     );
-    req.on('error', reject);
+    req.on('error', (error: NodeJS.ErrnoException) => {
+      if (!retried && req.reusedSocket && (error.code === 'EPIPE' || error.code === 'ECONNRESET'))
+        resolve(post(url, agent, body, true));
+      else reject(error);
+    });
     req.end(body);
   });
 }
