@@ -123,7 +123,7 @@ export function checkMarkDelivered(opts: MarkDeliveredOptions): { destinationTxH
 
 /** What markFailed stores: retryAt null when final, state null when the columns stay as they are. */
 export interface CheckedFailure {
-  error: string;
+  error: string | null;
   retryAt: number | null;
   lease: string;
   state: AttemptState | null;
@@ -131,14 +131,18 @@ export interface CheckedFailure {
 
 /** Throws on an invalid markFailed call; returns what to store. */
 export function checkMarkFailed(opts: MarkFailedOptions): CheckedFailure {
-  if (typeof opts?.error !== 'string') throw new InvalidArgumentError('markFailed: error must be a string');
-  let error = opts.error.slice(0, MAX_ERROR_LENGTH);
+  const given = opts?.error;
+  if (typeof given !== 'string' && given !== null)
+    throw new InvalidArgumentError('markFailed: error must be a string, or null with retryAt');
+  let error = given === null ? null : given.slice(0, MAX_ERROR_LENGTH);
   // Do not keep half of a surrogate pair cut at the limit.
-  if (/[\ud800-\udbff]$/.test(error)) error = error.slice(0, -1);
+  if (error !== null && /[\ud800-\udbff]$/.test(error)) error = error.slice(0, -1);
   const lease = checkLease(opts.lease, 'markFailed');
   const state = opts.state === undefined ? null : checkAttemptState(opts.state);
   if ('final' in opts) {
     if (opts.final !== true) throw new InvalidArgumentError('markFailed: final must be true');
+    // A final failure always says why.
+    if (error === null) throw new InvalidArgumentError('markFailed: error must be a string when final');
     return { error, retryAt: null, lease, state };
   }
   const retryAt = (opts as { retryAt?: unknown }).retryAt;

@@ -92,10 +92,11 @@ export interface MarkDeliveredOptions {
 
 /**
  * `state`: the attempt state to store with the outcome (columns failures, pending_since, polls);
- * omitted, the columns are left as they are (a release).
+ * omitted, the columns are left as they are (a release). `error` null (with `retryAt` only): no
+ * failure to show, lastError becomes null (a release of a message that never failed).
  */
 export type MarkFailedOptions =
-  | { error: string; retryAt: number; lease: string; state?: AttemptState }
+  | { error: string | null; retryAt: number; lease: string; state?: AttemptState }
   | { error: string; final: true; lease: string; state?: AttemptState };
 
 /**

@@ -528,11 +528,7 @@ describe('delivery loop', () => {
     const released = row(r, idOf(2));
     assert.equal(released.status, 'queued');
     assert.equal(released.retryAt, T0);
-    assert.equal(
-      released.lastError,
-      'released: a worker stopped before delivering it',
-      'no earlier error to keep: says why',
-    );
+    assert.equal(released.lastError, null, 'no earlier error to keep: a release is no failure, it writes none');
     assert.equal(row(r, idOf(1)).status, 'delivering', 'the sent one is still followed');
     confirm();
     await stopped;
@@ -722,6 +718,29 @@ describe('delivery loop: leases, stops and the journal (docs/delivery.md#the-del
     assert.equal(record.lastError, 'rpc: node down (failures 1/5)', 'last_error unchanged');
     assert.deepEqual({ failures: record.failures, pendingSince: record.pendingSince, polls: record.polls }, before);
     assert.equal(d.calls.process, 0);
+  });
+
+  test('a message released with no error and delivered by the next holder shows no last_error: a release writes none', async () => {
+    // docs/delivery.md#stopping: released with last_error as it was; docs/api.md: last_error is a
+    // failed attempt's error, and a release is none. A lease lost or a signer lease still held
+    // releases the same way; a delivery keeps the last error, so a release text would stay.
+    const r = rig();
+    let unblock!: () => void;
+    const first = scripted({ metadata: () => new Promise<Hex>((resolve) => (unblock = () => resolve('0x'))) });
+    const w1 = worker(r, first);
+    const running = w1.run();
+    await r.clock.flush();
+    const stopped = w1.stop();
+    await r.clock.flush();
+    unblock();
+    await stopped;
+    await running;
+    const released = row(r, idOf(1));
+    assert.deepEqual([released.status, released.lastError], ['queued', null], 'released, no text of its own');
+    const [delivered] = await worker(r, scripted({})).runOnce();
+    assert.equal(delivered.outcome, 'delivered');
+    const record = row(r, idOf(1));
+    assert.deepEqual([record.status, record.lastError], ['delivered', null], 'delivered, no stale release text');
   });
 
   test('a worker whose lease could not be renewed within its time sends nothing: the next holder delivers the message once', async () => {

@@ -131,6 +131,19 @@ export function outcomesSection(ctx: ContractContext): void {
     assert.equal(done?.retryAt, null);
   });
 
+  test('docs/outbox.md#leases: markFailed with retryAt and error null: queued with lastError null, kept null by a delivery', async () => {
+    // A release of a message that never failed (docs/delivery.md#stopping): no text of its own.
+    await ctx.h.outbox.enqueue([outboxMessage(1)]);
+    const [claimed] = await ctx.h.outbox.claim(1, LEASE);
+    const retryAt = ctx.clock.now();
+    assert.equal(await ctx.h.outbox.markFailed(id(1), { error: null, retryAt, lease: claimed.lease }), true);
+    assert.deepEqual(await ctx.h.outbox.get(id(1)), { ...queuedRecord(outboxMessage(1)), attempts: 1, retryAt });
+    const [again] = await claimAll(ctx.h.outbox);
+    assert.equal(again.lastError, null);
+    assert.equal(await ctx.h.outbox.markDelivered(id(1), { destinationTxHash: DEST_TX, lease: again.lease }), true);
+    assert.equal((await ctx.h.outbox.get(id(1)))?.lastError, null);
+  });
+
   test('docs/outbox.md#leases: markFailed with a retryAt already past makes the message claimable at once', async () => {
     await ctx.h.outbox.enqueue([outboxMessage(1)]);
     const [claimed] = await ctx.h.outbox.claim(1, LEASE);
@@ -255,6 +268,7 @@ export function outcomesSection(ctx: ContractContext): void {
       () => ctx.h.outbox.markFailed(id(1), { error: 'x', retryAt: Number.NaN, lease }),
       () => ctx.h.outbox.markFailed(id(1), { error: 'x', final: false, lease } as never),
       () => ctx.h.outbox.markFailed(id(1), { error: 42, final: true, lease } as never),
+      () => ctx.h.outbox.markFailed(id(1), { error: null, final: true, lease } as never),
       () => ctx.h.outbox.extend(id(1), 7 as never, LEASE),
       () => ctx.h.outbox.claim(1, LEASE, 'often' as never),
     ];

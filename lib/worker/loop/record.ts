@@ -129,13 +129,11 @@ export function createRecorder(r: RecorderOptions): Recorder {
         return { id: m.id, outcome: 'delivered', txHash: outcome.hash, already: outcome.already, recorded };
       }
       case 'released': {
-        // Queued again at once with its last_error and its attempt state as they were.
+        // Queued again at once with its last_error and its attempt state as they were: a release
+        // is no failed attempt, so it writes no text of its own (none stays none, and a later
+        // delivery shows none); its reason is the log's (docs/delivery.md#stopping).
         const recorded = await safely(() =>
-          outbox.markFailed(m.id, {
-            lease: m.lease,
-            error: m.lastError ?? 'released: a worker stopped before delivering it',
-            retryAt: now,
-          }),
+          outbox.markFailed(m.id, { lease: m.lease, error: m.lastError, retryAt: now }),
         );
         logger.info('released', { ...log, reason: outcome.reason, recorded });
         return { id: m.id, outcome: 'released', recorded };
