@@ -226,4 +226,53 @@ describe('nonce book (docs/transactions.md#nonces)', () => {
     book.consumed(3);
     assert.equal(book.take(), 4);
   });
+  test('at start, journaled nonces below the mined count are used, and a pending count below it hands out nothing used', () => {
+    // A node whose pending count lags its mined count (another backend behind the balancer): the
+    // nonces from pending up to mined are used all the same.
+    const lagging = createNonceBook({ mined: 5, pending: 3, held: [1, 6] });
+    assert.deepEqual(lagging.state(), { mined: 5, next: 7, held: [6], freed: [5] });
+    assert.deepEqual([lagging.take(), lagging.take()], [5, 7]);
+  });
+
+  test('hold, consumed and observe below or at the mined count change nothing a later take reads', () => {
+    const book = createNonceBook({ mined: 5, pending: 5, held: [] });
+    book.hold(2);
+    book.observe(3);
+    assert.deepEqual(book.state(), { mined: 5, next: 5, held: [], freed: [] }, 'the count never goes back');
+    book.observe(5);
+    assert.deepEqual(book.state(), { mined: 5, next: 5, held: [], freed: [] });
+    book.hold(8);
+    assert.deepEqual(book.state().freed, [5, 6, 7]);
+    book.consumed(5);
+    assert.deepEqual(book.state(), { mined: 6, next: 9, held: [8], freed: [6, 7] }, 'nonce 5 used: mined 6');
+    book.consumed(8);
+    assert.deepEqual(book.state(), { mined: 9, next: 9, held: [], freed: [] }, 'the gap below 8 was used too');
+  });
+
+  test('claim takes only a free nonce; one claimed and then failed is free again; freedBelow is strictly below', () => {
+    const book = createNonceBook({ mined: 0, pending: 0, held: [3] });
+    assert.deepEqual(book.state().freed, [0, 1, 2]);
+    assert.equal(book.claim(3), false, 'held by a transaction that may land');
+    assert.equal(book.claim(7), false, 'above the top: not free');
+    assert.equal(book.freedBelow(0), undefined, 'nothing below 0');
+    assert.equal(book.freedBelow(1), 0);
+    assert.equal(book.claim(0), true);
+    assert.equal(book.claim(0), false, 'taken once');
+    assert.equal(book.freedBelow(1), undefined);
+    assert.equal(book.freedBelow(2), 1);
+    // The gap filler's broadcast certainly failed: the nonce is free again, first to go.
+    book.free(0);
+    assert.deepEqual(book.state(), { mined: 0, next: 4, held: [3], freed: [0, 1, 2] });
+    assert.equal(book.take(), 0);
+  });
+
+  test('state() lists held and freed nonces in ascending order, whatever the order they came in', () => {
+    const book = createNonceBook({ mined: 0, pending: 0, held: [9, 2, 6] });
+    for (const n of [9, 6, 2]) book.free(n);
+    assert.deepEqual(book.state(), { mined: 0, next: 10, held: [], freed: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9] });
+    const other = createNonceBook({ mined: 0, pending: 10, held: [] });
+    for (const n of [8, 5, 1]) other.hold(n);
+    for (const n of [8, 1, 5]) other.free(n);
+    assert.deepEqual(other.state(), { mined: 0, next: 10, held: [], freed: [1, 5, 8] });
+  });
 });
