@@ -385,6 +385,30 @@ describe('one delivery attempt (docs/delivery.md#the-delivery-loop)', () => {
     assert.deepEqual(plain(await r.run()), { kind: 'retry', code: 'rpc', message: 'connection reset' });
   });
 
+  test('a stop during the gas payment check: released before the gateways are asked', async () => {
+    const hold = fakeHold();
+    const policy = {
+      beforeMetadata: async () => hold.stopWith('the worker is stopping'),
+      gasLimit: async (_m: unknown, s: SimulateResult) => s,
+    } as DeliveryPolicy;
+    const r = rig({ policy }, hold);
+    assert.deepEqual(await r.run(), { kind: 'released', reason: 'the worker is stopping' });
+    assert.equal(r.calls.metadata.length, 0, 'no gateway request after the stop');
+  });
+
+  test("only a revert saying 'already delivered' is checked against delivered(id): a node error with those words is a retry", async () => {
+    const r = rig({
+      simulate: () => Promise.reject(new Error('upstream: message already delivered?')),
+      deliveredBy: (call) => (call === 2 ? THEIRS : null),
+    });
+    assert.deepEqual(plain(await r.run()), {
+      kind: 'retry',
+      code: 'rpc',
+      message: 'upstream: message already delivered?',
+    });
+    assert.equal(r.calls.deliveredBy, 1);
+  });
+
   test('a stop found by the check just before the send: released, nothing sent', async () => {
     const hold = fakeHold();
     const r = rig({ simulate: async () => (hold.stopWith('the worker is stopping'), SIMULATED) }, hold);
