@@ -15,7 +15,7 @@
  * score, its duration and the load average at its start and end.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 
@@ -122,6 +122,9 @@ for (const module of modules) {
   const report = join('.cache/stryker', `${slug}.json`);
   const config = join('.cache/stryker', `${slug}.config.json`);
   const tests = MODULES[module.split(':')[0]];
+  const missing = tests.filter((t) => !existsSync(t));
+  if (missing.length > 0)
+    throw new Error(`${module}: test files not found (moved? update scripts/mutate.ts): ${missing.join(', ')}`);
   writeFileSync(
     config,
     JSON.stringify({

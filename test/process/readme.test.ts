@@ -96,11 +96,19 @@ const NOT_RUN_HERE = new Map<string, string>([
     'minutes per module, a mutant at a time; CONTRIBUTING.md#mutation-testing says when to run it',
   ],
   [
-    'npm run mutate -- --mutate lib/gas/fee-ceiling.ts',
+    'npm run mutate                                      # the modules your branch changed',
     'mutation testing runs each mutant against the unit files (minutes): CONTRIBUTING.md#mutation-testing',
   ],
   [
-    "npm run mutate -- --mutate 'lib/worker/tx/*.ts' --concurrency 2",
+    'npm run mutate -- lib/worker/tx/nonces.ts           # one module',
+    'mutation testing runs each mutant against the unit files (minutes): CONTRIBUTING.md#mutation-testing',
+  ],
+  [
+    "npm run mutate -- 'lib/net/ip-address.ts:1-162'     # part of one (a Stryker line range)",
+    'mutation testing runs each mutant against the unit files (minutes): CONTRIBUTING.md#mutation-testing',
+  ],
+  [
+    'npm run mutate -- lib/worker/loop/ -- --concurrency 2   # a folder, module by module; after --, options for Stryker',
     'mutation testing runs each mutant against the unit files (minutes): CONTRIBUTING.md#mutation-testing',
   ],
   [
