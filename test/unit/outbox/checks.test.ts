@@ -25,6 +25,7 @@ import {
   MAX_DESTINATION_TX_HASH_LENGTH,
   MAX_ERROR_LENGTH,
   MAX_RAW_TRANSACTION_LENGTH,
+  newLease,
   signerLeaseAllows,
   validateOutboxBatch,
 } from '../../../lib/outbox/checks.ts';
@@ -438,5 +439,49 @@ describe('outbox argument checks (docs/outbox.md#leases)', () => {
       () => validateOutboxBatch([{ ...ok, gasPayments: [{}] }] as never),
       (error: Error) => error instanceof InvalidArgumentError && error.message.startsWith('batch[0].gasPayments'),
     );
+  });
+  test('values that only read like the right type are refused: arrays, numbers and strings where an object or string goes', () => {
+    // A RegExp test turns ['0x…'] into '0x…'; each check asks for the type first.
+    assert.equal(MAX_RAW_TRANSACTION_LENGTH, 2 + 524_288, '256 KiB of bytes as hex, with 0x');
+    refuses(() => checkNonceSlot(5 as never, 'm'), InvalidArgumentError, 'm: expected an object');
+    refuses(
+      () => checkNonceSlot({ chainId: 1, signer: [SIGNER] as never, nonce: 0 }, 'm'),
+      InvalidArgumentError,
+      'm: signer must be a lower-case 0x address',
+    );
+    const b = { chainId: 1, signer: SIGNER, nonce: 2, messageId: ID, hash: HASH, raw: '0x02f8' };
+    refuses(
+      () => checkBroadcast({ ...b, raw: ['0x02f8'] as never }, undefined),
+      InvalidArgumentError,
+      `recordBroadcast: raw must be the signed transaction as lower-case 0x-hex, at most ${MAX_RAW_TRANSACTION_LENGTH} characters`,
+    );
+    refuses(
+      () => checkBroadcast({ ...b, nonce: -1 }, undefined),
+      OutOfRangeError,
+      'recordBroadcast: nonce must be a non-negative integer',
+    );
+    refuses(
+      () => checkBroadcast(b, null as never),
+      OutOfRangeError,
+      'recordBroadcast(leaseMs): expected a positive integer, got undefined',
+    );
+    refuses(() => checkJournalFilter('x' as never), InvalidArgumentError, 'openBroadcasts: expected an object');
+    refuses(() => validateOutboxBatch([5 as never]), InvalidArgumentError, 'batch[0] is not an object');
+    refuses(
+      () => checkMarkFailed(undefined as never),
+      InvalidArgumentError,
+      'markFailed: error must be a string, or null with retryAt',
+    );
+    refuses(
+      () => checkMarkFailed({ error: 'e', retryAt: 0 } as never),
+      InvalidArgumentError,
+      'markFailed: lease must be the string claim() returned',
+    );
+  });
+
+  test('newLease: a fresh random UUID for each claim', () => {
+    const [a, b] = [newLease(), newLease()];
+    assert.match(a, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    assert.notEqual(a, b);
   });
 });
