@@ -501,27 +501,32 @@ test('docs/delivery.md#start-up-checks-and-heartbeat: a destination on another c
       env: { ...process.env, RELAYER_DB: '', RELAYER_SIGNER_KEY: KEY },
     },
   );
-  const [, url] = await waitForLine(started, /relayer-worker ops on (http:\/\/\S+)/, 20_000);
-  const metrics = await (await fetch(`${url}/metrics`)).text();
-  assert.match(metrics, /^relayer_worker_signer_balance_wei\{destination="local"\} 5000000000000000$/m);
-  assert.equal((await fetch(`${url}/ready`)).status, 200);
-  const warned = started
-    .output()
-    .split('\n')
-    .filter((line) => line.startsWith('{'))
-    .map((line) => JSON.parse(line))
-    .find((line) => line.msg === 'signer balance low');
-  assert.deepEqual(
-    {
-      level: warned?.level,
-      destination: warned?.destination,
-      balance_wei: warned?.balance_wei,
-      floor_wei: warned?.floor_wei,
-    },
-    { level: 'warn', destination: 'local', balance_wei: '5000000000000000', floor_wei: '10000000000000000' },
-  );
-  started.child.kill('SIGTERM');
-  assert.deepEqual(await once(started.child, 'exit'), [0, null]);
+  // A start that fails its checks must not outlive the test (its process would keep this file's alive).
+  try {
+    const [, url] = await waitForLine(started, /relayer-worker ops on (http:\/\/\S+)/, 20_000);
+    const metrics = await (await fetch(`${url}/metrics`)).text();
+    assert.match(metrics, /^relayer_worker_signer_balance_wei\{destination="local"\} 5000000000000000$/m);
+    assert.equal((await fetch(`${url}/ready`)).status, 200);
+    const warned = started
+      .output()
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line))
+      .find((line) => line.msg === 'signer balance low');
+    assert.deepEqual(
+      {
+        level: warned?.level,
+        destination: warned?.destination,
+        balance_wei: warned?.balance_wei,
+        floor_wei: warned?.floor_wei,
+      },
+      { level: 'warn', destination: 'local', balance_wei: '5000000000000000', floor_wei: '10000000000000000' },
+    );
+    started.child.kill('SIGTERM');
+    assert.deepEqual(await once(started.child, 'exit'), [0, null]);
+  } finally {
+    if (started.child.exitCode === null && started.child.signalCode === null) await stopProcess(started.child);
+  }
 });
 
 test('docs/delivery.md#start-up-checks-and-heartbeat: a node that turns to another chain makes /ready 503 wrong_chain', async () => {
@@ -608,16 +613,20 @@ test('docs/operations.md#the-sqlite-store-worker-thread-group-commit-locks: a de
     { cwd: REPO_ROOT, env: { ...clean, RELAYER_SIGNER_KEY: KEY } },
   );
   const exited = once(child.child, 'exit') as Promise<[number | null]>;
-  await waitForLine(child, /relayer-worker ops on /, 20_000);
-  child.child.kill('SIGUSR2');
-  const ended = await Promise.race([exited, delay(20_000, undefined, { ref: false })]);
-  assert.equal(ended?.[0], 1, `exits 1 (not still running): ${child.output()}`);
-  const errors = child
-    .output()
-    .split('\n')
-    .filter((line) => line.startsWith('{'))
-    .map((line) => JSON.parse(line))
-    .filter((line) => line.level === 'error' && line.msg === 'the store stopped; exiting');
-  assert.equal(errors.length, 1, child.output());
-  assert.doesNotMatch(child.output(), new RegExp(KEY.slice(2)), 'the key is never printed');
+  try {
+    await waitForLine(child, /relayer-worker ops on /, 20_000);
+    child.child.kill('SIGUSR2');
+    const ended = await Promise.race([exited, delay(20_000, undefined, { ref: false })]);
+    assert.equal(ended?.[0], 1, `exits 1 (not still running): ${child.output()}`);
+    const errors = child
+      .output()
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line))
+      .filter((line) => line.level === 'error' && line.msg === 'the store stopped; exiting');
+    assert.equal(errors.length, 1, child.output());
+    assert.doesNotMatch(child.output(), new RegExp(KEY.slice(2)), 'the key is never printed');
+  } finally {
+    if (child.child.exitCode === null && child.child.signalCode === null) await stopProcess(child.child);
+  }
 });
