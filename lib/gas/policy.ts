@@ -60,16 +60,21 @@ const KEYS: Record<GasPolicyType, readonly string[]> = {
   onChainFeeQuoting: ['type', 'matchingList', 'gasFraction'],
 };
 
+/**
+ * The policy types the parser accepts, in order: docs/config.schema.json and docs/openapi.json
+ * list the same (test/unit/docs-lists.test.ts compares them: CONTRIBUTING.md#adding-a-gas-policy-type).
+ */
+export const GAS_POLICY_TYPES = Object.keys(KEYS) as readonly GasPolicyType[];
+const TYPE_NAMES = GAS_POLICY_TYPES.map((t) => JSON.stringify(t));
+const EXPECTED_TYPE = `expected ${TYPE_NAMES.slice(0, -1).join(', ')} or ${TYPE_NAMES.at(-1)}`;
+
 function parseEntry(value: unknown, key: string): GasPaymentEnforcement {
   const obj: Obj = object(value, key);
   // Hyperlane's rule: without `type`, an entry with `payment` is `minimum`, any other `none`.
   const type =
     obj.type === undefined ? (obj.payment === undefined ? 'none' : 'minimum') : string(obj.type, join(key, 'type'));
   if (!Object.hasOwn(KEYS, type)) {
-    throw new ConfigError(
-      join(key, 'type'),
-      `expected "none", "minimum" or "onChainFeeQuoting", got ${JSON.stringify(type)}`,
-    );
+    throw new ConfigError(join(key, 'type'), `${EXPECTED_TYPE}, got ${JSON.stringify(type)}`);
   }
   object(value, key, KEYS[type as GasPolicyType]);
   const matchingList =

@@ -214,6 +214,18 @@ test('docs/configuration.md#the-configuration-file: a config that sets every key
   }
 });
 
+test('docs/configuration.md#gas-payment-enforcement: the test config has an entry of every gas policy type of the schema', () => {
+  // With one entry of each type, the probes below check each type's keys against the parser's. That
+  // the schema's types are the parser's is checked in test/unit/docs-lists.test.ts.
+  const listed = [...schema.$defs.gasPolicy.properties.type.enum].sort();
+  const set = [...new Set(full().gasPaymentEnforcement.map((e: { type: string }) => e.type))].sort();
+  assert.deepEqual(
+    set,
+    listed,
+    "full()'s gasPaymentEnforcement (actual) has an entry, every key set, of each type docs/config.schema.json lists",
+  );
+});
+
 test('docs/configuration.md#the-configuration-file: at every level the schema lists exactly the keys the parser accepts', () => {
   const all = levels(schema, full(), '', [], new Map());
   assert.ok(all.length >= 20, `${all.length} objects probed`);
