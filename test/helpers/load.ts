@@ -180,6 +180,8 @@ export const MIX = {
   metrics: { weight: 5, allowed: ['200'] },
 } as const;
 export type Kind = keyof typeof MIX;
+/** The kinds whose transaction is mined: their receipt exists, only a slow fetch makes them 408. */
+const RECEIPT_KINDS: ReadonlySet<Kind> = new Set(['relay-new', 'relay-no-messages']);
 
 export interface LoadOptions {
   url: string;
@@ -195,6 +197,14 @@ export interface LoadOptions {
   /** Called about every `sampleEveryMs` while the load runs. */
   onSample?: (elapsedMs: number) => void;
   sampleEveryMs?: number;
+  /**
+   * Also accept `408 timeout` for requests whose receipt exists (`relay-new`, `relay-no-messages`):
+   * inside npm test the fake JSON-RPC shares this process with the clients and the machine with the
+   * other test files, and a receipt can come back after the server's receipt timeout. A 408 is a
+   * documented answer for a receipt not fetched in time (docs/api.md#errors), and it must lose nothing: the
+   * caller still checks that no reservation is left. The soak keeps it unexpected.
+   */
+  slowReceiptsAllowed?: boolean;
 }
 
 export interface KindReport {
@@ -355,7 +365,8 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
       const outcome = reason === '' ? String(reply.status) : `${reply.status} ${reason}`;
       const counts = outcomes.get(kind)!;
       counts[outcome] = (counts[outcome] ?? 0) + 1;
-      if (!(MIX[kind].allowed as readonly string[]).includes(outcome))
+      const slow = options.slowReceiptsAllowed && outcome === '408 timeout';
+      if (!(MIX[kind].allowed as readonly string[]).includes(outcome) && !(slow && RECEIPT_KINDS.has(kind)))
         unexpected.push(`${kind}: ${outcome} ${reply.text.slice(0, 120)}`);
       if (reply.status === 200 && req.hash !== undefined) {
         committed.add(req.hash);

@@ -48,6 +48,7 @@ test('RELIABILITY.md#4-load: mixed requests at 100 connections give only documen
       connections: CONNECTIONS,
       seed: 7,
       sampleEveryMs: 250,
+      slowReceiptsAllowed: true,
       onSample: () => {
         const value = target.rss();
         if (value !== undefined) rss.push(value);
@@ -69,6 +70,11 @@ test('RELIABILITY.md#4-load: mixed requests at 100 connections give only documen
     assert.deepEqual(report.errors, [], 'no connection was reset or refused');
     assert.deepEqual(report.unexpected, [], 'every answer is one its kind may have');
     assert.ok(report.requests > 500, `the load ran (${report.requests} requests)`);
+    // A receipt late under the suite's load is a documented 408 (slowReceiptsAllowed), but only now
+    // and then: a server that timed out most new relays still fails here.
+    const fresh = report.kinds['relay-new'];
+    const late = fresh.outcomes['408 timeout'] ?? 0;
+    assert.ok(late <= fresh.count / 10, `${late} of ${fresh.count} new relays timed out`);
     assert.ok(
       report.kinds['relay-new'].outcomes['200'] > 0 && report.kinds['relay-duplicate'].outcomes['429 duplicate_tx'] > 0,
     );
