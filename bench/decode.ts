@@ -9,7 +9,7 @@ import { decodeDispatchLog, type DispatchEvent } from '../lib/codec/abi.ts';
 import { hexToBytes } from '../lib/codec/hex.ts';
 import { keccak256 } from '../lib/codec/keccak.ts';
 import { messageFromDispatch } from '../lib/codec/message.ts';
-import { dispatchLog, MAILBOX, messageId } from '../test/helpers/builders.ts';
+import { dispatchLog, MAILBOX, messageId } from '../test/helpers/fixtures/builders.ts';
 import { compare, formatOps, printTable, type BenchRow } from './lib.ts';
 
 const DISPATCH_ABI = [

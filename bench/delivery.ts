@@ -62,7 +62,7 @@ import { openPostgresFromUrl } from '../bin/lib/postgres.ts';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../scripts/embedded-postgres.ts';
 import { MAILBOX_ABI } from '../lib/worker/ism/metadata.ts';
 import { bytesToHex } from '../lib/codec/hex.ts';
-import { installExitCleanup } from '../test/helpers/processes.ts';
+import { installExitCleanup } from '../test/helpers/harness/processes.ts';
 import { devKey, startWorker, startWorkerBench, type WorkerBench } from '../test/helpers/chain/worker-chain.ts';
 import { deployTestRecipient } from '../test/helpers/chain/isms.ts';
 import { compiledContract } from '../test/helpers/chain/solidity.ts';

@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { createRelayPipeline } from '../lib/relay/pipeline.ts';
 import { createMemoryOutbox } from '../lib/outbox/index.ts';
-import { testConfig } from '../test/helpers/config.ts';
+import { testConfig } from '../test/helpers/fixtures/config.ts';
 import { freshTxHash, load, POST_RELAY, startServer, type ServerHandle } from './load.ts';
 import { median, printTable, type BenchRow } from './lib.ts';
 

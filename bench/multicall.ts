@@ -20,7 +20,7 @@ import { ALWAYS_REVERTS_INIT_CODE } from '../test/helpers/chain/cctp-bridge.ts';
 import { DEV_ACCOUNT } from '../test/helpers/chain/clients.ts';
 import { compiledContract } from '../test/helpers/chain/solidity.ts';
 import { startWorkerBench, type WorkerBench } from '../test/helpers/chain/worker-chain.ts';
-import { installExitCleanup } from '../test/helpers/processes.ts';
+import { installExitCleanup } from '../test/helpers/harness/processes.ts';
 import { printTable, provenance } from './lib.ts';
 
 /** Runtime code `JUMPDEST PUSH1 0 JUMP`: loops until its gas is gone (a recipient that burns all it is given). */

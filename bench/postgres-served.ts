@@ -15,7 +15,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import autocannon from 'autocannon';
 import { startEmbeddedPostgres } from '../scripts/embedded-postgres.ts';
-import { fileChains } from '../test/helpers/config.ts';
+import { fileChains } from '../test/helpers/fixtures/config.ts';
 import { median, printTable, provenance } from './lib.ts';
 import { cpuSeconds, POST_RELAY, startRelayerServer, startServer, statusText, UNLIMITED } from './load.ts';
 

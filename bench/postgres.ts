@@ -13,7 +13,7 @@ import { startEmbeddedPostgres } from '../scripts/embedded-postgres.ts';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileChains } from '../test/helpers/config.ts';
+import { fileChains } from '../test/helpers/fixtures/config.ts';
 import { formatOps, median, printTable, type BenchRow } from './lib.ts';
 import {
   allOk,

@@ -29,8 +29,8 @@ import type { FetchLike, RpcFetch } from '../lib/rpc/client.ts';
 import { openSqliteStore, type SqliteStore } from '../lib/sqlite/index.ts';
 import { MIGRATIONS } from '../lib/sqlite/schema.ts';
 import type { MerkleInsertion, RelayerConfig } from '../lib/types.ts';
-import { testConfig } from '../test/helpers/config.ts';
-import { rpcReceipt, transferLogs } from '../test/helpers/builders.ts';
+import { testConfig } from '../test/helpers/fixtures/config.ts';
+import { rpcReceipt, transferLogs } from '../test/helpers/fixtures/builders.ts';
 
 export interface RelayChildOptions {
   /** 'memory' (default) or 'sqlite' (a fresh file in a temporary directory, synchronous=FULL). */

@@ -1,7 +1,7 @@
 /**
  * Status push and fairness (docs/api.md#status-events, #per-client-limits), three parts:
  *
- * - `latency`: delivery-to-browser. A page in headless Chromium (test/helpers/browser.ts) follows a
+ * - `latency`: delivery-to-browser. A page in headless Chromium (test/helpers/harness/browser.ts) follows a
  *   message with relayer-api/client's watch() (EventSource), or polls GET /relay/{id} every 3 s as
  *   UIs do today; a stand-in worker on its own store connection (SQLite: another connection to the
  *   file; PostgreSQL: another pool) marks it delivered at a random moment. Latency = the page's
@@ -28,8 +28,8 @@ import { openPostgresStore } from '../lib/postgres/index.ts';
 import { openSqliteStore } from '../lib/sqlite/index.ts';
 import type { RelayerStore } from '../lib/store/bundle.ts';
 import { startEmbeddedPostgres } from '../scripts/embedded-postgres.ts';
-import { launchBrowser } from '../test/helpers/browser.ts';
-import { testConfig } from '../test/helpers/config.ts';
+import { launchBrowser } from '../test/helpers/harness/browser.ts';
+import { testConfig } from '../test/helpers/fixtures/config.ts';
 import { outboxMessage } from '../lib/testing/index.ts';
 import { formatOps, median, printTable } from './lib.ts';
 import { freshTxHash, POST_RELAY, relayOnce, rounds, startServer, UNLIMITED } from './load.ts';

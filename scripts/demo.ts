@@ -9,7 +9,7 @@
  * OffchainLookup to the gateway and calls Mailbox.process; the demo prints the URL it followed,
  * the message status (GET /relay/{id}) and the destination Mailbox's `delivered(id)` before and
  * after, then stops the worker with SIGTERM. Everything it started is stopped at the end, on error
- * and on Ctrl-C (test/helpers/processes.ts).
+ * and on Ctrl-C (test/helpers/harness/processes.ts).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -25,9 +25,9 @@ import {
   twoChainRelayerConfig,
   type TwoChains,
 } from '../test/helpers/chain/local-chains.ts';
-import { onExitCleanup } from '../test/helpers/processes.ts';
+import { onExitCleanup } from '../test/helpers/harness/processes.ts';
 import { startWorker, until, type WorkerProcess } from '../test/helpers/chain/worker-chain.ts';
-import { launchRelayerServer, type RelayerProcess } from '../test/helpers/server-process.ts';
+import { launchRelayerServer, type RelayerProcess } from '../test/helpers/harness/server-process.ts';
 
 const RECIPIENT: Address = '0x000000000000000000000000000000000000dEaD';
 const AMOUNT = 1_000_000n; // 1 USDC (6 decimals)

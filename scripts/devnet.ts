@@ -15,7 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { createWriteStream, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { installExitCleanup } from '../test/helpers/processes.ts';
+import { installExitCleanup } from '../test/helpers/harness/processes.ts';
 
 import { ALWAYS_REVERTS_INIT_CODE } from '../test/helpers/chain/cctp-bridge.ts';
 import {
@@ -26,7 +26,7 @@ import {
 } from '../test/helpers/chain/local-chains.ts';
 import { startMultisigRoute } from '../test/helpers/chain/devnet-multisig.ts';
 import { startWorker } from '../test/helpers/chain/worker-chain.ts';
-import { launchRelayerServer } from '../test/helpers/server-process.ts';
+import { launchRelayerServer } from '../test/helpers/harness/server-process.ts';
 
 // Before any child is started: this script stops its children itself on a signal and exits 0.
 installExitCleanup({ signals: false });

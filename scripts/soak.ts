@@ -7,7 +7,7 @@
  * duplicate_tx), a transport error, a reservation left in the dedup cache, an acknowledged
  * message missing from the outbox, memory still growing in the second half, or an unclean stop.
  *
- * With --probe (the default) the server runs with test/helpers/memory-probe.ts, which forces a
+ * With --probe (the default) the server runs with test/helpers/harness/memory-probe.ts, which forces a
  * full collection every 5 s and reports the heap left: the leak indicator. --no-probe runs the
  * server untouched, for RSS figures as an operator would see them.
  *
@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { gauge, LOAD_RELAY_API, runLoad, startLoadTarget } from '../test/helpers/load.ts';
+import { gauge, LOAD_RELAY_API, runLoad, startLoadTarget } from '../test/helpers/harness/load.ts';
 
 const { values } = parseArgs({
   options: {

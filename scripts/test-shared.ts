@@ -16,10 +16,10 @@
  *   fails naming the one before it and the command; the synchronous forms always end before they
  *   return. A file's children share nothing with the other files, so this is all sharing asks of
  *   them. (One started in a file's or a suite's hooks lives as long as the file says;
- *   test/helpers/processes.ts kills those it tracks if the process exits.)
+ *   test/helpers/harness/processes.ts kills those it tracks if the process exits.)
  * - registering module hooks (node:module register/registerHooks) throws: such a file belongs in
  *   a process of its own.
- * The clean-up of test/helpers/processes.ts (kill every tracked child if the process exits or is
+ * The clean-up of test/helpers/harness/processes.ts (kill every tracked child if the process exits or is
  * interrupted) is installed once, before the first file, so its process listeners are part of
  * the state every file must leave as it found it.
  */
@@ -30,7 +30,7 @@ import { relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { after, afterEach, beforeEach, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
-import { installExitCleanup } from '../test/helpers/processes.ts';
+import { installExitCleanup } from '../test/helpers/harness/processes.ts';
 
 /** What t.mock may replace during a test and restores after its afterEach hooks. */
 const MOCKABLE = [

@@ -1,6 +1,6 @@
 /**
  * The test run of `npm test`: node:test on test/**\/*.test.ts with the global setup of
- * test/helpers/global-setup.ts (one PostgreSQL server, Node's compile cache), three files at a
+ * test/helpers/harness/global-setup.ts (one PostgreSQL server, Node's compile cache), three files at a
  * time, the longest first (by the previous run's durations in .cache/test-durations.json; a fresh
  * clone starts with the few files known to be long). Three, not one per core: the e2e and process
  * files wait on real timers and child processes much of the time, and a third file fills the gaps.
@@ -22,7 +22,7 @@ import { pathToFileURL } from 'node:url';
 import { run } from 'node:test';
 import { spec } from 'node:test/reporters';
 import { pipeline } from 'node:stream/promises';
-import { globalSetup, globalTeardown } from '../test/helpers/global-setup.ts';
+import { globalSetup, globalTeardown } from '../test/helpers/harness/global-setup.ts';
 
 const root = join(import.meta.dirname, '..');
 const cacheFile = join(root, '.cache', 'test-durations.json');
@@ -46,14 +46,14 @@ const KNOWN_LONG: Record<string, number> = {
   'test/process/install.test.ts': 14,
   'test/process/package-types.test.ts': 14,
   'test/process/readme.test.ts': 12,
-  'test/unit/postgres-relay.test.ts': 10,
+  'test/unit/postgres/relay.test.ts': 10,
   'test/process/npm-signals.test.ts': 10,
-  'test/unit/rpc-faults.test.ts': 8,
+  'test/unit/rpc/faults.test.ts': 8,
   'test/e2e/worker-hostile.e2e.test.ts': 8,
   'test/e2e/demo.e2e.test.ts': 8,
   'test/process/load.test.ts': 8,
   'test/process/bin.test.ts': 8,
-  'test/unit/client.test.ts': 6,
+  'test/unit/client/client.test.ts': 6,
 };
 /** The estimate of a file without a figure: about the mean of a unit file in a quiet run. */
 const DEFAULT_MS = 1000;

@@ -20,7 +20,7 @@ export function typeName(value: unknown): string {
 
 /**
  * A key refused where only `allowed` may be (docs/configuration.md#the-configuration-file): the
- * message names the nearest allowed key or lists them all; test/unit/config-schema.test.ts reads
+ * message names the nearest allowed key or lists them all; test/unit/config/schema.test.ts reads
  * `allowed` to hold docs/config.schema.json to the parser.
  */
 export class UnknownKeyError extends ConfigError {

@@ -1,7 +1,7 @@
 /**
  * The in-memory merkle store (docs/design.md#merkle-tree-insertions): for tests, embedders
  * without persistence, and as the reference the SQLite table is checked against
- * (test/helpers/merkle-contract.ts runs on both). A batch is validated whole before anything is written,
+ * (test/helpers/contracts/merkle.ts runs on both). A batch is validated whole before anything is written,
  * so it is all or nothing like the SQLite transaction; a repeated (chain, leaf_index) replaces
  * the row.
  */

@@ -25,7 +25,7 @@ export interface FakeClock extends Clock {
   /**
    * Also writes this clock's time into `buffer` (another clock's sharedTime), now and at every
    * move until the returned function is called: a SQLite store opened once on `buffer` and shared
-   * by the tests of a file (test/helpers/shared-sqlite.ts) then reads each test's own clock.
+   * by the tests of a file (test/helpers/harness/shared-sqlite.ts) then reads each test's own clock.
    */
   shareTimeWith(buffer: SharedArrayBuffer): () => void;
 }

@@ -1,7 +1,7 @@
 /**
  * Hyperlane messages for tests (docs/embedding.md#test-tooling), encoded with the package's own hex
  * and keccak code so `relayer-api/testing` needs nothing outside the package; the package's tests
- * check each builder against viem's encoding (test/unit/testing-messages.test.ts).
+ * check each builder against viem's encoding (test/unit/testing/messages.test.ts).
  */
 import { bytesToHex, parseHex, joinBytes } from '../codec/hex.ts';
 import { InvalidArgumentError, OutOfRangeError } from '../errors/classes.ts';

@@ -49,7 +49,7 @@ import {
   ismArtifacts,
   ISM_TYPE,
 } from '../helpers/chain/isms.ts';
-import { readBurnMessageV2, readCctpV2Message, readHyperlaneMessage } from '../helpers/wire.ts';
+import { readBurnMessageV2, readCctpV2Message, readHyperlaneMessage } from '../helpers/fixtures/wire.ts';
 
 const RECIPIENT: Address = '0x00000000000000000000000000000000000000b0';
 const MESSAGE_SENT_ABI = parseAbi(['event MessageSent(bytes message)']);

@@ -17,8 +17,8 @@ import {
   sendTransfer,
 } from '../helpers/chain/stand-ins.ts';
 import { DEV_ACCOUNT } from '../helpers/chain/clients.ts';
-import { readBurnMessageV2, readCctpV2Message, readHyperlaneMessage } from '../helpers/wire.ts';
-import { hyperlaneMessage } from '../helpers/builders.ts';
+import { readBurnMessageV2, readCctpV2Message, readHyperlaneMessage } from '../helpers/fixtures/wire.ts';
+import { hyperlaneMessage } from '../helpers/fixtures/builders.ts';
 
 // Event topics as published by the projects (Hyperlane indexers, Circle's bridge tooling).
 const DISPATCH_TOPIC = '0x769f711d20c679153d382254f59892613b58a97cc876b249134ac25c80f9c814';

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { REPO_ROOT, spawnTracked } from '../helpers/processes.ts';
+import { REPO_ROOT, spawnTracked } from '../helpers/harness/processes.ts';
 
 test('npm run demo: POST /relay, then relayer-worker delivers through the CCIP-read gateway', {
   timeout: 180_000,

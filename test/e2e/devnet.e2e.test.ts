@@ -12,7 +12,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { REPO_ROOT, spawnTracked, waitForLine, type Tracked } from '../helpers/processes.ts';
+import { REPO_ROOT, spawnTracked, waitForLine, type Tracked } from '../helpers/harness/processes.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'relayer-devnet-'));
 const descendants = new Set<number>();

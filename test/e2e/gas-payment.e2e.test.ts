@@ -32,8 +32,8 @@ import {
   type InProcessWorker,
   type WorkerBench,
 } from '../helpers/chain/worker-chain.ts';
-import { startApi, type StartedApi } from '../helpers/server.ts';
-import { launchRelayerServer, type RelayerProcess } from '../helpers/server-process.ts';
+import { startApi, type StartedApi } from '../helpers/harness/server.ts';
+import { launchRelayerServer, type RelayerProcess } from '../helpers/harness/server-process.ts';
 
 const ORIGIN_CHAIN = 'anvil1';
 const DESTINATION_DOMAIN = 2;

@@ -11,7 +11,7 @@ import { keccak256, toHex, type Address, type Hash, type Hex } from 'viem';
 import { startLocalChain, ORIGIN_DOMAIN, type LocalChain } from '../helpers/chain/local-chains.ts';
 import { mailboxLogs } from '../helpers/chain/hyperlane.ts';
 import { startRpcProxy, type RpcProxy } from '../helpers/chain/rpc-proxy.ts';
-import { launchRelayerServer, type RelayerProcess } from '../helpers/server-process.ts';
+import { launchRelayerServer, type RelayerProcess } from '../helpers/harness/server-process.ts';
 import {
   genuineCctpMessage,
   sendForgery,
@@ -20,8 +20,8 @@ import {
   sendTransfer,
   type Transfer,
 } from '../helpers/chain/stand-ins.ts';
-import { readCctpV2Message, readHyperlaneMessage } from '../helpers/wire.ts';
-import { hyperlaneMessage } from '../helpers/builders.ts';
+import { readCctpV2Message, readHyperlaneMessage } from '../helpers/fixtures/wire.ts';
+import { hyperlaneMessage } from '../helpers/fixtures/builders.ts';
 import { DEV_ACCOUNT } from '../helpers/chain/clients.ts';
 
 const ORIGIN_CHAIN = 'anvil1';

@@ -27,8 +27,8 @@ import {
 } from '../../lib/worker/tx/sender.ts';
 import { DeliveryError } from '../../lib/worker/errors.ts';
 import { createProcessJournal } from '../../lib/worker/tx/journal.ts';
-import { createFakeClock, type FakeClock } from '../helpers/fake-clock.ts';
-import { hyperlaneMessage } from '../helpers/builders.ts';
+import { createFakeClock, type FakeClock } from '../helpers/fakes/clock.ts';
+import { hyperlaneMessage } from '../helpers/fixtures/builders.ts';
 import { startAnvil, type Anvil } from '../helpers/chain/anvil.ts';
 import { startRpcProxy } from '../helpers/chain/rpc-proxy.ts';
 import { anvilChain, connectChain, type Chain } from '../helpers/chain/clients.ts';

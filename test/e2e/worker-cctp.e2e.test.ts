@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Address, Hash, Hex } from 'viem';
 import { openSqliteStore } from '../../lib/sqlite/index.ts';
-import { launchRelayerServer, REPO_ROOT, type RelayerProcess } from '../helpers/server-process.ts';
+import { launchRelayerServer, REPO_ROOT, type RelayerProcess } from '../helpers/harness/server-process.ts';
 import { sendBridgeTransfer, setCcipReadUrls } from '../helpers/chain/cctp-bridge.ts';
 import {
   DESTINATION_DOMAIN,
@@ -30,7 +30,7 @@ import {
   type TwoChains,
 } from '../helpers/chain/local-chains.ts';
 import { mailboxLogs, processTransactions } from '../helpers/chain/hyperlane.ts';
-import { spawnTracked } from '../helpers/processes.ts';
+import { spawnTracked } from '../helpers/harness/processes.ts';
 import {
   devKey,
   killWorkers,
@@ -41,7 +41,7 @@ import {
 } from '../helpers/chain/worker-chain.ts';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { onExitCleanup } from '../helpers/processes.ts';
+import { onExitCleanup } from '../helpers/harness/processes.ts';
 
 const RECIPIENT: Address = '0x00000000000000000000000000000000000000b0';
 

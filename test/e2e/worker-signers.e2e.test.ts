@@ -27,7 +27,7 @@ import {
   type WorkerBench,
   type WorkerProcess,
 } from '../helpers/chain/worker-chain.ts';
-import { REPO_ROOT, spawnTracked, waitForLine } from '../helpers/processes.ts';
+import { REPO_ROOT, spawnTracked, waitForLine } from '../helpers/harness/processes.ts';
 
 const KEY_INDEX = 8;
 const SIGNER = privateKeyToAddress(devKey(KEY_INDEX)).toLowerCase();

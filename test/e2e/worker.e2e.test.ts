@@ -25,14 +25,14 @@ import type { Outbox, OutboxMessage } from '../../lib/outbox/index.ts';
 import { openSqliteStore, type SqliteStore } from '../../lib/sqlite/index.ts';
 import { MAILBOX_ABI } from '../../lib/worker/ism/metadata.ts';
 import { DEFAULTS } from '../../lib/config/parse.ts';
-import { sharedPostgresUrl } from '../helpers/postgres.ts';
+import { sharedPostgresUrl } from '../helpers/harness/postgres.ts';
 import {
   deployMessageIdMultisigIsm,
   deployNoopIsm,
   deployRoutingIsm,
   deployTestRecipient,
 } from '../helpers/chain/isms.ts';
-import { REPO_ROOT, spawnTracked } from '../helpers/processes.ts';
+import { REPO_ROOT, spawnTracked } from '../helpers/harness/processes.ts';
 import {
   devKey,
   killWorkers,

@@ -13,12 +13,12 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { REQUIRED_NODE } from '../../bin/lib/node-version.ts';
 import { openSqliteStore } from '../../lib/sqlite/index.ts';
-import { spawnTracked } from '../helpers/processes.ts';
-import { startFakeRpcServer, type FakeRpcServer } from '../helpers/fake-rpc.ts';
-import { rpcReceipt, transferLogs, txHash } from '../helpers/builders.ts';
-import { fileChains } from '../helpers/config.ts';
-import { httpRequest, postJson } from '../helpers/http.ts';
-import { relayerServerRefusal, runRelayerServer, startRelayerServer } from '../helpers/server.ts';
+import { spawnTracked } from '../helpers/harness/processes.ts';
+import { startFakeRpcServer, type FakeRpcServer } from '../helpers/fakes/rpc.ts';
+import { rpcReceipt, transferLogs, txHash } from '../helpers/fixtures/builders.ts';
+import { fileChains } from '../helpers/fixtures/config.ts';
+import { httpRequest, postJson } from '../helpers/harness/http.ts';
+import { relayerServerRefusal, runRelayerServer, startRelayerServer } from '../helpers/harness/server.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'relayer-bin-'));
 let rpc: FakeRpcServer;

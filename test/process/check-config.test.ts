@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { listenFailure } from '../../bin/lib/advice.ts';
 import { workerInProcess } from '../helpers/worker-command.ts';
-import { REPO_ROOT } from '../helpers/processes.ts';
+import { REPO_ROOT } from '../helpers/harness/processes.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'relayer-check-config-'));
 after(() => rmSync(dir, { recursive: true, force: true }));

@@ -1,5 +1,5 @@
 /**
- * relayer-api/client's watch() and watchTx() in a real headless Chromium (test/helpers/browser.ts),
+ * relayer-api/client's watch() and watchTx() in a real headless Chromium (test/helpers/harness/browser.ts),
  * on a page of another origin than the API (another port), as a bridge UI calls a public relayer:
  * the built client (dist/lib/client) is served by the page's own server and imported as an ES
  * module. Over the browser's EventSource the page sees every status as the stand-in worker makes it,
@@ -11,10 +11,10 @@ import { createReadStream, existsSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { createMemoryOutbox, type MemoryOutbox } from '../../lib/outbox/index.ts';
-import { launchBrowser, type Browser, type Page } from '../helpers/browser.ts';
-import { testConfig } from '../helpers/config.ts';
+import { launchBrowser, type Browser, type Page } from '../helpers/harness/browser.ts';
+import { testConfig } from '../helpers/fixtures/config.ts';
 import { outboxMessage } from '../../lib/testing/index.ts';
-import { REPO_ROOT, startApi } from '../helpers/server.ts';
+import { REPO_ROOT, startApi } from '../helpers/harness/server.ts';
 
 const DEST_TX = '0x' + 'de'.repeat(32);
 let browser: Browser;

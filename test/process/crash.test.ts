@@ -22,10 +22,17 @@ import { DatabaseSync } from 'node:sqlite';
 import { after, before, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { openSqliteStore } from '../../lib/sqlite/index.ts';
-import { startFaultyRpcServer, type FaultyRpcServer } from '../helpers/faulty-rpc.ts';
-import { MAILBOX, hyperlaneMessage, messageId, rpcReceipt, transferLogs, txHash } from '../helpers/builders.ts';
-import { fileChains } from '../helpers/config.ts';
-import { startRelayerServer } from '../helpers/server.ts';
+import { startFaultyRpcServer, type FaultyRpcServer } from '../helpers/fakes/faulty-rpc.ts';
+import {
+  MAILBOX,
+  hyperlaneMessage,
+  messageId,
+  rpcReceipt,
+  transferLogs,
+  txHash,
+} from '../helpers/fixtures/builders.ts';
+import { fileChains } from '../helpers/fixtures/config.ts';
+import { startRelayerServer } from '../helpers/harness/server.ts';
 
 const KILLS = 8;
 /** Kills land 20 ms to 20 ms + the window after the burst starts; the window is at least this. */

@@ -14,11 +14,11 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { unsupportedDatabaseScheme } from '../../lib/postgres/url.ts';
 import { redactDatabaseSecrets, redactDatabaseUrl } from '../../lib/redact.ts';
-import { spawnTracked } from '../helpers/processes.ts';
-import { fileChains } from '../helpers/config.ts';
-import { httpRequest } from '../helpers/http.ts';
-import { sharedPostgresUrl } from '../helpers/postgres.ts';
-import { launchRelayerServer, REPO_ROOT, relayerServerRefusal, runRelayerServer } from '../helpers/server.ts';
+import { spawnTracked } from '../helpers/harness/processes.ts';
+import { fileChains } from '../helpers/fixtures/config.ts';
+import { httpRequest } from '../helpers/harness/http.ts';
+import { sharedPostgresUrl } from '../helpers/harness/postgres.ts';
+import { launchRelayerServer, REPO_ROOT, relayerServerRefusal, runRelayerServer } from '../helpers/harness/server.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'relayer-secrets-'));
 after(() => rmSync(dir, { recursive: true, force: true }));

@@ -15,8 +15,8 @@ import { before, describe, test, type TestContext } from 'node:test';
 import { systemClock } from '../../lib/clock.ts';
 import { LINGER } from '../../lib/http/body.ts';
 import type { MerkleStore } from '../../lib/types.ts';
-import { testConfig } from '../helpers/config.ts';
-import { startApi } from '../helpers/server.ts';
+import { testConfig } from '../helpers/fixtures/config.ts';
+import { startApi } from '../helpers/harness/server.ts';
 
 const BODY_BYTES = 64 * 1024 * 1024;
 const CHUNK = Buffer.alloc(256 * 1024, 0x20); // spaces: a body that is valid JSON whitespace so far

@@ -12,9 +12,9 @@ import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
-import { spawnTracked } from '../helpers/processes.ts';
-import { messageId, hyperlaneMessage, rpcReceipt, transferLogs, txHash } from '../helpers/builders.ts';
-import { fileChains } from '../helpers/config.ts';
+import { spawnTracked } from '../helpers/harness/processes.ts';
+import { messageId, hyperlaneMessage, rpcReceipt, transferLogs, txHash } from '../helpers/fixtures/builders.ts';
+import { fileChains } from '../helpers/fixtures/config.ts';
 
 const CORE = new URL('../../dist/lib/index.js', import.meta.url).href;
 const HASH = txHash(0x16);

@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { openSqliteStore } from '../../lib/sqlite/index.ts';
 import { outboxMessage } from '../../lib/testing/index.ts';
-import { startRelayerServer } from '../helpers/server.ts';
-import { openEvents } from '../helpers/sse.ts';
+import { startRelayerServer } from '../helpers/harness/server.ts';
+import { openEvents } from '../helpers/harness/sse.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'relayer-events-shutdown-'));
 after(() => rmSync(dir, { recursive: true, force: true }));

@@ -11,9 +11,9 @@ import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { INSTALL_FLAGS, packedTarball } from '../helpers/packed.ts';
-import { onExitCleanup, REPO_ROOT, spawnTracked, stopProcess, waitForLine } from '../helpers/processes.ts';
-import { refusedPort } from '../helpers/refused-port.ts';
+import { INSTALL_FLAGS, packedTarball } from '../helpers/harness/packed.ts';
+import { onExitCleanup, REPO_ROOT, spawnTracked, stopProcess, waitForLine } from '../helpers/harness/processes.ts';
+import { refusedPort } from '../helpers/fakes/refused-port.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'relayer-install-'));
 const forget = onExitCleanup(() => rmSync(dir, { recursive: true, force: true }));
@@ -28,7 +28,7 @@ const prefix = join(dir, 'app');
 let tarball: string;
 let installOutput: string;
 before(async () => {
-  // The run's one tarball (test/helpers/packed.ts), shared with test/process/package-types.test.ts.
+  // The run's one tarball (test/helpers/harness/packed.ts), shared with test/process/package-types.test.ts.
   tarball = await packedTarball();
   mkdirSync(prefix);
   // --offline: the package has no dependency to fetch (viem and pg are optional peers).

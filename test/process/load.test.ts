@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
-import { gauge, runLoad, startLoadTarget } from '../helpers/load.ts';
+import { gauge, runLoad, startLoadTarget } from '../helpers/harness/load.ts';
 
 /**
  * 3 s: alone on a quiet machine the server answers some 3 000 requests a second, so the run holds

@@ -15,12 +15,12 @@ import { createLogger, isLogLevel, LOG_LEVELS, type LogLevel } from '../../lib/l
 import type { FetchLike } from '../../lib/rpc/client.ts';
 import { openSqliteStore } from '../../lib/sqlite/index.ts';
 import type { RelayQueue } from '../../lib/outbox/index.ts';
-import { fileChains, testConfig } from '../helpers/config.ts';
-import { createFakeClock } from '../helpers/fake-clock.ts';
-import { callSignal, fakeRpcFetch, startFakeRpcServer, type ReceiptTable } from '../helpers/fake-rpc.ts';
-import { rpcReceipt, transferLogs, txHash } from '../helpers/builders.ts';
-import { httpRequest, postJson } from '../helpers/http.ts';
-import { startApi, startRelayerServer } from '../helpers/server.ts';
+import { fileChains, testConfig } from '../helpers/fixtures/config.ts';
+import { createFakeClock } from '../helpers/fakes/clock.ts';
+import { callSignal, fakeRpcFetch, startFakeRpcServer, type ReceiptTable } from '../helpers/fakes/rpc.ts';
+import { rpcReceipt, transferLogs, txHash } from '../helpers/fixtures/builders.ts';
+import { httpRequest, postJson } from '../helpers/harness/http.ts';
+import { startApi, startRelayerServer } from '../helpers/harness/server.ts';
 
 const ADMIN_TOKEN = 'admin-token-SECRET-0123456789';
 const SECRET = /secret/i;

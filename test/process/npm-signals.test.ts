@@ -12,9 +12,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { openSqliteStore } from '../../lib/sqlite/index.ts';
-import { noGasGate } from '../helpers/config.ts';
-import { startFakeRpcServer, type FakeRpcServer } from '../helpers/fake-rpc.ts';
-import { REPO_ROOT, spawnTracked, waitForLine } from '../helpers/processes.ts';
+import { noGasGate } from '../helpers/fixtures/config.ts';
+import { startFakeRpcServer, type FakeRpcServer } from '../helpers/fakes/rpc.ts';
+import { REPO_ROOT, spawnTracked, waitForLine } from '../helpers/harness/processes.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'relayer-npm-signals-'));
 const KEY = `0x${'7e'.repeat(32)}`;

@@ -1,7 +1,7 @@
 /**
  * docs/openapi.json (docs/api.md#http-api): a valid OpenAPI 3.1 document that lists every
  * endpoint, status, header and error reason the server has, served at GET /openapi.json. That
- * every response of the HTTP suites matches it is checked by test/helpers/http.ts on each
+ * every response of the HTTP suites matches it is checked by test/helpers/harness/http.ts on each
  * response; the tests at the end show that check rejects departures from the document.
  */
 import assert from 'node:assert/strict';
@@ -11,11 +11,11 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { REASON_STATUS } from '../../lib/errors/classes.ts';
 import { openSqliteStore, type SqliteStore } from '../../lib/sqlite/index.ts';
 import { validateMerkleRequest, validateRelayRequest } from '../../lib/relay/validate.ts';
-import { testConfig } from '../helpers/config.ts';
-import { txHash } from '../helpers/builders.ts';
-import { httpRequest } from '../helpers/http.ts';
-import { checkAgainstOpenApi, openapi, resolve, type CheckedResponse } from '../helpers/openapi.ts';
-import { startApi, startRelayerServer } from '../helpers/server.ts';
+import { testConfig } from '../helpers/fixtures/config.ts';
+import { txHash } from '../helpers/fixtures/builders.ts';
+import { httpRequest } from '../helpers/harness/http.ts';
+import { checkAgainstOpenApi, openapi, resolve, type CheckedResponse } from '../helpers/harness/openapi.ts';
+import { startApi, startRelayerServer } from '../helpers/harness/server.ts';
 
 type Json = any;
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
@@ -316,7 +316,7 @@ describe('the document matches the running server', () => {
   });
 });
 
-describe('the response check of test/helpers/http.ts rejects what the document does not allow', () => {
+describe('the response check of test/helpers/harness/http.ts rejects what the document does not allow', () => {
   const json = { 'content-type': 'application/json', 'x-request-id': 'r-1' };
   const error = (reason: string) => JSON.stringify({ reason, message: 'm' });
   const cases: Array<[string, string, string, CheckedResponse, RegExp]> = [

@@ -18,9 +18,9 @@ import { openSqliteStore } from '../../lib/sqlite/index.ts';
 import { MIGRATIONS } from '../../lib/sqlite/schema.ts';
 import { outboxContract, outboxMessage, queuedRecord } from '../../lib/testing/index.ts';
 import type { Outbox, OutboxMessage, VersionedReads } from '../../lib/outbox/index.ts';
-import { createFakeClock } from '../helpers/fake-clock.ts';
-import { ENGINES, relayApiSettings } from '../helpers/engines.ts';
-import { testSchema } from '../helpers/postgres.ts';
+import { createFakeClock } from '../helpers/fakes/clock.ts';
+import { ENGINES, relayApiSettings } from '../helpers/harness/engines.ts';
+import { testSchema } from '../helpers/harness/postgres.ts';
 
 const DEST_TX = '0x' + 'de'.repeat(32);
 const POSTGRES_RELAY_API = relayApiSettings();
@@ -117,7 +117,7 @@ describe('SQLite outbox across processes (docs/outbox.md#message-lifecycle)', ()
     const N = 400;
     const store = await openSqliteStore(file);
     await store.outbox.enqueue(Array.from({ length: N }, (_, i) => outboxMessage(i + 1)));
-    const script = new URL('../helpers/claim-child.ts', import.meta.url).pathname;
+    const script = new URL('../helpers/harness/claim-child.ts', import.meta.url).pathname;
     const workers = [1, 2, 3, 2].map((limit) => {
       const child = spawn(process.execPath, [script, file, String(limit)], { stdio: ['pipe', 'pipe', 'inherit'] });
       children.add(child);

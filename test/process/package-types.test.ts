@@ -55,7 +55,10 @@ function consumerProject(): string {
   symlinkSync(join(root, 'node_modules', '@types', 'node'), join(work, 'node_modules', '@types', 'node'));
   symlinkSync(join(root, 'node_modules', 'viem'), join(work, 'node_modules', 'viem'));
   writeFileSync(join(work, 'package.json'), JSON.stringify({ name: 'consumer', type: 'module', private: true }));
-  writeFileSync(join(work, 'consumer.ts'), readFileSync(join(root, 'test', 'helpers', 'consumer.ts'), 'utf8'));
+  writeFileSync(
+    join(work, 'consumer.ts'),
+    readFileSync(join(root, 'test', 'helpers', 'fixtures', 'consumer.ts'), 'utf8'),
+  );
   return work;
 }
 

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, posix } from 'node:path';
 import { test } from 'node:test';
-import { packedFiles } from '../helpers/packed.ts';
+import { packedFiles } from '../helpers/harness/packed.ts';
 
 const root = new URL('../..', import.meta.url).pathname;
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));

@@ -12,8 +12,8 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { REPO_ROOT, spawnTracked, waitForLine } from '../helpers/processes.ts';
-import { refusedPort } from '../helpers/refused-port.ts';
+import { REPO_ROOT, spawnTracked, waitForLine } from '../helpers/harness/processes.ts';
+import { refusedPort } from '../helpers/fakes/refused-port.ts';
 
 // Directly under the temp dir: as root, PostgreSQL runs as another user, who must be able to enter it.
 const dataDir = join(tmpdir(), `relayer-pg-script-test-${process.pid}`);

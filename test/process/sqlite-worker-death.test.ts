@@ -7,7 +7,7 @@
  * restart it. And close() with a call still pending resolves: a script awaiting it ends normally.
  */
 // First: every worker thread started from here on is kept, so the test can end it.
-import { liveWorkers, terminateWorkers } from '../helpers/worker-kill.ts';
+import { liveWorkers, terminateWorkers } from '../helpers/harness/worker-kill.ts';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -18,13 +18,13 @@ import { after, describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { RelayError } from '../../lib/errors/classes.ts';
 import { openSqliteStore } from '../../lib/sqlite/index.ts';
-import { spawnTracked } from '../helpers/processes.ts';
-import { testConfig } from '../helpers/config.ts';
-import { createFakeClock } from '../helpers/fake-clock.ts';
-import { fakeRpcFetch, type ReceiptTable } from '../helpers/fake-rpc.ts';
-import { hyperlaneMessage, messageId, rpcReceipt, transferLogs, txHash } from '../helpers/builders.ts';
-import { httpRequest, postJson, type RawResponse } from '../helpers/http.ts';
-import { REPO_ROOT, startApi, startRelayerServer } from '../helpers/server.ts';
+import { spawnTracked } from '../helpers/harness/processes.ts';
+import { testConfig } from '../helpers/fixtures/config.ts';
+import { createFakeClock } from '../helpers/fakes/clock.ts';
+import { fakeRpcFetch, type ReceiptTable } from '../helpers/fakes/rpc.ts';
+import { hyperlaneMessage, messageId, rpcReceipt, transferLogs, txHash } from '../helpers/fixtures/builders.ts';
+import { httpRequest, postJson, type RawResponse } from '../helpers/harness/http.ts';
+import { REPO_ROOT, startApi, startRelayerServer } from '../helpers/harness/server.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'relayer-worker-death-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -141,7 +141,7 @@ describe("the store's worker thread dies", () => {
   test('relayer-server answers the write in flight 503, logs one JSON error line and exits 1 for its supervisor to restart it', async (t) => {
     const file = freshFile();
     const server = await startRelayerServer(t, ['--db', file, '--log-level', 'warn'], {
-      nodeArgs: ['--import', new URL('../helpers/worker-kill.ts', import.meta.url).pathname],
+      nodeArgs: ['--import', new URL('../helpers/harness/worker-kill.ts', import.meta.url).pathname],
     });
     const { url } = server;
     assert.equal(

@@ -17,13 +17,13 @@ import { DatabaseSync } from 'node:sqlite';
 import { after, describe, test, type TestContext } from 'node:test';
 import type { RelayServer } from '../../lib/http/server.ts';
 import { openSqliteStore, type SqliteStore } from '../../lib/sqlite/index.ts';
-import { spawnTracked } from '../helpers/processes.ts';
-import { fileChains, testConfig } from '../helpers/config.ts';
-import { createFakeClock } from '../helpers/fake-clock.ts';
-import { fakeRpcFetch, startFakeRpcServer, type ReceiptTable } from '../helpers/fake-rpc.ts';
-import { hyperlaneMessage, messageId, rpcReceipt, transferLogs, txHash } from '../helpers/builders.ts';
-import { httpRequest, postJson, type RawResponse } from '../helpers/http.ts';
-import { startApi, startRelayerServer } from '../helpers/server.ts';
+import { spawnTracked } from '../helpers/harness/processes.ts';
+import { fileChains, testConfig } from '../helpers/fixtures/config.ts';
+import { createFakeClock } from '../helpers/fakes/clock.ts';
+import { fakeRpcFetch, startFakeRpcServer, type ReceiptTable } from '../helpers/fakes/rpc.ts';
+import { hyperlaneMessage, messageId, rpcReceipt, transferLogs, txHash } from '../helpers/fixtures/builders.ts';
+import { httpRequest, postJson, type RawResponse } from '../helpers/harness/http.ts';
+import { startApi, startRelayerServer } from '../helpers/harness/server.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'relayer-worker-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -201,7 +201,7 @@ describe("a write waits for another connection's lock without stopping the serve
 });
 
 describe('no synchronous SQLite on the main thread (BENCHMARKS.md#storage-off-the-event-loop-node-benchstorets-node-benchmerklets)', () => {
-  const PROBE = new URL('../helpers/sqlite-probe.ts', import.meta.url).pathname;
+  const PROBE = new URL('../helpers/harness/sqlite-probe.ts', import.meta.url).pathname;
 
   /** The modules the probe saw loaded on the main thread, from the line it printed at exit. */
   function probed(output: string): string[] {

@@ -18,11 +18,11 @@ import { after, before, test } from 'node:test';
 import { openSqliteStore } from '../../lib/sqlite/index.ts';
 import { setTimeout as delay } from 'node:timers/promises';
 import pg from 'pg';
-import { noGasGate } from '../helpers/config.ts';
-import { startFakeRpcServer, type FakeRpcServer } from '../helpers/fake-rpc.ts';
-import { sharedPostgresUrl } from '../helpers/postgres.ts';
-import { spawnTracked, stopProcess, waitForLine } from '../helpers/processes.ts';
-import { REPO_ROOT } from '../helpers/server.ts';
+import { noGasGate } from '../helpers/fixtures/config.ts';
+import { startFakeRpcServer, type FakeRpcServer } from '../helpers/fakes/rpc.ts';
+import { sharedPostgresUrl } from '../helpers/harness/postgres.ts';
+import { spawnTracked, stopProcess, waitForLine } from '../helpers/harness/processes.ts';
+import { REPO_ROOT } from '../helpers/harness/server.ts';
 import { workerInProcess as inProcess } from '../helpers/worker-command.ts';
 
 const BIN = join(REPO_ROOT, 'bin', 'relayer-worker.ts');
@@ -114,7 +114,7 @@ test('bad flags, an unknown command, an invalid config: exit 2 naming the proble
 });
 
 test('viem not installed: exit 1 saying to install it, no module-resolution trace', async () => {
-  const hide = join(REPO_ROOT, 'test', 'helpers', 'hide-viem.ts');
+  const hide = join(REPO_ROOT, 'test', 'helpers', 'harness', 'hide-viem.ts');
   const config = localConfig('viem.json', [rpc.url]);
   const { code, output } = await run(
     ['--config', config, '--db', join(dir, 'viem.db'), '--port', '0'],
@@ -603,7 +603,7 @@ test('docs/operations.md#the-sqlite-store-worker-thread-group-commit-locks: a de
     process.execPath,
     [
       '--import',
-      new URL('../helpers/worker-kill.ts', import.meta.url).pathname,
+      new URL('../helpers/harness/worker-kill.ts', import.meta.url).pathname,
       BIN,
       '--config',
       config,

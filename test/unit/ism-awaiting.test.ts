@@ -13,7 +13,7 @@ import { buildAggregation } from '../../lib/worker/ism/aggregation.ts';
 import { awaitingSignaturesGauge, isShortOfQuorum } from '../../lib/worker/ism/awaiting.ts';
 import { quorumOf } from '../../lib/worker/ism/checkpoints.ts';
 import type { IsmContext } from '../../lib/worker/ism/types.ts';
-import { createFakeClock } from '../helpers/fake-clock.ts';
+import { createFakeClock } from '../helpers/fakes/clock.ts';
 
 const validators: Address[] = [
   '0x00000000000000000000000000000000000000a1',

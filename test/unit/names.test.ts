@@ -10,7 +10,7 @@ import * as core from '../../lib/index.ts';
 import { createMemoryOutbox } from '../../lib/outbox/memory/outbox.ts';
 import type { FetchLike } from '../../lib/rpc/client.ts';
 import * as sqlite from '../../lib/sqlite/index.ts';
-import { createFakeClock } from '../helpers/fake-clock.ts';
+import { createFakeClock } from '../helpers/fakes/clock.ts';
 
 test('the engines have one name each: the former openStore and createDedupCache are gone', () => {
   assert.equal(typeof sqlite.openSqliteStore, 'function');

@@ -14,7 +14,7 @@ import { pruneSql } from '../../lib/postgres/retention.ts';
 import { listSql as sqliteListSql } from '../../lib/sqlite/outbox-listing.ts';
 import { PRUNE_SQL } from '../../lib/sqlite/retention.ts';
 import { migrate as migrateSqlite } from '../../lib/sqlite/schema.ts';
-import { testSchema } from '../helpers/postgres.ts';
+import { testSchema } from '../helpers/harness/postgres.ts';
 
 function sqlitePlan(db: DatabaseSync, sql: string): string {
   const rows = db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all() as { detail: string }[];

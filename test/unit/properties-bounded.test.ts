@@ -1,6 +1,6 @@
 /**
  * Every fast-check property is bounded (CONTRIBUTING.md#adding-a-check): each `fc.assert` call in
- * test/ passes the parameters of test/helpers/properties.ts (`RUNS`, or `{ ...BOUNDED, … }`), which
+ * test/ passes the parameters of test/helpers/fixtures/properties.ts (`RUNS`, or `{ ...BOUNDED, … }`), which
  * carry the plugin that ends shrinking after SHRINK_MS. Without it a failing property may shrink
  * for many minutes, and a CI run hangs instead of naming the failure.
  */
@@ -9,7 +9,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join, normalize, relative } from 'node:path';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { shrinkTimeLimit } from '../helpers/properties.ts';
+import { shrinkTimeLimit } from '../helpers/fixtures/properties.ts';
 
 const root = normalize(join(import.meta.dirname, '..', '..'));
 
@@ -81,7 +81,7 @@ test('shrinkTimeLimit ends shrinking once its time has passed since the first fa
   assert.deepEqual([passing.failed, passing.numRuns], [false, 50]);
 });
 
-test('every fast-check property in test/ is bounded: RUNS or { ...BOUNDED } from test/helpers/properties.ts', () => {
+test('every fast-check property in test/ is bounded: RUNS or { ...BOUNDED } from test/helpers/fixtures/properties.ts', () => {
   const found: string[] = [];
   for (const file of tsFiles()) {
     if (file.endsWith('properties-bounded.test.ts')) continue;

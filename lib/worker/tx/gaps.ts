@@ -1,7 +1,7 @@
 /**
  * What a followed slot does at a new head (docs/transactions.md#gaps), decided from the node's state
  * read once per head and signer (`HeadView`) and what the process knows of the slot: a pure
- * function, so the rules are checked on their own (test/unit/worker-gaps.test.ts).
+ * function, so the rules are checked on their own (test/unit/worker/tx/gaps.test.ts).
  *
  * - The nonce is below the chain's mined count and none of the slot's transactions is mined: the
  *   nonce went to another transaction (`used`).

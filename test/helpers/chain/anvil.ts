@@ -4,7 +4,7 @@
  */
 import { createRequire } from 'node:module';
 import type { Hex } from 'viem';
-import { spawnTracked, stopProcess, waitForLine, type Tracked } from '../processes.ts';
+import { spawnTracked, stopProcess, waitForLine, type Tracked } from '../harness/processes.ts';
 
 export interface Anvil {
   rpcUrl: string;

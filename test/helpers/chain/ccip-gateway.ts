@@ -36,7 +36,7 @@ import {
   type Hex,
   type PublicClient,
 } from 'viem';
-import { readBurnMessageV2, readCctpV2Message, readHyperlaneMessage } from '../wire.ts';
+import { readBurnMessageV2, readCctpV2Message, readHyperlaneMessage } from '../fixtures/wire.ts';
 
 /** TokenBridgeCctpBase.sol's `CctpService`: the call the router's OffchainLookup encodes. */
 export const CCTP_SERVICE_ABI = parseAbi([

@@ -13,7 +13,7 @@ import type { DeliveryOutbox, DeliveryWorker } from '../../../lib/worker/index.t
 import type { Logger } from '../../../lib/log.ts';
 import { parseHyperlaneMessage } from '../../../lib/codec/message.ts';
 import { hexToBytes } from '../../../lib/codec/hex.ts';
-import { noGasGate } from '../config.ts';
+import { noGasGate } from '../fixtures/config.ts';
 import { ANVIL_DEV_KEYS, startAnvil, type Anvil } from './anvil.ts';
 import { connectChain, DEV_ACCOUNT, FIXED_GAS, type Chain } from './clients.ts';
 import {
@@ -23,7 +23,14 @@ import {
   mailboxLogs,
   type HyperlaneDeployment,
 } from './hyperlane.ts';
-import { onExitCleanup, REPO_ROOT, spawnTracked, stopProcess, waitForLine, type Tracked } from '../processes.ts';
+import {
+  onExitCleanup,
+  REPO_ROOT,
+  spawnTracked,
+  stopProcess,
+  waitForLine,
+  type Tracked,
+} from '../harness/processes.ts';
 
 export const WORKER_BIN = join(REPO_ROOT, 'bin', 'relayer-worker.ts');
 
