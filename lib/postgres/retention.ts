@@ -10,7 +10,7 @@
 import { checkPrune, type PruneOptions, type Pruned } from '../outbox/index.ts';
 import { run, type PgPool } from './pool.ts';
 
-/** The statement's parts that pick rows, for their query plans (test/unit/outbox-indexes.test.ts). */
+/** The statement's parts that pick rows, for their query plans (test/unit/outbox/indexes.test.ts). */
 export function pruneSql(s: string): { messages: string; journal: string } {
   return {
     messages: `SELECT id FROM ${s}.outbox WHERE status = 'delivered' AND enqueued_at < $1 AND delivered_at < $1

@@ -10,7 +10,7 @@ import { checkPrune, type PruneOptions, type Pruned } from '../outbox/index.ts';
 import type { Transaction } from './transaction.ts';
 
 /**
- * The statements, for their query plans (test/unit/outbox-indexes.test.ts): the delivered
+ * The statements, for their query plans (test/unit/outbox/indexes.test.ts): the delivered
  * messages to prune (through outbox_status, oldest enqueued first: a message is enqueued before it
  * is delivered), and the journal rows.
  */

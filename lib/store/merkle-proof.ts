@@ -2,7 +2,7 @@
  * Merkle proofs from the stored merkle tree insertions (docs/api.md#get-merkle_proofs), as
  * Hyperlane's relayer serves them: the proof of leaf `leaf_index` in the origin tree of leaves
  * 0..`root_index` (depth 32, node = keccak256(left ‖ right), empty subtrees zero-hashed, as
- * Merkle.sol), and that tree's root. Pure core: keccak from lib/keccak.ts.
+ * Merkle.sol), and that tree's root. Pure core: keccak from lib/codec/keccak.ts.
  */
 import { RelayError } from '../errors/classes.ts';
 import { bytesToHex, decimal, hexToBytes, UINT32_MAX } from '../codec/hex.ts';

@@ -10,9 +10,9 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { encodePacked, keccak256, pad, type Address, type Hex, type PublicClient } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { createCheckpointReader, type LookupBudget } from '../../lib/worker/ism/checkpoints.ts';
-import type { ObjectReader } from '../../lib/worker/ism/storage.ts';
-import { createFakeClock } from '../helpers/fakes/clock.ts';
+import { createCheckpointReader, type LookupBudget } from '../../../../lib/worker/ism/checkpoints.ts';
+import type { ObjectReader } from '../../../../lib/worker/ism/storage.ts';
+import { createFakeClock } from '../../../helpers/fakes/clock.ts';
 
 const hook = pad('0x00000000000000000000000000000000000000aa');
 const messageId = keccak256('0x01');

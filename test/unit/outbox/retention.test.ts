@@ -6,10 +6,10 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createMemoryOutbox, type Pruned, type PruneOptions } from '../../lib/outbox/index.ts';
-import { PRUNE_PAUSE_MS, startRetention } from '../../lib/outbox/retention.ts';
-import { outboxMessage } from '../../lib/testing/index.ts';
-import { createFakeClock } from '../helpers/fakes/clock.ts';
+import { createMemoryOutbox, type Pruned, type PruneOptions } from '../../../lib/outbox/index.ts';
+import { PRUNE_PAUSE_MS, startRetention } from '../../../lib/outbox/retention.ts';
+import { outboxMessage } from '../../../lib/testing/index.ts';
+import { createFakeClock } from '../../helpers/fakes/clock.ts';
 
 const DAY = 86_400_000;
 

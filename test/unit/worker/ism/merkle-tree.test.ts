@@ -7,8 +7,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { concat, keccak256, toHex, type Hex } from 'viem';
-import { OutOfRangeError } from '../../lib/errors/classes.ts';
-import { proofOf, rootFromProof } from '../../lib/worker/ism/merkle-tree.ts';
+import { OutOfRangeError } from '../../../../lib/errors/classes.ts';
+import { proofOf, rootFromProof } from '../../../../lib/worker/ism/merkle-tree.ts';
 
 const zero: Hex[] = [toHex(0, { size: 32 })];
 for (let i = 1; i <= 32; i++) zero.push(keccak256(concat([zero[i - 1], zero[i - 1]])));

@@ -8,13 +8,13 @@
 import assert from 'node:assert/strict';
 import { DatabaseSync } from 'node:sqlite';
 import { describe, test } from 'node:test';
-import { listSql as postgresListSql } from '../../lib/postgres/outbox-listing.ts';
-import { migrate as migratePostgres } from '../../lib/postgres/schema.ts';
-import { pruneSql } from '../../lib/postgres/retention.ts';
-import { listSql as sqliteListSql } from '../../lib/sqlite/outbox-listing.ts';
-import { PRUNE_SQL } from '../../lib/sqlite/retention.ts';
-import { migrate as migrateSqlite } from '../../lib/sqlite/schema.ts';
-import { testSchema } from '../helpers/harness/postgres.ts';
+import { listSql as postgresListSql } from '../../../lib/postgres/outbox-listing.ts';
+import { migrate as migratePostgres } from '../../../lib/postgres/schema.ts';
+import { pruneSql } from '../../../lib/postgres/retention.ts';
+import { listSql as sqliteListSql } from '../../../lib/sqlite/outbox-listing.ts';
+import { PRUNE_SQL } from '../../../lib/sqlite/retention.ts';
+import { migrate as migrateSqlite } from '../../../lib/sqlite/schema.ts';
+import { testSchema } from '../../helpers/harness/postgres.ts';
 
 function sqlitePlan(db: DatabaseSync, sql: string): string {
   const rows = db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all() as { detail: string }[];

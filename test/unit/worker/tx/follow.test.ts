@@ -8,10 +8,10 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { createPublicClient, custom, keccak256, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
-import { headsOf } from '../../lib/worker/tx/heads.ts';
-import { createTransactionSender } from '../../lib/worker/tx/sender.ts';
-import { rpcReceipt } from '../helpers/fixtures/builders.ts';
-import { createFakeClock } from '../helpers/fakes/clock.ts';
+import { headsOf } from '../../../../lib/worker/tx/heads.ts';
+import { createTransactionSender } from '../../../../lib/worker/tx/sender.ts';
+import { rpcReceipt } from '../../../helpers/fixtures/builders.ts';
+import { createFakeClock } from '../../../helpers/fakes/clock.ts';
 
 const hex = (n: number | bigint) => `0x${n.toString(16)}`;
 

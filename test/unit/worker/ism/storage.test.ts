@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
-import { createObjectReader, parseLocation, type StorageLocation } from '../../lib/worker/ism/storage.ts';
+import { createObjectReader, parseLocation, type StorageLocation } from '../../../../lib/worker/ism/storage.ts';
 
 let server: Server;
 let endpoint: string;

@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Hex } from 'viem';
-import { encodeAggregationMetadata } from '../../lib/worker/ism/aggregation.ts';
+import { encodeAggregationMetadata } from '../../../../lib/worker/ism/aggregation.ts';
 
 const m0: Hex = '0x290decd9548b62a8d60345a988386fc84ba6bc95484008f6362f93160ef3e563';
 const m1: Hex = '0x510e4e770828ddbf7f7b00ab00a9f6adaf81c0dc9cc85f1f8249c256942d61d9';

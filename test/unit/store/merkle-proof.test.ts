@@ -7,10 +7,10 @@
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import { concat, keccak256, toHex, type Hex } from 'viem';
-import { createMemoryMerkleStore } from '../../lib/store/merkle.ts';
-import { testConfig } from '../helpers/fixtures/config.ts';
-import { httpRequest } from '../helpers/harness/http.ts';
-import { startApi } from '../helpers/harness/server.ts';
+import { createMemoryMerkleStore } from '../../../lib/store/merkle.ts';
+import { testConfig } from '../../helpers/fixtures/config.ts';
+import { httpRequest } from '../../helpers/harness/http.ts';
+import { startApi } from '../../helpers/harness/server.ts';
 
 const zero: Hex[] = [toHex(0, { size: 32 })];
 for (let i = 1; i <= 32; i++) zero.push(keccak256(concat([zero[i - 1], zero[i - 1]])));

@@ -12,8 +12,8 @@ import {
   normalizeSignature,
   parseCheckpoint,
   verifyCheckpoint,
-} from '../../lib/worker/ism/checkpoint.ts';
-import { Validator } from '../helpers/chain/validators.ts';
+} from '../../../../lib/worker/ism/checkpoint.ts';
+import { Validator } from '../../../helpers/chain/validators.ts';
 
 const KEY = '0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d' as const;
 const validator = new Validator(KEY);

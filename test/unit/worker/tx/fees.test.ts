@@ -9,10 +9,10 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { createPublicClient, custom, type PublicClient } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
-import { cappedFees, FEES_FRESH_MS, sharedFees } from '../../lib/worker/tx/fees.ts';
-import { headsOf } from '../../lib/worker/tx/heads.ts';
-import { createTransactionSender } from '../../lib/worker/tx/sender.ts';
-import { createFakeClock } from '../helpers/fakes/clock.ts';
+import { cappedFees, FEES_FRESH_MS, sharedFees } from '../../../../lib/worker/tx/fees.ts';
+import { headsOf } from '../../../../lib/worker/tx/heads.ts';
+import { createTransactionSender } from '../../../../lib/worker/tx/sender.ts';
+import { createFakeClock } from '../../../helpers/fakes/clock.ts';
 
 /** A node whose fee suggestion rises by 1 wei at each read; `fail` makes the next read fail. */
 function node() {

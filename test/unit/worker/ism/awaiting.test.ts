@@ -7,13 +7,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Address, Hex, PublicClient } from 'viem';
-import { createMetricsRegistry } from '../../lib/node/metrics.ts';
-import { DeliveryError } from '../../lib/worker/errors.ts';
-import { buildAggregation } from '../../lib/worker/ism/aggregation.ts';
-import { awaitingSignaturesGauge, isShortOfQuorum } from '../../lib/worker/ism/awaiting.ts';
-import { quorumOf } from '../../lib/worker/ism/checkpoints.ts';
-import type { IsmContext } from '../../lib/worker/ism/types.ts';
-import { createFakeClock } from '../helpers/fakes/clock.ts';
+import { createMetricsRegistry } from '../../../../lib/node/metrics.ts';
+import { DeliveryError } from '../../../../lib/worker/errors.ts';
+import { buildAggregation } from '../../../../lib/worker/ism/aggregation.ts';
+import { awaitingSignaturesGauge, isShortOfQuorum } from '../../../../lib/worker/ism/awaiting.ts';
+import { quorumOf } from '../../../../lib/worker/ism/checkpoints.ts';
+import type { IsmContext } from '../../../../lib/worker/ism/types.ts';
+import { createFakeClock } from '../../../helpers/fakes/clock.ts';
 
 const validators: Address[] = [
   '0x00000000000000000000000000000000000000a1',
