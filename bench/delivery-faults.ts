@@ -29,7 +29,7 @@ import { createWriteStream, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { WorkerBench } from '../test/helpers/chain/worker-chain.ts';
-import { mulberry32 } from '../test/helpers/random.ts';
+import { mulberry32 } from '../test/helpers/fixtures/random.ts';
 
 const SCALE = Number(process.env.BENCH_DELIVERY_FAULT_SCALE ?? 1);
 export const FAULT_RATES = { alreadyKnown: 0.15 * SCALE, cut: 0.1 * SCALE, refused: 0.05 * SCALE } as const;

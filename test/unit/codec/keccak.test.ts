@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { keccak_256 } from '@noble/hashes/sha3.js';
 import { keccak256 } from '../../../lib/codec/keccak.ts';
 import { InvalidArgumentError } from '../../../lib/errors/classes.ts';
-import { mulberry32 } from '../../helpers/random.ts';
+import { mulberry32 } from '../../helpers/fixtures/random.ts';
 
 const RATE = 136; // Keccak-256 absorbs 136-byte blocks; most bugs sit at multiples of it
 
