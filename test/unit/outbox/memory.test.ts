@@ -2,11 +2,10 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createMemoryOutbox } from '../../../lib/outbox/index.ts';
 import type { ClaimedMessage, OutboxMessage } from '../../../lib/outbox/index.ts';
-import { createFakeClock } from '../../helpers/fakes/clock.ts';
+import { createFakeClock, T0 } from '../../helpers/fakes/clock.ts';
 import { queuedRecord } from '../../../lib/testing/index.ts';
 import { InvalidArgumentError } from '../../../lib/errors/classes.ts';
 
-const T0 = 1_700_000_000_000;
 const DEST = '0x' + 'de'.repeat(32);
 
 function msg(n: number, overrides: Partial<OutboxMessage> = {}): OutboxMessage {
@@ -25,14 +24,14 @@ function msg(n: number, overrides: Partial<OutboxMessage> = {}): OutboxMessage {
 
 describe('memory outbox (docs/design.md#enqueue, #storage)', () => {
   it('docs/design.md#enqueue: enqueue stores a batch and returns how many were new', () => {
-    const outbox = createMemoryOutbox({ clock: createFakeClock() });
+    const outbox = createMemoryOutbox({ clock: createFakeClock(T0) });
     assert.equal(outbox.enqueue([msg(1), msg(2)]), 2);
     assert.equal(outbox.depth(), 2);
     assert.deepEqual(outbox.get(msg(1).id), queuedRecord(msg(1)));
   });
 
   it('docs/design.md#enqueue: idempotent by message id: a resubmission stores nothing twice', () => {
-    const outbox = createMemoryOutbox({ clock: createFakeClock() });
+    const outbox = createMemoryOutbox({ clock: createFakeClock(T0) });
     outbox.enqueue([msg(1), msg(2)]);
     assert.equal(outbox.enqueue([msg(2, { enqueuedAt: T0 + 999 }), msg(3)]), 1);
     assert.equal(outbox.depth(), 3);
@@ -40,13 +39,13 @@ describe('memory outbox (docs/design.md#enqueue, #storage)', () => {
   });
 
   it('a duplicate id inside one batch is stored once', () => {
-    const outbox = createMemoryOutbox({ clock: createFakeClock() });
+    const outbox = createMemoryOutbox({ clock: createFakeClock(T0) });
     assert.equal(outbox.enqueue([msg(1), msg(1)]), 1);
     assert.equal(outbox.depth(), 1);
   });
 
   it('an empty batch stores nothing', () => {
-    const outbox = createMemoryOutbox({ clock: createFakeClock() });
+    const outbox = createMemoryOutbox({ clock: createFakeClock(T0) });
     assert.equal(outbox.enqueue([]), 0);
     assert.equal(outbox.depth(), 0);
   });
@@ -64,7 +63,7 @@ describe('memory outbox (docs/design.md#enqueue, #storage)', () => {
   ];
   for (const [name, overrides] of invalid) {
     it(`docs/design.md#enqueue atomic: a batch with ${name} stores nothing at all`, () => {
-      const outbox = createMemoryOutbox({ clock: createFakeClock() });
+      const outbox = createMemoryOutbox({ clock: createFakeClock(T0) });
       assert.throws(
         () => outbox.enqueue([msg(1), msg(2, overrides)]),
         (e) => e instanceof InvalidArgumentError && /^batch\[1\]/.test(e.message),
@@ -75,7 +74,7 @@ describe('memory outbox (docs/design.md#enqueue, #storage)', () => {
   }
 
   it('claim takes queued messages oldest first, honouring the limit', () => {
-    const outbox = createMemoryOutbox({ clock: createFakeClock() });
+    const outbox = createMemoryOutbox({ clock: createFakeClock(T0) });
     outbox.enqueue([msg(3), msg(1)]);
     outbox.enqueue([msg(2)]);
     assert.deepEqual(
@@ -90,7 +89,7 @@ describe('memory outbox (docs/design.md#enqueue, #storage)', () => {
   });
 
   it('equal enqueue times keep enqueue order', () => {
-    const outbox = createMemoryOutbox({ clock: createFakeClock() });
+    const outbox = createMemoryOutbox({ clock: createFakeClock(T0) });
     outbox.enqueue([msg(9, { enqueuedAt: T0 }), msg(4, { enqueuedAt: T0 }), msg(7, { enqueuedAt: T0 })]);
     assert.deepEqual(
       (outbox.claim(10, 1_000) as { nonce: number }[]).map((m) => m.nonce),
@@ -127,7 +126,7 @@ describe('memory outbox (docs/design.md#enqueue, #storage)', () => {
   });
 
   it('a delivered message re-enqueued is not stored again nor made claimable again', () => {
-    const outbox = createMemoryOutbox({ clock: createFakeClock() });
+    const outbox = createMemoryOutbox({ clock: createFakeClock(T0) });
     outbox.enqueue([msg(1)]);
     const [claimed] = outbox.claim(1, 60_000) as ClaimedMessage[];
     assert.equal(outbox.markDelivered(msg(1).id, { destinationTxHash: DEST, lease: claimed.lease }), true);
@@ -137,7 +136,7 @@ describe('memory outbox (docs/design.md#enqueue, #storage)', () => {
   });
 
   it('stored rows are copies: mutating the input or an output changes nothing inside', () => {
-    const outbox = createMemoryOutbox({ clock: createFakeClock() });
+    const outbox = createMemoryOutbox({ clock: createFakeClock(T0) });
     const input = msg(1);
     outbox.enqueue([input]);
     input.raw[0] = 0xee;

@@ -16,9 +16,8 @@ import { createGasGate, type GasGateOptions, type OriginLog } from '../../../../
 import { createDeliveryWorker } from '../../../../lib/worker/loop/worker.ts';
 import type { SimulateResult } from '../../../../lib/worker/tx/sender.ts';
 import type { Destination, Processed } from '../../../../lib/worker/types.ts';
-import { createFakeClock } from '../../../helpers/fakes/clock.ts';
+import { createFakeClock, T0 } from '../../../helpers/fakes/clock.ts';
 
-const T0 = Date.UTC(2026, 10, 26, 12, 0, 0);
 const ID = `0x${'11'.repeat(32)}`;
 const IGP = `0x${'19'.repeat(20)}`;
 const TX = `0x${'ab'.repeat(32)}` as Hash;

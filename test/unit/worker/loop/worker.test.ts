@@ -20,11 +20,10 @@ import { CcipReadError, DeliveryError, TransactionError } from '../../../../lib/
 import type { SimulateResult } from '../../../../lib/worker/tx/sender.ts';
 import { limitLookups } from '../../../../lib/worker/ccip/slots.ts';
 import { offDeliverySlots } from '../../../../lib/worker/ccip/lookups.ts';
-import { createFakeClock, type FakeClock } from '../../../helpers/fakes/clock.ts';
+import { createFakeClock, type FakeClock, T0 } from '../../../helpers/fakes/clock.ts';
 import { sleep } from '../../../../lib/clock.ts';
 import type { ChangeFeed, ChangeHub } from '../../../../lib/outbox/change-feed.ts';
 
-const T0 = Date.UTC(2026, 10, 25, 12, 0, 0);
 const TX = `0x${'ab'.repeat(32)}` as Hash;
 const PRIOR = `0x${'cd'.repeat(32)}` as Hash;
 
