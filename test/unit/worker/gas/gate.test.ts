@@ -8,19 +8,18 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { encodeAbiParameters, pad, toHex, type Hash, type Hex } from 'viem';
+import { encodeAbiParameters, pad, toHex, type Hash } from 'viem';
 import { GAS_PAYMENT_TOPIC } from '../../../../lib/codec/abi.ts';
 import type { GasPaymentEnforcement } from '../../../../lib/gas/policy.ts';
 import { createMemoryOutbox, type Outbox, type OutboxRecord } from '../../../../lib/outbox/index.ts';
 import { createGasGate, type GasGateOptions, type OriginLog } from '../../../../lib/worker/gas/gate.ts';
 import { createDeliveryWorker } from '../../../../lib/worker/loop/worker.ts';
-import type { SimulateResult } from '../../../../lib/worker/tx/sender.ts';
-import type { Destination, Processed } from '../../../../lib/worker/types.ts';
+import type { Processed } from '../../../../lib/worker/types.ts';
 import { createFakeClock, T0 } from '../../../helpers/fakes/clock.ts';
+import { scriptedDestination, TX } from '../../../helpers/fixtures/destination.ts';
 
 const ID = `0x${'11'.repeat(32)}`;
 const IGP = `0x${'19'.repeat(20)}`;
-const TX = `0x${'ab'.repeat(32)}` as Hash;
 const HOUR = 3_600_000;
 
 /** A version 3 Hyperlane message from domain 1 to domain 2. */
@@ -83,28 +82,12 @@ function setUp(
     chain.logs.push(...logs.map((log) => ({ log, block: chain.head })));
   };
   const filters: Array<{ topics: string[]; fromBlock: string; toBlock: string }> = [];
-  const calls = { metadata: 0, simulate: 0, process: 0 };
-  const signed: bigint[] = [];
   let estimate = o.estimate ?? 100_000n;
-  const destination: Destination = {
-    name: 'anvil2',
-    domain: 2,
-    deliveredBy: async () => null,
-    metadata: async () => {
-      calls.metadata++;
-      return '0x' as Hex;
-    },
-    simulate: async (): Promise<SimulateResult> => {
-      calls.simulate++;
-      return { estimate, gas: (estimate * 120n) / 100n };
-    },
-    process: async (_md, _msg, simulated) => {
-      calls.process++;
-      signed.push(simulated.gas);
-      return o.processed ? o.processed(calls.process, outbox) : { hash: TX, status: 'success' };
-    },
-    resume: async () => ({ status: 'dropped' }),
-  };
+  const destination = scriptedDestination({
+    simulate: async () => ({ estimate, gas: (estimate * 120n) / 100n }),
+    process: async () =>
+      o.processed ? o.processed(destination.calls.process, outbox) : { hash: TX, status: 'success' },
+  });
   const policy = createGasGate({
     enforcement: o.enforcement ?? [],
     transactionGasLimit: o.transactionGasLimit ?? null,
@@ -143,7 +126,26 @@ function setUp(
   const setEstimate = (next: bigint) => {
     estimate = next;
   };
-  return { clock, outbox, chain, mine, filters, calls, signed, worker, row, retried, setEstimate };
+  return {
+    clock,
+    outbox,
+    chain,
+    mine,
+    filters,
+    /** What the loop asked of the destination (it never asks deliveredBy or resume here). */
+    get calls() {
+      const { metadata, simulate, process } = destination.calls;
+      return { metadata, simulate, process };
+    },
+    /** The gas limit of each process transaction, in order. */
+    get signed() {
+      return destination.simulations.map((simulated) => simulated.gas);
+    },
+    worker,
+    row,
+    retried,
+    setEstimate,
+  };
 }
 
 describe('gas payment in the delivery loop (docs/gas.md#gas-payment-enforcement)', () => {

@@ -22,9 +22,9 @@ import { limitLookups } from '../../../../lib/worker/ccip/slots.ts';
 import { offDeliverySlots } from '../../../../lib/worker/ccip/lookups.ts';
 import { createFakeClock, type FakeClock, T0 } from '../../../helpers/fakes/clock.ts';
 import { sleep } from '../../../../lib/clock.ts';
+import { scriptedDestination, TX } from '../../../helpers/fixtures/destination.ts';
 import type { ChangeFeed, ChangeHub } from '../../../../lib/outbox/change-feed.ts';
 
-const TX = `0x${'ab'.repeat(32)}` as Hash;
 const PRIOR = `0x${'cd'.repeat(32)}` as Hash;
 
 /** A raw Hyperlane message (version 3) to domain 2, distinct by nonce. */
@@ -39,49 +39,6 @@ function rawMessage(nonce: number): Uint8Array {
 
 function idOf(n: number): string {
   return `0x${n.toString(16).padStart(64, '0')}`;
-}
-
-interface Script {
-  deliveredBy?: (id: Hex, call: number) => Hash | null;
-  metadata?: (signal?: AbortSignal) => Promise<Hex>;
-  simulate?: () => Promise<SimulateResult>;
-  process?: (onWait: () => Promise<void>) => Promise<{ hash: Hash; status: 'success' | 'reverted' }>;
-  resume?: () => Promise<Resumed>;
-}
-
-const SIMULATED: SimulateResult = { estimate: 100_000n, gas: 120_000n };
-
-function scripted(script: Script): Destination & { calls: Record<string, number>; simulations: unknown[] } {
-  const calls: Record<string, number> = { deliveredBy: 0, metadata: 0, simulate: 0, process: 0 };
-  /** What each process call was handed as the simulation of its call. */
-  const simulations: unknown[] = [];
-  return {
-    name: 'anvil2',
-    domain: 2,
-    calls,
-    simulations,
-    async deliveredBy(id) {
-      const call = ++calls.deliveredBy;
-      return script.deliveredBy?.(id, call) ?? null;
-    },
-    async metadata(_message, signal) {
-      calls.metadata++;
-      return script.metadata ? script.metadata(signal) : '0x';
-    },
-    async simulate() {
-      calls.simulate++;
-      return script.simulate ? script.simulate() : SIMULATED;
-    },
-    async process(_metadata, _message, simulated, opts) {
-      calls.process++;
-      simulations.push(simulated);
-      return script.process ? script.process(opts.onWait) : { hash: TX, status: 'success' };
-    },
-    async resume() {
-      calls.resume = (calls.resume ?? 0) + 1;
-      return script.resume ? script.resume() : { status: 'dropped' };
-    },
-  };
 }
 
 interface Rig {
@@ -198,7 +155,7 @@ describe('delivery loop', () => {
 
   test('delivers: simulate, then process; recorded with its transaction; the delivered event carries enqueue→delivered seconds', async () => {
     const r = rig();
-    const d = scripted({});
+    const d = scriptedDestination({});
     const seen: number[] = [];
     const w = worker(r, d, { events: { delivered: (_name, already, seconds) => seen.push(already ? -1 : seconds) } });
     const [result] = await w.runOnce();
@@ -213,7 +170,7 @@ describe('delivery loop', () => {
   test('process is handed the simulation of its call (the sender signs that gas limit instead of estimating again)', async () => {
     const r = rig();
     const simulation: SimulateResult = { estimate: 100_000n, gas: 120_000n };
-    const d = scripted({ simulate: async () => simulation });
+    const d = scriptedDestination({ simulate: async () => simulation });
     const [result] = await worker(r, d).runOnce();
     assert.equal(result.outcome, 'delivered');
     assert.deepEqual(d.calls, { deliveredBy: 1, metadata: 1, simulate: 1, process: 1 });
@@ -222,7 +179,7 @@ describe('delivery loop', () => {
 
   test('already delivered on chain: recorded with the transaction that delivered it, nothing sent', async () => {
     const r = rig();
-    const d = scripted({ deliveredBy: () => PRIOR });
+    const d = scriptedDestination({ deliveredBy: () => PRIOR });
     const [result] = await worker(r, d).runOnce();
     assert.equal(result.outcome, 'delivered');
     assert.equal(row(r, idOf(1)).destinationTxHash, PRIOR);
@@ -233,7 +190,7 @@ describe('delivery loop', () => {
     const r = rig();
     // The sender's own error class (the loop matches classes, not names).
     const revert = new TransactionError('revert', 'reverted', { reason: 'Mailbox: already delivered' });
-    const d = scripted({
+    const d = scriptedDestination({
       deliveredBy: (_id, call) => (call === 1 ? null : PRIOR),
       simulate: async () => Promise.reject(revert),
     });
@@ -247,7 +204,7 @@ describe('delivery loop', () => {
     // The sender throws for a mined revert; the Mailbox says another transaction delivered it.
     const r = rig();
     const mined = new TransactionError('revert', 'reverted when mined', { reason: 'Mailbox: already delivered' });
-    const d = scripted({
+    const d = scriptedDestination({
       deliveredBy: (_id, call) => (call === 1 ? null : PRIOR),
       process: async () => Promise.reject(mined),
     });
@@ -257,7 +214,7 @@ describe('delivery loop', () => {
     assert.equal(row(r, idOf(1)).destinationTxHash, PRIOR, "recorded with the other relayer's transaction");
     // Not delivered by anyone: a counted failure.
     const alone = rig();
-    const [failed] = await worker(alone, scripted({ process: async () => Promise.reject(mined) })).runOnce();
+    const [failed] = await worker(alone, scriptedDestination({ process: async () => Promise.reject(mined) })).runOnce();
     assert.equal(failed.outcome, 'retry');
   });
 
@@ -265,7 +222,7 @@ describe('delivery loop', () => {
     // The sender returns the mined receipt (status reverted) rather than throwing; the Mailbox
     // says, on the second look, that another transaction delivered the message.
     const r = rig();
-    const d = scripted({
+    const d = scriptedDestination({
       deliveredBy: (_id, call) => (call === 1 ? null : PRIOR),
       process: async () => ({ hash: TX, status: 'reverted' }),
     });
@@ -277,7 +234,7 @@ describe('delivery loop', () => {
     const alone = rig();
     const [failed] = await worker(
       alone,
-      scripted({ process: async () => ({ hash: TX, status: 'reverted' }) }),
+      scriptedDestination({ process: async () => ({ hash: TX, status: 'reverted' }) }),
     ).runOnce();
     assert.equal(failed.outcome, 'retry');
     assert.equal(row(alone, idOf(1)).failures, 1);
@@ -292,7 +249,7 @@ describe('delivery loop', () => {
       { lease: m.lease, leaseMs: 60_000 },
     );
     r.outbox.markFailed(m.id, { lease: m.lease, error: 'released', retryAt: T0 });
-    const d = scripted({
+    const d = scriptedDestination({
       deliveredBy: () => PRIOR,
       resume: async () => ({ hash: TX, status: 'reverted' }),
     });
@@ -310,7 +267,7 @@ describe('delivery loop', () => {
       if (refusals-- > 0) throw new Error('SQLITE_BUSY: database is locked');
       return markDelivered(id, opts);
     };
-    const d = scripted({});
+    const d = scriptedDestination({});
     const [first] = await settled(r.clock, worker(r, d).runOnce());
     assert.deepEqual(first, { id: idOf(1), outcome: 'delivered', txHash: TX, already: false, recorded: true });
     const record = row(r, idOf(1));
@@ -331,7 +288,7 @@ describe('delivery loop', () => {
       return markDelivered(id, opts);
     };
     // The Mailbox says delivered by our transaction once it is mined.
-    const d = scripted({ deliveredBy: (_id, call) => (call === 1 ? null : TX) });
+    const d = scriptedDestination({ deliveredBy: (_id, call) => (call === 1 ? null : TX) });
     const w = worker(r, d);
     const [first] = await settled(r.clock, w.runOnce());
     assert.deepEqual(first, { id: idOf(1), outcome: 'delivered', txHash: TX, already: false, recorded: false });
@@ -348,7 +305,7 @@ describe('delivery loop', () => {
 
   test('a base fee above the gasPriceCap (fee) waits: polled again, not counted', async () => {
     const r = rig();
-    const d = scripted({
+    const d = scriptedDestination({
       process: async () => Promise.reject(new DeliveryError('fee', 'base fee 9 wei is above gasPriceCap 5 wei')),
     });
     const kinds: string[] = [];
@@ -366,7 +323,7 @@ describe('delivery loop', () => {
   test('a failure retries with exponential backoff and jitter, named in last_error; final after maxAttempts', async () => {
     // Jitter: half fixed, half random.
     const r = rig();
-    const d = scripted({
+    const d = scriptedDestination({
       simulate: async () => Promise.reject(new TransactionError('revert', 'x', { reason: 'ISM: bad signature' })),
     });
     const randoms = [0, 1];
@@ -397,7 +354,9 @@ describe('delivery loop', () => {
     // docs/delivery.md#retries-pending-proofs-dead-letters: GET /relay/{id} shows it to anyone.
     const reason = `\u001b[2Jdelivered\r\n(failures 0/3)\u202e\u0000 ${'x'.repeat(1_000)}`;
     const r = rig();
-    const d = scripted({ simulate: async () => Promise.reject(new TransactionError('revert', 'x', { reason })) });
+    const d = scriptedDestination({
+      simulate: async () => Promise.reject(new TransactionError('revert', 'x', { reason })),
+    });
     await worker(r, d, { maxAttempts: 3, random: () => 0 }).runOnce();
     const { lastError } = row(r, idOf(1));
     const shown = `"[2Jdelivered  (failures 0/3) ${'x'.repeat(170)}…"`;
@@ -409,7 +368,7 @@ describe('delivery loop', () => {
     // Pending (proof not ready) is polled at 5 s backing off to 60 s; a real failure still counts.
     const r = rig();
     let mode: 'pending' | 'rpc' = 'pending';
-    const d = scripted({
+    const d = scriptedDestination({
       metadata: async () => {
         if (mode === 'rpc') throw new Error('fetch failed');
         throw new CcipReadError('pending', 'gateway 1 of 1 answered HTTP 404');
@@ -447,7 +406,7 @@ describe('delivery loop', () => {
 
   test('an unsupported ISM type or an unconfigured destination is final at once', async () => {
     const r = rig(2);
-    const d = scripted({
+    const d = scriptedDestination({
       metadata: async () => Promise.reject(new DeliveryError('unsupported', 'unsupported ISM type 3')),
     });
     const w = createDeliveryWorker({ outbox: r.consumer, destinations: new Map([[2, d]]), clock: r.clock });
@@ -474,7 +433,7 @@ describe('delivery loop', () => {
   test('the lease is renewed a third of the way through while a transaction waits for confirmations', async () => {
     const r = rig();
     let confirm!: () => void;
-    const d = scripted({
+    const d = scriptedDestination({
       process: async (onWait) => {
         await onWait();
         await new Promise<void>((resolve) => (confirm = resolve));
@@ -510,7 +469,7 @@ describe('delivery loop', () => {
     let releaseMetadata!: () => void;
     let confirm!: () => void;
     let n = 0;
-    const d = scripted({
+    const d = scriptedDestination({
       metadata: async () => {
         if (++n === 1) return '0x';
         await new Promise<void>((resolve) => (releaseMetadata = resolve));
@@ -546,7 +505,7 @@ describe('delivery loop', () => {
     const r = rig(1);
     let filling = false;
     let looks = 0;
-    const d = scripted({
+    const d = scriptedDestination({
       // The send's follow found a free nonce below it and started a self-transfer with its wait hook.
       process: async (onWait) => {
         filling = true;
@@ -582,7 +541,7 @@ describe('delivery loop', () => {
     const r = rig(1);
     let looks = 0;
     let following = false;
-    const d = scripted({
+    const d = scriptedDestination({
       // A send following a transaction that is never mined: a look a second, as the sender does.
       process: async (onWait) => {
         following = true;
@@ -632,7 +591,7 @@ describe('delivery loop: waking on new work (docs/delivery.md#the-delivery-loop)
 
   test('a message enqueued while the loop idles is claimed at once through the change feed, not after pollMs', async () => {
     const r = rig(0);
-    const d = scripted({});
+    const d = scriptedDestination({});
     // The memory outbox's feed publishes its own writes; pollMs is long so that only the feed can wake it.
     const w = worker(r, d, { pollMs: 60_000, changes: (r.outbox as unknown as { changes: ChangeFeed }).changes });
     const running = w.run();
@@ -651,7 +610,7 @@ describe('delivery loop: waking on new work (docs/delivery.md#the-delivery-loop)
   test('by default 32 messages are in flight at once (their sends overlap under one nonce sequence), not 4', async () => {
     const r = rig(40);
     const confirms: (() => void)[] = [];
-    const d = scripted({
+    const d = scriptedDestination({
       process: () => new Promise((resolve) => confirms.push(() => resolve({ hash: TX, status: 'success' as const }))),
     });
     const w = createDeliveryWorker({ outbox: r.consumer, destinations: new Map([[2, d]]), clock: r.clock });
@@ -669,7 +628,7 @@ describe('delivery loop: waking on new work (docs/delivery.md#the-delivery-loop)
 
   test('without a feed (changes: null) the loop waits pollMs after a claim that found nothing', async () => {
     const r = rig(0);
-    const d = scripted({});
+    const d = scriptedDestination({});
     const w = worker(r, d, { pollMs: 60_000, changes: null });
     const running = w.run();
     await r.clock.flush();
@@ -685,7 +644,7 @@ describe('delivery loop: waking on new work (docs/delivery.md#the-delivery-loop)
   test("the worker takes the outbox's own feed by default and lets go of it when stopped", async () => {
     const r = rig(0);
     const hub = (r.outbox as unknown as { changes: ChangeHub }).changes;
-    const w = worker(r, scripted({}), { pollMs: 60_000, outbox: { ...r.consumer, changes: hub } });
+    const w = worker(r, scriptedDestination({}), { pollMs: 60_000, outbox: { ...r.consumer, changes: hub } });
     const running = w.run();
     await r.clock.flush();
     assert.equal(hub.listeners(), 1);
@@ -705,7 +664,7 @@ describe('delivery loop: leases, stops and the journal (docs/delivery.md#the-del
     const [m] = r.outbox.claim(1, 60_000) as ClaimedMessage[];
     const before = { failures: 1, pendingSince: null, polls: 0 };
     r.outbox.markFailed(m.id, { lease: m.lease, error: 'rpc: node down (failures 1/5)', retryAt: T0, state: before });
-    const d = scripted({
+    const d = scriptedDestination({
       // The CCIP-read client rejects with the signal's reason once it aborts (lib/worker/ccip/read.ts).
       metadata: (signal) =>
         new Promise<Hex>((_resolve, reject) => signal?.addEventListener('abort', () => reject(signal.reason))),
@@ -750,7 +709,9 @@ describe('delivery loop: leases, stops and the journal (docs/delivery.md#the-del
   test('a worker whose lease could not be renewed within its time sends nothing: the next holder delivers the message once', async () => {
     const r = rig();
     let unblock!: () => void;
-    const first = scripted({ metadata: () => new Promise<Hex>((resolve) => (unblock = () => resolve('0x'))) });
+    const first = scriptedDestination({
+      metadata: () => new Promise<Hex>((resolve) => (unblock = () => resolve('0x'))),
+    });
     // The store fails for the first worker's renewals only (its connection is down).
     const failing: DeliveryOutbox = {
       ...r.consumer,
@@ -769,7 +730,7 @@ describe('delivery loop: leases, stops and the journal (docs/delivery.md#the-del
     assert.equal(first.calls.metadata, 1);
     for (let i = 0; i < 4; i++) await r.clock.advance(10_000);
     // The lease lapsed: another worker claims the message and delivers it.
-    const second = scripted({});
+    const second = scriptedDestination({});
     const w2 = createDeliveryWorker({ outbox: r.consumer, destinations: new Map([[2, second]]), clock: r.clock });
     const [delivered] = await w2.runOnce();
     assert.equal(delivered.outcome, 'delivered');
@@ -791,7 +752,7 @@ describe('delivery loop: leases, stops and the journal (docs/delivery.md#the-del
         return r.consumer.openBroadcasts(of);
       },
     };
-    const d = scripted({ simulate: async () => Promise.reject(new TransactionError('rpc', 'node down')) });
+    const d = scriptedDestination({ simulate: async () => Promise.reject(new TransactionError('rpc', 'node down')) });
     const w = createDeliveryWorker({
       outbox: consumer,
       destinations: new Map([[2, d]]),
@@ -830,7 +791,7 @@ describe('delivery loop: leases, stops and the journal (docs/delivery.md#the-del
       [idOf(3)]: { status: 'dropped' },
     };
     const seen: string[] = [];
-    const d = scripted({});
+    const d = scriptedDestination({});
     d.resume = async (entries) => {
       seen.push(entries[0].messageId);
       return resumed[entries[0].messageId];
@@ -892,7 +853,7 @@ describe('delivery loop: slow gateways (docs/hostile-recipients.md#slow-gateways
         ),
       1,
     );
-    const base = scripted({});
+    const base = scriptedDestination({});
     const d: Destination = {
       ...base,
       async metadata(message, signal) {
@@ -928,7 +889,7 @@ describe('delivery loop: slow gateways (docs/hostile-recipients.md#slow-gateways
       { clock: r.clock, concurrency: 2, holdMs: 2_000 },
     );
     const d: Destination = {
-      ...scripted({}),
+      ...scriptedDestination({}),
       async metadata(message, signal) {
         const nonce = Number.parseInt(message.slice(4, 12), 16);
         return lookups.read(
@@ -973,7 +934,7 @@ describe('delivery loop: slow gateways (docs/hostile-recipients.md#slow-gateways
       { clock: r.clock, concurrency: 1, holdMs: 2_000 },
     );
     const d: Destination = {
-      ...scripted({}),
+      ...scriptedDestination({}),
       async metadata(message, signal) {
         const nonce = Number.parseInt(message.slice(4, 12), 16);
         if (nonce === 2) return '0x';
@@ -1029,7 +990,7 @@ describe('delivery loop: the last look before a dead letter (docs/delivery.md#re
   test('a message mined while its workers kept lapsing is delivered with that transaction, not dead-lettered', async () => {
     const r = rig();
     await lapsed(r, 3);
-    const d = scripted({ resume: async () => ({ hash: PRIOR, status: 'success' }) });
+    const d = scriptedDestination({ resume: async () => ({ hash: PRIOR, status: 'success' }) });
     const results = await worker(r, d, { maxLeaseExpiries: 3 }).runOnce();
     assert.deepEqual(
       results.map((x) => [x.outcome, x.outcome === 'delivered' ? x.txHash : null]),
@@ -1045,7 +1006,7 @@ describe('delivery loop: the last look before a dead letter (docs/delivery.md#re
     const r = rig();
     await lapsed(r, 3);
     let resumed: Resumed = { status: 'open', detail: 'transaction 0x… of signer 0x… (nonce 7) may still land' };
-    const d = scripted({ resume: async () => resumed });
+    const d = scriptedDestination({ resume: async () => resumed });
     const w = worker(r, d, { maxLeaseExpiries: 3 });
     const [first] = await w.runOnce();
     assert.equal(first.outcome, 'pending', 'a journaled transaction still pending is followed as usual');
