@@ -1,8 +1,8 @@
 /**
  * The storage engines every contract suite runs on, in one place: the per-process memory
  * engines, SQLite (in memory and on a file, answered by its worker thread) and PostgreSQL on a
- * real server (test/helpers/harness/postgres.ts). A contract suite loops over ENGINES; a new engine is
- * one entry here.
+ * real server (test/helpers/harness/postgres.ts). A contract suite loops over ENGINES, a reader of the
+ * outbox over OUTBOX_ENGINES; a new engine is one entry here.
  */
 import pg from 'pg';
 import { createMemoryDedupStore, type DedupStore } from '../../../lib/relay/dedup.ts';
@@ -151,4 +151,12 @@ export const postgresEngine: Engine = {
   },
 };
 
-export const ENGINES: readonly Engine[] = [memoryEngine, sqliteMemoryEngine(), sqliteFileEngine(), postgresEngine];
+const sqliteFile = sqliteFileEngine();
+
+export const ENGINES: readonly Engine[] = [memoryEngine, sqliteMemoryEngine(), sqliteFile, postgresEngine];
+
+/**
+ * The engines an outbox reader runs on (the status endpoints, the client), one of each kind:
+ * memory, SQLite on a file, PostgreSQL (docs/outbox.md#message-lifecycle).
+ */
+export const OUTBOX_ENGINES: readonly Engine[] = [memoryEngine, sqliteFile, postgresEngine];

@@ -13,7 +13,7 @@ import { createRelayServer } from '../../../lib/http/server.ts';
 import type { Outbox } from '../../../lib/outbox/index.ts';
 import { testConfig } from '../../helpers/fixtures/config.ts';
 import { createFakeClock, type FakeClock } from '../../helpers/fakes/clock.ts';
-import { outboxEngines, type OutboxEngine } from '../../helpers/harness/outbox-engines.ts';
+import { OUTBOX_ENGINES as ENGINES, type Engine } from '../../helpers/harness/engines.ts';
 import { fakeRpcFetch, type ReceiptTable } from '../../helpers/fakes/rpc.ts';
 import {
   hyperlaneMessage,
@@ -26,8 +26,6 @@ import {
 import { InvalidArgumentError, OutOfRangeError } from '../../../lib/errors/classes.ts';
 
 const DEST_TX = '0x' + 'de'.repeat(32);
-
-const ENGINES = outboxEngines('client');
 
 /** One request the client sent and the answer it got, at fake time `at`. */
 interface Exchange {
@@ -77,7 +75,7 @@ function countingCalls(outbox: Outbox, calls: { pending: number }): Outbox {
   });
 }
 
-async function start(engine: OutboxEngine, overrides: ConfigOverrides = {}): Promise<Harness> {
+async function start(engine: Engine, overrides: ConfigOverrides = {}): Promise<Harness> {
   const clock = createFakeClock();
   const table: ReceiptTable = new Map();
   const { outbox, close } = await engine.open(clock);

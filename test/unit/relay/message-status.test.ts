@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { describe, test, type TestContext } from 'node:test';
 import { createMemoryOutbox, type Outbox, type RelayQueue } from '../../../lib/outbox/index.ts';
 import { createFakeClock, type FakeClock } from '../../helpers/fakes/clock.ts';
-import { outboxEngines, type OutboxEngine } from '../../helpers/harness/outbox-engines.ts';
+import { OUTBOX_ENGINES as ENGINES, type Engine } from '../../helpers/harness/engines.ts';
 import { fakeRpcFetch, type ReceiptTable } from '../../helpers/fakes/rpc.ts';
 import {
   gasPaymentLog,
@@ -29,8 +29,6 @@ import { startApi } from '../../helpers/harness/server.ts';
 const START_ISO = '2023-11-14T22:13:20.000Z';
 const DEST_TX = '0x' + 'de'.repeat(32);
 
-const ENGINES = outboxEngines('status');
-
 interface Harness {
   url: string;
   clock: FakeClock;
@@ -41,12 +39,7 @@ interface Harness {
   relayTransfers(n: number, count: number, nonce: number): Promise<{ hash: string; ids: string[] }>;
 }
 
-async function start(
-  t: TestContext,
-  engine: OutboxEngine,
-  queue?: RelayQueue,
-  config?: RelayerConfig,
-): Promise<Harness> {
+async function start(t: TestContext, engine: Engine, queue?: RelayQueue, config?: RelayerConfig): Promise<Harness> {
   const clock = createFakeClock();
   const table: ReceiptTable = new Map();
   const { outbox, close } = await engine.open(clock);
