@@ -6,17 +6,16 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { listenFailure } from '../../bin/lib/advice.ts';
 import { workerInProcess } from '../helpers/worker-command.ts';
 import { REPO_ROOT } from '../helpers/harness/processes.ts';
+import { tempDir } from '../helpers/harness/temp-dir.ts';
 
-const dir = mkdtempSync(join(tmpdir(), 'relayer-check-config-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir('relayer-check-config-');
 
 function run(command: 'relayer-server' | 'relayer-worker', args: string[], env: NodeJS.ProcessEnv = {}) {
   const clean: NodeJS.ProcessEnv = { ...process.env, ...env };

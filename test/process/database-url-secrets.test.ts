@@ -8,10 +8,9 @@
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { unsupportedDatabaseScheme } from '../../lib/postgres/url.ts';
 import { redactDatabaseSecrets, redactDatabaseUrl } from '../../lib/redact.ts';
 import { spawnTracked } from '../helpers/harness/processes.ts';
@@ -19,9 +18,9 @@ import { fileChains } from '../helpers/fixtures/config.ts';
 import { httpRequest } from '../helpers/harness/http.ts';
 import { sharedPostgresUrl } from '../helpers/harness/postgres.ts';
 import { launchRelayerServer, REPO_ROOT, relayerServerRefusal, runRelayerServer } from '../helpers/harness/server.ts';
+import { tempDir } from '../helpers/harness/temp-dir.ts';
 
-const dir = mkdtempSync(join(tmpdir(), 'relayer-secrets-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir('relayer-secrets-');
 let n = 0;
 
 /** A fresh empty working directory: nothing may be created in it. */

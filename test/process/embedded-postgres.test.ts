@@ -9,13 +9,14 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import pg from 'pg';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../scripts/embedded-postgres.ts';
+import { tempDir } from '../helpers/harness/temp-dir.ts';
 
 const isRoot = process.getuid?.() === 0;
 
@@ -24,8 +25,7 @@ test('as root, PostgreSQL starts from binaries in a directory only root can ente
 }, async (t) => {
   const name = `@embedded-postgres/${process.platform}-${process.arch}`;
   const installed = dirname(dirname(fileURLToPath(import.meta.resolve(name))));
-  const closed = mkdtempSync(join(tmpdir(), 'relayer-pg-closed-'));
-  t.after(() => rmSync(closed, { recursive: true, force: true }));
+  const closed = tempDir('relayer-pg-closed-', t);
   assert.equal(statSync(closed).mode & 0o777, 0o700);
   const packageDir = join(closed, 'package');
   cpSync(installed, packageDir, { recursive: true, verbatimSymlinks: true });

@@ -6,10 +6,10 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
+import { tempDir } from '../helpers/harness/temp-dir.ts';
 
 const root = new URL('../..', import.meta.url).pathname;
 const page = readFileSync(join(root, 'docs', 'embedding.md'), 'utf8');
@@ -18,8 +18,7 @@ const examples = [...page.matchAll(/<!-- example: ([a-z-]+) -->\n```ts\n([\s\S]*
   code: m[2],
 }));
 
-const dir = mkdtempSync(join(tmpdir(), 'relayer-examples-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir('relayer-examples-');
 mkdirSync(join(dir, 'node_modules'));
 symlinkSync(root, join(dir, 'node_modules', 'relayer-api'));
 writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'embedder', type: 'module', private: true }));

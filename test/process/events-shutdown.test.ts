@@ -4,17 +4,15 @@
  * message is written by another connection to the server's SQLite file, as a relayer-worker would.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { openSqliteStore } from '../../lib/sqlite/index.ts';
 import { outboxMessage } from '../../lib/testing/index.ts';
 import { startRelayerServer } from '../helpers/harness/server.ts';
 import { openEvents } from '../helpers/harness/sse.ts';
+import { tempDir } from '../helpers/harness/temp-dir.ts';
 
-const dir = mkdtempSync(join(tmpdir(), 'relayer-events-shutdown-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir('relayer-events-shutdown-');
 
 test('SIGTERM ends the open status streams at once and the server exits 0 well within its grace period', async (t) => {
   const db = join(dir, 'relayer.db');

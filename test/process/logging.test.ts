@@ -5,10 +5,8 @@
  * and credentials) never in a log line, in-process or from the real relayer-server.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { request } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test, type TestContext } from 'node:test';
 import { createLogger, isLogLevel, LOG_LEVELS, type LogLevel } from '../../lib/log.ts';
@@ -21,6 +19,7 @@ import { callSignal, fakeRpcFetch, startFakeRpcServer, type ReceiptTable } from 
 import { rpcReceipt, transferLogs, txHash } from '../helpers/fixtures/builders.ts';
 import { httpRequest, postJson } from '../helpers/harness/http.ts';
 import { startApi, startRelayerServer } from '../helpers/harness/server.ts';
+import { tempDir } from '../helpers/harness/temp-dir.ts';
 
 const ADMIN_TOKEN = 'admin-token-SECRET-0123456789';
 const SECRET = /secret/i;
@@ -341,8 +340,7 @@ describe('secrets are never logged (docs/operations.md#logs)', () => {
   test('relayer-server at --log-level debug prints no secret from its config, requests or RPC URLs, start to shutdown', async (t) => {
     const rpc = await startFakeRpcServer();
     t.after(() => rpc.close());
-    const dir = mkdtempSync(join(tmpdir(), 'relayer-log-'));
-    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const dir = tempDir('relayer-log-', t);
     const hash = txHash(6);
     rpc.table.set(hash, rpcReceipt(hash, transferLogs(1)));
     const config = {

@@ -6,8 +6,6 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { DatabaseSync } from 'node:sqlite';
@@ -21,12 +19,12 @@ import type { Outbox, OutboxMessage, VersionedReads } from '../../lib/outbox/ind
 import { createFakeClock } from '../helpers/fakes/clock.ts';
 import { ENGINES, relayApiSettings } from '../helpers/harness/engines.ts';
 import { testSchema } from '../helpers/harness/postgres.ts';
+import { tempDir } from '../helpers/harness/temp-dir.ts';
 
 const DEST_TX = '0x' + 'de'.repeat(32);
 const POSTGRES_RELAY_API = relayApiSettings();
 
-const dir = mkdtempSync(join(tmpdir(), 'relayer-outbox-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir('relayer-outbox-');
 let files = 0;
 const freshFile = () => join(dir, `outbox-${++files}.db`);
 

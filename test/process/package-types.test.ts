@@ -6,12 +6,12 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, posix } from 'node:path';
-import { after, before, test } from 'node:test';
-import { packedTarball } from '../helpers/packed.ts';
+import { before, test } from 'node:test';
+import { packedTarball } from '../helpers/harness/packed.ts';
 import ts from 'typescript';
+import { tempDir } from '../helpers/harness/temp-dir.ts';
 
 const root = new URL('../..', import.meta.url).pathname;
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
@@ -36,10 +36,9 @@ function home(dist: string, file: string): string {
   return byFolder[folder] ?? '.';
 }
 
-const work = mkdtempSync(join(tmpdir(), 'relayer-consumer-'));
-after(() => rmSync(work, { recursive: true, force: true }));
+const work = tempDir('relayer-consumer-');
 
-/** The run's one tarball (test/helpers/packed.ts), shared with test/process/install.test.ts. */
+/** The run's one tarball (test/helpers/harness/packed.ts), shared with test/process/install.test.ts. */
 let tarball: string;
 before(async () => {
   tarball = await packedTarball();

@@ -6,17 +6,16 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { pathToFileURL } from 'node:url';
+import { tempDir } from '../helpers/harness/temp-dir.ts';
 
 const root = join(import.meta.dirname, '..', '..');
 
 test('a shared process fails each test that breaks a rule, with what it broke, and passes the others', (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'relayer-shared-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const dir = tempDir('relayer-shared-', t);
   const entry = join(dir, 'shared.mjs');
   const runner = pathToFileURL(join(root, 'scripts', 'test-shared.ts')).href;
   const fixture = join(root, 'test', 'helpers', 'harness', 'shared-process-cases.ts');

@@ -6,19 +6,17 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { after, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { openSqliteStore, SCHEMA_VERSION, SchemaVersionError, type SqliteStore } from '../../lib/sqlite/index.ts';
 import { MIGRATIONS } from '../../lib/sqlite/schema.ts';
 import { id, record } from '../helpers/contracts/merkle.ts';
 import { outboxMessage, queuedRecord } from '../../lib/testing/index.ts';
 import { createFakeClock } from '../helpers/fakes/clock.ts';
+import { tempDir } from '../helpers/harness/temp-dir.ts';
 
-const dir = mkdtempSync(join(tmpdir(), 'relayer-store-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir('relayer-store-');
 let files = 0;
 const freshFile = () => join(dir, `store-${++files}.db`);
 

@@ -10,11 +10,9 @@
 import { liveWorkers, terminateWorkers } from '../helpers/harness/worker-kill.ts';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { after, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { RelayError } from '../../lib/errors/classes.ts';
 import { openSqliteStore } from '../../lib/sqlite/index.ts';
@@ -25,9 +23,9 @@ import { fakeRpcFetch, type ReceiptTable } from '../helpers/fakes/rpc.ts';
 import { hyperlaneMessage, messageId, rpcReceipt, transferLogs, txHash } from '../helpers/fixtures/builders.ts';
 import { httpRequest, postJson, type RawResponse } from '../helpers/harness/http.ts';
 import { REPO_ROOT, startApi, startRelayerServer } from '../helpers/harness/server.ts';
+import { tempDir } from '../helpers/harness/temp-dir.ts';
 
-const dir = mkdtempSync(join(tmpdir(), 'relayer-worker-death-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir('relayer-worker-death-');
 let files = 0;
 const freshFile = () => join(dir, `store-${++files}.db`);
 

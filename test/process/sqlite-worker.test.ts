@@ -10,11 +10,10 @@
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { after, describe, test, type TestContext } from 'node:test';
+import { describe, test, type TestContext } from 'node:test';
 import type { RelayServer } from '../../lib/http/server.ts';
 import { openSqliteStore, type SqliteStore } from '../../lib/sqlite/index.ts';
 import { spawnTracked } from '../helpers/harness/processes.ts';
@@ -24,9 +23,9 @@ import { fakeRpcFetch, startFakeRpcServer, type ReceiptTable } from '../helpers/
 import { hyperlaneMessage, messageId, rpcReceipt, transferLogs, txHash } from '../helpers/fixtures/builders.ts';
 import { httpRequest, postJson, type RawResponse } from '../helpers/harness/http.ts';
 import { startApi, startRelayerServer } from '../helpers/harness/server.ts';
+import { tempDir } from '../helpers/harness/temp-dir.ts';
 
-const dir = mkdtempSync(join(tmpdir(), 'relayer-worker-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir('relayer-worker-');
 let files = 0;
 
 /** A lock wait the tests end themselves by releasing the lock (never reached on a loaded machine). */

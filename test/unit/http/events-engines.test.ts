@@ -9,10 +9,8 @@
  * clock: a 1 s bound, measured in the shared test process on a loaded machine, failed at load 20.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import pg from 'pg';
 import type { GasPayment } from '../../../lib/gas/payment.ts';
 import type { Outbox, OutboxMessage } from '../../../lib/outbox/index.ts';
@@ -27,9 +25,9 @@ import { outboxMessage } from '../../../lib/testing/index.ts';
 import { testSchema } from '../../helpers/harness/postgres.ts';
 import { startApi } from '../../helpers/harness/server.ts';
 import { openEvents, type SseEvent, type SseStream } from '../../helpers/harness/sse.ts';
+import { tempDir } from '../../helpers/harness/temp-dir.ts';
 
-const dir = mkdtempSync(join(tmpdir(), 'relayer-events-engines-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir('relayer-events-engines-');
 const DEST_TX = '0x' + 'de'.repeat(32);
 
 /**

@@ -7,10 +7,8 @@
  * reach it, to show the flood really had them queued in the store at once.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, describe, test, type TestContext } from 'node:test';
+import { describe, test, type TestContext } from 'node:test';
 import { createMemoryOutbox } from '../../../lib/outbox/index.ts';
 import { openSqliteStore } from '../../../lib/sqlite/index.ts';
 import type { RelayerStore } from '../../../lib/store/bundle.ts';
@@ -22,9 +20,9 @@ import { fakeRpcFetch, type ReceiptTable } from '../../helpers/fakes/rpc.ts';
 import { hyperlaneMessage, messageId, rpcReceipt, transferLogs, txHash } from '../../helpers/fixtures/builders.ts';
 import { httpRequest, postJson, type RawResponse } from '../../helpers/harness/http.ts';
 import { startApi } from '../../helpers/harness/server.ts';
+import { tempDir } from '../../helpers/harness/temp-dir.ts';
 
-const dir = mkdtempSync(join(tmpdir(), 'relayer-read-flood-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir('relayer-read-flood-');
 
 const WAVES = 4;
 const READERS = 150;

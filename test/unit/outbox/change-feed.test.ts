@@ -8,10 +8,8 @@
  * it is cut and then says `all`.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import pg from 'pg';
 import { txKey, type ChangeFeed, type OutboxChange } from '../../../lib/outbox/change-feed.ts';
 import { createMemoryOutbox, type Outbox, type OutboxMessage, type OutboxWatch } from '../../../lib/outbox/index.ts';
@@ -22,9 +20,9 @@ import { createFakeClock, type FakeClock } from '../../helpers/fakes/clock.ts';
 import { testSchema } from '../../helpers/harness/postgres.ts';
 import { txHash } from '../../helpers/fixtures/builders.ts';
 import { outboxMessage } from '../../../lib/testing/index.ts';
+import { tempDir } from '../../helpers/harness/temp-dir.ts';
 
-const dir = mkdtempSync(join(tmpdir(), 'relayer-change-feed-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir('relayer-change-feed-');
 
 /** Collects what a feed publishes; `next(predicate)` resolves with the first change that matches (real time bound). */
 function collect(feed: ChangeFeed) {

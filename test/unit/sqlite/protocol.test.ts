@@ -4,11 +4,9 @@
  * error thrown in the worker reaches the caller with its class, code and fields.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MessageChannel } from 'node:worker_threads';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import * as classes from '../../../lib/errors/classes.ts';
 import * as workerErrors from '../../../lib/errors/worker.ts';
 import { openDatabase } from '../../../lib/sqlite/database.ts';
@@ -22,9 +20,9 @@ import {
   type SerializedError,
 } from '../../../lib/sqlite/protocol.ts';
 import { createFakeClock } from '../../helpers/fakes/clock.ts';
+import { tempDir } from '../../helpers/harness/temp-dir.ts';
 
-const dir = mkdtempSync(join(tmpdir(), 'sqlite-protocol-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir('sqlite-protocol-');
 
 const errors = { ...classes, ...workerErrors };
 

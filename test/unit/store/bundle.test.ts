@@ -9,11 +9,9 @@
  * (test/process/sqlite-worker.test.ts).
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { after, describe, test, type TestContext } from 'node:test';
+import { describe, test, type TestContext } from 'node:test';
 import { openPostgresStore } from '../../../lib/postgres/index.ts';
 import { openSqliteStore } from '../../../lib/sqlite/index.ts';
 import {
@@ -29,9 +27,9 @@ import { rpcReceipt, transferLogs, txHash } from '../../helpers/fixtures/builder
 import { httpRequest, postJson, type RawResponse } from '../../helpers/harness/http.ts';
 import { testSchema } from '../../helpers/harness/postgres.ts';
 import { startApi } from '../../helpers/harness/server.ts';
+import { tempDir } from '../../helpers/harness/temp-dir.ts';
 
-const dir = mkdtempSync(join(tmpdir(), 'relayer-store-errors-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir('relayer-store-errors-');
 
 interface Engine {
   name: string;
