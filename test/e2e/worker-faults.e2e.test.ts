@@ -20,18 +20,9 @@ import type { OutboxMessage } from '../../lib/outbox/index.ts';
 import { openSqliteStore, type OpenSqliteStoreOptions, type SqliteStore } from '../../lib/sqlite/index.ts';
 import { MAILBOX_ABI } from '../../lib/worker/ism/metadata.ts';
 import { SAME_BYTES_SENDS } from '../../lib/worker/tx/broadcast.ts';
-import { startLyingRpc, type LyingRpc, type SendFault } from '../helpers/chain/lying-rpc.ts';
-import {
-  DESTINATION,
-  devKey,
-  killWorkers,
-  ORIGIN,
-  startInProcessWorker,
-  startWorker,
-  startWorkerBench,
-  until,
-  type WorkerBench,
-} from '../helpers/chain/worker-chain.ts';
+import type { LyingRpc, SendFault } from '../helpers/chain/lying-rpc.ts';
+import { lyingConfig, startLyingBench, stopLyingBench } from '../helpers/chain/lying-bench.ts';
+import { devKey, startInProcessWorker, startWorker, until, type WorkerBench } from '../helpers/chain/worker-chain.ts';
 import { processTransactions } from '../helpers/chain/hyperlane.ts';
 import { judge, poolOf as pool, sends as signedSends } from '../helpers/chain/judge.ts';
 
@@ -39,33 +30,13 @@ let bench: WorkerBench;
 let proxy: LyingRpc;
 
 before(async () => {
-  bench = await startWorkerBench();
-  proxy = await startLyingRpc(bench.anvil.rpcUrl);
+  ({ bench, proxy } = await startLyingBench());
 });
-after(async () => {
-  await killWorkers();
-  await proxy?.close();
-  await bench?.stop();
-});
+after(() => stopLyingBench({ bench, proxy }));
 
 /** A config whose destination chain is reached through the lying proxy. */
 function config(db: string, worker: Record<string, unknown>): string {
-  const chain = (c: { domain: number }, mailbox: Address, url: string) => ({
-    domainId: c.domain,
-    chainId: bench.anvil.chainId,
-    mailbox,
-    rpcUrls: [{ http: url }],
-  });
-  return bench.writeConfig(
-    db,
-    { retryBaseSeconds: 1, retryMaxSeconds: 2, ...worker },
-    {
-      chains: {
-        [ORIGIN.name]: chain(ORIGIN, bench.origin.mailbox, bench.anvil.rpcUrl),
-        [DESTINATION.name]: chain(DESTINATION, bench.destination.mailbox, proxy.url),
-      },
-    },
-  );
+  return lyingConfig({ bench, proxy }, db, { retryBaseSeconds: 1, retryMaxSeconds: 2, ...worker });
 }
 
 const sends = (signer: Address) => signedSends(proxy, signer);

@@ -22,14 +22,12 @@ import type { OutboxMessage } from '../../lib/outbox/index.ts';
 import { SAME_BYTES_SENDS } from '../../lib/worker/tx/broadcast.ts';
 import { openSqliteStore, type SqliteStore } from '../../lib/sqlite/index.ts';
 import { judge, poolOf, sends } from '../helpers/chain/judge.ts';
-import { startLyingRpc, type LyingRpc } from '../helpers/chain/lying-rpc.ts';
+import type { LyingRpc } from '../helpers/chain/lying-rpc.ts';
+import { lyingConfig, startLyingBench, stopLyingBench } from '../helpers/chain/lying-bench.ts';
 import {
   DESTINATION,
   devKey,
-  killWorkers,
-  ORIGIN,
   startInProcessWorker,
-  startWorkerBench,
   until,
   type InProcessWorker,
   type WorkerBench,
@@ -45,33 +43,19 @@ let bench: WorkerBench;
 let proxy: LyingRpc;
 
 before(async () => {
-  bench = await startWorkerBench();
-  proxy = await startLyingRpc(bench.anvil.rpcUrl);
+  ({ bench, proxy } = await startLyingBench());
 });
-after(async () => {
-  await killWorkers();
-  await proxy?.close();
-  await bench?.stop();
-});
+after(() => stopLyingBench({ bench, proxy }));
 
 /** A config with the worker's defaults (pollMs too), the destination through the proxy, both safety keys stated. */
 function config(): string {
-  const chain = (c: { domain: number }, mailbox: Address, url: string) => ({
-    domainId: c.domain,
-    chainId: bench.anvil.chainId,
-    mailbox,
-    rpcUrls: [{ http: url }],
-    transactionOverrides: { gasPriceCap: CAP.toString() },
-  });
-  return bench.writeConfig(
+  return lyingConfig(
+    { bench, proxy },
     join(bench.dir, 'unused.db'),
     { pollMs: 1_000 },
     {
-      gasPaymentEnforcement: [{ type: 'none' }],
-      chains: {
-        [ORIGIN.name]: chain(ORIGIN, bench.origin.mailbox, bench.anvil.rpcUrl),
-        [DESTINATION.name]: chain(DESTINATION, bench.destination.mailbox, proxy.url),
-      },
+      chain: { transactionOverrides: { gasPriceCap: CAP.toString() } },
+      top: { gasPaymentEnforcement: [{ type: 'none' }] },
     },
   );
 }
