@@ -32,6 +32,23 @@ export function hideUrls(text: string): string {
   return text.replace(URL_IN_TEXT, '<url>');
 }
 
+/** Longest text of an error kept in last_error (the outbox keeps 1000 characters in all). */
+const MAX_DETAIL = 600;
+
+/**
+ * `text` without control characters (C0, DEL, C1) nor invisible format characters (bidi
+ * overrides, zero-width), which could rewrite how last_error reads on a terminal or a page:
+ * line and paragraph breaks and tabs become a space, the rest are dropped.
+ */
+export function stripControls(text: string): string {
+  return text.replace(/[\t\n\v\f\r\u0085\u2028\u2029]/g, ' ').replace(/[\p{Cc}\p{Cf}]/gu, '');
+}
+
+/** A text we keep, URLs (with their credentials, paths, keys in query strings) cut out (hideUrls), at most MAX_DETAIL long. */
+export function scrub(text: string): string {
+  return stripControls(hideUrls(text)).slice(0, MAX_DETAIL);
+}
+
 /**
  * A URL as logged when its path matters (a CCIP-read gateway's `{sender}/{data}` template): scheme,
  * host and path, without credentials, query string or fragment.

@@ -5,7 +5,7 @@
  */
 import type { CcipReadFailureCode, DeliveryFailureCode, TransactionFailureCode } from '../errors/codes.ts';
 import { CcipReadError, DeliveryError, TransactionError } from '../errors/worker.ts';
-import { hideUrls } from '../redact.ts';
+import { scrub } from '../redact.ts';
 
 export {
   CcipReadError,
@@ -30,24 +30,8 @@ export class ShortWait extends DeliveryError {
   }
 }
 
-/** Longest text of an error kept in last_error (the outbox keeps 1000 characters in all). */
-const MAX_DETAIL = 600;
 /** Longest text of a recipient's or a gateway's kept in last_error, before quoting. */
 export const MAX_FOREIGN_TEXT = 200;
-
-/**
- * `text` without control characters (C0, DEL, C1) nor invisible format characters (bidi
- * overrides, zero-width), which could rewrite how last_error reads on a terminal or a page:
- * line and paragraph breaks and tabs become a space, the rest are dropped.
- */
-export function stripControls(text: string): string {
-  return text.replace(/[\t\n\v\f\r\u0085\u2028\u2029]/g, ' ').replace(/[\p{Cc}\p{Cf}]/gu, '');
-}
-
-/** A text we keep, URLs (with their credentials, paths, keys in query strings) cut out (lib/redact.ts), at most MAX_DETAIL long. */
-export function scrub(text: string): string {
-  return stripControls(hideUrls(text)).slice(0, MAX_DETAIL);
-}
 
 /** Who wrote a failure's text, when we did not: the recipient (or its ISM and hooks) or a gateway. */
 export type ForeignSource = 'recipient' | 'gateway';

@@ -11,7 +11,8 @@
  */
 import { encodeFunctionData, decodeFunctionResult, type Address, type Hex } from 'viem';
 import { bytesToHex, hexToBytes } from '../../codec/hex.ts';
-import { DeliveryError, describe, scrub, ShortWait, toDeliveryError } from '../errors.ts';
+import { DeliveryError, describe, ShortWait, toDeliveryError } from '../errors.ts';
+import { scrub } from '../../redact.ts';
 import { ISM_ABI } from './abi.ts';
 import type { BuildIsm, IsmContext } from './types.ts';
 

@@ -9,7 +9,8 @@
  */
 import type { Address, Hex, PublicClient } from 'viem';
 import type { Clock } from '../../clock.ts';
-import { DeliveryError, describe, scrub } from '../errors.ts';
+import { DeliveryError, describe } from '../errors.ts';
+import { scrub } from '../../redact.ts';
 import { VALIDATOR_ANNOUNCE_ABI } from './abi.ts';
 import { shortOfQuorum } from './awaiting.ts';
 import { parseCheckpoint, verifyCheckpoint, type SignedCheckpoint } from './checkpoint.ts';

@@ -813,7 +813,8 @@ describe('delivery loop: leases, stops and the journal (docs/delivery.md#the-del
 
 describe('delivery errors (lib/worker/errors.ts)', () => {
   test("each failure class is named, the sender's and the CCIP-read client's kinds kept, URLs cut out of the text", async () => {
-    const { toDeliveryError, scrub } = await import('../../../../lib/worker/errors.ts');
+    const { toDeliveryError } = await import('../../../../lib/worker/errors.ts');
+    const { scrub } = await import('../../../../lib/redact.ts');
     const { TransactionError } = await import('../../../../lib/worker/tx/sender.ts');
     const { CcipReadError } = await import('../../../../lib/worker/ccip/read.ts');
     assert.equal(
