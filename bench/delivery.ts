@@ -57,8 +57,7 @@ import { privateKeyToAccount } from 'viem/accounts';
 import type { OutboxMessage } from '../lib/outbox/index.ts';
 import { openSqliteStore, type SqliteStore } from '../lib/sqlite/index.ts';
 import { DEFAULTS } from '../lib/config/parse.ts';
-import { silentLogger } from '../lib/log.ts';
-import { openPostgresFromUrl } from '../bin/lib/postgres.ts';
+import { openPostgresStore } from '../lib/postgres/index.ts';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../scripts/embedded-postgres.ts';
 import { MAILBOX_ABI } from '../lib/worker/ism/metadata.ts';
 import { bytesToHex } from '../lib/codec/hex.ts';
@@ -218,8 +217,14 @@ async function freshOutbox(bench: WorkerBench, pgServer: EmbeddedPostgres | unde
   await admin.query(`CREATE DATABASE ${name.replaceAll('-', '_')}`);
   await admin.end();
   const db = pgServer.url(name.replaceAll('-', '_'));
-  const opened = await openPostgresFromUrl(db, DEFAULTS.relayApi, silentLogger);
-  return { db, store: { outbox: opened.store.outbox, close: opened.close } as BenchOutbox };
+  // As an embedder opens it: a pool of its own and the package's store on it.
+  const pool = new pg.Pool({ connectionString: db });
+  const store = await openPostgresStore(pool, { relayApi: DEFAULTS.relayApi });
+  const close = async () => {
+    await store.close();
+    await pool.end();
+  };
+  return { db, store: { outbox: store.outbox, close } as BenchOutbox };
 }
 
 async function workers(
