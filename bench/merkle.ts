@@ -21,7 +21,7 @@ import { openSqliteStore } from '../lib/sqlite/index.ts';
 import { packMerkle } from '../lib/sqlite/merkle.ts';
 import { parseJsonBody, validateMerkleRequest } from '../lib/relay/validate.ts';
 import type { MerkleInsertion } from '../lib/types.ts';
-import { fileChains } from '../test/helpers/config.ts';
+import { fileChains } from '../test/helpers/fixtures/config.ts';
 import { cpuSeconds, startRelayerServer, startServer } from './load.ts';
 import { formatOps, median, printTable, type BenchRow } from './lib.ts';
 
