@@ -159,7 +159,7 @@ const NOT_RUN_HERE = new Map<string, string>([
     'npx node scripts/test.ts test/unit/codec/keccak.test.ts   # with the setup of npm test (PostgreSQL, compile cache)',
     'this is npm test (scripts/test.ts)',
   ],
-  ["npx node scripts/test.ts 'test/unit/outbox*'        # a glob", 'this is npm test (scripts/test.ts)'],
+  ["npx node scripts/test.ts 'test/unit/outbox/*'          # a glob", 'this is npm test (scripts/test.ts)'],
   [
     'npx node --test test/unit/codec/keccak.test.ts           # plain node:test, for a file that needs no PostgreSQL',
     'npm test runs test/unit/codec/keccak.test.ts',
