@@ -11,7 +11,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { listenFailure } from '../../bin/lib/advice.ts';
-import { workerInProcess } from '../helpers/worker-command.ts';
+import { workerInProcess } from '../helpers/harness/worker-command.ts';
 import { REPO_ROOT } from '../helpers/harness/processes.ts';
 import { tempDir } from '../helpers/harness/temp-dir.ts';
 

@@ -5,7 +5,7 @@
  *
  * Each kind of ending goes through a real process at least once (`run`: a refusal printed and its
  * exit code, a command's exit code, a start, a signal, a dead store); the other cases of a kind run
- * the same code in this process (`inProcess`: test/helpers/worker-command.ts),
+ * the same code in this process (`inProcess`: test/helpers/harness/worker-command.ts),
  * which saves a process start and the loading of lib/ each (BENCHMARKS.md#test-suite).
  */
 import assert from 'node:assert/strict';
@@ -23,7 +23,7 @@ import { startFakeRpcServer, type FakeRpcServer } from '../helpers/fakes/rpc.ts'
 import { sharedPostgresUrl } from '../helpers/harness/postgres.ts';
 import { spawnTracked, stopProcess, waitForLine } from '../helpers/harness/processes.ts';
 import { REPO_ROOT } from '../helpers/harness/server.ts';
-import { workerInProcess as inProcess } from '../helpers/worker-command.ts';
+import { workerInProcess as inProcess } from '../helpers/harness/worker-command.ts';
 
 const BIN = join(REPO_ROOT, 'bin', 'relayer-worker.ts');
 const dir = mkdtempSync(join(tmpdir(), 'relayer-worker-bin-'));

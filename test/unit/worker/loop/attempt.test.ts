@@ -2,7 +2,7 @@
  * One delivery attempt (lib/worker/loop/attempt.ts) alone: the Outcome value it returns for each
  * path of docs/delivery.md#the-delivery-loop, compared whole (kind, hash, `already`, the failure's
  * code and text), against a scripted destination and a hold whose stop and lease loss the test
- * sets. test/unit/worker-loop.test.ts checks what the loop records for these outcomes.
+ * sets. test/unit/worker/loop/worker.test.ts checks what the loop records for these outcomes.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';

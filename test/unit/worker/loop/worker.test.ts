@@ -22,7 +22,7 @@ import { limitLookups } from '../../../../lib/worker/ccip/slots.ts';
 import { offDeliverySlots } from '../../../../lib/worker/ccip/lookups.ts';
 import { createFakeClock, type FakeClock, T0 } from '../../../helpers/fakes/clock.ts';
 import { sleep } from '../../../../lib/clock.ts';
-import { scriptedDestination, TX } from '../../../helpers/fixtures/destination.ts';
+import { SIMULATED, scriptedDestination, TX } from '../../../helpers/fixtures/destination.ts';
 import type { ChangeFeed, ChangeHub } from '../../../../lib/outbox/change-feed.ts';
 
 const PRIOR = `0x${'cd'.repeat(32)}` as Hash;
@@ -116,7 +116,7 @@ describe('delivery loop', () => {
     ] as const) {
       const r = rig();
       const order: string[] = [];
-      const d = scripted({
+      const d = scriptedDestination({
         metadata: async () => (order.push('metadata'), '0x'),
         simulate: async () => (order.push('simulate'), SIMULATED),
       });
@@ -139,7 +139,7 @@ describe('delivery loop', () => {
   test('a message delivered already: its early simulation reverting is no failure, and nothing is sent', async () => {
     const ELSEWHERE = `0x${'cd'.repeat(32)}` as Hash;
     const r = rig();
-    const d = scripted({
+    const d = scriptedDestination({
       deliveredBy: () => ELSEWHERE,
       simulate: async () => {
         throw new TransactionError('revert', 'simulation reverted: Mailbox: already delivered');
@@ -689,7 +689,9 @@ describe('delivery loop: leases, stops and the journal (docs/delivery.md#the-del
     // releases the same way; a delivery keeps the last error, so a release text would stay.
     const r = rig();
     let unblock!: () => void;
-    const first = scripted({ metadata: () => new Promise<Hex>((resolve) => (unblock = () => resolve('0x'))) });
+    const first = scriptedDestination({
+      metadata: () => new Promise<Hex>((resolve) => (unblock = () => resolve('0x'))),
+    });
     const w1 = worker(r, first);
     const running = w1.run();
     await r.clock.flush();
@@ -700,7 +702,7 @@ describe('delivery loop: leases, stops and the journal (docs/delivery.md#the-del
     await running;
     const released = row(r, idOf(1));
     assert.deepEqual([released.status, released.lastError], ['queued', null], 'released, no text of its own');
-    const [delivered] = await worker(r, scripted({})).runOnce();
+    const [delivered] = await worker(r, scriptedDestination({})).runOnce();
     assert.equal(delivered.outcome, 'delivered');
     const record = row(r, idOf(1));
     assert.deepEqual([record.status, record.lastError], ['delivered', null], 'delivered, no stale release text');

@@ -7,20 +7,20 @@
  * per case; the tests that use it keep a real process for each kind of ending
  * (BENCHMARKS.md#test-suite).
  */
-import { CommandLineError } from '../../bin/lib/command-line.ts';
-import { createLineSink } from '../../lib/node/log-sink.ts';
+import { CommandLineError } from '../../../bin/lib/command-line.ts';
+import { createLineSink } from '../../../lib/node/log-sink.ts';
 
 export interface WorkerRun {
   code: number | null;
   /** Log lines and what the command printed on stdout, as the process would have written them. */
   stdout: string;
   stderr: string;
-  /** Both, stdout first (a process's output as test/helpers/processes.ts collects it, give or take the order). */
+  /** Both, stdout first (a process's output as test/helpers/harness/processes.ts collects it, give or take the order). */
   output: string;
 }
 
 export async function workerInProcess(args: string[], env: NodeJS.ProcessEnv = {}): Promise<WorkerRun> {
-  const { workerCommand } = await import('../../bin/relayer-worker.ts');
+  const { workerCommand } = await import('../../../bin/relayer-worker.ts');
   let stdout = '';
   let stderr = '';
   const out = { write: (text: string) => (stdout += text) };

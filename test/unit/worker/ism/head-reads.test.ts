@@ -17,12 +17,12 @@ import {
   type Hex,
   type PublicClient,
 } from 'viem';
-import { createMailboxDestination } from '../../lib/worker/chain/destination.ts';
-import { ISM_ABI, MAILBOX_ABI } from '../../lib/worker/ism/abi.ts';
-import { createIsmReads, ISM_FRESH_MS } from '../../lib/worker/ism/head-reads.ts';
-import { headsOf } from '../../lib/worker/tx/heads.ts';
-import type { TransactionSender } from '../../lib/worker/tx/sender.ts';
-import { createFakeClock } from '../helpers/fake-clock.ts';
+import { createMailboxDestination } from '../../../../lib/worker/chain/destination.ts';
+import { ISM_ABI, MAILBOX_ABI } from '../../../../lib/worker/ism/abi.ts';
+import { createIsmReads, ISM_FRESH_MS } from '../../../../lib/worker/ism/head-reads.ts';
+import { headsOf } from '../../../../lib/worker/tx/heads.ts';
+import type { TransactionSender } from '../../../../lib/worker/tx/sender.ts';
+import { createFakeClock } from '../../../helpers/fakes/clock.ts';
 
 const MAILBOX = `0x${'aa'.repeat(20)}` as Address;
 const RECIPIENT = `0x${'bb'.repeat(20)}` as Address;
