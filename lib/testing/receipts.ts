@@ -2,7 +2,7 @@
  * Transaction receipts as a JSON-RPC node returns them, holding CCTP V2 transfers (MessageSent then
  * Mailbox Dispatch) or plain Hyperlane messages (docs/embedding.md#test-tooling): what POST /relay
  * reads. Encoded with the package's own code; the package's tests check them against viem
- * (test/unit/testing-receipts.test.ts).
+ * (test/unit/testing/fake-node.test.ts).
  */
 import { DISPATCH_TOPIC, MESSAGE_SENT_TOPIC } from '../codec/abi.ts';
 import { DEFAULT_CCTP_V2_TRANSMITTER } from '../codec/cctp.ts';

@@ -1,7 +1,7 @@
 /**
  * The node:sqlite store (docs/design.md#sqlite) on real files in a temp directory: durability,
  * schema versions, the worker's lifecycle. The tables are covered by the contract suites
- * (test/process/outbox.test.ts, test/merkle.test.ts); the lease rules of two stores sharing one file
+ * (test/process/outbox.test.ts, test/unit/store/contracts.test.ts); the lease rules of two stores sharing one file
  * (two processes) are checked here.
  */
 import assert from 'node:assert/strict';
