@@ -182,6 +182,7 @@ export function checkGasPayment(
     };
   }
   if (policy.type === 'none') return { ok: true };
+  if (policy.type !== 'minimum' && policy.type !== 'onChainFeeQuoting') return noRule(policy);
   if (paid.payments === 0) {
     return {
       ok: false,
@@ -213,6 +214,21 @@ export function checkGasPayment(
     }
   }
   return { ok: true };
+}
+
+/**
+ * A policy of a type this check has no rule for (an embedder's object, or a type added to the
+ * parser without its rule: CONTRIBUTING.md#adding-a-gas-policy-type) is refused, never passed:
+ * `policy` is typed `never` here, so a type added to `GasPaymentEnforcement` without a rule above
+ * fails the typecheck too.
+ */
+function noRule(policy: never): GasPaymentShortfall {
+  const type = String((policy as { type?: unknown }).type);
+  return {
+    ok: false,
+    reason: 'no_policy',
+    message: `gas payment policy type ${type} has no rule here: nothing is relayed under it`,
+  };
 }
 
 /** The gas paid for and not yet spent by the relayer's own transactions. */

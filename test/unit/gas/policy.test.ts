@@ -65,6 +65,18 @@ describe('which entry applies: the first whose matching list matches', () => {
     assert.equal(select(message({ destination: 1 }))?.type, 'onChainFeeQuoting');
   });
 
+  test('docs/gas.md#gas-payment-enforcement: a policy of a type with no rule is refused, not passed (fails closed)', () => {
+    // An embedder's object, or a type added to the parser without its rule in checkGasPayment.
+    const policy = { type: 'maximum', payment: 0n, matchingList: [] } as unknown as GasPaymentEnforcement;
+    const expected = {
+      ok: false,
+      reason: 'no_policy',
+      message: 'gas payment policy type maximum has no rule here: nothing is relayed under it',
+    };
+    assert.deepEqual(checkGasPayment(policy, paid(1, 10 ** 6, 10 ** 18)), expected);
+    assert.deepEqual(checkGasPaymentForEstimate(policy, paid(1, 10 ** 6, 10 ** 18), 50_000n), expected);
+  });
+
   test('a list no entry matches relays nothing for that message (test_no_match)', () => {
     const select = createGasPolicySelector(entries([{ type: 'none', matchingList: [{ originDomain: 2 }] }]));
     assert.equal(select(message({ origin: 1 })), null);
