@@ -17,6 +17,7 @@ import { after, before, describe, test } from 'node:test';
 import type { Address, Hash, Hex } from 'viem';
 import { privateKeyToAddress } from 'viem/accounts';
 import type { OutboxMessage } from '../../lib/outbox/index.ts';
+import { systemClock, type Clock } from '../../lib/clock.ts';
 import { openSqliteStore, type OpenSqliteStoreOptions, type SqliteStore } from '../../lib/sqlite/index.ts';
 import { MAILBOX_ABI } from '../../lib/worker/ism/metadata.ts';
 import { SAME_BYTES_SENDS } from '../../lib/worker/tx/broadcast.ts';
@@ -25,6 +26,9 @@ import { lyingConfig, startLyingBench, stopLyingBench } from '../helpers/chain/l
 import { devKey, startInProcessWorker, startWorker, until, type WorkerBench } from '../helpers/chain/worker-chain.ts';
 import { processTransactions } from '../helpers/chain/hyperlane.ts';
 import { judge, poolOf as pool, sends as signedSends } from '../helpers/chain/judge.ts';
+
+/** The worker's default lease (docs/configuration.md). */
+const DEFAULT_LEASE_SECONDS = 60;
 
 let bench: WorkerBench;
 let proxy: LyingRpc;
@@ -191,6 +195,60 @@ describe('e2e: the worker against a lying node and a killed worker (the chain is
       assert.equal(tx.nonce, 0, 'the first message landed at the nonce it was first sent under');
       assert.ok(tx.maxFeePerGas! > BigInt(stuck!.maxFeePerGas), 'by a replacement with higher fees');
     });
+  });
+
+  test("the same on the defaults: the killed worker's 60 s lease lapses, the restart replaces at the next head", async () => {
+    // No timer shortened: the worker's default lease (60 s) and replacement rules (below the base fee:
+    // replaced at the next head). The lapse of the lease is time injected: the restarted worker's store
+    // reads a clock one default lease (and a second) ahead of the killed worker's.
+    const ahead = (DEFAULT_LEASE_SECONDS + 1) * 1_000;
+    const later: Clock = { ...systemClock, now: () => systemClock.now() + ahead };
+    let stuck: { hash: string; maxFeePerGas: string } | undefined;
+    await scenario(
+      'killed-defaults.db',
+      9,
+      2,
+      true,
+      async (s) => {
+        await s.store.outbox.enqueue(s.messages.slice(0, 1));
+        const first = await startWorker(lyingConfig({ bench, proxy }, join(bench.dir, 'killed-defaults.db'), {}), {
+          keyIndex: 9,
+        });
+        try {
+          await until(
+            async () => (stuck = (await poolOf(s.signer))['0']) !== undefined,
+            'the first transaction pending',
+          );
+        } finally {
+          await first.stop('SIGKILL');
+        }
+        await bench.chain.rpc('anvil_setNextBlockBaseFeePerGas', [
+          `0x${(BigInt(stuck!.maxFeePerGas) + 1n).toString(16)}`,
+        ]);
+        await s.store.outbox.enqueue(s.messages.slice(1));
+        const second = await startInProcessWorker(
+          lyingConfig({ bench, proxy }, join(bench.dir, 'unused.db'), {}),
+          s.store.outbox,
+          { keyIndex: 9 },
+        );
+        try {
+          // A head whose base fee the stuck transaction cannot pay: the next head's move replaces it.
+          await bench.chain.mineBlock();
+          await until(async () => {
+            const now = (await poolOf(s.signer))['0'];
+            return now !== undefined && now.hash !== stuck!.hash;
+          }, 'the stuck transaction replaced at nonce 0');
+          await mineAndDeliver(s);
+        } finally {
+          assert.equal(await second.stop(), 0);
+        }
+        const [delivered] = await deliveries(s.messages[0].id);
+        const tx = await bench.chain.publicClient.getTransaction({ hash: delivered });
+        assert.equal(tx.nonce, 0, 'the first message landed at the nonce it was first sent under');
+        assert.ok(tx.maxFeePerGas! > BigInt(stuck!.maxFeePerGas), 'by a replacement with higher fees');
+      },
+      { clock: later },
+    );
   });
 
   test('a store that fails right after a mined send: delivered with that transaction, sent once, no failure counted', async () => {
