@@ -14,8 +14,9 @@
  */
 import type { Address, Hex } from 'viem';
 import { DeliveryError } from '../errors.ts';
-import { ISM_ABI, ISM_TYPE, MAILBOX_ABI } from './abi.ts';
+import { ISM_ABI, ISM_TYPE } from './abi.ts';
 import { buildAggregation } from './aggregation.ts';
+import { directIsmReads } from './head-reads.ts';
 import { offchainLookupRevert } from './offchain.ts';
 import type { BuildIsm, MetadataOptions } from './types.ts';
 
@@ -35,15 +36,9 @@ export type {
 
 /** The ISM that verifies `message` (the recipient's) and the metadata it needs. */
 export async function buildMetadata(options: MetadataOptions): Promise<{ ism: Address; type: number; metadata: Hex }> {
-  const ism = options.reads
-    ? await options.reads.recipientIsm(options.recipient)
-    : await options.publicClient.readContract({
-        address: options.mailbox,
-        abi: MAILBOX_ABI,
-        functionName: 'recipientIsm',
-        args: [options.recipient],
-      });
-  const built = await buildIsm({ ...options, visited: 0, shared: {} }, ism, 0);
+  const reads = options.reads ?? directIsmReads(options.publicClient, options.mailbox);
+  const ism = await reads.recipientIsm(options.recipient);
+  const built = await buildIsm({ ...options, reads, visited: 0, shared: {} }, ism, 0);
   return { ism, ...built };
 }
 
@@ -55,9 +50,7 @@ export const buildIsm: BuildIsm = async (c, ism, depth) => {
   if (++c.visited > maxIsms) throw new DeliveryError('unsupported', `more than ${maxIsms} ISMs for one message`);
   c.signal?.throwIfAborted();
   const { publicClient, message } = c;
-  const type = c.reads
-    ? await c.reads.moduleType(ism)
-    : await publicClient.readContract({ address: ism, abi: ISM_ABI, functionName: 'moduleType' });
+  const type = await c.reads.moduleType(ism);
   switch (type) {
     case ISM_TYPE.NULL:
       return { type, metadata: '0x' };

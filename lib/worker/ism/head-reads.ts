@@ -59,16 +59,20 @@ export function createIsmReads(o: {
       return entry.value;
     };
   }
-  const { publicClient, mailbox } = o;
+  const direct = directIsmReads(o.publicClient, o.mailbox);
+  return { recipientIsm: shared(direct.recipientIsm), moduleType: shared(direct.moduleType) };
+}
+
+/** The same two reads made directly, each time (what `createIsmReads` shares per head). */
+export function directIsmReads(publicClient: PublicClient, mailbox: Address): IsmReads {
   return {
-    recipientIsm: shared((recipient) =>
+    recipientIsm: (recipient) =>
       publicClient.readContract({
         address: mailbox,
         abi: MAILBOX_ABI,
         functionName: 'recipientIsm',
         args: [recipient],
       }),
-    ),
-    moduleType: shared((ism) => publicClient.readContract({ address: ism, abi: ISM_ABI, functionName: 'moduleType' })),
+    moduleType: (ism) => publicClient.readContract({ address: ism, abi: ISM_ABI, functionName: 'moduleType' }),
   };
 }

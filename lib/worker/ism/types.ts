@@ -60,6 +60,8 @@ export interface MetadataOptions {
 
 /** One message's build: its options and the ISMs visited so far. */
 export interface IsmContext extends MetadataOptions {
+  /** The reads of `moduleType()` (the options' shared ones, or direct reads). */
+  reads: IsmReads;
   visited: number;
   shared: { budget?: LookupBudget };
 }
