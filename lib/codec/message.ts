@@ -30,23 +30,42 @@ export interface HyperlaneMessage {
 export const HYPERLANE_MESSAGE_VERSION = 3;
 const HEADER_LENGTH = 77;
 
-export function parseHyperlaneMessage(raw: Uint8Array): HyperlaneMessage {
+/** The fixed-size header of a message: everything but its id and body. */
+export type HyperlaneMessageHeader = Omit<HyperlaneMessage, 'id' | 'body' | 'raw'>;
+
+/**
+ * The header alone, checked as `parseHyperlaneMessage` checks it (bytes, length, version), without
+ * hashing the message: for a reader that knows the id already and wants a field or two.
+ */
+export function parseMessageHeader(raw: Uint8Array): HyperlaneMessageHeader {
   if (!(raw instanceof Uint8Array)) throw new DecodeError('data', 'message is not bytes');
   if (raw.length < HEADER_LENGTH) throw new DecodeError('short', `message has ${raw.length} bytes, need at least 77`);
   const version = raw[0];
   if (version !== HYPERLANE_MESSAGE_VERSION)
     throw new DecodeError('version', `message version is ${version}, expected 3`);
   return {
-    id: bytesToHex(keccak256(raw)),
     version,
     nonce: readUint32(raw, 1),
     origin: readUint32(raw, 5),
     sender: bytesToHex(raw.subarray(9, 41)),
     destination: readUint32(raw, 41),
     recipient: bytesToHex(raw.subarray(45, 77)),
-    body: raw.slice(HEADER_LENGTH),
-    raw,
   };
+}
+
+export function parseHyperlaneMessage(raw: Uint8Array): HyperlaneMessage {
+  const { version, nonce, origin, sender, destination, recipient } = parseMessageHeader(raw);
+  const id = bytesToHex(keccak256(raw));
+  return { id, version, nonce, origin, sender, destination, recipient, body: raw.slice(HEADER_LENGTH), raw };
+}
+
+/**
+ * The address a 32-byte word names on an EVM chain, as the Mailbox reads a recipient
+ * (`TypeCasts.bytes32ToAddress`: the low 20 bytes, the high 12 ignored): 0x + 40 lower-case hex.
+ */
+export function wordToAddress(word: string): string {
+  if (!/^0x[0-9a-f]{64}$/i.test(word)) throw new DecodeError('data', 'not a 32-byte word');
+  return `0x${word.slice(26).toLowerCase()}`;
 }
 
 /**

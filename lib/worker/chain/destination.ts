@@ -6,6 +6,8 @@
  */
 import { encodeFunctionData, type Address, type Hex, type PublicClient } from 'viem';
 import { systemClock, type Clock } from '../../clock.ts';
+import { hexToBytes } from '../../codec/hex.ts';
+import { parseMessageHeader, wordToAddress } from '../../codec/message.ts';
 import { DeliveryError } from '../errors.ts';
 import { createIsmReads } from '../ism/head-reads.ts';
 import { buildMetadata, ISM_TYPE, MAILBOX_ABI, type MultisigBuilder, type OffchainReader } from '../ism/metadata.ts';
@@ -28,8 +30,8 @@ export interface MailboxDestinationOptions {
   clock?: Clock;
 }
 
-/** The message's recipient (bytes 45..77 of a Hyperlane message, the last 20 of them). */
-const recipientOf = (message: Hex) => `0x${message.slice(2 + 2 * 45 + 24, 2 + 2 * 77)}` as Address;
+/** The message's recipient, as the Mailbox reads it (docs/isms.md#the-metadata-builder). */
+const recipientOf = (message: Hex) => wordToAddress(parseMessageHeader(hexToBytes(message)).recipient) as Address;
 
 export function createMailboxDestination(options: MailboxDestinationOptions): Destination {
   const { name, domain, mailbox, publicClient, sender, offchain, multisig, onMetadata } = options;

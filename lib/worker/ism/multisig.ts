@@ -8,6 +8,8 @@
  */
 import { concat, decodeEventLog, keccak256, numberToHex, pad, type Hex } from 'viem';
 import type { Clock } from '../../clock.ts';
+import { hexToBytes } from '../../codec/hex.ts';
+import { parseMessageHeader } from '../../codec/message.ts';
 import { DeliveryError } from '../errors.ts';
 import { ISM_ABI, ISM_TYPE, MERKLE_TREE_HOOK_ABI } from './abi.ts';
 import type { MessageSource, MultisigBuilder, OriginChain } from './types.ts';
@@ -84,7 +86,7 @@ export async function leafIndex(
 export function createMultisigBuilder(o: MultisigOptions): MultisigBuilder {
   return async (r) => {
     const raw = r.message;
-    const domain = Number.parseInt(raw.slice(2 + 2 * 5, 2 + 2 * 9), 16);
+    const domain = parseMessageHeader(hexToBytes(raw)).origin;
     const origin = await o.origin(domain);
     if (!origin)
       throw new DeliveryError(

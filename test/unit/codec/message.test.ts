@@ -2,11 +2,16 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
-import { keccak256 as viemKeccak, toHex } from 'viem/utils';
+import { keccak256 as viemKeccak, slice as viemSlice, toHex } from 'viem/utils';
 import type { Hex } from 'viem';
 import { keccak_256 } from '@noble/hashes/sha3.js';
 import { DecodeError } from '../../../lib/errors/classes.ts';
-import { parseHyperlaneMessage, messageFromDispatch } from '../../../lib/codec/message.ts';
+import {
+  parseHyperlaneMessage,
+  parseMessageHeader,
+  messageFromDispatch,
+  wordToAddress,
+} from '../../../lib/codec/message.ts';
 import { bytesToHex, hexToBytes } from '../../../lib/codec/hex.ts';
 import { decodeCode } from '../../helpers/harness/decode-error.ts';
 import { hyperlaneMessage } from '../../helpers/fixtures/builders.ts';
@@ -107,6 +112,61 @@ test('message fields and id agree with viem packing and keccak on random message
     ),
     { ...BOUNDED, numRuns: 300 },
   );
+});
+
+test('message header: the fields of the monorepo vectors without hashing, refused where the whole message is', () => {
+  for (const v of v3Set.vectors) {
+    const raw = fromVector(v);
+    const { id: _id, body: _body, raw: _raw, ...fields } = parseHyperlaneMessage(raw);
+    assert.deepEqual(parseMessageHeader(raw), fields);
+    assert.deepEqual(parseMessageHeader(raw), {
+      version: v.version,
+      nonce: v.nonce,
+      origin: v.origin,
+      sender: v.sender,
+      destination: v.destination,
+      recipient: v.recipient,
+    });
+  }
+  const raw = fromVector(v3Set.vectors[0]);
+  assert.equal(
+    decodeCode(() => parseMessageHeader(raw.subarray(0, 76))),
+    'short',
+  );
+  assert.equal(
+    decodeCode(() => parseMessageHeader(fromVector({ ...v3Set.vectors[0], version: 0 }))),
+    'version',
+  );
+  assert.equal(
+    decodeCode(() => parseMessageHeader('0x03' as unknown as Uint8Array)),
+    'data',
+  );
+});
+
+test('wordToAddress: the low 20 bytes of the word, as the Mailbox casts a recipient (viem slice as the reference)', () => {
+  fc.assert(
+    fc.property(word, (w) => {
+      assert.equal(wordToAddress(w), viemSlice(w as Hex, 12).toLowerCase());
+    }),
+    { ...BOUNDED, numRuns: 200 },
+  );
+  // A word whose high 12 bytes are not zero still names the address of its low 20 (the Mailbox
+  // does not refuse it either); upper-case hex reads the same.
+  const w = `0x${'ff'.repeat(12)}${'AB'.repeat(20)}`;
+  assert.equal(wordToAddress(w), `0x${'ab'.repeat(20)}`);
+  for (const bad of [
+    '0x',
+    `0x${'00'.repeat(31)}`,
+    `0x${'00'.repeat(33)}`,
+    `${'00'.repeat(32)}`,
+    `0x${'zz'.repeat(32)}`,
+  ]) {
+    assert.equal(
+      decodeCode(() => wordToAddress(bad)),
+      'data',
+      bad,
+    );
+  }
 });
 
 test('docs/design.md#extraction-and-eligibility: the Dispatch topics must agree with the message they index', () => {

@@ -23,6 +23,7 @@ import { createIsmReads, ISM_FRESH_MS } from '../../../../lib/worker/ism/head-re
 import { headsOf } from '../../../../lib/worker/tx/heads.ts';
 import type { TransactionSender } from '../../../../lib/worker/tx/sender.ts';
 import { createFakeClock } from '../../../helpers/fakes/clock.ts';
+import { hyperlaneMessage } from '../../../helpers/fixtures/builders.ts';
 
 const MAILBOX = `0x${'aa'.repeat(20)}` as Address;
 const RECIPIENT = `0x${'bb'.repeat(20)}` as Address;
@@ -126,8 +127,7 @@ describe('ISM reads per head (docs/delivery.md#throughput)', () => {
       sender: {} as TransactionSender,
       clock,
     });
-    // A Hyperlane message: version, nonce, origin, sender, destination, then the recipient (bytes 45..77).
-    const message = `0x${'00'.repeat(45)}${'00'.repeat(12)}${RECIPIENT.slice(2)}` as Hex;
+    const message = hyperlaneMessage({ recipient: RECIPIENT });
     const prefetched = destination.prefetch?.(message);
     assert.equal(await destination.metadata(message), '0x');
     assert.equal(await prefetched, '0x', "a NULL ISM's metadata comes with the prefetch");
