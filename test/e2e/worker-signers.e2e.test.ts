@@ -28,6 +28,7 @@ import {
   type WorkerProcess,
 } from '../helpers/chain/worker-chain.ts';
 import { REPO_ROOT, spawnTracked, waitForLine } from '../helpers/harness/processes.ts';
+import { workerInProcess } from '../helpers/harness/worker-command.ts';
 
 const KEY_INDEX = 8;
 const SIGNER = privateKeyToAddress(devKey(KEY_INDEX)).toLowerCase();
@@ -164,7 +165,11 @@ describe('e2e: one worker per key', { timeout: 300_000 }, () => {
   });
 });
 
-/** Runs `relayer-worker signers` to its end. */
+/**
+ * Runs `relayer-worker signers` to its end in a process of its own. The test's other runs of the
+ * command go through the same code in this process (`signersInProcess`): the view is the same, a
+ * process start and the worker's imports (about 1.5 s of CPU each) are not.
+ */
 async function signersCli(
   config: string,
   args: string[] = [],
@@ -176,6 +181,15 @@ async function signersCli(
   child.child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
   const [code] = (await once(child.child, 'exit')) as [number | null];
   return { code, stdout, output: child.output() };
+}
+
+/** `relayer-worker signers` as the bin runs it, in this process (test/helpers/harness/worker-command.ts). */
+async function signersInProcess(
+  config: string,
+  args: string[] = [],
+): Promise<{ code: number | null; stdout: string; output: string }> {
+  const { code, stdout, output } = await workerInProcess(['signers', '--config', config, ...args]);
+  return { code, stdout, output };
 }
 
 describe('e2e: the signers view', { timeout: 300_000 }, () => {
@@ -239,7 +253,7 @@ describe('e2e: the signers view', { timeout: 300_000 }, () => {
       assert.match(text.stdout, new RegExp(`${first.hash}  maxFee 30 gwei  tip 2 gwei  sent \\S+  node: not known`));
       assert.match(text.stdout, new RegExp(`nonce ${latest + 1}  missing: the node holds none of its transactions`));
 
-      const json = await signersCli(config, ['--format', 'json']);
+      const json = await signersInProcess(config, ['--format', 'json']);
       assert.equal(json.code, 0, json.output);
       const views = JSON.parse(json.stdout) as SignerView[];
       const view = views.find((v) => v.signer === signer);
@@ -273,7 +287,7 @@ describe('e2e: the signers view', { timeout: 300_000 }, () => {
 
       // The same bytes again: the gap is filled, nothing is stuck.
       for (const t of [first, second]) await bench.chain.rpc('eth_sendRawTransaction', [t.raw]);
-      const healed = JSON.parse((await signersCli(config, ['--format', 'json'])).stdout) as SignerView[];
+      const healed = JSON.parse((await signersInProcess(config, ['--format', 'json'])).stdout) as SignerView[];
       const after = healed.find((v) => v.signer === signer);
       assert.equal(after?.stuckAt, null);
       assert.deepEqual(
@@ -286,7 +300,7 @@ describe('e2e: the signers view', { timeout: 300_000 }, () => {
       await bench.chain.setAutomine(true);
     }
     // Mined: the slots show as used on chain until a worker settles them.
-    const mined = JSON.parse((await signersCli(config, ['--format', 'json'])).stdout) as SignerView[];
+    const mined = JSON.parse((await signersInProcess(config, ['--format', 'json'])).stdout) as SignerView[];
     assert.deepEqual(
       mined.find((v) => v.signer === signer)?.slots.map((s) => s.state),
       ['mined', 'mined'],

@@ -156,7 +156,7 @@ test('requeue on the database named by RELAYER_DB: a failed message back to queu
   const done = await run(['requeue', id], { RELAYER_DB: db });
   assert.equal(done.code, 0, done.output);
   assert.match(done.output, new RegExp(`requeued ${id} \\(attempts so far 1\\)`));
-  const again = await run(['requeue', id], { RELAYER_DB: db });
+  const again = await inProcess(['requeue', id], { RELAYER_DB: db });
   assert.equal(again.code, 1);
   assert.match(again.output, new RegExp(`not requeued: message ${id} is queued, not failed`));
   const unknown = await inProcess(['requeue', `0x${'33'.repeat(32)}`], { RELAYER_DB: db });
@@ -187,7 +187,9 @@ test('docs/configuration.md#stated-gas-policy: no stated gas policy or fee ceili
   };
   const missingDb = join(dir, 'not-there', 'x.db');
   const refusal = (output: string) => output.split('\n').filter((line) => line.startsWith('relayer-worker: '));
-  const unstated = await run(['--config', config('unstated.json', {}), '--db', missingDb], { RELAYER_SIGNER_KEY: KEY });
+  const unstated = await inProcess(['--config', config('unstated.json', {}), '--db', missingDb], {
+    RELAYER_SIGNER_KEY: KEY,
+  });
   assert.equal(unstated.code, 2, unstated.output);
   assert.deepEqual(refusal(unstated.output), [
     'relayer-worker: gasPaymentEnforcement is not set: state who pays for delivery gas, e.g. "gasPaymentEnforcement": [{"type": "onChainFeeQuoting"}] (senders pay on the origin chain), or [{"type": "none"}] to deliver unpaid messages at your cost',
@@ -334,7 +336,7 @@ test('docs/outbox.md#listing-and-bulk-requeue: list shows what is stuck; requeue
   } finally {
     await store.close();
   }
-  const listed = await run(['list', '--config', config, '--db', db]);
+  const listed = await inProcess(['list', '--config', config, '--db', db]);
   assert.equal(listed.code, 0, listed.output);
   const lines = listed.output.split('\n').filter((line) => line.startsWith('0x'));
   assert.deepEqual(
@@ -415,7 +417,7 @@ test("docs/delivery.md#start-up-checks-and-heartbeat: a database that does not e
   // Exit 2, the path named, nothing created.
   const config = localConfig('exists.json', [rpc.url]);
   const missing = join(dir, 'nope', 'x.db');
-  const typo = await run(['--config', config, '--db', missing], { RELAYER_SIGNER_KEY: KEY });
+  const typo = await inProcess(['--config', config, '--db', missing], { RELAYER_SIGNER_KEY: KEY });
   assert.equal(typo.code, 2, typo.output);
   assert.match(typo.output, /database \S+nope\/x\.db does not exist: .*give relayer-server's database/);
   assert.equal(existsSync(join(dir, 'nope')), false, 'no directory created');
@@ -475,7 +477,7 @@ test('docs/delivery.md#start-up-checks-and-heartbeat: a destination on another c
   // A destination whose node answers another chain id, or whose nodes all stay silent: exit 2 naming the chain.
   const db = join(dir, 'chains.db');
   await (await openSqliteStore(db)).close();
-  const wrong = await run(['--config', localConfig('wrong.json', [rpc.url], 8453), '--db', db], {
+  const wrong = await inProcess(['--config', localConfig('wrong.json', [rpc.url], 8453), '--db', db], {
     RELAYER_SIGNER_KEY: KEY,
   });
   assert.equal(wrong.code, 2, wrong.output);
