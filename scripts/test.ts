@@ -12,8 +12,8 @@
  * - test/process/: tests whose subject is a process (they start relayer-server, relayer-worker,
  *   PostgreSQL or other children, kill them, or own process-level state): one process each.
  * - test/e2e/: tests on anvil with the real contracts: one process each.
- * RELAYER_TEST_SHARDS=0 runs the unit files in processes of their own too; RELAYER_TEST_CONCURRENCY
- * overrides the 3 files at a time; file patterns as arguments replace test/**\/*.test.ts
+ * RELAYER_TEST_SHARDS=0 runs the unit files in processes of their own too (=2: in two processes,
+ * balanced by duration); RELAYER_TEST_CONCURRENCY overrides the 3 files at a time; file patterns as arguments replace test/**\/*.test.ts
  * (`node scripts/test.ts test/unit/outbox*.test.ts`). Exit status 1 when a test failed.
  */
 import { globSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -58,7 +58,12 @@ const KNOWN_LONG: Record<string, number> = {
 /** The estimate of a file without a figure: about the mean of a unit file in a quiet run. */
 const DEFAULT_MS = 1000;
 
-const SHARDS = Number(process.env.RELAYER_TEST_SHARDS ?? 2);
+/**
+ * One process for the unit files: a second one loads lib/ and its dependencies and warms the JIT
+ * again, about 8 s of CPU, and a run bound by CPU (BENCHMARKS.md#test-suite) pays for it. More
+ * shards pay only once the run is shorter than the unit files' one process (about 100 s quiet).
+ */
+const SHARDS = Number(process.env.RELAYER_TEST_SHARDS ?? 1);
 
 function savedDurations(): Map<string, number> | undefined {
   try {
