@@ -10,7 +10,7 @@ import { parseHyperlaneMessage } from '../codec/message.ts';
 import type { MessageStatus, OutboxRecord, VersionedRecord } from '../outbox/index.ts';
 import { redactUrls } from '../redact.ts';
 import { callStore } from '../store/bundle.ts';
-import type { GasPolicyType, MessageSummary } from '../types.ts';
+import type { GasPaymentEnforcement, GasPolicyType, MessageSummary } from '../types.ts';
 
 export interface MessageStatusJson extends MessageSummary {
   origin_chain: string;
@@ -86,12 +86,39 @@ export function gasPaymentJson(
     payments: paid.payments,
     gas_amount: String(paid.gasAmount),
     payment: String(paid.payment),
-    required_payment: policy?.type === 'minimum' ? String(policy.payment + (record.gasSpentWei ?? 0n)) : null,
-    required_gas_amount:
-      policy?.type === 'onChainFeeQuoting' && record.requiredGas != null ? String(record.requiredGas) : null,
+    ...required(policy, record),
     gas_spent: String(record.gasSpent ?? 0n),
     gas_spent_wei: String(record.gasSpentWei ?? 0n),
   };
+}
+
+/**
+ * What the policy requires of the message (docs/gas.md#gas-payment-enforcement): one case per
+ * policy type; a type without one fails the typecheck here (its fall-through takes a `never`).
+ */
+function required(
+  policy: GasPaymentEnforcement | null,
+  record: OutboxRecord,
+): Pick<GasPaymentJson, 'required_payment' | 'required_gas_amount'> {
+  const none = { required_payment: null, required_gas_amount: null };
+  if (policy === null) return none;
+  switch (policy.type) {
+    case 'none':
+      return none;
+    case 'minimum':
+      return { required_payment: String(policy.payment + (record.gasSpentWei ?? 0n)), required_gas_amount: null };
+    case 'onChainFeeQuoting':
+      return {
+        required_payment: null,
+        required_gas_amount: record.requiredGas == null ? null : String(record.requiredGas),
+      };
+    default: {
+      // Unreachable for a parsed config: shown as requiring nothing, never as the policy object.
+      const unknown: never = policy;
+      void unknown;
+      return none;
+    }
+  }
 }
 
 /**
