@@ -57,8 +57,8 @@ export const MODULES: Record<string, string[]> = {
   'lib/worker/tx/inspect.ts': TX,
   'lib/worker/tx/per-client.ts': TX,
   'lib/worker/loop/attempt.ts': ['test/unit/worker/loop/attempt.test.ts', 'test/unit/worker/loop/worker.test.ts'],
-  'lib/worker/loop/lease.ts': LOOP,
-  'lib/worker/loop/record.ts': LOOP,
+  'lib/worker/loop/lease.ts': ['test/unit/worker/loop/lease.test.ts', ...LOOP],
+  'lib/worker/loop/record.ts': ['test/unit/worker/loop/record.test.ts', ...LOOP],
   'lib/worker/loop/worker.ts': LOOP,
   'lib/outbox/checks.ts': ['test/unit/outbox/checks.test.ts'],
 };
