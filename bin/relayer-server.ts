@@ -135,7 +135,7 @@ async function main(): Promise<void> {
     );
   }
   if (!isLoopback(config.server.host) && config.relayApi.clientRateLimit === null) {
-    // docs/configuration.md#stated-gas-policy: one client may take the whole POST /relay budget.
+    // docs/worker-configuration.md#stated-gas-policy: one client may take the whole POST /relay budget.
     logger.warn(
       'bound to a non-loopback address without relayApi.clientRateLimit: one client can take the whole POST /relay budget',
       { host: config.server.host, example: '"clientRateLimit": {"burst": 10, "perMinute": 10}' },

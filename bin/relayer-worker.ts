@@ -315,7 +315,7 @@ export async function workerCommand(
     delete env.RELAYER_SIGNER_KEY;
     const keyProblem = key ? signerKeyProblem(key) : undefined;
     if (keyProblem !== undefined) fail(2, keyProblem);
-    // What the worker refuses to start without (docs/configuration.md#stated-gas-policy).
+    // What the worker refuses to start without (docs/worker-configuration.md#stated-gas-policy).
     const unstated = unstatedPolicy(config);
     if (unstated.length > 0) fail(2, unstated.join(`\n${PROGRAM}: `));
     io.stdout.write(
@@ -337,7 +337,7 @@ export async function workerCommand(
     return await requeue(config, positionals, flags, logger, io);
   }
 
-  // No silent unsafe default (docs/configuration.md#stated-gas-policy): one line per missing key.
+  // No silent unsafe default (docs/worker-configuration.md#stated-gas-policy): one line per missing key.
   const unstated = unstatedPolicy(config);
   if (unstated.length > 0) fail(2, unstated.join(`\n${PROGRAM}: `));
   // Read once and removed from the environment: nothing this process starts inherits it.

@@ -52,7 +52,7 @@ export interface ChainConfig {
 export interface TransactionOverrides {
   /**
    * No transaction is signed with `maxFeePerGas` (or `gasPrice`) above this many wei; null: no
-   * ceiling, stated (`"none"`). A worker refuses to start without it (docs/configuration.md#stated-gas-policy).
+   * ceiling, stated (`"none"`). A worker refuses to start without it (docs/worker-configuration.md#stated-gas-policy).
    */
   gasPriceCap?: bigint | null;
 }
@@ -94,7 +94,7 @@ export interface ServerConfig {
   retentionDays: number | null;
 }
 
-/** relayer-worker's section (docs/configuration.md, worker). Durations in the unit their name says. */
+/** relayer-worker's section (docs/worker-configuration.md#the-worker-section). Durations in the unit their name says. */
 export interface WorkerConfig {
   /** The ops server (/metrics, /ready). */
   host: string;
@@ -170,7 +170,7 @@ export interface RelayerConfig {
   /**
    * Who pays for delivery gas (docs/gas.md#gas-payment-enforcement): the first entry whose
    * matching list matches decides. Absent or empty: a worker refuses to start
-   * (docs/configuration.md#stated-gas-policy); the server then shows every message as payable.
+   * (docs/worker-configuration.md#stated-gas-policy); the server then shows every message as payable.
    */
   gasPaymentEnforcement?: GasPaymentEnforcement[];
   /** No `process` transaction above this much gas; absent: 3 000 000; null: no limit (`"none"`). */

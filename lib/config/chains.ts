@@ -74,7 +74,7 @@ function parseIndex(value: unknown, key: string): { chunk?: number } {
 function parseTransactionOverrides(value: unknown, key: string): TransactionOverrides {
   const obj = object(value, key, ['gasPriceCap'], '{"gasPriceCap": WEI}');
   const overrides: TransactionOverrides = {};
-  // "none": no ceiling, stated (docs/configuration.md#stated-gas-policy).
+  // "none": no ceiling, stated (docs/worker-configuration.md#stated-gas-policy).
   if (obj.gasPriceCap === 'none') overrides.gasPriceCap = null;
   else if (obj.gasPriceCap !== undefined)
     overrides.gasPriceCap = uint256(obj.gasPriceCap, join(key, 'gasPriceCap'), 1n);

@@ -1,5 +1,5 @@
 /**
- * The configuration keys of validators' checkpoint storage (docs/configuration.md#checkpoint-storage):
+ * The configuration keys of validators' checkpoint storage (docs/worker-configuration.md#checkpoint-storage):
  * `worker.checkpointEndpoints {s3, gcs}` and the top-level `allowLocalCheckpointSyncers`.
  */
 import { ConfigError } from '../errors/classes.ts';

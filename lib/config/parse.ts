@@ -181,7 +181,7 @@ export function parseConfig(input: unknown): RelayerConfig {
     relayApi: parseRelayApi(root.relayApi, 'relayApi'),
     server: parseServer(root.server, 'server'),
     worker: parseWorker(root.worker, 'worker'),
-    // Absent stays absent: a worker refuses to start without it (docs/configuration.md#stated-gas-policy).
+    // Absent stays absent: a worker refuses to start without it (docs/worker-configuration.md#stated-gas-policy).
     ...(root.gasPaymentEnforcement !== undefined && {
       gasPaymentEnforcement: parseGasPaymentEnforcement(root.gasPaymentEnforcement, 'gasPaymentEnforcement'),
     }),

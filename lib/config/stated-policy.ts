@@ -1,5 +1,5 @@
 /**
- * No silent unsafe default (docs/configuration.md#stated-gas-policy): what a delivery worker must
+ * No silent unsafe default (docs/worker-configuration.md#stated-gas-policy): what a delivery worker must
  * be told before it starts. Its gas payment policy (`gasPaymentEnforcement`) and, for every chain it
  * delivers to, a fee ceiling (`chains.NAME.transactionOverrides.gasPriceCap`) have no default:
  * without them a worker would pay for whatever anyone relays, at any price. `[{"type": "none"}]`,

@@ -1,5 +1,5 @@
 /**
- * Gas payment enforcement (docs/gas.md#gas-payment-enforcement, docs/configuration.md): who
+ * Gas payment enforcement (docs/gas.md#gas-payment-enforcement, docs/worker-configuration.md): who
  * pays for a message's delivery gas. The config's `gasPaymentEnforcement` is an ordered list of
  * policies, each with an optional MatchingList (lib/relay/policy.ts's grammar); the first that matches a
  * message decides. The policies and their arithmetic are those of Hyperlane's relayer

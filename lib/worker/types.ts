@@ -138,7 +138,7 @@ export type DeliveryLoopConfig = Pick<
   | 'stopGraceSeconds'
 >;
 
-/** The keys of the config's `worker` section the delivery loop reads (docs/configuration.md#the-worker-section). */
+/** The keys of the config's `worker` section the delivery loop reads (docs/worker-configuration.md#the-worker-section). */
 const LOOP_KEYS: readonly (keyof DeliveryLoopConfig)[] = [
   'leaseSeconds',
   'batch',

@@ -91,7 +91,7 @@ export async function createRelayerWorker(options: RelayerWorkerOptions): Promis
   const logger = options.logger ?? silentLogger;
   if (!isPrivateKey(options.signerKey))
     throw new InvalidArgumentError('the signer key must be 0x followed by 64 hex digits');
-  // No silent unsafe default (docs/configuration.md#stated-gas-policy): refused before any
+  // No silent unsafe default (docs/worker-configuration.md#stated-gas-policy): refused before any
   // connection, and every explicit opt-out warned at every start.
   assertStatedPolicy(config);
   for (const { key, effect } of policyOptOuts(config)) logger.warn('unsafe choice stated', { key, effect });

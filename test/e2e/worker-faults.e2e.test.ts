@@ -27,7 +27,7 @@ import { devKey, startInProcessWorker, startWorker, until, type WorkerBench } fr
 import { processTransactions } from '../helpers/chain/hyperlane.ts';
 import { judge, poolOf as pool, sends as signedSends } from '../helpers/chain/judge.ts';
 
-/** The worker's default lease (docs/configuration.md). */
+/** The worker's default lease (docs/worker-configuration.md#the-worker-section). */
 const DEFAULT_LEASE_SECONDS = 60;
 
 let bench: WorkerBench;

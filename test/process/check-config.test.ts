@@ -69,7 +69,7 @@ test('docs/configuration.md#command-line: an invalid config exits 2 with the fix
   assert.ok(!existsSync(db));
 });
 
-test('docs/configuration.md#relayer-worker: a signer key in the wrong form is told which form it has, never echoed', async () => {
+test('docs/worker-configuration.md#relayer-worker: a signer key in the wrong form is told which form it has, never echoed', async () => {
   const cases: Array<[string, RegExp]> = [
     ['7e'.repeat(32), /it has the 64 digits without 0x; write 0x before them$/],
     ['0x70997970C51812dc3A010C7d01b50e0d17dc79C8', /this looks like an address \(20 bytes\), not a key/],
@@ -97,7 +97,7 @@ test('docs/configuration.md#relayer-worker: a signer key in the wrong form is to
   assert.match(unset.stdout, /signer key: not set \(RELAYER_SIGNER_KEY is needed to run\)/);
 });
 
-test('docs/configuration.md#stated-gas-policy: the worker check refuses what the worker refuses to start without', () => {
+test('docs/worker-configuration.md#stated-gas-policy: the worker check refuses what the worker refuses to start without', () => {
   const result = run('relayer-worker', ['--check-config', '--db', join(dir, 'never.db')]);
   assert.equal(result.code, 2, result.stdout);
   assert.match(result.stderr, /^relayer-worker: gasPaymentEnforcement is not set/);

@@ -93,7 +93,7 @@ describe('start-up warning for a non-loopback bind (SECURITY.md#secrets-and-inte
   });
 
   test('SECURITY.md#hostile-recipients-delivery: a public host without relayApi.clientRateLimit warns once at start', async (t) => {
-    // docs/configuration.md#stated-gas-policy: one client could take the whole POST /relay budget.
+    // docs/worker-configuration.md#stated-gas-policy: one client could take the whole POST /relay budget.
     const output = await startBin(t, ['--host', '0.0.0.0'], { server: { adminToken: ADMIN_TOKEN } });
     const lines = output
       .split('\n')

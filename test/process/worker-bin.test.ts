@@ -172,7 +172,7 @@ test('requeue on the database named by RELAYER_DB: a failed message back to queu
   }
 });
 
-test('docs/configuration.md#stated-gas-policy: no stated gas policy or fee ceiling: exit 2, one line per missing key', async () => {
+test('docs/worker-configuration.md#stated-gas-policy: no stated gas policy or fee ceiling: exit 2, one line per missing key', async () => {
   // Before the database or a node is touched; each line names its key and gives a safe example.
   const config = (name: string, extra: Record<string, unknown>) => {
     const path = join(dir, name);
@@ -214,7 +214,7 @@ test('docs/configuration.md#stated-gas-policy: no stated gas policy or fee ceili
   assert.match(next.output, /database \S+not-there\/x\.db does not exist/, 'past the policy check');
 });
 
-test("docs/configuration.md#stated-gas-policy: each opt-out is warned at start; the started line has each destination's policy", async () => {
+test("docs/worker-configuration.md#stated-gas-policy: each opt-out is warned at start; the started line has each destination's policy", async () => {
   const db = join(dir, 'stated.db');
   await (await openSqliteStore(db)).close();
   const start = async (name: string, extra: Record<string, unknown>, capOf: (chain: string) => unknown) => {

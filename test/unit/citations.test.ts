@@ -401,7 +401,8 @@ describe('the repository cites only itself', () => {
     ]) {
       assert.ok(anchors.has(section), `docs/design.md#${section}`);
     }
-    // One page a topic: the outbox, replicas, delivery and its transactions, hostile recipients, gas.
+    // One page a topic: the outbox, replicas, delivery and its transactions, hostile recipients, gas,
+    // the worker's configuration.
     const pages: Array<[string, string[]]> = [
       ['docs/outbox.md', ['message-lifecycle', 'leases', 'change-feed']],
       ['docs/replicas.md', ['how-replicas-agree', 'capacity-on-postgresql', 'coalesced-statements']],
@@ -409,6 +410,10 @@ describe('the repository cites only itself', () => {
       ['docs/transactions.md', ['transactions', 'gaps', 'the-transaction-journal', 'one-worker-per-key']],
       ['docs/hostile-recipients.md', ['hostile-recipients', 'slow-gateways']],
       ['docs/gas.md', ['gas-payment-enforcement', 'gas-already-spent', 'gas-limit-and-fee-ceiling']],
+      [
+        'docs/worker-configuration.md',
+        ['relayer-worker', 'stated-gas-policy', 'the-worker-section', 'checkpoint-storage', 'gas-payment-enforcement'],
+      ],
     ];
     for (const [page, sections] of pages) {
       const anchors = anchorsOfFile(page)!;

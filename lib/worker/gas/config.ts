@@ -66,7 +66,7 @@ function paymentOrigins(config: RelayerConfig, timeoutMs: number): Map<number, P
 /**
  * The loop's policy for `config`; undefined when it enforces nothing (no payment policy, and
  * `transactionGasLimit` lifted with "none"). An absent `transactionGasLimit` is the default
- * (docs/configuration.md#stated-gas-policy).
+ * (docs/worker-configuration.md#stated-gas-policy).
  */
 export function relayerGasGate(
   config: RelayerConfig,

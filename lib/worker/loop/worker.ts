@@ -35,7 +35,7 @@ import { createRecorder } from './record.ts';
 
 /**
  * The loop's settings are the config's `worker` keys, with their names and units
- * (docs/configuration.md#the-worker-section): `createDeliveryWorker({ ...config.worker, outbox,
+ * (docs/worker-configuration.md#the-worker-section): `createDeliveryWorker({ ...config.worker, outbox,
  * destinations })`. Each is optional, its default the config's (WORKER_DEFAULTS).
  */
 export interface DeliveryWorkerOptions extends Partial<DeliveryLoopConfig> {

@@ -124,7 +124,7 @@ export function twoChainRelayerConfig(two: TwoChains, db: string) {
       },
     },
     relayChains: [DESTINATION_CHAIN_NAME],
-    // A worker states who pays (docs/configuration.md#stated-gas-policy): no InterchainGasPaymaster
+    // A worker states who pays (docs/worker-configuration.md#stated-gas-policy): no InterchainGasPaymaster
     // here, so nobody; the worker warns about it at every start.
     gasPaymentEnforcement: [{ type: 'none' }],
     // The gateway listens on loopback, which a CCIP-read URL may name only as an allowed origin.

@@ -272,7 +272,7 @@ const BAD: [string, unknown, string][] = [
   // db
   ['db empty', withValue('db', ''), 'db'],
   ['db a number', withValue('db', 5), 'db'],
-  // docs/configuration.md#gas-payment-enforcement
+  // docs/worker-configuration.md#gas-payment-enforcement
   ['gasPaymentEnforcement not an array', withValue('gasPaymentEnforcement', { type: 'none' }), 'gasPaymentEnforcement'],
   [
     'gasPaymentEnforcement entry not an object',
@@ -745,7 +745,7 @@ describe('docs/design.md#configuration: the built-in default configuration', () 
     );
   });
 
-  test('docs/configuration.md#gas-payment-enforcement: the hostile-recipient keys, normalised', () => {
+  test('docs/worker-configuration.md#gas-payment-enforcement: the hostile-recipient keys, normalised', () => {
     const config = parseConfig({
       ...goodConfig(),
       gasPaymentEnforcement: [
@@ -788,7 +788,7 @@ describe('docs/design.md#configuration: the built-in default configuration', () 
     const indexed = parseConfig(withValue('chains.ethereum.index', { from: 1_000, chunk: 500, mode: 'block' })).chains;
     assert.deepEqual(indexed.ethereum.index, { chunk: 500 });
     assert.equal(indexed.base.index, undefined);
-    // Absent: no payment policy (a worker refuses to start: docs/configuration.md#stated-gas-policy),
+    // Absent: no payment policy (a worker refuses to start: docs/worker-configuration.md#stated-gas-policy),
     // the gas limit 3 000 000; "none" lifts the limit and the fee ceiling.
     const plain = parseConfig(goodConfig());
     assert.equal(plain.gasPaymentEnforcement, undefined);
@@ -798,9 +798,9 @@ describe('docs/design.md#configuration: the built-in default configuration', () 
     assert.deepEqual(uncapped.ethereum.transactionOverrides, { gasPriceCap: null });
   });
 
-  test('docs/configuration.md#gas-payment-enforcement: its example is a valid config', () => {
-    const text = readFileSync(new URL('../../../docs/configuration.md', import.meta.url), 'utf8');
-    const block = /### Gas payment enforcement\n[\s\S]*?```json\n([\s\S]*?)```/.exec(text);
+  test('docs/worker-configuration.md#gas-payment-enforcement: its example is a valid config', () => {
+    const text = readFileSync(new URL('../../../docs/worker-configuration.md', import.meta.url), 'utf8');
+    const block = /## Gas payment enforcement\n[\s\S]*?```json\n([\s\S]*?)```/.exec(text);
     assert.ok(block, 'the example is there');
     const config = parseConfig({ ...goodConfig(), ...JSON.parse(block[1]) });
     assert.deepEqual(

@@ -21,7 +21,7 @@ function config(overrides: Partial<RelayerConfig> = {}): RelayerConfig {
   return base;
 }
 
-describe('docs/configuration.md#stated-gas-policy: what a worker must be told', () => {
+describe('docs/worker-configuration.md#stated-gas-policy: what a worker must be told', () => {
   test('no gasPaymentEnforcement, or an empty one, and each relay chain without a gasPriceCap: one line each', () => {
     const missing = unstatedPolicy(config());
     assert.equal(missing.length, 2, missing.join('\n'));
@@ -76,7 +76,7 @@ describe('docs/configuration.md#stated-gas-policy: what a worker must be told', 
   });
 });
 
-describe('docs/configuration.md#stated-gas-policy: relayer-api/worker refuses the same config', () => {
+describe('docs/worker-configuration.md#stated-gas-policy: relayer-api/worker refuses the same config', () => {
   test('createRelayerWorker throws UnstatedPolicyError (a ConfigError) before it asks any node', async () => {
     // testConfig's RPC URLs are http://rpc.invalid/…: a worker that asked a node first would fail otherwise.
     const error = await createRelayerWorker({ config: config(), outbox: createMemoryOutbox(), signerKey: KEY }).then(

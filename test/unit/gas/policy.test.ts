@@ -1,6 +1,6 @@
 /**
  * Gas payment enforcement's policy (docs/gas.md#gas-payment-enforcement,
- * docs/configuration.md#gas-payment-enforcement): which entry applies to a message, and whether
+ * docs/worker-configuration.md#gas-payment-enforcement): which entry applies to a message, and whether
  * what was paid meets it. The vectors are those of Hyperlane's relayer tests
  * (rust/main/agents/relayer/src/msg/gas_payment/mod.rs and policies/*.rs), named after them.
  */
@@ -299,7 +299,7 @@ describe('needsPaymaster: the origins a payment is asked from', () => {
 });
 
 /**
- * The config parser of `gasPaymentEnforcement` (docs/configuration.md#gas-payment-enforcement):
+ * The config parser of `gasPaymentEnforcement` (docs/worker-configuration.md#gas-payment-enforcement):
  * what it accepts, and the exact key and text of what it refuses. Checked here, among the files
  * `npm run mutate` runs for lib/gas/policy.ts (CONTRIBUTING.md#mutation-testing).
  */
