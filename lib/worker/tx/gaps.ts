@@ -1,26 +1,12 @@
 /**
- * What a followed slot does at a new head (docs/transactions.md#gaps), decided from the node's state
- * read once per head and signer (`HeadView`) and what the process knows of the slot: a pure
- * function, so the rules are checked on their own (test/unit/worker/tx/gaps.test.ts).
- *
- * - The nonce is below the chain's mined count and none of the slot's transactions is mined: the
- *   nonce went to another transaction (`used`).
- * - The chain expects this nonce next and the node holds none of the slot's transactions: the
- *   newest is given to the node again as it was signed (`rebroadcast`, `gap`; if the node refuses
- *   it, the caller replaces it), or replaced at once when its fees are below the head's base fee
- *   and the base fee is within gasPriceCap (`replace`, `gap`).
- * - A later nonce whose transactions the node lost too (a node that drops a transaction drops those
- *   queued behind it: anvil, a restarted node, a load balancer's other node): given to the node
- *   again at the same head (`rebroadcast`, `lost`), the same bytes, behind a gap or not, so that
- *   they are mined in the block that mines the gap's, not one nonce a block after it. Nothing is
- *   replaced for it (a refusal waits for the next head).
- * - A nonce below is free (its broadcast certainly failed; nothing that may land holds it): it is
- *   filled (`fill`), else every later transaction waits behind it for ever.
- * - Behind a gap (a nonce below that the node's pool does not hold): nothing is replaced; fees
- *   bought there buy nothing until the gap is filled.
- * - Otherwise a transaction whose maxFeePerGas is below the head's base fee is replaced at once
- *   (unless the base fee is above gasPriceCap: then it waits, as a first send does); one not
- *   mined `replaceAfterBlocks` heads after it was sent, or `replaceAfterMs` after, is replaced.
+ * What a followed slot does at a new head (docs/transactions.md#gaps: the rules, in words), decided
+ * from the node's state read once per head and signer (`HeadView`) and what the process knows of
+ * the slot: a pure function, so the rules are checked on their own (test/unit/worker/tx/gaps.test.ts).
+ * The moves, as the doc's rules name them: `used` (the nonce went to another transaction),
+ * `rebroadcast` with `gap` (the nonce the chain waits on, held by no node) or `lost` (a later one the
+ * node dropped too), `replace` (below the base fee, or not mined after replaceAfterBlocks or
+ * replaceAfterMs; never behind a gap), `fill` (a free nonce below: a self-transfer), or `wait`
+ * (behind a gap, or the base fee above gasPriceCap).
  */
 
 /**
