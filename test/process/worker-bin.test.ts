@@ -214,7 +214,7 @@ test('docs/worker-configuration.md#stated-gas-policy: no stated gas policy or fe
   assert.match(next.output, /database \S+not-there\/x\.db does not exist/, 'past the policy check');
 });
 
-test("docs/worker-configuration.md#stated-gas-policy: each opt-out is warned at start; the started line has each destination's policy", async () => {
+test("docs/worker-configuration.md#stated-gas-policy: opt-outs warned at start; the started line has each destination's policy", async () => {
   const db = join(dir, 'stated.db');
   await (await openSqliteStore(db)).close();
   const start = async (name: string, extra: Record<string, unknown>, capOf: (chain: string) => unknown) => {

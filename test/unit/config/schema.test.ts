@@ -214,7 +214,7 @@ test('docs/configuration.md#the-configuration-file: a config that sets every key
   }
 });
 
-test('docs/worker-configuration.md#gas-payment-enforcement: the test config has an entry of every gas policy type of the schema', () => {
+test('docs/worker-configuration.md#gas-payment-enforcement: the test config has an entry of each policy type of the schema', () => {
   // With one entry of each type, the probes below check each type's keys against the parser's. That
   // the schema's types are the parser's is checked in test/unit/docs-lists.test.ts.
   const listed = [...schema.$defs.gasPolicy.properties.type.enum].sort();
@@ -279,7 +279,7 @@ test('docs/configuration.md#the-configuration-file: a wrong type at any leaf is 
   }
 });
 
-test('docs/worker-configuration.md#stated-gas-policy: "none" lifts the gas limit and the fee ceiling in both; a null limit neither', () => {
+test('docs/worker-configuration.md#stated-gas-policy: "none" lifts the gas limit and fee ceiling in both; a null limit neither', () => {
   const none = full();
   none.transactionGasLimit = 'none';
   none.chains.one.transactionOverrides.gasPriceCap = 'none';
