@@ -185,7 +185,6 @@ describe('relayer-server prints no database password (SECURITY.md)', () => {
     url.searchParams.set('password', password);
     const server = await launchRelayerServer([], {
       env: env({ RELAYER_DB: url.href, RELAYER_LOG_LEVEL: 'info' }),
-      startTimeoutMs: 30_000,
       graceMs: 5_000,
     });
     try {

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { INSTALL_FLAGS, packedTarball } from '../helpers/harness/packed.ts';
-import { onExitCleanup, REPO_ROOT, spawnTracked, stopProcess, waitForLine } from '../helpers/harness/processes.ts';
+import { onExitCleanup, REPO_ROOT, spawnTracked, stopProcess, waitForStart } from '../helpers/harness/processes.ts';
 import { refusedPort } from '../helpers/fakes/refused-port.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'relayer-install-'));
@@ -84,7 +84,7 @@ test('docs/deploy.md#the-package: the installed relayer-server answers /ready on
     cwd: prefix,
     env: env(),
   });
-  const [, url] = await waitForLine(server, /relayer-server listening on (http:\/\/\S+)/, 30_000);
+  const [, url] = await waitForStart(server, /relayer-server listening on (http:\/\/\S+)/);
   const ready = await fetch(`${url}/ready`);
   assert.equal(ready.status, 200, await ready.text());
   assert.equal(await stopProcess(server.child, 15_000), 0, server.output());

@@ -62,7 +62,6 @@ test('pool_size=1: POST /relay and status streams answer while a stream listens 
   const server = await startRelayerServer(t, [], {
     config: { chains: fileChains(rpc.url) },
     env: { ...process.env, RELAYER_DB: pooled.href },
-    startTimeoutMs: 30_000,
   });
   const first = await postJson(server.url, '/relay', { origin_chain: 'ethereum', tx_hash: minedTx() });
   assert.equal(first.status, 200, first.text);

@@ -21,7 +21,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { after, test, type TestContext } from 'node:test';
-import { onExitCleanup, waitForLine } from '../helpers/harness/processes.ts';
+import { onExitCleanup, waitForStart } from '../helpers/harness/processes.ts';
 import { packedFiles } from '../helpers/harness/packed.ts';
 
 const root = new URL('../..', import.meta.url).pathname;
@@ -351,7 +351,7 @@ test('docs/getting-started.md#try-it: every shell example of the README and the 
   };
   const forget = onExitCleanup(() => signalGroup('SIGKILL'));
   const server = { child, output: () => output };
-  const ready = await waitForLine(server, /listening on http:\/\/127\.0\.0\.1:(\d+)/, 30_000);
+  const ready = await waitForStart(server, /listening on http:\/\/127\.0\.0\.1:(\d+)/);
   const port = ready[1];
   assert.ok(
     existsSync(join(clone, 'data', 'relayer.db')),

@@ -56,7 +56,6 @@ async function startReplicas(n: number, relayApi: Record<string, unknown>, dbUrl
       const replica = await launchRelayerServer([], {
         config,
         env: { ...process.env, RELAYER_DB: dbUrl, RELAYER_LOG_LEVEL: 'info' },
-        startTimeoutMs: 30_000,
         graceMs: 5_000,
       });
       replicas.push(replica);
@@ -311,7 +310,6 @@ describe('relayer-server without the optional pg package (docs/design.md#postgre
     assert.ok(!proc.output().includes(new URL(server.url()).password));
     const sqlite = await launchRelayerServer(['--db', ':memory:'], {
       nodeArgs: ['--import', hide],
-      startTimeoutMs: 30_000,
     });
     try {
       assert.equal((await httpRequest(sqlite.url, { path: '/relay' })).status, 200);

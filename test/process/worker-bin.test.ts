@@ -21,7 +21,7 @@ import pg from 'pg';
 import { noGasGate } from '../helpers/fixtures/config.ts';
 import { startFakeRpcServer, type FakeRpcServer } from '../helpers/fakes/rpc.ts';
 import { sharedPostgresUrl } from '../helpers/harness/postgres.ts';
-import { spawnTracked, stopProcess, waitForLine } from '../helpers/harness/processes.ts';
+import { spawnTracked, stopProcess, waitForLine, waitForStart } from '../helpers/harness/processes.ts';
 import { REPO_ROOT } from '../helpers/harness/server.ts';
 import { workerInProcess as inProcess } from '../helpers/harness/worker-command.ts';
 
@@ -227,7 +227,7 @@ test("docs/worker-configuration.md#stated-gas-policy: opt-outs warned at start; 
       env: { ...process.env, RELAYER_DB: '', RELAYER_SIGNER_KEY: KEY },
     });
     try {
-      await waitForLine(child, /relayer-worker ops on /, 20_000);
+      await waitForStart(child, /relayer-worker ops on /);
     } finally {
       await stopProcess(child.child);
     }
@@ -505,7 +505,7 @@ test('docs/delivery.md#start-up-checks-and-heartbeat: a destination on another c
   );
   // A start that fails its checks must not outlive the test (its process would keep this file's alive).
   try {
-    const [, url] = await waitForLine(started, /relayer-worker ops on (http:\/\/\S+)/, 20_000);
+    const [, url] = await waitForStart(started, /relayer-worker ops on (http:\/\/\S+)/);
     const metrics = await (await fetch(`${url}/metrics`)).text();
     assert.match(metrics, /^relayer_worker_signer_balance_wei\{destination="local"\} 5000000000000000$/m);
     assert.equal((await fetch(`${url}/ready`)).status, 200);
@@ -555,7 +555,7 @@ test('docs/delivery.md#start-up-checks-and-heartbeat: a node that turns to anoth
     env: { ...process.env, RELAYER_DB: '', RELAYER_SIGNER_KEY: KEY },
   });
   try {
-    const [, url] = await waitForLine(worker, /relayer-worker ops on (http:\/\/\S+)/, 20_000);
+    const [, url] = await waitForStart(worker, /relayer-worker ops on (http:\/\/\S+)/);
     const readyIs = async (status: number, body: string) => {
       for (let i = 0; i < 100; i++) {
         const res = await fetch(`${url}/ready`);
@@ -616,7 +616,7 @@ test('docs/operations.md#the-sqlite-store-worker-thread-group-commit-locks: a de
   );
   const exited = once(child.child, 'exit') as Promise<[number | null]>;
   try {
-    await waitForLine(child, /relayer-worker ops on /, 20_000);
+    await waitForStart(child, /relayer-worker ops on /);
     child.child.kill('SIGUSR2');
     const ended = await Promise.race([exited, delay(20_000, undefined, { ref: false })]);
     assert.equal(ended?.[0], 1, `exits 1 (not still running): ${child.output()}`);

@@ -28,7 +28,7 @@ import {
   REPO_ROOT,
   spawnTracked,
   stopProcess,
-  waitForLine,
+  waitForStart,
   type Tracked,
 } from '../harness/processes.ts';
 
@@ -198,7 +198,7 @@ export async function startWorker(
     env: { ...process.env, RELAYER_SIGNER_KEY: devKey(options.keyIndex ?? 1), ...options.env },
   });
   try {
-    const [, opsUrl] = await waitForLine(tracked, /relayer-worker ops on (http:\/\/\S+)/, 30_000);
+    const [, opsUrl] = await waitForStart(tracked, /relayer-worker ops on (http:\/\/\S+)/);
     const worker: WorkerProcess = {
       ...tracked,
       opsUrl,

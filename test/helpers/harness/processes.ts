@@ -6,6 +6,8 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 
 /**
@@ -93,10 +95,51 @@ export function spawnTracked(
 }
 
 /**
- * Resolves with the first line of the process's output that matches `pattern`; rejects when the
- * process exits first or after `timeoutMs`.
+ * What a child's start may cost before the line that says it is ready (relayer-server's
+ * "listening on", relayer-worker's "ops on"): CPU_MS of its own CPU time, HANG_MS of wall time.
+ * A start is a fixed amount of work (relayer-server 1.4-1.6 s of CPU, relayer-worker 2.6-2.9 s,
+ * measured at load 13-20), but its wall time grows with the machine's load: the server took
+ * 5-7 s at load 13, 11-13 s at load 18 under `nice -n 19`; the worker 22-25 s at load 20 under
+ * `nice -n 10`, past the 15 s and 20 s the bin tests allowed. So the bound that says "the start
+ * got slower" counts the child's CPU (five to ten times a start's), and the wall time is only a
+ * hang guard, for a child that waits on something (a lock, a port) and uses no CPU.
  */
-export function waitForLine(tracked: Tracked, pattern: RegExp, timeoutMs: number): Promise<RegExpMatchArray> {
+export const START = { CPU_MS: 15_000, HANG_MS: 120_000 };
+
+/**
+ * CPU time (user + system, ms) a process has used so far, its threads included, from
+ * /proc/PID/stat; undefined off Linux or once the process is gone.
+ */
+export function cpuMsOf(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    // After the command's closing parenthesis: state is field 0, utime 11 and stime 12, in ticks of 10 ms
+    // (USER_HZ is 100 on Linux whatever the kernel's own tick).
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ').at(-1)?.split(' ') ?? [];
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    return Number.isFinite(ticks) ? ticks * 10 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The line a child prints once it is ready, within the bounds of START (its CPU time, a hang guard). */
+export function waitForStart(tracked: Tracked, pattern: RegExp): Promise<RegExpMatchArray> {
+  return waitForLine(tracked, pattern, START.HANG_MS, START.CPU_MS);
+}
+
+/**
+ * Resolves with the first line of the process's output that matches `pattern`; rejects when the
+ * process exits first, after `timeoutMs` of wall time, or once the process has used `cpuMs` of CPU
+ * time (checked every 250 ms, on Linux). The rejection says how much CPU the process used and the
+ * machine's load average, which tell a slow machine from a slow process.
+ */
+export function waitForLine(
+  tracked: Tracked,
+  pattern: RegExp,
+  timeoutMs: number,
+  cpuMs?: number,
+): Promise<RegExpMatchArray> {
   const { child } = tracked;
   return new Promise((resolve, reject) => {
     // Lines printed before the caller started waiting count too.
@@ -108,6 +151,7 @@ export function waitForLine(tracked: Tracked, pattern: RegExp, timeoutMs: number
     let buffered = tracked.output().split('\n').at(-1) ?? '';
     const cleanup = () => {
       clearTimeout(timer);
+      clearInterval(cpuCheck);
       child.stdout?.off('data', onData);
       child.stderr?.off('data', onData);
       child.off('exit', onExit);
@@ -131,10 +175,25 @@ export function waitForLine(tracked: Tracked, pattern: RegExp, timeoutMs: number
         new Error(`process exited (code ${code}, signal ${signal}) before printing ${pattern}:\n${tracked.output()}`),
       );
     };
+    const spent = () =>
+      `the process used ${cpuMsOf(child.pid) ?? '?'} ms of CPU; load average ${loadavg()
+        .map((l) => l.toFixed(1))
+        .join(' ')}`;
     const timer = setTimeout(() => {
       cleanup();
-      reject(new Error(`no line matching ${pattern} within ${timeoutMs} ms:\n${tracked.output()}`));
+      reject(new Error(`no line matching ${pattern} within ${timeoutMs} ms (${spent()}):\n${tracked.output()}`));
     }, timeoutMs);
+    const cpuCheck =
+      cpuMs === undefined
+        ? undefined
+        : setInterval(() => {
+            const used = cpuMsOf(child.pid);
+            if (used === undefined || used <= cpuMs) return;
+            cleanup();
+            reject(
+              new Error(`no line matching ${pattern} within ${cpuMs} ms of CPU (${spent()}):\n${tracked.output()}`),
+            );
+          }, 250);
     child.stdout?.on('data', onData);
     child.stderr?.on('data', onData);
     child.once('exit', onExit);

@@ -9,7 +9,7 @@ import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { onExitCleanup, REPO_ROOT, spawnTracked, stopProcess, waitForLine } from './processes.ts';
+import { onExitCleanup, REPO_ROOT, spawnTracked, stopProcess, waitForLine, waitForStart } from './processes.ts';
 
 export { REPO_ROOT };
 export const SERVER_BIN = join(REPO_ROOT, 'bin', 'relayer-server.ts');
@@ -44,6 +44,10 @@ export interface RelayerServerOptions {
   cwd?: string;
   /** Its environment (this process's by default), e.g. RELAYER_DB. */
   env?: NodeJS.ProcessEnv;
+  /**
+   * A wall-time bound on the start instead of the default, test/helpers/harness/processes.ts START
+   * (the server's CPU time, and a two-minute hang guard): a test whose subject is a slow start.
+   */
   startTimeoutMs?: number;
   /** Time between SIGTERM and SIGKILL in stop(). */
   graceMs?: number;
@@ -86,7 +90,10 @@ export async function launchRelayerServer(args: string[], options: RelayerServer
     return stopping;
   };
   try {
-    const [, url] = await waitForLine(tracked, /listening on (http:\/\/[^\s/]+)/, options.startTimeoutMs ?? 15_000);
+    const pattern = /listening on (http:\/\/[^\s/]+)/;
+    const [, url] = await (options.startTimeoutMs === undefined
+      ? waitForStart(tracked, pattern)
+      : waitForLine(tracked, pattern, options.startTimeoutMs));
     return {
       url,
       child,

@@ -238,7 +238,6 @@ describe('migrations run without the limits (docs/operations.md)', () => {
         RELAYER_DB: withParams(dbUrl, { statement_timeout: '200', lock_timeout: '200' }),
         RELAYER_LOG_LEVEL: 'info',
       },
-      startTimeoutMs: 60_000,
       graceMs: 5_000,
     });
     let exited = false;
