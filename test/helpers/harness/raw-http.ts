@@ -31,6 +31,8 @@ export interface RawOptions {
   timeoutMs?: number;
   /** Pause between the given chunks (slow-drip clients). */
   dripMs?: number;
+  /** Ends the exchange when aborted (the socket is then destroyed), like `timeoutMs`. */
+  signal?: AbortSignal;
 }
 
 /** A request as bytes; Content-Length is added for a body unless a header says otherwise. */
@@ -145,6 +147,7 @@ export function rawExchange(
       resolve({ replies, closed, ms: performance.now() - started, written });
     };
     const timer = setTimeout(finish, timeoutMs);
+    options.signal?.addEventListener('abort', finish, { once: true });
     let dripTimer: ReturnType<typeof setTimeout> | undefined;
     socket.on('data', (data: Buffer) => {
       received = Buffer.concat([received, data]);
