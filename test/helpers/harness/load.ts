@@ -198,13 +198,19 @@ export interface LoadOptions {
   onSample?: (elapsedMs: number) => void;
   sampleEveryMs?: number;
   /**
-   * Also accept `408 timeout` for requests whose receipt exists (`relay-new`, `relay-no-messages`):
-   * inside npm test the fake JSON-RPC shares this process with the clients and the machine with the
-   * other test files, and a receipt can come back after the server's receipt timeout. A 408 is a
-   * documented answer for a receipt not fetched in time (docs/api.md#errors), and it must lose nothing: the
-   * caller still checks that no reservation is left. The soak keeps it unexpected.
+   * Also accept `408 timeout` for requests whose receipt exists (`relay-new`, `relay-no-messages`)
+   * when it is late for the machine's sake, given the server's receipt timeout: inside npm test the
+   * fake JSON-RPC shares this process with the clients and the machine with the other test files,
+   * and a receipt can come back after the server's deadline. A 408 is a documented answer for a
+   * receipt not fetched in time (docs/api.md#errors), and it must lose nothing: the caller still
+   * checks that no reservation is left. Such a 408 is accepted only when (1) the server says the
+   * endpoint gave no answer in time (lib/rpc/receipt.ts: "not fetched", not "not found": the fake
+   * always has these receipts), and (2) this client waited at least the receipt timeout for it (a
+   * deadline cut short is the server's fault). Both hold at any load, where a share of late
+   * receipts (one in ten) did not: one stall of the machine times out every relay in flight. The
+   * soak keeps every such 408 unexpected.
    */
-  slowReceiptsAllowed?: boolean;
+  slowReceiptsAllowed?: { receiptTimeoutMs: number };
 }
 
 export interface KindReport {
@@ -232,6 +238,23 @@ export interface LoadReport {
   clientLoopDelayMaxMs: number;
   /** TCP connections the workers opened (= connections when keep-alive held throughout). */
   connectionsOpened: number;
+}
+
+/** The server's words for a receipt whose endpoint gave no answer before the deadline (lib/rpc/receipt.ts, diagnostics.ts). */
+const NO_ANSWER_IN_TIME =
+  /^transaction receipt not fetched within \d+ seconds: the RPC endpoints of chain \S+ failed \(last attempt: (no answer in time|timed out)\)$/;
+
+/** Whether a 408 of a mined transaction was late for the machine's sake (LoadOptions.slowReceiptsAllowed). */
+function lateReceipt(text: string, waitedMs: number, allowed: LoadOptions['slowReceiptsAllowed']): boolean {
+  if (allowed === undefined) return false;
+  let message: unknown;
+  try {
+    message = JSON.parse(text).message;
+  } catch {
+    return false;
+  }
+  // Timers fire to the millisecond: a few of slack, never a deadline visibly cut short.
+  return typeof message === 'string' && NO_ANSWER_IN_TIME.test(message) && waitedMs >= allowed.receiptTimeoutMs - 5;
 }
 
 /** Park-Miller generator: the same mix on every run with the same seed. */
@@ -353,7 +376,8 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
         continue;
       }
       requests++;
-      latencies.get(kind)!.push(performance.now() - t0);
+      const waitedMs = performance.now() - t0;
+      latencies.get(kind)!.push(waitedMs);
       let reason = '';
       if (reply.status !== 200) {
         try {
@@ -365,9 +389,12 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
       const outcome = reason === '' ? String(reply.status) : `${reply.status} ${reason}`;
       const counts = outcomes.get(kind)!;
       counts[outcome] = (counts[outcome] ?? 0) + 1;
-      const slow = options.slowReceiptsAllowed && outcome === '408 timeout';
-      if (!(MIX[kind].allowed as readonly string[]).includes(outcome) && !(slow && RECEIPT_KINDS.has(kind)))
-        unexpected.push(`${kind}: ${outcome} ${reply.text.slice(0, 120)}`);
+      const slow =
+        outcome === '408 timeout' &&
+        RECEIPT_KINDS.has(kind) &&
+        lateReceipt(reply.text, waitedMs, options.slowReceiptsAllowed);
+      if (!(MIX[kind].allowed as readonly string[]).includes(outcome) && !slow)
+        unexpected.push(`${kind}: ${outcome} after ${Math.round(waitedMs)} ms ${reply.text.slice(0, 200)}`);
       if (reply.status === 200 && req.hash !== undefined) {
         committed.add(req.hash);
         if (kind !== 'relay-duplicate') duplicates.push(req.hash);
