@@ -8,12 +8,28 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { createPublicClient, custom, keccak256, type Hash, type Hex, type TransactionReceipt } from 'viem';
+import {
+  createPublicClient,
+  custom,
+  encodeErrorResult,
+  keccak256,
+  type Hash,
+  type Hex,
+  type PublicClient,
+  type TransactionReceipt,
+} from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import type { GasSpend } from '../../../../lib/gas/payment.ts';
 import { createMemoryOutbox, type JournalEntry } from '../../../../lib/outbox/index.ts';
 import type { TransactionJournal } from '../../../../lib/worker/tx/journal.ts';
-import { recordSpent } from '../../../../lib/worker/tx/receipts.ts';
+import { TransactionError } from '../../../../lib/worker/errors.ts';
+import {
+  confirmedReceipt,
+  firstMined,
+  minedFailure,
+  receiptOf,
+  recordSpent,
+} from '../../../../lib/worker/tx/receipts.ts';
 import { createTransactionSender } from '../../../../lib/worker/tx/sender.ts';
 import { hyperlaneMessage, messageId, rpcReceipt } from '../../../helpers/fixtures/builders.ts';
 
@@ -209,5 +225,147 @@ describe('what a reverted transaction spent (docs/gas.md#gas-already-spent)', ()
     const r = outbox.get(id)!;
     // 60 000 gas at 2 gwei, counted once.
     assert.deepEqual([r.gasSpent, r.gasSpentWei], [60_000n, 120_000n * GWEI]);
+  });
+});
+
+/** A node that answers receipts from `receipts`, the head `head`, and eth_call with `call`; `asked` lists the requests. */
+function node(o: { receipts?: Record<string, unknown>; head?: number; call?: () => unknown }) {
+  const asked: Array<[string, unknown]> = [];
+  const client = createPublicClient({
+    transport: custom(
+      {
+        async request({ method, params }: { method: string; params: unknown[] }) {
+          asked.push([method, method === 'eth_call' ? params : params?.[0]]);
+          if (method === 'eth_getTransactionReceipt') {
+            const r = o.receipts?.[params[0] as string];
+            if (r instanceof Error) throw { code: -32603, message: r.message };
+            return r ?? null;
+          }
+          if (method === 'eth_blockNumber') return `0x${(o.head ?? 0).toString(16)}`;
+          if (method === 'eth_call') return o.call?.() ?? '0x';
+          throw new Error(`unexpected ${method}`);
+        },
+      },
+      { retryCount: 0 },
+    ),
+  }) as PublicClient;
+  return { client, asked };
+}
+
+const H = (n: number) => `0x${n.toString(16).padStart(64, '0')}` as Hash;
+/** A receipt as a node answers it: mined in block `block` (its hash derived from the block unless given). */
+const rpc = (hash: Hash, block: number, over: Record<string, unknown> = {}) => ({
+  ...rpcReceipt(hash, []),
+  blockNumber: `0x${block.toString(16)}`,
+  blockHash: H(0xb000 + block),
+  ...over,
+});
+
+describe('receipts: mined, confirmed, and why a mined one failed (docs/transactions.md#transactions)', () => {
+  test('receiptOf: undefined while not mined; a failing node is an error, not "not mined"', async () => {
+    const { client } = node({ receipts: { [H(1)]: rpc(H(1), 10), [H(2)]: new Error('internal') } });
+    assert.equal((await receiptOf(client, H(1)))?.transactionHash, H(1));
+    assert.equal(await receiptOf(client, H(3)), undefined);
+    await assert.rejects(receiptOf(client, H(2)));
+  });
+
+  test('firstMined: the hashes asked in order, the first mined one returned, none asked after it', async () => {
+    const { client, asked } = node({ receipts: { [H(2)]: rpc(H(2), 10), [H(3)]: rpc(H(3), 11) } });
+    assert.equal((await firstMined(client, [H(1), H(2), H(3)]))?.transactionHash, H(2));
+    assert.deepEqual(asked, [
+      ['eth_getTransactionReceipt', H(1)],
+      ['eth_getTransactionReceipt', H(2)],
+    ]);
+    const none = node({});
+    assert.equal(await firstMined(none.client, [H(1), H(4)]), undefined);
+    assert.equal(none.asked.length, 2);
+  });
+
+  test('confirmedReceipt: with N confirmations at head >= block + N - 1, read again and still in its block', async () => {
+    const mined = (await receiptOf(node({ receipts: { [H(1)]: rpc(H(1), 10) } }).client, H(1)))!;
+    // One confirmation is the block that mined it: nothing asked.
+    const one = node({});
+    assert.equal(await confirmedReceipt(one.client, mined, 1n), mined);
+    assert.deepEqual(one.asked, []);
+    // Three: head 11 is two blocks (10 and 11), not enough, and the receipt is not read.
+    const early = node({ head: 11, receipts: { [H(1)]: rpc(H(1), 10) } });
+    assert.equal(await confirmedReceipt(early.client, mined, 3n), undefined);
+    assert.deepEqual(
+      early.asked.map(([m]) => m),
+      ['eth_blockNumber'],
+    );
+    // Head 12: three blocks; the receipt read again, in the same block.
+    const ready = node({ head: 12, receipts: { [H(1)]: rpc(H(1), 10) } });
+    assert.equal((await confirmedReceipt(ready.client, mined, 3n))?.blockHash, mined.blockHash);
+    assert.deepEqual(
+      ready.asked.map(([m]) => m),
+      ['eth_blockNumber', 'eth_getTransactionReceipt'],
+    );
+    // The head is read fresh each time (viem caches it per client otherwise): the next block confirms it.
+    const o = { head: 11, receipts: { [H(1)]: rpc(H(1), 10) } };
+    const moving = node(o);
+    assert.equal(await confirmedReceipt(moving.client, mined, 3n), undefined);
+    o.head = 12;
+    assert.equal((await confirmedReceipt(moving.client, mined, 3n))?.blockHash, mined.blockHash);
+    // Two confirmations are waited for too.
+    assert.equal(await confirmedReceipt(node({ head: 10 }).client, mined, 2n), undefined);
+    // Reorganised away (gone, or mined in another block): not confirmed.
+    assert.equal(await confirmedReceipt(node({ head: 12 }).client, mined, 3n), undefined);
+    const moved = node({ head: 12, receipts: { [H(1)]: rpc(H(1), 10, { blockHash: H(0xdead) }) } });
+    assert.equal(await confirmedReceipt(moved.client, mined, 3n), undefined);
+  });
+
+  test('minedFailure: out of gas when it used its whole gas limit, nothing asked', async () => {
+    const mined = receipt({ transactionHash: H(1), gasUsed: 100_000n, blockNumber: 10n });
+    const { client, asked } = node({});
+    const error = await minedFailure(
+      client,
+      `0x${'aa'.repeat(20)}`,
+      { to: `0x${'bb'.repeat(20)}`, data: '0x12' },
+      mined,
+      100_000n,
+      undefined,
+    );
+    assert.ok(error instanceof TransactionError);
+    assert.deepEqual([error.code, error.message, error.hash], ['out_of_gas', 'the transaction ran out of gas', H(1)]);
+    assert.deepEqual(asked, []);
+  });
+
+  test("minedFailure: otherwise the call replayed at the transaction's block gives the revert reason", async () => {
+    const ABI = [{ type: 'error', name: 'Error', inputs: [{ name: 'm', type: 'string' }] }] as const;
+    const data = encodeErrorResult({ abi: ABI, errorName: 'Error', args: ['not the owner'] });
+    const mined = receipt({ transactionHash: H(1), gasUsed: 99_999n, blockNumber: 10n });
+    const account = `0x${'aa'.repeat(20)}` as const;
+    const req = { to: `0x${'bb'.repeat(20)}` as const, data: '0x1234' as Hex, value: 5n };
+    const reverting = node({
+      call: () => {
+        throw { code: 3, message: 'execution reverted: not the owner', data };
+      },
+    });
+    const error = await minedFailure(reverting.client, account, req, mined, 100_000n, undefined);
+    assert.deepEqual(
+      [error.code, error.message, error.reason, error.hash],
+      ['revert', 'the transaction reverted: not the owner', 'not the owner', H(1)],
+    );
+    assert.deepEqual(
+      reverting.asked,
+      [['eth_call', [{ from: account, to: req.to, data: req.data, value: '0x5' }, '0xa']]],
+      'at block 10',
+    );
+    // No reason in the replay, a replay that no longer reverts, a node that fails: reverted, no reason.
+    const silent = node({
+      call: () => {
+        throw { code: 3, message: 'execution reverted' };
+      },
+    });
+    const failing = node({
+      call: () => {
+        throw { code: -32603, message: 'internal' };
+      },
+    });
+    for (const n of [silent, node({}), failing]) {
+      const e = await minedFailure(n.client, account, req, mined, 100_000n, undefined);
+      assert.deepEqual([e.code, e.message, e.reason, e.hash], ['revert', 'the transaction reverted', undefined, H(1)]);
+    }
   });
 });
