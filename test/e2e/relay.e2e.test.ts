@@ -296,9 +296,16 @@ describe('POST /relay end to end: anvil, the real Mailbox, bin/relayer-server.ts
       const elapsedMs = performance.now() - started;
       assertError(reply, 408, 'timeout');
       assert.ok(Number(reply.headers.get('retry-after')) > 0, `Retry-After ${reply.headers.get('retry-after')}`);
+      // The configured wait, not the default 10 s: at least that long, and the deadline the server
+      // says it used ("not found": the node answered null; "not fetched": its answer came too late,
+      // at a heavy load). An upper bound in wall time and "polled at least twice" (the first poll
+      // answered after 2.5 s at load 20 left one) were speed bounds; the polling every 500 ms is
+      // test/unit/rpc/receipt.test.ts's, on a fake clock.
       assert.ok(elapsedMs >= RECEIPT_TIMEOUT_SECONDS * 1000 - 100, `answered after ${elapsedMs} ms`);
-      assert.ok(elapsedMs < RECEIPT_TIMEOUT_SECONDS * 1000 + 3000, `answered after ${elapsedMs} ms`);
-      assert.ok(proxy.receiptAnswers(hash).nulls >= 2, 'the server polled the node more than once');
+      assert.match(
+        String(reply.body.message),
+        new RegExp(`^transaction receipt not (found|fetched) within ${RECEIPT_TIMEOUT_SECONDS} seconds\\b`),
+      );
     });
   });
 
