@@ -14,13 +14,14 @@ import { gauge, runLoad, startLoadTarget } from '../helpers/harness/load.ts';
 /**
  * 3 s: alone on a quiet machine the server answers some 3 000 requests a second, so the run holds
  * thousands of requests and several memory probes; the minute-long run is the soak's. In npm test
- * this file runs beside the others (150-200 requests a second there), so the run goes on until it
- * has 1 000 requests, for 10 s at most: a bounded amount of work rather than all the CPU it can
- * take for a fixed time.
+ * this file runs beside the others (150-200 requests a second there, 49-81 in the merge trains at
+ * load 20-25), so the run goes on until it has 1 000 requests: a bounded amount of work rather than
+ * all the CPU it can take for a fixed time. MAX_DURATION_MS is a hang guard, not a speed bound:
+ * at 10 s the slowest train run held 585 requests, near the 500 checked below.
  */
 const DURATION_MS = 3_000;
 const MIN_REQUESTS = 1_000;
-const MAX_DURATION_MS = 10_000;
+const MAX_DURATION_MS = 30_000;
 const CONNECTIONS = 100;
 /** The server's receipt timeout, 3 s rather than the soak's 1 s (below). */
 const RECEIPT_TIMEOUT_MS = 3_000;
