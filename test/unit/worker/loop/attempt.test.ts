@@ -16,6 +16,7 @@ import type { Outcome } from '../../../../lib/worker/loop/outcome.ts';
 import type { Destination, DeliveryPolicy, Resumed } from '../../../../lib/worker/types.ts';
 import type { JournalEntry } from '../../../../lib/outbox/types.ts';
 import type { SimulateResult } from '../../../../lib/worker/tx/sender.ts';
+import { claimedMessage } from '../../../helpers/fixtures/builders.ts';
 
 const ID = `0x${'11'.repeat(32)}`;
 const OURS = `0x${'ab'.repeat(32)}` as Hash;
@@ -24,31 +25,7 @@ const RAW = Uint8Array.from({ length: 81 }, (_, i) => i);
 const SIMULATED: SimulateResult = { estimate: 100_000n, gas: 120_000n };
 const SIGNER = `0x${'22'.repeat(20)}`;
 
-function claimed(over: Partial<ClaimedMessage> = {}): ClaimedMessage {
-  return {
-    id: ID,
-    originChain: 'anvil1',
-    txHash: `0x${'33'.repeat(32)}`,
-    origin: 1,
-    destination: 2,
-    nonce: 7,
-    raw: RAW,
-    enqueuedAt: 0,
-    status: 'delivering',
-    attempts: 1,
-    leaseExpiries: 0,
-    lastError: null,
-    deliveredAt: null,
-    destinationTxHash: null,
-    claimedUntil: 60_000,
-    retryAt: null,
-    failures: 0,
-    pendingSince: null,
-    polls: 0,
-    lease: 'the-lease',
-    ...over,
-  } as ClaimedMessage;
-}
+const claimed = (over: Partial<ClaimedMessage> = {}) => claimedMessage({ id: ID, raw: RAW, ...over });
 
 function entry(nonce: number, hash: string): JournalEntry {
   return { messageId: ID, chainId: 31337, signer: SIGNER, nonce, hash, raw: '0x00' } as unknown as JournalEntry;

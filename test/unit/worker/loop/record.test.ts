@@ -14,6 +14,7 @@ import { createRecorder } from '../../../../lib/worker/loop/record.ts';
 import type { Outcome } from '../../../../lib/worker/loop/outcome.ts';
 import type { WorkerSettings } from '../../../../lib/worker/types.ts';
 import { createFakeClock, T0, type FakeClock } from '../../../helpers/fakes/clock.ts';
+import { claimedMessage } from '../../../helpers/fixtures/builders.ts';
 
 const ID = `0x${'11'.repeat(32)}`;
 const HASH = `0x${'ab'.repeat(32)}`;
@@ -38,31 +39,8 @@ const SETTINGS: WorkerSettings = {
   stopGraceMs: 10_000,
 };
 
-function claimed(over: Partial<ClaimedMessage> = {}): ClaimedMessage {
-  return {
-    id: ID,
-    originChain: 'anvil1',
-    txHash: `0x${'33'.repeat(32)}`,
-    origin: 1,
-    destination: 2,
-    nonce: 7,
-    raw: new Uint8Array(81),
-    enqueuedAt: T0 - 10_000,
-    status: 'delivering',
-    attempts: 1,
-    leaseExpiries: 0,
-    lastError: null,
-    deliveredAt: null,
-    destinationTxHash: null,
-    claimedUntil: T0 + 60_000,
-    retryAt: null,
-    failures: 0,
-    pendingSince: null,
-    polls: 0,
-    lease: LEASE,
-    ...over,
-  } as ClaimedMessage;
-}
+const claimed = (over: Partial<ClaimedMessage> = {}) =>
+  claimedMessage({ id: ID, enqueuedAt: T0 - 10_000, claimedUntil: T0 + 60_000, lease: LEASE, ...over });
 
 interface Line {
   level: string;
