@@ -1,24 +1,17 @@
 /**
  * GET /merkle_proofs (lib/store/merkle-proof.ts, docs/api.md#get-merkle_proofs): the proof of a stored
  * leaf and the root of the stored tree 0..root_index, checked against a top-down recursive
- * computation of the depth-32 tree written here with viem's keccak256 from Merkle.sol's
- * definition (not the code under test); the query's rules; the admin token.
+ * computation of the depth-32 tree with viem's keccak256 from Merkle.sol's
+ * definition (test/helpers/fixtures/merkle-reference.ts, not the code under test); the query's rules; the admin token.
  */
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
-import { concat, keccak256, toHex, type Hex } from 'viem';
+import { keccak256, toHex } from 'viem';
+import { merkleNode } from '../../helpers/fixtures/merkle-reference.ts';
 import { createMemoryMerkleStore } from '../../../lib/store/merkle.ts';
 import { testConfig } from '../../helpers/fixtures/config.ts';
 import { httpRequest } from '../../helpers/harness/http.ts';
 import { startApi } from '../../helpers/harness/server.ts';
-
-const zero: Hex[] = [toHex(0, { size: 32 })];
-for (let i = 1; i <= 32; i++) zero.push(keccak256(concat([zero[i - 1], zero[i - 1]])));
-function node(leaves: Hex[], level: number, at: number): Hex {
-  if (at * 2 ** level >= leaves.length) return zero[level];
-  if (level === 0) return leaves[at];
-  return keccak256(concat([node(leaves, level - 1, 2 * at), node(leaves, level - 1, 2 * at + 1)]));
-}
 
 const leaves = Array.from({ length: 11 }, (_, i) => keccak256(toHex(`leaf ${i}`)));
 
@@ -44,12 +37,12 @@ test('docs/api.md#get-merkle_proofs: the proof and root of every leaf of stored 
       const res = await get(`/merkle_proofs?domain_id=1&leaf_index=${leaf}&root_index=${rootIndex}`);
       assert.equal(res.status, 200);
       const body = res.json() as { proof: { leaf: string; index: number; path: string[] }; root: string };
-      assert.equal(body.root, node(tree, 32, 0), `root of ${rootIndex + 1} leaves`);
+      assert.equal(body.root, merkleNode(tree, 32, 0), `root of ${rootIndex + 1} leaves`);
       assert.equal(body.proof.leaf, leaves[leaf]);
       assert.equal(body.proof.index, leaf);
       assert.deepEqual(
         body.proof.path,
-        body.proof.path.map((_, level) => node(tree, level, Math.floor(leaf / 2 ** level) ^ 1)),
+        body.proof.path.map((_, level) => merkleNode(tree, level, Math.floor(leaf / 2 ** level) ^ 1)),
       );
     }
   }
