@@ -102,6 +102,48 @@ async function mineAndDeliver(s: Scenario): Promise<void> {
 const inProcess = (s: Scenario, keyIndex: number, worker: Record<string, unknown>) =>
   startInProcessWorker(config(join(bench.dir, 'unused.db'), worker), s.store.outbox, { keyIndex });
 
+/** A transaction in the node's pool: its hash and fee cap. */
+interface Pending {
+  hash: string;
+  maxFeePerGas: string;
+}
+
+/**
+ * The killed worker with a stuck transaction: the first message enqueued, `start`'s worker SIGKILLed
+ * once its transaction is in the pool, the next block's base fee set just above what it offers (it
+ * cannot be mined), then the other messages enqueued. Returns the stuck transaction.
+ */
+async function stuckByKill(s: Scenario, start: () => ReturnType<typeof startWorker>): Promise<Pending> {
+  await s.store.outbox.enqueue(s.messages.slice(0, 1));
+  const first = await start();
+  let stuck: Pending | undefined;
+  try {
+    await until(async () => (stuck = (await poolOf(s.signer))['0']) !== undefined, 'the first transaction pending');
+  } finally {
+    await first.stop('SIGKILL');
+  }
+  await bench.chain.rpc('anvil_setNextBlockBaseFeePerGas', [`0x${(BigInt(stuck!.maxFeePerGas) + 1n).toString(16)}`]);
+  await s.store.outbox.enqueue(s.messages.slice(1));
+  return stuck!;
+}
+
+/** Waits for another transaction than `stuck` at nonce 0, then mines and waits for every delivery. */
+async function replacedThenDelivered(s: Scenario, stuck: Pending): Promise<void> {
+  await until(async () => {
+    const now = (await poolOf(s.signer))['0'];
+    return now !== undefined && now.hash !== stuck.hash;
+  }, 'the stuck transaction replaced at nonce 0');
+  await mineAndDeliver(s);
+}
+
+/** The first message landed at the nonce it was first sent under, by a replacement of `stuck`. */
+async function assertLandedByReplacement(s: Scenario, stuck: Pending): Promise<void> {
+  const [delivered] = await deliveries(s.messages[0].id);
+  const tx = await bench.chain.publicClient.getTransaction({ hash: delivered });
+  assert.equal(tx.nonce, 0, 'the first message landed at the nonce it was first sent under');
+  assert.ok(tx.maxFeePerGas! > BigInt(stuck.maxFeePerGas), 'by a replacement with higher fees');
+}
+
 describe('e2e: the worker against a lying node and a killed worker (the chain is the judge)', {
   timeout: 240_000,
 }, () => {
@@ -166,34 +208,17 @@ describe('e2e: the worker against a lying node and a killed worker (the chain is
   test('a worker SIGKILLed with a transaction stuck pending replaces it at the same nonce once restarted', async () => {
     // The transaction's fee is too low to mine; restarted with the same key, the worker replaces it instead of
     // queueing new ones behind it.
-    let stuck: { hash: string; maxFeePerGas: string } | undefined;
     await scenario('killed.db', 4, 2, true, async (s) => {
-      await s.store.outbox.enqueue(s.messages.slice(0, 1));
-      const first = await startWorker(config(join(bench.dir, 'killed.db'), { leaseSeconds: 1 }), { keyIndex: 4 });
-      try {
-        await until(async () => (stuck = (await poolOf(s.signer))['0']) !== undefined, 'the first transaction pending');
-      } finally {
-        await first.stop('SIGKILL');
-      }
-      // The next block's base fee is just above what the transaction offers: it cannot be mined.
-      await bench.chain.rpc('anvil_setNextBlockBaseFeePerGas', [
-        `0x${(BigInt(stuck!.maxFeePerGas) + 1n).toString(16)}`,
-      ]);
-      await s.store.outbox.enqueue(s.messages.slice(1));
+      const stuck = await stuckByKill(s, () =>
+        startWorker(config(join(bench.dir, 'killed.db'), { leaseSeconds: 1 }), { keyIndex: 4 }),
+      );
       const second = await inProcess(s, 4, { leaseSeconds: 1, replaceAfterSeconds: 1 });
       try {
-        await until(async () => {
-          const now = (await poolOf(s.signer))['0'];
-          return now !== undefined && now.hash !== stuck!.hash;
-        }, 'the stuck transaction replaced at nonce 0');
-        await mineAndDeliver(s);
+        await replacedThenDelivered(s, stuck);
       } finally {
         assert.equal(await second.stop(), 0);
       }
-      const [delivered] = await deliveries(s.messages[0].id);
-      const tx = await bench.chain.publicClient.getTransaction({ hash: delivered });
-      assert.equal(tx.nonce, 0, 'the first message landed at the nonce it was first sent under');
-      assert.ok(tx.maxFeePerGas! > BigInt(stuck!.maxFeePerGas), 'by a replacement with higher fees');
+      await assertLandedByReplacement(s, stuck);
     });
   });
 
@@ -203,29 +228,15 @@ describe('e2e: the worker against a lying node and a killed worker (the chain is
     // reads a clock one default lease (and a second) ahead of the killed worker's.
     const ahead = (DEFAULT_LEASE_SECONDS + 1) * 1_000;
     const later: Clock = { ...systemClock, now: () => systemClock.now() + ahead };
-    let stuck: { hash: string; maxFeePerGas: string } | undefined;
     await scenario(
       'killed-defaults.db',
       9,
       2,
       true,
       async (s) => {
-        await s.store.outbox.enqueue(s.messages.slice(0, 1));
-        const first = await startWorker(lyingConfig({ bench, proxy }, join(bench.dir, 'killed-defaults.db'), {}), {
-          keyIndex: 9,
-        });
-        try {
-          await until(
-            async () => (stuck = (await poolOf(s.signer))['0']) !== undefined,
-            'the first transaction pending',
-          );
-        } finally {
-          await first.stop('SIGKILL');
-        }
-        await bench.chain.rpc('anvil_setNextBlockBaseFeePerGas', [
-          `0x${(BigInt(stuck!.maxFeePerGas) + 1n).toString(16)}`,
-        ]);
-        await s.store.outbox.enqueue(s.messages.slice(1));
+        const stuck = await stuckByKill(s, () =>
+          startWorker(lyingConfig({ bench, proxy }, join(bench.dir, 'killed-defaults.db'), {}), { keyIndex: 9 }),
+        );
         const second = await startInProcessWorker(
           lyingConfig({ bench, proxy }, join(bench.dir, 'unused.db'), {}),
           s.store.outbox,
@@ -234,18 +245,11 @@ describe('e2e: the worker against a lying node and a killed worker (the chain is
         try {
           // A head whose base fee the stuck transaction cannot pay: the next head's move replaces it.
           await bench.chain.mineBlock();
-          await until(async () => {
-            const now = (await poolOf(s.signer))['0'];
-            return now !== undefined && now.hash !== stuck!.hash;
-          }, 'the stuck transaction replaced at nonce 0');
-          await mineAndDeliver(s);
+          await replacedThenDelivered(s, stuck);
         } finally {
           assert.equal(await second.stop(), 0);
         }
-        const [delivered] = await deliveries(s.messages[0].id);
-        const tx = await bench.chain.publicClient.getTransaction({ hash: delivered });
-        assert.equal(tx.nonce, 0, 'the first message landed at the nonce it was first sent under');
-        assert.ok(tx.maxFeePerGas! > BigInt(stuck!.maxFeePerGas), 'by a replacement with higher fees');
+        await assertLandedByReplacement(s, stuck);
       },
       { clock: later },
     );
