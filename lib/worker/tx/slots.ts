@@ -11,13 +11,14 @@ import type { Signed } from './signer.ts';
 /** The call and fees of a journaled transaction (its signed bytes), to sign a replacement of it. */
 export function signedOf(entry: JournalEntry): Signed {
   const tx = parseTransaction(entry.raw as Hex);
-  if (tx.to == null || tx.gas === undefined || tx.maxFeePerGas === undefined || tx.maxPriorityFeePerGas === undefined)
+  if (tx.type !== 'eip1559' || tx.to == null)
     throw new TransactionError('rpc', `the journal's transaction ${entry.hash} is not an EIP-1559 call`);
+  // viem leaves a zero out of what it parses: a tip of 0 (a node that suggests none) is 0n, not missing.
   return {
     nonce: entry.nonce,
     req: { to: tx.to, data: tx.data ?? '0x', value: tx.value },
-    gas: tx.gas,
-    fees: { maxFeePerGas: tx.maxFeePerGas, maxPriorityFeePerGas: tx.maxPriorityFeePerGas },
+    gas: tx.gas ?? 0n,
+    fees: { maxFeePerGas: tx.maxFeePerGas ?? 0n, maxPriorityFeePerGas: tx.maxPriorityFeePerGas ?? 0n },
   };
 }
 
