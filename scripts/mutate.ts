@@ -49,7 +49,7 @@ export const MODULES: Record<string, string[]> = {
   'lib/worker/tx/node-errors.ts': ['test/unit/worker/errors.test.ts', 'test/unit/worker/tx/node-errors.test.ts'],
   'lib/worker/tx/broadcast.ts': ['test/unit/worker/tx/node-errors.test.ts', 'test/unit/worker/tx/receipts.test.ts'],
   'lib/worker/tx/receipts.ts': ['test/unit/worker/tx/receipts.test.ts'],
-  'lib/worker/tx/journal.ts': ['test/unit/worker/tx/receipts.test.ts', 'test/unit/worker/loop/worker.test.ts'],
+  'lib/worker/tx/journal.ts': ['test/unit/worker/tx/journal.test.ts', 'test/unit/worker/tx/receipts.test.ts'],
   'lib/worker/tx/follow.ts': ['test/unit/worker/tx/follow.test.ts', 'test/unit/worker/tx/receipts.test.ts'],
   'lib/worker/tx/sender.ts': TX,
   'lib/worker/tx/signer.ts': TX,
