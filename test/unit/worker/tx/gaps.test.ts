@@ -88,6 +88,30 @@ describe('gaps: the move of a slot at a new head (docs/transactions.md#gaps)', (
     );
   });
 
+  test('at the bounds: a fee equal to the base fee is not below it; a base fee equal to gasPriceCap is not above it', () => {
+    // maxFeePerGas exactly the base fee can be mined: not replaced for the base fee (a fresh one waits its blocks).
+    assert.deepEqual(nextMove(look({ maxFeePerGas: 10n }), view({ baseFee: 10n }), RULES), { do: 'wait' });
+    assert.deepEqual(nextMove(look({ maxFeePerGas: 10n, known: false }), view({ baseFee: 10n }), RULES), {
+      do: 'rebroadcast',
+      why: 'gap',
+    });
+    // A base fee at the cap: a replacement within the cap can still pay it.
+    assert.deepEqual(nextMove(look({ maxFeePerGas: 9n }), view({ baseFee: 100n }), RULES), {
+      do: 'replace',
+      why: 'below-base-fee',
+    });
+    assert.deepEqual(nextMove(look({ maxFeePerGas: 9n, known: false }), view({ baseFee: 100n }), RULES), {
+      do: 'replace',
+      why: 'gap',
+    });
+  });
+
+  test("behind a gap also when geth's pending count stops exactly at this nonce (the pool's run ends below it)", () => {
+    const stale = look({ nonce: 7, maxFeePerGas: 1n, blocksSince: 50n });
+    assert.deepEqual(nextMove(stale, view({ pending: 7 }), RULES), { do: 'wait', why: 'behind-gap' });
+    assert.deepEqual(nextMove(stale, view({ pending: 8 }), RULES), { do: 'replace', why: 'below-base-fee' });
+  });
+
   test('minable but not mined: replaced after replaceAfterBlocks heads, or replaceAfterMs, whichever first', () => {
     assert.equal(nextMove(look({ blocksSince: 2n }), view({}), RULES).do, 'wait');
     assert.deepEqual(nextMove(look({ blocksSince: 3n }), view({}), RULES), { do: 'replace', why: 'blocks' });
