@@ -9,7 +9,9 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { createPublicClient, custom, type PublicClient } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
-import { cappedFees, FEES_FRESH_MS, sharedFees } from '../../../../lib/worker/tx/fees.ts';
+import { anvil } from 'viem/chains';
+import { basisPoints, bump, cappedFees, FEES_FRESH_MS, sharedFees } from '../../../../lib/worker/tx/fees.ts';
+import { DeliveryError, TransactionError } from '../../../../lib/worker/errors.ts';
 import { headsOf } from '../../../../lib/worker/tx/heads.ts';
 import { createTransactionSender } from '../../../../lib/worker/tx/sender.ts';
 import { createFakeClock } from '../../../helpers/fakes/clock.ts';
@@ -122,5 +124,107 @@ describe('requests before a broadcast (docs/delivery.md#throughput)', () => {
     const fees = await cappedFees(publicClient, undefined, 10n ** 9n, undefined, clock);
     assert.equal(fees.maxPriorityFeePerGas, 1n);
     assert.equal(asked.length, 3, `no more requests: ${asked.join(', ')}`);
+  });
+});
+
+describe('the gas margin and bumps (lib/worker/tx/fees.ts)', () => {
+  test('basisPoints of a percentage; bump rounds up only what is not whole', () => {
+    assert.equal(basisPoints(20), 2_000n);
+    assert.equal(basisPoints(12.5), 1_250n);
+    assert.equal(basisPoints(0.015), 2n, 'to the nearest basis point');
+    // The default 20 % margin on a plain transfer's estimate.
+    assert.equal(bump(21_000n, basisPoints(20)), 25_200n);
+    assert.equal(bump(100n, 1_000n), 110n, 'exact: not one wei more');
+    assert.equal(bump(100n, 1_250n), 113n, '112.5 rounded up: a bump never lost to rounding');
+    assert.equal(bump(1n, 1n), 2n);
+    assert.equal(bump(0n, 1_000n), 0n);
+  });
+});
+
+/** A node suggesting `suggested` with a latest block at `baseFee` (undefined: a block without one; 'fail': the read fails). */
+function cappedNode(
+  suggested: { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint },
+  baseFee: bigint | undefined | 'fail',
+) {
+  const n = { blocks: 0, asked: [] as unknown[], client: undefined as unknown as PublicClient };
+  n.client = {
+    async estimateFeesPerGas(args: unknown) {
+      n.asked.push(args);
+      return suggested;
+    },
+    async getBlock(args: { blockTag: string }) {
+      assert.equal(args.blockTag, 'latest');
+      n.blocks++;
+      if (baseFee === 'fail') throw new Error('socket hang up');
+      return { baseFeePerGas: baseFee ?? null };
+    },
+  } as unknown as PublicClient;
+  return n;
+}
+
+describe('cappedFees: a first send within gasPriceCap (docs/transactions.md)', () => {
+  const suggested = { maxFeePerGas: 2_000n, maxPriorityFeePerGas: 1_500n };
+
+  test('at or under the cap: the suggestion as it is, no block read', async () => {
+    for (const cap of [undefined, 2_000n, 5_000n]) {
+      const n = cappedNode(suggested, 10n);
+      assert.deepEqual(await cappedFees(n.client, undefined, cap), suggested);
+      assert.equal(n.blocks, 0);
+    }
+  });
+
+  test('above the cap: maxFeePerGas at the cap and the tip at most that, while the base fee is under it', async () => {
+    const n = cappedNode(suggested, 900n);
+    assert.deepEqual(await cappedFees(n.client, undefined, 1_200n), {
+      maxFeePerGas: 1_200n,
+      maxPriorityFeePerGas: 1_200n,
+    });
+    assert.equal(n.blocks, 1);
+    assert.deepEqual(await cappedFees(cappedNode(suggested, 1_200n).client, undefined, 1_999n), {
+      maxFeePerGas: 1_999n,
+      maxPriorityFeePerGas: 1_500n,
+    });
+    // A block without a base fee (before EIP-1559) is read as 0.
+    assert.deepEqual(await cappedFees(cappedNode(suggested, undefined).client, undefined, 1_000n), {
+      maxFeePerGas: 1_000n,
+      maxPriorityFeePerGas: 1_000n,
+    });
+  });
+
+  test('the base fee above the cap: nothing signed, a fee wait naming both', async () => {
+    await assert.rejects(
+      cappedFees(cappedNode(suggested, 1_201n).client, undefined, 1_200n),
+      (err: unknown) =>
+        err instanceof DeliveryError &&
+        err.code === 'fee' &&
+        err.message === 'base fee 1201 wei is above gasPriceCap 1200 wei; waiting for it to fall',
+    );
+  });
+
+  test('a failed read of the fees or of the block: a TransactionError `rpc` while reading fees, with its cause', async () => {
+    await assert.rejects(
+      cappedFees(cappedNode(suggested, 'fail').client, undefined, 1_200n),
+      (err: unknown) =>
+        err instanceof TransactionError &&
+        err.code === 'rpc' &&
+        err.message === 'reading fees: node unreachable or failing' &&
+        (err.cause as Error).message === 'socket hang up',
+    );
+    const n = node();
+    n.fail = true;
+    await assert.rejects(
+      cappedFees(n.client, undefined, 10_000n),
+      (err: unknown) =>
+        err instanceof TransactionError &&
+        err.code === 'rpc' &&
+        err.message === 'reading fees: node unreachable or failing' &&
+        (err.cause as Error).message === 'socket hang up',
+    );
+  });
+
+  test("the node is asked for EIP-1559 fees on the sender's chain (its own fee rules)", async () => {
+    const n = cappedNode(suggested, 10n);
+    await cappedFees(n.client, anvil, undefined);
+    assert.deepEqual(n.asked, [{ chain: anvil, type: 'eip1559' }]);
   });
 });
