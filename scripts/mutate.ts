@@ -51,7 +51,13 @@ export const MODULES: Record<string, string[]> = {
   'lib/worker/tx/receipts.ts': ['test/unit/worker/tx/receipts.test.ts'],
   'lib/worker/tx/journal.ts': ['test/unit/worker/tx/journal.test.ts', 'test/unit/worker/tx/receipts.test.ts'],
   'lib/worker/tx/follow.ts': ['test/unit/worker/tx/follow.test.ts', 'test/unit/worker/tx/receipts.test.ts'],
-  'lib/worker/tx/sender.ts': TX,
+  // The unit files that reach sender.ts (the rest of TX never calls it: their dry run was spent for nothing).
+  'lib/worker/tx/sender.ts': [
+    'test/unit/worker/tx/sender.test.ts',
+    'test/unit/worker/tx/follow.test.ts',
+    'test/unit/worker/tx/receipts.test.ts',
+    'test/unit/worker/tx/fees.test.ts',
+  ],
   'lib/worker/tx/signer.ts': TX,
   'lib/worker/tx/settle.ts': TX,
   'lib/worker/tx/inspect.ts': TX,
