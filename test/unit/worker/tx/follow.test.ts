@@ -480,6 +480,11 @@ describe('following a slot: replacements, gaps, ends (docs/transactions.md#gaps)
       ],
     );
     assert.equal(s.events.filter((e) => e.kind === 'replacement').length, 0);
+    assert.deepEqual(
+      s.events.filter((e) => e.kind === 'gap').map((e) => e.nonce),
+      [0],
+      'the gap is nonce 0 only',
+    );
   });
 
   test('a later nonce whose bytes the node refuses when given back is not replaced: it waits for the gap below', async () => {
@@ -558,6 +563,31 @@ describe('following a slot: replacements, gaps, ends (docs/transactions.md#gaps)
       'the filler is not journaled',
     );
     assert.deepEqual(s.node.receipts.get(fill.hash)?.nonce, 0, 'mined');
+  });
+
+  test('a filler the node refuses gives its nonce back: the next head fills it again', async () => {
+    const s = setup({ replaceAfterBlocks: 100 });
+    let fillers = 0;
+    s.node.refuse = (t) => {
+      if (t.nonce === 0 && s.node.sent.length === 1)
+        return { code: -32000, message: 'insufficient funds for gas * price + value' };
+      if (t.gas === 21_000n && ++fillers === 1) return { code: -32000, message: 'transaction underpriced' };
+      return undefined;
+    };
+    const [a, b] = [s.send(), s.send()];
+    await a.catch(() => {});
+    const r = await s.drive(b, (ms) => {
+      if (ms > 0 && ms % 1_000 === 0) {
+        if (fillers === 2) s.node.mine();
+        else s.node.head++;
+      }
+    });
+    assert.equal(r.nonce, 1);
+    assert.equal(fillers, 2, 'filled again after the refusal');
+    assert.deepEqual(
+      s.events.filter((e) => e.kind === 'fill').map((e) => e.nonce),
+      [0],
+    );
   });
 
   test('a filler not mined is replaced like any slot: bumped, still not journaled, no message named', async () => {
