@@ -14,6 +14,7 @@ import { gzipSync } from 'node:zlib';
 import { RpcError } from '../../../lib/errors/classes.ts';
 import { createRpcTransport } from '../../../lib/node/rpc-transport.ts';
 import { classifyFailure, createRpcClient } from '../../../lib/rpc/client.ts';
+import { createFakeClock } from '../../helpers/fakes/clock.ts';
 
 interface Peer {
   url: string;
@@ -84,19 +85,28 @@ describe('node:http RPC transport (docs/rpc.md#rpc-transport)', () => {
     assert.equal(p.connections(), 1, 'every call on the first socket');
   });
 
-  test('bounds the sockets per origin: 40 concurrent calls over at most 4 connections', async (t) => {
+  test('bounds the sockets per origin: 40 concurrent calls over at most 4 connections', {
+    timeout: 60_000,
+  }, async (t) => {
     const p = await peer((_req, res, body) => setTimeout(() => answer(res, body), 5));
     t.after(() => p.close());
-    const results = await Promise.all(Array.from({ length: 40 }, () => rpc(p.url, 'eth_chainId', [], signal())));
+    // The calls queue for the 4 sockets: under load the last ones waited longer than the client's
+    // 3 s attempt timeout of wall time, which is not what this test is about. This client's clock
+    // never moves, so no attempt times out; a transport that never answers fails on the test's
+    // hang guard.
+    const patient = createRpcClient({ fetch: transport.fetch, clock: createFakeClock() });
+    const results = await Promise.all(Array.from({ length: 40 }, () => patient(p.url, 'eth_chainId', [], signal())));
     assert.deepEqual(new Set(results), new Set(['0x1']));
     assert.ok(p.connections() <= 4, `${p.connections()} connections`);
     assert.ok(p.connections() >= 2, 'concurrent calls do use several');
   });
 
   test('a burst that opened many connections keeps them for the next one (no close and reopen as it ebbs)', async (t) => {
-    const own = createRpcTransport();
+    // Nor the 4 s idle timeout: under load the first burst's early sockets sat idle past it.
+    const own = createRpcTransport({ idleTimeoutMs: 600_000 });
     t.after(() => own.close());
-    const client = createRpcClient({ fetch: own.fetch });
+    // As above: 40 calls queued for sockets, no wall-time attempt timeout in play.
+    const client = createRpcClient({ fetch: own.fetch, clock: createFakeClock() });
     const p = await peer((_req, res, body) => setTimeout(() => answer(res, body), 20));
     t.after(() => p.close());
     const burst = () => Promise.all(Array.from({ length: 40 }, () => client(p.url, 'eth_chainId', [], signal())));
