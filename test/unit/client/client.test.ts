@@ -56,6 +56,9 @@ interface Harness {
 
 type ConfigOverrides = Parameters<typeof testConfig>[0];
 
+/** A wall-time bound no test of this file reaches: 10 minutes. */
+const OUT_OF_PLAY_MS = 600_000;
+
 /** `outbox` with a count of its calls whose promise has not settled yet. */
 function countingCalls(outbox: Outbox, calls: { pending: number }): Outbox {
   return new Proxy(outbox, {
@@ -85,6 +88,13 @@ async function start(engine: Engine, overrides: ConfigOverrides = {}): Promise<H
     outbox: countingCalls(outbox, storeCalls),
     clock,
     fetch: fakeRpcFetch(table).fetch,
+    // The server's guards against slow clients run on wall time (10 s for the headers, 30 s for a
+    // request, 5 s idle keep-alive; test/unit/http/hostile.test.ts checks them): in a loaded shared
+    // process a stall past them turned a 429 into Node's bare 408 or a dropped connection. Here
+    // only the fake clock decides, so they are set past the describe's 60 s timeout.
+    requestTimeoutMs: OUT_OF_PLAY_MS,
+    headersTimeoutMs: OUT_OF_PLAY_MS,
+    keepAliveTimeoutMs: OUT_OF_PLAY_MS,
   });
   const { url } = await server.listen(0, '127.0.0.1');
   const wire: Exchange[] = [];
