@@ -30,6 +30,8 @@ const TABLE: readonly (readonly [string, string, AddressRange])[] = [
   ['0177.0.0.1', '127.0.0.1', 'loopback'],
   ['017700000001', '127.0.0.1', 'loopback'],
   ['127.0.0.1.', '127.0.0.1', 'loopback'],
+  ['0x7f.0x.0.1', '127.0.0.1', 'loopback'], // "0x" alone is 0
+  ['0x', '0.0.0.0', 'unspecified'],
   ['127.255.255.254', '127.255.255.254', 'loopback'],
   // RFC 1918, shared, link-local (the metadata service), "this network"
   ['10.0.0.1', '10.0.0.1', 'private'],
@@ -130,6 +132,11 @@ const NOT_ADDRESSES = [
   '256.0.0.1',
   '1.2.3.256',
   '1.2.3.4.5',
+  '1.2.3.4.0', // five parts, even when the fifth would add nothing
+  '1.2.3.4a', // a name: its last label is not a number
+  '1.2.3.1a1',
+  '0191.0.0.1', // 9 is not an octal digit
+  '0x1g1.0.0.1',
   '08.0.0.1',
   '0x1g.0.0.1',
   '4294967296',
