@@ -92,6 +92,7 @@ const TABLE: readonly (readonly [string, string, AddressRange])[] = [
   ['::ffff:10.1.2.3', '::ffff:a01:203', 'private'],
   ['::ffff:0.0.0.0', '::ffff:0:0', 'unspecified'],
   ['::ffff:8.8.8.8', '::ffff:808:808', 'public'],
+  ['::ffff:255.255.255.255', '::ffff:ffff:ffff', 'broadcast'],
   ['64:ff9b::127.0.0.1', '64:ff9b::7f00:1', 'loopback'],
   ['64:ff9b::8.8.8.8', '64:ff9b::808:808', 'public'],
   // IPv6 special blocks
@@ -120,6 +121,8 @@ const TABLE: readonly (readonly [string, string, AddressRange])[] = [
   ['2001:200::1', '2001:200::1', 'public'],
   ['2001:0db7:ffff::1', '2001:db7:ffff::1', 'public'],
   ['2600:0:0:1:0:0:0:1', '2600:0:0:1::1', 'public'],
+  ['2600:0:0:1:2:0:0:3', '2600::1:2:0:0:3', 'public'], // two equal zero runs: the first is `::`
+  ['2600:1:2:3:4:5::6', '2600:1:2:3:4:5:0:6', 'public'], // `::` for one group; not written so
 ];
 
 /** Not IP addresses: names (resolved elsewhere) and malformed spellings. */
@@ -151,6 +154,10 @@ const NOT_ADDRESSES = [
   '::ffff:01.2.3.4',
   '::ffff:1.2.3',
   '::ffff:1.2.3.4:5',
+  '::ffff:256.0.0.1',
+  '1:2:3:4:5:6:7::8', // `::` stands for one group at least
+  '1:2:3:4:5:6:7:8::1::2',
+  `fe80::1%${'e'.repeat(121)}`, // 129 characters
   '[::1',
   '::1]',
   'fe80::1%',
@@ -170,6 +177,14 @@ describe('parseIpAddress: every spelling of a URL host', () => {
 
   test('names and malformed spellings are not addresses', () => {
     for (const text of NOT_ADDRESSES) assert.equal(parseIpAddress(text), null, JSON.stringify(text));
+  });
+
+  test('at most 128 characters are read, and a value that is not a string is not an address', () => {
+    assert.equal(parseIpAddress(`fe80::1%${'e'.repeat(120)}`)?.text, 'fe80::1', '128 characters');
+    assert.equal(parseIpAddress(`fe80::1%${'e'.repeat(121)}`), null, '129 characters');
+    // A JSON value (a config file's, an answer's) reaches the parser unchecked: null, never a TypeError.
+    for (const value of [undefined, null, 2130706433, ['127.0.0.1'], { toString: () => '127.0.0.1' }])
+      assert.equal(parseIpAddress(value as unknown as string), null, String(value));
   });
 
   test('spellings read as the WHATWG URL parser reads a host (Node’s URL)', () => {
