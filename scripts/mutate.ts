@@ -19,7 +19,11 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 
-const LOOP = ['test/unit/worker/loop/worker.test.ts', 'test/unit/worker/gas/gate.test.ts'];
+const LOOP = [
+  'test/unit/worker/loop/worker.test.ts',
+  'test/unit/worker/loop/worker-alone.test.ts',
+  'test/unit/worker/gas/gate.test.ts',
+];
 const TX = [
   'test/unit/worker/tx/nonces.test.ts',
   'test/unit/worker/tx/gaps.test.ts',

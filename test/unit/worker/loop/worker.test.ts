@@ -64,8 +64,16 @@ function rig(messages = 1): Rig {
     })),
   );
   const calls: Rig['extends'] = [];
+  // A loop that claims again and again without the clock moving (one that never idles) meets a
+  // store that stops answering: its test then fails at its next check instead of hanging.
+  let instant = Number.NaN;
+  let claimsThisInstant = 0;
   const consumer: DeliveryOutbox = {
-    claim: (limit, leaseMs, opts) => outbox.claim(limit, leaseMs, opts),
+    claim(limit, leaseMs, opts) {
+      if (clock.now() !== instant) [instant, claimsThisInstant] = [clock.now(), 0];
+      if (++claimsThisInstant > CLAIMS_PER_INSTANT) return new Promise<never>(() => {});
+      return outbox.claim(limit, leaseMs, opts);
+    },
     extend: (id, lease, leaseMs) => {
       calls.push({ id, at: clock.now() });
       return outbox.extend(id, lease, leaseMs);
@@ -80,12 +88,31 @@ function rig(messages = 1): Rig {
   return { clock, outbox, extends: calls, consumer };
 }
 
-/** `promise`, the fake clock moved 250 ms at a time until it settles (at most two leases). */
+/** More claims at one instant than any test makes (the loop at full concurrency claims a few). */
+const CLAIMS_PER_INSTANT = 50;
+
+/** `promise`, the fake clock moved 250 ms at a time until it settles (at most two leases); fails if it does not. */
 async function settled<T>(clock: FakeClock, promise: Promise<T>): Promise<T> {
   let done = false;
   void promise.finally(() => (done = true)).catch(() => {});
   for (let ms = 0; !done && ms <= 120_000; ms += 250) await clock.advance(250);
+  assert.ok(done, 'settled within two leases of fake time');
   return promise;
+}
+
+/** `promise` once pending jobs ran, the clock not moved; fails at once (never hangs) if it is still pending. */
+async function now<T>(clock: FakeClock, promise: Promise<T>, what: string): Promise<T> {
+  let done = false;
+  void promise.finally(() => (done = true)).catch(() => {});
+  await clock.flush();
+  assert.ok(done, `${what} settles without the clock moving`);
+  return promise;
+}
+
+/** stop(), then the end of run(): each settles once pending jobs ran (nothing left to wait for). */
+async function stopNow(clock: FakeClock, w: { stop(): Promise<void> }, running: Promise<void>): Promise<void> {
+  await now(clock, w.stop(), 'stop()');
+  await now(clock, running, 'run()');
 }
 
 /** The memory outbox answers synchronously. */
@@ -494,8 +521,8 @@ describe('delivery loop', () => {
     assert.equal(released.lastError, null, 'no earlier error to keep: a release is no failure, it writes none');
     assert.equal(row(r, idOf(1)).status, 'delivering', 'the sent one is still followed');
     confirm();
-    await stopped;
-    await running;
+    await now(r.clock, stopped, 'stop()');
+    await now(r.clock, running, 'run()');
     assert.equal(row(r, idOf(1)).status, 'delivered');
     assert.equal(d.calls.process, 1);
     assert.equal(w.inFlight(), 0);
@@ -529,7 +556,7 @@ describe('delivery loop', () => {
     assert.equal(row(r, idOf(1)).status, 'delivered');
     assert.ok(filling, 'the filler is followed after the delivery');
     await settled(r.clock, w.stop());
-    await running;
+    await now(r.clock, running, 'run()');
     await r.clock.advance(2_000);
     assert.equal(filling, false, 'the filler stopped being followed');
     const before = looks;
@@ -561,7 +588,7 @@ describe('delivery loop', () => {
     await r.clock.advance(1_500);
     assert.ok(following, 'the transaction is followed');
     await settled(r.clock, w.stop());
-    await running;
+    await now(r.clock, running, 'run()');
     assert.equal(following, false, 'the follow ended with stop()');
     const before = looks;
     await r.clock.advance(60_000);
@@ -603,8 +630,7 @@ describe('delivery loop: waking on new work (docs/delivery.md#the-delivery-loop)
     enqueueOne(r, 8);
     await r.clock.flush();
     assert.equal(row(r, idOf(8)).status, 'delivered', 'and again');
-    await w.stop();
-    await running;
+    await stopNow(r.clock, w, running);
   });
 
   test('by default 32 messages are in flight at once (their sends overlap under one nonce sequence), not 4', async () => {
@@ -622,8 +648,7 @@ describe('delivery loop: waking on new work (docs/delivery.md#the-delivery-loop)
     await r.clock.flush();
     assert.equal(d.calls.process, 40, 'the other 8 taken as room was made');
     for (const confirm of confirms.splice(0)) confirm();
-    await w.stop();
-    await running;
+    await stopNow(r.clock, w, running);
   });
 
   test('without a feed (changes: null) the loop waits pollMs after a claim that found nothing', async () => {
@@ -637,8 +662,7 @@ describe('delivery loop: waking on new work (docs/delivery.md#the-delivery-loop)
     assert.equal(row(r, idOf(7)).status, 'queued');
     await r.clock.advance(60_000);
     assert.equal(row(r, idOf(7)).status, 'delivered');
-    await w.stop();
-    await running;
+    await stopNow(r.clock, w, running);
   });
 
   test("the worker takes the outbox's own feed by default and lets go of it when stopped", async () => {
@@ -651,8 +675,7 @@ describe('delivery loop: waking on new work (docs/delivery.md#the-delivery-loop)
     enqueueOne(r, 7);
     await r.clock.flush();
     assert.equal(row(r, idOf(7)).status, 'delivered');
-    await w.stop();
-    await running;
+    await stopNow(r.clock, w, running);
     assert.equal(hub.listeners(), 0);
   });
 });
@@ -673,8 +696,7 @@ describe('delivery loop: leases, stops and the journal (docs/delivery.md#the-del
     const running = w.run();
     await r.clock.flush();
     assert.equal(d.calls.metadata, 1, 'the gateway request is under way');
-    await w.stop();
-    await running;
+    await stopNow(r.clock, w, running);
     const record = row(r, idOf(1));
     assert.equal(record.status, 'queued');
     assert.equal(record.retryAt, T0, 'claimable at once');
@@ -698,8 +720,8 @@ describe('delivery loop: leases, stops and the journal (docs/delivery.md#the-del
     const stopped = w1.stop();
     await r.clock.flush();
     unblock();
-    await stopped;
-    await running;
+    await now(r.clock, stopped, 'stop()');
+    await now(r.clock, running, 'run()');
     const released = row(r, idOf(1));
     assert.deepEqual([released.status, released.lastError], ['queued', null], 'released, no text of its own');
     const [delivered] = await worker(r, scriptedDestination({})).runOnce();
@@ -875,8 +897,7 @@ describe('delivery loop: slow gateways (docs/hostile-recipients.md#slow-gateways
     assert.equal(busy.status, 'queued');
     assert.equal(busy.failures, 0, 'not counted');
     assert.match(busy.lastError!, /^busy: all 1 gateway lookup permits of this worker are in use/);
-    await w.stop();
-    await running;
+    await stopNow(r.clock, w, running);
   });
 
   test('a message that finds every lookup permit taken is asked again within holdMs, not after the pending backoff', async () => {
@@ -915,9 +936,9 @@ describe('delivery loop: slow gateways (docs/hostile-recipients.md#slow-gateways
     const running = w.run();
     for (let i = 0; i < 30 && row(r, idOf(2)).status !== 'delivered'; i++) await r.clock.advance(100);
     assert.equal(row(r, idOf(2)).status, 'delivered');
-    await w.stop();
+    await now(r.clock, w.stop(), 'stop()');
     lookups.close();
-    await running;
+    await now(r.clock, running, 'run()');
   });
 
   test('at concurrency 1 never-answering lookups leave the slot after holdMs: other messages, CCIP-read too, get through', async () => {
@@ -961,13 +982,13 @@ describe('delivery loop: slow gateways (docs/hostile-recipients.md#slow-gateways
       );
     }
     assert.equal(lookups.running(), 2, 'both hanging lookups go on in the background');
-    await w.stop();
+    await now(r.clock, w.stop(), 'stop()');
     lookups.close();
     assert.ok(
       hanging.every((s) => s.aborted),
       'closed with the worker',
     );
-    await running;
+    await now(r.clock, running, 'run()');
   });
 });
 
