@@ -83,6 +83,8 @@ export interface TxNode {
   asked: string[];
   /** A refusal for this send (a JSON-RPC error: code and words), or undefined to model the pool's answer. */
   refuse?: (tx: NodeTx) => { code: number; message: string } | undefined;
+  /** Sends whose connection is cut before the node takes them (no answer: the sender cannot tell). */
+  cut?: (tx: NodeTx) => boolean;
   /** Methods that fail (a JSON-RPC internal error) while listed. */
   failing: Set<string>;
   /** Called with each request's method before it is answered (a test's script: mine now, say). */
@@ -182,6 +184,7 @@ export function createTxNode(o: { head?: number; baseFee?: bigint; tip?: bigint;
   function send(raw: Hex): Hash {
     const tx = decode(raw);
     n.sent.push(tx);
+    if (n.cut?.(tx)) throw new Error('socket hang up');
     const scripted = n.refuse?.(tx);
     if (scripted) throw rpcError(scripted);
     if (n.pool.has(tx.hash) || n.receipts.has(tx.hash)) throw rpcError({ code: -32000, message: 'already known' });

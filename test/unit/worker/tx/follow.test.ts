@@ -672,6 +672,8 @@ describe('following a slot: replacements, gaps, ends (docs/transactions.md#gaps)
     ];
     for (const c of cases) {
       const s = setup({ timeoutMs: 3_000, confirmations: c.confirm, replaceAfterBlocks: 100 });
+      // The wait is counted from the send, not from the clock's start.
+      await s.clock.advance(100_000);
       let receipts = 0;
       s.node.before = (method) => {
         if (method !== 'eth_getTransactionReceipt') return;
@@ -791,6 +793,85 @@ describe('following a slot: replacements, gaps, ends (docs/transactions.md#gaps)
         ['gap', 'the node holds none of its transactions', undefined],
         ['rebroadcast', 'gap', replacement.hash],
       ],
+    );
+  });
+
+  test('lost at the head it was sent (no new block): given back at the next look, not a block later', async () => {
+    const s = setup({ replaceAfterBlocks: 100 });
+    let headWhenGivenBack = 0;
+    s.node.before = (method) => {
+      if (method === 'eth_sendRawTransaction' && s.node.sent.length === 1) headWhenGivenBack = s.node.head;
+    };
+    const r = await s.drive(s.send(), (ms) => {
+      if (ms === 250) s.node.drop(s.node.sent[0].hash);
+      if (ms === 5_000) s.node.mine();
+    });
+    assert.equal(headWhenGivenBack, 10, 'still at head 10');
+    assert.equal(r.hash, s.node.sent[0].hash);
+  });
+
+  test('a later nonce not behind a gap is replaced by blocks like the first', async () => {
+    const s = setup();
+    let after = 0;
+    await s.drive(Promise.all([s.send(), s.send()]), (ms) => {
+      if (ms > 0 && ms % 1_000 === 0) {
+        if (s.node.sent.length === 4 && ++after === 1) s.node.mine();
+        else s.node.head++;
+      }
+    });
+    assert.deepEqual(
+      s.events
+        .filter((e) => e.kind === 'replacement')
+        .map((e) => [e.nonce, e.reason, e.maxFeePerGas])
+        .sort(),
+      [
+        [0, 'blocks', BUMPED.maxFeePerGas],
+        [1, 'blocks', BUMPED.maxFeePerGas],
+      ],
+    );
+  });
+
+  test('a replacement whose reply is lost counts as sent: told, the next bumps from it; the node holding the first is no gap', async () => {
+    const s = setup();
+    // The replacement's connection is cut (both tries): the node never got it and still holds the first.
+    s.node.cut = (t) => t.maxFeePerGas === BUMPED.maxFeePerGas;
+    const r = await s.drive(s.send(), (ms) => {
+      if (ms > 0 && ms % 1_000 === 0) {
+        if (s.node.sent.length === 4) s.node.mine();
+        else s.node.head++;
+      }
+    });
+    assert.deepEqual(
+      s.node.sent.map((t) => t.maxFeePerGas),
+      [1_300n, 1_463n, 1_463n, 1_646n],
+      'sent twice, then the next replacement bumped from it',
+    );
+    assert.deepEqual(s.kinds(), [
+      ['broadcast', 0, undefined],
+      ['replacement', 0, 'blocks'],
+      ['replacement', 0, 'blocks'],
+    ]);
+    assert.equal(r.hash, s.node.sent[3].hash);
+  });
+
+  test('bytes given back at a gap whose reply is lost count as given back: not replaced', async () => {
+    const s = setup({ replaceAfterBlocks: 100 });
+    s.node.cut = () => s.node.sent.length === 2 || s.node.sent.length === 3;
+    await s.drive(s.send(), (ms) => {
+      if (ms === 250) {
+        s.node.drop(s.node.sent[0].hash);
+        s.node.head++;
+      }
+      if (ms === 5_000) s.node.mine();
+    });
+    assert.deepEqual(s.kinds().slice(0, 3), [
+      ['broadcast', 0, undefined],
+      ['gap', 0, 'the node holds none of its transactions'],
+      ['rebroadcast', 0, 'gap'],
+    ]);
+    assert.deepEqual(
+      s.kinds().filter(([kind]) => kind === 'replacement'),
+      [],
     );
   });
 
