@@ -24,19 +24,6 @@ const LOOP = [
   'test/unit/worker/loop/worker-alone.test.ts',
   'test/unit/worker/gas/gate.test.ts',
 ];
-const TX = [
-  'test/unit/worker/tx/nonces.test.ts',
-  'test/unit/worker/tx/gaps.test.ts',
-  'test/unit/worker/tx/fees.test.ts',
-  'test/unit/worker/tx/heads.test.ts',
-  'test/unit/worker/tx/follow.test.ts',
-  'test/unit/worker/tx/receipts.test.ts',
-  'test/unit/worker/tx/node-errors.test.ts',
-  'test/unit/worker/errors.test.ts',
-  'test/unit/worker/tx/slots.test.ts',
-  'test/unit/worker/gas/gate.test.ts',
-  'test/unit/worker/loop/worker.test.ts',
-];
 
 /** Each module with the unit files that test it (a file the module's mutants never reach costs only its dry run). */
 export const MODULES: Record<string, string[]> = {
@@ -55,17 +42,17 @@ export const MODULES: Record<string, string[]> = {
   'lib/worker/tx/receipts.ts': ['test/unit/worker/tx/receipts.test.ts'],
   'lib/worker/tx/journal.ts': ['test/unit/worker/tx/journal.test.ts', 'test/unit/worker/tx/receipts.test.ts'],
   'lib/worker/tx/follow.ts': ['test/unit/worker/tx/follow.test.ts', 'test/unit/worker/tx/receipts.test.ts'],
-  // The unit files that reach sender.ts (the rest of TX never calls it: their dry run was spent for nothing).
+  // The unit files that reach sender.ts (the folder's other unit files never call it: their dry run was spent for nothing).
   'lib/worker/tx/sender.ts': [
     'test/unit/worker/tx/sender.test.ts',
     'test/unit/worker/tx/follow.test.ts',
     'test/unit/worker/tx/receipts.test.ts',
     'test/unit/worker/tx/fees.test.ts',
   ],
-  'lib/worker/tx/signer.ts': TX,
-  'lib/worker/tx/settle.ts': TX,
-  'lib/worker/tx/inspect.ts': TX,
-  'lib/worker/tx/per-client.ts': TX,
+  'lib/worker/tx/signer.ts': ['test/unit/worker/tx/signer.test.ts'],
+  'lib/worker/tx/settle.ts': ['test/unit/worker/tx/settle.test.ts', 'test/unit/worker/tx/inspect.test.ts'],
+  'lib/worker/tx/inspect.ts': ['test/unit/worker/tx/inspect.test.ts'],
+  'lib/worker/tx/per-client.ts': ['test/unit/worker/tx/per-client.test.ts', 'test/unit/worker/tx/heads.test.ts'],
   'lib/worker/loop/attempt.ts': ['test/unit/worker/loop/attempt.test.ts', 'test/unit/worker/loop/worker.test.ts'],
   'lib/worker/loop/lease.ts': ['test/unit/worker/loop/lease.test.ts', ...LOOP],
   'lib/worker/loop/record.ts': ['test/unit/worker/loop/record.test.ts', ...LOOP],
