@@ -62,7 +62,9 @@ function node(s: Script) {
                 s.countFails--;
                 throw { code: -32603, message: 'backend down' };
               }
-              return `0x${(params[1] === 'latest' ? (s.mined ?? 0) : (s.pending ?? 0)).toString(16)}`;
+              if (params[1] === 'latest') return `0x${(s.mined ?? 0).toString(16)}`;
+              if (params[1] === 'pending') return `0x${(s.pending ?? 0).toString(16)}`;
+              throw new Error(`unexpected block tag ${params[1]}`);
             }
             case 'eth_sendRawTransaction':
               // The node's answer refusing it, as viem's HTTP transport reports one.
@@ -74,6 +76,7 @@ function node(s: Script) {
             case 'eth_getTransactionByHash':
               return null;
             case 'eth_getBalance':
+              assert.equal(params[0], ADDRESS, "the signer's balance");
               if (s.balance === 'fail') throw { code: -32603, message: 'backend down' };
               return `0x${(s.balance ?? 0n).toString(16)}`;
             case 'eth_getBlockByNumber': {
