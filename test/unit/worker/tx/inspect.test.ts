@@ -10,14 +10,9 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { createPublicClient, custom, keccak256, type PublicClient } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
-import type { GasSpend } from '../../../../lib/gas/payment.ts';
-import type {
-  JournalEntry,
-  NonceSlot,
-  NonceSlotOutcome,
-  TransactionJournal,
-} from '../../../../lib/worker/tx/journal.ts';
+import type { JournalEntry } from '../../../../lib/worker/tx/journal.ts';
 import { inspectNonceSlot } from '../../../../lib/worker/tx/inspect.ts';
+import { settlingJournal } from '../../../helpers/fakes/journal.ts';
 import { rpcReceipt } from '../../../helpers/fixtures/builders.ts';
 
 const other = privateKeyToAccount(`0x${'59'.repeat(32)}`);
@@ -116,14 +111,7 @@ const tx = (hash: string) => ({
 });
 
 function journal() {
-  const writes: unknown[] = [];
-  const j: TransactionJournal = {
-    recordBroadcast: () => assert.fail('inspect records no broadcast'),
-    forgetBroadcast: () => assert.fail('inspect forgets no broadcast'),
-    openBroadcasts: () => assert.fail('inspect reads no journal'),
-    closeNonceSlot: (slot: NonceSlot, outcome: NonceSlotOutcome) => (writes.push(['close', slot, outcome]), 1),
-    addGasSpent: (s: readonly GasSpend[]) => (writes.push(['spent', ...s]), s.length),
-  };
+  const { journal: j, writes } = settlingJournal('inspect');
   return { j, writes };
 }
 

@@ -10,12 +10,12 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { Hash, LocalAccount, PublicClient, TransactionReceipt } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
-import type { GasSpend } from '../../../../lib/gas/payment.ts';
 import { TransactionError } from '../../../../lib/worker/errors.ts';
-import type { NonceSlot, NonceSlotOutcome, TransactionJournal } from '../../../../lib/worker/tx/journal.ts';
+import type { NonceSlot } from '../../../../lib/worker/tx/journal.ts';
 import type { NonceBook } from '../../../../lib/worker/tx/nonces.ts';
 import { endResult, settle } from '../../../../lib/worker/tx/settle.ts';
 import type { Signed } from '../../../../lib/worker/tx/signer.ts';
+import { settlingJournal } from '../../../helpers/fakes/journal.ts';
 
 const ID = `0x${'1d'.repeat(32)}`;
 const HASH = `0x${'AB'.repeat(32)}` as Hash;
@@ -27,14 +27,7 @@ const receipt = (status: 'success' | 'reverted', gasUsed = 40_000n): Transaction
 
 /** Everything written, in order: the journal's calls and the nonce book's. */
 function recorder(withGasBook = true) {
-  const writes: unknown[] = [];
-  const journal: TransactionJournal = {
-    recordBroadcast: () => assert.fail('settle records no broadcast'),
-    forgetBroadcast: () => assert.fail('settle forgets no broadcast'),
-    openBroadcasts: () => assert.fail('settle reads no journal'),
-    closeNonceSlot: (slot: NonceSlot, outcome: NonceSlotOutcome) => (writes.push(['close', slot, outcome]), 1),
-    ...(withGasBook && { addGasSpent: (s: readonly GasSpend[]) => (writes.push(['spent', ...s]), s.length) }),
-  };
+  const { journal, writes } = settlingJournal('settle', withGasBook);
   const book = { consumed: (n: number) => writes.push(['consumed', n]) } as unknown as NonceBook;
   return { journal, book, writes };
 }
