@@ -18,6 +18,16 @@ function node(start: bigint) {
   return { n, read };
 }
 
+/** A node whose head reads stay out until the test answers the last one (`held.answer`). */
+function heldNode() {
+  const held: { reads: number; answer?: (h: bigint) => void } = { reads: 0 };
+  const read = () => {
+    held.reads++;
+    return new Promise<bigint>((resolve) => (held.answer = resolve));
+  };
+  return { held, read };
+}
+
 /**
  * What `p` gives once the fake clock has run `ms` (0: pending jobs only): a wait still open then
  * fails the test at once, where a bare await would hang it (nothing moves the fake clock).
@@ -113,23 +123,15 @@ describe('head watcher: what a node behind, slow or cached does to it (lib/worke
 
   test('a wait that comes while a read is out joins it: one read, no second poll beside it', async () => {
     const clock = createFakeClock();
-    let reads = 0;
-    let answer: ((h: bigint) => void) | undefined;
-    const heads = watchHeads(
-      () => {
-        reads++;
-        return new Promise<bigint>((resolve) => (answer = resolve));
-      },
-      clock,
-      250,
-    );
+    const { held, read } = heldNode();
+    const heads = watchHeads(read, clock, 250);
     const first = heads.after(undefined, 10_000);
     await clock.flush();
-    assert.equal(reads, 1);
+    assert.equal(held.reads, 1);
     const second = heads.after(undefined, 10_000);
     await clock.advance(1_000);
-    assert.equal(reads, 1, 'nothing read beside the read that is out, however long it takes');
-    answer?.(4n);
+    assert.equal(held.reads, 1, 'nothing read beside the read that is out, however long it takes');
+    held.answer?.(4n);
     await within(clock, Promise.all([first, second]));
     assert.equal(heads.latest(), 4n);
     assert.equal(clock.pending(), 0);
@@ -172,22 +174,14 @@ describe('head watcher: what a node behind, slow or cached does to it (lib/worke
 
   test('a wait that comes while the last read is out (its wait gone at its bound) joins that read', async () => {
     const clock = createFakeClock();
-    let reads = 0;
-    let answer: ((h: bigint) => void) | undefined;
-    const heads = watchHeads(
-      () => {
-        reads++;
-        return new Promise<bigint>((resolve) => (answer = resolve));
-      },
-      clock,
-      250,
-    );
+    const { held, read } = heldNode();
+    const heads = watchHeads(read, clock, 250);
     await within(clock, heads.after(undefined, 100), 100);
-    assert.equal(reads, 1);
+    assert.equal(held.reads, 1);
     const second = heads.after(undefined, 10_000);
     await clock.advance(1_000);
-    assert.equal(reads, 1, 'not read again beside the read still out');
-    answer?.(8n);
+    assert.equal(held.reads, 1, 'not read again beside the read still out');
+    held.answer?.(8n);
     await within(clock, second);
   });
 
