@@ -11,7 +11,7 @@
 import assert from 'node:assert/strict';
 import { getEventListeners } from 'node:events';
 import { describe, test } from 'node:test';
-import type { Hex } from 'viem';
+import { type Hex, hexToBytes } from 'viem';
 import type { ChangeFeed, ChangeListener } from '../../../../lib/outbox/change-feed.ts';
 import { createMemoryOutbox, type OutboxRecord } from '../../../../lib/outbox/index.ts';
 import { sleep } from '../../../../lib/clock.ts';
@@ -22,6 +22,7 @@ import {
 } from '../../../../lib/worker/loop/worker.ts';
 import type { DeliveryOutbox, Destination } from '../../../../lib/worker/types.ts';
 import { createFakeClock, T0, type FakeClock } from '../../../helpers/fakes/clock.ts';
+import { hyperlaneMessage } from '../../../helpers/fixtures/builders.ts';
 import { scriptedDestination, TX, type Script as DestinationScript } from '../../../helpers/fixtures/destination.ts';
 
 const DEST = 'anvil2';
@@ -32,15 +33,10 @@ const STACK = '\n    at a stack line that never reaches the log';
 
 const idOf = (n: number) => `0x${n.toString(16).padStart(64, '0')}`;
 
+const ZERO = `0x${'00'.repeat(32)}` as const;
 /** A raw Hyperlane message (version 3) from domain 1 to `destination`, distinct by nonce. */
-function rawMessage(nonce: number, destination: number): Uint8Array {
-  const raw = new Uint8Array(77 + 4);
-  raw[0] = 3;
-  new DataView(raw.buffer).setUint32(1, nonce);
-  new DataView(raw.buffer).setUint32(5, 1);
-  new DataView(raw.buffer).setUint32(41, destination);
-  return raw;
-}
+const rawMessage = (nonce: number, destination: number): Uint8Array =>
+  hexToBytes(hyperlaneMessage({ nonce, origin: 1, destination, sender: ZERO, recipient: ZERO, body: '0x00000000' }));
 
 interface Line {
   level: string;
