@@ -281,7 +281,10 @@ export function createTxNode(o: { head?: number; baseFee?: bigint; tip?: bigint;
               case 'eth_maxPriorityFeePerGas':
                 return hex(n.tip);
               case 'eth_getTransactionCount':
-                return hex(params[1] === 'pending' ? pending() : n.mined);
+                // A node answers the tags it knows and refuses others (geth: "invalid block number").
+                if (params[1] === 'pending') return hex(pending());
+                if (params[1] === 'latest') return hex(n.mined);
+                throw rpcError({ code: -32602, message: `invalid block tag ${JSON.stringify(params[1])}` });
               case 'eth_sendRawTransaction':
                 return send(params[0] as Hex);
               case 'eth_getTransactionReceipt':
