@@ -18,7 +18,7 @@ import { DeliveryError, TransactionError } from '../errors.ts';
 import { basisPoints, bump, cappedFees, sharedFees } from './fees.ts';
 import { followTransaction, type FollowedTransaction, type FollowSettings } from './follow.ts';
 import { DEFAULT_REPLACE_AFTER_BLOCKS } from './gaps.ts';
-import { HEAD_POLL_MS } from './heads.ts';
+import { HEAD_POLL_MS, headsOf } from './heads.ts';
 import { createProcessJournal, type BroadcastFence, type JournalEntry, type TransactionJournal } from './journal.ts';
 import { classify, transactionError } from './node-errors.ts';
 import { inspectNonceSlot, type NonceSlotState } from './inspect.ts';
@@ -58,12 +58,9 @@ export interface TransactionSenderOptions {
   maxGas?: bigint;
   /** Blocks including the transaction's own. Default 1 (mined). */
   confirmations?: number;
-  /**
-   * The longest wait between two looks at a send's receipts. Default 1 000; a new block ends the
-   * wait sooner (the head is read every headPollMs while sends wait: lib/worker/tx/heads.ts).
-   */
+  /** The longest wait between two looks at a send's receipts (a new block ends it sooner). Default 1 000. */
   pollMs?: number;
-  /** Between two reads of the chain's head (one per node client, however many sends wait). Default 250. */
+  /** Between two head reads while sends wait (one per client and clock, as the first sender built sets it). Default 250. */
   headPollMs?: number;
   /** Overall wait for one send, from the first broadcast. Default 600 000. */
   timeoutMs?: number;
@@ -143,6 +140,9 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
     errorAbi,
     onEvent: opts.onEvent,
   });
+  // Made now at this interval: the fee reads (lib/worker/tx/fees.ts) would make it with the default one.
+  headsOf(publicClient, clock, settings.headPollMs);
+  /** When each nonce the signer's senders follow was first sent (known from the first follow on). */
   let open: Map<number, number> | undefined;
 
   async function simulate(req: TransactionRequest): Promise<SimulateResult> {
@@ -214,10 +214,11 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
   /** Follows `slot` to its end and records that end once (however many join the follow). */
   async function followed(slot: FollowedTransaction, o: FollowOptions): Promise<SendResult> {
     const where = { chainId: await c.chainId(), signer: c.address, nonce: slot.t.nonce };
-    open = (await c.shared()).openSince;
+    const since = (await c.shared()).openSince;
+    open = since;
     const end = await c.followOnce(slot.t.nonce, async () => {
-      open?.set(slot.t.nonce, o.firstSentAt ?? slot.sentAt);
-      const ended = await followTransaction(c, settings, slot, o.onWait).finally(() => open?.delete(slot.t.nonce));
+      since.set(slot.t.nonce, o.firstSentAt ?? slot.sentAt);
+      const ended = await followTransaction(c, settings, slot, o.onWait).finally(() => since.delete(slot.t.nonce));
       await settle(where, ended, {
         journal,
         book: await c.book(),
@@ -282,10 +283,9 @@ export function createTransactionSender(opts: TransactionSenderOptions): Transac
   }
 
   function lowestOpen(): { nonce: number; ageMs: number } | undefined {
-    let low: { nonce: number; ageMs: number } | undefined;
-    for (const [nonce, since] of open ?? [])
-      if (!low || nonce < low.nonce) low = { nonce, ageMs: Math.max(0, clock.now() - since) };
-    return low;
+    if (!open?.size) return undefined;
+    const nonce = Math.min(...open.keys());
+    return { nonce, ageMs: Math.max(0, clock.now() - (open.get(nonce) as number)) };
   }
 
   return { signer: c.address, simulate, send, follow, inspect, recover, lowestOpen };

@@ -76,6 +76,27 @@ describe('the transaction sender (docs/transactions.md#transactions)', () => {
     assert.equal(r.receipt.blockNumber, 11n);
   });
 
+  test('headPollMs: the head is read that often while a send waits (250 ms by default), the fee reads before it', async () => {
+    for (const [headPollMs, interval] of [
+      [undefined, 250],
+      [1_000, 1_000],
+    ] as const) {
+      const s = setup({ headPollMs, replaceAfterBlocks: 100 });
+      const at: number[] = [];
+      s.node.before = (m) => void (m === 'eth_blockNumber' && at.push(s.clock.now()));
+      await s.drive(s.send(), (ms) => {
+        if (ms === 4_000) s.node.mine();
+      });
+      const times = [...new Set(at)];
+      assert.ok(times.length >= 5, `${times.length} head reads`);
+      assert.deepEqual(
+        new Set(times.slice(1).map((t, i) => t - times[i])),
+        new Set([interval]),
+        `headPollMs ${headPollMs}: read at ${times.join(', ')}`,
+      );
+    }
+  });
+
   test('simulate: eth_estimateGas alone, the gas limit the estimate plus the margin (20 % by default), rounded up', async () => {
     const s = setup();
     s.node.estimate = 100_001n;
@@ -349,6 +370,7 @@ describe('a journaled slot followed again (docs/transactions.md#the-transaction-
     // The node lost it in its restart: its pending count no longer covers nonce 0.
     node.drop(node.sent[0].hash);
     const s = setup({}, node);
+    assert.equal(s.sender.lowestOpen(), undefined, 'nothing followed yet');
     await s.clock.advance(10_000);
     // Two broadcasts at nonce 0, the first 9 s ago by the journal.
     const entries = entriesOf([node.sent[0], node.sent[0]], ID, [1_000, 5_000]);
