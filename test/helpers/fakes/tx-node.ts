@@ -7,7 +7,7 @@
  * underpriced" otherwise), a nonce below the mined count refused ("nonce too low"), a block that
  * mines the pool's best transaction at each next nonce paying the base fee. A test scripts the
  * rest: refusals (`refuse`), methods that fail (`failing`), another transaction taking a nonce
- * (`useNonce`), a transaction the node loses (`drop`). Every signed transaction it receives is
+ * (`useNonce`), a transaction the node loses (`drop`), an answer lost on the way back (`lose`). Every signed transaction it receives is
  * decoded with viem (`sent`), so tests assert the nonce, fees and gas that went out.
  *
  * `senderHarness` builds a sender on such a node with a fake clock, a journal that records what it
@@ -22,6 +22,7 @@ import {
   parseTransaction,
   RpcRequestError,
   type Address,
+  type Chain,
   type Hash,
   type Hex,
   type PublicClient,
@@ -43,6 +44,8 @@ export const CHAIN_ID = 31337;
 export interface NodeTx {
   hash: Hash;
   raw: Hex;
+  /** The chain id it was signed for. */
+  chainId: number;
   nonce: number;
   to: Address;
   value: bigint;
@@ -63,8 +66,11 @@ export interface Mined {
 
 export interface TxNode {
   client: PublicClient;
-  /** A new client of this node (another process's: nothing shared with `client`'s senders). */
-  connect(): PublicClient;
+  /**
+   * A new client of this node (another process's: nothing shared with `client`'s senders), with
+   * `chain` as its configured chain if given.
+   */
+  connect(chain?: Chain): PublicClient;
   /** The chain's head (block number). */
   head: number;
   /** The base fee of every block from now on. */
@@ -85,6 +91,8 @@ export interface TxNode {
   refuse?: (tx: NodeTx) => { code: number; message: string } | undefined;
   /** Sends whose connection is cut before the node takes them (no answer: the sender cannot tell). */
   cut?: (tx: NodeTx) => boolean;
+  /** Sends whose answer is lost after the node dealt with them (taken or refused: the sender cannot tell). */
+  lose?: (tx: NodeTx) => boolean;
   /** Methods that fail (a JSON-RPC internal error) while listed. */
   failing: Set<string>;
   /** Called with each request's method before it is answered (a test's script: mine now, say). */
@@ -115,6 +123,7 @@ function decode(raw: Hex): NodeTx {
   return {
     hash: keccak256(raw),
     raw,
+    chainId: t.chainId ?? 0,
     nonce: t.nonce ?? 0,
     to: t.to as Address,
     value: t.value ?? 0n,
@@ -131,7 +140,7 @@ const rpcError = (error: { code: number; message: string }) => new RpcRequestErr
 export function createTxNode(o: { head?: number; baseFee?: bigint; tip?: bigint; mined?: number } = {}): TxNode {
   const n: TxNode = {
     client: undefined as unknown as PublicClient,
-    connect: () => connect(),
+    connect: (chain) => connect(chain),
     head: o.head ?? 10,
     baseFee: o.baseFee ?? 1_000n,
     tip: o.tip ?? 100n,
@@ -185,6 +194,18 @@ export function createTxNode(o: { head?: number; baseFee?: bigint; tip?: bigint;
     const tx = decode(raw);
     n.sent.push(tx);
     if (n.cut?.(tx)) throw new Error('socket hang up');
+    let answer: Hash | Error;
+    try {
+      answer = take(tx);
+    } catch (err) {
+      answer = err as Error;
+    }
+    if (n.lose?.(tx)) throw new Error('socket hang up');
+    if (answer instanceof Error) throw answer;
+    return answer;
+  }
+
+  function take(tx: NodeTx): Hash {
     const scripted = n.refuse?.(tx);
     if (scripted) throw rpcError(scripted);
     if (n.pool.has(tx.hash) || n.receipts.has(tx.hash)) throw rpcError({ code: -32000, message: 'already known' });
@@ -263,8 +284,9 @@ export function createTxNode(o: { head?: number; baseFee?: bigint; tip?: bigint;
     };
   }
 
-  const connect = () =>
+  const connect = (chain?: Chain) =>
     createPublicClient({
+      chain,
       transport: custom(
         {
           async request({ method, params }: { method: string; params: unknown[] }) {

@@ -8,13 +8,16 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { encodeErrorResult } from 'viem';
+import { defineChain, encodeErrorResult } from 'viem';
 import { OutOfRangeError } from '../../../../lib/errors/classes.ts';
 import { DeliveryError, TransactionError } from '../../../../lib/worker/errors.ts';
 import type { JournalEntry } from '../../../../lib/worker/tx/journal.ts';
 import { createTransactionSender } from '../../../../lib/worker/tx/sender.ts';
+import { signerContext } from '../../../../lib/worker/tx/signer.ts';
+import { createFakeClock } from '../../../helpers/fakes/clock.ts';
 import {
   ACCOUNT,
+  BUMPED,
   CHAIN_ID,
   createTxNode,
   FIRST,
@@ -94,6 +97,29 @@ describe('the transaction sender (docs/transactions.md#transactions)', () => {
         new Set([interval]),
         `headPollMs ${headPollMs}: read at ${times.join(', ')}`,
       );
+    }
+  });
+
+  test("the chain id signed: the chain option's, else the client's chain's, else the node's (asked once)", async () => {
+    const ten = defineChain({
+      id: 10,
+      name: 'ten',
+      nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+      rpcUrls: { default: { http: ['http://127.0.0.1:1'] } },
+    });
+    const node = createTxNode();
+    for (const [over, chainId, asked] of [
+      [{ chain: ten }, 10, 0],
+      [{ publicClient: node.connect(ten) }, 10, 0],
+      [{}, CHAIN_ID, 1],
+    ] as const) {
+      const s = setup(over, node);
+      const before = node.asked.length;
+      await s.drive(s.send(), (ms) => {
+        if (ms === 500) node.mine();
+      });
+      assert.equal(node.sent.at(-1)?.chainId, chainId);
+      assert.equal(node.asked.slice(before).filter((m) => m === 'eth_chainId').length, asked);
     }
   });
 
@@ -213,8 +239,54 @@ describe('the transaction sender (docs/transactions.md#transactions)', () => {
     ]);
   });
 
-  test('"nonce too low" with the mined count past the nonce: the book moves past it and the send goes out at the mined count', async () => {
+  test('a broadcast whose answers are lost (the node took it, its lookups failing meanwhile): followed, ends mined with its hash', async () => {
     const s = setup();
+    // The node takes the transaction, but neither answer to eth_sendRawTransaction (the same bytes
+    // sent twice) comes back, and its first two hash lookups fail: the sender cannot tell it went out.
+    s.node.lose = () => s.node.sent.length <= 2;
+    s.node.failing.add('eth_getTransactionByHash');
+    let lookups = 0;
+    s.node.before = (m) => {
+      if (m === 'eth_getTransactionByHash' && ++lookups > 2) s.node.failing.delete(m);
+    };
+    const r = await s.drive(s.send(), (ms) => {
+      if (ms === 500) s.node.mine();
+    });
+    const { hash } = s.node.sent[0];
+    assert.deepEqual(
+      s.node.sent.map((t) => t.hash),
+      [hash, hash],
+      'the same bytes twice, nothing else signed',
+    );
+    assert.deepEqual([r.hash, r.nonce, r.receipt.status], [hash, 0, 'success']);
+    assert.deepEqual(
+      s.events.map((e) => [e.kind, e.hash]),
+      [['broadcast', hash]],
+    );
+    assert.deepEqual(s.calls, [
+      ['record', ID, 0, hash],
+      ['close', 0, { outcome: 'mined', hash }],
+    ]);
+  });
+
+  test('another refusal (insufficient funds) while the mined count is past the nonce: thrown, no other nonce tried', async () => {
+    const s = setup();
+    s.node.refuse = () => {
+      s.node.mined = 2;
+      return { code: -32000, message: 'insufficient funds for gas * price + value' };
+    };
+    const err = await failure(s.drive(s.send()));
+    assert.equal(err.code, 'insufficient_funds');
+    assert.deepEqual(
+      s.node.sent.map((t) => t.nonce),
+      [0],
+    );
+  });
+
+  test('"nonce too low" with the mined count past the nonce: the book moves past it and the send goes out at the mined count', async () => {
+    const node = createTxNode();
+    const harnessed = { publicClient: node.connect(), account: ACCOUNT, chain: undefined };
+    const s = setup({ publicClient: harnessed.publicClient }, node);
     await s.drive(s.send(), (ms) => {
       if (ms === 500) s.node.mine();
     });
@@ -229,6 +301,9 @@ describe('the transaction sender (docs/transactions.md#transactions)', () => {
       [0, 1, 3],
     );
     assert.equal(r.nonce, 3);
+    // The book holds no nonce the chain has used (nonce 1 went to the other process).
+    const book = await signerContext({ ...harnessed, journal: s.journal, clock: s.clock, errorAbi: undefined }).book();
+    assert.deepEqual(book.state(), { mined: 4, next: 4, held: [], freed: [] });
     assert.deepEqual(
       s.calls.filter(([op]) => op !== 'close').map(([op, a, nonce]) => [op, op === 'forget' ? a : nonce]),
       [
@@ -446,5 +521,87 @@ describe('a journaled slot followed again (docs/transactions.md#the-transaction-
     assert.deepEqual(told, []);
     assert.equal(s.sender.lowestOpen(), undefined, 'the follow ended');
     assert.equal((await s.journal.openBroadcasts({ chainId: CHAIN_ID, signer: SELF })).length, 1);
+  });
+
+  test('two journaled broadcasts of a slot: the newer one is the slot’s (its hash on a dropped slot, its receipt when mined)', async () => {
+    for (const end of ['dropped', 'mined'] as const) {
+      const node = await sentByAnother();
+      // The earlier process replaced it (same nonce, fees 12.5 % up) before it stopped.
+      const raw = await ACCOUNT.signTransaction({
+        chainId: CHAIN_ID,
+        type: 'eip1559',
+        to: TO,
+        data: '0x1234',
+        gas: SIMULATED.gas,
+        nonce: 0,
+        ...BUMPED,
+      });
+      await node.client.request({ method: 'eth_sendRawTransaction', params: [raw] });
+      const [older, newer] = node.sent.map((t) => t.hash);
+      assert.deepEqual([...node.pool.keys()], [newer]);
+      const s = setup({}, node);
+      const following = s.sender.follow(entriesOf(node.sent, ID, [0, 0]));
+      if (end === 'dropped') {
+        node.useNonce();
+        const err = await failure(s.drive(following));
+        assert.deepEqual([err.code, err.hash], ['nonce', newer], 'the newer hash');
+      } else {
+        node.mine();
+        const r = await s.drive(following);
+        assert.equal(r.hash, newer);
+      }
+      assert.notEqual(older, newer);
+    }
+  });
+
+  test('recover without onRecovered: each slot followed to its end, nothing left rejected', async () => {
+    const node = await sentByAnother(2, [1]);
+    const s = setup({}, node);
+    const unhandled: unknown[] = [];
+    const listen = (reason: unknown) => void unhandled.push(reason);
+    process.on('unhandledRejection', listen);
+    try {
+      for (const e of entriesOf(node.sent, ID, [0, 0])) await s.journal.recordBroadcast(e);
+      assert.equal(await s.sender.recover(), 2);
+      // Nonce 0 mined, nonce 1 mined reverted: a success and a failure, neither told to anyone.
+      node.mine();
+      const open = () => s.journal.openBroadcasts({ chainId: CHAIN_ID, signer: SELF });
+      for (let i = 0; i < 20 && (await open()).length > 0; i++) await s.clock.advance(1_000);
+      assert.deepEqual(await open(), [], 'both slots closed');
+      await s.clock.advance(1_000);
+      assert.deepEqual(unhandled, []);
+    } finally {
+      process.off('unhandledRejection', listen);
+    }
+  });
+
+  test('without a journal: the process journal keeps a broadcast with the clock’s time, and recover follows it from then', async () => {
+    const node = createTxNode();
+    const clock = createFakeClock(0);
+    const sender = createTransactionSender({ publicClient: node.connect(), account: ACCOUNT, clock });
+    await clock.advance(3_000);
+    // The caller stops waiting at its first wait (the worker stops): the slot stays open.
+    const stop = new Error('stopping');
+    const stopped = failure<Error>(
+      sender.send(
+        { to: TO, data: '0x1234' },
+        {
+          simulated: SIMULATED,
+          onWait: async () => {
+            throw stop;
+          },
+        },
+      ),
+    );
+    await clock.advance(1_000);
+    assert.equal(await stopped, stop);
+    await clock.advance(6_000);
+    assert.equal(await sender.recover(), 1);
+    await clock.advance(0);
+    assert.deepEqual(sender.lowestOpen(), { nonce: 0, ageMs: 7_000 }, 'first sent at 3 s, now 10 s');
+    node.mine();
+    for (let i = 0; i < 10 && sender.lowestOpen(); i++) await clock.advance(1_000);
+    assert.equal(sender.lowestOpen(), undefined);
+    assert.equal(node.sent.length, 1);
   });
 });
