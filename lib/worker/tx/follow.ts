@@ -117,19 +117,19 @@ export async function followTransaction(
     }
     if (!mined) {
       sentHead ??= seen;
-      const move = await look(c, s, slot, seen, sentHead, now).catch(() => undefined);
-      if (move?.do === 'used') {
+      const move = await look(c, s, slot, seen, sentHead, now);
+      if (move.do === 'used') {
         // Mined since the receipts were read, or the nonce went to a transaction that is none of this slot's.
         found = await firstMined(c.publicClient, hashes).catch(() => undefined);
         if (!found) return { kind: 'dropped' };
         continue;
       }
-      if (move?.do === 'fill') void fillGap(c, s, move.nonce, onWait);
-      let replaceWhy: string | undefined = move?.do === 'replace' ? move.why : undefined;
-      const gap = (move?.do === 'rebroadcast' && move.why === 'gap') || replaceWhy === 'gap';
+      if (move.do === 'fill') void fillGap(c, s, move.nonce, onWait);
+      let replaceWhy: string | undefined = move.do === 'replace' ? move.why : undefined;
+      const gap = (move.do === 'rebroadcast' && move.why === 'gap') || replaceWhy === 'gap';
       if (gap) await lost(c, slot);
       // Lost bytes above the gap that the node refuses wait for the next head: nothing is replaced there.
-      if (move?.do === 'rebroadcast' && !(await heal(c, slot, move.why)) && gap) replaceWhy = 'gap';
+      if (move.do === 'rebroadcast' && !(await heal(c, slot, move.why)) && gap) replaceWhy = 'gap';
       if (replaceWhy) {
         slot.sentAt = now;
         sentHead = seen;
@@ -163,16 +163,11 @@ async function look(
   const { t } = slot;
   const [book, shared] = await Promise.all([c.book(), c.shared()]);
   book.observe(view.mined);
-  let known: boolean | undefined;
+  // The caller sets the head it was sent at to the first head seen: defined from here on.
+  const sent = sentHead ?? seen;
   // Asked where the chain waits, and for a transaction that missed a block: the node may have lost
   // it with the one the chain waits on (a transaction mined at the next block is never asked about).
-  if (view.mined === t.nonce || (sentHead !== undefined && seen > sentHead)) {
-    known = false;
-    for (const hash of slot.hashes) {
-      known = (await isKnown(c.publicClient, hash)) !== false;
-      if (known) break;
-    }
-  }
+  const known = view.mined === t.nonce || seen > sent ? await holdsAny(c, slot.hashes) : undefined;
   let missingBelow = false;
   for (const n of shared.missing) {
     if (n < view.mined) shared.missing.delete(n);
@@ -183,7 +178,7 @@ async function look(
       nonce: t.nonce,
       maxFeePerGas: t.fees.maxFeePerGas,
       known,
-      blocksSince: sentHead === undefined ? 0n : seen - sentHead,
+      blocksSince: seen - sent,
       msSince,
       freedBelow: book.freedBelow(t.nonce),
       missingBelow,
@@ -191,6 +186,12 @@ async function look(
     view,
     { replaceAfterBlocks: s.replaceAfterBlocks, replaceAfterMs: s.replaceAfterMs, gasPriceCap: s.gasPriceCap },
   );
+}
+
+/** Whether the node holds one of `hashes` (a node that cannot say is taken to hold it: no gap). */
+async function holdsAny(c: SignerContext, hashes: readonly Hash[]): Promise<boolean> {
+  for (const hash of hashes) if ((await isKnown(c.publicClient, hash)) !== false) return true;
+  return false;
 }
 
 /**
@@ -224,22 +225,22 @@ async function heal(c: SignerContext, slot: FollowedTransaction, why: 'gap' | 'l
 /**
  * One replacement of the slot's newest (same nonce, both fees bumped, at least what the node asks
  * now, at most min(3 × that, gasPriceCap); none when the bump does not fit under that bound),
- * recorded in the journal first: true once the node holds it; 'used' when the node's mined count
- * is past the nonce; false when the node refused it (after "underpriced" the fees are raised
- * anyway, so the next one bumps from there).
+ * recorded in the journal first. 'used' when the node's mined count is past the nonce (nothing
+ * sent). A replacement the node refuses leaves the slot as it was, but after "underpriced" the fees
+ * are raised anyway, so the next one bumps from there.
  */
 async function replace(
   c: SignerContext,
   s: FollowSettings,
   slot: FollowedTransaction,
   why: string,
-): Promise<boolean | 'used'> {
+): Promise<'used' | undefined> {
   const { t } = slot;
   if ((await c.count('latest')) > t.nonce) return 'used';
   const current = await nodeFees(c.publicClient, c.chain, c.errorAbi).catch(() => t.fees);
   // Bounded by min(3 × the fresh suggestion, cap): when the bump does not fit, the one sent waits.
   const decision = replacementFees(t.fees, current, { bumpPercent: s.bumpPercent, cap: s.gasPriceCap });
-  if (!decision.ok) return false;
+  if (!decision.ok) return;
   const { fees } = decision;
   const next = { ...t, fees };
   const sent = slot.filler ? await c.unjournaled(next) : await c.journaled(next, slot.messageId);
@@ -250,10 +251,7 @@ async function replace(
     (await c.shared()).missing.delete(t.nonce);
     const messageId = slot.filler ? undefined : slot.messageId;
     await c.emit({ kind: 'replacement', nonce: t.nonce, hash: sent.hash, ...fees, messageId, reason: why });
-    return true;
-  }
-  if (sent.outcome !== 'unrecorded' && sent.outcome.kind === 'underpriced') t.fees = fees;
-  return false;
+  } else if (sent.outcome !== 'unrecorded' && sent.outcome.kind === 'underpriced') t.fees = fees;
 }
 
 /** Gas of a zero-value transfer to an account without code. */
