@@ -87,6 +87,8 @@ export interface TxNode {
   sent: NodeTx[];
   /** Every request's method, in order. */
   asked: string[];
+  /** Every hash asked for with eth_getTransactionByHash, in order. */
+  lookedUp: Hash[];
   /** A refusal for this send (a JSON-RPC error: code and words), or undefined to model the pool's answer. */
   refuse?: (tx: NodeTx) => { code: number; message: string } | undefined;
   /** Sends whose connection is cut before the node takes them (no answer: the sender cannot tell). */
@@ -149,6 +151,7 @@ export function createTxNode(o: { head?: number; baseFee?: bigint; tip?: bigint;
     receipts: new Map(),
     sent: [],
     asked: [],
+    lookedUp: [],
     failing: new Set(),
     reverts: new Set(),
     estimate: 100_000n,
@@ -222,6 +225,7 @@ export function createTxNode(o: { head?: number; baseFee?: bigint; tip?: bigint;
   }
 
   function transaction(hash: Hash) {
+    n.lookedUp.push(hash);
     const t = n.pool.get(hash);
     const m = n.receipts.get(hash);
     if (!t && !m) return null;

@@ -584,10 +584,80 @@ describe('following a slot: replacements, gaps, ends (docs/transactions.md#gaps)
     });
     assert.equal(r.nonce, 1);
     assert.equal(fillers, 2, 'filled again after the refusal');
+    const filled = s.node.sent[3];
+    assert.deepEqual([s.node.sent.length, filled.nonce, filled.gas], [4, 0, 21_000n], 'one filler refused, one sent');
+    // The refused filler is neither told as a fill nor followed (no gap found at it, nothing given back).
+    assert.deepEqual(s.kinds(), [
+      ['broadcast', 1, undefined],
+      ['gap', 0, 'no transaction may land at it: filled with a self-transfer'],
+      ['gap', 0, 'no transaction may land at it: filled with a self-transfer'],
+      ['fill', 0, undefined],
+    ]);
+    assert.equal(s.events[3].hash, filled.hash);
+    assert.equal(s.node.receipts.get(filled.hash)?.nonce, 0, 'the second filler mined');
+  });
+
+  test('a free nonce while the base fee is above gasPriceCap: no filler signed, nothing said; filled once the fees fit', async () => {
+    const s = setup({ gasPriceCap: 3_000n, replaceAfterBlocks: 100 });
+    s.node.refuse = (t) =>
+      t.nonce === 0 && s.node.sent.length === 1
+        ? { code: -32000, message: 'insufficient funds for gas * price + value' }
+        : undefined;
+    const [a, b] = [s.send(), s.send()];
+    await a.catch(() => {});
+    let sentAtHighFee = 0;
+    const r = await s.drive(b, (ms) => {
+      if (ms === 0) s.node.baseFee = 3_500n;
+      if (ms > 0 && ms % 1_000 === 0) s.node.head++;
+      if (ms === 5_000) {
+        sentAtHighFee = s.node.sent.length;
+        s.node.baseFee = 1_000n;
+      }
+      if (ms === 8_000) s.node.mine();
+    });
+    assert.equal(sentAtHighFee, 2, 'no filler for 4 heads above the cap');
+    assert.equal(r.nonce, 1);
+    const filler = s.node.sent[2];
+    assert.deepEqual([filler.nonce, filler.gas, filler.maxFeePerGas], [0, 21_000n, FIRST.maxFeePerGas]);
+    assert.deepEqual(s.kinds(), [
+      ['broadcast', 1, undefined],
+      ['gap', 0, 'no transaction may land at it: filled with a self-transfer'],
+      ['fill', 0, undefined],
+    ]);
+    assert.equal(s.node.receipts.get(filler.hash)?.nonce, 0, 'the filler mined');
+  });
+
+  test('a filler whose reply is lost counts as sent: told, followed and given back at the gap, not filled again', async () => {
+    const s = setup({ replaceAfterBlocks: 100 });
+    s.node.refuse = (t) =>
+      t.nonce === 0 && s.node.sent.length === 1
+        ? { code: -32000, message: 'insufficient funds for gas * price + value' }
+        : undefined;
+    // The filler's connection is cut at both tries: the node never got it, the sender cannot tell.
+    s.node.cut = (t) => t.gas === 21_000n && s.node.sent.length <= 4;
+    const [a, b] = [s.send(), s.send()];
+    await a.catch(() => {});
+    const r = await s.drive(b, (ms) => {
+      if (ms > 0 && ms % 1_000 === 0) {
+        if (s.node.pool.size === 2) s.node.mine();
+        else s.node.head++;
+      }
+    });
+    assert.equal(r.nonce, 1);
+    const filler = s.node.sent[2];
     assert.deepEqual(
-      s.events.filter((e) => e.kind === 'fill').map((e) => e.nonce),
-      [0],
+      s.node.sent.slice(2).map((t) => t.hash),
+      [filler.hash, filler.hash, filler.hash],
+      'the same bytes: cut twice, then given back',
     );
+    assert.deepEqual(s.kinds(), [
+      ['broadcast', 1, undefined],
+      ['gap', 0, 'no transaction may land at it: filled with a self-transfer'],
+      ['fill', 0, undefined],
+      ['gap', 0, 'the node holds none of its transactions'],
+      ['rebroadcast', 0, 'gap'],
+    ]);
+    assert.equal(s.node.receipts.get(filler.hash)?.nonce, 0, 'the filler mined');
   });
 
   test('a filler not mined is replaced like any slot: bumped, still not journaled, no message named', async () => {
@@ -873,6 +943,29 @@ describe('following a slot: replacements, gaps, ends (docs/transactions.md#gaps)
       s.kinds().filter(([kind]) => kind === 'replacement'),
       [],
     );
+  });
+
+  test('a later nonce is looked up at the node only once a head passed without it; the nonce the chain waits on at every look', async () => {
+    const s = setup({ replaceAfterBlocks: 100, pollMs: 1_000 });
+    const both = Promise.all([s.send(), s.send()]);
+    /** Lookups of each nonce's hash before head 11 (polls at head 10 only) and after it. */
+    const before: number[] = [];
+    await s.drive(both, (ms) => {
+      if (ms === 3_000) {
+        const [zero, one] = s.node.sent;
+        before.push(...[zero, one].map((t) => s.node.lookedUp.filter((h) => h === t.hash).length));
+        s.node.head++;
+      }
+      if (ms === 4_000) s.node.mine();
+    });
+    const one = s.node.sent[1];
+    assert.ok(before[0] >= 2, `nonce 0 (the chain waits on it) looked up at each poll: ${before[0]}`);
+    assert.equal(before[1], 0, 'nonce 1 not looked up while no head passed');
+    assert.ok(
+      s.node.lookedUp.filter((h) => h === one.hash).length >= 1,
+      'nonce 1 looked up once head 11 passed without it',
+    );
+    assert.equal(s.node.sent.length, 2, 'both held by the node: nothing sent again');
   });
 
   test('a node that cannot say whether it holds the transaction: no gap, nothing sent again', async () => {
