@@ -95,6 +95,11 @@ export interface TxNode {
   cut?: (tx: NodeTx) => boolean;
   /** Sends whose answer is lost after the node dealt with them (taken or refused: the sender cannot tell). */
   lose?: (tx: NodeTx) => boolean;
+  /**
+   * The pending count as another backend behind the same load balancer answers it (it still holds
+   * what this one lost): while set, it replaces the model's.
+   */
+  pendingOver?: number;
   /** Methods that fail (a JSON-RPC internal error) while listed. */
   failing: Set<string>;
   /** Called with each request's method before it is answered (a test's script: mine now, say). */
@@ -308,7 +313,7 @@ export function createTxNode(o: { head?: number; baseFee?: bigint; tip?: bigint;
                 return hex(n.tip);
               case 'eth_getTransactionCount':
                 // A node answers the tags it knows and refuses others (geth: "invalid block number").
-                if (params[1] === 'pending') return hex(pending());
+                if (params[1] === 'pending') return hex(n.pendingOver ?? pending());
                 if (params[1] === 'latest') return hex(n.mined);
                 throw rpcError({ code: -32602, message: `invalid block tag ${JSON.stringify(params[1])}` });
               case 'eth_sendRawTransaction':

@@ -433,6 +433,33 @@ describe('following a slot: replacements, gaps, ends (docs/transactions.md#gaps)
     }
   });
 
+  test('a gap healed by a replacement, then lost again: a second gap said, the replacement given back', async () => {
+    const s = setup({ replaceAfterBlocks: 100 });
+    s.node.refuse = (t) =>
+      s.node.sent.length > 1 && t.maxFeePerGas === FIRST.maxFeePerGas
+        ? { code: -32000, message: 'transaction underpriced' }
+        : undefined;
+    const r = await s.drive(s.send(), (ms) => {
+      if (ms === 250) {
+        s.node.drop(s.node.sent[0].hash);
+        s.node.head++;
+      }
+      if (ms === 2_250) s.node.pool.clear();
+      if (ms === 3_000) s.node.head++;
+      if (ms === 6_000) s.node.mine();
+    });
+    const replacement = s.node.sent.find((t) => t.maxFeePerGas === BUMPED.maxFeePerGas)!;
+    assert.equal(r.hash, replacement.hash);
+    assert.deepEqual(s.kinds(), [
+      ['broadcast', 0, undefined],
+      ['gap', 0, 'the node holds none of its transactions'],
+      ['replacement', 0, 'gap'],
+      ['gap', 0, 'the node holds none of its transactions'],
+      ['rebroadcast', 0, 'gap'],
+    ]);
+    assert.equal(s.events[4].hash, replacement.hash);
+  });
+
   test('a gap whose bytes and replacements the node refuses is said once while it lasts', async () => {
     const s = setup({ timeoutMs: 5_000 });
     s.node.refuse = () => (s.node.sent.length > 1 ? { code: -32000, message: 'transaction underpriced' } : undefined);
@@ -517,6 +544,42 @@ describe('following a slot: replacements, gaps, ends (docs/transactions.md#gaps)
     );
   });
 
+  test('a node whose pending count runs past the gap it lost (another backend holds it): later nonces wait while the gap lasts, are replaced once it ends', async () => {
+    const s = setup({ replaceAfterBlocks: 2 });
+    // Nonce 0's bytes given back and its replacements are refused: the gap stays open.
+    s.node.refuse = (t) =>
+      t.nonce === 0 && s.node.sent.length > 3 ? { code: -32000, message: 'transaction underpriced' } : undefined;
+    const sends = [s.send(), s.send(), s.send()];
+    let replacedDuringGap = -1;
+    const ended = await s.drive(Promise.allSettled(sends), (ms) => {
+      if (ms === 250) {
+        s.node.drop(s.node.sent[0].hash);
+        s.node.pendingOver = 3;
+      }
+      if (ms > 0 && ms % 1_000 === 0 && ms <= 5_000) s.node.head++;
+      if (ms === 5_500) {
+        replacedDuringGap = s.events.filter((e) => e.kind === 'replacement').length;
+        // The gap ends without us: another transaction of the key takes nonce 0 (block 16).
+        s.node.pendingOver = undefined;
+        s.node.useNonce();
+      }
+      // Six heads since they were sent: nonces 1 and 2 are replaced at block 16's look, then mined.
+      if (ms === 7_000) s.node.mine();
+    });
+    assert.equal(replacedDuringGap, 0, 'nothing replaced while the gap lasted (5 heads)');
+    assert.deepEqual(
+      ended.map((e) => e.status),
+      ['rejected', 'fulfilled', 'fulfilled'],
+    );
+    assert.deepEqual(
+      s.kinds().filter(([kind, nonce]) => nonce !== 0 && kind !== 'broadcast'),
+      [
+        ['replacement', 1, 'blocks'],
+        ['replacement', 2, 'blocks'],
+      ],
+    );
+  });
+
   test('a free nonce below a slot is filled with a zero-value self-transfer of 21 000 gas, not in the journal', async () => {
     const s = setup({ replaceAfterBlocks: 100 });
     // The first send's broadcast is refused for good: nonce 0 is freed under the second's nonce 1.
@@ -563,6 +626,35 @@ describe('following a slot: replacements, gaps, ends (docs/transactions.md#gaps)
       'the filler is not journaled',
     );
     assert.deepEqual(s.node.receipts.get(fill.hash)?.nonce, 0, 'mined');
+  });
+
+  test('a free nonce another transaction used meanwhile: the look at the head moves the book past it, the next send takes the next nonce', async () => {
+    const s = setup({ replaceAfterBlocks: 100 });
+    s.node.refuse = (t) =>
+      t.nonce === 0 && s.node.sent.length === 1
+        ? { code: -32000, message: 'insufficient funds for gas * price + value' }
+        : undefined;
+    const [a, b] = [s.send(), s.send()];
+    await a.catch(() => {});
+    let c: ReturnType<typeof s.send> | undefined;
+    const r = await s.drive(b, (ms) => {
+      // Before the first look, another process of the same key sends at nonce 0 (block 11). After
+      // a look at block 11, a third send while ours waits; block 12 mines both.
+      if (ms === 0) s.node.useNonce();
+      if (ms === 2_000) c = s.send();
+      if (ms === 5_000) s.node.mine();
+    });
+    assert.equal(r.nonce, 1);
+    assert.equal((await c)?.nonce, 2);
+    assert.deepEqual(
+      s.node.sent.map((t) => t.nonce),
+      [0, 1, 2],
+      'nonce 0 neither filled nor sent again',
+    );
+    assert.deepEqual(
+      s.kinds().filter(([kind]) => kind !== 'broadcast'),
+      [],
+    );
   });
 
   test('a filler the node refuses gives its nonce back: the next head fills it again', async () => {
