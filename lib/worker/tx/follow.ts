@@ -260,9 +260,9 @@ const TRANSFER_GAS = 21_000n;
 /**
  * Fills free nonce `nonce` (its broadcasts certainly failed; later ones wait behind it) with a
  * zero-value self-transfer at the node's fees within the cap, followed like any slot, unless
- * something took the nonce meanwhile (the next message does, when one is sent first). A fee wait
- * or a refusal gives the nonce back: the next head tries again. It is followed with the `onWait` of
- * the slot that found the gap: a worker that stops ends it too.
+ * something took the nonce meanwhile (the next message does, when one is sent first). A fee wait,
+ * a refusal or a filler not mined within `timeoutMs` gives the nonce back: the next head tries
+ * again. Followed with the `onWait` of the slot that found the gap (a worker that stops ends it).
  */
 async function fillGap(
   c: SignerContext,
@@ -291,7 +291,9 @@ async function fillGap(
       await c.emit({ kind: 'fill', nonce, hash: sent.hash, ...fees });
       const slot = { t, hashes: [sent.hash], raw: sent.raw, messageId: sent.hash, sentAt: c.clock.now(), filler: true };
       const end = await followTransaction(c, s, slot, onWait);
-      if (end.kind !== 'timeout') book.consumed(nonce);
+      // In no journal, a filler timed out has no next holder: freed, the next head fills it again.
+      if (end.kind === 'timeout') book.free(nonce);
+      else book.consumed(nonce);
     })
     .catch(() => undefined);
 }

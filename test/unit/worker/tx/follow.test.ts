@@ -719,6 +719,50 @@ describe('following a slot: replacements, gaps, ends (docs/transactions.md#gaps)
     assert.equal(s.node.receipts.get(filler.hash)?.nonce, 0, 'the filler mined');
   });
 
+  test('a filler timed out (a fee spike above gasPriceCap) and then evicted: its nonce freed, filled again once the fees fit', async () => {
+    const s = setup({ gasPriceCap: 3_000n, replaceAfterBlocks: 100, timeoutMs: 5_000 });
+    s.node.refuse = (t) =>
+      t.nonce === 0 && s.node.sent.length === 1
+        ? { code: -32000, message: 'insufficient funds for gas * price + value' }
+        : undefined;
+    const [a, b] = [s.send(), s.send()];
+    await a.catch(() => {});
+    // The filler goes out at the first look (block 11); then the base fee stays above the cap:
+    // nothing can be mined or replaced, and the send of nonce 1 times out.
+    const timedOut = await s
+      .drive(b, (ms) => {
+        if (ms === 1_000) s.node.head++;
+        if (ms === 1_500) s.node.baseFee = 3_500n;
+      })
+      .then(
+        () => assert.fail('timed out'),
+        (e: TransactionError) => e.code,
+      );
+    assert.equal(timedOut, 'timeout');
+    const filler = s.node.sent[2];
+    assert.deepEqual([filler.nonce, filler.gas], [0, 21_000n]);
+    // The next holder follows nonce 1's journaled slot; the filler's own wait ends, then the pool
+    // evicts it; the base fee falls.
+    const entries = await s.journal.openBroadcasts({ chainId: 31337, signer: SELF });
+    const r = await s.drive(s.sender.follow(entries), (ms) => {
+      if (ms === 2_000) s.node.drop(filler.hash);
+      if (ms === 3_000) s.node.baseFee = 1_000n;
+      if (ms > 0 && ms % 1_000 === 0 && ms !== 4_500) s.node.head++;
+      if (ms === 4_500) s.node.mine();
+    });
+    assert.equal(r.nonce, 1);
+    const refill = s.node.sent.at(-1)!;
+    assert.deepEqual([refill.nonce, refill.gas], [0, 21_000n]);
+    assert.equal(s.node.receipts.get(refill.hash)?.nonce, 0, 'a new filler mined at nonce 0');
+    assert.deepEqual(
+      s.events.filter((e) => e.kind === 'fill').map((e) => [e.nonce, e.hash]),
+      [
+        [0, filler.hash],
+        [0, refill.hash],
+      ],
+    );
+  });
+
   test('a filler whose reply is lost counts as sent: told, followed and given back at the gap, not filled again', async () => {
     const s = setup({ replaceAfterBlocks: 100 });
     s.node.refuse = (t) =>
