@@ -544,7 +544,7 @@ describe('following a slot: replacements, gaps, ends (docs/transactions.md#gaps)
     );
   });
 
-  test('a node whose pending count runs past the gap it lost (another backend holds it): later nonces wait while the gap lasts, are replaced once it ends', async () => {
+  test('a pending count past a lost gap (another backend holds it): later nonces wait while it lasts, replaced once it ends', async () => {
     const s = setup({ replaceAfterBlocks: 2 });
     // Nonce 0's bytes given back and its replacements are refused: the gap stays open.
     s.node.refuse = (t) =>
@@ -628,7 +628,7 @@ describe('following a slot: replacements, gaps, ends (docs/transactions.md#gaps)
     assert.deepEqual(s.node.receipts.get(fill.hash)?.nonce, 0, 'mined');
   });
 
-  test('a free nonce another transaction used meanwhile: the look at the head moves the book past it, the next send takes the next nonce', async () => {
+  test('a free nonce another transaction used: the look at the head moves the book past it, the next send takes the next', async () => {
     const s = setup({ replaceAfterBlocks: 100 });
     s.node.refuse = (t) =>
       t.nonce === 0 && s.node.sent.length === 1
