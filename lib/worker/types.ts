@@ -100,7 +100,8 @@ export interface Destination {
   resume(entries: readonly JournalEntry[], opts: Pick<ProcessOptions, 'onWait'>): Promise<Resumed>;
   /**
    * Follows, in the background, the open transactions of this signer the journal holds (after a
-   * restart), until `signal` aborts (the worker stops).
+   * restart), until `signal` aborts (the worker stops). Resolves once the journal is read: the
+   * worker claims nothing before, so that none of its own new sends is followed as recovered.
    */
   recover?(signal?: AbortSignal): Promise<void>;
 }

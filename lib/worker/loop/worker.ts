@@ -160,11 +160,6 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   }
 
   async function loop(): Promise<void> {
-    // Transactions of this worker's signers the journal holds (a restart): followed in the background.
-    for (const d of destinations.values())
-      d.recover?.(stopping.signal).catch((error) =>
-        logger.warn('recovery failed', { destination: d.name, error: describe(error) }),
-      );
     const unsubscribe = feed?.subscribe(() => {
       changed = true;
       wake?.();
@@ -172,6 +167,15 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     // Until the feed is up (or if it cannot start) the loop polls every pollMs.
     feed?.ready().catch((error) => logger.warn('change feed not started; polling', { error: describe(error) }));
     try {
+      // Transactions of this worker's signers the journal holds (a restart), read before the first
+      // claim so that no send of this run is taken for one; then followed in the background
+      // (docs/transactions.md#nonces).
+      const recovered = [...destinations.values()].map((d) =>
+        d
+          .recover?.(stopping.signal)
+          .catch((error) => logger.warn('recovery failed', { destination: d.name, error: describe(error) })),
+      );
+      await Promise.race([stopRequested, Promise.all(recovered)]);
       await claimUntilStopped();
     } finally {
       unsubscribe?.();

@@ -407,8 +407,34 @@ describe('createDeliveryWorker: log lines (docs/delivery.md#metrics-and-readines
     ]);
     assert.equal(signals.length, 1);
     assert.equal(signals[0]?.aborted, false);
+    assert.equal(h.claims.length > 0, true, 'claims go on after a failed recovery');
     await stopNow(h, running);
     assert.equal(signals[0]?.aborted, true, 'recovery ends with the worker');
+  });
+
+  test('nothing is claimed until the recovery has read the journal; a stop while it reads ends the loop unclaimed', async () => {
+    for (const stopFirst of [false, true]) {
+      let read: () => void = () => {};
+      const recovering: Destination = {
+        ...scriptedDestination(),
+        recover: () => new Promise<void>((resolve) => (read = resolve)),
+      };
+      const h = harness({ destinations: [recovering], messages: [{ enqueuedAt: T0 }] });
+      const running = h.worker.run();
+      await h.clock.advance(3 * POLL_MS);
+      assert.equal(h.claims.length, 0, 'no claim while the journal is read');
+      if (stopFirst) {
+        await stopNow(h, running);
+        assert.equal(h.claims.length, 0, 'stopped unclaimed');
+        assert.equal(h.row(1).status, 'queued');
+        continue;
+      }
+      read();
+      await h.clock.flush();
+      assert.equal(h.claims[0]?.at, 3 * POLL_MS, 'the first claim once it is read');
+      assert.equal(h.row(1).attempts, 1, 'the message claimed then');
+      await stopNow(h, running);
+    }
   });
 
   test('a change feed that cannot start is logged, and the loop polls every pollMs meanwhile', async () => {
