@@ -123,6 +123,8 @@ export interface TxNode {
 }
 
 const hex = (n: number | bigint) => `0x${n.toString(16)}`;
+/** Requests the model node answers in one turn of the event loop before it stops answering (a spinning sender). */
+const SPIN_LIMIT = 5_000;
 const blockHash = (n: number) => `0x${n.toString(16).padStart(64, '0')}` as Hash;
 
 function decode(raw: Hex): NodeTx {
@@ -293,12 +295,20 @@ export function createTxNode(o: { head?: number; baseFee?: bigint; tip?: bigint;
     };
   }
 
+  // This node answers on the same turn of the event loop (promise jobs only), where a node over
+  // the network answers on a later one. A sender that calls it in a loop without ever waiting
+  // would spin on promise jobs, and no timer (the test's bound, node:test's timeout) could fire:
+  // past SPIN_LIMIT requests in one turn the node stops answering, so the loop stops and the
+  // test's bound fails it.
+  let burst = 0;
   const connect = (chain?: Chain) =>
     createPublicClient({
       chain,
       transport: custom(
         {
           async request({ method, params }: { method: string; params: unknown[] }) {
+            if (burst++ === 0) setImmediate(() => (burst = 0));
+            if (burst > SPIN_LIMIT) return new Promise(() => {});
             n.asked.push(method);
             n.before?.(method);
             if (n.failing.has(method)) throw rpcError({ code: -32603, message: 'internal error' });
