@@ -42,12 +42,15 @@ interface Script {
   balance?: bigint | 'fail';
   baseFee?: Record<string, bigint | undefined>;
   blockFails?: boolean;
+  /** eth_getBlockByNumber waits until the test answers or fails it (`held`). */
+  holdBlocks?: boolean;
 }
 
 /** A node answering from `s`; `asked` lists each request as method and first parameter. */
 function node(s: Script) {
   const asked: Array<[string, unknown]> = [];
   const sent: Hex[] = [];
+  const held: Array<{ tag: string; answer(): void; fail(): void }> = [];
   const client = createPublicClient({
     transport: custom(
       {
@@ -82,12 +85,20 @@ function node(s: Script) {
             case 'eth_getBlockByNumber': {
               if (s.blockFails) throw { code: -32603, message: 'backend down' };
               const fee = s.baseFee?.[params[0] as string];
-              return {
+              const block = {
                 number: params[0],
                 hash: `0x${'0b'.repeat(32)}`,
                 ...(fee !== undefined && { baseFeePerGas: `0x${fee.toString(16)}` }),
                 transactions: [],
               };
+              if (!s.holdBlocks) return block;
+              return new Promise((resolve, reject) =>
+                held.push({
+                  tag: params[0] as string,
+                  answer: () => resolve(block),
+                  fail: () => reject({ code: -32603, message: 'backend down' }),
+                }),
+              );
             }
             default:
               throw new Error(`unexpected ${method}`);
@@ -97,7 +108,7 @@ function node(s: Script) {
       { retryCount: 0 },
     ),
   }) as PublicClient;
-  return { client, asked, sent, s };
+  return { client, asked, sent, s, held };
 }
 
 /** A journal that keeps what it is told; `accept: false` refuses records (a lost lease). */
@@ -286,6 +297,39 @@ describe('signerContext: the head view, a signer that cannot pay, events and fol
     n.s.blockFails = false;
     n.s.baseFee = { '0xc': 8n };
     assert.equal((await c.headView(12n)).baseFee, 8n, 'read again after a failure');
+  });
+
+  test('head views out at once: a failed one forgets only itself, whichever order they end in', async () => {
+    const unhandled: unknown[] = [];
+    const keep = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', keep);
+    try {
+      for (const laterEnds of ['fails first', 'answers first'] as const) {
+        const n = node({ mined: 4, pending: 6, holdBlocks: true });
+        const c = context(n.client, journal().j, { chain: anvil });
+        const older = c.headView(10n);
+        const newer = c.headView(11n);
+        while (n.held.length < 2) await new Promise((resolve) => setImmediate(resolve));
+        if (laterEnds === 'fails first') n.held[1].fail();
+        else n.held[1].answer();
+        await newer.catch(() => {});
+        n.held[0].fail();
+        await assert.rejects(older);
+        await new Promise((resolve) => setImmediate(resolve));
+        const before = n.asked.length;
+        n.s.holdBlocks = false;
+        if (laterEnds === 'answers first') {
+          assert.equal(await c.headView(11n), await newer, "head 11's view kept: the failure of 10 is not 11's");
+          assert.equal(n.asked.length, before, 'head 11 not read again');
+        } else {
+          assert.equal((await c.headView(11n)).head, 11n);
+          assert.equal(n.asked.length, before + 3, 'head 11 read again after its failure');
+        }
+      }
+      assert.deepEqual(unhandled, [], 'no failure left unhandled');
+    } finally {
+      process.off('unhandledRejection', keep);
+    }
   });
 
   test('a signer that cannot pay: its balance and what the transaction needs at most; other refusals as they are', async () => {
