@@ -309,7 +309,10 @@ describe('signerContext: the head view, a signer that cannot pay, events and fol
         const c = context(n.client, journal().j, { chain: anvil });
         const older = c.headView(10n);
         const newer = c.headView(11n);
-        while (n.held.length < 2) await new Promise((resolve) => setImmediate(resolve));
+        for (let turn = 0; n.held.length < 2; turn++) {
+          assert.ok(turn < 100, 'both blocks asked for');
+          await new Promise((resolve) => setImmediate(resolve));
+        }
         if (laterEnds === 'fails first') n.held[1].fail();
         else n.held[1].answer();
         await newer.catch(() => {});
