@@ -31,7 +31,8 @@ export const MODULES: Record<string, string[]> = {
   'lib/gas/policy.ts': ['test/unit/gas/policy.test.ts'],
   'lib/gas/payment.ts': ['test/unit/gas/payment.test.ts'],
   'lib/net/ip-address.ts': ['test/unit/net/ip-address.test.ts'],
-  'lib/worker/ccip/target.ts': ['test/unit/worker/ccip/target.test.ts'],
+  // hostile.test.ts holds the port rule's and this host's own addresses' tests (through the lookup).
+  'lib/worker/ccip/target.ts': ['test/unit/worker/ccip/target.test.ts', 'test/unit/worker/ccip/hostile.test.ts'],
   'lib/worker/tx/nonces.ts': ['test/unit/worker/tx/nonces.test.ts', 'test/unit/worker/tx/gaps.test.ts'],
   'lib/worker/tx/gaps.ts': ['test/unit/worker/tx/gaps.test.ts'],
   'lib/worker/tx/fees.ts': ['test/unit/worker/tx/fees.test.ts'],

@@ -99,8 +99,8 @@ export async function checkGatewayTarget(
   const own = opts.ownAddresses ?? new Set<string>();
   const rangeOf = (address: IpAddress): TargetRefusal['range'] =>
     own.has(connectionAddress(address).text) ? 'this-host' : addressRange(address);
-  const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
-  const portRefused = !GATEWAY_PORTS.has(port) && !allowed;
+  // A URL without a port has its scheme's default, 80 or 443: both are gateway ports.
+  const portRefused = url.port !== '' && !GATEWAY_PORTS.has(Number(url.port)) && !allowed;
   const portRefusal: TargetCheck = { ok: false, refusal: { address: url.host, range: 'port' } };
   // A non-public address is the stronger reason: it is named first, the port after.
   const literal = parseIpAddress(url.hostname);

@@ -10,6 +10,8 @@ import { describe, test } from 'node:test';
 import {
   checkGatewayTarget,
   normalizeOrigins,
+  ownAddresses,
+  systemLocalAddresses,
   systemResolver,
   type Resolver,
 } from '../../../../lib/worker/ccip/target.ts';
@@ -108,5 +110,20 @@ describe('gateway targets (docs/hostile-recipients.md#hostile-recipients)', () =
   test('the system resolver lists every address of a name (an IP literal resolves to itself, no DNS asked)', async () => {
     assert.deepEqual(await systemResolver('127.0.0.1'), [{ address: '127.0.0.1', family: 4 }]);
     assert.deepEqual(await systemResolver('::1'), [{ address: '::1', family: 6 }]);
+  });
+
+  test("this host's addresses: every interface's, loopback included; as connection addresses, what is not one skipped", () => {
+    const local = [...systemLocalAddresses()];
+    assert.ok(local.includes('127.0.0.1'), `loopback among ${local.join(', ')}`);
+    assert.ok(
+      local.every((a) => typeof a === 'string' && a !== ''),
+      'addresses only',
+    );
+    assert.ok(ownAddresses(local).has('127.0.0.1'));
+    // An IPv4-mapped spelling is where a connection to its IPv4 address goes; a name is skipped.
+    assert.deepEqual(
+      [...ownAddresses(['::ffff:10.0.0.1', 'gw.example', '', '2001:db8::1'])],
+      ['10.0.0.1', '2001:db8::1'],
+    );
   });
 });
