@@ -241,6 +241,11 @@ describe('checkGasPaymentForEstimate: onChainFeeQuoting against the estimate (po
       message: 'paid for 999 gas (after 301 spent), 1000 required (estimate 2000 × 1/2)',
       requiredGas: 1000n,
     });
+    // Nothing spent yet: no "after" part.
+    assert.equal(
+      (checkGasPaymentForEstimate(quote, paid(1, 999, 0), ESTIMATE) as { message: string }).message,
+      'paid for 999 gas, 1000 required (estimate 2000 × 1/2)',
+    );
   });
 
   test('none and minimum take the estimate as it is', () => {
