@@ -20,9 +20,29 @@ import type { TransactionError } from '../../../../lib/worker/errors.ts';
 import { createTransactionSender } from '../../../../lib/worker/tx/sender.ts';
 import { rpcReceipt } from '../../../helpers/fixtures/builders.ts';
 import { createFakeClock } from '../../../helpers/fakes/clock.ts';
-import { BUMPED, FIRST, ID, SELF, senderHarness as setup, TO } from '../../../helpers/fakes/tx-node.ts';
+import { BUMPED, FIRST, ID, SELF, senderHarness as setup, TO, type TxNode } from '../../../helpers/fakes/tx-node.ts';
 
 const hex = (n: number | bigint) => `0x${n.toString(16)}`;
+
+/**
+ * A free nonce under a send: the first send's broadcast is refused for good ("insufficient
+ * funds", checked), so nonce 0 is freed under the second send's nonce 1. Later broadcasts meet
+ * `refuse` (none refused by default). Resolves with the second send still going (wrapped: awaiting
+ * this does not await it).
+ */
+async function gapUnderSecondSend(s: ReturnType<typeof setup>, refuse: TxNode['refuse'] = () => undefined) {
+  s.node.refuse = (t) =>
+    t.nonce === 0 && s.node.sent.length === 1
+      ? { code: -32000, message: 'insufficient funds for gas * price + value' }
+      : refuse?.(t);
+  const [a, b] = [s.send(), s.send()];
+  const refused = await a.then(
+    () => assert.fail('refused'),
+    (e: TransactionError) => e.code,
+  );
+  assert.equal(refused, 'insufficient_funds');
+  return { second: b };
+}
 
 describe('following a send (docs/delivery.md#throughput)', () => {
   test('the receipt of a transaction just broadcast is first asked after the next head, then found at once', async () => {
@@ -582,17 +602,7 @@ describe('following a slot: replacements, gaps, ends (docs/transactions.md#gaps)
 
   test('a free nonce below a slot is filled with a zero-value self-transfer of 21 000 gas, not in the journal', async () => {
     const s = setup({ replaceAfterBlocks: 100 });
-    // The first send's broadcast is refused for good: nonce 0 is freed under the second's nonce 1.
-    s.node.refuse = (t) =>
-      t.nonce === 0 && s.node.sent.length === 1
-        ? { code: -32000, message: 'insufficient funds for gas * price + value' }
-        : undefined;
-    const [a, b] = [s.send(), s.send()];
-    const refused = await a.then(
-      () => assert.fail('refused'),
-      (e: TransactionError) => e.code,
-    );
-    assert.equal(refused, 'insufficient_funds');
+    const { second: b } = await gapUnderSecondSend(s);
     const r = await s.drive(b, (ms) => {
       if (ms === 2_000) s.node.mine();
     });
@@ -630,12 +640,7 @@ describe('following a slot: replacements, gaps, ends (docs/transactions.md#gaps)
 
   test('a free nonce another transaction used: the look at the head moves the book past it, the next send takes the next', async () => {
     const s = setup({ replaceAfterBlocks: 100 });
-    s.node.refuse = (t) =>
-      t.nonce === 0 && s.node.sent.length === 1
-        ? { code: -32000, message: 'insufficient funds for gas * price + value' }
-        : undefined;
-    const [a, b] = [s.send(), s.send()];
-    await a.catch(() => {});
+    const { second: b } = await gapUnderSecondSend(s);
     let c: ReturnType<typeof s.send> | undefined;
     const r = await s.drive(b, (ms) => {
       // Before the first look, another process of the same key sends at nonce 0 (block 11). After
@@ -660,14 +665,9 @@ describe('following a slot: replacements, gaps, ends (docs/transactions.md#gaps)
   test('a filler the node refuses gives its nonce back: the next head fills it again', async () => {
     const s = setup({ replaceAfterBlocks: 100 });
     let fillers = 0;
-    s.node.refuse = (t) => {
-      if (t.nonce === 0 && s.node.sent.length === 1)
-        return { code: -32000, message: 'insufficient funds for gas * price + value' };
-      if (t.gas === 21_000n && ++fillers === 1) return { code: -32000, message: 'transaction underpriced' };
-      return undefined;
-    };
-    const [a, b] = [s.send(), s.send()];
-    await a.catch(() => {});
+    const { second: b } = await gapUnderSecondSend(s, (t) =>
+      t.gas === 21_000n && ++fillers === 1 ? { code: -32000, message: 'transaction underpriced' } : undefined,
+    );
     const r = await s.drive(b, (ms) => {
       if (ms > 0 && ms % 1_000 === 0) {
         if (fillers === 2) s.node.mine();
@@ -691,12 +691,7 @@ describe('following a slot: replacements, gaps, ends (docs/transactions.md#gaps)
 
   test('a free nonce while the base fee is above gasPriceCap: no filler signed, nothing said; filled once the fees fit', async () => {
     const s = setup({ gasPriceCap: 3_000n, replaceAfterBlocks: 100 });
-    s.node.refuse = (t) =>
-      t.nonce === 0 && s.node.sent.length === 1
-        ? { code: -32000, message: 'insufficient funds for gas * price + value' }
-        : undefined;
-    const [a, b] = [s.send(), s.send()];
-    await a.catch(() => {});
+    const { second: b } = await gapUnderSecondSend(s);
     let sentAtHighFee = 0;
     const r = await s.drive(b, (ms) => {
       if (ms === 0) s.node.baseFee = 3_500n;
@@ -721,12 +716,7 @@ describe('following a slot: replacements, gaps, ends (docs/transactions.md#gaps)
 
   test('a filler timed out (a fee spike above gasPriceCap) and then evicted: its nonce freed, filled again once the fees fit', async () => {
     const s = setup({ gasPriceCap: 3_000n, replaceAfterBlocks: 100, timeoutMs: 5_000 });
-    s.node.refuse = (t) =>
-      t.nonce === 0 && s.node.sent.length === 1
-        ? { code: -32000, message: 'insufficient funds for gas * price + value' }
-        : undefined;
-    const [a, b] = [s.send(), s.send()];
-    await a.catch(() => {});
+    const { second: b } = await gapUnderSecondSend(s);
     // The filler goes out at the first look (block 11); then the base fee stays above the cap:
     // nothing can be mined or replaced, and the send of nonce 1 times out.
     const timedOut = await s
@@ -765,14 +755,9 @@ describe('following a slot: replacements, gaps, ends (docs/transactions.md#gaps)
 
   test('a filler whose reply is lost counts as sent: told, followed and given back at the gap, not filled again', async () => {
     const s = setup({ replaceAfterBlocks: 100 });
-    s.node.refuse = (t) =>
-      t.nonce === 0 && s.node.sent.length === 1
-        ? { code: -32000, message: 'insufficient funds for gas * price + value' }
-        : undefined;
     // The filler's connection is cut at both tries: the node never got it, the sender cannot tell.
     s.node.cut = (t) => t.gas === 21_000n && s.node.sent.length <= 4;
-    const [a, b] = [s.send(), s.send()];
-    await a.catch(() => {});
+    const { second: b } = await gapUnderSecondSend(s);
     const r = await s.drive(b, (ms) => {
       if (ms > 0 && ms % 1_000 === 0) {
         if (s.node.pool.size === 2) s.node.mine();
@@ -798,12 +783,7 @@ describe('following a slot: replacements, gaps, ends (docs/transactions.md#gaps)
 
   test('a filler not mined is replaced like any slot: bumped, still not journaled, no message named', async () => {
     const s = setup({ replaceAfterBlocks: 1 });
-    s.node.refuse = (t) =>
-      t.nonce === 0 && s.node.sent.length === 1
-        ? { code: -32000, message: 'insufficient funds for gas * price + value' }
-        : undefined;
-    const [a, b] = [s.send(), s.send()];
-    await a.catch(() => {});
+    const { second: b } = await gapUnderSecondSend(s);
     const fillerReplaced = () =>
       s.node.sent.some((t) => t.nonce === 0 && t.gas === 21_000n && t.maxFeePerGas > FIRST.maxFeePerGas);
     await s.drive(b, (ms) => {
